@@ -1,0 +1,60 @@
+// swift-tools-version:6.0
+// issuerd: Apple Pay in-app provisioning, add-card risk scoring and step-up verification.
+//
+// Layers, one direction of dependency (see docs/architecture.md):
+//   C system libraries → one Swift wrapper per C library → pure domain core → HTTP API → executable.
+import PackageDescription
+
+let package = Package(
+    name: "issuerd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "issuerd", targets: ["issuerd"])
+    ],
+    targets: [
+        // C libraries from Debian packages. Each is imported by exactly one Swift module.
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
+
+        // Shared vocabulary with no I/O beyond writing log lines: logging, redaction, metrics.
+        .target(name: "IssuerdCore"),
+
+        // The only importers of their C libraries.
+        .target(name: "IssuerdCrypto", dependencies: ["COpenSSL", "IssuerdCore"]),
+        .target(name: "IssuerdPostgres", dependencies: ["CPostgres", "IssuerdCore"]),
+        .target(name: "IssuerdHTTP", dependencies: ["CMicroHTTPD", "IssuerdCore"]),
+
+        // Pure domain: the rule language and risk engine (no I/O).
+        .target(name: "IssuerdRisk", dependencies: ["IssuerdCore", "IssuerdCrypto"]),
+
+        // The HTTP API, storage and services wired together.
+        .target(
+            name: "IssuerdAPI",
+            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"]
+        ),
+
+        .executableTarget(
+            name: "issuerd",
+            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdAPI"]
+        ),
+        .executableTarget(
+            name: "issuerd-bench",
+            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdRisk"]
+        ),
+
+        // Throwaway databases, generated PKI and HTTP helpers for the test targets.
+        .target(
+            name: "IssuerdTestSupport",
+            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdPostgres"]
+        ),
+
+        .testTarget(name: "IssuerdCoreTests", dependencies: ["IssuerdCore"]),
+        .testTarget(name: "IssuerdCryptoTests", dependencies: ["IssuerdCrypto", "IssuerdTestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "IssuerdPostgresTests", dependencies: ["IssuerdPostgres", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// Module IssuerdAPI: see docs/architecture.md.

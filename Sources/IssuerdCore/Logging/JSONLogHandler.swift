@@ -1,0 +1,101 @@
+import Foundation
+import Synchronization
+
+/// Writes one JSON object per line: `{"ts","level","logger","msg",...metadata}`.
+///
+/// Formatting is done by hand rather than with `JSONEncoder` so that the key order is stable
+/// (`ts`, `level`, `logger`, `msg` first) and a line costs no more than a string build.
+public final class JSONLogHandler: LogHandler {
+    /// The process-wide handler writing to standard output.
+    public static let standardOutput = JSONLogHandler(fileDescriptor: 1)
+    /// A handler writing to standard error, for CLI commands whose stdout is their result.
+    public static let standardError = JSONLogHandler(fileDescriptor: 2)
+
+    private let fileDescriptor: Int32
+    // Guards whole-line writes so lines from concurrent threads never interleave.
+    private let lock = Mutex(())
+
+    /// Creates a handler writing to an open file descriptor it does not own.
+    public init(fileDescriptor: Int32) {
+        self.fileDescriptor = fileDescriptor
+    }
+
+    public func write(_ record: LogRecord) {
+        let line = Self.format(record) + "\n"
+        lock.withLock { _ in
+            var bytes = Array(line.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeMutableBytes { buffer in
+                    Foundation.write(fileDescriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                }
+                if written <= 0 { break }
+                offset += written
+            }
+            bytes.removeAll()
+        }
+    }
+
+    /// Formats a record as one JSON line without the trailing newline.
+    public static func format(_ record: LogRecord) -> String {
+        var out = "{\"ts\":"
+        JSONText.appendString(Self.timestamp(record.timestamp), to: &out)
+        out += ",\"level\":"
+        JSONText.appendString(record.level.description, to: &out)
+        out += ",\"logger\":"
+        JSONText.appendString(record.label, to: &out)
+        out += ",\"msg\":"
+        JSONText.appendString(record.message, to: &out)
+        for key in record.metadata.keys.sorted() where !["ts", "level", "logger", "msg"].contains(key) {
+            out += ","
+            JSONText.appendString(key, to: &out)
+            out += ":"
+            JSONText.append(record.metadata[key]!, to: &out)
+        }
+        out += "}"
+        return out
+    }
+
+    private static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}
+
+/// Minimal JSON text building for log lines and other hand-formatted output.
+public enum JSONText {
+    /// Appends `value` as a JSON string literal, escaping per RFC 8259 section 7.
+    public static func appendString(_ value: String, to out: inout String) {
+        out.append("\"")
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out.append("\\\"")
+            case "\\": out.append("\\\\")
+            case "\n": out.append("\\n")
+            case "\r": out.append("\\r")
+            case "\t": out.append("\\t")
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out.append("\\u" + String(repeating: "0", count: 4 - hex.count) + hex)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out.append("\"")
+    }
+
+    /// Appends a log value as JSON.
+    public static func append(_ value: LogValue, to out: inout String) {
+        switch value {
+        case .string(let string): appendString(string, to: &out)
+        case .int(let int): out += String(int)
+        case .double(let double): out += double.isFinite ? String(double) : "null"
+        case .bool(let bool): out += bool ? "true" : "false"
+        case .array(let values):
+            out += "["
+            for (index, element) in values.enumerated() {
+                if index > 0 { out += "," }
+                append(element, to: &out)
+            }
+            out += "]"
+        }
+    }
+}

@@ -1,0 +1,1 @@
+// Module IssuerdCrypto: see docs/architecture.md.

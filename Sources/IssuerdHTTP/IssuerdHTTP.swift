@@ -1,0 +1,1 @@
+// Module IssuerdHTTP: see docs/architecture.md.

@@ -1,0 +1,1 @@
+// Module IssuerdPostgres: see docs/architecture.md.

@@ -1,0 +1,1 @@
+// Module IssuerdRisk: see docs/architecture.md.

@@ -1,0 +1,1 @@
+// Module IssuerdTestSupport: see docs/architecture.md.

@@ -1,0 +1,1 @@
+print("issuerd-bench: no benchmarks yet")

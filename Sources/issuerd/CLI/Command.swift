@@ -1,0 +1,51 @@
+/// One `issuerd` subcommand (or a group of them, such as `rules`), defined as a caseless enum.
+///
+/// Every command answers `--help` with its usage and exits 0; a usage mistake prints one line
+/// naming the problem and exits 2; a failure of the work itself exits 1.
+protocol CommandDefinition: SendableMetatype {
+    /// The word after `issuerd`, e.g. `serve`.
+    static var name: String { get }
+    /// One line for the `issuerd --help` table.
+    static var summary: String { get }
+    /// The full `--help` text.
+    static var usage: String { get }
+    /// Runs the command with the words after its name.
+    ///
+    /// Parse them with ``Arguments/init(_:options:flags:)`` and print ``usage`` on `--help`.
+    /// - Returns: The process exit status.
+    static func run(_ words: [String]) throws -> Int32
+}
+
+/// A usage mistake: printed as one line with the command's name, exit status 2.
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A failure that is explained by its message alone, exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+    var status: Int32
+    init(_ description: String, status: Int32 = 1) {
+        self.description = description
+        self.status = status
+    }
+}
+
+/// A registered command: the definition's members captured as values.
+///
+/// Registration goes through this struct rather than an array of existential metatypes
+/// (`[any CommandDefinition.Type]`), which crashes the Swift 6.3 compiler in SILGen.
+struct Command: Sendable {
+    let name: String
+    let summary: String
+    let usage: String
+    let run: @Sendable ([String]) throws -> Int32
+
+    init<Definition: CommandDefinition>(_ definition: Definition.Type) {
+        name = Definition.name
+        summary = Definition.summary
+        usage = Definition.usage
+        run = { try Definition.run($0) }
+    }
+}

@@ -1,0 +1,3 @@
+import Foundation
+
+exit(CommandLineTool.main(CommandLine.arguments))

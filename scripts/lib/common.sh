@@ -1,0 +1,35 @@
+# Shared helpers for scripts/*. Source it; do not run it.
+# shellcheck shell=bash
+
+ISSUERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+ISSUERD_DEBIAN_PACKAGES=(libssl-dev libpq-dev libmicrohttpd-dev postgresql openssl python3-venv)
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Installs the Debian packages issuerd builds and tests against, if any is missing.
+ensure_packages() {
+    local missing=()
+    for pkg in "${ISSUERD_DEBIAN_PACKAGES[@]}" "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    say "installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq >/dev/null || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+        || die "could not install: ${missing[*]}"
+}
+
+# A Python virtual environment with the independent test oracles (cryptography for the
+# ECC_V2/RSA_V2 decryptor). Python is test tooling only, never part of the product.
+ensure_test_python() {
+    local venv="$ISSUERD_ROOT/.venv-test"
+    if ! "$venv/bin/python" -c 'import cryptography' 2>/dev/null; then
+        say "creating $venv with Python cryptography (test oracle)"
+        python3 -m venv "$venv" || die "python3 -m venv failed"
+        "$venv/bin/pip" install -q --disable-pip-version-check 'cryptography>=42' || die "pip install cryptography failed"
+    fi
+    export ISSUERD_TEST_PYTHON="$venv/bin/python"
+}
