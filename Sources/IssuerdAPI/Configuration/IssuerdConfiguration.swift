@@ -1,0 +1,192 @@
+import Foundation
+import IssuerdCore
+
+/// Everything `issuerd serve` needs, read once at start-up, validated eagerly, passed down
+/// explicitly. There are no configuration globals.
+///
+/// Every key is documented in `docs/configuration.md`; a missing or malformed one stops start-up
+/// with one ``ConfigurationError`` line naming it.
+public struct IssuerdConfiguration: Sendable {
+    /// libpq URI or conninfo string (`ISSUERD_DATABASE_URL`).
+    public var databaseURL: Redacted<String>
+    /// Connections in the pool (`ISSUERD_DB_POOL_SIZE`, default 8).
+    public var databasePoolSize: Int
+    /// How long a request waits for a pooled connection (`ISSUERD_DB_ACQUIRE_TIMEOUT`, default 2s).
+    public var databaseAcquireTimeout: Duration
+    /// `host:port` to listen on (`ISSUERD_LISTEN`, default `127.0.0.1:8080`).
+    public var listen: String
+    /// libmicrohttpd worker threads (`ISSUERD_HTTP_THREADS`, default: the pool size, since a
+    /// blocking database call stalls its worker).
+    public var httpThreads: Int
+    /// Largest accepted request body in bytes (`ISSUERD_BODY_LIMIT`, default 1 MiB).
+    public var bodyLimit: Int
+    /// Directory of the active rules (`ISSUERD_RULES_DIR`, default `rules`).
+    public var rulesDirectory: String
+    /// Directory of the SQL migrations (`ISSUERD_SQL_DIR`, default `sql`).
+    public var sqlDirectory: String
+    /// Whether `serve` applies pending migrations at start (`ISSUERD_MIGRATE_ON_START`, default true).
+    public var migrateOnStart: Bool
+    /// Apple trust profile (`ISSUERD_APPLE_TRUST`).
+    public var appleTrust: AppleTrustSetting
+    /// Whether chain validation checks validity dates (`ISSUERD_APPLE_CHECK_VALIDITY`, default true).
+    public var appleCheckValidity: Bool
+    /// Whether the unverified RSA_V2 scheme is offered (`ISSUERD_ENABLE_RSA_V2`, default false).
+    public var enableRSAV2: Bool
+    /// Master keys protecting PANs and one-time codes, current first.
+    public var masterKeys: [MasterKeySetting]
+    /// How the issuer app's bearer tokens are verified.
+    public var appJWT: AppJWTSetting
+    /// Shared secret of TSP request signatures (`ISSUERD_TSP_HMAC_SECRET`).
+    public var tspHMACSecret: Redacted<String>
+    /// Mastercard TAV signing key, PEM text or a path to it (`ISSUERD_TAV_SIGNING_KEY`).
+    public var tavSigningKeyPEM: Redacted<String>?
+    /// How long activation data stays valid (`ISSUERD_ACTIVATION_VALIDITY`, default 30m).
+    public var activationValidity: Duration
+    /// Step-up delivery provider (`ISSUERD_NOTIFY_PROVIDER`: `log` or `webhook`).
+    public var notify: NotifySetting
+    /// Where TSP notifications go (`ISSUERD_TSP_WEBHOOK_URL`); none when unset.
+    public var tspWebhookURL: URL?
+    /// Minimum log level (`ISSUERD_LOG_LEVEL`, default info).
+    public var logLevel: LogLevel
+
+    /// Reads and validates every setting.
+    ///
+    /// - Throws: ``ConfigurationError`` for the first missing or malformed setting.
+    public init(_ reader: ConfigurationReader) throws {
+        databaseURL = Redacted(try reader.required("ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd"))
+        databasePoolSize = try reader.integer("ISSUERD_DB_POOL_SIZE", default: 8, in: 1...256)
+        databaseAcquireTimeout = try reader.duration("ISSUERD_DB_ACQUIRE_TIMEOUT", default: .seconds(2), in: .milliseconds(10)...(.seconds(60)))
+        listen = reader.string("ISSUERD_LISTEN") ?? "127.0.0.1:8080"
+        httpThreads = try reader.integer("ISSUERD_HTTP_THREADS", default: databasePoolSize, in: 1...512)
+        bodyLimit = try reader.integer("ISSUERD_BODY_LIMIT", default: 1 << 20, in: 1024...(64 << 20))
+        rulesDirectory = reader.string("ISSUERD_RULES_DIR") ?? "rules"
+        sqlDirectory = reader.string("ISSUERD_SQL_DIR") ?? "sql"
+        migrateOnStart = try reader.boolean("ISSUERD_MIGRATE_ON_START", default: true)
+        appleTrust = try AppleTrustSetting(reader.string("ISSUERD_APPLE_TRUST") ?? "production")
+        appleCheckValidity = try reader.boolean("ISSUERD_APPLE_CHECK_VALIDITY", default: true)
+        enableRSAV2 = try reader.boolean("ISSUERD_ENABLE_RSA_V2", default: false)
+        masterKeys = try MasterKeySetting.read(reader)
+        appJWT = try AppJWTSetting(reader)
+        tspHMACSecret = Redacted(try reader.required("ISSUERD_TSP_HMAC_SECRET", hint: "the shared secret of X-Issuerd-Signature"))
+        guard tspHMACSecret.unsafeValue.utf8.count >= 16 else {
+            throw ConfigurationError(key: "ISSUERD_TSP_HMAC_SECRET", problem: "must be at least 16 bytes")
+        }
+        tavSigningKeyPEM = try reader.string("ISSUERD_TAV_SIGNING_KEY").map { Redacted(try Self.pemText($0, key: "ISSUERD_TAV_SIGNING_KEY")) }
+        activationValidity = try reader.duration("ISSUERD_ACTIVATION_VALIDITY", default: .seconds(1800), in: .seconds(60)...(.seconds(30 * 86400)))
+        notify = try NotifySetting(reader)
+        if let text = reader.string("ISSUERD_TSP_WEBHOOK_URL") {
+            tspWebhookURL = try Self.httpURL(text, key: "ISSUERD_TSP_WEBHOOK_URL")
+        } else {
+            tspWebhookURL = nil
+        }
+        guard let level = LogLevel(name: reader.string("ISSUERD_LOG_LEVEL") ?? "info") else {
+            throw ConfigurationError(key: "ISSUERD_LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        logLevel = level
+    }
+
+    /// PEM given inline, or read from the path given.
+    static func pemText(_ value: String, key: String) throws -> String {
+        if value.contains("-----BEGIN") { return value }
+        guard let text = try? String(contentsOfFile: value, encoding: .utf8), text.contains("-----BEGIN") else {
+            throw ConfigurationError(key: key, problem: "must be PEM text or the path of a readable PEM file")
+        }
+        return text
+    }
+
+    static func httpURL(_ text: String, key: String) throws -> URL {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
+            throw ConfigurationError(key: key, problem: "must be an http:// or https:// URL")
+        }
+        return url
+    }
+}
+
+/// Which root Apple certificate chains must lead to.
+public enum AppleTrustSetting: Sendable, Equatable {
+    /// Apple Root CA - G3, shipped with issuerd.
+    case production
+    /// Apple's sandbox (test) hierarchy.
+    case sandbox
+    /// A PEM root at this path, for tests and private deployments.
+    case custom(path: String)
+
+    init(_ text: String) throws {
+        switch text {
+        case "production": self = .production
+        case "sandbox": self = .sandbox
+        default:
+            guard FileManager.default.isReadableFile(atPath: text) else {
+                throw ConfigurationError(key: "ISSUERD_APPLE_TRUST", problem: "must be production, sandbox, or the path of a readable PEM root")
+            }
+            self = .custom(path: text)
+        }
+    }
+}
+
+/// One version of the master key.
+public struct MasterKeySetting: Sendable {
+    /// The version stored beside every ciphertext made with this key.
+    public var version: Int
+    /// The 32 key bytes.
+    public var key: Redacted<[UInt8]>
+
+    /// `ISSUERD_MASTER_KEY` (current), `ISSUERD_MASTER_KEY_VERSION` (its version, default 1) and
+    /// `ISSUERD_MASTER_KEY_PREVIOUS` (`version:base64,…`, kept to read rows not yet rotated).
+    static func read(_ reader: ConfigurationReader) throws -> [MasterKeySetting] {
+        guard let current = try reader.base64Key("ISSUERD_MASTER_KEY", byteCount: 32) else {
+            throw ConfigurationError(key: "ISSUERD_MASTER_KEY", problem: "is required (base64 of 32 random bytes: openssl rand -base64 32)")
+        }
+        let version = try reader.integer("ISSUERD_MASTER_KEY_VERSION", default: 1, in: 1...65535)
+        var keys = [MasterKeySetting(version: version, key: Redacted(current))]
+        for entry in (reader.string("ISSUERD_MASTER_KEY_PREVIOUS") ?? "").split(separator: ",") {
+            let parts = entry.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, let old = Int(parts[0]), (1...65535).contains(old), !keys.contains(where: { $0.version == old }) else {
+                throw ConfigurationError(key: "ISSUERD_MASTER_KEY_PREVIOUS", problem: "must be version:base64 pairs separated by commas, versions distinct from the current one")
+            }
+            let bytes = try ConfigurationReader.decodeKey(String(parts[1]), key: "ISSUERD_MASTER_KEY_PREVIOUS", byteCount: 32)
+            keys.append(MasterKeySetting(version: old, key: Redacted(bytes)))
+        }
+        return keys
+    }
+}
+
+/// How issuer-app bearer tokens are verified: HS256 with a shared secret, ES256 with a public key, or both.
+public struct AppJWTSetting: Sendable {
+    /// `ISSUERD_APP_JWT_SECRET` (HS256), at least 32 bytes.
+    public var hmacSecret: Redacted<String>?
+    /// `ISSUERD_APP_JWT_PUBLIC_KEY` (ES256), PEM text or a path to it.
+    public var publicKeyPEM: String?
+
+    init(_ reader: ConfigurationReader) throws {
+        hmacSecret = reader.string("ISSUERD_APP_JWT_SECRET").map(Redacted.init)
+        publicKeyPEM = try reader.string("ISSUERD_APP_JWT_PUBLIC_KEY").map { try IssuerdConfiguration.pemText($0, key: "ISSUERD_APP_JWT_PUBLIC_KEY") }
+        if let secret = hmacSecret, secret.unsafeValue.utf8.count < 32 {
+            throw ConfigurationError(key: "ISSUERD_APP_JWT_SECRET", problem: "must be at least 32 bytes for HS256")
+        }
+        guard hmacSecret != nil || publicKeyPEM != nil else {
+            throw ConfigurationError(key: "ISSUERD_APP_JWT_SECRET", problem: "is required unless ISSUERD_APP_JWT_PUBLIC_KEY is set (issuer-app tokens must be verifiable)")
+        }
+    }
+}
+
+/// Where one-time codes are delivered.
+public enum NotifySetting: Sendable {
+    /// One JSON line per message appended to a file (development default).
+    case log(path: String)
+    /// A signed POST to an SMS/voice/e-mail gateway.
+    case webhook(url: URL, secret: Redacted<String>)
+
+    init(_ reader: ConfigurationReader) throws {
+        switch try reader.choice("ISSUERD_NOTIFY_PROVIDER", default: "log", from: ["log", "webhook"]) {
+        case "webhook":
+            let url = try IssuerdConfiguration.httpURL(
+                try reader.required("ISSUERD_NOTIFY_WEBHOOK_URL", hint: "required when ISSUERD_NOTIFY_PROVIDER=webhook"),
+                key: "ISSUERD_NOTIFY_WEBHOOK_URL")
+            let secret = try reader.required("ISSUERD_NOTIFY_WEBHOOK_SECRET", hint: "signs webhook deliveries")
+            self = .webhook(url: url, secret: Redacted(secret))
+        default:
+            self = .log(path: reader.string("ISSUERD_NOTIFY_LOG_FILE") ?? "issuerd-notifications.jsonl")
+        }
+    }
+}

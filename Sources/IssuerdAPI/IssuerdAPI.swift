@@ -1,1 +1,0 @@
-// Module IssuerdAPI: see docs/architecture.md.
