@@ -20,6 +20,10 @@ let package = Package(
         // Shared vocabulary with no I/O beyond writing log lines: logging, redaction, metrics.
         .target(name: "IssuerdCore"),
 
+        // The wire contract (docs/openapi.yaml) as Codable types, shared by server and client so
+        // the two cannot drift. Foundation only.
+        .target(name: "IssuerdWire"),
+
         // The only importers of their C libraries.
         .target(name: "IssuerdCrypto", dependencies: ["COpenSSL", "IssuerdCore"]),
         .target(name: "IssuerdPostgres", dependencies: ["CPostgres", "IssuerdCore"]),
@@ -31,7 +35,7 @@ let package = Package(
         // The HTTP API, storage and services wired together.
         .target(
             name: "IssuerdAPI",
-            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"]
+            dependencies: ["IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"]
         ),
 
         .executableTarget(
