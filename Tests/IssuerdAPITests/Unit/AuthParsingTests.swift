@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+@testable import IssuerdAPI
+
+@Suite("Bearer token and TSP signature parsing")
+struct AuthParsingTests {
+    static func token(header: String, payload: String, signature: [UInt8] = [1, 2, 3]) -> String {
+        Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8)) + "." + Base64URL.encode(signature)
+    }
+
+    @Test("A well-formed JWT yields its algorithm, claims and signing input")
+    func parsesJWT() throws {
+        let compact = Self.token(header: #"{"alg":"HS256","typ":"JWT"}"#, payload: #"{"sub":"cust-1","exp":1900000000,"nbf":1}"#)
+        let jwt = try #require(JWT(compact: compact))
+        #expect(jwt.algorithm == "HS256")
+        #expect(jwt.subject == "cust-1")
+        #expect(jwt.expiresAt == 1_900_000_000)
+        #expect(jwt.notBefore == 1)
+        #expect(jwt.signature == [1, 2, 3])
+        #expect(String(decoding: jwt.signingInput, as: UTF8.self) == compact.split(separator: ".").prefix(2).joined(separator: "."))
+    }
+
+    @Test(
+        "Malformed JWTs are refused before any crypto",
+        arguments: [
+            "", "abc", "a.b", "a.b.c.d", "!!.e30.AA", "e30.e30.AA",
+            token(header: "not json", payload: "{}"),
+            token(header: #"{"alg":"HS256","crit":["x"]}"#, payload: #"{"sub":"a"}"#),
+            token(header: #"{"typ":"JWT"}"#, payload: #"{"sub":"a"}"#),
+            String(repeating: "a", count: 9000),
+        ])
+    func refusesMalformedJWT(token: String) {
+        #expect(JWT(compact: token) == nil)
+    }
+
+    @Test("base64url round-trips every length")
+    func base64url() {
+        for length in 0..<40 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 250) }
+            let encoded = Base64URL.encode(bytes)
+            #expect(!encoded.contains("=") && !encoded.contains("+") && !encoded.contains("/"))
+            #expect(Base64URL.decode(Substring(encoded)) == bytes)
+        }
+    }
+
+    @Test("The TSP signature header parses strictly")
+    func tspHeader() throws {
+        let hex = String(repeating: "ab", count: 32)
+        let parsed = try #require(TSPSignature(header: "t=1700000000,v1=\(hex)"))
+        #expect(parsed.timestamp == 1_700_000_000)
+        #expect(parsed.signatures == [Array(repeating: 0xAB, count: 32)])
+        #expect(TSPSignature(header: "t=1700000000, v1=\(hex), v0=zz")?.signatures.count == 1)
+        for bad in ["", "t=1", "v1=\(hex)", "t=x,v1=\(hex)", "t=1,v1=abc", "t=1,v1=\(hex.dropLast(2))", "t=-5,v1=\(hex)", "t=1,t=2,v1=\(hex)", "t=1,v1"] {
+            #expect(TSPSignature(header: bad) == nil, "\(bad)")
+        }
+        #expect(TSPSignature.signedPayload(timestamp: 12, body: Array("{}".utf8)) == Array("12.{}".utf8))
+    }
+
+    @Test(
+        "Destinations are masked",
+        arguments: [
+            ("01012345678", "010-****-5678"), ("010-1234-5678", "010-****-5678"), ("+82 10 1234 5678", "+82-****-5678"),
+            ("+1 415 555 0100", "+1-****-0100"), ("123", "****"),
+        ])
+    func phoneMask(input: String, expected: String) {
+        #expect(DestinationMask.phone(input) == expected)
+    }
+
+    @Test("E-mail addresses are masked")
+    func emailMask() {
+        #expect(DestinationMask.email("hong.gildong@example.com") == "h********g@example.com")
+        #expect(DestinationMask.email("ab@x.kr") == "a*@x.kr")
+        #expect(DestinationMask.email("a@x.kr") == "*@x.kr")
+        #expect(DestinationMask.email("@x.kr") == "****")
+        #expect(DestinationMask.email("nobody") == "****")
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+
+@testable import IssuerdAPI
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    static let minimal: [String: String] = [
+        "ISSUERD_DATABASE_URL": "postgresql:///issuerd",
+        "ISSUERD_MASTER_KEY": Data(repeating: 7, count: 32).base64EncodedString(),
+        "ISSUERD_APP_JWT_SECRET": String(repeating: "s", count: 32),
+        "ISSUERD_TSP_HMAC_SECRET": String(repeating: "t", count: 16),
+    ]
+
+    @Test("Defaults apply when only the required settings are given")
+    func defaults() throws {
+        let configuration = try IssuerdConfiguration(ConfigurationReader(Self.minimal))
+        #expect(configuration.listen == "127.0.0.1:8080")
+        #expect(configuration.rulesDirectory == "rules")
+        #expect(configuration.databasePoolSize == 8)
+        #expect(configuration.httpThreads == 8)
+        #expect(configuration.appleTrust == .production)
+        #expect(configuration.appleCheckValidity)
+        #expect(!configuration.enableRSAV2)
+        #expect(configuration.masterKeys.map(\.version) == [1])
+        #expect(configuration.activationValidity == .seconds(1800))
+    }
+
+    @Test(
+        "A missing or malformed setting names itself",
+        arguments: [
+            ("ISSUERD_DATABASE_URL", nil, "ISSUERD_DATABASE_URL: is required"),
+            ("ISSUERD_MASTER_KEY", nil, "ISSUERD_MASTER_KEY: is required"),
+            ("ISSUERD_MASTER_KEY", "c2hvcnQ=", "ISSUERD_MASTER_KEY: must decode to 32 bytes, not 5"),
+            ("ISSUERD_MASTER_KEY", "***", "ISSUERD_MASTER_KEY: must be standard base64"),
+            ("ISSUERD_DB_POOL_SIZE", "0", "ISSUERD_DB_POOL_SIZE: must be a whole number from 1 to 256"),
+            ("ISSUERD_APPLE_TRUST", "/nonexistent.pem", "ISSUERD_APPLE_TRUST: must be production, sandbox"),
+            ("ISSUERD_APPLE_CHECK_VALIDITY", "maybe", "ISSUERD_APPLE_CHECK_VALIDITY: must be true or false"),
+            ("ISSUERD_ACTIVATION_VALIDITY", "31d", "ISSUERD_ACTIVATION_VALIDITY: must be a duration"),
+            ("ISSUERD_APP_JWT_SECRET", "short", "ISSUERD_APP_JWT_SECRET: must be at least 32 bytes"),
+            ("ISSUERD_TSP_HMAC_SECRET", nil, "ISSUERD_TSP_HMAC_SECRET: is required"),
+            ("ISSUERD_NOTIFY_PROVIDER", "pigeon", "ISSUERD_NOTIFY_PROVIDER: must be one of log, webhook"),
+            ("ISSUERD_LOG_LEVEL", "loud", "ISSUERD_LOG_LEVEL: must be one of"),
+            ("ISSUERD_TSP_WEBHOOK_URL", "ftp://x", "ISSUERD_TSP_WEBHOOK_URL: must be an http:// or https:// URL"),
+            ("ISSUERD_MASTER_KEY_PREVIOUS", "1:" + Data(repeating: 1, count: 32).base64EncodedString(), "ISSUERD_MASTER_KEY_PREVIOUS: must be version:base64"),
+        ] as [(String, String?, String)])
+    func namesTheSetting(key: String, value: String?, expected: String) {
+        var environment = Self.minimal
+        environment[key] = value
+        do {
+            _ = try IssuerdConfiguration(ConfigurationReader(environment))
+            Issue.record("expected an error for \(key)")
+        } catch let error as ConfigurationError {
+            #expect(error.description.hasPrefix(expected), "\(error.description)")
+            #expect(!error.description.contains(Data(repeating: 7, count: 32).base64EncodedString()))
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test("Previous master keys are read with their versions")
+    func previousKeys() throws {
+        var environment = Self.minimal
+        environment["ISSUERD_MASTER_KEY_VERSION"] = "3"
+        environment["ISSUERD_MASTER_KEY_PREVIOUS"] = "2:" + Data(repeating: 2, count: 32).base64EncodedString() + ",1:" + Data(repeating: 1, count: 32).base64EncodedString()
+        let configuration = try IssuerdConfiguration(ConfigurationReader(environment))
+        #expect(configuration.masterKeys.map(\.version) == [3, 2, 1])
+        #expect(configuration.masterKeys[1].key.unsafeValue == Array(repeating: 2, count: 32))
+    }
+
+    @Test("A config file is layered under the environment")
+    func configFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-\(UUID().uuidString).env").path
+        try "# comment\nISSUERD_LISTEN=\"0.0.0.0:9000\"\nISSUERD_RULES_DIR=/from/file\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var environment = Self.minimal
+        environment["ISSUERD_RULES_DIR"] = "/from/env"
+        let configuration = try IssuerdConfiguration(ConfigurationReader.layered(file: path, environment: environment))
+        #expect(configuration.listen == "0.0.0.0:9000")
+        #expect(configuration.rulesDirectory == "/from/env")
+        try "NOT A SETTING\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: ConfigurationError.self) { try ConfigurationReader.layered(file: path, environment: [:]) }
+    }
+
+    @Test("Durations parse with units", arguments: [("500ms", Duration.milliseconds(500)), ("30s", .seconds(30)), ("10m", .seconds(600)), ("24h", .seconds(86400)), ("14d", .seconds(14 * 86400))])
+    func durations(text: String, expected: Duration) {
+        #expect(ConfigurationReader.parseDuration(text) == expected)
+    }
+}
