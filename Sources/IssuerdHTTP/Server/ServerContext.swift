@@ -133,12 +133,14 @@ final class ServerContext: Sendable {
                 bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
             else { return .NO }
             defer { MHD_destroy_response(mhdResponse) }
-            for field in response.headers where !HTTPHeaders.namesMatch(field.name, "Content-Length") {
+            var headers = response.headers
+            headers.set(RequestIdentifier.headerName, state.requestId)
+            // libmicrohttpd computes Content-Length from the buffer (and for HEAD) itself.
+            for field in headers where !HTTPHeaders.namesMatch(field.name, "Content-Length") {
                 if MHD_add_response_header(mhdResponse, field.name, field.value) != .YES {
                     logger.warning("response header refused", ["header": .string(field.name), "requestId": .string(state.requestId)])
                 }
             }
-            _ = MHD_add_response_header(mhdResponse, RequestIdentifier.headerName, state.requestId)
             return MHD_queue_response(connection, UInt32(status), mhdResponse)
         }
         record(status: status, route: route, bytesOut: response.body.count, state: state, connection: connection)

@@ -14,26 +14,41 @@ public final class RawHTTPConnection {
     ///
     /// - Parameters:
     ///   - port: The server's port.
-    ///   - host: An IPv4 address; loopback unless given.
+    ///   - host: A numeric IPv4 or IPv6 address (no brackets); IPv4 loopback unless given.
     ///   - timeout: Seconds a read may wait before it fails instead of hanging the test.
     /// - Throws: ``TestHTTPError`` when the connection is refused or cannot be made.
     public init(port: Int, host: String = "127.0.0.1", timeout: Int = 30) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let isIPv6 = host.contains(":")
+        let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestHTTPError("socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(truncatingIfNeeded: port).bigEndian
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
-            Glibc.close(fd)
-            throw TestHTTPError("invalid IPv4 address \(host)")
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let connected: Int32
+        if isIPv6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = UInt16(truncatingIfNeeded: port).bigEndian
+            guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else {
+                Glibc.close(fd)
+                throw TestHTTPError("invalid IPv6 address \(host)")
+            }
+            connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(truncatingIfNeeded: port).bigEndian
+            guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+                Glibc.close(fd)
+                throw TestHTTPError("invalid IPv4 address \(host)")
+            }
+            connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
         }
         guard connected == 0 else {
             let reason = String(cString: strerror(errno))
             Glibc.close(fd)
-            throw TestHTTPError("connect to \(host):\(port): \(reason)")
+            throw TestHTTPError("connect to \(host) port \(port): \(reason)")
         }
         var limit = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
@@ -99,8 +114,10 @@ public final class RawHTTPConnection {
     /// Reads one response: status line, headers, and a body delimited by `Content-Length`,
     /// chunked coding, or the end of the connection.
     ///
+    /// - Parameter expectingBody: False for answers to `HEAD`, whose `Content-Length` describes
+    ///   a body that is not sent (RFC 9110 section 9.3.2).
     /// - Throws: ``TestHTTPError`` on timeout or when the connection closes before a response.
-    public func readResponse() throws -> TestHTTPResponse {
+    public func readResponse(expectingBody: Bool = true) throws -> TestHTTPResponse {
         let headerEnd = try readUntil(Array("\r\n\r\n".utf8))
         let head = String(decoding: buffer[..<headerEnd], as: UTF8.self)
         buffer.removeFirst(headerEnd + 4)
@@ -112,6 +129,7 @@ public final class RawHTTPConnection {
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
         let response = TestHTTPResponse(status: status, headers: headers, body: [])
+        if !expectingBody || status == 204 || status == 304 || (100..<200).contains(status) { return response }
         if let length = response.header("Content-Length").flatMap(Int.init) {
             try fill(length)
             var result = response
