@@ -23,12 +23,13 @@ final class MicroHTTPDaemon: @unchecked Sendable {
         // own diagnostics to the external logger below instead of losing them.
         let flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_ITC.rawValue | MHD_USE_ERROR_LOG.rawValue
         var options: [MHD_OptionItem] = [
+            // First, or libmicrohttpd prints what it finds while parsing the others to stderr.
+            // Two-pointer options carry the function in `value` and its context in `ptr_value`.
+            MHD_OptionItem(option: .EXTERNAL_LOGGER, value: unsafeBitCast(daemonLogCallback, to: Int.self),
+                           ptr_value: contextPointer),
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.descriptor), ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
-            // Two-pointer options carry the function in `value` and its context in `ptr_value`.
             MHD_OptionItem(option: .NOTIFY_COMPLETED, value: unsafeBitCast(requestCompletedCallback, to: Int.self),
-                           ptr_value: contextPointer),
-            MHD_OptionItem(option: .EXTERNAL_LOGGER, value: unsafeBitCast(daemonLogCallback, to: Int.self),
                            ptr_value: contextPointer),
         ]
         // A pool of one is refused by libmicrohttpd ("greater than 1" enables pooling).
