@@ -5,7 +5,7 @@ import Testing
 
 @testable import IssuerdHTTP
 
-/// The server over real sockets on 127.0.0.1, one server per test.
+/// The server over real sockets on 127.0.0.1: routing, errors, request ids, logs, metrics.
 @Suite struct HTTPServerTests {
     @Test func routesWithPathParametersQueryAndPercentDecoding() throws {
         let test = try TestServer()
@@ -57,94 +57,6 @@ import Testing
         #expect(connection.readToEnd().isEmpty)
     }
 
-    @Test func declaredContentLengthOverTheLimitIs413BeforeTheBodyIsSent() throws {
-        let test = try TestServer()
-        defer { test.server.shutdown() }
-        let connection = try RawHTTPConnection(port: test.port)
-        try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(TestServer.bodyLimit + 1)\r\nExpect: 100-continue\r\n\r\n")
-        let response = try connection.readResponse()
-        #expect(response.status == 413)
-        #expect(response.errorEnvelope()?["code"] as? String == "payload_too_large")
-        #expect(response.header("X-Request-Id") != nil)
-
-        let viaClient = try test.client.send("POST", "/echo", body: Array(repeating: 0x61, count: TestServer.bodyLimit + 1))
-        #expect(viaClient.status == 413)
-    }
-
-    @Test func chunkedBodyOverTheLimitIs413() throws {
-        let test = try TestServer()
-        defer { test.server.shutdown() }
-        let connection = try RawHTTPConnection(port: test.port)
-        try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-        try connection.sendChunked(Array(repeating: 0x62, count: TestServer.bodyLimit + 10), chunkSize: 1000)
-        let response = try connection.readResponse()
-        #expect(response.status == 413)
-        #expect(response.errorEnvelope()?["code"] as? String == "payload_too_large")
-        #expect(try test.client.get("/v1/cards/after").status == 200)
-    }
-
-    @Test func aBodyFarPastTheLimitIsCutOffAndTheServerKeepsServing() throws {
-        let test = try TestServer()
-        defer { test.server.shutdown() }
-        let connection = try RawHTTPConnection(port: test.port)
-        try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-        let huge = Array(repeating: UInt8(0x63), count: TestServer.bodyLimit + ServerContext.discardAllowance + 64 * 1024)
-        // The server closes the connection part-way, so the send may fail; either way no response.
-        _ = try? connection.sendChunked(huge, chunkSize: 16 * 1024)
-        #expect((try? connection.readResponse()) == nil)
-        #expect(try test.client.get("/v1/cards/after").status == 200)
-    }
-
-    @Test func chunkedBodyInPiecesWithPausesArrivesWhole() throws {
-        let test = try TestServer()
-        defer { test.server.shutdown() }
-        let body = Array((0..<TestServer.bodyLimit).map { UInt8(ascii: "a") + UInt8($0 % 26) })
-        let connection = try RawHTTPConnection(port: test.port)
-        try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-        try connection.sendChunked(body, chunkSize: 700, pause: .milliseconds(20))
-        let response = try connection.readResponse()
-        #expect(response.status == 200)
-        #expect(response.jsonObject()?["bytes"] as? Int == body.count)
-        #expect(response.jsonObject()?["text"] as? String == String(decoding: body, as: UTF8.self))
-    }
-
-    @Test func slowUploadTrickledOverASecondIsAnsweredCorrectly() throws {
-        let test = try TestServer()
-        defer { test.server.shutdown() }
-        let body = Array(#"{"nonce":"slow-nonce","device":{"id":"dev-1"}}"#.utf8)
-        let connection = try RawHTTPConnection(port: test.port)
-        try connection.send("POST /v1/cards/c-slow/apple-pay/provision HTTP/1.1\r\nHost: x\r\n"
-            + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n")
-        try connection.sendSlowly(body, pieceSize: 2, pause: .milliseconds(40))
-        let response = try connection.readResponse()
-        #expect(response.status == 200)
-        #expect(response.jsonObject()?["nonce"] as? String == "slow-nonce")
-        #expect(response.jsonObject()?["deviceId"] as? String == "dev-1")
-        #expect(response.jsonObject()?["cardId"] as? String == "c-slow")
-    }
-
-    @Test func unsupportedMediaTypeAndMalformedJSONOverTheWire() throws {
-        let test = try TestServer()
-        defer { test.server.shutdown() }
-        let path = "/v1/cards/c1/apple-pay/provision"
-
-        let text = try test.client.send("POST", path, headers: ["Content-Type": "text/plain"], body: Array("{}".utf8))
-        #expect(text.status == 415)
-        #expect(text.errorEnvelope()?["code"] as? String == "unsupported_media_type")
-
-        let broken = try test.client.postJSON(path, #"{"nonce": "n", "device": "#)
-        #expect(broken.status == 400)
-        #expect(broken.errorEnvelope()?["code"] as? String == "malformed_json")
-
-        let missing = try test.client.postJSON(path, #"{"nonce": "n", "device": {}}"#)
-        #expect(missing.status == 400)
-        #expect(missing.errorEnvelope()?["field"] as? String == "device.id")
-
-        let good = try test.client.postJSON(path, #"{"nonce": "n", "device": {"id": "d"}}"#, headers: ["Content-Type": "application/json; charset=utf-8"])
-        #expect(good.status == 200)
-    }
-
     @Test func handlerFailureIs500WithRequestIdAndTheServerKeepsServing() throws {
         let test = try TestServer()
         defer { test.server.shutdown() }
@@ -179,36 +91,6 @@ import Testing
         }
         let generated = try test.client.get("/inspect")
         #expect(UUID(uuidString: generated.header("X-Request-Id") ?? "") != nil)
-    }
-
-    @Test func sixtyFourConcurrentRequestsAreAllAnswered() throws {
-        let test = try TestServer()
-        defer { test.server.shutdown() }
-        let requests = (0..<64).map { HTTPTestClient.Request("GET", "/v1/cards/card-\($0)", headers: ["X-Request-Id": "c-\($0)"]) }
-        let results = test.client.sendConcurrently(requests)
-        #expect(results.count == 64)
-        for (index, result) in results.enumerated() {
-            let response = try result.get()
-            #expect(response.status == 200)
-            #expect(response.jsonObject()?["cardId"] as? String == "card-\(index)")
-            #expect(response.header("X-Request-Id") == "c-\(index)")
-        }
-        let total = test.metrics.value(of: "issuerd_http_requests_total", labels: ["/v1/cards/{cardId}", "GET", "200"])
-        #expect(total == 64)
-    }
-
-    @Test func sixtyFourConnectionsHeldOpenAtOnceAreAllAnswered() throws {
-        let test = try TestServer(threads: 2)
-        defer { test.server.shutdown() }
-        let connections = try (0..<64).map { _ in try RawHTTPConnection(port: test.port) }
-        for (index, connection) in connections.enumerated() {
-            try connection.send("GET /v1/cards/raw-\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
-        }
-        for (index, connection) in connections.enumerated() {
-            let response = try connection.readResponse()
-            #expect(response.status == 200)
-            #expect(response.jsonObject()?["cardId"] as? String == "raw-\(index)")
-        }
     }
 
     @Test func accessLogLineIsJSONWithEveryField() throws {
@@ -264,74 +146,5 @@ import Testing
         #expect(brew.errorEnvelope()?["code"] as? String == "not_implemented")
 
         #expect(try test.client.get("/v1/cards/fine").status == 200)
-    }
-
-    @Test func shutdownLetsASlowRequestFinishAndThenRefusesConnections() throws {
-        let gate = Gate()
-        let test = try TestServer(gate: gate)
-        let port = test.port
-        let connection = try RawHTTPConnection(port: port)
-        try connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-        #expect(gate.waitUntilEntered())
-
-        let stopped = DispatchSemaphore(value: 0)
-        let server = test.server
-        DispatchQueue.global().async {
-            server.shutdown(timeout: .seconds(20))
-            stopped.signal()
-        }
-        // New connections are refused as soon as shutdown has begun, while /slow is still held.
-        var refusing = false
-        for _ in 0..<2000 where !refusing {
-            refusing = !RawHTTPConnection.canConnect(port: port)
-            if !refusing { usleep(5_000) }
-        }
-        #expect(refusing)
-        #expect(stopped.wait(timeout: .now()) == .timedOut, "shutdown returned while a request was in flight")
-
-        gate.release()
-        let response = try connection.readResponse()
-        #expect(response.status == 200)
-        #expect(response.text == "finished")
-        #expect(stopped.wait(timeout: .now() + 30) == .success)
-        #expect(!RawHTTPConnection.canConnect(port: port))
-        server.shutdown()  // idempotent
-    }
-
-    @Test func startTwiceAndATakenPortAreClearErrors() throws {
-        let test = try TestServer()
-        defer { test.server.shutdown() }
-        #expect(throws: HTTPServerError.self) { try test.server.start() }
-
-        let clash = HTTPServer(
-            configuration: HTTPServerConfiguration(listen: try ListenAddress.parse("127.0.0.1:\(test.port)"), threadCount: 2),
-            router: Router(), logger: .silent, metrics: MetricsRegistry())
-        #expect {
-            try clash.start()
-        } throws: { error in
-            (error as? HTTPServerError)?.code == .socketFailed && "\(error)".contains("bind")
-        }
-        #expect(throws: HTTPServerError.self) {
-            try HTTPServer(configuration: HTTPServerConfiguration(threadCount: 0), router: Router(), logger: .silent, metrics: MetricsRegistry()).start()
-        }
-    }
-
-    @Test func ipv6LoopbackWorksWhenAvailable() throws {
-        var router = Router()
-        router.add(.get, "/healthz") { request in .text(request.remoteAddress ?? "-") }
-        let server = HTTPServer(
-            configuration: HTTPServerConfiguration(listen: try ListenAddress.parse("[::1]:0"), threadCount: 2),
-            router: router, logger: .silent, metrics: MetricsRegistry())
-        do {
-            try server.start()
-        } catch let error as HTTPServerError where error.message.contains("Cannot assign requested address") {
-            return  // the machine has no IPv6 loopback; nothing to test
-        }
-        defer { server.shutdown() }
-        let connection = try RawHTTPConnection(port: server.port, host: "::1")
-        try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        let response = try connection.readResponse()
-        #expect(response.status == 200)
-        #expect(response.text == "::1")
     }
 }
