@@ -94,6 +94,7 @@ public final class HTTPServer: Sendable {
         }
         let abandoned = context.inFlight
         running.daemon.stop()
+        // The phase held the last references: the socket closes here, after the daemon stopped.
         phase.withLock { $0 = .stopped }
         context.logger.notice("http server stopped", ["abandonedRequests": .int(abandoned)])
     }
