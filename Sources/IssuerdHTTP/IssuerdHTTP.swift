@@ -1,1 +1,0 @@
-// Module IssuerdHTTP: see docs/architecture.md.

@@ -1,0 +1,94 @@
+import Foundation
+
+extension HTTPRequest {
+    /// Decodes the body as JSON with the shared ``JSONCoding/decoder``.
+    ///
+    /// The error never echoes the body or the decoder's description (which can quote input
+    /// values); it names at most the field path, which comes from the type being decoded.
+    ///
+    /// - Parameter type: The type to decode.
+    /// - Returns: The decoded value.
+    /// - Throws: ``HTTPError`` 415 `unsupported_media_type` unless `Content-Type` is
+    ///   `application/json` (optionally with `charset=utf-8`); 400 `malformed_json` when the body
+    ///   is empty, is not JSON, or does not fit `type`; an ``HTTPError`` thrown while decoding
+    ///   passes through unchanged.
+    public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        guard Self.isJSONMediaType(headers["Content-Type"]) else {
+            throw HTTPError.unsupportedMediaType()
+        }
+        guard !body.isEmpty else {
+            throw HTTPError.malformedJSON("request body is empty")
+        }
+        do {
+            return try JSONCoding.decoder.decode(T.self, from: Data(body))
+        } catch let error as HTTPError {
+            throw error
+        } catch let error as DecodingError {
+            throw Self.describe(error)
+        } catch {
+            throw HTTPError.malformedJSON("request body could not be decoded")
+        }
+    }
+
+    /// Whether a `Content-Type` value is JSON in UTF-8 (RFC 8259 section 8.1 allows no other).
+    static func isJSONMediaType(_ value: String?) -> Bool {
+        guard let value else { return false }
+        let parts = value.split(separator: ";", omittingEmptySubsequences: false)
+        guard let mediaType = parts.first, trimmed(mediaType).lowercased() == "application/json" else { return false }
+        for parameter in parts.dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { return false }
+            let name = trimmed(pair[0]).lowercased()
+            let rawValue = trimmed(pair[1])
+            let unquoted = rawValue.count >= 2 && rawValue.hasPrefix("\"") && rawValue.hasSuffix("\"")
+                ? rawValue.dropFirst().dropLast() : rawValue
+            guard name == "charset", unquoted.lowercased() == "utf-8" else { return false }
+        }
+        return true
+    }
+
+    private static func trimmed(_ text: Substring) -> Substring {
+        var slice = text
+        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
+        return slice
+    }
+
+    /// Maps a decoding failure to a safe 400 naming the field path when there is one.
+    static func describe(_ error: DecodingError) -> HTTPError {
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = fieldPath(context.codingPath + [key])
+            return .malformedJSON("missing required field '\(field)'", field: field)
+        case .valueNotFound(_, let context):
+            let field = fieldPath(context.codingPath)
+            return .malformedJSON("field '\(field)' must not be null", field: field)
+        case .typeMismatch(_, let context):
+            let field = fieldPath(context.codingPath)
+            if field.isEmpty { return .malformedJSON("request body has the wrong JSON type") }
+            return .malformedJSON("field '\(field)' has the wrong type", field: field)
+        case .dataCorrupted(let context):
+            let field = fieldPath(context.codingPath)
+            if field.isEmpty { return .malformedJSON("request body is not valid JSON") }
+            return .malformedJSON("field '\(field)' has an invalid value", field: field)
+        @unknown default:
+            return .malformedJSON("request body could not be decoded")
+        }
+    }
+
+    /// Renders a coding path as `device.id` or `certificates[1]`, capped so a deep document
+    /// cannot make the error large.
+    static func fieldPath(_ path: [any CodingKey]) -> String {
+        var out = ""
+        for key in path {
+            if let index = key.intValue {
+                out += "[\(index)]"
+            } else {
+                if !out.isEmpty { out += "." }
+                out += key.stringValue
+            }
+            if out.count > 200 { return String(out.prefix(200)) + "…" }
+        }
+        return out
+    }
+}

@@ -1,0 +1,132 @@
+/// Maps method and path to a handler, and turns every outcome into a response.
+///
+/// `respond(to:)` needs no socket, so routing, error envelopes and the 500 boundary are
+/// tested directly; the server calls the same code. Literal segments beat parameters, so
+/// `/v1/tsp/activation-codes/verify` is found before `/v1/tsp/activation-codes/{id}`.
+public struct Router: Sendable {
+    /// Handles one routed request; a thrown ``HTTPError`` becomes its envelope, anything else a 500.
+    public typealias Handler = @Sendable (HTTPRequest) throws -> HTTPResponse
+
+    private struct Entry: Sendable {
+        let method: HTTPMethod
+        let pattern: RoutePattern
+        let handler: Handler
+    }
+
+    /// What a method and path resolve to.
+    package enum Resolution {
+        case matched(route: String, parameters: [String: String], handler: Handler)
+        case methodNotAllowed(route: String, allowed: [HTTPMethod])
+        case notFound
+    }
+
+    private var entries: [Entry] = []
+
+    /// Creates a router with no routes.
+    public init() {}
+
+    /// Every route in registration order, for the OpenAPI coverage check.
+    public var routes: [(method: HTTPMethod, pattern: String)] {
+        entries.map { ($0.method, $0.pattern.text) }
+    }
+
+    /// Registers a handler.
+    ///
+    /// Routes are declared once at start-up by code, so a malformed pattern or a second handler
+    /// for the same method and path shape stops the process with a message naming it.
+    ///
+    /// - Parameters:
+    ///   - method: The method; `GET` routes also answer `HEAD`.
+    ///   - pattern: A path such as `/v1/cards/{cardId}`; `{name}` matches one non-empty segment.
+    ///   - handler: Called on a server thread with the routed request; it must not block long.
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Handler) {
+        let parsed: RoutePattern
+        switch RoutePattern.parse(pattern) {
+        case .success(let value): parsed = value
+        case .failure(let error): preconditionFailure("Router.add: \(error)")
+        }
+        if let clash = entries.first(where: { $0.method == method && $0.pattern.hasSameShape(as: parsed) }) {
+            preconditionFailure("Router.add: \(method) \(pattern) clashes with \(clash.method) \(clash.pattern.text)")
+        }
+        entries.append(Entry(method: method, pattern: parsed, handler: handler))
+    }
+
+    /// Resolves a method and path to a handler, a 405, or a 404.
+    package func resolve(_ method: HTTPMethod, path: String) -> Resolution {
+        guard path.hasPrefix("/") else { return .notFound }
+        let pieces = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        var best: (entry: Entry, parameters: [String: String])?
+        var bestGet: (entry: Entry, parameters: [String: String])?
+        var shapeMatch: RoutePattern?
+        var allowed: Set<HTTPMethod> = []
+        for entry in entries {
+            guard let parameters = entry.pattern.match(pieces) else { continue }
+            allowed.insert(entry.method)
+            if shapeMatch.map({ entry.pattern.isMoreSpecific(than: $0) }) ?? true { shapeMatch = entry.pattern }
+            if entry.method == method, best.map({ entry.pattern.isMoreSpecific(than: $0.entry.pattern) }) ?? true {
+                best = (entry, parameters)
+            }
+            if entry.method == .get, bestGet.map({ entry.pattern.isMoreSpecific(than: $0.entry.pattern) }) ?? true {
+                bestGet = (entry, parameters)
+            }
+        }
+        // RFC 9110 section 9.3.2: HEAD is GET without the body; the server drops the body.
+        if best == nil, method == .head { best = bestGet }
+        if let best {
+            return .matched(route: best.entry.pattern.text, parameters: best.parameters, handler: best.entry.handler)
+        }
+        guard let shapeMatch else { return .notFound }
+        if allowed.contains(.get) { allowed.insert(.head) }
+        let ordered = HTTPMethod.allCases.filter { allowed.contains($0) }
+        return .methodNotAllowed(route: shapeMatch.text, allowed: ordered)
+    }
+
+    /// Answers a request: the handler's response, or the error envelope for 404, 405, a thrown
+    /// ``HTTPError`` or an unexpected error (500, details logged at error level). Every
+    /// response carries `X-Request-Id`.
+    public func respond(to request: HTTPRequest) -> HTTPResponse {
+        dispatch(request).response
+    }
+
+    /// ``respond(to:)`` plus the matched route pattern (`nil` when nothing matched) for metrics.
+    package func dispatch(_ request: HTTPRequest) -> (response: HTTPResponse, route: String?) {
+        var response: HTTPResponse
+        let route: String?
+        switch resolve(request.method, path: request.path) {
+        case .notFound:
+            route = nil
+            response = HTTPError.notFound().response()
+        case .methodNotAllowed(let pattern, let allowed):
+            route = pattern
+            response = HTTPError.methodNotAllowed(allowed: allowed).response()
+        case .matched(let pattern, let parameters, let handler):
+            route = pattern
+            var routed = request
+            routed.route = pattern
+            routed.pathParameters = parameters
+            routed.logger = request.logger.with(["route": .string(pattern)])
+            response = Self.invoke(handler, with: routed)
+        }
+        response.headers.set(RequestIdentifier.headerName, request.requestId)
+        return (response, route)
+    }
+
+    /// Runs a handler; nothing it throws escapes, and nothing about an unexpected error but the
+    /// request id reaches the caller.
+    private static func invoke(_ handler: Handler, with request: HTTPRequest) -> HTTPResponse {
+        do {
+            return try handler(request)
+        } catch let error as HTTPError {
+            if error.status >= 500 {
+                request.logger.error("handler failed", ["error": .string(error.description), "source": "\(error.file):\(error.line)"])
+            }
+            return error.response()
+        } catch {
+            request.logger.error("unhandled error", [
+                "error": .string(String(describing: error)),
+                "errorType": .string(String(reflecting: type(of: error))),
+            ])
+            return HTTPError.internalError(requestId: request.requestId).response()
+        }
+    }
+}

@@ -1,0 +1,29 @@
+/// What the server remembers about one request between libmicrohttpd's calls for it.
+///
+/// libmicrohttpd calls the access handler once for the headers, once per body chunk and once
+/// at the end, always on the connection's own worker thread, and the completion callback
+/// afterwards on that thread too; so this object is never touched by two threads at once and
+/// needs no lock. It travels through `*con_cls` as a retained `Unmanaged` reference.
+final class RequestState {
+    let startedAt: ContinuousClock.Instant
+    let requestId: String
+    /// The method token as received (it may not be an ``HTTPMethod``).
+    let methodToken: String
+    /// The decoded path as received.
+    let path: String
+    /// The body so far; never longer than the body limit.
+    var body: [UInt8] = []
+    /// Every body byte received, including discarded ones, for the access log.
+    var bytesIn = 0
+    /// Set once the body is known to be too large; the rest of it is discarded.
+    var rejection: HTTPError?
+    /// Whether a response has been queued (libmicrohttpd accepts one per request).
+    var responded = false
+
+    init(requestId: String, methodToken: String, path: String) {
+        self.startedAt = ContinuousClock.now
+        self.requestId = requestId
+        self.methodToken = methodToken
+        self.path = path
+    }
+}

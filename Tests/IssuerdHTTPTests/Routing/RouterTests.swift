@@ -1,0 +1,122 @@
+import Foundation
+import IssuerdCore
+import Testing
+
+@testable import IssuerdHTTP
+
+/// The router without sockets: matching, precedence, 404/405/HEAD and the error boundary.
+@Suite struct RouterTests {
+    private func json(_ response: HTTPResponse) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+    }
+
+    private func probeRouter() -> Router {
+        var router = Router()
+        router.add(.post, "/v1/cards/{cardId}/apple-pay/provision") { request in
+            try .json(["cardId": request.pathParameters["cardId"] ?? "", "route": request.route])
+        }
+        router.add(.get, "/v1/cards") { _ in .text("list") }
+        router.add(.post, "/v1/cards") { _ in .noContent() }
+        return router
+    }
+
+    @Test func pathParametersAndRouteAreFilledIn() {
+        let request = HTTPRequest(method: .post, path: "/v1/cards/card-42/apple-pay/provision")
+        let response = probeRouter().respond(to: request)
+        #expect(response.status == 200)
+        #expect(json(response)["cardId"] as? String == "card-42")
+        #expect(json(response)["route"] as? String == "/v1/cards/{cardId}/apple-pay/provision")
+        #expect(response.headers["x-request-id"] == request.requestId)
+        #expect(response.headers["Content-Type"] == "application/json; charset=utf-8")
+    }
+
+    @Test(arguments: [
+        "/v1/cards/card-42/apple-pay", "/v1/cards//apple-pay/provision", "/v1/cards/card-42/apple-pay/provision/",
+        "/", "", "v1/cards", "/v1/cardsx",
+    ])
+    func unknownPathsAre404(path: String) {
+        let response = probeRouter().respond(to: HTTPRequest(method: .post, path: path))
+        #expect(response.status == 404)
+        #expect((json(response)["error"] as? [String: Any])?["code"] as? String == "not_found")
+    }
+
+    @Test func wrongMethodIs405WithAllow() {
+        let request = HTTPRequest(method: .delete, path: "/v1/cards")
+        let (response, route) = probeRouter().dispatch(request)
+        #expect(response.status == 405)
+        #expect(response.headers["Allow"] == "GET, HEAD, POST")
+        #expect((json(response)["error"] as? [String: Any])?["code"] as? String == "method_not_allowed")
+        #expect(route == "/v1/cards")
+        #expect(response.headers["X-Request-Id"] == request.requestId)
+    }
+
+    @Test func headIsAnsweredByGet() {
+        let response = probeRouter().respond(to: HTTPRequest(method: .head, path: "/v1/cards"))
+        #expect(response.status == 200)
+        #expect(response.body == Array("list".utf8))
+    }
+
+    @Test(arguments: [false, true])
+    func literalSegmentsBeatParametersWhateverTheOrder(literalFirst: Bool) {
+        var router = Router()
+        let literal: (String, Router.Handler) = ("/v1/tsp/activation-codes/verify", { _ in .text("verify") })
+        let parameter: (String, Router.Handler) = ("/v1/tsp/activation-codes/{challengeId}", { request in
+            .text("id=" + (request.pathParameters["challengeId"] ?? ""))
+        })
+        for (pattern, handler) in literalFirst ? [literal, parameter] : [parameter, literal] {
+            router.add(.post, pattern, handler)
+        }
+        #expect(router.respond(to: HTTPRequest(method: .post, path: "/v1/tsp/activation-codes/verify")).body == Array("verify".utf8))
+        #expect(router.respond(to: HTTPRequest(method: .post, path: "/v1/tsp/activation-codes/c1")).body == Array("id=c1".utf8))
+    }
+
+    @Test func aLessSpecificRouteWithTheMethodWinsOverA405() {
+        var router = Router()
+        router.add(.get, "/v1/admin/attempts/{attemptId}") { request in .text(request.pathParameters["attemptId"] ?? "") }
+        router.add(.post, "/v1/admin/attempts/export") { _ in .noContent() }
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/v1/admin/attempts/export")).body == Array("export".utf8))
+        let response = router.respond(to: HTTPRequest(method: .delete, path: "/v1/admin/attempts/export"))
+        #expect(response.status == 405)
+        #expect(response.headers["Allow"] == "GET, HEAD, POST")
+    }
+
+    @Test func routesAreListedInRegistrationOrder() {
+        let routes = probeRouter().routes
+        #expect(routes.map(\.method) == [.post, .get, .post])
+        #expect(routes.map(\.pattern) == ["/v1/cards/{cardId}/apple-pay/provision", "/v1/cards", "/v1/cards"])
+    }
+
+    @Test func thrownHTTPErrorBecomesItsEnvelope() {
+        var router = Router()
+        router.add(.post, "/v1/cards/{cardId}/apple-pay/provision") { _ in
+            throw HTTPError(status: 403, code: "provisioning_declined", message: "declined",
+                            context: ["flow": "orange", "code": "overridden?", "reasons": [["rule": "r1"]]])
+        }
+        let request = HTTPRequest(method: .post, path: "/v1/cards/c/apple-pay/provision", requestId: "req-1")
+        let response = router.respond(to: request)
+        #expect(response.status == 403)
+        #expect(response.headers["X-Request-Id"] == "req-1")
+        let error = json(response)["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "provisioning_declined")
+        #expect(error?["message"] as? String == "declined")
+        #expect(error?["flow"] as? String == "orange")
+        #expect(((error?["reasons"] as? [[String: Any]])?.first?["rule"]) as? String == "r1")
+    }
+
+    @Test func unexpectedErrorIs500WithRequestIdAndDetailsOnlyInTheLog() {
+        let log = CapturingLogHandler()
+        var router = Router()
+        router.add(.get, "/boom") { _ in throw ProbeFailure(detail: "password=hunter2") }
+        let request = HTTPRequest(method: .get, path: "/boom", requestId: "req-500", logger: log.logger())
+        let response = router.respond(to: request)
+        #expect(response.status == 500)
+        let error = json(response)["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "internal_error")
+        #expect((error?["message"] as? String)?.contains("req-500") == true)
+        #expect(!String(decoding: response.body, as: UTF8.self).contains("hunter2"))
+        let logged = log.records.filter { $0.level == .error }
+        #expect(logged.count == 1)
+        #expect(logged.first?.metadata["requestId"] == "req-500")
+        #expect(logged.first?.metadata["error"] == "ProbeFailure(password=hunter2)")
+    }
+}
