@@ -1,0 +1,99 @@
+import Foundation
+import IssuerdCore
+import IssuerdHTTP
+import IssuerdPostgres
+
+/// The running service: configuration, database pool, services, router and HTTP server, wired
+/// once at start-up and stopped in reverse order.
+///
+/// `issuerd serve` owns one; the API tests start one on port 0 against a throwaway database.
+public final class IssuerdApplication: Sendable {
+    /// The settings this instance was built from.
+    public let configuration: IssuerdConfiguration
+    /// Every metric the instance exposes on `/metrics`.
+    public let metrics: MetricsRegistry
+    let logger: Logger
+    let database: PostgresPool
+    let server: HTTPServer
+
+    /// Builds every component without starting anything that listens or connects.
+    ///
+    /// - Throws: ``ConfigurationError`` or a component's error for a setting that cannot work
+    ///   (an unparsable listen address, an unreadable rules directory, a bad key).
+    public init(configuration: IssuerdConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let metrics = MetricsRegistry()
+        self.metrics = metrics
+        let database = PostgresPool(
+            configuration: PostgresPoolConfiguration(
+                connectionString: configuration.databaseURL.unsafeValue,
+                size: configuration.databasePoolSize,
+                acquireTimeout: configuration.databaseAcquireTimeout,
+                connectTimeout: .seconds(2)),
+            logger: logger.labelled("issuerd.postgres"))
+        self.database = database
+        metrics.gauge("issuerd_db_pool_connections", help: "Database pool connections by state.", labels: ["state"]) {
+            let statistics = database.statistics
+            return [(["in_use"], Double(statistics.inUse)), (["idle"], Double(statistics.idle)), (["size"], Double(statistics.size))]
+        }
+
+        let readiness = Readiness(
+            probes: [Self.databaseProbe(database)],
+            rulesetVersion: { nil })
+        var table = RouteTable()
+        OperationsRoutes.register(in: &table, readiness: readiness, metrics: metrics)
+
+        let listen: ListenAddress
+        do {
+            listen = try ListenAddress.parse(configuration.listen)
+        } catch {
+            throw ConfigurationError(key: "ISSUERD_LISTEN", problem: "must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
+        }
+        let serverConfiguration = HTTPServerConfiguration(
+            listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit)
+        self.server = HTTPServer(configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"), metrics: metrics)
+    }
+
+    /// The port the server listens on (the real one when configured with port 0).
+    public var port: Int { server.port }
+
+    /// Applies pending migrations (when configured), then starts listening.
+    ///
+    /// - Throws: ``PostgresError`` when migrations cannot run, ``MigrationError`` when an applied
+    ///   migration's file changed, ``HTTPServerError`` when the socket cannot be bound.
+    public func start() throws {
+        if configuration.migrateOnStart {
+            let applied = try Migrator(directory: URL(fileURLWithPath: configuration.sqlDirectory), logger: logger.labelled("issuerd.migrate"))
+                .migrate(using: database)
+            if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
+        }
+        try server.start()
+        logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
+    }
+
+    /// Reloads what can change without a restart (SIGHUP).
+    public func reload() {
+        logger.info("reload requested")
+    }
+
+    /// Stops accepting, lets in-flight requests finish (at most `timeout`), then closes the pool.
+    public func shutdown(timeout: Duration = .seconds(5)) {
+        server.shutdown(timeout: timeout)
+        database.close()
+        logger.info("issuerd stopped")
+    }
+
+    private static func databaseProbe(_ database: PostgresPool) -> Readiness.Probe {
+        {
+            do {
+                try database.ping()
+                return .init(name: "database", ok: true, critical: true, detail: nil)
+            } catch let error as PostgresError {
+                return .init(name: "database", ok: false, critical: true, detail: "\(error.code)")
+            } catch {
+                return .init(name: "database", ok: false, critical: true, detail: "unexpected error")
+            }
+        }
+    }
+}
