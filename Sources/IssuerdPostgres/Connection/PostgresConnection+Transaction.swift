@@ -8,6 +8,7 @@ extension PostgresConnection {
     ///   - body: The work; it must not issue its own `COMMIT` or `ROLLBACK`.
     /// - Returns: What `body` returned, once committed.
     /// - Throws: ``PostgresError`` from any statement, or whatever `body` threw.
+    @discardableResult
     public func transaction<T>(isolation: IsolationLevel = .readCommitted, _ body: (PostgresConnection) throws -> T) throws -> T {
         try execute(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)
         do {

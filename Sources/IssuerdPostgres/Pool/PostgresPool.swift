@@ -37,6 +37,7 @@ public final class PostgresPool: @unchecked Sendable {
     /// - Returns: What `body` returned.
     /// - Throws: ``PostgresError/Code/poolTimeout`` when no connection frees up in time,
     ///   ``PostgresError/Code/unavailable`` when none can be opened, or what `body` threw.
+    @discardableResult
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let connection = try acquire()
         defer { release(connection) }
@@ -53,6 +54,7 @@ public final class PostgresPool: @unchecked Sendable {
     ///     the database that cannot be repeated.
     /// - Returns: What the committed attempt of `body` returned.
     /// - Throws: The last attempt's error, or a non-retryable one at once.
+    @discardableResult
     public func transaction<T>(
         isolation: IsolationLevel = .readCommitted, maxAttempts: Int = 5, _ body: (PostgresConnection) throws -> T
     ) throws -> T {

@@ -58,6 +58,13 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
             sql += "$\(bindings.count)"
         }
 
+        /// Binds an optional as the next `$n` parameter; `nil` is SQL NULL. (An explicit
+        /// overload: through the generic one, Swift warns about interpolating an optional.)
+        public mutating func appendInterpolation<Value: PostgresEncodable>(_ value: Value?) {
+            bindings.append(PostgresBinding(value))
+            sql += "$\(bindings.count)"
+        }
+
         /// Inserts trusted SQL text verbatim. Never pass input from outside the program.
         public mutating func appendInterpolation(unsafeSQL text: String) {
             sql += text
