@@ -1,21 +1,66 @@
-/// `issuerd migrate`: applies the numbered SQL files in `sql/` (placeholder until the
-/// PostgreSQL layer lands).
+import Foundation
+import IssuerdCore
+import IssuerdPostgres
+
+/// `issuerd migrate`: applies the numbered SQL files in `sql/` to `ISSUERD_DATABASE_URL`.
 enum MigrateCommand: CommandDefinition {
     static let name = "migrate"
     static let summary = "apply the SQL migrations in sql/ to ISSUERD_DATABASE_URL"
     static let usage = """
-        issuerd migrate [--sql-dir DIR]
+        issuerd migrate [--sql-dir DIR] [--status]
 
         Applies every migration in DIR (default: sql/) that the database has not recorded yet,
-        under an advisory lock, and refuses to start if an applied migration's file changed.
+        each in its own transaction, under an advisory lock, and refuses to run if an applied
+        migration's file changed or is missing.
+
+          --sql-dir DIR   folder of NNNN_name.sql files (default: sql)
+          --status        list every migration as applied, pending, changed or missing; apply nothing
+
+        Environment:
+          ISSUERD_DATABASE_URL   libpq URI or conninfo, e.g. postgresql://issuerd@localhost/issuerd
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        let arguments = try Arguments(words, options: ["sql-dir"])
+        let arguments = try Arguments(words, options: ["sql-dir"], flags: ["status"])
         if arguments.wantsHelp {
             print(usage)
             return 0
         }
-        throw CommandFailure("not implemented yet")
+        if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
+        guard let url = ProcessInfo.processInfo.environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
+            throw CommandFailure("ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
+        }
+        let directory = URL(fileURLWithPath: arguments.option("sql-dir") ?? "sql")
+        let logger = Logger(label: "issuerd.migrate", minimumLevel: .warning, handler: JSONLogHandler.standardError)
+        let pool = PostgresPool(configuration: PostgresPoolConfiguration(connectionString: url, size: 1), logger: logger)
+        defer { pool.close() }
+        let migrator = Migrator(directory: directory, logger: logger)
+        do {
+            if arguments.flag("status") {
+                return try printStatus(migrator.status(using: pool))
+            }
+            let applied = try migrator.migrate(using: pool)
+            for migration in applied { print("applied \(migration.fileName)") }
+            print(applied.isEmpty ? "database is up to date" : "applied \(applied.count) migration(s)")
+            return 0
+        } catch let error as PostgresError {
+            throw CommandFailure(error.message + (error.sqlState.map { " (SQLSTATE \($0))" } ?? ""))
+        }
+    }
+
+    private static func printStatus(_ report: [MigrationStatus]) -> Int32 {
+        var healthy = true
+        for entry in report {
+            let state: String
+            switch entry.state {
+            case .applied(let date): state = "applied  " + date.formatted(.iso8601)
+            case .pending: state = "pending"
+            case .changed: state = "CHANGED since applied"; healthy = false
+            case .missingFile: state = "MISSING file"; healthy = false
+            }
+            print(entry.fileName.padding(toLength: max(entry.fileName.count, 40), withPad: " ", startingAt: 0) + " " + state)
+        }
+        if report.isEmpty { print("no migrations") }
+        return healthy ? 0 : 1
     }
 }

@@ -1,0 +1,188 @@
+import CPostgres
+import Foundation
+import IssuerdCore
+
+/// One libpq connection (`PGconn`), used by one thread at a time.
+///
+/// Statements run synchronously on the calling thread; results always come back in text
+/// format. Most code borrows a connection from ``PostgresPool`` rather than making one.
+public final class PostgresConnection {
+    let handle: OpaquePointer
+    let logger: Logger
+
+    /// Opens a connection and prepares the session for this module's decoders.
+    ///
+    /// - Parameters:
+    ///   - connectionString: A libpq URI (`postgresql://…`) or conninfo (`host=… dbname=…`).
+    ///   - connectTimeout: How long to try; libpq counts whole seconds, at least 2.
+    ///   - logger: Receives debug lines; never parameter values.
+    /// - Throws: ``PostgresError`` with code ``PostgresError/Code/unavailable`` when the server
+    ///   cannot be reached or refuses the login.
+    public init(connectionString: String, connectTimeout: Duration = .seconds(2), logger: Logger = .silent) throws {
+        let timeoutSeconds = max(2, Int(min(connectTimeout.timeInterval, 3600).rounded(.up)))
+        // libpq reads the arrays front to back and the last value wins: entries before the
+        // expanded `dbname` are defaults the connection string may override, entries after it
+        // are requirements of this module (UTF8 text, the configured timeout).
+        let parameters: [(String, String)] = [
+            ("application_name", "issuerd"),
+            // Over TCP, notice a silently vanished peer within ~25 s instead of hours.
+            ("keepalives_idle", "10"),
+            ("keepalives_interval", "5"),
+            ("keepalives_count", "3"),
+            ("dbname", connectionString),
+            ("connect_timeout", String(timeoutSeconds)),
+            ("client_encoding", "UTF8"),
+        ]
+        let handle = CStringArray(parameters.map(\.0)).withPointers { keywords in
+            CStringArray(parameters.map(\.1)).withPointers { values in
+                PQconnectdbParams(keywords, values, 1)
+            }
+        }
+        guard let handle else {
+            throw PostgresError(code: .unavailable, message: "libpq could not allocate a connection")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = Self.errorMessage(of: handle)
+            PQfinish(handle)
+            throw PostgresError(code: .unavailable, message: "could not connect: \(message)")
+        }
+        self.handle = handle
+        self.logger = logger
+        // libpq prints NOTICE and WARNING to stderr by default; they can quote data (RAISE
+        // NOTICE), so they are dropped rather than mixed into the JSON log stream.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        // The decoders read ISO timestamps and hex bytea whatever the server's defaults are.
+        try execute(unsafeSQL: "SET DateStyle = 'ISO, MDY'; SET bytea_output = 'hex'")
+        logger.debug("postgres connection opened", ["backend_pid": .int(Int(PQbackendPID(handle)))])
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// Runs one statement and returns its rows.
+    ///
+    /// - Parameter query: SQL with `$n` parameters built by interpolation.
+    /// - Returns: The rows (empty for statements that return none) and the affected-row count.
+    /// - Throws: ``PostgresError`` mapped from the SQLSTATE, or ``PostgresError/Code/unavailable``
+    ///   when the connection is lost.
+    @discardableResult
+    public func query(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) throws -> PostgresRows {
+        PostgresRows(result: try run(query, file: file, line: line))
+    }
+
+    /// Runs one statement and returns how many rows it affected.
+    ///
+    /// - Throws: ``PostgresError``, as for ``query(_:file:line:)``.
+    @discardableResult
+    public func execute(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) throws -> Int {
+        try run(query, file: file, line: line).affectedRows
+    }
+
+    /// Runs a script of several statements (a migration) through the simple query protocol.
+    ///
+    /// Outside an explicit transaction the server runs the whole script as one implicit
+    /// transaction. The script takes no parameters: never build it from input.
+    /// - Throws: ``PostgresError`` for the first statement that fails.
+    public func execute(unsafeSQL script: String, file: String = #fileID, line: Int = #line) throws {
+        guard !script.utf8.contains(0) else {
+            throw PostgresError(code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
+        }
+        _ = try check(PQexec(handle, script), file: file, line: line)
+    }
+
+    /// The command tag of a script's last statement, for transaction control.
+    func executeReturningTag(unsafeSQL sql: String) throws -> String {
+        try check(PQexec(handle, sql), file: #fileID, line: #line).commandTag
+    }
+
+    private func run(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresResult {
+        let bindings = query.bindings
+        guard bindings.count <= Int(UInt16.max) else {
+            throw PostgresError(code: .invalidParameter, message: "\(bindings.count) parameters exceed the protocol limit of 65535", file: file, line: line)
+        }
+        guard !query.sql.utf8.contains(0) else {
+            throw PostgresError(code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
+        }
+        // PQexecParams reads every value pointer during the call, so all values live in one
+        // buffer that outlives it; text values are NUL-terminated, binary ones carry a length.
+        var storage: [UInt8] = []
+        var offsets: [Int?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        var types: [Oid] = []
+        for (position, binding) in bindings.enumerated() {
+            types.append(binding.dataType.rawValue)
+            switch binding.value.storage {
+            case .null:
+                offsets.append(nil)
+                lengths.append(0)
+                formats.append(0)
+            case .text(let text):
+                guard !text.utf8.contains(0) else {
+                    throw PostgresError(
+                        code: .invalidParameter, message: "parameter $\(position + 1) contains a NUL byte, which text cannot hold",
+                        file: file, line: line)
+                }
+                offsets.append(storage.count)
+                storage.append(contentsOf: text.utf8)
+                storage.append(0)
+                lengths.append(0)
+                formats.append(0)
+            case .binary(let bytes):
+                guard bytes.count < Int(Int32.max) else {
+                    throw PostgresError(code: .invalidParameter, message: "parameter $\(position + 1) is too large", file: file, line: line)
+                }
+                offsets.append(storage.count)
+                storage.append(contentsOf: bytes)
+                storage.append(0)
+                lengths.append(Int32(bytes.count))
+                formats.append(1)
+            }
+        }
+        storage.append(0)  // never empty, so the buffer always has a base address
+        let result = storage.withUnsafeBytes { buffer -> OpaquePointer? in
+            let base = buffer.baseAddress!
+            let pointers: [UnsafePointer<CChar>?] = offsets.map { offset in
+                offset.map { (base + $0).assumingMemoryBound(to: CChar.self) }
+            }
+            return PQexecParams(handle, query.sql, Int32(bindings.count), types, pointers, lengths, formats, 0)
+        }
+        return try check(result, file: file, line: line)
+    }
+
+    /// Turns a result into a value or a typed error, freeing failed results.
+    private func check(_ result: OpaquePointer?, file: String, line: Int) throws -> PostgresResult {
+        guard let result else {
+            let lost = PQstatus(handle) != CONNECTION_OK
+            throw PostgresError(code: lost ? .unavailable : .other, message: Self.errorMessage(of: handle), file: file, line: line)
+        }
+        let status = PQresultStatus(result)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
+            return PostgresResult(owning: result)
+        }
+        defer { PQclear(result) }
+        let sqlState = Self.field(result, "C")
+        var code = sqlState.map(PostgresError.code(forSQLState:)) ?? .other
+        // A lost connection shows as a result without SQLSTATE (or 57P01) and a bad status.
+        if PQstatus(handle) != CONNECTION_OK { code = .unavailable }
+        if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
+            throw PostgresError(code: .other, message: "COPY is not supported on this connection", file: file, line: line)
+        }
+        let primary = Self.field(result, "M") ?? Self.errorMessage(of: handle)
+        logger.debug("postgres statement failed", ["sqlstate": .string(sqlState ?? "none"), "code": .string(code.name)])
+        throw PostgresError(
+            code: code, sqlState: sqlState, message: PostgresError.safeMessage(primary, sqlState: sqlState),
+            detail: Self.field(result, "D"), constraint: Self.field(result, "n"), file: file, line: line)
+    }
+
+    /// One `PQresultErrorField`; the field codes are the protocol's one-letter tags
+    /// (PostgreSQL manual 55.8), which do not import from `postgres_ext.h`.
+    private static func field(_ result: OpaquePointer, _ tag: Unicode.Scalar) -> String? {
+        PQresultErrorField(result, Int32(tag.value)).map { String(cString: $0) }
+    }
+
+    static func errorMessage(of handle: OpaquePointer) -> String {
+        let message = PQerrorMessage(handle).map { String(cString: $0) } ?? ""
+        let trimmed = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? "connection failed" : trimmed
+    }
+}

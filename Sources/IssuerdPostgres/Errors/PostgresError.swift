@@ -1,0 +1,132 @@
+/// A failure reported by PostgreSQL, by libpq, or by this module while binding or decoding.
+///
+/// ``description`` is safe to log: it never contains a bound parameter value or the server's
+/// `DETAIL` (which quotes row values, e.g. `Key (pan)=(4111…) already exists`), and quoted
+/// input in data-exception messages (SQLSTATE class 22) is masked.
+public struct PostgresError: Error, CustomStringConvertible, Sendable {
+    /// What kind of failure this is; an open set so new kinds do not break callers' switches.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// A short stable name, e.g. `uniqueViolation`.
+        public let name: String
+
+        /// Creates a code; prefer the static members.
+        public init(_ name: String) { self.name = name }
+
+        public var description: String { name }
+
+        /// The server is unreachable: connection refused, lost, timed out, or shutting down.
+        public static let unavailable = Code("unavailable")
+        /// No pooled connection became free within the pool's acquire timeout.
+        public static let poolTimeout = Code("poolTimeout")
+        /// SQLSTATE 23505.
+        public static let uniqueViolation = Code("uniqueViolation")
+        /// SQLSTATE 23503.
+        public static let foreignKeyViolation = Code("foreignKeyViolation")
+        /// SQLSTATE 23514.
+        public static let checkViolation = Code("checkViolation")
+        /// SQLSTATE 23502.
+        public static let notNullViolation = Code("notNullViolation")
+        /// SQLSTATE 40001: retry the whole transaction.
+        public static let serializationFailure = Code("serializationFailure")
+        /// SQLSTATE 40P01: retry the whole transaction.
+        public static let deadlockDetected = Code("deadlockDetected")
+        /// SQLSTATE 57014: statement timeout or cancel request.
+        public static let queryCanceled = Code("queryCanceled")
+        /// A column could not be decoded as the requested Swift type (or was NULL).
+        public static let decoding = Code("decoding")
+        /// SQLSTATE class 42: syntax error or access rule violation (undefined table, …).
+        public static let syntax = Code("syntax")
+        /// A parameter cannot be sent (text with a NUL byte, too many parameters).
+        public static let invalidParameter = Code("invalidParameter")
+        /// A migration file is malformed, changed after it was applied, or missing.
+        public static let migration = Code("migration")
+        /// Any other failure; look at ``PostgresError/sqlState``.
+        public static let other = Code("other")
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// The five-character SQLSTATE when the server reported one.
+    public var sqlState: String?
+    /// The primary message, safe to log (see the type's documentation).
+    public var message: String
+    /// The server's `DETAIL` field. It may quote row values (PANs included): never log it.
+    public var detail: String?
+    /// The violated constraint's name, for integrity violations.
+    public var constraint: String?
+    /// Where in issuerd the error was raised.
+    public var file: String
+    /// The line in ``file``.
+    public var line: Int
+
+    /// Creates an error.
+    public init(
+        code: Code, sqlState: String? = nil, message: String, detail: String? = nil, constraint: String? = nil,
+        file: String = #fileID, line: Int = #line
+    ) {
+        self.code = code
+        self.sqlState = sqlState
+        self.message = message
+        self.detail = detail
+        self.constraint = constraint
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String {
+        var text = "PostgresError.\(code)"
+        if let sqlState { text += " (SQLSTATE \(sqlState))" }
+        text += ": \(message)"
+        if let constraint { text += " [constraint \(constraint)]" }
+        return text + " at \(file):\(line)"
+    }
+
+    /// True when the failure means the connection it happened on can no longer be used.
+    public var isConnectionLost: Bool { code == .unavailable }
+
+    /// True for failures that a fresh attempt of the whole transaction may not repeat.
+    public var isTransient: Bool { code == .serializationFailure || code == .deadlockDetected }
+}
+
+extension PostgresError {
+    /// Maps a SQLSTATE to a code (PostgreSQL manual, appendix A).
+    ///
+    /// - Parameter sqlState: Five characters, e.g. `23505`.
+    /// - Returns: The matching code, ``Code/other`` when none does.
+    public static func code(forSQLState sqlState: String) -> Code {
+        switch sqlState {
+        case "23505": return .uniqueViolation
+        case "23503": return .foreignKeyViolation
+        case "23514": return .checkViolation
+        case "23502": return .notNullViolation
+        case "40001": return .serializationFailure
+        case "40P01": return .deadlockDetected
+        case "57014": return .queryCanceled
+        // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections: the server
+        // is going away or refusing us, which callers treat like an outage.
+        case "57P01", "57P02", "57P03", "53300": return .unavailable
+        default: break
+        }
+        if sqlState.hasPrefix("08") { return .unavailable }
+        if sqlState.hasPrefix("42") { return .syntax }
+        return .other
+    }
+
+    /// Masks double-quoted input in data-exception messages, which PostgreSQL copies from the
+    /// offending value (`invalid input syntax for type uuid: "…"`).
+    static func safeMessage(_ message: String, sqlState: String?) -> String {
+        guard let sqlState, sqlState.hasPrefix("22") else { return message }
+        var result = ""
+        var inQuotes = false
+        for character in message {
+            if character == "\"" {
+                result.append(character)
+                if !inQuotes { result += "****" }
+                inQuotes.toggle()
+            } else if !inQuotes {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}

@@ -1,1 +1,0 @@
-// Module IssuerdPostgres: see docs/architecture.md.

@@ -1,0 +1,149 @@
+import Foundation
+import IssuerdCore
+
+/// Applies the numbered SQL files of a directory, in order, each in its own transaction.
+///
+/// Applied migrations are recorded in `issuerd_schema_migrations(version, name, checksum,
+/// applied_at)`. A session advisory lock serialises instances that start together, so each
+/// migration runs once. An applied file that changed, or vanished, stops the run before
+/// anything new is applied.
+///
+/// Checksums are SHA-256 of the file bytes, computed by the server (`sha256(bytea)`,
+/// PostgreSQL 11+): Foundation has no SHA-256 on Linux and this module must not import
+/// OpenSSL, and a server-side digest needs no closure threaded through every caller.
+///
+/// Files run inside `BEGIN … COMMIT`, so they must not contain transaction control or
+/// statements that refuse a transaction block (`CREATE INDEX CONCURRENTLY`).
+public struct Migrator: Sendable {
+    /// The directory holding `NNNN_name.sql` files.
+    public let directory: URL
+    private let logger: Logger
+
+    /// `pg_advisory_lock` key: the ASCII bytes of "issuerd" and a zero, as a signed 64-bit value.
+    static let lockKey: Int64 = 0x6973_7375_6572_6400
+
+    /// Creates a migrator for `directory`.
+    public init(directory: URL, logger: Logger) {
+        self.directory = directory
+        self.logger = logger
+    }
+
+    /// Applies every migration the database has not recorded yet.
+    ///
+    /// - Parameter pool: Where to apply them; one connection is held for the whole run.
+    /// - Returns: The migrations applied by this call, in order (empty when up to date).
+    /// - Throws: ``PostgresError/Code/migration`` naming the file for a changed or missing
+    ///   file, or a failing migration (with the server's SQLSTATE).
+    @discardableResult
+    public func migrate(using pool: PostgresPool) throws -> [AppliedMigration] {
+        let files = try MigrationFile.load(from: directory)
+        return try pool.withConnection { connection in
+            try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
+            defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
+            try connection.execute(
+                unsafeSQL: """
+                    CREATE TABLE IF NOT EXISTS issuerd_schema_migrations (
+                        version integer PRIMARY KEY,
+                        name text NOT NULL,
+                        checksum text NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """)
+            let applied = try Self.recorded(on: connection)
+            let checksums = try Self.checksums(of: files, on: connection)
+            let problems = Self.problems(files: files, checksums: checksums, applied: applied)
+            guard problems.isEmpty else {
+                throw PostgresError(code: .migration, message: problems.joined(separator: "; "))
+            }
+            var newlyApplied: [AppliedMigration] = []
+            for (file, checksum) in zip(files, checksums) where applied[file.version] == nil {
+                newlyApplied.append(try apply(file, checksum: checksum, on: connection))
+            }
+            return newlyApplied
+        }
+    }
+
+    /// Reports every migration's state without changing anything.
+    ///
+    /// - Returns: One entry per file and per recorded version without a file, by version.
+    /// - Throws: ``PostgresError`` when the directory or the database cannot be read.
+    public func status(using pool: PostgresPool) throws -> [MigrationStatus] {
+        let files = try MigrationFile.load(from: directory)
+        return try pool.withConnection { connection in
+            let exists = try connection.query("SELECT to_regclass('issuerd_schema_migrations') IS NOT NULL AS present")
+            let applied = try exists.first?.decode("present", as: Bool.self) == true ? Self.recorded(on: connection) : [:]
+            let checksums = try Self.checksums(of: files, on: connection)
+            var report: [MigrationStatus] = []
+            for (file, checksum) in zip(files, checksums) {
+                let state: MigrationStatus.State
+                if let record = applied[file.version] {
+                    state = record.checksum == checksum && record.name == file.name ? .applied(at: record.appliedAt) : .changed
+                } else {
+                    state = .pending
+                }
+                report.append(MigrationStatus(version: file.version, fileName: file.fileName, state: state))
+            }
+            for record in applied.values where !files.contains(where: { $0.version == record.version }) {
+                report.append(MigrationStatus(version: record.version, fileName: record.fileName, state: .missingFile))
+            }
+            return report.sorted { $0.version < $1.version }
+        }
+    }
+
+    private func apply(_ file: MigrationFile, checksum: String, on connection: PostgresConnection) throws -> AppliedMigration {
+        do {
+            let appliedAt = try connection.transaction { connection in
+                try connection.execute(unsafeSQL: file.sql)
+                let rows = try connection.query(
+                    """
+                    INSERT INTO issuerd_schema_migrations (version, name, checksum)
+                    VALUES (\(file.version), \(file.name), \(checksum)) RETURNING applied_at
+                    """)
+                return try rows.first?.decode("applied_at", as: Date.self) ?? Date()
+            }
+            logger.debug("migration applied", ["version": .int(file.version), "file": .string(file.fileName)])
+            return AppliedMigration(version: file.version, name: file.name, checksum: checksum, appliedAt: appliedAt)
+        } catch var error as PostgresError {
+            error.message = "migration \(file.fileName) failed: \(error.message)"
+            throw error
+        }
+    }
+
+    private static func recorded(on connection: PostgresConnection) throws -> [Int: AppliedMigration] {
+        var applied: [Int: AppliedMigration] = [:]
+        for row in try connection.query("SELECT version, name, checksum, applied_at FROM issuerd_schema_migrations") {
+            let record = AppliedMigration(
+                version: try row.decode("version"), name: try row.decode("name"), checksum: try row.decode("checksum"),
+                appliedAt: try row.decode("applied_at"))
+            applied[record.version] = record
+        }
+        return applied
+    }
+
+    private static func checksums(of files: [MigrationFile], on connection: PostgresConnection) throws -> [String] {
+        try files.map { file in
+            let rows = try connection.query("SELECT encode(sha256(\(file.contents)), 'hex') AS checksum")
+            guard let checksum = try rows.first?.decode("checksum", as: String.self) else {
+                throw PostgresError(code: .other, message: "the server returned no checksum")
+            }
+            return checksum
+        }
+    }
+
+    private static func problems(files: [MigrationFile], checksums: [String], applied: [Int: AppliedMigration]) -> [String] {
+        var problems: [String] = []
+        for (file, checksum) in zip(files, checksums) {
+            guard let record = applied[file.version] else { continue }
+            if record.name != file.name {
+                problems.append("migration file \(file.fileName) changed after it was applied: version \(file.version) was applied as \(record.fileName)")
+            } else if record.checksum != checksum {
+                problems.append(
+                    "migration file \(file.fileName) changed after it was applied (recorded sha256 \(record.checksum.prefix(12))…, file now \(checksum.prefix(12))…); add a new migration instead of editing an applied one")
+            }
+        }
+        for record in applied.values.sorted(by: { $0.version < $1.version }) where !files.contains(where: { $0.version == record.version }) {
+            problems.append("migration \(record.fileName) was applied but its file is missing from the migrations directory")
+        }
+        return problems
+    }
+}

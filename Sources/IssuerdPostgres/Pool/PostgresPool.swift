@@ -1,0 +1,176 @@
+import Foundation
+import IssuerdCore
+
+/// A fixed-capacity pool of ``PostgresConnection``s for synchronous callers (HTTP worker
+/// threads).
+///
+/// Connections open lazily. A connection that died (server restart, network loss) is
+/// discarded instead of returned, and an idle one is checked before reuse, so during an outage
+/// callers get ``PostgresError/Code/unavailable`` after one short connect attempt and, once
+/// the server is back, the next call reconnects without restarting the process.
+///
+/// @unchecked Sendable: `state` is read and written only while `condition` is locked; the
+/// configuration and logger are immutable; connections are used by one borrower at a time.
+public final class PostgresPool: @unchecked Sendable {
+    /// The configuration the pool was built with.
+    public let configuration: PostgresPoolConfiguration
+    private let logger: Logger
+    private let condition = NSCondition()
+    private var state: PoolState<PostgresConnection>
+
+    /// Creates a pool; no connection opens until the first borrower asks.
+    ///
+    /// - Parameters:
+    ///   - configuration: Connection string, capacity and timeouts.
+    ///   - logger: Receives debug lines about connections opened and discarded.
+    public init(configuration: PostgresPoolConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        self.state = PoolState(capacity: configuration.size)
+    }
+
+    deinit { close() }
+
+    /// Lends a connection to `body` and takes it back afterwards, even when `body` throws.
+    ///
+    /// A transaction left open by `body` is rolled back; a lost connection is discarded.
+    /// - Returns: What `body` returned.
+    /// - Throws: ``PostgresError/Code/poolTimeout`` when no connection frees up in time,
+    ///   ``PostgresError/Code/unavailable`` when none can be opened, or what `body` threw.
+    @discardableResult
+    public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try acquire()
+        defer { release(connection) }
+        return try body(connection)
+    }
+
+    /// Runs `body` in a transaction, retrying the whole transaction on a serialization
+    /// failure or deadlock with a short jittered backoff.
+    ///
+    /// - Parameters:
+    ///   - isolation: The isolation level for every attempt.
+    ///   - maxAttempts: Attempts in total (at least 1).
+    ///   - body: The work; it may run several times, so it must not have effects outside
+    ///     the database that cannot be repeated.
+    /// - Returns: What the committed attempt of `body` returned.
+    /// - Throws: The last attempt's error, or a non-retryable one at once.
+    @discardableResult
+    public func transaction<T>(
+        isolation: IsolationLevel = .readCommitted, maxAttempts: Int = 5, _ body: (PostgresConnection) throws -> T
+    ) throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try withConnection { try $0.transaction(isolation: isolation, body) }
+            } catch let error as PostgresError where error.isTransient && attempt < maxAttempts {
+                logger.debug("postgres transaction retried", ["attempt": .int(attempt), "code": .string(error.code.name)])
+                Thread.sleep(forTimeInterval: Self.backoff(attempt: attempt))
+                attempt += 1
+            }
+        }
+    }
+
+    /// Checks that the database answers (`SELECT 1`), for readiness probes.
+    ///
+    /// - Throws: ``PostgresError`` when it does not.
+    public func ping() throws {
+        try withConnection { _ = try $0.query("SELECT 1") }
+    }
+
+    /// The capacity, connections lent out (or being opened), and idle open connections.
+    public var statistics: (size: Int, inUse: Int, idle: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (state.capacity, state.leased, state.idle.count)
+    }
+
+    /// Callers currently waiting for a connection.
+    var waitingCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.waiters
+    }
+
+    /// Closes idle connections and refuses new borrowers; lent connections close on return.
+    public func close() {
+        condition.lock()
+        let idle = state.close()
+        condition.broadcast()
+        condition.unlock()
+        if !idle.isEmpty { logger.debug("postgres pool closed", ["closed_connections": .int(idle.count)]) }
+    }
+
+    private func acquire() throws -> PostgresConnection {
+        let deadline = Date().addingTimeInterval(configuration.acquireTimeout.timeInterval)
+        while true {
+            condition.lock()
+            var action = state.acquire()
+            while case .wait = action {
+                guard Date() < deadline else {
+                    condition.unlock()
+                    throw PostgresError(
+                        code: .poolTimeout,
+                        message: "no database connection free within \(configuration.acquireTimeout) (pool size \(state.capacity))")
+                }
+                state.waiters += 1
+                _ = condition.wait(until: deadline)
+                state.waiters -= 1
+                action = state.acquire()
+            }
+            condition.unlock()
+
+            switch action {
+            case .use(let connection):
+                if connection.isHealthyWhileIdle() { return connection }
+                logger.debug("postgres idle connection discarded", ["backend_pid": .int(Int(connection.backendProcessID))])
+                slotFreed()
+            case .open:
+                do {
+                    let connection = try PostgresConnection(
+                        connectionString: configuration.connectionString, connectTimeout: configuration.connectTimeout,
+                        logger: logger)
+                    return connection
+                } catch {
+                    slotFreed()
+                    throw error
+                }
+            case .closed:
+                throw PostgresError(code: .unavailable, message: "the connection pool is closed")
+            case .wait:
+                continue
+            }
+        }
+    }
+
+    private func release(_ connection: PostgresConnection) {
+        let reusable = connection.prepareForReuse()
+        if !reusable { logger.debug("postgres connection discarded after use", ["backend_pid": .int(Int(connection.backendProcessID))]) }
+        condition.lock()
+        let unwanted = state.release(reusable ? connection : nil)
+        condition.signal()
+        condition.unlock()
+        // Dropping the last reference finishes the PGconn outside the lock.
+        _ = unwanted
+    }
+
+    private func slotFreed() {
+        condition.lock()
+        state.openFailed()
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Exponential from 2 ms, capped at 64 ms, times a jitter of 0.5–1.5 so that colliding
+    /// transactions do not collide again in lockstep.
+    static func backoff(attempt: Int) -> TimeInterval {
+        let base = 0.002 * Double(1 << min(max(attempt - 1, 0), 5))
+        return base * Double.random(in: 0.5...1.5)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds as a `TimeInterval`.
+    var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,34 @@
+/// How a ``PostgresPool`` connects and how long callers wait.
+public struct PostgresPoolConfiguration: Sendable, CustomStringConvertible {
+    /// A libpq URI or conninfo string. It may hold a password: ``description`` masks it.
+    public var connectionString: String
+    /// The most connections open at once (at least 1). Size it to the database concurrency:
+    /// every HTTP worker thread blocks on its connection for the length of a request.
+    public var size: Int
+    /// How long a caller waits for a free connection before ``PostgresError/Code/poolTimeout``.
+    public var acquireTimeout: Duration
+    /// How long one connection attempt may take; libpq rounds up to whole seconds, minimum 2.
+    public var connectTimeout: Duration
+
+    /// Creates a configuration.
+    ///
+    /// - Parameters:
+    ///   - connectionString: Where to connect, e.g. `postgresql://issuerd@localhost/issuerd`.
+    ///   - size: Maximum open connections; values below 1 count as 1.
+    ///   - acquireTimeout: Maximum wait for a free connection.
+    ///   - connectTimeout: Maximum time to establish one connection.
+    public init(
+        connectionString: String, size: Int = 10, acquireTimeout: Duration = .seconds(5),
+        connectTimeout: Duration = .seconds(2)
+    ) {
+        self.connectionString = connectionString
+        self.size = max(1, size)
+        self.acquireTimeout = acquireTimeout
+        self.connectTimeout = connectTimeout
+    }
+
+    public var description: String {
+        let target = (try? PostgresConnectionString(connectionString))?.description ?? "<unparseable connection string>"
+        return "PostgresPoolConfiguration(\(target), size: \(size), acquireTimeout: \(acquireTimeout), connectTimeout: \(connectTimeout))"
+    }
+}

@@ -1,0 +1,54 @@
+import CPostgres
+
+/// Owns one `PGresult` and the column lookup built from it.
+///
+/// @unchecked Sendable: immutable after init, and libpq only reads a PGresult once
+/// `PQexecParams` has returned it, so concurrent reads from several threads are safe.
+final class PostgresResult: @unchecked Sendable {
+    private let handle: OpaquePointer
+    let rowCount: Int
+    let columnNames: [String]
+    let columnTypes: [PostgresDataType]
+    let columnIndex: [String: Int]
+    let commandTag: String
+    let affectedRows: Int
+
+    /// Takes ownership of a successful result.
+    init(owning handle: OpaquePointer) {
+        self.handle = handle
+        rowCount = Int(PQntuples(handle))
+        let columnCount = Int(PQnfields(handle))
+        var names: [String] = []
+        var types: [PostgresDataType] = []
+        var index: [String: Int] = [:]
+        for column in 0..<columnCount {
+            let name = PQfname(handle, Int32(column)).map { String(cString: $0) } ?? ""
+            names.append(name)
+            types.append(PostgresDataType(rawValue: PQftype(handle, Int32(column))))
+            // The first column of a name wins, as in SQL's own resolution of `SELECT a, a`.
+            if index[name] == nil { index[name] = column }
+        }
+        columnNames = names
+        columnTypes = types
+        // PQfnumber is avoided on purpose: it folds unquoted names to lower case.
+        columnIndex = index
+        commandTag = PQcmdStatus(handle).map { String(cString: $0) } ?? ""
+        affectedRows = PQcmdTuples(handle).flatMap { Int(String(cString: $0)) } ?? 0
+    }
+
+    deinit { PQclear(handle) }
+
+    /// The value at a row and column, or nil for SQL NULL.
+    func text(row: Int, column: Int) -> String? {
+        let row32 = Int32(row), column32 = Int32(column)
+        guard PQgetisnull(handle, row32, column32) == 0, let value = PQgetvalue(handle, row32, column32) else {
+            return nil
+        }
+        let length = Int(PQgetlength(handle, row32, column32))
+        // Results are requested in text format, which PostgreSQL sends in the client encoding
+        // (UTF8, fixed at connect); decoding repairs rather than traps on anything else.
+        return value.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+// Integers, floating point and booleans travel in PostgreSQL's text syntax: it is exact for
+// every value of these types and saves an endianness dance for a handful of bytes.
+
+/// PostgreSQL's integer types, which every Swift integer accepts when the value fits.
+private let integerTypes: Set<PostgresDataType> = [.int2, .int4, .int8, .oid]
+
+extension FixedWidthInteger {
+    fileprivate init(postgresInteger cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try cell.require(integerTypes)
+        guard let value = Self(cell.text) else {
+            throw .malformed(reason: "integer out of range for \(Self.self)")
+        }
+        self = value
+    }
+}
+
+extension Int: PostgresEncodable, PostgresDecodable {
+    public static var postgresDataType: PostgresDataType { .int8 }
+    public var postgresBindValue: PostgresBindValue { .text(String(self)) }
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
+}
+
+extension Int64: PostgresEncodable, PostgresDecodable {
+    public static var postgresDataType: PostgresDataType { .int8 }
+    public var postgresBindValue: PostgresBindValue { .text(String(self)) }
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
+}
+
+extension Int32: PostgresEncodable, PostgresDecodable {
+    public static var postgresDataType: PostgresDataType { .int4 }
+    public var postgresBindValue: PostgresBindValue { .text(String(self)) }
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
+}
+
+extension Int16: PostgresEncodable, PostgresDecodable {
+    public static var postgresDataType: PostgresDataType { .int2 }
+    public var postgresBindValue: PostgresBindValue { .text(String(self)) }
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
+}
+
+extension Bool: PostgresEncodable, PostgresDecodable {
+    public static var postgresDataType: PostgresDataType { .bool }
+    public var postgresBindValue: PostgresBindValue { .text(self ? "t" : "f") }
+
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try cell.require([.bool])
+        switch cell.text {
+        case "t": self = true
+        case "f": self = false
+        default: throw .malformed(reason: "boolean is neither t nor f")
+        }
+    }
+}
+
+extension Double: PostgresEncodable, PostgresDecodable {
+    public static var postgresDataType: PostgresDataType { .float8 }
+
+    /// Swift prints the shortest text that reads back to the same bits; only the special
+    /// values need PostgreSQL's spelling (`Infinity`, `NaN`), which Swift does not produce.
+    public var postgresBindValue: PostgresBindValue {
+        if isNaN { return .text("NaN") }
+        if isInfinite { return .text(self < 0 ? "-Infinity" : "Infinity") }
+        return .text(String(self))
+    }
+
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try cell.require([.float4, .float8, .numeric, .int2, .int4, .int8])
+        // PostgreSQL 12+ prints float8 with the shortest exact digits, so this round-trips.
+        guard let value = Double(cell.text) else { throw .malformed(reason: "not a floating-point number") }
+        self = value
+    }
+}

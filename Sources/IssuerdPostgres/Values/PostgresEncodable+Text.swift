@@ -1,0 +1,69 @@
+import Foundation
+
+extension String: PostgresEncodable, PostgresDecodable {
+    /// Unspecified rather than `text`, so that the server infers the column's own type: a
+    /// `text` parameter compared with an enum or `citext` column finds no operator.
+    public static var postgresDataType: PostgresDataType { .unspecified }
+    public var postgresBindValue: PostgresBindValue { .text(self) }
+
+    /// Every type has a text form, so any column decodes as `String` except `bytea`, whose
+    /// text form (hex) is almost never what the caller meant.
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        guard cell.dataType != .bytea else { throw .typeMismatch }
+        self = cell.text
+    }
+}
+
+extension UUID: PostgresEncodable, PostgresDecodable {
+    public static var postgresDataType: PostgresDataType { .uuid }
+    public var postgresBindValue: PostgresBindValue { .text(uuidString.lowercased()) }
+
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try cell.require([.uuid, .text, .varchar, .bpchar, .unknown])
+        guard let uuid = UUID(uuidString: cell.text) else { throw .malformed(reason: "not a UUID") }
+        self = uuid
+    }
+}
+
+/// An element type whose Swift arrays map to one PostgreSQL type: `[UInt8]` is `bytea`,
+/// `[String]` is `text[]`. (Swift allows one conditional conformance of `Array` per protocol,
+/// so the element type chooses the encoding.)
+public protocol PostgresArrayElement: Sendable {
+    /// The PostgreSQL type of an array of this element.
+    static var postgresArrayDataType: PostgresDataType { get }
+    /// Encodes an array of this element.
+    static func postgresBindValue(of array: [Self]) -> PostgresBindValue
+    /// Decodes an array of this element.
+    static func postgresArray(from cell: PostgresCell) throws(PostgresDecodingFailure) -> [Self]
+}
+
+extension Array: PostgresEncodable where Element: PostgresArrayElement {
+    public static var postgresDataType: PostgresDataType { Element.postgresArrayDataType }
+    public var postgresBindValue: PostgresBindValue { Element.postgresBindValue(of: self) }
+}
+
+extension Array: PostgresDecodable where Element: PostgresArrayElement {
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        self = try Element.postgresArray(from: cell)
+    }
+}
+
+extension String: PostgresArrayElement {
+    public static var postgresArrayDataType: PostgresDataType { .textArray }
+
+    public static func postgresBindValue(of array: [String]) -> PostgresBindValue {
+        .text(PostgresArrayLiteral.format(array))
+    }
+
+    public static func postgresArray(from cell: PostgresCell) throws(PostgresDecodingFailure) -> [String] {
+        try cell.require([.textArray, .varcharArray, .bpcharArray, .nameArray])
+        let elements = try PostgresArrayLiteral.parse(cell.text)
+        var strings: [String] = []
+        strings.reserveCapacity(elements.count)
+        for element in elements {
+            guard let element else { throw .malformed(reason: "array has a NULL element; decode as [String?] is unsupported") }
+            strings.append(element)
+        }
+        return strings
+    }
+}

@@ -1,0 +1,94 @@
+/// A value that can be bound as a query parameter through ``PostgresQuery`` interpolation.
+public protocol PostgresEncodable: Sendable {
+    /// The parameter type sent to the server; ``PostgresDataType/unspecified`` lets it infer.
+    static var postgresDataType: PostgresDataType { get }
+
+    /// The wire form of this value.
+    var postgresBindValue: PostgresBindValue { get }
+}
+
+/// One parameter's wire form: NULL, text (format 0), or binary bytes (format 1).
+public struct PostgresBindValue: Sendable, Hashable {
+    enum Storage: Sendable, Hashable {
+        case null
+        case text(String)
+        case binary([UInt8])
+    }
+
+    let storage: Storage
+
+    /// SQL NULL.
+    public static let null = PostgresBindValue(storage: .null)
+
+    /// A value in PostgreSQL's text input syntax for the parameter's type.
+    public static func text(_ text: String) -> PostgresBindValue { PostgresBindValue(storage: .text(text)) }
+
+    /// A value in PostgreSQL's binary send format for the parameter's type.
+    public static func binary(_ bytes: [UInt8]) -> PostgresBindValue { PostgresBindValue(storage: .binary(bytes)) }
+}
+
+/// A value that can be read from a result column.
+public protocol PostgresDecodable {
+    /// Decodes a non-NULL column value.
+    ///
+    /// - Parameter cell: The column's type and its text-format value.
+    /// - Throws: ``PostgresDecodingFailure`` when the type does not fit or the text is malformed.
+    init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure)
+
+    /// The value for SQL NULL; non-optional types throw ``PostgresDecodingFailure/unexpectedNull``.
+    static func postgresNull() throws(PostgresDecodingFailure) -> Self
+}
+
+extension PostgresDecodable {
+    /// Non-optional types cannot hold NULL.
+    public static func postgresNull() throws(PostgresDecodingFailure) -> Self { throw .unexpectedNull }
+}
+
+/// A non-NULL column value handed to ``PostgresDecodable/init(postgresCell:)``.
+public struct PostgresCell: Sendable {
+    /// The column's type as reported by the server.
+    public let dataType: PostgresDataType
+    /// The value in PostgreSQL's text output syntax (results are always requested as text).
+    public let text: String
+
+    /// Creates a cell.
+    public init(dataType: PostgresDataType, text: String) {
+        self.dataType = dataType
+        self.text = text
+    }
+
+    /// Throws ``PostgresDecodingFailure/typeMismatch`` unless the column's type is one of `accepted`.
+    public func require(_ accepted: Set<PostgresDataType>) throws(PostgresDecodingFailure) {
+        guard accepted.contains(dataType) else { throw .typeMismatch }
+    }
+}
+
+/// Why a column could not be decoded. The row turns it into a ``PostgresError`` that names the
+/// column and the types, never the value (which may be a PAN).
+public enum PostgresDecodingFailure: Error, Sendable, Hashable {
+    /// The column's PostgreSQL type cannot become the requested Swift type.
+    case typeMismatch
+    /// The column is NULL and the Swift type is not optional.
+    case unexpectedNull
+    /// The type fits but the text is not valid for it (out of range, bad syntax).
+    case malformed(reason: String)
+}
+
+extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
+    public static var postgresDataType: PostgresDataType { Wrapped.postgresDataType }
+
+    public var postgresBindValue: PostgresBindValue {
+        switch self {
+        case .none: .null
+        case .some(let value): value.postgresBindValue
+        }
+    }
+}
+
+extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        self = .some(try Wrapped(postgresCell: cell))
+    }
+
+    public static func postgresNull() throws(PostgresDecodingFailure) -> Wrapped? { nil }
+}

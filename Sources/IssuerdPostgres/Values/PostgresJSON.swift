@@ -1,0 +1,52 @@
+import Foundation
+
+/// A `jsonb` value: raw JSON text, or any `Encodable` encoded with `JSONEncoder`.
+///
+/// The server validates the text when it is bound (SQLSTATE 22P02 for invalid JSON), so no
+/// second parser runs here. `jsonb` normalises what it stores (key order, whitespace), so
+/// compare decoded values rather than text.
+public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Hashable, CustomStringConvertible {
+    /// The JSON document as text.
+    public var rawJSON: String
+
+    /// Wraps JSON text as is.
+    public init(rawJSON: String) { self.rawJSON = rawJSON }
+
+    /// Encodes a value as JSON.
+    ///
+    /// - Parameters:
+    ///   - value: What to store.
+    ///   - encoder: Defaults to sorted keys without slash escaping, for stable text.
+    /// - Throws: Whatever `JSONEncoder` throws (e.g. a non-finite `Double`).
+    public init(encoding value: some Encodable, encoder: JSONEncoder = PostgresJSON.defaultEncoder()) throws {
+        rawJSON = String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// Decodes the document.
+    ///
+    /// - Parameters:
+    ///   - type: The `Decodable` type to produce.
+    ///   - decoder: A configured decoder, if the default does not fit.
+    /// - Throws: Whatever `JSONDecoder` throws.
+    public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
+        try decoder.decode(type, from: Data(rawJSON.utf8))
+    }
+
+    /// An encoder with sorted keys and unescaped slashes.
+    public static func defaultEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    /// The JSON may hold anything, so it prints masked like every other bound value.
+    public var description: String { "PostgresJSON(****)" }
+
+    public static var postgresDataType: PostgresDataType { .jsonb }
+    public var postgresBindValue: PostgresBindValue { .text(rawJSON) }
+
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try cell.require([.jsonb, .json])
+        rawJSON = cell.text
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+
+extension Date: PostgresEncodable, PostgresDecodable {
+    public static var postgresDataType: PostgresDataType { .timestamptz }
+
+    /// Sent as ISO 8601 in UTC with microseconds (`2024-03-05 12:34:56.789012+00`), which
+    /// PostgreSQL reads the same way under every `DateStyle` and `TimeZone` setting.
+    public var postgresBindValue: PostgresBindValue { .text(PostgresTimestamp.format(self)) }
+
+    /// Reads any `timestamptz` in ISO output style, whatever the session time zone; a
+    /// `timestamp` without time zone is taken as UTC. `infinity` and `-infinity` become
+    /// `Date.distantFuture` and `Date.distantPast`.
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try cell.require([.timestamptz, .timestamp])
+        self = try PostgresTimestamp.parse(cell.text)
+    }
+}
+
+/// Conversion between `Date` and PostgreSQL's ISO timestamp text, by civil-calendar arithmetic
+/// (H. Hinnant, "chrono-compatible low-level date algorithms") rather than a `Calendar`, so the
+/// result does not depend on the process locale or time zone.
+enum PostgresTimestamp {
+    /// Seconds from 1970-01-01 to 2001-01-01, Foundation's reference date.
+    private static let referenceOffset: Int64 = 978_307_200
+    /// PostgreSQL accepts years up to 294276 AD; anything beyond is sent as `infinity`.
+    private static let limitMicroseconds: Double = 9.2e18
+
+    static func format(_ date: Date) -> String {
+        let micros = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
+        guard micros.isFinite, abs(micros) < limitMicroseconds else {
+            return date.timeIntervalSinceReferenceDate < 0 ? "-infinity" : "infinity"
+        }
+        let total = Int64(micros) + referenceOffset * 1_000_000
+        let (seconds, fraction) = floorDivision(total, 1_000_000)
+        let (days, secondOfDay) = floorDivision(seconds, 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        let bc = year <= 0
+        var text = pad(bc ? 1 - year : year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+        text += " " + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
+        text += "." + pad(fraction, 6) + "+00"
+        return bc ? text + " BC" : text
+    }
+
+    static func parse(_ text: String) throws(PostgresDecodingFailure) -> Date {
+        if text == "infinity" { return .distantFuture }
+        if text == "-infinity" { return .distantPast }
+        var scanner = DigitScanner(Array(text.utf8))
+        var bc = false
+        if scanner.bytes.count > 3, scanner.bytes.suffix(3) == Array(" BC".utf8) {
+            bc = true
+            scanner.bytes.removeLast(3)
+        }
+        let malformed = PostgresDecodingFailure.malformed(reason: "not an ISO timestamp")
+        guard let rawYear = scanner.number(maxDigits: 7), scanner.take("-"),
+            let month = scanner.number(exactDigits: 2), scanner.take("-"),
+            let day = scanner.number(exactDigits: 2), scanner.take(" ") || scanner.take("T"),
+            let hour = scanner.number(exactDigits: 2), scanner.take(":"),
+            let minute = scanner.number(exactDigits: 2), scanner.take(":"),
+            let second = scanner.number(exactDigits: 2)
+        else { throw malformed }
+        var micros: Int64 = 0
+        if scanner.take(".") {
+            var digits = 0
+            while let digit = scanner.digit() {
+                // Digits past microseconds cannot come from PostgreSQL; ignore rather than fail.
+                if digits < 6 { micros = micros * 10 + digit }
+                digits += 1
+            }
+            guard digits > 0 else { throw malformed }
+            for _ in digits..<max(digits, 6) { micros *= 10 }
+        }
+        var offset: Int64 = 0
+        if let sign = scanner.peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            scanner.index += 1
+            guard let hours = scanner.number(exactDigits: 2) else { throw malformed }
+            offset = hours * 3600
+            if scanner.take(":") {
+                guard let minutes = scanner.number(exactDigits: 2) else { throw malformed }
+                offset += minutes * 60
+                if scanner.take(":") {
+                    guard let seconds = scanner.number(exactDigits: 2) else { throw malformed }
+                    offset += seconds
+                }
+            }
+            if sign == UInt8(ascii: "-") { offset = -offset }
+        } else {
+            _ = scanner.take("Z")
+        }
+        guard scanner.atEnd, (1...12).contains(month), (1...31).contains(day), hour <= 24, minute <= 59, second <= 60 else {
+            throw malformed
+        }
+        let year = bc ? 1 - rawYear : rawYear
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset - referenceOffset
+        let sinceReference = seconds * 1_000_000 + micros
+        return Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1_000_000)
+    }
+
+    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
+        let quotient = value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
+        return (quotient, value - quotient * divisor)
+    }
+
+    private static func pad(_ value: Int64, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// Days since 1970-01-01 for a proleptic Gregorian date (year 0 is 1 BC).
+    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+/// A cursor over ASCII digits and punctuation with bounded number lengths.
+private struct DigitScanner {
+    var bytes: [UInt8]
+    var index = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var atEnd: Bool { index == bytes.count }
+
+    func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    mutating func take(_ character: Unicode.Scalar) -> Bool {
+        guard peek() == UInt8(ascii: character) else { return false }
+        index += 1
+        return true
+    }
+
+    mutating func digit() -> Int64? {
+        guard let byte = peek(), byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+        index += 1
+        return Int64(byte - UInt8(ascii: "0"))
+    }
+
+    mutating func number(exactDigits: Int) -> Int64? {
+        let start = index
+        guard let value = number(maxDigits: exactDigits), index - start == exactDigits else { return nil }
+        return value
+    }
+
+    mutating func number(maxDigits: Int) -> Int64? {
+        var value: Int64 = 0
+        var count = 0
+        while count < maxDigits, let digit = digit() {
+            value = value * 10 + digit
+            count += 1
+        }
+        return count > 0 ? value : nil
+    }
+}

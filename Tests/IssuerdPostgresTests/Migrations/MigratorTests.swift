@@ -1,0 +1,142 @@
+import Foundation
+import IssuerdPostgres
+import Synchronization
+import Testing
+
+@Suite struct MigratorTests {
+    /// A temporary migrations folder holding `files`.
+    final class Folder: Sendable {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("issuerd-migrations-\(UUID().uuidString)")
+
+        init(_ files: [String: String]) throws {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            for (name, sql) in files { try write(name, sql) }
+        }
+
+        func write(_ name: String, _ sql: String) throws {
+            try Data(sql.utf8).write(to: url.appendingPathComponent(name))
+        }
+
+        deinit { try? FileManager.default.removeItem(at: url) }
+    }
+
+    // Deliberately not idempotent (no IF NOT EXISTS): running one twice would fail.
+    static let files = [
+        "0001_cards.sql": "CREATE TABLE cards (id int8 PRIMARY KEY, label text NOT NULL);",
+        "0002_events.sql": "CREATE TABLE events (id int8 PRIMARY KEY, card_id int8 REFERENCES cards (id));\nINSERT INTO cards VALUES (1, '한글 첫 카드');",
+        "0010_index.sql": "CREATE INDEX events_card ON events (card_id);",
+        "README.md": "not a migration",
+    ]
+
+    @Test func appliesInOrderOnceAndIsIdempotent() throws {
+        let folder = try Folder(Self.files)
+        try withTestPool { pool in
+            let migrator = Migrator(directory: folder.url, logger: .silent)
+            let first = try migrator.migrate(using: pool)
+            #expect(first.map(\.version) == [1, 2, 10])
+            #expect(first.map(\.fileName) == ["0001_cards.sql", "0002_events.sql", "0010_index.sql"])
+            #expect(first.allSatisfy { $0.checksum.count == 64 })
+            #expect(try migrator.migrate(using: pool).isEmpty)
+
+            try folder.write("0011_more.sql", "ALTER TABLE cards ADD COLUMN tries int4 NOT NULL DEFAULT 0;")
+            #expect(try migrator.migrate(using: pool).map(\.version) == [11])
+            let label = try pool.withConnection { try $0.query("SELECT label FROM cards WHERE id = 1")[0].decode("label", as: String.self) }
+            #expect(label == "한글 첫 카드")
+            let states = try migrator.status(using: pool).map(\.state)
+            #expect(states.count == 4)
+            #expect(states.allSatisfy { if case .applied = $0 { true } else { false } })
+        }
+    }
+
+    @Test func checksumIsTheSHA256OfTheFileBytes() throws {
+        let folder = try Folder(["0001_x.sql": "SELECT 1;"])
+        try withTestPool { pool in
+            let applied = try Migrator(directory: folder.url, logger: .silent).migrate(using: pool)
+            // sha256("SELECT 1;") computed independently (coreutils sha256sum).
+            #expect(applied.first?.checksum == "17db4fd369edb9244b9f91d9aeed145c3d04ad8ba6e95d06247f07a63527d11a")
+        }
+    }
+
+    @Test func changedFileIsRefusedAndNamed() throws {
+        let folder = try Folder(Self.files)
+        try withTestPool { pool in
+            let migrator = Migrator(directory: folder.url, logger: .silent)
+            try migrator.migrate(using: pool)
+            try folder.write("0002_events.sql", "CREATE TABLE events (id int8 PRIMARY KEY); -- edited")
+            try folder.write("0020_new.sql", "CREATE TABLE never_applied (id int);")
+            let error = postgresError { try migrator.migrate(using: pool) }
+            #expect(error?.code == .migration)
+            #expect(error?.message.contains("0002_events.sql") == true)
+            #expect(error?.message.contains("changed") == true)
+            // Nothing new was applied after the refusal.
+            let exists = try pool.withConnection { try $0.query("SELECT to_regclass('never_applied') IS NOT NULL AS e")[0].decode("e", as: Bool.self) }
+            #expect(!exists)
+            let state = try migrator.status(using: pool).first { $0.version == 2 }?.state
+            #expect(state == .changed)
+        }
+    }
+
+    @Test func missingFileOfAnAppliedMigrationIsReported() throws {
+        let folder = try Folder(Self.files)
+        try withTestPool { pool in
+            let migrator = Migrator(directory: folder.url, logger: .silent)
+            try migrator.migrate(using: pool)
+            try FileManager.default.removeItem(at: folder.url.appendingPathComponent("0010_index.sql"))
+            let error = postgresError { try migrator.migrate(using: pool) }
+            #expect(error?.code == .migration)
+            #expect(error?.message.contains("0010_index.sql") == true)
+            #expect(error?.message.contains("missing") == true)
+            #expect(try migrator.status(using: pool).last?.state == .missingFile)
+        }
+    }
+
+    @Test func failingMigrationRollsBackAndNamesTheFile() throws {
+        let folder = try Folder(["0001_ok.sql": "CREATE TABLE a (id int);", "0002_bad.sql": "CREATE TABLE b (id int); SELEC broken;"])
+        try withTestPool { pool in
+            let migrator = Migrator(directory: folder.url, logger: .silent)
+            let error = postgresError { try migrator.migrate(using: pool) }
+            #expect(error?.code == .syntax)
+            #expect(error?.message.contains("0002_bad.sql") == true)
+            let tables = try pool.withConnection {
+                try $0.query("SELECT to_regclass('a') IS NOT NULL AS a, to_regclass('b') IS NOT NULL AS b")[0]
+            }
+            #expect(try tables.decode("a", as: Bool.self))
+            #expect(try !tables.decode("b", as: Bool.self))
+            #expect(try migrator.status(using: pool).map(\.state).last == .pending)
+        }
+    }
+
+    @Test(arguments: ["1_short.sql", "0001-dash.sql", "0001_.sql", "abcd_x.sql", "0001_sp ace.sql"])
+    func misnamedSQLFileIsAnError(name: String) throws {
+        let folder = try Folder([name: "SELECT 1;"])
+        try withTestPool { pool in
+            let error = postgresError { try Migrator(directory: folder.url, logger: .silent).migrate(using: pool) }
+            #expect(error?.code == .migration)
+            #expect(error?.message.contains(name) == true)
+        }
+    }
+
+    @Test func concurrentMigratorsApplyEachMigrationExactlyOnce() throws {
+        let folder = try Folder(Self.files)
+        try withTestPool(size: 4) { pool in
+            let results = Mutex<[[Int]]>([])
+            let failures = Mutex<[String]>([])
+            onThreads(4) { _ in
+                do {
+                    let applied = try Migrator(directory: folder.url, logger: .silent).migrate(using: pool)
+                    results.withLock { $0.append(applied.map(\.version)) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 } == [])
+            let all = results.withLock { $0 }
+            #expect(all.count == 4)
+            #expect(all.flatMap { $0 }.sorted() == [1, 2, 10])
+            let recorded = try pool.withConnection {
+                try $0.query("SELECT count(*) AS n FROM issuerd_schema_migrations")[0].decode("n", as: Int.self)
+            }
+            #expect(recorded == 3)
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+@testable import IssuerdPostgres
+import Testing
+
+@Suite struct PostgresTimestampParsingTests {
+    @Test(arguments: [
+        ("2024-03-05 12:34:56.789012+00", 1_709_642_096.789012),
+        ("2024-03-05 18:04:56.789012+05:30", 1_709_642_096.789012),
+        ("2024-03-05 09:04:56.5-03:30", 1_709_642_096.5),
+        ("1970-01-01 00:00:00+00", 0),
+        ("1969-12-31 23:15:30-00:44:30", 0),
+        ("2024-03-05T12:34:56Z", 1_709_642_096),
+        ("2000-02-29 00:00:00+00", 951_782_400),
+        ("0001-01-01 00:00:00+00", -62_135_596_800),
+        ("0001-01-01 00:00:00+00 BC", -62_167_219_200),
+    ])
+    func parsesISOText(text: String, epoch: Double) throws {
+        let date = try PostgresTimestamp.parse(text)
+        #expect(abs(date.timeIntervalSince1970 - epoch) < 0.000_001)
+    }
+
+    @Test(arguments: ["", "2024-3-5 12:00:00+00", "2024-13-01 00:00:00+00", "2024-01-01 00:00:00+0", "2024-01-01 00:00:00.+00",
+                      "2024-01-01 00:00:00+00 junk", "99999999-01-01 00:00:00+00", "2024-01-01"])
+    func rejectsMalformedText(text: String) {
+        #expect(throws: PostgresDecodingFailure.self) { try PostgresTimestamp.parse(text) }
+    }
+
+    @Test func formatsUTCWithMicroseconds() {
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 1_709_642_096.789012)) == "2024-03-05 12:34:56.789012+00")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -0.5)) == "1969-12-31 23:59:59.500000+00")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -62_167_219_200)) == "0001-01-01 00:00:00.000000+00 BC")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSinceReferenceDate: 1e300)) == "infinity")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSinceReferenceDate: -.infinity)) == "-infinity")
+    }
+}
