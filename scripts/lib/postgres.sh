@@ -21,6 +21,7 @@ pg_start() {
     local dir="$1" port="$2" bin
     bin=$(pg_bindir)
     mkdir -p "$dir/sock"
+    dir=$(cd "$dir" && pwd)  # absolute: the parent walk below and the socket path need it
     if [ "$(id -u)" -eq 0 ]; then
         # The postgres user must be able to reach the folder through every parent.
         local parent="$dir"
@@ -47,6 +48,7 @@ pg_stop() {
     local dir="$1" bin
     bin=$(pg_bindir)
     [ -f "$dir/data/PG_VERSION" ] || return 0
+    dir=$(cd "$dir" && pwd)
     pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
 }
 
