@@ -24,13 +24,15 @@ enum ECKeyCoding {
         return try fromData(selection: keyPairSelection, x963: point, scalar: scalar)
     }
 
-    /// Generates a fresh key pair.
-    static func generate() throws -> PKeyHandle {
+    /// Generates a fresh key pair on `curve` (P-256 unless a development root asks for P-384).
+    static func generate(curve: StaticString = "P-256") throws -> PKeyHandle {
         guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw CryptoError(.libraryFailure, "no EC key context") }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen_init(context) == 1,
-            EVP_PKEY_CTX_set_group_name(context, "P-256") == 1,
+            curve.withUTF8Buffer({ name in
+                name.withMemoryRebound(to: CChar.self) { EVP_PKEY_CTX_set_group_name(context, $0.baseAddress) }
+            }) == 1,
             EVP_PKEY_generate(context, &key) == 1, let key
         else { throw CryptoError(.libraryFailure, "P-256 key generation failed") }
         return PKeyHandle(taking: key)
