@@ -59,7 +59,9 @@ public struct AppleTrustProfile: Sendable {
     }
 
     private static func parseRoot(_ pem: String) throws -> X509Handle {
-        let certificates = try CertificateDecoding.certificates(inFile: Array(pem.utf8))
+        guard let certificates = try? CertificateDecoding.certificates(inFile: Array(pem.utf8)) else {
+            throw CryptoError(.invalidKey, "the trust root is not a PEM certificate")
+        }
         guard certificates.count == 1, let root = X509Handle(der: certificates[0]) else {
             throw CryptoError(.invalidKey, "a trust root must be exactly one PEM certificate, found \(certificates.count)")
         }

@@ -124,9 +124,12 @@ public struct DevelopmentPKI: Sendable {
             // Apple's marker carries an ASN.1 NULL value (05 00).
             extensions.append(.raw(oid: Algorithms.shared.appleIssuerEncryptionOID, critical: profile.appleMarkerCritical, derValue: [0x05, 0x00]))
         }
+        // The object must outlive the issue() call below, where the extension is built from it.
+        var extraOID: OpaquePointer?
+        defer { if let extraOID { ASN1_OBJECT_free(extraOID) } }
         if let extra = profile.extraCriticalExtensionOID {
             guard let oid = OBJ_txt2obj(extra, 1) else { throw CryptoError(.invalidInput, "not an OID: \(extra)") }
-            defer { ASN1_OBJECT_free(oid) }
+            extraOID = oid
             extensions.append(.raw(oid: oid, critical: true, derValue: [0x05, 0x00]))
         }
         let certificate = try CertificateBuilder.issue(
