@@ -62,6 +62,14 @@ import Testing
         }
     }
 
+    /// The hand-written JSON string escaper agrees with Foundation's parser on hard inputs.
+    @Test(arguments: ["plain", "quote \" and \\ backslash", "홍길동", "emoji 🧾 and é", "slash / stays", "ctl \u{1}\u{1f}\n\t\r", ""])
+    func jsonStringRoundTrips(value: String) throws {
+        let encoded = PassPayload.jsonString(value)
+        #expect(try JSONDecoder().decode(String.self, from: Data(encoded)) == value)
+        #expect(!String(decoding: encoded, as: UTF8.self).contains("\\/"))
+    }
+
     @Test(arguments: ["11/28", "01/00", "12/99"])
     func expirationParses(text: String) throws {
         let value = try #require(CardExpiration(text))
