@@ -83,6 +83,8 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
     ///
     /// DER values (certificates, ECDSA `nonceSignature`) start with byte `0x30`, so their base64
     /// starts with `M` and can never look like hex; a 4-byte nonce in padded base64 ends in `==`.
+    /// Residual ambiguity: an *unpadded* base64url text made only of hex digits is read as hex
+    /// (about 1 in 830 unpadded 4-byte nonces); padded base64url is always exact.
     /// - Throws: ``CryptoError/Code/invalidEncoding`` naming the problem.
     public static func decodeDetectingEncoding(_ text: some StringProtocol) throws -> (bytes: [UInt8], encoding: BinaryEncoding) {
         let utf8 = Array(text.utf8)
