@@ -54,7 +54,7 @@ let package = Package(
         ),
 
         .testTarget(name: "IssuerdCoreTests", dependencies: ["IssuerdCore"]),
-        .testTarget(name: "IssuerdCryptoTests", dependencies: ["IssuerdCrypto", "IssuerdTestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "IssuerdCryptoTests", dependencies: ["IssuerdCrypto", "IssuerdTestSupport"], exclude: ["Oracle"], resources: [.copy("Fixtures")]),
         .testTarget(name: "IssuerdPostgresTests", dependencies: ["IssuerdPostgres", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),

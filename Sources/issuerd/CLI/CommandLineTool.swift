@@ -6,6 +6,8 @@ enum CommandLineTool {
     static let commands: [Command] = [
         Command(ServeCommand.self),
         Command(MigrateCommand.self),
+        Command(AppleCommand.self),
+        Command(DevCommand.self),
     ]
 
     static var usage: String {

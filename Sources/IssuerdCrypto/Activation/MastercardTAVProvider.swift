@@ -1,0 +1,75 @@
+import Foundation
+
+/// Mastercard Tokenization Authentication Value, version 3: a JSON object whose `signature` is
+/// RSA-SHA256 (PKCS#1 v1.5) over `accountNumber|accountExpiry|dataValidUntilTimestamp`, with
+/// `accountExpiry` as `MMYY` and the timestamp in ISO 8601 UTC (`YYYY-MM-DDThh:mm:ssZ`).
+///
+/// The returned bytes are the TAV JSON itself (see ``ActivationDataProvider``). The signing key
+/// is the issuer's TAV key whose public half is registered with MDES.
+public struct MastercardTAVProvider: ActivationDataProvider {
+    /// Mastercard's limit for `dataValidUntilTimestamp`.
+    public static let maximumValidity: TimeInterval = 30 * 24 * 3600
+    /// Mastercard's recommendation: now + 30 minutes.
+    public static let defaultValidity: TimeInterval = 30 * 60
+    /// The fields signed, in order.
+    public static let includedFieldsInOrder = "accountNumber|accountExpiry|dataValidUntilTimestamp"
+
+    public let name = "mastercard_tav"
+    private let signingKey: RSA.Signing.PrivateKey
+    /// How long a TAV stays valid.
+    public let validity: TimeInterval
+
+    /// Creates the provider.
+    ///
+    /// - Parameters:
+    ///   - signingKey: The issuer's TAV RSA key (≥ 2048 bits).
+    ///   - validity: Seconds until `dataValidUntilTimestamp`, 60 s to 30 days (default 30 minutes).
+    /// - Throws: ``CryptoError/Code/invalidInput`` for a validity outside that range.
+    public init(signingKey: RSA.Signing.PrivateKey, validity: TimeInterval = defaultValidity) throws {
+        guard validity >= 60, validity <= Self.maximumValidity else {
+            throw CryptoError(.invalidInput, "TAV validity must be between 60 seconds and 30 days")
+        }
+        self.signingKey = signingKey
+        self.validity = validity
+    }
+
+    /// The TAV JSON for the card.
+    public func activationData(for request: ActivationDataRequest) throws -> [UInt8] {
+        let validUntil = Self.timestamp(request.now.addingTimeInterval(validity))
+        let signed = Self.signedData(pan: request.primaryAccountNumber.unsafeDigits, expiry: request.expiration.compact, validUntil: validUntil)
+        let signature = try signingKey.signature(for: signed)
+        let tav = TAV(
+            version: "3", signatureAlgorithm: "RSA-SHA256", dataValidUntilTimestamp: validUntil,
+            includedFieldsInOrder: Self.includedFieldsInOrder, signature: BinaryEncoding.base64String(signature))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(tav))
+    }
+
+    /// The bytes Mastercard verifies: `PAN|MMYY|timestamp`.
+    public static func signedData(pan: String, expiry: String, validUntil: String) -> [UInt8] {
+        Array("\(pan)|\(expiry)|\(validUntil)".utf8)
+    }
+
+    /// ISO 8601 UTC with seconds and `Z`, the first form Mastercard lists.
+    public static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)))
+    }
+
+    /// The TAV JSON fields.
+    public struct TAV: Codable, Sendable, Equatable {
+        /// "3".
+        public let version: String
+        /// "RSA-SHA256".
+        public let signatureAlgorithm: String
+        /// When the TAV stops being honoured.
+        public let dataValidUntilTimestamp: String
+        /// "accountNumber|accountExpiry|dataValidUntilTimestamp".
+        public let includedFieldsInOrder: String
+        /// Base64 of the RSA signature.
+        public let signature: String
+    }
+}

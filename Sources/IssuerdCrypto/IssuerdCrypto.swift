@@ -1,1 +1,0 @@
-// Module IssuerdCrypto: see docs/architecture.md.

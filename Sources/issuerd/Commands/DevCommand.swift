@@ -1,0 +1,37 @@
+import Foundation
+import IssuerdCrypto
+
+/// `issuerd dev …`: development helpers.
+enum DevCommand: CommandDefinition {
+    static let name = "dev"
+    static let summary = "development helpers (dev pki: generate an Apple-shaped test PKI)"
+    static let usage = """
+        issuerd dev pki --out DIR [--at ISO8601]
+
+        Generates an Apple-shaped development PKI in DIR: a root (root.pem/.der), an intermediate
+        named "Apple Worldwide Developer Relations CA - G2", a P-256 leaf with the Apple marker OID
+        1.2.840.113635.100.6.39 (critical) and keyEncipherment + keyAgreement (leaf-ecc*), an RSA
+        leaf for RSA_V2 (leaf-rsa*), a Mastercard TAV signing key (tav-signing-key.pem), chain
+        files, and every private key (mode 0600). Trust it with --trust DIR/root.pem or
+        ISSUERD_APPLE_TRUST=DIR/root.pem. Never use these keys in production.
+        """
+
+    static func run(_ words: [String]) throws -> Int32 {
+        guard let sub = words.first, sub != "--help", sub != "-h" else {
+            print(usage)
+            return words.isEmpty ? 2 : 0
+        }
+        guard sub == "pki" else { throw UsageError("unknown subcommand '\(sub)' (pki)") }
+        let arguments = try Arguments(Array(words.dropFirst()), options: ["out", "at"])
+        if arguments.wantsHelp {
+            print(usage)
+            return 0
+        }
+        let directory = URL(fileURLWithPath: try arguments.required("out"))
+        let now = try AppleCommand.time(arguments)
+        let pki = try DevelopmentPKI.generate(now: now)
+        let files = try pki.write(to: directory)
+        try AppleCommand.printJSON(["directory": directory.path, "files": files.joined(separator: ","), "trust": directory.appendingPathComponent("root.pem").path])
+        return 0
+    }
+}
