@@ -46,7 +46,7 @@ struct HTTPCall: Sendable {
     ///   - token: The bearer token.
     ///   - requestId: A fresh id for this attempt.
     ///   - timeout: The rest of the call's budget; URLSession's own timeout is only a backstop
-    ///     (it measures idle time, not the whole exchange).
+    ///     (it measures idle time, not the whole exchange, in whole seconds on Linux).
     func urlRequest(baseURL: URL, token: String, requestId: String, timeout: Duration) throws(IssuerdClientError) -> URLRequest {
         var root = baseURL.absoluteString
         while root.hasSuffix("/") { root.removeLast() }
@@ -55,7 +55,10 @@ struct HTTPCall: Sendable {
         }
         var request = URLRequest(url: url)
         request.httpMethod = method.rawValue
-        request.timeoutInterval = max(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18, 0.001)
+        // Whole seconds, at least 1: FoundationNetworking truncates the interval to seconds, and
+        // 0 makes libcurl fail at once with NSURLErrorTimedOut (measured on Swift 6.3, Linux).
+        // The deadline race in `send` enforces the real budget.
+        request.timeoutInterval = max(Double(timeout.components.seconds + 1), 1)
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         request.setValue("application/json", forHTTPHeaderField: "Accept")

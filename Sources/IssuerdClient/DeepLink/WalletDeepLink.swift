@@ -6,8 +6,8 @@ import Foundation
 /// pass's `passTypeIdentifier` and `serialNumber` as query items (apple-provisioning.md §6).
 /// Parsing is tolerant of extra parameters, their order and percent-encoding, and strict about
 /// everything that would make the pass ambiguous: missing, empty or value-less items, two
-/// different values for one name, malformed percent-encoding, control characters or whitespace,
-/// and oversized input.
+/// different values for one name, malformed percent-encoding, anything but visible ASCII, and
+/// oversized input.
 public struct WalletDeepLink: Sendable, Hashable, CustomStringConvertible {
     /// The pass type, e.g. `paymentpass.com.apple`.
     public let passTypeIdentifier: String
@@ -67,8 +67,10 @@ public struct WalletDeepLink: Sendable, Hashable, CustomStringConvertible {
     private static func validate(_ value: String, name: String) throws(WalletDeepLinkError) {
         guard !value.isEmpty else { throw WalletDeepLinkError(.emptyParameter, parameter: name) }
         guard value.utf8.count <= maximumValueLength else { throw WalletDeepLinkError(.parameterTooLong, parameter: name) }
-        let forbidden = CharacterSet.controlCharacters.union(.whitespacesAndNewlines).union(.illegalCharacters)
-        guard value.unicodeScalars.allSatisfy({ !forbidden.contains($0) }) else {
+        // Pass type identifiers and serial numbers are visible ASCII. A `%` left after decoding
+        // means double encoding, or malformed encoding that Foundation's URL parser escaped
+        // (`%ZZ` becomes `%25ZZ`): either way not the value Wallet meant.
+        guard value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && $0 != "%" }) else {
             throw WalletDeepLinkError(.malformedParameter, parameter: name)
         }
     }
