@@ -12,9 +12,11 @@ struct HTTPCall: Sendable {
         case post = "POST"
     }
 
+    /// The HTTP method.
     let method: Method
     /// The path below the base URL, already percent-encoded.
     let path: String
+    /// The JSON body of a POST.
     let body: Data?
     /// Generated once per logical call and sent on every attempt, so a retried POST is answered
     /// from issuerd's stored response instead of running twice (api.md, Idempotency-Key).
@@ -52,6 +54,11 @@ struct HTTPCall: Sendable {
         while root.hasSuffix("/") { root.removeLast() }
         guard let url = URL(string: root + path), url.scheme == "https" || url.scheme == "http" else {
             throw .invalidArgument("base URL is not an http(s) URL")
+        }
+        // RFC 6750 §2.1: a bearer token is visible ASCII; anything else could split the header.
+        guard !token.isEmpty else { throw .unauthenticated(requestId: nil) }
+        guard token.utf8.count <= 8192, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw .invalidArgument("bearer token is not 1 to 8192 visible ASCII characters")
         }
         var request = URLRequest(url: url)
         request.httpMethod = method.rawValue

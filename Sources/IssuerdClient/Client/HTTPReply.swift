@@ -6,7 +6,9 @@ import FoundationNetworking
 
 /// The HTTP answer to the last attempt of a call.
 struct HTTPReply: Sendable {
+    /// The HTTP status.
     let status: Int
+    /// The body, at most ``maximumBodySize`` bytes.
     let body: Data
     /// The server's `X-Request-Id`, else the one this attempt sent.
     let requestId: String
@@ -16,8 +18,10 @@ struct HTTPReply: Sendable {
     /// Larger answers are not issuerd's (the card list of one customer is a few KiB).
     static let maximumBodySize = 1 << 20
 
+    /// Whether the status is 2xx.
     var isSuccess: Bool { (200..<300).contains(status) }
 
+    /// Creates a reply from its parts.
     init(status: Int, body: Data, requestId: String, retryAfter: Duration?) {
         self.status = status
         self.body = body
@@ -25,6 +29,7 @@ struct HTTPReply: Sendable {
         self.retryAfter = retryAfter
     }
 
+    /// Creates a reply from URLSession's answer.
     init(_ response: HTTPURLResponse, body: Data, sentRequestId: String, now: Date = Date()) {
         let echoed = response.value(forHTTPHeaderField: "X-Request-Id").map { String($0.prefix(128)) }
         self.init(

@@ -21,7 +21,9 @@ public struct IssuerdClient: Sendable {
     /// When and how often a failed attempt is tried again.
     public let retryPolicy: RetryPolicy
 
+    /// The session every attempt goes through.
     let session: URLSession
+    /// Returns the app user's bearer token.
     let tokenProvider: @Sendable () async throws -> String
 
     /// PassKit ends the add-card sheet 20 s after handing over the certificates; 15 s keeps the

@@ -65,6 +65,7 @@ public struct IssuerdClientError: Error, CustomStringConvertible {
     /// Where the error was raised.
     public let line: Int
 
+    /// Creates an error; the public factories below name the common cases.
     init(
         _ code: Code, status: Int? = nil, serverCode: String? = nil, requestId: String? = nil, retryAfter: Duration? = nil,
         detail: String? = nil, underlying: (any Error)? = nil, file: String, line: Int
