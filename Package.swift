@@ -7,9 +7,11 @@ import PackageDescription
 
 let package = Package(
     name: "issuerd",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
-        .executable(name: "issuerd", targets: ["issuerd"])
+        .executable(name: "issuerd", targets: ["issuerd"]),
+        // For issuer apps (iOS) and other Swift callers: depends only on Foundation and IssuerdWire.
+        .library(name: "IssuerdClient", targets: ["IssuerdClient"]),
     ],
     targets: [
         // C libraries from Debian packages. Each is imported by exactly one Swift module.
@@ -23,6 +25,9 @@ let package = Package(
         // The wire contract (docs/openapi.yaml) as Codable types, shared by server and client so
         // the two cannot drift. Foundation only.
         .target(name: "IssuerdWire"),
+
+        // The issuer app's client: cards, provisioning, In-App Verification, PassKit glue.
+        .target(name: "IssuerdClient", dependencies: ["IssuerdWire"]),
 
         // The only importers of their C libraries.
         .target(name: "IssuerdCrypto", dependencies: ["COpenSSL", "IssuerdCore"]),
@@ -59,6 +64,7 @@ let package = Package(
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
     ],
     swiftLanguageModes: [.v6]
 )
