@@ -182,7 +182,8 @@ public final class PostgresConnection {
 
     static func errorMessage(of handle: OpaquePointer) -> String {
         let message = PQerrorMessage(handle).map { String(cString: $0) } ?? ""
-        let trimmed = message.trimmingCharacters(in: .whitespacesAndNewlines)
-        return trimmed.isEmpty ? "connection failed" : trimmed
+        // libpq writes multi-line messages with a tab-indented hint; keep log lines single.
+        let lines = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return lines.isEmpty ? "connection failed" : lines.joined(separator: " ")
     }
 }

@@ -80,22 +80,12 @@ public final class DisposablePostgresServer: Sendable {
     }
 
     private static func run(_ executable: String, _ arguments: [String], what: String, log: () -> String = { "" }) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        // initdb fails when the postgres user cannot enter the caller's working directory.
-        process.currentDirectoryURL = URL(fileURLWithPath: "/tmp")
-        // The server inherits pg_ctl's descriptors; a pipe here would never reach EOF.
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            throw TestEnvironmentError("\(what): cannot run \(executable): \(error)")
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw TestEnvironmentError("\(what): \(executable) not found (set ISSUERD_TEST_PG_BIN)")
         }
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestEnvironmentError("\(what) exited with status \(process.terminationStatus)\n\(log())")
+        let status = ChildProcess.run(executable, arguments)
+        guard status == 0 else {
+            throw TestEnvironmentError("\(what) failed (status \(status.map(String.init) ?? "killed"))\n\(log())")
         }
     }
 }
