@@ -1,0 +1,104 @@
+import Foundation
+
+/// A compiled, immutable ruleset: the rules, their lists and velocity queries, and a version.
+///
+/// Build one with ``RulesetCompiler`` (or ``RulesetLoader`` for a directory). Evaluation is
+/// pure and thread-safe: share one value across every request thread.
+public struct Ruleset: Sendable {
+    /// The content hash over every file of the ruleset (sorted paths and contents).
+    public let version: String
+    /// The rules, in file and line order.
+    public let rules: [Rule]
+    /// The velocity values the rules need, deduplicated; ask a ``VelocityProvider`` for them
+    /// in one batch, in this order.
+    public let velocityQueries: [VelocityQuery]
+    /// The number of entries in each list, by name.
+    public let listSizes: [String: Int]
+    /// The relative paths of the files the ruleset was built from.
+    public let files: [String]
+
+    let conditions: [Reader<Bool>]
+    let reads: [[ValueRead]]
+
+    init(version: String, rules: [Rule], velocityQueries: [VelocityQuery], listSizes: [String: Int], files: [String],
+         conditions: [Reader<Bool>], reads: [[ValueRead]]) {
+        self.version = version
+        self.rules = rules
+        self.velocityQueries = velocityQueries
+        self.listSizes = listSizes
+        self.files = files
+        self.conditions = conditions
+        self.reads = reads
+    }
+
+    /// Decides one request, asking `provider` for the velocity values in one batch.
+    ///
+    /// - Parameters:
+    ///   - input: The request's attributes.
+    ///   - subject: The card, device and customer whose history velocity reads.
+    ///   - time: The decision time; velocity windows end just before it.
+    ///   - provider: The history.
+    /// - Throws: Whatever the provider throws; the caller decides whether to fail or to
+    ///   evaluate with unknown velocity (``evaluate(_:velocity:)`` with nils).
+    public func evaluate(_ input: RiskInput, subject: VelocitySubject, at time: Date, using provider: some VelocityProvider) throws -> RiskDecision {
+        let values = velocityQueries.isEmpty ? [] : try provider.values(for: VelocityBatch(subject: subject, time: time, queries: velocityQueries))
+        return evaluate(input, velocity: values)
+    }
+
+    /// Decides one request with velocity values already fetched.
+    ///
+    /// - Parameters:
+    ///   - input: The request's attributes.
+    ///   - velocity: One value per ``velocityQueries`` entry, in order (nil: unknown). A list
+    ///     of the wrong length is treated as all unknown rather than trusted.
+    /// - Returns: The flow, every hit with the values it read, the unresolved rules and the version.
+    public func evaluate(_ input: RiskInput, velocity: [Int?]) -> RiskDecision {
+        guard velocity.count == velocityQueries.count else {
+            return evaluate(input, velocity: [Int?](repeating: nil, count: velocityQueries.count))
+        }
+        var hits: [RuleHit] = []
+        var unresolved: [RuleHit] = []
+        Invariants.apply(to: input, hits: &hits, unresolved: &unresolved)
+        for index in conditions.indices {
+            switch conditions[index](input, velocity) {
+            case .some(false): continue
+            case .some(true): hits.append(hit(index, input, velocity))
+            case .none: unresolved.append(hit(index, input, velocity))
+            }
+        }
+        let shadow = Self.resolve(hits, includingShadow: true)
+        let live = Self.resolve(hits, includingShadow: false)
+        if let escalation = live.escalation { hits.append(escalation) }
+        return RiskDecision(flow: live.flow, stepUpMethods: live.methods, hits: hits, unresolved: unresolved,
+                            shadowFlow: shadow.flow, rulesetVersion: version)
+    }
+
+    private func hit(_ index: Int, _ input: RiskInput, _ velocity: [Int?]) -> RuleHit {
+        let rule = rules[index]
+        return RuleHit(ruleID: rule.id, outcome: rule.outcome, reason: rule.reason, mode: rule.mode, stepUp: rule.stepUp,
+                       values: reads[index].map { RuleValue(name: $0.name, value: $0.read(input, velocity)) })
+    }
+
+    /// The most severe hit decides; step-up restrictions intersect; a yellow with no method
+    /// left becomes orange (recorded as `invariant.no_step_up_method`).
+    static func resolve(_ hits: [RuleHit], includingShadow: Bool) -> (flow: Flow, methods: StepUpMethods, escalation: RuleHit?) {
+        var flow = Flow.green
+        var methods = StepUpMethods.all
+        var restrictions: [RuleValue] = []
+        for hit in hits where includingShadow || hit.mode == .live {
+            flow = max(flow, hit.outcome)
+            if hit.outcome == .yellow, let allowed = hit.stepUp {
+                methods.formIntersection(allowed)
+                restrictions.append(RuleValue(name: "stepup of \(hit.ruleID)", value: .strings(allowed.methodNames)))
+            }
+        }
+        switch flow {
+        case .green: return (.green, [], nil)
+        case .orange: return (.orange, [], nil)
+        case .yellow:
+            guard methods.isEmpty else { return (.yellow, methods, nil) }
+            let escalation = RuleHit(ruleID: Invariants.noStepUpMethod, outcome: .orange, reason: "NO_STEP_UP_METHOD_LEFT", mode: .live, values: restrictions)
+            return (.orange, [], escalation)
+        }
+    }
+}

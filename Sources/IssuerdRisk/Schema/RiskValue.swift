@@ -1,0 +1,40 @@
+/// A value read by a rule, as recorded in a decision, an example case or a backtest record.
+public enum RiskValue: Sendable, Hashable, CustomStringConvertible {
+    /// The value was missing at decision time.
+    case unknown
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    /// Seconds.
+    case duration(Double)
+    case strings([String])
+
+    public var description: String {
+        switch self {
+        case .unknown: "unknown"
+        case .bool(let value): value ? "true" : "false"
+        case .number(let value): Self.format(value)
+        case .string(let value): "\"\(value)\""
+        case .duration(let seconds): Self.formatDuration(seconds)
+        case .strings(let values): "[" + values.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
+        }
+    }
+
+    /// True for ``unknown``.
+    public var isUnknown: Bool { self == .unknown }
+
+    /// A number without a trailing `.0` when it is whole.
+    static func format(_ value: Double) -> String {
+        if value.rounded() == value, abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+
+    /// A duration in the largest unit that divides it, as rules write it (`14d`, `90m`).
+    static func formatDuration(_ seconds: Double) -> String {
+        for (unit, size) in [("d", 86_400.0), ("h", 3_600.0), ("m", 60.0)] where seconds != 0 {
+            let count = seconds / size
+            if count.rounded() == count { return format(count) + unit }
+        }
+        return format(seconds) + "s"
+    }
+}
