@@ -26,6 +26,7 @@ extension ExpressionCompiler {
             guard case .string(let text)? = compiled[1].constant else {
                 throw RuleDiagnostic(compiled[1].location, "has() needs a string literal as its second argument", expected: "a \"quoted string\"")
             }
+            try Self.checkReasonCodes([text], compiled[1].location, [:], listName: nil)
             return CompiledExpression(type: .bool, node: .bool { i, v in set(i, v).map { $0.contains(text) } }, location: location)
         case "has_any":
             try arity(2, "has_any(wallet.reason_codes, [\"A\", \"B\"]) or has_any(wallet.reason_codes, @list)")
@@ -33,6 +34,7 @@ extension ExpressionCompiler {
             guard case .set(let operand) = compiled[1].node, operand.elementType == .string else {
                 throw RuleDiagnostic(compiled[1].location, "has_any() needs a list of strings as its second argument", expected: "[\"A\", \"B\"] or @list")
             }
+            try Self.checkReasonCodes(operand.strings.sorted(), compiled[1].location, operand.itemLocations, listName: operand.listName)
             let wanted = operand.strings
             let node: Reader<Bool> = { i, v in
                 guard let values = set(i, v) else { return nil }
@@ -47,6 +49,15 @@ extension ExpressionCompiler {
         default:
             throw RuleDiagnostic(location, "unknown function '\(name)'", expected: "one of \(Self.functionNames.joined(separator: ", "))",
                                  suggestion: Suggestion.nearest(to: name, in: Self.functionNames))
+        }
+    }
+
+    /// Reason codes are a closed vocabulary: a misspelt one would never match.
+    private static func checkReasonCodes(_ codes: [String], _ location: SourceLocation, _ itemLocations: [String: SourceLocation], listName: String?) throws(RuleDiagnostic) {
+        for code in codes where !WalletReasonCodes.names.contains(code) {
+            throw RuleDiagnostic(itemLocations[code] ?? location, "\"\(code)\"\(listName.map { " in @\($0)" } ?? "") is not a wallet reason code",
+                                 expected: "a name from the reason-code table in docs/rules.md",
+                                 suggestion: Suggestion.nearest(to: code, in: WalletReasonCodes.names))
         }
     }
 

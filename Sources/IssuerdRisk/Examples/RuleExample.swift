@@ -62,6 +62,7 @@ enum RuleExampleParser {
     }
 
     private static func example(_ stream: inout TokenStream) throws(RuleDiagnostic) -> RuleExample {
+        try stream.checkValid()
         guard stream.current.isWord("example") else {
             throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display)", expected: "'example \"name\"'")
         }

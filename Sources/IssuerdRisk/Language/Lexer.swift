@@ -24,7 +24,17 @@ struct Lexer {
         var lexer = Lexer(file: file, text: text)
         var tokens: [Token] = []
         while true {
-            let token = try lexer.next()
+            let start = lexer.index
+            let location = lexer.location
+            let token: Token
+            do {
+                token = try lexer.next()
+            } catch {
+                token = Token(kind: .invalid(error), location: location)
+                // Skip the rest of the offending word so lexing resumes at the next token.
+                if lexer.index == start { lexer.advance() }
+                while let byte = lexer.peek(), isWordPart(byte) { lexer.advance() }
+            }
             tokens.append(token)
             if token.kind == .end { return tokens }
         }
@@ -127,7 +137,7 @@ struct Lexer {
         case "d": scale = 86_400
         default:
             throw RuleDiagnostic(unitLocation, "unknown duration unit '\(unit)'", expected: "s, m, h or d (as in 30m, 24h, 14d)",
-                                 suggestion: Suggestion.nearest(to: unit, in: ["s", "m", "h", "d"]).map { text + $0 })
+                                 suggestion: nil)
         }
         return Token(kind: .duration(value * scale), location: start)
     }

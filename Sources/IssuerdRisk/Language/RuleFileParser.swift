@@ -46,6 +46,7 @@ enum RuleFileParser {
     }
 
     private static func rule(_ stream: inout TokenStream) throws(RuleDiagnostic) -> RuleDeclaration {
+        try stream.checkValid()
         guard stream.current.isWord("rule") else {
             let suggestion: String? = if case .word(let word) = stream.current.kind { Suggestion.nearest(to: word, in: ["rule"]) } else { nil }
             throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display)", expected: "'rule' to start a rule block", suggestion: suggestion)
@@ -57,6 +58,7 @@ enum RuleFileParser {
             throw RuleDiagnostic(rule.id.location, "rule ids starting with 'invariant.' are reserved for the built-in invariants")
         }
         while !stream.current.isWord("when") {
+            try stream.checkValid()
             guard case .word(let field) = stream.current.kind, fields.contains(field) else {
                 let word: String? = if case .word(let word) = stream.current.kind { word } else { nil }
                 throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display) in rule '\(rule.id.text)'",
@@ -106,6 +108,7 @@ enum RuleFileParser {
         }
         stream.advance()
         rule.condition = try stream.expression()
+        try stream.checkValid()
         guard stream.current.isWord("end") else {
             throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display) after the condition of rule '\(rule.id.text)'",
                                  expected: "an operator (and, or, ==, <, in, …) or 'end'")

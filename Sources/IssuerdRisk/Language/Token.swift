@@ -10,6 +10,9 @@ struct Token: Sendable, Equatable {
         /// `@name`.
         case listReference(String)
         case symbol(Symbol)
+        /// Text that starts no token; the parser reports the diagnostic when it reaches it,
+        /// so one bad character costs one rule, not the whole file.
+        case invalid(RuleDiagnostic)
         case end
     }
 
@@ -32,6 +35,7 @@ struct Token: Sendable, Equatable {
         case .string(let text): "\"\(text)\""
         case .listReference(let name): "'@\(name)'"
         case .symbol(let symbol): "'\(symbol.rawValue)'"
+        case .invalid(let diagnostic): diagnostic.message
         case .end: "end of file"
         }
     }

@@ -25,6 +25,11 @@ struct TokenStream {
     init(_ tokens: [Token]) { self.tokens = tokens }
 
     var current: Token { tokens[index] }
+
+    /// Throws the lexer's diagnostic when the current token is invalid.
+    func checkValid() throws(RuleDiagnostic) {
+        if case .invalid(let diagnostic) = current.kind { throw diagnostic }
+    }
     var atEnd: Bool { current.kind == .end }
 
     mutating func advance() {
@@ -33,6 +38,7 @@ struct TokenStream {
 
     /// Consumes `symbol` or throws naming what was expected.
     mutating func expect(_ symbol: Token.Symbol, _ what: String? = nil) throws(RuleDiagnostic) {
+        try checkValid()
         guard current.isSymbol(symbol) else {
             throw RuleDiagnostic(current.location, "unexpected \(current.display)", expected: what ?? "'\(symbol.rawValue)'")
         }
@@ -41,6 +47,7 @@ struct TokenStream {
 
     /// Consumes a word (not a reserved one) or throws.
     mutating func word(_ what: String) throws(RuleDiagnostic) -> LocatedWord {
+        try checkValid()
         guard case .word(let text) = current.kind, !Self.reservedWords.contains(text) else {
             throw RuleDiagnostic(current.location, "unexpected \(current.display)", expected: what)
         }
@@ -85,6 +92,7 @@ struct TokenStream {
 
     private mutating func comparison() throws(RuleDiagnostic) -> Expression {
         let left = try sum()
+        try checkValid()
         let location = current.location
         if case .symbol(let symbol) = current.kind, let op = BinaryOperator(rawValue: symbol.rawValue), op.isComparison {
             advance()
@@ -139,6 +147,7 @@ struct TokenStream {
     }
 
     mutating func primary() throws(RuleDiagnostic) -> Expression {
+        try checkValid()
         let token = current
         switch token.kind {
         case .number(let value):

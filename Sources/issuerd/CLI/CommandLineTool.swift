@@ -6,6 +6,7 @@ enum CommandLineTool {
     static let commands: [Command] = [
         Command(ServeCommand.self),
         Command(MigrateCommand.self),
+        Command(RulesCommand.self),
     ]
 
     static var usage: String {
