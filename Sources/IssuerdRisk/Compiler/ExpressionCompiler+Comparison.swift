@@ -96,7 +96,35 @@ extension ExpressionCompiler {
         }
     }
 
-    static func equate<T: Equatable & Sendable>(_ op: BinaryOperator, _ left: @escaping Reader<T>, _ right: @escaping Reader<T>) -> Reader<Bool> {
+    // Three non-generic copies on purpose: a generic closure factory can leave the closures
+    // at the generic abstraction, which costs a thunk and a copy of the input per call.
+    static func equate(_ op: BinaryOperator, _ left: @escaping Reader<Bool>, _ right: @escaping Reader<Bool>) -> Reader<Bool> {
+        if op == .equal {
+            return { i, v in
+                guard let x = left(i, v), let y = right(i, v) else { return nil }
+                return x == y
+            }
+        }
+        return { i, v in
+            guard let x = left(i, v), let y = right(i, v) else { return nil }
+            return x != y
+        }
+    }
+
+    static func equate(_ op: BinaryOperator, _ left: @escaping Reader<UInt8>, _ right: @escaping Reader<UInt8>) -> Reader<Bool> {
+        if op == .equal {
+            return { i, v in
+                guard let x = left(i, v), let y = right(i, v) else { return nil }
+                return x == y
+            }
+        }
+        return { i, v in
+            guard let x = left(i, v), let y = right(i, v) else { return nil }
+            return x != y
+        }
+    }
+
+    static func equate(_ op: BinaryOperator, _ left: @escaping Reader<String>, _ right: @escaping Reader<String>) -> Reader<Bool> {
         if op == .equal {
             return { i, v in
                 guard let x = left(i, v), let y = right(i, v) else { return nil }

@@ -35,7 +35,7 @@ extension ExpressionCompiler {
                 throw RuleDiagnostic(compiled[1].location, "has_any() needs a list of strings as its second argument", expected: "[\"A\", \"B\"] or @list")
             }
             try Self.checkReasonCodes(operand.strings.sorted(), compiled[1].location, operand.itemLocations, listName: operand.listName)
-            let wanted = operand.strings
+            let wanted = StringSet(operand.strings)
             let node: Reader<Bool> = { i, v in
                 guard let values = set(i, v) else { return nil }
                 for value in values where wanted.contains(value) { return true }

@@ -89,7 +89,7 @@ extension ExpressionCompiler {
             guard elementType == .string else {
                 throw RuleDiagnostic(set.location, "\(where_) holds \(elementType)s but the value is a string", expected: "a list of strings")
             }
-            let strings = operand.strings
+            let strings = StringSet(operand.strings)
             contains = { i, v in read(i, v).map { strings.contains($0) } }
         case (.number(let read), let type?) where type == .number || type == .duration:
             guard elementType == type else {

@@ -33,7 +33,7 @@ public enum RulesetCompiler {
 
         var compiler = ExpressionCompiler(lists: lists)
         var rules: [Rule] = []
-        var conditions: [Reader<Bool>] = []
+        var conditions: [RuleCondition] = []
         var reads: [[ValueRead]] = []
         var seen: [String: SourceLocation] = [:]
         for file in sorted where file.path.hasSuffix(".rules") {
@@ -49,7 +49,7 @@ public enum RulesetCompiler {
                 do {
                     let (rule, condition, ruleReads) = try compileRule(declaration, &compiler)
                     rules.append(rule)
-                    conditions.append(condition)
+                    conditions.append(RuleCondition(evaluate: condition))
                     reads.append(ruleReads)
                 } catch {
                     diagnostics.append(error)

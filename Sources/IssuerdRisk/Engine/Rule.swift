@@ -49,7 +49,7 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
     /// The step-up methods the rule allows, if it restricts them.
     public let stepUp: StepUpMethods?
     /// Every value the rule's condition reads, in the order it reads them.
-    public let values: [RuleValue]
+    public internal(set) var values: [RuleValue]
 
     /// A hit.
     public init(ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods? = nil, values: [RuleValue]) {

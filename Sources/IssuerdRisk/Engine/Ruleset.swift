@@ -17,18 +17,21 @@ public struct Ruleset: Sendable {
     /// The relative paths of the files the ruleset was built from.
     public let files: [String]
 
-    let conditions: [Reader<Bool>]
+    let blocks: [ConditionBlock]
     let reads: [[ValueRead]]
+    /// Each rule's hit without values, so a hit copies two strings rather than a whole ``Rule``.
+    let prototypes: [RuleHit]
 
     init(version: String, rules: [Rule], velocityQueries: [VelocityQuery], listSizes: [String: Int], files: [String],
-         conditions: [Reader<Bool>], reads: [[ValueRead]]) {
+         conditions: [RuleCondition], reads: [[ValueRead]]) {
         self.version = version
         self.rules = rules
         self.velocityQueries = velocityQueries
         self.listSizes = listSizes
         self.files = files
-        self.conditions = conditions
+        self.blocks = ConditionBlock.blocks(conditions)
         self.reads = reads
+        self.prototypes = rules.map { RuleHit(ruleID: $0.id, outcome: $0.outcome, reason: $0.reason, mode: $0.mode, stepUp: $0.stepUp, values: []) }
     }
 
     /// Decides one request, asking `provider` for the velocity values in one batch.
@@ -59,11 +62,16 @@ public struct Ruleset: Sendable {
         var hits: [RuleHit] = []
         var unresolved: [RuleHit] = []
         Invariants.apply(to: input, hits: &hits, unresolved: &unresolved)
-        for index in conditions.indices {
-            switch conditions[index](input, velocity) {
-            case .some(false): continue
-            case .some(true): hits.append(hit(index, input, velocity))
-            case .none: unresolved.append(hit(index, input, velocity))
+        for (blockIndex, block) in blocks.enumerated() {
+            var (fired, unknown) = block.evaluate(input, velocity)
+            let base = blockIndex * ConditionBlock.width
+            while fired != 0 {
+                hits.append(hit(base + fired.trailingZeroBitCount, input, velocity))
+                fired &= fired - 1
+            }
+            while unknown != 0 {
+                unresolved.append(hit(base + unknown.trailingZeroBitCount, input, velocity))
+                unknown &= unknown - 1
             }
         }
         let shadow = Self.resolve(hits, includingShadow: true)
@@ -74,9 +82,9 @@ public struct Ruleset: Sendable {
     }
 
     private func hit(_ index: Int, _ input: RiskInput, _ velocity: [Int?]) -> RuleHit {
-        let rule = rules[index]
-        return RuleHit(ruleID: rule.id, outcome: rule.outcome, reason: rule.reason, mode: rule.mode, stepUp: rule.stepUp,
-                       values: reads[index].map { RuleValue(name: $0.name, value: $0.read(input, velocity)) })
+        var hit = prototypes[index]
+        hit.values = reads[index].map { RuleValue(name: $0.name, value: $0.read(input, velocity)) }
+        return hit
     }
 
     /// The most severe hit decides; step-up restrictions intersect; a yellow with no method
