@@ -82,13 +82,16 @@ enum RiskBenchmark {
             print("peers: not run (give --peers-python and --peers-script to measure them in this session)")
             return
         }
+        fflush(nil)  // our figures print before the peers' own output
         let engines = option("peers-engines", in: words) ?? "python-lambda,jsonlogic/rule,jsonlogic/set,cel-rust/rule,cel-rust/set,zen/set,zen/rule,rego"
         let peers = try runPeers(python: python, script: script, engines: engines, count: inputs.count)
         print("peers (same session):")
         var fastest: (name: String, rate: Double)?
         for (name, rate) in peers {
             let reference = name == "python-lambda"
-            print(String(format: "  %-16@ %12.0f req/s  %7.2f us/req%@", name as NSString, rate, 1e6 / rate, reference ? "  (plain CPython closures: a reference, not a rule engine)" : ""))
+            let label = name.padding(toLength: 16, withPad: " ", startingAt: 0)
+            print("  " + label + String(format: " %12.0f req/s  %7.2f us/req", rate, 1e6 / rate)
+                  + (reference ? "  (plain CPython closures: a reference, not a rule engine)" : ""))
             if !reference, rate > (fastest?.rate ?? 0) { fastest = (name, rate) }
         }
         if let fastest {

@@ -68,3 +68,19 @@ struct DefaultPolicyTests {
         #expect(recorded.version == "len:\(RulesetContent.canonicalBytes(of: [a]).count)")
     }
 }
+
+/// docs/rules.md documents every attribute and function the compiler accepts.
+struct RulesDocumentationTests {
+    @Test func everyAttributeAndFunctionIsDocumented() throws {
+        let text = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/rules.md"), encoding: .utf8)
+        for attribute in AttributeCatalog.all {
+            #expect(text.contains("`\(attribute.name)`"), "docs/rules.md does not document \(attribute.name)")
+        }
+        for metric in VelocityMetric.allCases {
+            #expect(text.contains("`\(metric.functionName)("), "docs/rules.md does not document \(metric.functionName)")
+        }
+        for code in WalletReasonCodes.names {
+            #expect(text.contains("`\(code)`"), "docs/rules.md does not list reason code \(code)")
+        }
+    }
+}
