@@ -3,15 +3,21 @@
 public enum Backtest {
     /// Hit counts of one rule.
     public struct RuleCount: Sendable, Hashable {
+        /// The rule id (or an `invariant.*` id).
         public var ruleID: String
+        /// The rule's mode in that ruleset.
         public var mode: RuleMode
+        /// Attempts on which it hit.
         public var hits: Int
     }
 
     /// An attempt whose flow differs between the two rulesets.
     public struct Change: Sendable {
+        /// The attempt id from the export.
         public var attemptID: String
+        /// The current ruleset's decision.
         public var before: RiskDecision
+        /// The candidate's decision.
         public var after: RiskDecision
     }
 
@@ -23,8 +29,9 @@ public enum Backtest {
         public var currentHits: [RuleCount]
         /// The same under the candidate.
         public var candidateHits: [RuleCount]
-        /// Flows before and after.
+        /// Flows under the current ruleset.
         public var currentMix: [Flow: Int]
+        /// Flows under the candidate.
         public var candidateMix: [Flow: Int]
         /// `transitions[before][after]` counts.
         public var transitions: [Flow: [Flow: Int]]
@@ -32,8 +39,9 @@ public enum Backtest {
         public var sample: [Change]
         /// All changed attempts.
         public var changed: Int
-        /// Decisions with at least one unresolved rule (a value was unknown), per ruleset.
+        /// Decisions with at least one unresolved rule (a value was unknown), current ruleset.
         public var currentUnresolved: Int
+        /// The same under the candidate.
         public var candidateUnresolved: Int
     }
 

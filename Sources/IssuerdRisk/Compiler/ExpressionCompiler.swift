@@ -90,11 +90,11 @@ struct ExpressionCompiler {
             reads.append(ValueRead(name: name) { input, _ in attribute.value(in: input) })
         }
         let node: CompiledExpression.Node = switch attribute.access {
-        case .bool(let read): .bool { input, _ in read(input) }
-        case .number(let read), .duration(let read): .number { input, _ in read(input) }
-        case .string(let read): .string { input, _ in read(input) }
-        case .enumeration(let read): .enumeration { input, _ in read(input) }
-        case .stringSet(let read): .stringSet { input, _ in read(input) }
+        case .bool(let read): .bool(read)
+        case .number(let read), .duration(let read): .number(read)
+        case .string(let read): .string(read)
+        case .enumeration(let read): .enumeration(read)
+        case .stringSet(let read): .stringSet(read)
         }
         return CompiledExpression(type: attribute.type, node: node, location: location)
     }

@@ -74,11 +74,14 @@ public struct Ruleset: Sendable {
                 unknown &= unknown - 1
             }
         }
-        let shadow = Self.resolve(hits, includingShadow: true)
+        if hits.isEmpty {
+            return RiskDecision(flow: .green, stepUpMethods: [], hits: hits, unresolved: unresolved, shadowFlow: .green, rulesetVersion: version)
+        }
         let live = Self.resolve(hits, includingShadow: false)
+        let shadowFlow = hits.contains { $0.mode == .shadow } ? Self.resolve(hits, includingShadow: true).flow : live.flow
         if let escalation = live.escalation { hits.append(escalation) }
         return RiskDecision(flow: live.flow, stepUpMethods: live.methods, hits: hits, unresolved: unresolved,
-                            shadowFlow: shadow.flow, rulesetVersion: version)
+                            shadowFlow: shadowFlow, rulesetVersion: version)
     }
 
     private func hit(_ index: Int, _ input: RiskInput, _ velocity: [Int?]) -> RuleHit {

@@ -60,5 +60,8 @@ public enum Flow: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStrin
 
 /// Whether a rule's hits decide (live) or are only recorded (shadow).
 public enum RuleMode: String, Sendable, Hashable {
-    case live, shadow
+    /// Hits decide the flow.
+    case live
+    /// Hits are recorded only.
+    case shadow
 }

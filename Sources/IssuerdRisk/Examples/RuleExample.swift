@@ -21,7 +21,9 @@ public struct RuleExample: Sendable {
         public var key: String
         /// True when the key is a velocity call.
         public var isVelocity: Bool
+        /// The value given (``RiskValue/unknown`` for `unknown`).
         public var value: RiskValue
+        /// Where the key is written.
         public var location: SourceLocation
     }
 
@@ -29,6 +31,7 @@ public struct RuleExample: Sendable {
     public var name: String
     /// Where `example` is written.
     public var location: SourceLocation
+    /// The `given` block, in order.
     public var given: [Given]
     /// The expected flow.
     public var expectedFlow: Flow

@@ -12,8 +12,9 @@ public struct RulesetLoader: Sendable {
 
     /// The extensions that belong to a ruleset; everything else (README.md, …) is ignored.
     public static let extensions: Set<String> = ["rules", "list", "cases"]
-    /// Bounds on what a directory may hold, so a wrong path cannot exhaust memory.
+    /// The most files a ruleset may have; bounds what a wrong path can make us read.
     public static let maximumFiles = 2_000
+    /// The largest file read.
     public static let maximumFileBytes = 64 << 20
 
     /// A loader for `directory`.

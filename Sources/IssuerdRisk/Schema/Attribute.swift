@@ -14,26 +14,27 @@ public struct Attribute: Sendable {
     let access: Access
     let write: @Sendable (inout RiskInput, RiskValue) -> Bool
 
-    /// Reads an attribute from the input without dictionary look-ups: one closure per type.
+    /// Reads an attribute from the input without dictionary look-ups: one closure per type,
+    /// already in the compiled form's signature so a rule calls it directly.
     enum Access: Sendable {
-        case bool(@Sendable (RiskInput) -> Bool?)
-        case number(@Sendable (RiskInput) -> Double?)
-        case string(@Sendable (RiskInput) -> String?)
-        case duration(@Sendable (RiskInput) -> Double?)
-        case enumeration(@Sendable (RiskInput) -> UInt8?)
-        case stringSet(@Sendable (RiskInput) -> [String]?)
+        case bool(Reader<Bool>)
+        case number(Reader<Double>)
+        case string(Reader<String>)
+        case duration(Reader<Double>)
+        case enumeration(Reader<UInt8>)
+        case stringSet(Reader<[String]>)
     }
 
     /// Reads the attribute as a ``RiskValue`` (for explanations, not for the hot path).
     public func value(in input: RiskInput) -> RiskValue {
         switch access {
-        case .bool(let read): read(input).map(RiskValue.bool) ?? .unknown
-        case .number(let read): read(input).map(RiskValue.number) ?? .unknown
-        case .string(let read): read(input).map(RiskValue.string) ?? .unknown
-        case .duration(let read): read(input).map(RiskValue.duration) ?? .unknown
+        case .bool(let read): read(input, []).map(RiskValue.bool) ?? .unknown
+        case .number(let read): read(input, []).map(RiskValue.number) ?? .unknown
+        case .string(let read): read(input, []).map(RiskValue.string) ?? .unknown
+        case .duration(let read): read(input, []).map(RiskValue.duration) ?? .unknown
         case .enumeration(let read):
-            if case .enumeration(let domain) = type, let code = read(input) { .string(domain.names[Int(code)]) } else { .unknown }
-        case .stringSet(let read): read(input).map(RiskValue.strings) ?? .unknown
+            if case .enumeration(let domain) = type, let code = read(input, []) { .string(domain.names[Int(code)]) } else { .unknown }
+        case .stringSet(let read): read(input, []).map(RiskValue.strings) ?? .unknown
         }
     }
 
@@ -44,7 +45,7 @@ public struct Attribute: Sendable {
 }
 
 extension Attribute {
-    static func bool(_ name: String, _ read: @escaping @Sendable (RiskInput) -> Bool?, _ key: WritableKeyPath<RiskInput, Bool?> & Sendable, _ summary: String, source: String) -> Attribute {
+    static func bool(_ name: String, _ read: @escaping Reader<Bool>, _ key: WritableKeyPath<RiskInput, Bool?> & Sendable, _ summary: String, source: String) -> Attribute {
         Attribute(name: name, type: .bool, summary: summary, source: source, access: .bool(read)) { input, value in
             switch value {
             case .bool(let flag): input[keyPath: key] = flag
@@ -55,7 +56,7 @@ extension Attribute {
         }
     }
 
-    static func number(_ name: String, _ read: @escaping @Sendable (RiskInput) -> Double?, _ key: WritableKeyPath<RiskInput, Double?> & Sendable, _ summary: String, source: String) -> Attribute {
+    static func number(_ name: String, _ read: @escaping Reader<Double>, _ key: WritableKeyPath<RiskInput, Double?> & Sendable, _ summary: String, source: String) -> Attribute {
         Attribute(name: name, type: .number, summary: summary, source: source, access: .number(read)) { input, value in
             switch value {
             case .number(let number): input[keyPath: key] = number
@@ -66,7 +67,7 @@ extension Attribute {
         }
     }
 
-    static func duration(_ name: String, _ read: @escaping @Sendable (RiskInput) -> Double?, _ key: WritableKeyPath<RiskInput, Double?> & Sendable, _ summary: String, source: String) -> Attribute {
+    static func duration(_ name: String, _ read: @escaping Reader<Double>, _ key: WritableKeyPath<RiskInput, Double?> & Sendable, _ summary: String, source: String) -> Attribute {
         Attribute(name: name, type: .duration, summary: summary, source: source, access: .duration(read)) { input, value in
             switch value {
             case .duration(let seconds): input[keyPath: key] = seconds
@@ -77,7 +78,7 @@ extension Attribute {
         }
     }
 
-    static func string(_ name: String, _ read: @escaping @Sendable (RiskInput) -> String?, _ key: WritableKeyPath<RiskInput, String?> & Sendable, _ summary: String, source: String) -> Attribute {
+    static func string(_ name: String, _ read: @escaping Reader<String>, _ key: WritableKeyPath<RiskInput, String?> & Sendable, _ summary: String, source: String) -> Attribute {
         Attribute(name: name, type: .string, summary: summary, source: source, access: .string(read)) { input, value in
             switch value {
             case .string(let text): input[keyPath: key] = text
@@ -88,7 +89,7 @@ extension Attribute {
         }
     }
 
-    static func strings(_ name: String, _ read: @escaping @Sendable (RiskInput) -> [String]?, _ key: WritableKeyPath<RiskInput, [String]?> & Sendable, _ summary: String, source: String) -> Attribute {
+    static func strings(_ name: String, _ read: @escaping Reader<[String]>, _ key: WritableKeyPath<RiskInput, [String]?> & Sendable, _ summary: String, source: String) -> Attribute {
         Attribute(name: name, type: .stringSet, summary: summary, source: source, access: .stringSet(read)) { input, value in
             switch value {
             case .strings(let texts): input[keyPath: key] = texts
@@ -99,7 +100,7 @@ extension Attribute {
         }
     }
 
-    static func enumeration<E: RiskEnumeration>(_ name: String, _ read: @escaping @Sendable (RiskInput) -> UInt8?, _ key: WritableKeyPath<RiskInput, E?> & Sendable, domain: String, _ summary: String, source: String) -> Attribute {
+    static func enumeration<E: RiskEnumeration>(_ name: String, _ read: @escaping Reader<UInt8>, _ key: WritableKeyPath<RiskInput, E?> & Sendable, domain: String, _ summary: String, source: String) -> Attribute {
         Attribute(name: name, type: .enumeration(EnumerationDomain(domain, E.self)), summary: summary, source: source, access: .enumeration(read)) { input, value in
             switch value {
             case .string(let text):
@@ -113,7 +114,7 @@ extension Attribute {
     }
 
     /// A value derived from another field: it reads, but cannot be assigned directly.
-    static func derived(_ name: String, _ read: @escaping @Sendable (RiskInput) -> Double?, _ summary: String, source: String) -> Attribute {
+    static func derived(_ name: String, _ read: @escaping Reader<Double>, _ summary: String, source: String) -> Attribute {
         Attribute(name: name, type: .number, summary: summary, source: source, access: .number(read)) { _, _ in false }
     }
 }

@@ -3,8 +3,11 @@
 /// Types are checked when a ruleset compiles, so a rule comparing a score with a string, or a
 /// duration with a bare number, never reaches the engine.
 public enum RiskType: Equatable, Sendable, CustomStringConvertible {
+    /// true or false.
     case bool
+    /// A real number.
     case number
+    /// Free text.
     case string
     /// Seconds, written `30m`, `24h`, `14d` in rules.
     case duration

@@ -2,11 +2,15 @@
 public enum RiskValue: Sendable, Hashable, CustomStringConvertible {
     /// The value was missing at decision time.
     case unknown
+    /// A bool.
     case bool(Bool)
+    /// A number.
     case number(Double)
+    /// A string (enumerations by name).
     case string(String)
     /// Seconds.
     case duration(Double)
+    /// A set of strings, in the order received.
     case strings([String])
 
     public var description: String {

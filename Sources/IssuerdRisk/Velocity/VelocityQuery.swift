@@ -40,7 +40,12 @@ public enum VelocityMetric: String, Sendable, Hashable, CaseIterable {
 
 /// The subject key a velocity function groups by.
 public enum VelocityKey: String, Sendable, Hashable, CaseIterable {
-    case card, device, customer
+    /// The internal card id.
+    case card
+    /// The wallet device id.
+    case device
+    /// The customer id.
+    case customer
 }
 
 /// One velocity value a compiled ruleset needs: metric, key and window.
