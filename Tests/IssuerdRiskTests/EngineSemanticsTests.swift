@@ -146,6 +146,17 @@ struct EngineSemanticsTests {
         #expect(decision.hits.contains { $0.ruleID == "r1" } == fires, "\(decision.hits) \(decision.unresolved)")
     }
 
+    @Test(arguments: [1, 3, 4, 5, 63, 64, 65, 70, 130])
+    func everyRuleIsReportedWhateverTheRulesetSize(_ count: Int) throws {
+        let ruleset = try compileRules((1...count).map { rule("r\($0)", when: "wallet.device_score <= \($0)") }.joined())
+        var input = cleanInput()
+        input.walletDeviceScore = Double(count / 2 + 1)
+        let decision = ruleset.evaluate(input, velocity: [])
+        #expect(decision.hits.map(\.ruleID) == (count / 2 + 1...count).map { "r\($0)" })
+        input.walletDeviceScore = nil
+        #expect(ruleset.evaluate(input, velocity: []).unresolved.filter { !$0.isInvariant }.count == count)
+    }
+
     @Test func aVelocityListOfTheWrongLengthIsTreatedAsUnknown() throws {
         let ruleset = try compileRules(rule(when: "attempts(card, 24h) > 2"))
         let decision = ruleset.evaluate(cleanInput(), velocity: [5, 6, 7])

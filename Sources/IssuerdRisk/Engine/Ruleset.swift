@@ -19,8 +19,8 @@ public struct Ruleset: Sendable {
 
     let blocks: [ConditionBlock]
     let reads: [[ValueRead]]
-    /// Each rule's hit without values, so a hit copies two strings rather than a whole ``Rule``.
-    let prototypes: [RuleHit]
+    /// Each rule's shared hit header.
+    let headers: [RuleHit.Header]
 
     init(version: String, rules: [Rule], velocityQueries: [VelocityQuery], listSizes: [String: Int], files: [String],
          conditions: [RuleCondition], reads: [[ValueRead]]) {
@@ -31,7 +31,9 @@ public struct Ruleset: Sendable {
         self.files = files
         self.blocks = ConditionBlock.blocks(conditions)
         self.reads = reads
-        self.prototypes = rules.map { RuleHit(ruleID: $0.id, outcome: $0.outcome, reason: $0.reason, mode: $0.mode, stepUp: $0.stepUp, values: []) }
+        self.headers = zip(rules, reads).map { rule, reads in
+            RuleHit.Header(ruleID: rule.id, outcome: rule.outcome, reason: rule.reason, mode: rule.mode, stepUp: rule.stepUp, valueNames: reads.map(\.name))
+        }
     }
 
     /// Decides one request, asking `provider` for the velocity values in one batch.
@@ -85,9 +87,7 @@ public struct Ruleset: Sendable {
     }
 
     private func hit(_ index: Int, _ input: RiskInput, _ velocity: [Int?]) -> RuleHit {
-        var hit = prototypes[index]
-        hit.values = reads[index].map { RuleValue(name: $0.name, value: $0.read(input, velocity)) }
-        return hit
+        RuleHit(header: headers[index], readValues: reads[index].map { $0.read(input, velocity) })
     }
 
     /// The most severe hit decides; step-up restrictions intersect; a yellow with no method
