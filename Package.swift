@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "IssuerdHTTP", dependencies: ["CMicroHTTPD", "IssuerdCore"]),
 
         // Pure domain: the rule language and risk engine (no I/O).
-        .target(name: "IssuerdRisk", dependencies: ["IssuerdCore", "IssuerdCrypto"]),
+        .target(name: "IssuerdRisk", dependencies: ["IssuerdCore"]),
 
         // The HTTP API, storage and services wired together.
         .target(

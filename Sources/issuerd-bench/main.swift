@@ -1,14 +1,25 @@
 import Foundation
 
-// issuerd-bench <suite>: release-built benchmarks that print ratios against same-run references.
+// issuerd-bench <benchmark> [options]: release-built benchmarks that print ratios against
+// references measured in the same run.
 let arguments = Array(CommandLine.arguments.dropFirst())
+let usage = """
+    usage: issuerd-bench crypto
+           issuerd-bench risk --workload DIR [--peers-python PY --peers-script peer_bench.py]
+
+    """
 switch arguments.first {
 case "crypto":
     do { exit(try CryptoBenchmark.run()) } catch {
         FileHandle.standardError.write(Data("issuerd-bench crypto: \(error)\n".utf8))
         exit(1)
     }
+case "risk":
+    exit(RiskBenchmark.main(Array(arguments.dropFirst())))
+case "--help", "-h":
+    print(usage, terminator: "")
+    exit(0)
 default:
-    print("usage: issuerd-bench crypto")
-    exit(arguments.isEmpty ? 2 : 1)
+    FileHandle.standardError.write(Data(usage.utf8))
+    exit(2)
 }

@@ -8,6 +8,7 @@ enum CommandLineTool {
         Command(MigrateCommand.self),
         Command(AppleCommand.self),
         Command(DevCommand.self),
+        Command(RulesCommand.self),
     ]
 
     static var usage: String {

@@ -1,0 +1,123 @@
+import Foundation
+
+/// Stored history in JSON Lines, one event per line, as `rules backtest` reads it and as the
+/// PostgreSQL export writes it (docs/rules.md, "Backtest input").
+///
+/// ```
+/// {"type":"attempt","id":"att_1","time":"2025-03-01T12:00:00Z","card_id":"c1","device_id":"d1",
+///  "customer_id":"u1","cardholder_name":"JANE DOE","attributes":{"card.status":"active","wallet.device_score":4}}
+/// {"type":"otp_failure","time":"2025-03-01T12:01:00Z","card_id":"c1","customer_id":"u1"}
+/// ```
+/// Attribute keys are the rule language's names; durations are seconds; null or absent is unknown.
+public struct AttemptLog: Sendable {
+    /// One add-card attempt to replay.
+    public struct Attempt: Sendable {
+        /// The attempt id (from the export), for the sample of changed attempts.
+        public var id: String
+        /// The decision time.
+        public var time: Date
+        /// Whose history velocity reads.
+        public var subject: VelocitySubject
+        /// The attributes at decision time.
+        public var input: RiskInput
+        /// The 1-based line in the file.
+        public var line: Int
+    }
+
+    /// The attempts, in time order.
+    public private(set) var attempts: [Attempt] = []
+    /// Every history event, attempts included.
+    public private(set) var events: [VelocityEvent] = []
+
+    /// The longest line accepted.
+    public static let maximumLineBytes = 1 << 20
+
+    /// Parses JSONL text.
+    ///
+    /// - Throws: ``AttemptLogError`` naming the line and the problem.
+    public init(jsonLines text: String) throws(AttemptLogError) {
+        var lineNumber = 0
+        let clock = TimestampParser()
+        let decoder = JSONDecoder()
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let line = rawLine.trimmingWhitespace()
+            if line.isEmpty { continue }
+            try add(line: line, number: lineNumber, clock: clock, decoder: decoder)
+        }
+        attempts.sort { ($0.time, $0.line) < ($1.time, $1.line) }
+    }
+
+    private mutating func add(line: Substring, number: Int, clock: TimestampParser, decoder: JSONDecoder) throws(AttemptLogError) {
+        func fail(_ message: String) -> AttemptLogError { AttemptLogError(line: number, message: message) }
+        guard line.utf8.count <= Self.maximumLineBytes else { throw fail("line longer than 1 MiB") }
+        guard let object = (try? decoder.decode(JSONValue.self, from: Data(line.utf8)))?.object else {
+            throw fail("not a JSON object")
+        }
+        guard let typeName = object["type"]?.string, let kind = VelocityEvent.Kind(rawValue: typeName) else {
+            throw fail("\"type\" must be one of \(VelocityEvent.Kind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+        }
+        guard let timeText = object["time"]?.string, let time = clock.parse(timeText) else {
+            throw fail("\"time\" must be an RFC 3339 timestamp such as 2025-03-01T12:00:00Z")
+        }
+        let subject = VelocitySubject(cardID: object["card_id"]?.string, deviceID: object["device_id"]?.string,
+                                      customerID: object["customer_id"]?.string)
+        events.append(VelocityEvent(kind: kind, time: time, cardID: subject.cardID, deviceID: subject.deviceID,
+                                    customerID: subject.customerID, cardholderName: object["cardholder_name"]?.string))
+        guard kind == .attempt else { return }
+        var input = RiskInput()
+        input.time = time
+        if let attributes = object["attributes"] {
+            guard let attributes = attributes.object else { throw fail("\"attributes\" must be an object") }
+            for (name, raw) in attributes.sorted(by: { $0.key < $1.key }) {
+                guard let attribute = AttributeCatalog.byName[name] else {
+                    let near = Suggestion.nearest(to: name, in: AttributeCatalog.all.map(\.name))
+                    throw fail("unknown attribute \"\(name)\"" + (near.map { "; did you mean '\($0)'?" } ?? ""))
+                }
+                guard let value = Self.value(raw, for: attribute.type), attribute.assign(value, to: &input) else {
+                    throw fail("\"\(name)\" must be a \(attribute.type)\(attribute.type == .duration ? " in seconds" : "")")
+                }
+            }
+        }
+        let id = object["id"]?.string ?? "line \(number)"
+        attempts.append(Attempt(id: id, time: time, subject: subject, input: input, line: number))
+    }
+
+    private static func value(_ raw: JSONValue, for type: RiskType) -> RiskValue? {
+        switch (raw, type) {
+        case (.null, _): .unknown
+        case (.bool(let flag), .bool): .bool(flag)
+        case (.number(let number), .number): .number(number)
+        case (.number(let seconds), .duration): .duration(seconds)
+        case (.string(let text), .string), (.string(let text), .enumeration): .string(text)
+        case (.array(let items), .stringSet):
+            items.allSatisfy { $0.string != nil } ? .strings(items.compactMap(\.string)) : nil
+        default: nil
+        }
+    }
+
+}
+
+/// A line of a JSONL history file that cannot be used.
+public struct AttemptLogError: Error, Sendable, CustomStringConvertible {
+    /// 1-based line number.
+    public var line: Int
+    /// What is wrong.
+    public var message: String
+    public var description: String { "line \(line): \(message)" }
+}
+
+/// RFC 3339 timestamps, with or without fractional seconds; one per parse run (not shared
+/// across threads: `ISO8601DateFormatter` is not Sendable).
+struct TimestampParser {
+    private let plain = ISO8601DateFormatter()
+    private let fractional: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+
+    func parse(_ text: String) -> Date? {
+        plain.date(from: text) ?? fractional.date(from: text)
+    }
+}

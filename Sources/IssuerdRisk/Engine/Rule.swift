@@ -1,0 +1,115 @@
+/// A compiled rule's description: everything but its condition.
+public struct Rule: Sendable, Identifiable {
+    /// Unique within the ruleset, e.g. `device.blocked`.
+    public let id: String
+    /// One line for humans.
+    public let title: String
+    /// `yellow` or `orange`: rules never decide green.
+    public let outcome: Flow
+    /// The reason code stored with the decision.
+    public let reason: String
+    /// The step-up methods this rule allows when it hits (nil: no restriction).
+    public let stepUp: StepUpMethods?
+    /// The owning team.
+    public let owner: String
+    /// Live rules decide; shadow rules are only recorded.
+    public let mode: RuleMode
+    /// Where the rule is written.
+    public let location: SourceLocation
+    /// The condition as written, whitespace-normalised (for `rules explain` and audit).
+    public let conditionText: String
+}
+
+/// One value a hit rule read, as recorded in the decision.
+public struct RuleValue: Sendable, Hashable, CustomStringConvertible {
+    /// The attribute or velocity call, e.g. `wallet.device_score` or `attempts(card, 24h)`.
+    public let name: String
+    /// Its value at decision time (``RiskValue/unknown`` when missing).
+    public let value: RiskValue
+
+    /// A recorded value.
+    public init(name: String, value: RiskValue) {
+        self.name = name
+        self.value = value
+    }
+
+    public var description: String { "\(name) = \(value)" }
+}
+
+/// A rule that hit (or could not be decided), with everything needed to explain it.
+///
+/// The rule's fixed facts live in one shared immutable ``Header``, so recording a hit on the
+/// request path copies one reference and the values read, not every string of the rule.
+public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
+    /// What does not change from one hit of a rule to the next.
+    final class Header: Sendable {
+        let ruleID: String
+        let outcome: Flow
+        let reason: String
+        let mode: RuleMode
+        let stepUp: StepUpMethods?
+        let valueNames: [String]
+
+        init(ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods?, valueNames: [String]) {
+            self.ruleID = ruleID
+            self.outcome = outcome
+            self.reason = reason
+            self.mode = mode
+            self.stepUp = stepUp
+            self.valueNames = valueNames
+        }
+    }
+
+    let header: Header
+    /// The values read, in ``Header/valueNames`` order.
+    let readValues: [RiskValue]
+
+    init(header: Header, readValues: [RiskValue]) {
+        self.header = header
+        self.readValues = readValues
+    }
+
+    /// A hit.
+    public init(ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods? = nil, values: [RuleValue]) {
+        header = Header(ruleID: ruleID, outcome: outcome, reason: reason, mode: mode, stepUp: stepUp, valueNames: values.map(\.name))
+        readValues = values.map(\.value)
+    }
+
+    /// The rule id, or a fixed `invariant.*` id for the invariants in code.
+    public var ruleID: String { header.ruleID }
+    /// The rule's outcome.
+    public var outcome: Flow { header.outcome }
+    /// The reason code.
+    public var reason: String { header.reason }
+    /// Live or shadow.
+    public var mode: RuleMode { header.mode }
+    /// The step-up methods the rule allows, if it restricts them.
+    public var stepUp: StepUpMethods? { header.stepUp }
+
+    /// Every value the rule's condition reads, in the order it reads them.
+    public var values: [RuleValue] {
+        zip(header.valueNames, readValues).map { RuleValue(name: $0, value: $1) }
+    }
+
+    /// The names of the values that were unknown when the rule was evaluated.
+    public var unknowns: [String] {
+        zip(header.valueNames, readValues).filter { $1.isUnknown }.map(\.0)
+    }
+
+    /// True for the built-in invariants.
+    public var isInvariant: Bool { ruleID.hasPrefix("invariant.") }
+
+    public static func == (a: RuleHit, b: RuleHit) -> Bool {
+        a.ruleID == b.ruleID && a.outcome == b.outcome && a.reason == b.reason && a.mode == b.mode && a.stepUp == b.stepUp
+            && a.header.valueNames == b.header.valueNames && a.readValues == b.readValues
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ruleID)
+        hasher.combine(readValues)
+    }
+
+    public var description: String {
+        "\(ruleID) \(outcome)\(mode == .shadow ? " (shadow)" : "") \(reason) {" + values.map(\.description).joined(separator: ", ") + "}"
+    }
+}

@@ -1,1 +1,0 @@
-// Module IssuerdRisk: see docs/architecture.md.

@@ -1,0 +1,48 @@
+/// One lexical token of a rules or examples file.
+struct Token: Sendable, Equatable {
+    enum Kind: Sendable, Equatable {
+        /// A name: keyword, rule id, attribute (`wallet.device_score`), function or method.
+        case word(String)
+        case number(Double)
+        /// Seconds.
+        case duration(Double)
+        case string(String)
+        /// `@name`.
+        case listReference(String)
+        case symbol(Symbol)
+        /// Text that starts no token; the parser reports the diagnostic when it reaches it,
+        /// so one bad character costs one rule, not the whole file.
+        case invalid(RuleDiagnostic)
+        case end
+    }
+
+    enum Symbol: String, Sendable {
+        case leftParen = "(", rightParen = ")", leftBracket = "[", rightBracket = "]"
+        case leftBrace = "{", rightBrace = "}", comma = ",", colon = ":"
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+        case plus = "+", minus = "-", times = "*", divide = "/", assign = "="
+    }
+
+    var kind: Kind
+    var location: SourceLocation
+
+    /// How the token reads in an error message.
+    var display: String {
+        switch kind {
+        case .word(let word): "'\(word)'"
+        case .number(let value): "'\(RiskValue.format(value))'"
+        case .duration(let seconds): "'\(RiskValue.formatDuration(seconds))'"
+        case .string(let text): "\"\(text)\""
+        case .listReference(let name): "'@\(name)'"
+        case .symbol(let symbol): "'\(symbol.rawValue)'"
+        case .invalid(let diagnostic): diagnostic.message
+        case .end: "end of file"
+        }
+    }
+
+    /// True for the word `word`.
+    func isWord(_ word: String) -> Bool { kind == .word(word) }
+
+    /// True for `symbol`.
+    func isSymbol(_ symbol: Symbol) -> Bool { kind == .symbol(symbol) }
+}

@@ -1,0 +1,203 @@
+/// A cursor over tokens with the expression grammar shared by rules and example files.
+///
+/// ```
+/// expr       := and { "or" and }
+/// and        := not { "and" not }
+/// not        := "not" not | comparison
+/// comparison := sum [ ("=="|"!="|"<"|"<="|">"|">=") sum | ["not"] "in" (@list | list) ]
+/// sum        := product { ("+"|"-") product }
+/// product    := unary { ("*"|"/") unary }
+/// unary      := "-" unary | primary
+/// primary    := NUMBER | DURATION | STRING | "true" | "false" | NAME | NAME "(" [expr {"," expr}] ")"
+///             | "(" expr ")" | list | @list
+/// list       := "[" [expr {"," expr}] "]"
+/// ```
+struct TokenStream {
+    private(set) var tokens: [Token]
+    private(set) var index = 0
+    /// Nesting depth, bounded so hostile input cannot exhaust the stack.
+    private var depth = 0
+    static let maximumDepth = 64
+
+    /// Words that cannot be attribute or function names.
+    static let reservedWords: Set<String> = ["and", "or", "not", "in", "true", "false", "rule", "end", "when", "example", "given", "expect"]
+
+    init(_ tokens: [Token]) { self.tokens = tokens }
+
+    var current: Token { tokens[index] }
+
+    /// Throws the lexer's diagnostic when the current token is invalid.
+    func checkValid() throws(RuleDiagnostic) {
+        if case .invalid(let diagnostic) = current.kind { throw diagnostic }
+    }
+    var atEnd: Bool { current.kind == .end }
+
+    mutating func advance() {
+        if index < tokens.count - 1 { index += 1 }
+    }
+
+    /// Consumes `symbol` or throws naming what was expected.
+    mutating func expect(_ symbol: Token.Symbol, _ what: String? = nil) throws(RuleDiagnostic) {
+        try checkValid()
+        guard current.isSymbol(symbol) else {
+            throw RuleDiagnostic(current.location, "unexpected \(current.display)", expected: what ?? "'\(symbol.rawValue)'")
+        }
+        advance()
+    }
+
+    /// Consumes a word (not a reserved one) or throws.
+    mutating func word(_ what: String) throws(RuleDiagnostic) -> LocatedWord {
+        try checkValid()
+        guard case .word(let text) = current.kind, !Self.reservedWords.contains(text) else {
+            throw RuleDiagnostic(current.location, "unexpected \(current.display)", expected: what)
+        }
+        defer { advance() }
+        return LocatedWord(text: text, location: current.location)
+    }
+
+    mutating func expression() throws(RuleDiagnostic) -> Expression {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maximumDepth else {
+            throw RuleDiagnostic(current.location, "expression is nested more than \(Self.maximumDepth) levels deep")
+        }
+        var left = try conjunction()
+        while current.isWord("or") {
+            let location = current.location
+            advance()
+            left = Expression(kind: .binary(.or, left, try conjunction()), location: location)
+        }
+        return left
+    }
+
+    private mutating func conjunction() throws(RuleDiagnostic) -> Expression {
+        var left = try negation()
+        while current.isWord("and") {
+            let location = current.location
+            advance()
+            left = Expression(kind: .binary(.and, left, try negation()), location: location)
+        }
+        return left
+    }
+
+    private mutating func negation() throws(RuleDiagnostic) -> Expression {
+        guard current.isWord("not") else { return try comparison() }
+        let location = current.location
+        advance()
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maximumDepth else { throw RuleDiagnostic(location, "too many nested 'not'") }
+        return Expression(kind: .not(try negation()), location: location)
+    }
+
+    private mutating func comparison() throws(RuleDiagnostic) -> Expression {
+        let left = try sum()
+        try checkValid()
+        let location = current.location
+        if case .symbol(let symbol) = current.kind, let op = BinaryOperator(rawValue: symbol.rawValue), op.isComparison {
+            advance()
+            return Expression(kind: .binary(op, left, try sum()), location: location)
+        }
+        if current.isSymbol(.assign) {
+            throw RuleDiagnostic(location, "'=' is not a comparison", expected: "'==' to compare", suggestion: "==")
+        }
+        var negated = false
+        if current.isWord("not"), tokens[index + 1].isWord("in") {
+            negated = true
+            advance()
+        }
+        if current.isWord("in") {
+            advance()
+            guard current.isSymbol(.leftBracket) || { if case .listReference = current.kind { true } else { false } }() else {
+                throw RuleDiagnostic(current.location, "unexpected \(current.display) after 'in'", expected: "a list such as [\"a\", \"b\"] or @list_name")
+            }
+            return Expression(kind: .membership(left, try primary(), negated: negated), location: location)
+        }
+        return left
+    }
+
+    private mutating func sum() throws(RuleDiagnostic) -> Expression {
+        var left = try product()
+        while case .symbol(let symbol) = current.kind, symbol == .plus || symbol == .minus {
+            let location = current.location
+            advance()
+            left = Expression(kind: .binary(symbol == .plus ? .plus : .minus, left, try product()), location: location)
+        }
+        return left
+    }
+
+    private mutating func product() throws(RuleDiagnostic) -> Expression {
+        var left = try unary()
+        while case .symbol(let symbol) = current.kind, symbol == .times || symbol == .divide {
+            let location = current.location
+            advance()
+            left = Expression(kind: .binary(symbol == .times ? .times : .divide, left, try unary()), location: location)
+        }
+        return left
+    }
+
+    private mutating func unary() throws(RuleDiagnostic) -> Expression {
+        guard current.isSymbol(.minus) else { return try primary() }
+        let location = current.location
+        advance()
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maximumDepth else { throw RuleDiagnostic(location, "too many nested '-'") }
+        return Expression(kind: .negate(try unary()), location: location)
+    }
+
+    mutating func primary() throws(RuleDiagnostic) -> Expression {
+        try checkValid()
+        let token = current
+        switch token.kind {
+        case .number(let value):
+            advance()
+            return Expression(kind: .number(value), location: token.location)
+        case .duration(let seconds):
+            advance()
+            return Expression(kind: .duration(seconds), location: token.location)
+        case .string(let text):
+            advance()
+            return Expression(kind: .string(text), location: token.location)
+        case .listReference(let name):
+            advance()
+            return Expression(kind: .listReference(name), location: token.location)
+        case .word("true"), .word("false"):
+            advance()
+            return Expression(kind: .bool(token.isWord("true")), location: token.location)
+        case .word(let word) where !Self.reservedWords.contains(word):
+            advance()
+            guard current.isSymbol(.leftParen) else { return Expression(kind: .name(word), location: token.location) }
+            advance()
+            var arguments: [Expression] = []
+            if !current.isSymbol(.rightParen) {
+                arguments.append(try expression())
+                while current.isSymbol(.comma) {
+                    advance()
+                    arguments.append(try expression())
+                }
+            }
+            try expect(.rightParen, "',' or ')' to close the call of \(word)")
+            return Expression(kind: .call(word, arguments), location: token.location)
+        case .symbol(.leftParen):
+            advance()
+            let inner = try expression()
+            try expect(.rightParen, "')'")
+            return inner
+        case .symbol(.leftBracket):
+            advance()
+            var items: [Expression] = []
+            if !current.isSymbol(.rightBracket) {
+                items.append(try expression())
+                while current.isSymbol(.comma) {
+                    advance()
+                    items.append(try expression())
+                }
+            }
+            try expect(.rightBracket, "',' or ']' to close the list")
+            return Expression(kind: .list(items), location: token.location)
+        default:
+            throw RuleDiagnostic(token.location, "unexpected \(token.display)", expected: "a value: an attribute, a number, a duration, a string, true/false, a list or a function call")
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Synchronization
+
+/// The ruleset serving requests, swapped atomically on reload.
+///
+/// A reload compiles outside the lock and swaps in one step, so an evaluation sees either
+/// the old ruleset or the new one, never a mix. A failed reload keeps the last good ruleset
+/// serving and is remembered until the next successful one (for `/readyz`, metrics, the log).
+public final class ActiveRuleset: Sendable {
+    // Guarded by Mutex: the serving ruleset and the reload bookkeeping change together.
+    private let state: Mutex<ActiveRulesetStatus>
+
+    /// Starts serving `ruleset`.
+    public init(_ ruleset: Ruleset, loadedAt: Date = Date()) {
+        state = Mutex(ActiveRulesetStatus(ruleset: ruleset, loadedAt: loadedAt, lastFailure: nil))
+    }
+
+    /// The ruleset to evaluate a request with; take it once per request.
+    public var current: Ruleset { state.withLock { $0.ruleset } }
+
+    /// The serving version, when it was loaded, and the last failed reload (if the latest
+    /// attempt failed).
+    public var status: ActiveRulesetStatus { state.withLock { $0 } }
+
+    /// Reloads from `loader`'s directory.
+    public func reload(from loader: RulesetLoader, now: Date = Date()) -> ReloadResult {
+        reload(now: now) { () throws(RulesetError) -> Ruleset in try loader.load() }
+    }
+
+    /// Reloads with `load`, which compiles a candidate ruleset.
+    ///
+    /// - Returns: ``ReloadResult/replaced(previous:current:)``, ``ReloadResult/unchanged(version:)``
+    ///   when the content hash is the same, or ``ReloadResult/failed(_:)`` (the old ruleset keeps serving).
+    public func reload(now: Date = Date(), _ load: () throws(RulesetError) -> Ruleset) -> ReloadResult {
+        let candidate: Ruleset
+        do {
+            candidate = try load()
+        } catch {
+            let failure = ReloadFailure(message: error.description, time: now, diagnostics: error.diagnostics)
+            state.withLock { $0.lastFailure = failure }
+            return .failed(failure)
+        }
+        return state.withLock { status -> ReloadResult in
+            status.lastFailure = nil
+            let previous = status.ruleset.version
+            guard previous != candidate.version else { return .unchanged(version: previous) }
+            status.ruleset = candidate
+            status.loadedAt = now
+            return .replaced(previous: previous, current: candidate.version)
+        }
+    }
+}
+
+/// What ``ActiveRuleset`` is serving.
+public struct ActiveRulesetStatus: Sendable {
+    /// The serving ruleset.
+    public var ruleset: Ruleset
+    /// When it was swapped in.
+    public var loadedAt: Date
+    /// The most recent reload's failure, nil once a reload succeeds.
+    public var lastFailure: ReloadFailure?
+
+    /// The serving version.
+    public var version: String { ruleset.version }
+}
+
+/// A reload that was refused.
+public struct ReloadFailure: Sendable, Hashable {
+    /// Every positioned error, one per line.
+    public var message: String
+    /// When the reload was attempted.
+    public var time: Date
+    /// The positioned errors.
+    public var diagnostics: [RuleDiagnostic]
+}
+
+/// The outcome of one reload.
+public enum ReloadResult: Sendable, Hashable {
+    /// A new version is serving.
+    case replaced(previous: String, current: String)
+    /// The files compiled to the version already serving.
+    case unchanged(version: String)
+    /// The candidate was refused; the previous ruleset keeps serving.
+    case failed(ReloadFailure)
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// Velocity over a list of history events held in memory, as of any decision time.
+///
+/// Used by tests and by `rules backtest`: each attempt is replayed with the history that
+/// existed just before it, so velocity rules can be backtested. Immutable after init.
+public struct InMemoryVelocityProvider: VelocityProvider {
+    private struct Bucket: Hashable {
+        var kind: VelocityEvent.Kind
+        var key: VelocityKey
+        var id: String
+    }
+
+    private struct Entry {
+        var time: Double
+        var cardID: String?
+        var cardholderName: String?
+    }
+
+    private let buckets: [Bucket: [Entry]]
+
+    /// Indexes `events` by kind and subject key; order does not matter.
+    public init(events: [VelocityEvent]) {
+        var buckets: [Bucket: [Entry]] = [:]
+        for event in events {
+            let entry = Entry(time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
+            for key in VelocityKey.allCases {
+                guard let id = event.id(for: key) else { continue }
+                buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(entry)
+            }
+        }
+        for bucket in buckets.keys {
+            buckets[bucket]?.sort { $0.time < $1.time }
+        }
+        self.buckets = buckets
+    }
+
+    /// Answers every query from the events in `[time − window, time)`.
+    public func values(for batch: VelocityBatch) -> [Int?] {
+        let now = batch.time.timeIntervalSince1970
+        return batch.queries.map { query -> Int? in
+            guard let id = batch.subject.id(for: query.key) else { return nil }
+            guard let entries = buckets[Bucket(kind: query.metric.eventKind, key: query.key, id: id)] else { return 0 }
+            let lower = Self.firstIndex(in: entries, notBefore: now - Double(query.windowSeconds))
+            let upper = Self.firstIndex(in: entries, notBefore: now)
+            guard lower < upper else { return 0 }
+            let window = entries[lower..<upper]
+            switch query.metric {
+            case .distinctCards: return Set(window.compactMap(\.cardID)).count
+            case .distinctNames: return Set(window.compactMap { $0.cardholderName.map(Self.normalizedName) }).count
+            default: return window.count
+            }
+        }
+    }
+
+    /// Names differing only in case or spacing are one cardholder.
+    static func normalizedName(_ name: String) -> String {
+        name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    private static func firstIndex(in entries: [Entry], notBefore time: Double) -> Int {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].time < time { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import IssuerdRisk
+
+/// `issuerd rules backtest`: current versus candidate over stored attempts.
+enum RulesBacktestCommand {
+    static let usage = """
+        issuerd rules backtest --candidate DIR [--current DIR] --input FILE.jsonl [--sample N]
+        issuerd rules backtest --candidate DIR [--current DIR] --since TIME --until TIME   (needs the database)
+
+        Replays every attempt of FILE.jsonl through the current ruleset (default ./rules) and the
+        candidate, with velocity recomputed from the file's own history as of each attempt.
+        Prints the flow mix before and after, per-rule hit counts, and a sample of the attempts
+        whose flow changed (N, default 20). Progress goes to standard error. The JSONL format is
+        in docs/rules.md ("Backtest input").
+        """
+
+    static func run(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["candidate", "current", "input", "since", "until", "sample"])
+        if arguments.wantsHelp {
+            print(usage)
+            return 0
+        }
+        let candidateDirectory = try arguments.required("candidate")
+        let currentDirectory = arguments.option("current") ?? "rules"
+        if arguments.option("since") != nil || arguments.option("until") != nil {
+            throw CommandFailure("--since/--until replay history from PostgreSQL: they need ISSUERD_DATABASE_URL and the database layer, "
+                                 + "which this build does not include yet; export the attempts to JSONL and use --input")
+        }
+        let inputPath = try arguments.required("input")
+        guard let sample = Int(arguments.option("sample") ?? "20"), (0...10_000).contains(sample) else {
+            throw UsageError("--sample takes a number from 0 to 10000")
+        }
+        let current = try load(currentDirectory, role: "current")
+        let candidate = try load(candidateDirectory, role: "candidate")
+        guard let data = FileManager.default.contents(atPath: inputPath), let text = String(data: data, encoding: .utf8) else {
+            throw CommandFailure("\(inputPath): cannot read the file (or it is not UTF-8)")
+        }
+        let log: AttemptLog
+        do {
+            log = try AttemptLog(jsonLines: text)
+        } catch {
+            throw CommandFailure("\(inputPath): \(error)")
+        }
+        standardError("backtest: \(log.attempts.count) attempts, \(log.events.count) history events")
+        let report = Backtest.run(current: current, candidate: candidate, log: log, sampleSize: sample) { done, total in
+            standardError("backtest: \(done)/\(total) attempts")
+        }
+        print(render(report, current: current, candidate: candidate))
+        return 0
+    }
+
+    private static func load(_ directory: String, role: String) throws -> Ruleset {
+        do {
+            return try RulesetLoader(path: directory, contentHasher: RulesCommand.contentHasher).load()
+        } catch {
+            throw CommandFailure("the \(role) ruleset in \(directory) does not check:\n\(error.description)")
+        }
+    }
+
+    static func render(_ report: Backtest.Report, current: Ruleset, candidate: Ruleset) -> String {
+        var lines: [String] = []
+        func percent(_ count: Int) -> String {
+            report.attempts == 0 ? "-" : String(format: "%.1f%%", Double(count) * 100 / Double(report.attempts))
+        }
+        func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0) }
+        lines.append("attempts: \(report.attempts)   current \(current.version)   candidate \(candidate.version)")
+        lines.append("")
+        lines.append(pad("flow", 10) + pad("current", 20) + "candidate")
+        for flow in Flow.allCases {
+            let before = report.currentMix[flow] ?? 0
+            let after = report.candidateMix[flow] ?? 0
+            lines.append(pad(flow.description, 10) + pad("\(before) (\(percent(before)))", 20) + "\(after) (\(percent(after)))")
+        }
+        lines.append("changed: \(report.changed) attempts")
+        for before in Flow.allCases {
+            for after in Flow.allCases where before != after {
+                if let count = report.transitions[before]?[after], count > 0 { lines.append("  \(before) → \(after): \(count)") }
+            }
+        }
+        lines.append("unresolved (a value was unknown): current \(report.currentUnresolved), candidate \(report.candidateUnresolved)")
+        lines.append("")
+        lines.append(pad("rule", 40) + pad("current", 10) + pad("candidate", 10) + "delta")
+        let before = Dictionary(report.currentHits.map { ($0.ruleID, $0) }, uniquingKeysWith: { a, _ in a })
+        let after = Dictionary(report.candidateHits.map { ($0.ruleID, $0) }, uniquingKeysWith: { a, _ in a })
+        var ids = report.currentHits.map(\.ruleID)
+        ids += report.candidateHits.map(\.ruleID).filter { before[$0] == nil }
+        for id in ids {
+            let a = before[id]
+            let b = after[id]
+            let shadow = (b ?? a)?.mode == .shadow ? " (shadow)" : ""
+            let delta = (b?.hits ?? 0) - (a?.hits ?? 0)
+            lines.append(pad(id + shadow, 40) + pad(a.map { "\($0.hits)" } ?? "-", 10) + pad(b.map { "\($0.hits)" } ?? "-", 10)
+                         + (delta == 0 ? "" : (delta > 0 ? "+\(delta)" : "\(delta)")))
+        }
+        if !report.sample.isEmpty {
+            lines.append("")
+            lines.append("sample of changed attempts:")
+            for change in report.sample {
+                lines.append("  \(change.attemptID): \(change.before.flow) → \(change.after.flow)")
+                lines.append("    current:   " + summary(change.before))
+                lines.append("    candidate: " + summary(change.after))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func summary(_ decision: RiskDecision) -> String {
+        let live = decision.liveHits
+        guard !live.isEmpty else { return "no live hits" }
+        return live.map { "\($0.ruleID) {" + $0.values.map(\.description).joined(separator: ", ") + "}" }.joined(separator: "; ")
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import IssuerdRisk
+import Synchronization
+import Testing
+
+/// Velocity is asked in one batch per request, deduplicated, and the in-memory history
+/// answers as of any time, excluding the decision instant itself.
+struct VelocityTests {
+    /// Records every batch it is asked, and answers from an in-memory history.
+    final class RecordingProvider: VelocityProvider {
+        let history: InMemoryVelocityProvider
+        // Guarded by Mutex: tests read the batches after evaluating.
+        let batches = Mutex<[VelocityBatch]>([])
+        init(_ events: [VelocityEvent]) { history = InMemoryVelocityProvider(events: events) }
+        func values(for batch: VelocityBatch) -> [Int?] {
+            batches.withLock { $0.append(batch) }
+            return history.values(for: batch)
+        }
+    }
+
+    static let t0 = Date(timeIntervalSince1970: 1_750_000_000)
+    static func at(_ minutes: Double) -> Date { t0.addingTimeInterval(minutes * 60) }
+
+    @Test func queriesAreDeduplicatedAndAskedInOneBatch() throws {
+        let ruleset = try compileRules(
+            rule("a", when: "attempts(card, 24h) >= 2")
+                + rule("b", when: "attempts(card, 24h) >= 5 or distinct_cards(device, 1h) > 1")
+                + rule("c", when: "failed_otps(customer, 24h) > 0 and attempts(card, 1440m) >= 1")
+        )
+        #expect(ruleset.velocityQueries.map(\.description) == ["attempts(card, 24h)", "distinct_cards(device, 1h)", "failed_otps(customer, 24h)"])
+        let provider = RecordingProvider([
+            VelocityEvent(kind: .attempt, time: Self.at(-30), cardID: "c1", deviceID: "d1", customerID: "u1"),
+            VelocityEvent(kind: .attempt, time: Self.at(-20), cardID: "c2", deviceID: "d1", customerID: "u1"),
+            VelocityEvent(kind: .attempt, time: Self.at(-10), cardID: "c1", deviceID: "d2", customerID: "u1"),
+            VelocityEvent(kind: .otpFailure, time: Self.at(-5), cardID: "c1", customerID: "u1"),
+        ])
+        let subject = VelocitySubject(cardID: "c1", deviceID: "d1", customerID: "u1")
+        let decision = try ruleset.evaluate(cleanInput(), subject: subject, at: Self.at(0), using: provider)
+        let batches = provider.batches.withLock { $0 }
+        #expect(batches.count == 1)
+        #expect(batches.first?.queries == ruleset.velocityQueries)
+        #expect(decision.hits.map(\.ruleID) == ["a", "b", "c"])
+        #expect(decision.hits[1].values == [RuleValue(name: "attempts(card, 24h)", value: .number(2)), RuleValue(name: "distinct_cards(device, 1h)", value: .number(2))])
+    }
+
+    @Test func windowsEndJustBeforeTheDecisionAndStartAtItsLength() {
+        let events = [
+            VelocityEvent(kind: .attempt, time: Self.at(-60), cardID: "c1", deviceID: "d1", cardholderName: "Jane  Doe"),
+            VelocityEvent(kind: .attempt, time: Self.at(-59), cardID: "c2", deviceID: "d1", cardholderName: "JANE DOE"),
+            VelocityEvent(kind: .attempt, time: Self.at(-1), cardID: "c3", deviceID: "d1", cardholderName: "John Roe"),
+            VelocityEvent(kind: .attempt, time: Self.at(0), cardID: "c4", deviceID: "d1", cardholderName: "Mallory"),
+            VelocityEvent(kind: .tokenDeletion, time: Self.at(-30), cardID: "c1", deviceID: "d1"),
+        ]
+        let provider = InMemoryVelocityProvider(events: events)
+        let queries = [
+            VelocityQuery(metric: .attempts, key: .device, windowSeconds: 3_600),
+            VelocityQuery(metric: .distinctCards, key: .device, windowSeconds: 3_600),
+            VelocityQuery(metric: .distinctNames, key: .device, windowSeconds: 3_600),
+            VelocityQuery(metric: .attempts, key: .device, windowSeconds: 120),
+            VelocityQuery(metric: .tokenDeletions, key: .card, windowSeconds: 3_600),
+            VelocityQuery(metric: .failedOTPs, key: .customer, windowSeconds: 3_600),
+        ]
+        let now = provider.values(for: VelocityBatch(subject: VelocitySubject(cardID: "c1", deviceID: "d1"), time: Self.at(0), queries: queries))
+        #expect(now == [3, 3, 2, 1, 1, nil], "the attempt at the decision instant is not counted; names normalise; no customer key is unknown")
+        let earlier = provider.values(for: VelocityBatch(subject: VelocitySubject(cardID: "c1", deviceID: "d1"), time: Self.at(-30), queries: queries))
+        #expect(earlier == [2, 2, 1, 0, 0, nil], "as of an earlier time the later history does not exist")
+        let unknownDevice = provider.values(for: VelocityBatch(subject: VelocitySubject(cardID: "c9", deviceID: "d9", customerID: "u9"), time: Self.at(0), queries: queries))
+        #expect(unknownDevice == [0, 0, 0, 0, 0, 0], "no history is zero, not unknown")
+    }
+}
