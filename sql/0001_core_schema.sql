@@ -103,12 +103,14 @@ CREATE INDEX token_events_card_time ON token_events (card_id, at);
 CREATE INDEX token_events_token ON token_events (token_reference, at);
 
 -- Same key and same body: the stored response. Same key, other body: 409.
+-- A row is claimed (status 0) before the work runs, so a concurrent retry with the same key
+-- sees 409 instead of doing the work twice; the response is stored when the work finishes.
 CREATE TABLE idempotency_keys (
     scope         text NOT NULL,
     key           text NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
     request_hash  bytea NOT NULL,
     status        integer NOT NULL,
-    response_body bytea NOT NULL,
+    response_body bytea NOT NULL DEFAULT '',
     created_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (scope, key)
 );
@@ -133,13 +135,15 @@ CREATE INDEX tsp_signatures_seen_at ON tsp_signatures_seen (seen_at);
 -- Append-only audit log. Each row's hash covers its content and the previous row's hash, so an
 -- edited or deleted row breaks the chain (`issuerd audit verify`). The trigger refuses UPDATE and
 -- DELETE for ordinary roles; the chain catches whoever bypasses it.
+-- `at_ms` and `details` (JSON text) are stored exactly as they were hashed, so verification
+-- recomputes the same bytes without depending on timestamp or jsonb rendering.
 CREATE TABLE audit_log (
     seq       bigint PRIMARY KEY,
-    at        timestamptz NOT NULL,
+    at_ms     bigint NOT NULL,
     actor     text NOT NULL,
     action    text NOT NULL,
     subject   text NOT NULL,
-    details   jsonb NOT NULL,
+    details   text NOT NULL,
     prev_hash bytea NOT NULL,
     hash      bytea NOT NULL
 );

@@ -141,8 +141,10 @@ public struct MasterKeySetting: Sendable {
         var keys = [MasterKeySetting(version: version, key: Redacted(current))]
         for entry in (reader.string("ISSUERD_MASTER_KEY_PREVIOUS") ?? "").split(separator: ",") {
             let parts = entry.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, let old = Int(parts[0]), (1...65535).contains(old), !keys.contains(where: { $0.version == old }) else {
-                throw ConfigurationError(key: "ISSUERD_MASTER_KEY_PREVIOUS", problem: "must be version:base64 pairs separated by commas, versions distinct from the current one")
+            guard parts.count == 2, let old = Int(parts[0]), (1..<version).contains(old), !keys.contains(where: { $0.version == old }) else {
+                throw ConfigurationError(
+                    key: "ISSUERD_MASTER_KEY_PREVIOUS",
+                    problem: "must be version:base64 pairs separated by commas, each version distinct and lower than ISSUERD_MASTER_KEY_VERSION")
             }
             let bytes = try ConfigurationReader.decodeKey(String(parts[1]), key: "ISSUERD_MASTER_KEY_PREVIOUS", byteCount: 32)
             keys.append(MasterKeySetting(version: old, key: Redacted(bytes)))

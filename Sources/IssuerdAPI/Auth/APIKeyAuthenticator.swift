@@ -1,0 +1,60 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdPostgres
+
+/// What an API key may do. `analyst` reads and backtests; `admin` also changes cards,
+/// customers and rules; `ivr` may only verify one-time codes entered on a voice call.
+enum APIKeyRole: String, Sendable, CaseIterable {
+    case admin, analyst, ivr
+}
+
+/// An authenticated operator, analyst or IVR system.
+struct APIKeyPrincipal: Sendable {
+    let keyID: String
+    let name: String
+    let role: APIKeyRole
+
+    /// The `actor` written to the audit log.
+    var auditActor: String { "apikey:\(keyID)" }
+}
+
+/// Creates and checks API keys. Keys are 256 random bits shown once (`isk_<id>_<secret>`);
+/// only the SHA-256 of the whole key is stored. A slow password hash is not needed: the key
+/// has full entropy, so the hash cannot be brute-forced.
+struct APIKeyAuthenticator: Sendable {
+    let database: PostgresPool
+
+    /// The principal of a request's bearer key if its role is one of `roles`.
+    ///
+    /// - Throws: 401 for a missing, unknown or revoked key; 403 for a key of another role.
+    func authenticate(_ request: HTTPRequest, roles: Set<APIKeyRole>) throws -> APIKeyPrincipal {
+        guard let credential = request.bearerCredential, credential.hasPrefix("isk_"), credential.utf8.count <= 128 else {
+            throw HTTPError.unauthenticated()
+        }
+        let digest = SHA256.hash(Array(credential.utf8))
+        let row = try database.withConnection { connection in
+            try connection.query(
+                "SELECT key_id, name, role FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL"
+            ).first
+        }
+        guard let row, let role = APIKeyRole(rawValue: try row.decode("role", as: String.self)) else {
+            request.logger.notice("API key refused")
+            throw HTTPError.unauthenticated()
+        }
+        let principal = APIKeyPrincipal(keyID: try row.decode("key_id"), name: try row.decode("name"), role: role)
+        guard roles.contains(role) else { throw HTTPError.forbidden() }
+        return principal
+    }
+
+    /// Creates a key and returns it in clear (the only time it exists in clear).
+    static func create(role: APIKeyRole, name: String, connection: PostgresConnection) throws -> (keyID: String, key: String) {
+        let keyID = BinaryEncoding.hexString(try SecureRandom.bytes(count: 6))
+        let secret = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
+        let key = "isk_\(keyID)_\(secret)"
+        let digest = SHA256.hash(Array(key.utf8))
+        try connection.execute(
+            "INSERT INTO api_keys (key_id, name, role, key_hash) VALUES (\(keyID), \(name), \(role.rawValue), \(digest))")
+        return (keyID, key)
+    }
+}

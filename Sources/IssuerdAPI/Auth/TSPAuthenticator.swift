@@ -1,0 +1,60 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdPostgres
+
+/// Authenticates token service provider calls by `X-Issuerd-Signature` (api.md).
+///
+/// Three checks, in order: the HMAC over `"<t>.<raw body>"` (constant-time), the timestamp
+/// within 300 s of now, and the signature never seen before. Seen signatures are kept in
+/// PostgreSQL, not in memory, so a replay to another instance behind the load balancer is
+/// refused too.
+struct TSPAuthenticator: Sendable {
+    static let headerName = "X-Issuerd-Signature"
+    /// api.md: reject a timestamp more than 300 s off.
+    static let window: TimeInterval = 300
+
+    private let key: SymmetricKey
+
+    init(secret: String) throws {
+        key = try SymmetricKey(bytes: Array(secret.utf8))
+    }
+
+    /// Verifies the request or throws 401.
+    func authenticate(_ request: HTTPRequest, database: PostgresPool, now: Date) throws {
+        guard let header = request.headers[Self.headerName], let signature = TSPSignature(header: header) else {
+            throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
+        }
+        let payload = TSPSignature.signedPayload(timestamp: signature.timestamp, body: request.body)
+        let expected = HMACSHA256.authenticationCode(for: payload, using: key)
+        guard let matched = signature.signatures.first(where: { constantTimeEquals($0, expected) }) else {
+            request.logger.notice("TSP signature refused", ["reason": "mismatch"])
+            throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
+        }
+        guard abs(now.timeIntervalSince1970 - Double(signature.timestamp)) <= Self.window else {
+            request.logger.notice("TSP signature refused", ["reason": "timestamp outside window"])
+            throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
+        }
+        let fingerprint = BinaryEncoding.hexString(matched)
+        let inserted = try database.withConnection { connection in
+            // Old entries can never be replayed (outside the window), so they are pruned here,
+            // occasionally, rather than by a separate job.
+            if Int.random(in: 0..<100) == 0 {
+                _ = try connection.execute("DELETE FROM tsp_signatures_seen WHERE seen_at < now() - interval '15 minutes'")
+            }
+            return try connection.execute(
+                "INSERT INTO tsp_signatures_seen (signature) VALUES (\(fingerprint)) ON CONFLICT DO NOTHING")
+        }
+        guard inserted == 1 else {
+            request.logger.warning("TSP signature refused", ["reason": "replayed"])
+            throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
+        }
+    }
+
+    /// The header value for `body` at `timestamp` (outbound webhooks and tests sign with it).
+    static func sign(body: [UInt8], secret: String, timestamp: Int64) throws -> String {
+        let mac = HMACSHA256.authenticationCode(
+            for: TSPSignature.signedPayload(timestamp: timestamp, body: body), using: try SymmetricKey(bytes: Array(secret.utf8)))
+        return "t=\(timestamp),v1=\(BinaryEncoding.hexString(mac))"
+    }
+}
