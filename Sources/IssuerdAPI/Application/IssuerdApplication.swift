@@ -14,13 +14,14 @@ public final class IssuerdApplication: Sendable {
     public let metrics: MetricsRegistry
     let logger: Logger
     let database: PostgresPool
+    let context: ServiceContext
     let server: HTTPServer
 
     /// Builds every component without starting anything that listens or connects.
     ///
     /// - Throws: ``ConfigurationError`` or a component's error for a setting that cannot work
     ///   (an unparsable listen address, an unreadable rules directory, a bad key).
-    public init(configuration: IssuerdConfiguration, logger: Logger) throws {
+    public init(configuration: IssuerdConfiguration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) throws {
         self.configuration = configuration
         self.logger = logger
         let metrics = MetricsRegistry()
@@ -38,11 +39,20 @@ public final class IssuerdApplication: Sendable {
             return [(["in_use"], Double(statistics.inUse)), (["idle"], Double(statistics.idle)), (["size"], Double(statistics.size))]
         }
 
+        let context = try ServiceContext(configuration: configuration, database: database, metrics: metrics, logger: logger, clock: clock)
+        self.context = context
+        let rules = context.rules
         let readiness = Readiness(
-            probes: [Self.databaseProbe(database)],
-            rulesetVersion: { nil })
+            probes: [Self.databaseProbe(database), Self.rulesProbe(rules)],
+            rulesetVersion: { rules.current.version })
         var table = RouteTable()
         OperationsRoutes.register(in: &table, readiness: readiness, metrics: metrics)
+        CardRoutes.register(in: &table, context: context)
+        TSPRoutes.register(in: &table, context: context)
+        AdminRoutes.register(in: &table, context: context)
+        RulesRoutes.register(in: &table, context: context)
+        StepUpRoutes.register(in: &table, context: context)
+        self.routes = table.router.routes.map { ($0.method.rawValue, $0.pattern) }
 
         let listen: ListenAddress
         do {
@@ -54,6 +64,9 @@ public final class IssuerdApplication: Sendable {
             listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit)
         self.server = HTTPServer(configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"), metrics: metrics)
     }
+
+    /// Every registered route as (method, pattern), for the OpenAPI coverage test.
+    public let routes: [(method: String, pattern: String)]
 
     /// The port the server listens on (the real one when configured with port 0).
     public var port: Int { server.port }
@@ -74,7 +87,7 @@ public final class IssuerdApplication: Sendable {
 
     /// Reloads what can change without a restart (SIGHUP).
     public func reload() {
-        logger.info("reload requested")
+        context.rules.reload(trigger: "SIGHUP")
     }
 
     /// Stops accepting, lets in-flight requests finish (at most `timeout`), then closes the pool.
@@ -82,6 +95,16 @@ public final class IssuerdApplication: Sendable {
         server.shutdown(timeout: timeout)
         database.close()
         logger.info("issuerd stopped")
+    }
+
+    private static func rulesProbe(_ rules: RulesService) -> Readiness.Probe {
+        {
+            let status = rules.active.status
+            // A failed reload does not make the instance unready (the last good ruleset serves),
+            // but it is reported here so nobody misses it.
+            let detail = status.lastFailure.map { "last reload failed at \($0.time): \($0.message)" }
+            return .init(name: "rules", ok: status.lastFailure == nil, critical: false, detail: detail ?? "version \(status.version)")
+        }
     }
 
     private static func databaseProbe(_ database: PostgresPool) -> Readiness.Probe {

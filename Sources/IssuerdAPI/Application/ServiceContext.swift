@@ -9,6 +9,12 @@ struct ServiceContext: Sendable {
     let configuration: IssuerdConfiguration
     let database: PostgresPool
     let vault: PANVault
+    let crypto: ProvisioningCrypto
+    let rules: RulesService
+    let appTokens: AppTokenVerifier
+    let tsp: TSPAuthenticator
+    let apiKeys: APIKeyAuthenticator
+    let idempotency: IdempotencyStore
     let metrics: MetricsRegistry
     let logger: Logger
     /// The time source; tests may pin it.
@@ -16,6 +22,22 @@ struct ServiceContext: Sendable {
 
     /// The current time.
     var now: Date { clock() }
+
+    /// Builds every component from validated configuration.
+    init(configuration: IssuerdConfiguration, database: PostgresPool, metrics: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Date) throws {
+        self.configuration = configuration
+        self.database = database
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+        vault = PANVault(keyRing: try MasterKeyRing(configuration.masterKeys))
+        crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, logger: logger)
+        rules = try RulesService(directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"))
+        appTokens = try AppTokenVerifier(configuration.appJWT)
+        tsp = try TSPAuthenticator(secret: configuration.tspHMACSecret.unsafeValue)
+        apiKeys = APIKeyAuthenticator(database: database)
+        idempotency = IdempotencyStore(database: database)
+    }
 }
 
 extension MasterKeyRing {

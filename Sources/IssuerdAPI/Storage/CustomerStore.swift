@@ -1,0 +1,74 @@
+import Foundation
+import IssuerdPostgres
+
+/// A cardholder as issuerd knows them: contact details and when each last changed (the
+/// "recently changed phone number" signals of the risk rules).
+struct CustomerRecord: Sendable, Equatable {
+    var customerID: String
+    var phoneNumber: String?
+    var email: String?
+    var phoneChangedAt: Date?
+    var emailChangedAt: Date?
+    var addressChangedAt: Date?
+    var createdAt: Date
+}
+
+/// Reads and writes `customers`.
+enum CustomerStore {
+    private static let columns: PostgresQuery =
+        "customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at"
+
+    static func find(_ customerID: String, connection: PostgresConnection) throws -> CustomerRecord? {
+        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID)").first.map(decode)
+    }
+
+    /// Inserts or updates a customer. A changed phone number or e-mail without an explicit
+    /// change time is stamped `now`, so the risk rules see the change even when the caller
+    /// forgot to say when it happened.
+    ///
+    /// - Returns: The stored record and whether it was created.
+    @discardableResult
+    static func upsert(_ record: CustomerRecord, now: Date, connection: PostgresConnection) throws -> (CustomerRecord, created: Bool) {
+        guard var existing = try connection.query(
+            "SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(record.customerID) FOR UPDATE"
+        ).first.map(decode) else {
+            try connection.execute(
+                """
+                INSERT INTO customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at)
+                VALUES (\(record.customerID), \(record.phoneNumber), \(record.email), \(record.phoneChangedAt), \(record.emailChangedAt),
+                        \(record.addressChangedAt), \(now))
+                """)
+            var created = record
+            created.createdAt = now
+            return (created, true)
+        }
+        if let phone = record.phoneNumber, phone != existing.phoneNumber {
+            existing.phoneNumber = phone
+            existing.phoneChangedAt = record.phoneChangedAt ?? now
+        } else if let changed = record.phoneChangedAt {
+            existing.phoneChangedAt = changed
+        }
+        if let email = record.email, email != existing.email {
+            existing.email = email
+            existing.emailChangedAt = record.emailChangedAt ?? now
+        } else if let changed = record.emailChangedAt {
+            existing.emailChangedAt = changed
+        }
+        if let changed = record.addressChangedAt { existing.addressChangedAt = changed }
+        try connection.execute(
+            """
+            UPDATE customers SET phone_number = \(existing.phoneNumber), email = \(existing.email),
+                phone_changed_at = \(existing.phoneChangedAt), email_changed_at = \(existing.emailChangedAt),
+                address_changed_at = \(existing.addressChangedAt), updated_at = \(now)
+            WHERE customer_id = \(existing.customerID)
+            """)
+        return (existing, false)
+    }
+
+    private static func decode(_ row: PostgresRow) throws -> CustomerRecord {
+        CustomerRecord(
+            customerID: try row.decode("customer_id"), phoneNumber: try row.decode("phone_number"), email: try row.decode("email"),
+            phoneChangedAt: try row.decode("phone_changed_at"), emailChangedAt: try row.decode("email_changed_at"),
+            addressChangedAt: try row.decode("address_changed_at"), createdAt: try row.decode("created_at"))
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import IssuerdCore
+import IssuerdCrypto
+import IssuerdPostgres
+import IssuerdTestSupport
+
+@testable import IssuerdAPI
+
+/// A real issuerd on a loopback port 0, over a fresh migrated database, trusting a generated
+/// Apple-shaped PKI: what the API tests talk to over HTTP.
+///
+/// Each instance owns its database and PKI, so suites run in parallel without sharing state.
+final class TestApplication: @unchecked Sendable {  // immutable after init; the server is thread-safe
+    let database: TestDatabase
+    let application: IssuerdApplication
+    let client: HTTPTestClient
+    let pki: DevelopmentPKI
+    let directory: URL
+    let appJWTSecret = String(repeating: "a", count: 40)
+    let tspSecret = "tsp-secret-0123456789abcdef"
+    let pool: PostgresPool
+
+    /// The repository root (for `rules/` and `sql/`).
+    static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Starts an instance.
+    ///
+    /// - Parameters:
+    ///   - environment: Settings added to (or overriding) the test defaults.
+    ///   - rulesDirectory: Defaults to the repository's `rules/`.
+    init(environment: [String: String] = [:], rulesDirectory: String? = nil, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        database = try TestDatabase.create()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-api-\(UUID().uuidString)")
+        pki = try DevelopmentPKI.generate()
+        try pki.write(to: directory.appendingPathComponent("pki"))
+        var settings: [String: String] = [
+            "ISSUERD_DATABASE_URL": database.connectionString,
+            "ISSUERD_LISTEN": "127.0.0.1:0",
+            "ISSUERD_DB_POOL_SIZE": "6",
+            "ISSUERD_RULES_DIR": rulesDirectory ?? Self.repositoryRoot.appendingPathComponent("rules").path,
+            "ISSUERD_SQL_DIR": Self.repositoryRoot.appendingPathComponent("sql").path,
+            "ISSUERD_APPLE_TRUST": directory.appendingPathComponent("pki/root.pem").path,
+            "ISSUERD_TAV_SIGNING_KEY": directory.appendingPathComponent("pki/tav-signing-key.pem").path,
+            "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
+            "ISSUERD_APP_JWT_SECRET": appJWTSecret,
+            "ISSUERD_TSP_HMAC_SECRET": tspSecret,
+            "ISSUERD_NOTIFY_LOG_FILE": directory.appendingPathComponent("notifications.jsonl").path,
+            "ISSUERD_LOG_LEVEL": "critical",
+        ]
+        settings.merge(environment) { _, new in new }
+        let configuration = try IssuerdConfiguration(ConfigurationReader(settings))
+        application = try IssuerdApplication(
+            configuration: configuration, logger: Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()), clock: clock)
+        try application.start()
+        client = HTTPTestClient(port: application.port)
+        pool = database.makePool(size: 2)
+    }
+
+    deinit {
+        application.shutdown(timeout: .seconds(2))
+        pool.close()
+        database.drop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A bearer token for the issuer app of `customerID`.
+    func appToken(customer customerID: String, lifetime: TimeInterval = 600, now: Date = Date()) throws -> String {
+        try AppTokenVerifier.mintHS256(secret: appJWTSecret, customerID: customerID, lifetime: lifetime, now: now)
+    }
+
+    /// A new API key of `role`.
+    func apiKey(role: APIKeyRole = .admin) throws -> String {
+        try pool.withConnection { try APIKeyAuthenticator.create(role: role, name: "test \(role)", connection: $0).key }
+    }
+
+    /// The `X-Issuerd-Signature` header for `body`.
+    func tspSignature(_ body: String, at time: Date = Date()) throws -> String {
+        try TSPAuthenticator.sign(body: Array(body.utf8), secret: tspSecret, timestamp: Int64(time.timeIntervalSince1970))
+    }
+
+    /// POSTs JSON signed as the TSP.
+    func postAsTSP(_ path: String, _ json: String, headers: [String: String] = [:]) throws -> TestHTTPResponse {
+        var all = headers
+        all["X-Issuerd-Signature"] = try tspSignature(json)
+        return try client.postJSON(path, json, headers: all)
+    }
+}
