@@ -45,7 +45,7 @@ let package = Package(
 
         .executableTarget(
             name: "issuerd",
-            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdAPI"]
+            dependencies: ["IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdAPI"]
         ),
         .executableTarget(
             name: "issuerd-bench",

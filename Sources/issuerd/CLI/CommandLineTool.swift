@@ -9,6 +9,8 @@ enum CommandLineTool {
         Command(AppleCommand.self),
         Command(DevCommand.self),
         Command(RulesCommand.self),
+        Command(DemoCommand.self),
+        Command(HealthCommand.self),
     ]
 
     static var usage: String {
