@@ -12,8 +12,13 @@ enum ClientFixtures {
     static let token = "eyJhbGciOiJIUzI1NiJ9.test-secret-bearer-token-7f3a9c"
 
     /// A client for `server`, with its own session so tests share no connections.
+    ///
+    /// The default budget is generous on purpose: in the full suite, blocking database and
+    /// socket tests can occupy Swift's cooperative pool (two threads on a 2-core machine) for
+    /// seconds, and an async test that cannot resume must not be mistaken for a slow server.
+    /// Tests of the deadline itself pass their own small budget.
     static func client(
-        for server: StubHTTPServer, budget: Duration = .seconds(5), retry: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(10)),
+        for server: StubHTTPServer, budget: Duration = .seconds(120), retry: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(10)),
         token: String = ClientFixtures.token
     ) -> IssuerdClient {
         IssuerdClient(
