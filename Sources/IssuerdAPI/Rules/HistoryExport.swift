@@ -182,7 +182,7 @@ public struct HistoryExport: Sendable {
     }()
 
     /// RFC 3339 in UTC with milliseconds, which ``AttemptLog`` reads back.
-    static func timestamp(_ date: Date) -> String {
+    public static func timestamp(_ date: Date) -> String {
         date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC") ?? .gmt))
     }
 }
