@@ -38,8 +38,11 @@ public enum HistoryBacktest {
                 guard found <= limit else { throw TooMany(found: found) }
                 progress("backtest: \(found) attempts to replay, history from \(HistoryExport.timestamp(export.historyStart))")
                 var text = ""
+                var reported = 0
                 try export.write(connection: connection, progress: { lines in
-                    if lines > 0, lines % 50_000 < HistoryExport.pageSize { progress("backtest: \(lines) history lines read") }
+                    guard lines - reported >= 50_000 else { return }
+                    reported = lines
+                    progress("backtest: \(lines) history lines read")
                 }) { line in
                     text += line
                     text += "\n"

@@ -43,7 +43,10 @@ enum RulesHistoryCommands {
             try pool.transaction(isolation: .repeatableRead) { connection in
                 standardError("export: \(try export.attemptCount(connection: connection)) attempts in the window, "
                               + "history from \(HistoryExport.timestamp(export.historyStart))")
+                var reported = 0
                 let count = try export.write(connection: connection, progress: { lines in
+                    guard lines - reported >= 50_000 else { return }
+                    reported = lines
                     standardError("export: \(lines) lines")
                 }) { line in
                     buffer += line
