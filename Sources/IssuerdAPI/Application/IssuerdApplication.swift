@@ -16,6 +16,7 @@ public final class IssuerdApplication: Sendable {
     let database: PostgresPool
     let context: ServiceContext
     let server: HTTPServer
+    let rulesWatcher: RulesFileWatcher
 
     /// Builds every component without starting anything that listens or connects.
     ///
@@ -42,6 +43,7 @@ public final class IssuerdApplication: Sendable {
         let context = try ServiceContext(configuration: configuration, database: database, metrics: metrics, logger: logger, clock: clock)
         self.context = context
         let rules = context.rules
+        rulesWatcher = RulesFileWatcher(directory: rules.loader.directory) { rules.reload(trigger: "watcher") }
         let readiness = Readiness(
             probes: [Self.databaseProbe(database), Self.rulesProbe(rules)],
             rulesetVersion: { rules.current.version })
@@ -82,6 +84,7 @@ public final class IssuerdApplication: Sendable {
             if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
         }
         try server.start()
+        rulesWatcher.start()
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
     }
 
@@ -92,6 +95,7 @@ public final class IssuerdApplication: Sendable {
 
     /// Stops accepting, lets in-flight requests finish (at most `timeout`), then closes the pool.
     public func shutdown(timeout: Duration = .seconds(5)) {
+        rulesWatcher.stop()
         server.shutdown(timeout: timeout)
         database.close()
         logger.info("issuerd stopped")

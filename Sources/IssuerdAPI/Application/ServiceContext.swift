@@ -32,7 +32,8 @@ struct ServiceContext: Sendable {
         self.clock = clock
         vault = PANVault(keyRing: try MasterKeyRing(configuration.masterKeys))
         crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, logger: logger)
-        rules = try RulesService(directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"))
+        rules = try RulesService(
+            directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics, database: database, clock: clock)
         appTokens = try AppTokenVerifier(configuration.appJWT)
         tsp = try TSPAuthenticator(secret: configuration.tspHMACSecret.unsafeValue)
         apiKeys = APIKeyAuthenticator(database: database)

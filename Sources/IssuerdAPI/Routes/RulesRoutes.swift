@@ -1,7 +1,87 @@
+import Foundation
 import IssuerdHTTP
+import IssuerdRisk
 
-/// Routes for the rules: GET /v1/admin/rules, reload, backtest.
+/// Routes for the rules: `GET /v1/admin/rules` (analyst, admin), `POST /v1/admin/rules/reload`
+/// (admin), `POST /v1/admin/rules/backtest` (analyst, admin).
 enum RulesRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
+        table.add(.get, "/v1/admin/rules") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
+            let view = try context.database.withConnection { connection in
+                try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)
+            }
+            return try .json(view)
+        }
+
+        table.add(.post, "/v1/admin/rules/reload") { request in
+            let principal = try context.apiKeys.authenticate(request, roles: [.admin])
+            let result = context.rules.reload(trigger: "api", actor: principal.auditActor)
+            let reload: RulesetStatusView.ReloadView
+            switch result {
+            case .failed(let failure):
+                throw rulesetInvalid(RulesetFailureView(failure), message: "the rule files do not compile; the previous ruleset keeps serving")
+            case .replaced(let previous, let current):
+                reload = .init(result: "replaced", previousVersion: previous, version: current)
+            case .unchanged(let version):
+                reload = .init(result: "unchanged", previousVersion: version, version: version)
+            }
+            var view = try context.database.withConnection { connection in
+                try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)
+            }
+            view.reload = reload
+            return try .json(view)
+        }
+
+        table.add(.post, "/v1/admin/rules/backtest") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
+            let body = try request.decodeJSON(RulesBacktestRequest.self)
+            let window = try body.window()
+            let current = context.rules.current
+            let candidate: Ruleset
+            do {
+                let files = try body.candidateFiles(over: try context.rules.loader.files())
+                candidate = try RulesetCompiler.compile(files, contentHasher: RulesetVersioning.sha256)
+            } catch let error as RulesetError {
+                let failure = RulesetFailureView(at: context.now, message: error.description, diagnostics: error.diagnostics)
+                throw rulesetInvalid(failure, message: "the candidate rules do not compile")
+            }
+            let outcome = try HistoryBacktest.run(
+                current: current, candidate: candidate, since: window.since, until: window.until, limit: window.limit,
+                database: context.database)
+            switch outcome {
+            case .tooManyAttempts(let found, let limit):
+                throw HTTPError(
+                    status: 422, code: "backtest_too_large",
+                    message: "the window holds \(found) attempts, more than \(limit); narrow 'since'/'until'",
+                    context: ["attempts": .int(found), "limit": .int(limit)])
+            case .report(let report, let export):
+                context.metrics.counter("issuerd_rules_backtests_total", help: "Rule backtests run over stored history.").increment()
+                let view = RulesBacktestView(
+                    report, current: current, candidate: candidate,
+                    window: .init(since: export.since, until: export.until, historyFrom: export.historyStart))
+                return try .json(view)
+            }
+        }
+    }
+
+    /// 422 `ruleset_invalid`: `detail` is the first positioned error, `diagnostics` all of them.
+    static func rulesetInvalid(_ failure: RulesetFailureView, message: String, file: String = #fileID, line: Int = #line) -> HTTPError {
+        let diagnostics: [JSONValue] = failure.diagnostics.map { diagnostic in
+            var members: [String: JSONValue] = [
+                "file": .string(diagnostic.file), "line": .int(diagnostic.line), "column": .int(diagnostic.column),
+                "message": .string(diagnostic.message), "text": .string(diagnostic.text),
+            ]
+            if let expected = diagnostic.expected { members["expected"] = .string(expected) }
+            if let suggestion = diagnostic.suggestion { members["suggestion"] = .string(suggestion) }
+            return .object(members)
+        }
+        return HTTPError(status: 422, code: "ruleset_invalid", message: message,
+                         context: ["detail": .string(failure.error), "diagnostics": .array(diagnostics)], file: file, line: line)
+    }
+
+    /// 400 `invalid_request` naming the field.
+    static func invalidRequest(_ message: String, field: String, file: String = #fileID, line: Int = #line) -> HTTPError {
+        HTTPError(status: 400, code: "invalid_request", message: message, context: ["field": .string(field)], file: file, line: line)
     }
 }

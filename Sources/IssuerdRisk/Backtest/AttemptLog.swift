@@ -9,6 +9,9 @@ import Foundation
 /// {"type":"otp_failure","time":"2025-03-01T12:01:00Z","card_id":"c1","customer_id":"u1"}
 /// ```
 /// Attribute keys are the rule language's names; durations are seconds; null or absent is unknown.
+/// An attempt with `"replay": false` is history only: it counts for the velocity of later
+/// attempts but is not replayed (the PostgreSQL export writes the attempts before `--since`
+/// that way, so velocity at the start of the window is right).
 public struct AttemptLog: Sendable {
     /// One add-card attempt to replay.
     public struct Attempt: Sendable {
@@ -65,6 +68,10 @@ public struct AttemptLog: Sendable {
         events.append(VelocityEvent(kind: kind, time: time, cardID: subject.cardID, deviceID: subject.deviceID,
                                     customerID: subject.customerID, cardholderName: object["cardholder_name"]?.string))
         guard kind == .attempt else { return }
+        if let replay = object["replay"] {
+            guard let flag = replay.bool else { throw fail("\"replay\" must be true or false") }
+            if !flag { return }
+        }
         var input = RiskInput()
         input.time = time
         if let attributes = object["attributes"] {

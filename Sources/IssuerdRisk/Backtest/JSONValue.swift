@@ -25,6 +25,7 @@ enum JSONValue: Decodable, Sendable {
         }
     }
 
+    var bool: Bool? { if case .bool(let flag) = self { flag } else { nil } }
     var string: String? { if case .string(let text) = self { text } else { nil } }
     var object: [String: JSONValue]? { if case .object(let fields) = self { fields } else { nil } }
 }

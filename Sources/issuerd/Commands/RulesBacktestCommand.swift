@@ -1,35 +1,57 @@
 import Foundation
+import IssuerdAPI
 import IssuerdRisk
 
 /// `issuerd rules backtest`: current versus candidate over stored attempts.
 enum RulesBacktestCommand {
     static let usage = """
         issuerd rules backtest --candidate DIR [--current DIR] --input FILE.jsonl [--sample N]
-        issuerd rules backtest --candidate DIR [--current DIR] --since TIME --until TIME   (needs the database)
+        issuerd rules backtest --candidate DIR [--current DIR] --since TIME --until TIME [--limit N] [--sample N]
 
         Replays every attempt of FILE.jsonl through the current ruleset (default ./rules) and the
         candidate, with velocity recomputed from the file's own history as of each attempt.
+        With --since/--until the attempts of [since, until) come from PostgreSQL (ISSUERD_DATABASE_URL),
+        with the history before --since that the longest velocity window needs; at most N attempts
+        (--limit, default 2000000). `issuerd rules export` writes the same history as JSONL.
         Prints the flow mix before and after, per-rule hit counts, and a sample of the attempts
         whose flow changed (N, default 20). Progress goes to standard error. The JSONL format is
         in docs/rules.md ("Backtest input").
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        let arguments = try Arguments(words, options: ["candidate", "current", "input", "since", "until", "sample"])
+        let arguments = try Arguments(words, options: ["candidate", "current", "input", "since", "until", "sample", "limit"])
         if arguments.wantsHelp {
             print(usage)
             return 0
         }
         let candidateDirectory = try arguments.required("candidate")
         let currentDirectory = arguments.option("current") ?? "rules"
-        if arguments.option("since") != nil || arguments.option("until") != nil {
-            throw CommandFailure("--since/--until replay history from PostgreSQL: they need ISSUERD_DATABASE_URL and the database layer, "
-                                 + "which this build does not include yet; export the attempts to JSONL and use --input")
-        }
-        let inputPath = try arguments.required("input")
         guard let sample = Int(arguments.option("sample") ?? "20"), (0...10_000).contains(sample) else {
             throw UsageError("--sample takes a number from 0 to 10000")
         }
+        if arguments.option("since") != nil || arguments.option("until") != nil {
+            guard arguments.option("input") == nil else { throw UsageError("give either --input or --since/--until, not both") }
+            let (since, until) = try RulesHistoryCommands.window(arguments)
+            guard let limit = Int(arguments.option("limit") ?? "2000000"), (1...50_000_000).contains(limit) else {
+                throw UsageError("--limit takes a number from 1 to 50000000")
+            }
+            let current = try load(currentDirectory, role: "current")
+            let candidate = try load(candidateDirectory, role: "candidate")
+            let pool = try RulesHistoryCommands.openDatabase()
+            defer { pool.close() }
+            let outcome = try RulesHistoryCommands.databaseCall {
+                try HistoryBacktest.run(current: current, candidate: candidate, since: since, until: until, limit: limit, sampleSize: sample,
+                                        database: pool, progress: standardError)
+            }
+            switch outcome {
+            case .tooManyAttempts(let found, let limit):
+                throw CommandFailure("the window holds \(found) attempts, more than --limit \(limit); narrow --since/--until or raise --limit")
+            case .report(let report, _):
+                print(render(report, current: current, candidate: candidate))
+                return 0
+            }
+        }
+        let inputPath = try arguments.required("input")
         let current = try load(currentDirectory, role: "current")
         let candidate = try load(candidateDirectory, role: "candidate")
         guard let data = FileManager.default.contents(atPath: inputPath), let text = String(data: data, encoding: .utf8) else {

@@ -12,8 +12,9 @@ enum RulesCommand: CommandDefinition {
         Subcommands:
           check [DIR]                  compile every rule and list; exit 1 with file:line:column errors
           test [DIR]                   run the example cases (*.cases); exit 1 on any failure
-          backtest --candidate DIR     replay a JSONL export through the current and the candidate rules
-          explain ATTEMPT_ID           re-run a stored decision (needs the database)
+          backtest --candidate DIR     current versus candidate over a JSONL export or PostgreSQL history
+          export --since T --until T   write PostgreSQL history as backtest JSONL (needs the database)
+          explain ATTEMPT_ID           show a stored decision and re-run it with today's rules (needs the database)
 
         DIR defaults to ./rules. The language is documented in docs/rules.md.
         """
@@ -31,9 +32,10 @@ enum RulesCommand: CommandDefinition {
         case "check": return try check(rest)
         case "test": return try test(rest)
         case "backtest": return try RulesBacktestCommand.run(rest)
-        case "explain": return try explain(rest)
+        case "explain": return try RulesHistoryCommands.explain(rest)
+        case "export": return try RulesHistoryCommands.export(rest)
         default:
-            let near = ["check", "test", "backtest", "explain"].filter { $0.hasPrefix(String(subcommand.prefix(2))) }
+            let near = ["check", "test", "backtest", "export", "explain"].filter { $0.hasPrefix(String(subcommand.prefix(2))) }
             throw UsageError("unknown subcommand '\(subcommand)'" + (near.isEmpty ? "" : " (did you mean \(near.joined(separator: " or "))?)"))
         }
     }
@@ -116,24 +118,6 @@ enum RulesCommand: CommandDefinition {
         let failed = report.results.filter { !$0.passed }.count
         print("\(report.results.count - failed) passed, \(failed) failed, \(report.uncoveredRules.count) rules without an example")
         return report.passed ? 0 : 1
-    }
-
-    static let explainUsage = """
-        issuerd rules explain ATTEMPT_ID
-
-        Re-runs a stored decision with the ruleset version it was made with and prints every
-        rule, the values it read and why it hit or not. Reads from PostgreSQL (ISSUERD_DATABASE_URL).
-        """
-
-    static func explain(_ words: [String]) throws -> Int32 {
-        let arguments = try Arguments(words)
-        if arguments.wantsHelp {
-            print(explainUsage)
-            return 0
-        }
-        guard arguments.positionals.count == 1 else { throw UsageError("rules explain takes one ATTEMPT_ID") }
-        throw CommandFailure("rules explain reads stored attempts from PostgreSQL: it needs ISSUERD_DATABASE_URL and the database layer, "
-                             + "which this build does not include yet")
     }
 
     private static func directoryArgument(_ arguments: Arguments) throws -> String {

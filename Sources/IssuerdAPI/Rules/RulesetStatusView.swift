@@ -1,0 +1,161 @@
+import Foundation
+import IssuerdPostgres
+import IssuerdRisk
+
+/// The body of `GET /v1/admin/rules` (and of a successful `POST /v1/admin/rules/reload`).
+///
+/// Hit counts come from `provisioning_attempts.hits` (every instance's decisions, not only this
+/// one's): `hits` over decisions made by the serving version since it was loaded (at most the
+/// last 30 days, see `hitCounts.sinceLoadFrom`), `hitsLast24h` over every version's decisions of
+/// the last 24 hours.
+struct RulesetStatusView: Encodable, Sendable {
+    struct RuleView: Encodable, Sendable {
+        var id: String
+        var title: String
+        var outcome: String
+        var reason: String
+        var mode: String
+        var owner: String
+        /// The step-up methods the rule allows when it hits; null: no restriction.
+        var stepUp: [String]?
+        /// `file:line:column`.
+        var location: String
+        var condition: String
+        var hits: Int
+        var hitsLast24h: Int
+    }
+
+    struct ListView: Encodable, Sendable {
+        var name: String
+        var size: Int
+    }
+
+    struct HitCountWindows: Encodable, Sendable {
+        var source = "provisioning_attempts.hits"
+        var sinceLoadFrom: Date
+        var last24hFrom: Date
+    }
+
+    struct ReloadView: Encodable, Sendable {
+        /// `replaced` or `unchanged`.
+        var result: String
+        var previousVersion: String
+        var version: String
+    }
+
+    var version: String
+    var hash: String
+    var loadedAt: Date
+    var files: [String]
+    var rules: [RuleView]
+    var lists: [ListView]
+    var velocityQueries: [String]
+    var hitCounts: HitCountWindows
+    var lastFailedReload: RulesetFailureView?
+    var reload: ReloadView?
+
+    /// The longest look-back for "since load" counts: bounds the scan of a long-lived ruleset.
+    static let sinceLoadLimit: TimeInterval = 30 * 86_400
+
+    /// Builds the view of `status`, counting hits in the database.
+    static func build(_ status: ActiveRulesetStatus, now: Date, connection: PostgresConnection) throws -> RulesetStatusView {
+        let ruleset = status.ruleset
+        let dayAgo = now.addingTimeInterval(-86_400)
+        let sinceLoad = max(status.loadedAt, now.addingTimeInterval(-sinceLoadLimit))
+        let rows = try connection.query(
+            """
+            SELECT rule_id,
+                   count(*) FILTER (WHERE created_at >= \(sinceLoad) AND ruleset_version = \(ruleset.version))::bigint AS since_load,
+                   count(*) FILTER (WHERE created_at >= \(dayAgo))::bigint AS last_day
+            FROM (
+                SELECT a.created_at, a.ruleset_version,
+                       CASE jsonb_typeof(h) WHEN 'string' THEN h #>> '{}'
+                            ELSE coalesce(h ->> 'ruleId', h ->> 'rule', h ->> 'id') END AS rule_id
+                FROM provisioning_attempts a
+                CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
+                WHERE a.created_at >= \(min(dayAgo, sinceLoad))
+            ) hit
+            WHERE rule_id IS NOT NULL
+            GROUP BY rule_id
+            """)
+        var counts: [String: (sinceLoad: Int, lastDay: Int)] = [:]
+        for row in rows {
+            counts[try row.decode("rule_id")] = (Int(try row.decode("since_load", as: Int64.self)), Int(try row.decode("last_day", as: Int64.self)))
+        }
+        return RulesetStatusView(
+            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, files: ruleset.files,
+            rules: ruleset.rules.map { rule in
+                RuleView(
+                    id: rule.id, title: rule.title, outcome: rule.outcome.description, reason: rule.reason, mode: rule.mode.rawValue,
+                    owner: rule.owner, stepUp: rule.stepUp?.methodNames, location: rule.location.description, condition: rule.conditionText,
+                    hits: counts[rule.id]?.sinceLoad ?? 0, hitsLast24h: counts[rule.id]?.lastDay ?? 0)
+            },
+            lists: ruleset.listSizes.sorted { $0.key < $1.key }.map { ListView(name: $0.key, size: $0.value) },
+            velocityQueries: ruleset.velocityQueries.map(\.description),
+            hitCounts: HitCountWindows(sinceLoadFrom: sinceLoad, last24hFrom: dayAgo),
+            lastFailedReload: status.lastFailure.map(RulesetFailureView.init))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encode(hash, forKey: .hash)
+        try container.encode(loadedAt, forKey: .loadedAt)
+        try container.encode(files, forKey: .files)
+        try container.encode(rules, forKey: .rules)
+        try container.encode(lists, forKey: .lists)
+        try container.encode(velocityQueries, forKey: .velocityQueries)
+        try container.encode(hitCounts, forKey: .hitCounts)
+        // Explicit null: "no failed reload" is an answer, not a missing field.
+        try container.encode(lastFailedReload, forKey: .lastFailedReload)
+        try container.encodeIfPresent(reload, forKey: .reload)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case version, hash, loadedAt, files, rules, lists, velocityQueries, hitCounts, lastFailedReload, reload
+    }
+}
+
+/// A refused ruleset: the failed reload in `GET /v1/admin/rules`, and the `diagnostics` of a
+/// 422 `ruleset_invalid`.
+struct RulesetFailureView: Encodable, Sendable {
+    struct DiagnosticView: Encodable, Sendable {
+        var file: String
+        var line: Int
+        var column: Int
+        var message: String
+        var expected: String?
+        var suggestion: String?
+        /// `file:line:column: message …` as `issuerd rules check` prints it.
+        var text: String
+
+        init(_ diagnostic: RuleDiagnostic) {
+            file = diagnostic.location.file
+            line = diagnostic.location.line
+            column = diagnostic.location.column
+            message = diagnostic.message
+            expected = diagnostic.expected
+            suggestion = diagnostic.suggestion
+            text = diagnostic.description
+        }
+    }
+
+    var at: Date
+    /// The first positioned error (or the reason the directory could not be read).
+    var error: String
+    /// Every error, one per line.
+    var message: String
+    var diagnostics: [DiagnosticView]
+
+    init(_ failure: ReloadFailure) {
+        self.init(at: failure.time, message: failure.message, diagnostics: failure.diagnostics)
+    }
+
+    /// A refused candidate (at most 100 diagnostics are listed; `message` has them all).
+    init(at time: Date, message: String, diagnostics: [RuleDiagnostic]) {
+        at = time
+        error = diagnostics.first?.description ?? message
+        self.message = message
+        self.diagnostics = diagnostics.prefix(100).map(DiagnosticView.init)
+    }
+}

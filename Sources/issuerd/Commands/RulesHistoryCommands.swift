@@ -1,0 +1,188 @@
+import Foundation
+import IssuerdAPI
+import IssuerdCore
+import IssuerdPostgres
+import IssuerdRisk
+
+/// `issuerd rules export` and `issuerd rules explain`: the analyst tools that read stored
+/// history from PostgreSQL (`ISSUERD_DATABASE_URL`).
+enum RulesHistoryCommands {
+    static let exportUsage = """
+        issuerd rules export --since TIME --until TIME [--rules DIR | --lookback SECONDS] > FILE.jsonl
+
+        Writes the attempts of [since, until) from PostgreSQL (ISSUERD_DATABASE_URL) as the JSON Lines
+        that `issuerd rules backtest --input` reads, with the history before --since that velocity
+        needs (attempts marked "replay": false, one-time-code failures, failed step-ups, token
+        deletions). How far back: the longest velocity window of DIR (default ./rules), or
+        --lookback SECONDS. TIME is RFC 3339, e.g. 2025-03-01T00:00:00Z. Progress goes to standard error.
+        """
+
+    static func export(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["since", "until", "rules", "lookback"])
+        if arguments.wantsHelp {
+            print(exportUsage)
+            return 0
+        }
+        if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
+        let (since, until) = try window(arguments)
+        let lookback: Int
+        if let text = arguments.option("lookback") {
+            guard let seconds = Int(text), (0...(400 * 86_400)).contains(seconds) else {
+                throw UsageError("--lookback takes whole seconds from 0 to 34560000 (400 days)")
+            }
+            lookback = seconds
+        } else {
+            lookback = HistoryExport.lookback(for: [try loadRules(arguments.option("rules") ?? "rules")])
+        }
+        let export = HistoryExport(since: since, until: until, lookbackSeconds: lookback)
+        let pool = try openDatabase()
+        defer { pool.close() }
+        let output = FileHandle.standardOutput
+        var buffer = ""
+        let written = try databaseCall {
+            try pool.transaction(isolation: .repeatableRead) { connection in
+                standardError("export: \(try export.attemptCount(connection: connection)) attempts in the window, "
+                              + "history from \(HistoryExport.timestamp(export.historyStart))")
+                var reported = 0
+                let count = try export.write(connection: connection, progress: { lines in
+                    guard lines - reported >= 50_000 else { return }
+                    reported = lines
+                    standardError("export: \(lines) lines")
+                }) { line in
+                    buffer += line
+                    buffer += "\n"
+                    if buffer.utf8.count >= 1 << 16 {
+                        output.write(Data(buffer.utf8))
+                        buffer = ""
+                    }
+                }
+                output.write(Data(buffer.utf8))
+                return count
+            }
+        }
+        standardError("export: done, \(written) lines")
+        return 0
+    }
+
+    static let explainUsage = """
+        issuerd rules explain ATTEMPT_ID [--rules DIR]
+
+        Prints a stored decision from PostgreSQL (ISSUERD_DATABASE_URL): its inputs, velocity features,
+        every hit with the values it read, unknowns, flow and ruleset version. Then re-runs it with
+        the rules in DIR (default ./rules), velocity as stored, and says whether the outcome would
+        differ today. Exit 1 for an unknown attempt id.
+        """
+
+    static func explain(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["rules"])
+        if arguments.wantsHelp {
+            print(explainUsage)
+            return 0
+        }
+        guard arguments.positionals.count == 1, let text = arguments.positionals.first else {
+            throw UsageError("rules explain takes one ATTEMPT_ID")
+        }
+        guard let id = UUID(uuidString: text) else {
+            throw CommandFailure("attempt \(text.prefix(64)): not an attempt id (a UUID such as 1b4e28ba-2fa1-11d2-883f-0016d3cca427)")
+        }
+        let directory = arguments.option("rules") ?? "rules"
+        let ruleset = try loadRules(directory)
+        let pool = try openDatabase()
+        defer { pool.close() }
+        guard let attempt = try databaseCall({ try pool.withConnection { try StoredAttempt.load(id: id, connection: $0) } }) else {
+            throw CommandFailure("attempt \(id.uuidString.lowercased()): no such attempt")
+        }
+        print(render(attempt))
+        let replay: StoredAttempt.Replay
+        do {
+            replay = try attempt.replay(with: ruleset)
+        } catch {
+            throw CommandFailure("attempt \(id.uuidString.lowercased()): the stored inputs cannot be re-run: \(error)")
+        }
+        print("")
+        print("re-run with \(directory) (\(ruleset.version)), velocity as stored:")
+        print("  flow:     \(replay.decision.flow)" + (replay.decision.flow == .yellow ? " stepup \(replay.decision.stepUpMethods)" : ""))
+        for hit in replay.decision.hits { print("  hit       \(hit)") }
+        for hit in replay.decision.unresolved { print("  unresolved \(hit)") }
+        if !replay.missingFeatures.isEmpty {
+            print("  not stored (re-run as unknown): " + replay.missingFeatures.joined(separator: ", "))
+        }
+        print(replay.differs
+              ? "DIFFERS: stored \(attempt.flow), today \(replay.decision.flow)"
+              : "same outcome: \(attempt.flow)" + (attempt.rulesetVersion == ruleset.version ? " (same ruleset version)" : ""))
+        return 0
+    }
+
+    static func render(_ attempt: StoredAttempt) -> String {
+        var lines = [
+            "attempt  \(attempt.id.uuidString.lowercased())",
+            "time     \(HistoryExport.timestamp(attempt.time))   channel \(attempt.channel)",
+            "subject  card \(attempt.subject.cardID ?? "-")  device \(attempt.subject.deviceID ?? "-")  customer \(attempt.subject.customerID ?? "-")",
+            "ruleset  \(attempt.rulesetVersion)",
+            "flow     \(attempt.flow)   decision \(attempt.decision)"
+                + (attempt.allowedMethods.isEmpty ? "" : "   stepup [\(attempt.allowedMethods.joined(separator: ", "))]"),
+            "inputs   \(attempt.inputsJSON)",
+            "features \(attempt.featuresJSON)",
+            "unknowns \(attempt.unknownsJSON)",
+            "hits:",
+        ]
+        lines += jsonArrayElements(attempt.hitsJSON).map { "  \($0)" }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One line per element of a JSON array (the stored hits), or the text itself.
+    private static func jsonArrayElements(_ json: String) -> [String] {
+        guard let array = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) as? [Any] else {
+            return [json]
+        }
+        if array.isEmpty { return ["(none)"] }
+        return array.map { element in
+            guard let data = try? JSONSerialization.data(withJSONObject: element, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+            else { return "\(element)" }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    /// `--since` and `--until`, both required, RFC 3339, since before until.
+    static func window(_ arguments: Arguments) throws -> (since: Date, until: Date) {
+        let sinceText = try arguments.required("since")
+        let untilText = try arguments.required("until")
+        guard let since = parseTime(sinceText) else { throw UsageError("--since must be RFC 3339, e.g. 2025-03-01T00:00:00Z") }
+        guard let until = parseTime(untilText) else { throw UsageError("--until must be RFC 3339, e.g. 2025-03-08T00:00:00Z") }
+        guard since < until else { throw UsageError("--since must be before --until") }
+        return (since, until)
+    }
+
+    private static func parseTime(_ text: String) -> Date? {
+        let plain = ISO8601DateFormatter()
+        if let date = plain.date(from: text) { return date }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return fractional.date(from: text)
+    }
+
+    static func loadRules(_ directory: String) throws -> Ruleset {
+        do {
+            return try RulesetLoader(path: directory, contentHasher: RulesCommand.contentHasher).load()
+        } catch {
+            throw CommandFailure("the rules in \(directory) do not check:\n\(error.description)")
+        }
+    }
+
+    static func openDatabase() throws -> PostgresPool {
+        guard let url = ProcessInfo.processInfo.environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
+            throw CommandFailure("ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
+        }
+        let logger = Logger(label: "issuerd.rules", minimumLevel: .warning, handler: JSONLogHandler.standardError)
+        return PostgresPool(configuration: PostgresPoolConfiguration(connectionString: url, size: 1), logger: logger)
+    }
+
+    /// Turns a database error into one clear line.
+    static func databaseCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PostgresError {
+            throw CommandFailure("database: " + error.message + (error.sqlState.map { " (SQLSTATE \($0))" } ?? ""))
+        }
+    }
+}

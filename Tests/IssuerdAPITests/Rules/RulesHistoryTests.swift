@@ -1,0 +1,182 @@
+import Foundation
+import IssuerdPostgres
+import IssuerdRisk
+import IssuerdTestSupport
+import Testing
+
+@testable import IssuerdAPI
+
+/// The PostgreSQL history behind backtest, export and explain, over attempts inserted here.
+@Suite("Rules over stored history: backtest endpoint, export, explain")
+struct RulesHistoryTests {
+    static let since = Date(timeIntervalSince1970: 1_740_823_200)  // 2025-03-01T10:00:00Z
+    static let attributes = #"{"card.status":"active","wallet.recommendation":"approve","wallet.device_score":2,"not.an_attribute":1}"#
+
+    /// One attempt of card c1 ten minutes before the window, three inside it a minute apart,
+    /// one after it; a wrong code, a locked challenge and a deleted token inside the window.
+    static func seed(_ pool: PostgresPool) throws -> [UUID] {
+        try RulesTestData.insertCard("c1", customer: "u1", pool: pool)
+        var ids: [UUID] = []
+        for offset in [-600.0, 0, 60, 120, 7_200] {
+            ids.append(try RulesTestData.insertAttempt(
+                at: since.addingTimeInterval(offset), card: "c1", device: "d1", customer: "u1", nameHash: "h-jane", inputs: attributes,
+                pool: pool))
+        }
+        try pool.withConnection { connection in
+            try connection.execute(
+                "INSERT INTO tokens (token_reference, card_id, device_id, status) VALUES ('tok1', 'c1', 'd1', 'deleted')")
+            let challenge = UUID()
+            try connection.execute(
+                """
+                INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, key_version,
+                                        status, max_attempts, expires_at)
+                VALUES (\(challenge), 'tok1', 'c1', 'u1', 'sms', '***-1234', 1, 'locked', 3, \(since.addingTimeInterval(600)))
+                """)
+            try connection.execute(
+                """
+                INSERT INTO challenge_failures (challenge_id, card_id, customer_id, kind, at)
+                VALUES (\(challenge), 'c1', 'u1', 'wrong_code', \(since.addingTimeInterval(30))),
+                       (\(challenge), 'c1', 'u1', 'locked', \(since.addingTimeInterval(40)))
+                """)
+            try connection.execute(
+                """
+                INSERT INTO token_events (token_reference, card_id, event, source, at)
+                VALUES ('tok1', 'c1', 'deleted', 'tsp', \(since.addingTimeInterval(50)))
+                """)
+        }
+        return ids
+    }
+
+    static let candidate = RulesTestData.rule("t.low_score", when: "wallet.device_score <= 2")
+        + RulesTestData.rule("t.burst", outcome: "orange", when: "attempts(card, 1h) >= 2")
+
+    static func backtestBody(_ rules: String, limit: Int? = nil) throws -> String {
+        var body: [String: Any] = ["rules": rules, "since": "2025-03-01T10:00:00Z", "until": "2025-03-01T11:00:00Z"]
+        if let limit { body["limit"] = limit }
+        return String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+    }
+
+    @Test("The backtest endpoint replays the window with velocity as of each attempt, history before 'since' included")
+    func backtestCounts() throws {
+        let app = try TestApplication()
+        let ids = try Self.seed(app.pool)
+        let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        let response = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        #expect(response.status == 200, "\(response.text)")
+        let body = try #require(response.jsonObject())
+        #expect(body["attemptsEvaluated"] as? Int == 3)
+        let candidate = try #require(body["candidate"] as? [String: Any])
+        // Attempt 1 sees one earlier attempt (from before the window), attempts 2 and 3 see two or more.
+        #expect(candidate["flows"] as? [String: Int] == ["green": 0, "yellow": 1, "orange": 2])
+        #expect(candidate["ruleHits"] as? [String: Int] == ["t.low_score": 3, "t.burst": 2])
+        let current = try #require(body["current"] as? [String: Any])
+        #expect(current["version"] as? String == app.application.context.rules.current.version)
+        let flows = try #require(current["flows"] as? [String: Int])
+        #expect(flows.values.reduce(0, +) == 3)
+        let window = try #require(body["window"] as? [String: Any])
+        #expect(window["historyFrom"] as? String != window["since"] as? String)
+        let changes = try #require(body["changedAttempts"] as? [[String: Any]])
+        #expect(body["changed"] as? Int == changes.count)
+        let windowIDs = Set(ids[1...3].map { $0.uuidString.lowercased() })
+        #expect(changes.allSatisfy { windowIDs.contains($0["attemptId"] as? String ?? "") })
+        #expect(changes.contains { $0["after"] as? String == "orange" })
+    }
+
+    @Test("Backtest refusals: a candidate that does not compile, a window over the limit, a reversed window, no key")
+    func backtestRefusals() throws {
+        let app = try TestApplication()
+        _ = try Self.seed(app.pool)
+        let admin = ["Authorization": "Bearer \(try app.apiKey(role: .admin))"]
+        let broken = try app.client.postJSON(
+            "/v1/admin/rules/backtest", try Self.backtestBody(RulesTestData.rule("t.bad", when: "attempts(card, 1h) >= \"x\"")), headers: admin)
+        #expect(broken.status == 422)
+        let error = try #require(broken.errorEnvelope())
+        #expect(error["code"] as? String == "ruleset_invalid")
+        #expect((error["detail"] as? String)?.hasPrefix("candidate.rules:6:") == true)
+        #expect((error["diagnostics"] as? [[String: Any]])?.first?["line"] as? Int == 6)
+
+        let tooMany = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate, limit: 2), headers: admin)
+        #expect(tooMany.status == 422)
+        #expect(tooMany.errorEnvelope()?["code"] as? String == "backtest_too_large")
+        #expect(tooMany.errorEnvelope()?["attempts"] as? Int == 3)
+
+        let reversed = try app.client.postJSON(
+            "/v1/admin/rules/backtest", #"{"rules":"x","since":"2025-03-02T00:00:00Z","until":"2025-03-01T00:00:00Z"}"#, headers: admin)
+        #expect(reversed.status == 400)
+        #expect(reversed.errorEnvelope()?["code"] as? String == "invalid_request")
+        let escape = try app.client.postJSON(
+            "/v1/admin/rules/backtest", #"{"rules":{"../etc/x.rules":"x"},"since":"2025-03-01T00:00:00Z","until":"2025-03-02T00:00:00Z"}"#,
+            headers: admin)
+        #expect(escape.status == 400)
+        #expect(try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate)).status == 401)
+    }
+
+    @Test("An overlay candidate replaces one file and keeps the rest of the directory")
+    func overlayCandidate() throws {
+        let app = try TestApplication()
+        _ = try Self.seed(app.pool)
+        let admin = ["Authorization": "Bearer \(try app.apiKey(role: .admin))"]
+        let body = #"{"rules":{"policy/zz_extra.rules":"\#(Self.candidate.replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n"))"},"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
+        let response = try app.client.postJSON("/v1/admin/rules/backtest", body, headers: admin)
+        #expect(response.status == 200, "\(response.text)")
+        let rules = try #require((response.jsonObject()?["candidate"] as? [String: Any])?["rules"] as? [[String: Any]])
+        let ids = Set(rules.compactMap { $0["id"] as? String })
+        #expect(ids.isSuperset(of: Set(app.application.context.rules.current.rules.map(\.id))))
+        #expect(ids.contains("t.burst"))
+    }
+
+    @Test("The export reads back as an AttemptLog: replayed attempts, history-only attempts and every event kind")
+    func exportRoundTrip() throws {
+        let app = try TestApplication()
+        let ids = try Self.seed(app.pool)
+        let export = HistoryExport(since: Self.since, until: Self.since.addingTimeInterval(3_600), lookbackSeconds: 3_600)
+        var lines: [String] = []
+        let written = try app.pool.withConnection { connection in
+            #expect(try export.attemptCount(connection: connection) == 3)
+            return try export.write(connection: connection) { lines.append($0) }
+        }
+        #expect(written == lines.count)
+        let log = try AttemptLog(jsonLines: lines.joined(separator: "\n"))
+        #expect(log.attempts.map(\.id) == ids[1...3].map { $0.uuidString.lowercased() })
+        #expect(log.attempts.allSatisfy { $0.input.walletDeviceScore == 2 && $0.input.cardStatus == .active })
+        #expect(log.attempts.first?.subject == VelocitySubject(cardID: "c1", deviceID: "d1", customerID: "u1"))
+        #expect(log.attempts.first?.time == Self.since)
+        let kinds = log.events.map(\.kind)
+        #expect(kinds.filter { $0 == .attempt }.count == 4)
+        #expect(kinds.filter { $0 == .otpFailure }.count == 1)
+        #expect(kinds.filter { $0 == .stepUpFailure }.count == 1)
+        #expect(kinds.filter { $0 == .tokenDeletion }.count == 1)
+        #expect(log.events.first { $0.kind == .tokenDeletion }?.deviceID == "d1")
+        #expect(log.events.first { $0.kind == .attempt }?.cardholderName == "h-jane")
+        #expect(lines.contains { $0.contains(#""replay":false"#) && $0.contains(ids[0].uuidString.lowercased()) })
+        #expect(!lines.contains { $0.contains("not.an_attribute") })
+    }
+
+    @Test("Explain loads a stored attempt and re-runs it with today's rules and the stored features")
+    func explain() throws {
+        let app = try TestApplication()
+        try RulesTestData.insertCard("c9", customer: "u9", pool: app.pool)
+        let id = try RulesTestData.insertAttempt(
+            at: Date(), card: "c9", device: "d9", customer: "u9", inputs: Self.attributes,
+            features: #"{"attempts(card, 24h)": 7, "attempts(card, 72h)": 7}"#, hits: "[]", flow: "green", pool: app.pool)
+        let attempt = try #require(try app.pool.withConnection { try StoredAttempt.load(id: id, connection: $0) })
+        #expect(attempt.flow == "green")
+        #expect(attempt.subject.cardID == "c9")
+        let ruleset = app.application.context.rules.current
+        let replay = try attempt.replay(with: ruleset)
+        #expect(replay.decision.flow == .orange)
+        #expect(replay.decision.hits.contains { $0.ruleID == "velocity.card_burst" && $0.values == [RuleValue(name: "attempts(card, 24h)", value: .number(7))] })
+        #expect(replay.differs)
+        #expect(!replay.missingFeatures.contains("attempts(card, 24h)"))
+        #expect(replay.missingFeatures.count == ruleset.velocityQueries.count - 2)
+        #expect(try app.pool.withConnection { try StoredAttempt.load(id: UUID(), connection: $0) } == nil)
+    }
+
+    @Test("Stored features are read as an object or as an array of query/value pairs")
+    func featureShapes() {
+        let unknown: Int? = nil
+        #expect(StoredAttempt.features(#"{"a": 1, "b": null, "c": "x"}"#) == ["a": 1, "b": unknown])
+        #expect(StoredAttempt.features(#"[{"query": "a", "value": 2.0}, {"name": "b", "value": null}]"#) == ["a": 2, "b": unknown])
+        #expect(StoredAttempt.features("not json").isEmpty)
+    }
+}
