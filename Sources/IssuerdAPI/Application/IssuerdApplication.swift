@@ -54,6 +54,7 @@ public final class IssuerdApplication: Sendable {
         AdminRoutes.register(in: &table, context: context)
         RulesRoutes.register(in: &table, context: context)
         StepUpRoutes.register(in: &table, context: context)
+        AttemptRoutes.register(in: &table, context: context)
         self.routes = table.router.routes.map { ($0.method.rawValue, $0.pattern) }
 
         let listen: ListenAddress

@@ -48,6 +48,10 @@ public struct IssuerdConfiguration: Sendable {
     public var tspWebhookURL: URL?
     /// Minimum log level (`ISSUERD_LOG_LEVEL`, default info).
     public var logLevel: LogLevel
+    /// In-app provisioning requests per customer (`ISSUERD_RATE_LIMIT_CUSTOMER`, default `10/1m`).
+    public var rateLimitCustomer: RateLimit
+    /// In-app provisioning requests per card (`ISSUERD_RATE_LIMIT_CARD`, default `5/1m`).
+    public var rateLimitCard: RateLimit
 
     /// Reads and validates every setting.
     ///
@@ -83,6 +87,8 @@ public struct IssuerdConfiguration: Sendable {
             throw ConfigurationError(key: "ISSUERD_LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical")
         }
         logLevel = level
+        rateLimitCustomer = try reader.rateLimit("ISSUERD_RATE_LIMIT_CUSTOMER", default: RateLimit(count: 10, window: 60))
+        rateLimitCard = try reader.rateLimit("ISSUERD_RATE_LIMIT_CARD", default: RateLimit(count: 5, window: 60))
     }
 
     /// PEM given inline, or read from the path given.

@@ -1,7 +1,55 @@
+import Foundation
 import IssuerdHTTP
+import IssuerdWire
 
 /// Routes for token service providers: tokenization authorize, token events.
 enum TSPRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
+        let authorization = TokenizationAuthorization(context: context, risk: RiskService(context: context))
+        table.add(.post, "/v1/tsp/tokenization/authorize") { request in
+            let now = context.now
+            try context.tsp.authenticate(request, database: context.database, now: now)
+            return try context.idempotency.run(request, scope: "tsp:authorize") {
+                try authorization.authorize(request, now: now)
+            }
+        }
+
+        table.add(.post, "/v1/tsp/token-events") { request in
+            let now = context.now
+            try context.tsp.authenticate(request, database: context.database, now: now)
+            let body = try request.decodeJSON(TokenEvent.self)
+            try TokenizationInput.identifier(body.tokenReference, field: "tokenReference", limit: 128)
+            guard let event = TokenEventKind(rawValue: body.event) else {
+                throw DecisionErrors.invalidRequest("event must be created, activated, suspended, resumed or deleted", field: "event")
+            }
+            guard body.at.utf8.count <= 40, let at = parseTime(body.at) else {
+                throw DecisionErrors.invalidRequest("at must be an ISO-8601 time such as 2025-03-01T12:00:00Z", field: "at")
+            }
+            try context.database.withConnection { connection in
+                try connection.transaction { connection in
+                    guard let token = try TokenStore.lock(body.tokenReference, connection: connection) else { throw DecisionErrors.tokenNotFound() }
+                    try TokenStore.recordEvent(event, tokenReference: body.tokenReference, cardID: token.cardID, source: "tsp", at: at, now: now, connection: connection)
+                    var details = ["event": event.rawValue, "from": token.status.rawValue, "at": body.at]
+                    // A deleted token stays deleted: the event is kept as history only.
+                    if token.status != .deleted, let status = event.status(after: token.status), status != token.status {
+                        try TokenStore.setStatus(body.tokenReference, to: status, now: now, connection: connection)
+                        details["to"] = status.rawValue
+                    }
+                    try AuditLog.append(
+                        actor: "tsp", action: "token.\(event.rawValue)", subject: "token:\(body.tokenReference)", details: details, at: now,
+                        connection: connection)
+                }
+            }
+            return .noContent()
+        }
+    }
+
+    /// RFC 3339 with or without fractional seconds.
+    static func parseTime(_ text: String) -> Date? {
+        let plain = ISO8601DateFormatter()
+        if let date = plain.date(from: text) { return date }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return fractional.date(from: text)
     }
 }

@@ -1,0 +1,171 @@
+import Foundation
+import IssuerdCore
+import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdPostgres
+import IssuerdRisk
+import IssuerdWire
+
+/// `POST /v1/cards/{cardId}/apple-pay/provision`: card → bounds → rate limits → risk →
+/// (orange: 403) → chain → payload, seal, activation data → 200, the attempt stored in every
+/// decided case (orange, chain invalid, green, yellow).
+///
+/// Everything runs on one pooled connection in one transaction, under a transaction-level
+/// advisory lock per customer, so the PostgreSQL-counted rate limits hold under concurrent
+/// requests and on every instance. The crypto inside costs well under a millisecond.
+struct InAppProvisioning: Sendable {
+    let context: ServiceContext
+    let risk: RiskService
+
+    /// What the transaction decided; errors leave it as values so that the attempt commits
+    /// before the error answer is thrown.
+    private enum Outcome {
+        case answer(HTTPResponse, channel: String, flow: Flow, hits: [RuleHit])
+        case refusal(HTTPError, counted: (channel: String, flow: Flow, hits: [RuleHit])?)
+    }
+
+    /// Handles one request for the authenticated `customerID`.
+    func provision(_ request: HTTPRequest, customerID: String, cardID: String, now: Date) throws -> HTTPResponse {
+        let outcome = try context.database.withConnection { connection in
+            try connection.transaction { connection in
+                try decide(request, customerID: customerID, cardID: cardID, now: now, connection: connection)
+            }
+        }
+        switch outcome {
+        case .answer(let response, let channel, let flow, let hits):
+            risk.count(channel: channel, flow: flow, hits: hits)
+            return response
+        case .refusal(let error, let counted):
+            if let counted { risk.count(channel: counted.channel, flow: counted.flow, hits: counted.hits) }
+            throw error
+        }
+    }
+
+    private func decide(_ request: HTTPRequest, customerID: String, cardID: String, now: Date, connection: PostgresConnection) throws -> Outcome {
+        guard let card = try CardStore.find(cardID, ownedBy: customerID, connection: connection) else {
+            return .refusal(DecisionErrors.cardNotFound(), counted: nil)
+        }
+        let input = try ProvisioningInput(request.decodeJSON(ProvisioningRequest.self), rsaEnabled: context.crypto.rsaV2 != nil)
+        try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))")
+        if let refusal = try rateLimit(customerID: customerID, cardID: cardID, now: now, connection: connection) {
+            return .refusal(refusal, counted: nil)
+        }
+
+        let customer = try CustomerStore.find(customerID, connection: connection)
+        let assessment = try risk.assess(
+            RiskRequest(channel: input.channel, card: card, customer: customer, device: input.device, time: now), connection: connection)
+        let decision = assessment.decision
+        let attemptID = UUID()
+        let attemptText = attemptID.uuidString.lowercased()
+        let reasons = DecisionJSON.reasons(decision)
+        let channel = input.channel.name
+        var record = AttemptRecord(
+            attemptID: attemptID, channel: channel, cardID: card.cardID, customerID: customerID, deviceID: input.device?.id,
+            cardholderNameHash: assessment.cardholderNameHash, requestID: request.requestId, inputs: assessment.attributes,
+            features: assessment.features, hits: decision.hits.map(DecisionJSON.hit), unknowns: decision.unknowns, flow: decision.flow,
+            decision: "APPROVED", allowedMethods: decision.stepUpMethods.methodNames, rulesetVersion: decision.rulesetVersion,
+            facts: facts(input, decision: decision), createdAt: now)
+        let counted = (channel: channel, flow: decision.flow, hits: decision.hits)
+
+        if decision.flow == .orange {
+            record.decision = "DECLINED"
+            try AttemptStore.insert(record, connection: connection)
+            request.logger.info("provisioning declined", ["attemptId": .string(attemptText), "cardId": .string(card.cardID)])
+            let reasonJSON: [JSONValue] = reasons.map { ["rule": .string($0.rule), "reason": .string($0.reason)] }
+            return .refusal(DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON), counted: counted)
+        }
+
+        let chain: ValidatedAppleChain
+        switch context.crypto.chainVerifier.verify(encoded: input.certificates, at: now, for: input.scheme) {
+        case .invalid(let failure):
+            record.decision = "CERTIFICATE_CHAIN_INVALID"
+            record.facts["chainFailure"] = ["code": .string(failure.code.rawValue), "detail": .string(failure.detail)]
+            try AttemptStore.insert(record, connection: connection)
+            request.logger.notice("certificate chain refused", ["attemptId": .string(attemptText), "check": .string(failure.code.rawValue)])
+            return .refusal(DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText), counted: counted)
+        case .valid(let validated):
+            chain = validated
+        }
+
+        let sealed = try seal(card: card, input: input, chain: chain, now: now)
+        record.decision = decision.flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "APPROVED"
+        record.facts["scheme"] = .string(input.scheme.rawValue)
+        try AttemptStore.insert(record, connection: connection)
+        request.logger.info("provisioning answered", ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
+        let response = ProvisioningResponse(
+            encryptedPassData: BinaryEncoding.base64String(sealed.encryptedPassData),
+            activationData: BinaryEncoding.base64String(sealed.activationData),
+            ephemeralPublicKey: sealed.ephemeralPublicKey.map(BinaryEncoding.base64String),
+            wrappedKey: sealed.wrappedKey.map(BinaryEncoding.base64String),
+            decision: Decision(flow: decision.flow.description, attemptId: attemptText, reasons: reasons))
+        return .answer(try .json(response), channel: channel, flow: decision.flow, hits: decision.hits)
+    }
+
+    /// 429 when the customer or the card used up its window (counted over both push channels).
+    private func rateLimit(customerID: String, cardID: String, now: Date, connection: PostgresConnection) throws -> HTTPError? {
+        let limits: [(RateLimitSubject, String, RateLimit)] = [
+            (.customer, customerID, context.configuration.rateLimitCustomer), (.card, cardID, context.configuration.rateLimitCard),
+        ]
+        for (subject, id, limit) in limits {
+            let recent = try AttemptStore.recentPushes(column: subject, id: id, since: now.addingTimeInterval(-limit.window), now: now, connection: connection)
+            if recent.count >= limit.count {
+                // The window frees a slot when its oldest attempt leaves it.
+                let retry = (recent.oldest ?? now).addingTimeInterval(limit.window).timeIntervalSince(now)
+                return DecisionErrors.rateLimited(retryAfter: Int(retry.rounded(.up)))
+            }
+        }
+        return nil
+    }
+
+    private struct Sealed {
+        var encryptedPassData: [UInt8]
+        var ephemeralPublicKey: [UInt8]?
+        var wrappedKey: [UInt8]?
+        var activationData: [UInt8]
+    }
+
+    /// The pass payload sealed to the verified leaf, and the network's activation data.
+    private func seal(card: CardRecord, input: ProvisioningInput, chain: ValidatedAppleChain, now: Date) throws -> Sealed {
+        let pan = try CardStore.openPAN(card, vault: context.vault)
+        guard let expiration = CardExpiration(card.expiration) else {
+            throw StoredCardCorrupt(cardID: card.cardID)
+        }
+        let payload = try PassPayload(
+            primaryAccountNumber: pan, expiration: expiration, name: card.cardholderName, nonce: input.nonce,
+            nonceSignature: input.nonceSignature)
+        let activation = try context.crypto.activationProvider(network: card.paymentNetwork).activationData(
+            for: ActivationDataRequest(primaryAccountNumber: pan, expiration: expiration, cardReference: card.cardID, nonce: input.nonce, now: now))
+        switch input.scheme {
+        case .eccV2:
+            let output = try context.crypto.eccV2.seal(payload, to: chain)
+            return Sealed(encryptedPassData: output.encryptedPassData, ephemeralPublicKey: output.ephemeralPublicKey, activationData: activation)
+        case .rsaV2:
+            guard let rsa = context.crypto.rsaV2 else { throw DecisionErrors.schemeUnsupported("RSA_V2") }
+            let output = try rsa.seal(payload, to: chain)
+            return Sealed(encryptedPassData: output.encryptedPassData, wrappedKey: output.wrappedKey, activationData: activation)
+        }
+    }
+
+    /// The request facts explain needs (never the PAN, nonce or certificates).
+    private func facts(_ input: ProvisioningInput, decision: RiskDecision) -> [String: JSONValue] {
+        var facts: [String: JSONValue] = ["channel": .string(input.channel.name), "scheme": .string(input.scheme.rawValue)]
+        if let device = input.device {
+            var object: [String: JSONValue] = [:]
+            for (key, value) in [("id", device.id), ("type", device.type), ("model", device.model), ("osVersion", device.osVersion),
+                                 ("locale", device.locale), ("ipAddress", device.ipAddress)] {
+                if let value { object[key] = .string(value) }
+            }
+            facts["device"] = .object(object)
+        }
+        facts["unresolved"] = .array(decision.unresolved.map(DecisionJSON.hit))
+        facts["shadowFlow"] = .string(decision.shadowFlow.description)
+        return facts
+    }
+}
+
+/// A stored card whose expiry does not parse (the schema's CHECK should make this impossible):
+/// a 500 with the details only in the log.
+struct StoredCardCorrupt: Error, CustomStringConvertible {
+    let cardID: String
+    var description: String { "card \(cardID) has a malformed stored expiration" }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import IssuerdHTTP
+import IssuerdRisk
+import IssuerdWire
+
+/// Turns a ``RiskRequest`` into the engine's ``RiskInput`` and back into the attribute object
+/// stored as an attempt's `inputs`.
+///
+/// The stored object uses the rule language's names, durations in seconds and `null` for
+/// unknowns: exactly what `AttemptLog` reads, so `rules backtest` replays a stored attempt
+/// with the values the live decision saw.
+enum RiskInputBuilder {
+    /// The engine input for `request`.
+    static func input(for request: RiskRequest) -> RiskInput {
+        var input = RiskInput()
+        let now = request.time
+        input.channel = request.channel
+        input.source = request.tokenizationSource
+        input.tokenRequestorID = request.tokenRequestorID
+        input.time = now
+
+        if let wallet = request.wallet {
+            input.walletDeviceScore = wallet.deviceScore.map(Double.init)
+            input.walletAccountScore = wallet.accountScore.map(Double.init)
+            input.walletPhoneScore = wallet.phoneNumberScore.map(Double.init)
+            input.walletRecommendation = wallet.recommendedDecision.flatMap(recommendation)
+            input.walletReasonCodes = wallet.reasonCodes.map(reasonNames)
+            input.networkTokenRiskScore = wallet.tokenRiskScore.map(Double.init)
+        }
+
+        if let device = request.device {
+            input.deviceID = device.id
+            input.deviceType = device.type.map { DeviceType(name: $0) ?? .other }
+            input.deviceLocale = device.locale
+            input.deviceLocaleCountry = device.locale.flatMap(localeCountry)
+        }
+        input.deviceActiveTokens = request.deviceActiveTokens.map(Double.init)
+
+        let card = request.card
+        input.cardStatus = CardStatus(name: card.status.rawValue)
+        input.cardNetwork = CardNetwork(name: card.paymentNetwork) ?? .other
+        input.cardAge = max(0, now.timeIntervalSince(card.createdAt))
+        input.cardCountry = card.country
+        input.cardActiveTokens = request.cardActiveTokens.map(Double.init)
+
+        if let customer = request.customer {
+            let age = max(0, now.timeIntervalSince(customer.createdAt))
+            input.customerAge = age
+            // docs/rules.md: "customer age if never" changed.
+            input.sincePhoneChange = customer.phoneChangedAt.map { max(0, now.timeIntervalSince($0)) } ?? age
+            input.sinceEmailChange = customer.emailChangedAt.map { max(0, now.timeIntervalSince($0)) } ?? age
+            input.sinceAddressChange = customer.addressChangedAt.map { max(0, now.timeIntervalSince($0)) } ?? age
+        }
+        return input
+    }
+
+    /// Every assignable attribute of `input` by rule-language name (derived ones such as
+    /// `request.hour_utc` are left out: the backtest derives them from the attempt time).
+    static func attributes(of input: RiskInput) -> [String: JSONValue] {
+        var object: [String: JSONValue] = [:]
+        for attribute in AttributeCatalog.all {
+            let value = attribute.value(in: input)
+            var scratch = RiskInput()
+            guard attribute.assign(value, to: &scratch) else { continue }
+            object[attribute.name] = json(value)
+        }
+        return object
+    }
+
+    /// A recorded value as JSON: durations in seconds, unknown as null.
+    static func json(_ value: RiskValue) -> JSONValue {
+        switch value {
+        case .unknown: .null
+        case .bool(let flag): .bool(flag)
+        case .number(let number), .duration(let number): number.rounded() == number && abs(number) < 1e15 ? .int(Int(number)) : .double(number)
+        case .string(let text): .string(text)
+        case .strings(let texts): .array(texts.map(JSONValue.string))
+        }
+    }
+
+    /// `APPROVED` / `REQUIRE_ADDITIONAL_AUTHENTICATION` / `DECLINED` as the rule language names them.
+    static func recommendation(_ text: String) -> WalletRecommendation? {
+        switch text {
+        case "APPROVED": .approve
+        case "REQUIRE_ADDITIONAL_AUTHENTICATION": .requireAdditionalAuthentication
+        case "DECLINED": .decline
+        default: nil
+        }
+    }
+
+    /// Apple's two-character codes (`0A`) mapped to the rule names; names pass through, unknown
+    /// codes are dropped (the raw list is kept in the attempt's facts).
+    static func reasonNames(_ codes: [String]) -> [String] {
+        var names: [String] = []
+        for code in codes {
+            if WalletReasonCodes.names.contains(code) {
+                names.append(code)
+            } else if let entry = WalletReasonCodes.table.first(where: { $0.code.split(separator: "/").contains(Substring(code.uppercased())) }) {
+                names.append(entry.name)
+            }
+        }
+        return names
+    }
+
+    /// `ko_KR` / `en-US` → `KR` / `US`; nil when the locale carries no region.
+    static func localeCountry(_ locale: String) -> String? {
+        let parts = locale.split(whereSeparator: { $0 == "_" || $0 == "-" })
+        guard parts.count >= 2 else { return nil }
+        let region = parts[1]
+        guard region.count == 2, region.allSatisfy({ $0.isASCII && $0.isLetter }) else { return nil }
+        return region.uppercased()
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import IssuerdCore
+import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdPostgres
+import IssuerdRisk
+
+/// Decides add-card requests with the active ruleset: builds the input, asks PostgreSQL for the
+/// velocity values in one round trip, evaluates, and counts the outcome.
+///
+/// Recording the attempt is the caller's job (``AttemptStore``), inside its own transaction,
+/// because what is stored depends on what happens after the decision (chain validation,
+/// token creation).
+struct RiskService: Sendable {
+    let rules: RulesService
+    let vault: PANVault
+    private let decisions: Counter
+    private let ruleHits: Counter
+
+    /// Registers the decision metrics on `metrics`.
+    init(rules: RulesService, vault: PANVault, metrics: MetricsRegistry) {
+        self.rules = rules
+        self.vault = vault
+        decisions = metrics.counter(
+            "issuerd_decisions_total", help: "Add-card decisions by channel and flow.", labels: ["channel", "flow"])
+        ruleHits = metrics.counter(
+            "issuerd_rule_hits_total", help: "Rule hits by rule and mode (live or shadow).", labels: ["rule", "mode"])
+    }
+
+    /// Builds the service from the application's context.
+    init(context: ServiceContext) {
+        self.init(rules: context.rules, vault: context.vault, metrics: context.metrics)
+    }
+
+    /// Decides `request` on `connection` (which must stay on this thread for the call).
+    ///
+    /// - Throws: ``PostgresError`` when the history cannot be read: a decision without its
+    ///   velocity would be more permissive than the rules say.
+    func assess(_ request: RiskRequest, connection: PostgresConnection) throws -> RiskAssessment {
+        let ruleset = rules.current
+        var request = request
+        if request.cardActiveTokens == nil {
+            request.cardActiveTokens = try connection.query(
+                "SELECT count(*) AS n FROM tokens WHERE card_id = \(request.card.cardID) AND status = 'active'"
+            ).first?.decode("n", as: Int.self)
+        }
+        let input = RiskInputBuilder.input(for: request)
+        let subject = request.velocitySubject
+        let provider = PostgresVelocityProvider(connection: connection)
+        let velocity = ruleset.velocityQueries.isEmpty
+            ? [] : try provider.values(for: VelocityBatch(subject: subject, time: request.time, queries: ruleset.velocityQueries))
+        let decision = ruleset.evaluate(input, velocity: velocity)
+        var features: [String: JSONValue] = [:]
+        for (query, value) in zip(ruleset.velocityQueries, velocity) {
+            features[query.description] = value.map { .int($0) } ?? .null
+        }
+        return RiskAssessment(
+            input: input, attributes: RiskInputBuilder.attributes(of: input), features: features, decision: decision,
+            cardholderNameHash: try nameHash(request.card.cardholderName))
+    }
+
+    /// Counts a recorded decision (after the caller's transaction committed).
+    func count(channel: String, flow: Flow, hits: [RuleHit]) {
+        decisions.increment(labels: [channel, flow.description])
+        for hit in hits {
+            ruleHits.increment(labels: [hit.ruleID, hit.mode.rawValue])
+        }
+    }
+
+    /// HMAC-SHA256 of the normalised cardholder name under the fingerprint key (the `name:`
+    /// prefix separates it from PAN fingerprints, which use `pan:`): `distinct_names` can count
+    /// names without the database ever holding one it could be asked for.
+    func nameHash(_ name: String) throws -> String {
+        let normalized = name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let key = try vault.keyRing.dataKey(for: .panFingerprint, version: vault.keyRing.fingerprintVersion)
+        return BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: Array("name:\(normalized)".utf8), using: key))
+    }
+}
+
+/// One decision with everything the attempt record stores about it.
+struct RiskAssessment: Sendable {
+    /// The engine input.
+    var input: RiskInput
+    /// The input as the attribute object stored in `inputs`.
+    var attributes: [String: JSONValue]
+    /// The velocity values by rule-language description, e.g. `attempts(card, 24h)`.
+    var features: [String: JSONValue]
+    /// The engine's answer.
+    var decision: RiskDecision
+    /// See ``RiskService/nameHash(_:)``.
+    var cardholderNameHash: String
+
+    /// The live hits as the wire's reasons, most severe first.
+    var reasons: [RuleHit] {
+        decision.liveHits.sorted { $0.outcome > $1.outcome }
+    }
+}

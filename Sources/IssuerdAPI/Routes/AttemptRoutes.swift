@@ -1,0 +1,53 @@
+import Foundation
+import IssuerdHTTP
+import IssuerdPostgres
+
+/// `GET /v1/admin/attempts/{attemptId}` (analyst or admin): the whole decision of one attempt,
+/// with the step-up history of the token it created, if any.
+enum AttemptRoutes {
+    static func register(in table: inout RouteTable, context: ServiceContext) {
+        table.add(.get, "/v1/admin/attempts/{attemptId}") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
+            guard let text = request.pathParameters["attemptId"], text.utf8.count == 36, let attemptID = UUID(uuidString: text) else {
+                throw DecisionErrors.attemptNotFound()
+            }
+            let body = try context.database.withConnection { connection -> [String: JSONValue]? in
+                guard var attempt = try AttemptStore.find(attemptID, connection: connection) else { return nil }
+                attempt["token"] = try token(of: attemptID, connection: connection)
+                attempt["stepUp"] = .array(try challenges(of: attemptID, connection: connection))
+                return attempt
+            }
+            guard let body else { throw DecisionErrors.attemptNotFound() }
+            return try .json(JSONValue.object(body))
+        }
+    }
+
+    /// The token this attempt created, if any.
+    private static func token(of attemptID: UUID, connection: PostgresConnection) throws -> JSONValue {
+        guard let row = try connection.query(
+            "SELECT token_reference, status FROM tokens WHERE attempt_id = \(attemptID)"
+        ).first else { return .null }
+        return ["tokenReference": .string(try row.decode("token_reference")), "status": .string(try row.decode("status"))]
+    }
+
+    /// The challenges of that token, oldest first (destinations masked; never a code).
+    private static func challenges(of attemptID: UUID, connection: PostgresConnection) throws -> [JSONValue] {
+        let formatter = ISO8601DateFormatter()
+        return try connection.query(
+            """
+            SELECT c.challenge_id, c.method, c.destination_masked, c.status, c.failed_attempts, c.created_at, c.verified_at
+            FROM challenges c JOIN tokens t ON t.token_reference = c.token_reference
+            WHERE t.attempt_id = \(attemptID) ORDER BY c.created_at
+            """
+        ).map { row in
+            let verified: Date? = try row.decode("verified_at")
+            return [
+                "challengeId": .string(try row.decode("challenge_id", as: UUID.self).uuidString.lowercased()),
+                "method": .string(try row.decode("method")), "destination": .string(try row.decode("destination_masked")),
+                "status": .string(try row.decode("status")), "failedAttempts": .int(try row.decode("failed_attempts")),
+                "createdAt": .string(formatter.string(from: try row.decode("created_at"))),
+                "verifiedAt": verified.map { .string(formatter.string(from: $0)) } ?? .null,
+            ]
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import IssuerdHTTP
+import IssuerdPostgres
+import IssuerdRisk
+
+/// One row of `provisioning_attempts`: a decision with everything needed to explain and replay it.
+struct AttemptRecord: Sendable {
+    var attemptID: UUID
+    /// `in_app`, `wallet_extension` or `tsp`.
+    var channel: String
+    var cardID: String?
+    var customerID: String?
+    var deviceID: String?
+    var cardholderNameHash: String?
+    var tokenReference: String?
+    var tokenRequestorID: String?
+    var tokenizationSource: String?
+    var requestID: String?
+    /// The rule attributes, in the shape `AttemptLog` reads.
+    var inputs: [String: JSONValue]
+    /// Velocity values by rule-language description.
+    var features: [String: JSONValue]
+    /// Every hit, live and shadow, with the values it read.
+    var hits: [JSONValue]
+    var unknowns: [String]
+    var flow: Flow
+    /// `APPROVED`, `REQUIRE_ADDITIONAL_AUTHENTICATION`, `DECLINED` or `CERTIFICATE_CHAIN_INVALID`.
+    var decision: String
+    var allowedMethods: [String]
+    var rulesetVersion: String
+    /// Request facts for explain (never a PAN): device, wallet, chain failure, the answer sent.
+    var facts: [String: JSONValue]
+    var createdAt: Date
+}
+
+/// Reads and writes `provisioning_attempts`.
+enum AttemptStore {
+    /// Inserts an attempt inside the caller's transaction.
+    static func insert(_ record: AttemptRecord, connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, cardholder_name_hash,
+                token_reference, token_requestor_id, tokenization_source, request_id, inputs, features, hits, unknowns,
+                flow, decision, allowed_methods, ruleset_version, facts, created_at)
+            VALUES (\(record.attemptID), \(record.channel), \(record.cardID), \(record.customerID), \(record.deviceID),
+                \(record.cardholderNameHash), \(record.tokenReference), \(record.tokenRequestorID), \(record.tokenizationSource),
+                \(record.requestID), \(try json(record.inputs)), \(try json(record.features)), \(try json(record.hits)),
+                \(try json(record.unknowns)), \(record.flow.description), \(record.decision), \(record.allowedMethods),
+                \(record.rulesetVersion), \(try json(record.facts)), \(record.createdAt))
+            """)
+    }
+
+    /// In-app and Wallet-extension attempts of a customer, or of a card, in `[since, now)`, and
+    /// the oldest of them (for `Retry-After`).
+    static func recentPushes(
+        column: RateLimitSubject, id: String, since: Date, now: Date, connection: PostgresConnection
+    ) throws -> (count: Int, oldest: Date?) {
+        let row = try connection.query(
+            """
+            SELECT count(*) AS n, min(created_at) AS oldest FROM provisioning_attempts
+            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension')
+              AND created_at >= \(since) AND created_at < \(now)
+            """
+        ).first
+        return (try row?.decode("n", as: Int.self) ?? 0, try row?.decode("oldest", as: Date?.self) ?? nil)
+    }
+
+    /// The newest yellow in-app or Wallet-extension push of `cardID` on `deviceID` (or with no
+    /// device id) since `since` that no TSP authorization of that card and device followed yet:
+    /// the push whose step-up the next authorization must enforce.
+    static func pendingYellowPush(
+        cardID: String, deviceID: String?, since: Date, connection: PostgresConnection
+    ) throws -> (attemptID: UUID, allowedMethods: [String])? {
+        guard let row = try connection.query(
+            """
+            SELECT a.attempt_id, a.allowed_methods FROM provisioning_attempts a
+            WHERE a.card_id = \(cardID) AND a.channel IN ('in_app', 'wallet_extension') AND a.flow = 'yellow'
+              AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= \(since)
+              AND (a.device_id IS NULL OR \(deviceID)::text IS NULL OR a.device_id = \(deviceID))
+              AND NOT EXISTS (
+                SELECT 1 FROM provisioning_attempts t
+                WHERE t.channel = 'tsp' AND t.card_id = a.card_id AND t.created_at > a.created_at
+                  AND (a.device_id IS NULL OR t.device_id = a.device_id))
+            ORDER BY a.created_at DESC LIMIT 1
+            """
+        ).first else { return nil }
+        return (try row.decode("attempt_id"), try row.decode("allowed_methods"))
+    }
+
+    /// The answer already given to a TSP authorization with this request id and token reference.
+    static func tspAnswer(requestID: String, tokenReference: String, connection: PostgresConnection) throws -> JSONValue? {
+        guard let row = try connection.query(
+            """
+            SELECT facts FROM provisioning_attempts
+            WHERE channel = 'tsp' AND request_id = \(requestID) AND token_reference = \(tokenReference)
+            ORDER BY created_at LIMIT 1
+            """
+        ).first else { return nil }
+        return try decode(try row.decode("facts", as: PostgresJSON.self))["response"]
+    }
+
+    /// The whole stored attempt as JSON for `GET /v1/admin/attempts/{attemptId}`, or nil.
+    static func find(_ attemptID: UUID, connection: PostgresConnection) throws -> [String: JSONValue]? {
+        guard let row = try connection.query(
+            """
+            SELECT attempt_id, channel, card_id, customer_id, device_id, token_reference, token_requestor_id,
+                   tokenization_source, request_id, inputs, features, hits, unknowns, flow, decision, allowed_methods,
+                   ruleset_version, facts, created_at
+            FROM provisioning_attempts WHERE attempt_id = \(attemptID)
+            """
+        ).first else { return nil }
+        func text(_ column: String) throws -> JSONValue { (try row.decode(column, as: String?.self)).map(JSONValue.string) ?? .null }
+        let created: Date = try row.decode("created_at")
+        return [
+            "attemptId": .string(try row.decode("attempt_id", as: UUID.self).uuidString.lowercased()),
+            "channel": try text("channel"), "cardId": try text("card_id"), "customerId": try text("customer_id"),
+            "deviceId": try text("device_id"), "tokenReference": try text("token_reference"),
+            "tokenRequestorId": try text("token_requestor_id"), "tokenizationSource": try text("tokenization_source"),
+            "requestId": try text("request_id"),
+            "inputs": try decode(try row.decode("inputs")), "features": try decode(try row.decode("features")),
+            "hits": try decode(try row.decode("hits")), "unknowns": try decode(try row.decode("unknowns")),
+            "flow": try text("flow"), "decision": try text("decision"),
+            "allowedMethods": .array(try row.decode("allowed_methods", as: [String].self).map(JSONValue.string)),
+            "rulesetVersion": try text("ruleset_version"), "facts": try decode(try row.decode("facts")),
+            "createdAt": .string(ISO8601DateFormatter().string(from: created)),
+        ]
+    }
+
+    static func json(_ value: some Encodable) throws -> PostgresJSON {
+        try PostgresJSON(encoding: value)
+    }
+
+    static func decode(_ value: PostgresJSON) throws -> JSONValue {
+        try value.decode(JSONValue.self)
+    }
+}
+
+/// The column a provisioning rate limit counts by.
+enum RateLimitSubject: String, Sendable {
+    case customer = "customer_id"
+    case card = "card_id"
+}

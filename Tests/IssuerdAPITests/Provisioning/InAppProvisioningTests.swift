@@ -1,0 +1,221 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdTestSupport
+import Testing
+
+@testable import IssuerdAPI
+
+/// `POST /v1/cards/{cardId}/apple-pay/provision` and `GET /v1/cards` over HTTP, against a real
+/// PostgreSQL and a generated Apple-shaped PKI.
+@Suite("In-app provisioning over HTTP")
+struct InAppProvisioningTests {
+    @Test("A green push decrypts in Python to the card, and the attempt explains itself")
+    func greenPushDecrypts() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, expiration: "03/29",
+                                  name: "홍길동", network: "mastercard")
+        let signature = Array((0..<71).map { UInt8($0 * 3 & 0xFF) })
+        let response = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app, signature: signature))
+        #expect(response.status == 200, "\(response.text)")
+        let body = try #require(response.jsonObject())
+        let decision = try #require(body["decision"] as? [String: Any])
+        #expect(decision["flow"] as? String == "green")
+        #expect(body["wrappedKey"] == nil)
+        #expect(!(try #require(body["activationData"] as? String)).isEmpty)
+        let plaintext = try DecisionFixtures.decrypt(
+            app, encryptedPassData: try #require(body["encryptedPassData"] as? String),
+            ephemeralPublicKey: try #require(body["ephemeralPublicKey"] as? String))
+        #expect(plaintext["primaryAccountNumber"] == DecisionFixtures.mastercardPAN)
+        #expect(plaintext["expiration"] == "03/29")
+        #expect(plaintext["name"] == "홍길동")
+        #expect(plaintext["nonce"] == "9c023092")
+        #expect(plaintext["nonceSignature"] == BinaryEncoding.hexString(signature))
+        #expect(!response.text.contains(DecisionFixtures.mastercardPAN))
+
+        let attemptID = try #require(decision["attemptId"] as? String)
+        let explain = try app.client.get("/v1/admin/attempts/\(attemptID)", headers: ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"])
+        #expect(explain.status == 200, "\(explain.text)")
+        let attempt = try #require(explain.jsonObject())
+        let inputs = try #require(attempt["inputs"] as? [String: Any])
+        #expect(inputs["card.status"] as? String == "active")
+        #expect(inputs["request.channel"] as? String == "in_app")
+        #expect(inputs["device.locale_country"] as? String == "KR")
+        #expect(inputs["wallet.device_score"] is NSNull)
+        #expect((attempt["rulesetVersion"] as? String)?.hasPrefix("sha256:") == true)
+        #expect(attempt["decision"] as? String == "APPROVED")
+        let features = try #require(attempt["features"] as? [String: Any])
+        #expect(features["attempts(card, 24h)"] as? Int == 0)
+        #expect(!explain.text.contains(DecisionFixtures.mastercardPAN))
+        #expect(app.application.metrics.value(of: "issuerd_decisions_total", labels: ["in_app", "green"]) == 1)
+
+        // The second push sees the first in its velocity.
+        let second = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
+        let secondID = try #require((second.jsonObject()?["decision"] as? [String: Any])?["attemptId"] as? String)
+        let secondAttempt = try app.client.get("/v1/admin/attempts/\(secondID)", headers: ["Authorization": "Bearer \(try app.apiKey(role: .admin))"])
+        #expect((secondAttempt.jsonObject()?["features"] as? [String: Any])?["attempts(card, 24h)"] as? Int == 1)
+    }
+
+    @Test("A lost card is orange: 403 with the invariant, and the attempt is stored")
+    func lostCardIsOrange() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-lost", customer: "cust-1", status: .lost)
+        let response = try DecisionFixtures.provision(app, card: "card-lost", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
+        #expect(response.status == 403)
+        let error = try #require(response.errorEnvelope())
+        #expect(error["code"] as? String == "provisioning_declined")
+        #expect(error["flow"] as? String == "orange")
+        let reasons = try #require(error["reasons"] as? [[String: Any]])
+        #expect(reasons.contains { $0["rule"] as? String == "invariant.card_unusable" && $0["reason"] as? String == "CARD_NOT_USABLE" })
+        let attemptID = try #require(error["attemptId"] as? String)
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts WHERE attempt_id = '\(attemptID)' AND flow = 'orange' AND decision = 'DECLINED'") == 1)
+        #expect(response.jsonObject()?["encryptedPassData"] == nil)
+    }
+
+    @Test("Another customer's card and a missing card are both 404 card_not_found")
+    func otherCustomersCard() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.customer(app, "cust-2")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        for card in ["card-1", "card-missing"] {
+            let response = try DecisionFixtures.provision(app, card: card, customer: "cust-2", body: try DecisionFixtures.provisionBody(app))
+            #expect(response.status == 404)
+            #expect(response.errorEnvelope()?["code"] as? String == "card_not_found")
+        }
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 0)
+        let list = try app.client.get("/v1/cards", headers: ["Authorization": "Bearer \(try app.appToken(customer: "cust-2"))"])
+        #expect(list.status == 200)
+        #expect((list.jsonObject()?["cards"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test("A missing, expired or forged app token is 401")
+    func appTokenRefused() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let body = try DecisionFixtures.provisionBody(app)
+        let expired = try app.appToken(customer: "cust-1", lifetime: 60, now: Date().addingTimeInterval(-3600))
+        let forged = try AppTokenVerifier.mintHS256(secret: String(repeating: "b", count: 40), customerID: "cust-1", lifetime: 600, now: Date())
+        for headers in [[:], ["Authorization": "Bearer \(expired)"], ["Authorization": "Bearer \(forged)"], ["Authorization": "Bearer not.a.jwt"]] {
+            let response = try app.client.postJSON("/v1/cards/card-1/apple-pay/provision", body, headers: headers)
+            #expect(response.status == 401)
+            #expect(response.errorEnvelope()?["code"] as? String == "unauthenticated")
+            #expect(try app.client.get("/v1/cards", headers: headers).status == 401)
+        }
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 0)
+    }
+
+    @Test("The same Idempotency-Key and body replay the answer; another body is 409")
+    func idempotency() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let body = try DecisionFixtures.provisionBody(app)
+        let first = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        let again = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        #expect(first.status == 200)
+        #expect(again.status == 200)
+        #expect(again.body == first.body)
+        #expect(again.header("Idempotent-Replayed") == "true")
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
+        let other = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app, nonce: [1, 2, 3, 4]), headers: ["Idempotency-Key": "k-1"])
+        #expect(other.status == 409)
+        #expect(other.errorEnvelope()?["code"] as? String == "idempotency_key_reused")
+    }
+
+    @Test("The card limit answers 429 with Retry-After, counted in PostgreSQL")
+    func rateLimited() throws {
+        let app = try TestApplication(environment: ["ISSUERD_RATE_LIMIT_CARD": "2/1m", "ISSUERD_RATE_LIMIT_CUSTOMER": "3/1m"])
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        try DecisionFixtures.card(app, "card-2", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
+        let body = try DecisionFixtures.provisionBody(app)
+        let statuses = try (0..<3).map { _ in try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body) }
+        #expect(statuses.map(\.status) == [200, 200, 429])
+        let limited = statuses[2]
+        #expect(limited.errorEnvelope()?["code"] as? String == "rate_limited")
+        let retry = try #require(limited.header("Retry-After").flatMap(Int.init))
+        #expect((1...60).contains(retry))
+        // The customer limit (3) counts pushes of every card of the customer.
+        #expect(try DecisionFixtures.provision(app, card: "card-2", customer: "cust-1", body: body).status == 200)
+        #expect(try DecisionFixtures.provision(app, card: "card-2", customer: "cust-1", body: body).status == 429)
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 3)
+    }
+
+    @Test("Chain problems are 422 certificate_chain_invalid naming the check, attempt stored",
+          arguments: ["leaf_only", "garbage", "foreign_root", "rsa_leaf"])
+    func chainProblems(_ problem: String) throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let leaf = BinaryEncoding.base64String(app.pki.eccLeaf.certificateDER)
+        let intermediate = BinaryEncoding.base64String(app.pki.intermediate.certificateDER)
+        let certificates: [String]
+        let expected: String
+        switch problem {
+        case "leaf_only": (certificates, expected) = ([leaf], "missing_intermediate")
+        case "garbage": (certificates, expected) = (["not!base64", intermediate], "malformed_der")
+        case "rsa_leaf": (certificates, expected) = ([BinaryEncoding.base64String(app.pki.rsaLeaf.certificateDER), intermediate], "leaf_key_type")
+        default:
+            let other = try DevelopmentPKI.generate()
+            (certificates, expected) = ([BinaryEncoding.base64String(other.eccLeaf.certificateDER), BinaryEncoding.base64String(other.intermediate.certificateDER)], "untrusted_root")
+        }
+        let response = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app, certificates: certificates))
+        #expect(response.status == 422, "\(response.text)")
+        let error = try #require(response.errorEnvelope())
+        #expect(error["code"] as? String == "certificate_chain_invalid")
+        #expect(error["detail"] as? String == expected)
+        let attemptID = try #require(error["attemptId"] as? String)
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts WHERE attempt_id = '\(attemptID)' AND decision = 'CERTIFICATE_CHAIN_INVALID' AND facts->'chainFailure'->>'code' = '\(expected)'") == 1)
+    }
+
+    @Test("Bad bodies are 4xx before any attempt: scheme off, bad nonce, too many certificates, bad channel")
+    func badBodies() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let cases: [(String, Int, String)] = [
+            (try DecisionFixtures.provisionBody(app, extra: ["encryptionScheme": "RSA_V2"]), 422, "encryption_scheme_unsupported"),
+            (try DecisionFixtures.provisionBody(app, extra: ["encryptionScheme": "AES"]), 400, "invalid_request"),
+            (try DecisionFixtures.provisionBody(app, extra: ["nonce": "%%%"]), 400, "invalid_request"),
+            (try DecisionFixtures.provisionBody(app, extra: ["nonce": String(repeating: "A", count: 5000)]), 400, "invalid_request"),
+            (try DecisionFixtures.provisionBody(app, certificates: ["AA", "AA", "AA", "AA"]), 400, "invalid_request"),
+            (try DecisionFixtures.provisionBody(app, certificates: [String(repeating: "A", count: 9000)]), 400, "invalid_request"),
+            (try DecisionFixtures.provisionBody(app, extra: ["channel": "tsp"]), 400, "invalid_request"),
+            (try DecisionFixtures.provisionBody(app, extra: ["device": ["type": "toaster"]]), 400, "invalid_request"),
+            ("{\"certificates\": 5}", 400, "malformed_json"),
+            ("[]", 400, "malformed_json"),
+        ]
+        for (body, status, code) in cases {
+            let response = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body)
+            #expect(response.status == status, "\(body.prefix(80)): \(response.text)")
+            #expect(response.errorEnvelope()?["code"] as? String == code)
+        }
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 0)
+    }
+
+    @Test("GET /v1/cards: the caller's cards, eligibility and a default description")
+    func cardsList() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "a-active", customer: "cust-1", description: "My card")
+        try DecisionFixtures.card(app, "b-lost", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard", status: .lost)
+        try DecisionFixtures.card(app, "c-expired", customer: "cust-1", pan: "4000056655665556", expiration: "01/20")
+        let response = try app.client.get("/v1/cards", headers: ["Authorization": "Bearer \(try app.appToken(customer: "cust-1"))"])
+        #expect(response.status == 200)
+        let cards = try #require(response.jsonObject()?["cards"] as? [[String: Any]])
+        let byID = Dictionary(uniqueKeysWithValues: cards.compactMap { card in (card["cardId"] as? String).map { ($0, card) } })
+        #expect(byID["a-active"]?["walletEligible"] as? Bool == true)
+        #expect(byID["a-active"]?["localizedDescription"] as? String == "My card")
+        #expect(byID["a-active"]?["primaryAccountSuffix"] as? String == "1111")
+        #expect(byID["b-lost"]?["walletEligible"] as? Bool == false)
+        #expect(byID["b-lost"]?["localizedDescription"] as? String == "Mastercard •••• 9999")
+        #expect(byID["c-expired"]?["walletEligible"] as? Bool == false)
+        #expect(!response.text.contains(DecisionFixtures.visaPAN))
+    }
+}
