@@ -16,6 +16,7 @@ public final class IssuerdApplication: Sendable {
     let database: PostgresPool
     let context: ServiceContext
     let server: HTTPServer
+    let outbox: OutboxDispatcher
 
     /// Builds every component without starting anything that listens or connects.
     ///
@@ -62,6 +63,10 @@ public final class IssuerdApplication: Sendable {
         }
         let serverConfiguration = HTTPServerConfiguration(
             listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit)
+        self.outbox = OutboxDispatcher(
+            database: database, configuration: configuration,
+            delivery: OutboxDelivery(configuration: configuration, sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock),
+            metrics: metrics, logger: logger.labelled("issuerd.outbox"))
         self.server = HTTPServer(configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"), metrics: metrics)
     }
 
@@ -82,6 +87,7 @@ public final class IssuerdApplication: Sendable {
             if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
         }
         try server.start()
+        if configuration.outbox.dispatch { outbox.start() }
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
     }
 
@@ -93,6 +99,7 @@ public final class IssuerdApplication: Sendable {
     /// Stops accepting, lets in-flight requests finish (at most `timeout`), then closes the pool.
     public func shutdown(timeout: Duration = .seconds(5)) {
         server.shutdown(timeout: timeout)
+        outbox.stop(timeout: timeout)
         database.close()
         logger.info("issuerd stopped")
     }

@@ -48,6 +48,10 @@ public struct IssuerdConfiguration: Sendable {
     public var tspWebhookURL: URL?
     /// Minimum log level (`ISSUERD_LOG_LEVEL`, default info).
     public var logLevel: LogLevel
+    /// One-time codes, message language and In-App Verification (`ISSUERD_OTP_*`, `ISSUERD_IAV_*`).
+    public var stepUp: StepUpSettings
+    /// The delivery outbox's dispatcher (`ISSUERD_OUTBOX_*`).
+    public var outbox: OutboxSettings
 
     /// Reads and validates every setting.
     ///
@@ -83,6 +87,8 @@ public struct IssuerdConfiguration: Sendable {
             throw ConfigurationError(key: "ISSUERD_LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical")
         }
         logLevel = level
+        stepUp = try StepUpSettings(reader)
+        outbox = try OutboxSettings(reader)
     }
 
     /// PEM given inline, or read from the path given.
