@@ -61,8 +61,11 @@ struct StepUpFixture {
     }
 
     /// Requests a code by `methodID`, signed as the TSP.
-    func requestCode(_ app: TestApplication, method methodID: String = "sms-1") throws -> TestHTTPResponse {
-        try app.postAsTSP("/v1/tsp/activation-codes", #"{"tokenReference":"\#(tokenReference)","activationMethodId":"\#(methodID)"}"#)
+    /// `padding` spaces make the body (and so the signature, which the replay guard remembers) unique.
+    func requestCode(_ app: TestApplication, method methodID: String = "sms-1", padding: Int = 0) throws -> TestHTTPResponse {
+        try app.postAsTSP(
+            "/v1/tsp/activation-codes",
+            #"{"tokenReference":"\#(tokenReference)","activationMethodId":"\#(methodID)"\#(String(repeating: " ", count: padding))}"#)
     }
 
     /// Verifies `code`, signed as the TSP; `padding` spaces make the body (and so the signature) unique.

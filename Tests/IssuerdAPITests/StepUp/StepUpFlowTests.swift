@@ -172,8 +172,8 @@ struct StepUpFlowTests {
         #expect(try active.requestCode(app).status == 409)
 
         let limited = try StepUpFixture(app)
-        for _ in 0..<3 { #expect(try limited.requestCode(app).status == 201) }
-        let fourth = try limited.requestCode(app)
+        for index in 0..<3 { #expect(try limited.requestCode(app, padding: index).status == 201) }
+        let fourth = try limited.requestCode(app, padding: 3)
         #expect(fourth.status == 429)
         #expect(fourth.header("Retry-After") != nil)
         // Only the newest challenge is live: the older ones were superseded.
