@@ -17,6 +17,7 @@ public final class IssuerdApplication: Sendable {
     let context: ServiceContext
     let server: HTTPServer
     let rulesWatcher: RulesFileWatcher
+    let outbox: OutboxDispatcher
 
     /// Builds every component without starting anything that listens or connects.
     ///
@@ -65,6 +66,10 @@ public final class IssuerdApplication: Sendable {
         }
         let serverConfiguration = HTTPServerConfiguration(
             listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit)
+        self.outbox = OutboxDispatcher(
+            database: database, configuration: configuration,
+            delivery: OutboxDelivery(configuration: configuration, sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock),
+            metrics: metrics, logger: logger.labelled("issuerd.outbox"))
         self.server = HTTPServer(configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"), metrics: metrics)
     }
 
@@ -86,6 +91,7 @@ public final class IssuerdApplication: Sendable {
         }
         try server.start()
         rulesWatcher.start()
+        if configuration.outbox.dispatch { outbox.start() }
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
     }
 
@@ -98,6 +104,7 @@ public final class IssuerdApplication: Sendable {
     public func shutdown(timeout: Duration = .seconds(5)) {
         rulesWatcher.stop()
         server.shutdown(timeout: timeout)
+        outbox.stop(timeout: timeout)
         database.close()
         logger.info("issuerd stopped")
     }

@@ -52,6 +52,10 @@ public struct IssuerdConfiguration: Sendable {
     public var rateLimitCustomer: RateLimit
     /// In-app provisioning requests per card (`ISSUERD_RATE_LIMIT_CARD`, default `5/1m`).
     public var rateLimitCard: RateLimit
+    /// One-time codes, message language and In-App Verification (`ISSUERD_OTP_*`, `ISSUERD_IAV_*`).
+    public var stepUp: StepUpSettings
+    /// The delivery outbox's dispatcher (`ISSUERD_OUTBOX_*`).
+    public var outbox: OutboxSettings
 
     /// Reads and validates every setting.
     ///
@@ -89,6 +93,8 @@ public struct IssuerdConfiguration: Sendable {
         logLevel = level
         rateLimitCustomer = try reader.rateLimit("ISSUERD_RATE_LIMIT_CUSTOMER", default: RateLimit(count: 10, window: 60))
         rateLimitCard = try reader.rateLimit("ISSUERD_RATE_LIMIT_CARD", default: RateLimit(count: 5, window: 60))
+        stepUp = try StepUpSettings(reader)
+        outbox = try OutboxSettings(reader)
     }
 
     /// PEM given inline, or read from the path given.

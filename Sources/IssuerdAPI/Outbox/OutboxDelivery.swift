@@ -1,0 +1,143 @@
+import Foundation
+import IssuerdCore
+import IssuerdCrypto
+import IssuerdPostgres
+import Synchronization
+
+/// Delivers one claimed message by its kind: step-up codes through the configured provider,
+/// TSP notifications to `ISSUERD_TSP_WEBHOOK_URL`.
+///
+/// The code and the destination are opened from the sealed payload only here, for the
+/// provider call, and never logged.
+struct OutboxDelivery: Sendable {
+    let notify: NotifySetting
+    let notifyWebhook: WebhookClient?
+    /// Nil when `ISSUERD_TSP_WEBHOOK_URL` is unset: TSP messages then stay pending (visible in
+    /// the backlog) and are not claimed, so nothing is lost until the URL is configured.
+    let tspWebhook: WebhookClient?
+    let sealer: OutboxSealer
+    let logFile: AppendOnlyFile?
+    let clock: @Sendable () -> Date
+
+    init(configuration: IssuerdConfiguration, sealer: OutboxSealer, clock: @escaping @Sendable () -> Date) {
+        notify = configuration.notify
+        switch configuration.notify {
+        case .webhook(let url, let secret):
+            notifyWebhook = WebhookClient(url: url, secret: secret.unsafeValue, timeout: configuration.outbox.httpTimeout)
+            logFile = nil
+        case .log(let path):
+            notifyWebhook = nil
+            logFile = AppendOnlyFile(path: path)
+        }
+        tspWebhook = configuration.tspWebhookURL.map {
+            WebhookClient(url: $0, secret: configuration.tspHMACSecret.unsafeValue, timeout: configuration.outbox.httpTimeout)
+        }
+        self.sealer = sealer
+        self.clock = clock
+    }
+
+    /// The kinds this instance can deliver (TSP only with a TSP webhook URL).
+    var deliverableKinds: [OutboxKind] { tspWebhook == nil ? [.notify] : [.notify, .tsp] }
+
+    /// Delivers `message`.
+    ///
+    /// - Throws: ``OutboxError`` (safe to store as `last_error`) or ``CryptoError`` when the
+    ///   sealed part does not open.
+    func deliver(_ message: OutboxStore.Claimed) throws {
+        switch message.kind {
+        case .notify: try deliverStepUp(message)
+        case .tsp: try deliverTSP(message)
+        }
+    }
+
+    private func deliverStepUp(_ message: OutboxStore.Claimed) throws {
+        guard let payload = try? message.payload.decode(StepUpDeliveryPayload.self),
+            let method = StepUpMethod(rawValue: payload.method),
+            let sealedBytes = try? BinaryEncoding.decodeBase64(payload.sealed)
+        else { throw OutboxError(.unreadablePayload, "step-up payload does not decode") }
+        var opened = try sealer.open(.init(keyVersion: payload.keyVersion, bytes: sealedBytes), dedupKey: message.dedupKey)
+        defer { opened.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        guard let secret = try? JSONDecoder().decode(StepUpSecret.self, from: Data(opened)) else {
+            throw OutboxError(.unreadablePayload, "sealed step-up secret does not decode")
+        }
+        let locale = MessageLocale(rawValue: payload.locale) ?? .korean
+        let text = StepUpMessage.text(code: secret.code, method: method, locale: locale, minutes: payload.validMinutes)
+        let body: [String: String] = [
+            "challengeId": payload.challengeId, "method": payload.method, "destination": secret.destination, "code": secret.code,
+            "message": text, "expiresAt": payload.expiresAt,
+        ]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let bytes = Array(try encoder.encode(body))
+        if let notifyWebhook {
+            try notifyWebhook.post(bytes, idempotencyKey: message.dedupKey, now: clock())
+        } else if let logFile {
+            // The development provider: the destination is in clear only in this file.
+            var line: [String: String] = body
+            line["idempotencyKey"] = message.dedupKey
+            try logFile.append(Array(try encoder.encode(line)) + [0x0A])
+        }
+    }
+
+    private func deliverTSP(_ message: OutboxStore.Claimed) throws {
+        guard let tspWebhook else { throw OutboxError(.rejected, "no ISSUERD_TSP_WEBHOOK_URL") }
+        guard var object = try? message.payload.decode([String: JSONScalar].self) else {
+            throw OutboxError(.unreadablePayload, "TSP payload does not decode")
+        }
+        object["notificationId"] = .string(message.dedupKey)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        try tspWebhook.post(Array(try encoder.encode(object)), idempotencyKey: message.dedupKey, now: clock())
+    }
+}
+
+/// A JSON scalar (or null) of a flat TSP payload, passed through as it was enqueued.
+enum JSONScalar: Codable, Sendable, Equatable {
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case null
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else {
+            self = .string(try container.decode(String.self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .null: try container.encodeNil()
+        }
+    }
+}
+
+/// A file lines are appended to, one writer at a time (the `log` provider).
+final class AppendOnlyFile: Sendable {
+    let path: String
+    // Guarded by Mutex: serialises appends so lines never interleave.
+    private let lock = Mutex(())
+
+    init(path: String) { self.path = path }
+
+    /// Appends `bytes` and flushes them to the file.
+    func append(_ bytes: [UInt8]) throws {
+        try lock.withLock { _ in
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw OutboxError(.logFile, "cannot open the notification log (errno \(errno))") }
+            defer { close(descriptor) }
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            guard written == bytes.count else { throw OutboxError(.logFile, "short write to the notification log") }
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import IssuerdCore
+import IssuerdPostgres
+import Synchronization
+
+/// The background worker that empties the outbox: claim due messages, deliver, record.
+///
+/// One thread per instance, started by ``IssuerdApplication/start()`` and stopped (after the
+/// message in hand) by ``IssuerdApplication/shutdown(timeout:)``. Instances share the work
+/// through `FOR UPDATE SKIP LOCKED` (see ``OutboxStore``).
+final class OutboxDispatcher: Sendable {
+    private let database: PostgresPool
+    private let settings: OutboxSettings
+    private let delivery: OutboxDelivery
+    private let backoff: OutboxBackoff
+    private let logger: Logger
+    private let deliveries: Counter
+    // Guarded by Mutex: the run flag and whether the thread has finished.
+    private let state = Mutex(State())
+    // NSCondition is thread-safe; it wakes the sleeping loop early on stop.
+    private let condition = NSCondition()
+
+    private struct State {
+        var running = false
+        var stopRequested = false
+        var finished = false
+    }
+
+    init(database: PostgresPool, configuration: IssuerdConfiguration, delivery: OutboxDelivery, metrics: MetricsRegistry, logger: Logger) {
+        self.database = database
+        self.settings = configuration.outbox
+        self.delivery = delivery
+        self.backoff = OutboxBackoff(
+            base: configuration.outbox.backoffBase, maximum: configuration.outbox.backoffMax, maxAttempts: configuration.outbox.maxAttempts)
+        self.logger = logger
+        deliveries = metrics.counter(
+            "issuerd_outbox_deliveries_total", help: "Outbox delivery tries by kind and result (delivered, retry, dead).",
+            labels: ["kind", "result"])
+        metrics.gauge("issuerd_outbox_backlog", help: "Outbox messages by kind and status.", labels: ["kind", "status"]) {
+            // Read at scrape time; a database outage simply leaves the gauge empty.
+            guard let counts = try? database.withConnection({ try OutboxStore.counts(connection: $0) }) else { return [] }
+            return counts.map { ([$0.kind, $0.status], Double($0.count)) }
+        }
+    }
+
+    /// Starts the worker thread (once).
+    func start() {
+        let shouldStart = state.withLock { state -> Bool in
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+        guard shouldStart else { return }
+        if !delivery.deliverableKinds.contains(.tsp) {
+            logger.warning("ISSUERD_TSP_WEBHOOK_URL is not set: TSP notifications stay pending in the outbox until it is")
+        }
+        let thread = Thread { [self] in run() }
+        thread.name = "issuerd-outbox"
+        thread.start()
+    }
+
+    /// Stops after the message in hand and waits for the thread, at most `timeout`.
+    func stop(timeout: Duration) {
+        guard state.withLock({ $0.running }) else { return }
+        condition.lock()
+        state.withLock { $0.stopRequested = true }
+        condition.broadcast()
+        let deadline = Date().addingTimeInterval(OutboxBackoff.seconds(timeout))
+        while !state.withLock({ $0.finished }) && condition.wait(until: deadline) {}
+        condition.unlock()
+        if !state.withLock({ $0.finished }) { logger.warning("outbox dispatcher still delivering at shutdown; its claims will expire and be retried") }
+    }
+
+    private var stopRequested: Bool { state.withLock { $0.stopRequested } }
+
+    private func run() {
+        logger.info("outbox dispatcher started", ["kinds": .string(delivery.deliverableKinds.map(\.rawValue).joined(separator: ","))])
+        while !stopRequested {
+            var claimedFullBatch = false
+            do {
+                claimedFullBatch = try dispatchOnce() == settings.batchSize
+            } catch {
+                logger.warning("outbox round failed", ["error": "\(error)"])
+            }
+            if claimedFullBatch { continue }
+            condition.lock()
+            let deadline = Date().addingTimeInterval(OutboxBackoff.seconds(settings.pollInterval))
+            while !stopRequested && condition.wait(until: deadline) {}
+            condition.unlock()
+        }
+        condition.lock()
+        state.withLock { $0.finished = true }
+        condition.broadcast()
+        condition.unlock()
+        logger.info("outbox dispatcher stopped")
+    }
+
+    /// Claims one batch and delivers it.
+    ///
+    /// - Returns: The number of messages claimed.
+    @discardableResult
+    func dispatchOnce() throws -> Int {
+        let batch = try database.transaction { connection in
+            try OutboxStore.claim(limit: settings.batchSize, lease: settings.lease, kinds: delivery.deliverableKinds, connection: connection)
+        }
+        for message in batch {
+            if stopRequested { break }  // the rest stay claimed until their lease ends: retried, not lost
+            deliver(message)
+        }
+        return batch.count
+    }
+
+    private func deliver(_ message: OutboxStore.Claimed) {
+        let metadata: LogMetadata = ["messageId": .string(String(message.id)), "kind": .string(message.kind.rawValue), "attempt": .int(message.attempts)]
+        do {
+            try delivery.deliver(message)
+            try database.withConnection { try OutboxStore.markDelivered(message.id, connection: $0) }
+            deliveries.increment(labels: [message.kind.rawValue, "delivered"])
+            logger.debug("outbox message delivered", metadata)
+        } catch {
+            let summary = (error as? OutboxError)?.description ?? "delivery failed (\(type(of: error)))"
+            let decision = backoff.decision(afterAttempt: message.attempts)
+            let delay: Double?
+            if case .retry(let after) = decision { delay = after } else { delay = nil }
+            do {
+                try database.withConnection { try OutboxStore.markFailed(message.id, error: summary, retryAfter: delay, connection: $0) }
+            } catch {
+                // The lease ends by itself; the message is retried then.
+                logger.warning("outbox outcome not recorded", metadata.merging(["error": "\(error)"]) { $1 })
+            }
+            deliveries.increment(labels: [message.kind.rawValue, delay == nil ? "dead" : "retry"])
+            logger.notice(delay == nil ? "outbox message dead-lettered" : "outbox delivery failed", metadata.merging(["error": .string(summary)]) { $1 })
+        }
+    }
+}

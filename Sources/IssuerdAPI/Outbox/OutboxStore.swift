@@ -1,0 +1,87 @@
+import Foundation
+import IssuerdPostgres
+
+/// Reads and writes the `outbox` table (sql/0002): enqueue inside the caller's transaction,
+/// claim due messages under a lease, record the outcome.
+///
+/// The claim is `FOR UPDATE SKIP LOCKED` inside one short transaction that also pushes
+/// `next_attempt_at` past the lease and counts the try, so several dispatchers (threads or
+/// instances) never take the same message, and no transaction stays open while a message is
+/// delivered. A dispatcher killed between delivering and marking leaves the message pending:
+/// once the lease ends it is delivered again (at-least-once; receivers drop duplicates by the
+/// `Idempotency-Key` header, the message's dedup key).
+enum OutboxStore {
+    /// A message taken for delivery.
+    struct Claimed: Sendable {
+        var id: Int64
+        var kind: OutboxKind
+        var dedupKey: String
+        var payload: PostgresJSON
+        /// Tries including this one.
+        var attempts: Int
+    }
+
+    /// Enqueues a message within the caller's transaction; a second message with the same
+    /// dedup key is dropped (the first one stands).
+    ///
+    /// - Returns: Whether a row was inserted.
+    @discardableResult
+    static func enqueue(kind: OutboxKind, dedupKey: String, payload: some Encodable, connection: PostgresConnection) throws -> Bool {
+        let json = try PostgresJSON(encoding: payload)
+        return try connection.execute(
+            """
+            INSERT INTO outbox (kind, dedup_key, payload) VALUES (\(kind.rawValue), \(dedupKey), \(json))
+            ON CONFLICT (dedup_key) DO NOTHING
+            """) == 1
+    }
+
+    /// Claims up to `limit` due messages of `kinds` and reserves them for `lease`.
+    static func claim(limit: Int, lease: Duration, kinds: [OutboxKind], connection: PostgresConnection) throws -> [Claimed] {
+        let leaseSeconds = OutboxBackoff.seconds(lease)
+        let rows = try connection.query(
+            """
+            UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => \(leaseSeconds))
+            WHERE id IN (
+                SELECT id FROM outbox
+                WHERE status = 'pending' AND next_attempt_at <= now() AND kind = ANY(\(kinds.map(\.rawValue)))
+                ORDER BY next_attempt_at, id LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED)
+            RETURNING id, kind, dedup_key, payload, attempts
+            """)
+        return try rows.compactMap { row in
+            guard let kind = OutboxKind(rawValue: try row.decode("kind")) else { return nil }
+            return Claimed(
+                id: try row.decode("id"), kind: kind, dedupKey: try row.decode("dedup_key"), payload: try row.decode("payload"),
+                attempts: try row.decode("attempts"))
+        }
+    }
+
+    /// Records a delivery. Only a still-pending message changes (an admin may not have touched
+    /// it meanwhile, but a delivered one stays delivered).
+    static func markDelivered(_ id: Int64, connection: PostgresConnection) throws {
+        try connection.execute(
+            "UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(id) AND status = 'pending'")
+    }
+
+    /// Records a failed try: retry after `delay` seconds, or dead-letter when `delay` is nil.
+    static func markFailed(_ id: Int64, error: String, retryAfter delay: Double?, connection: PostgresConnection) throws {
+        let summary = String(error.prefix(300))
+        if let delay {
+            try connection.execute(
+                """
+                UPDATE outbox SET last_error = \(summary), next_attempt_at = now() + make_interval(secs => \(delay))
+                WHERE id = \(id) AND status = 'pending'
+                """)
+        } else {
+            try connection.execute(
+                "UPDATE outbox SET status = 'dead', last_error = \(summary) WHERE id = \(id) AND status = 'pending'")
+        }
+    }
+
+    /// Message counts by kind and status.
+    static func counts(connection: PostgresConnection) throws -> [(kind: String, status: String, count: Int)] {
+        try connection.query("SELECT kind, status, count(*)::bigint AS n FROM outbox GROUP BY kind, status ORDER BY kind, status").map {
+            (try $0.decode("kind"), try $0.decode("status"), Int(try $0.decode("n", as: Int64.self)))
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdPostgres
+import IssuerdWire
+
+/// Creates step-up challenges (`POST /v1/tsp/activation-codes`): one transaction locks the
+/// token, checks the decision's method restriction and the hourly send limit, supersedes the
+/// token's pending challenge, stores the new code's HMAC, and enqueues its delivery with the
+/// code and destination sealed (see ``OutboxSealer``).
+struct ChallengeIssuer: Sendable {
+    let database: PostgresPool
+    let vault: PANVault
+    let sealer: OutboxSealer
+    let settings: StepUpSettings
+    let metrics: StepUpMetrics
+
+    /// Issues a challenge for `request`.
+    ///
+    /// - Throws: 404 unknown token or method, 409 token not awaiting verification, 422 method not
+    ///   allowed or no destination on file, 429 over the hourly send limit.
+    func issue(_ request: ActivationCodeRequest, now: Date) throws -> ActivationCodeResponse {
+        guard (1...128).contains(request.tokenReference.utf8.count) else { throw StepUpError.invalidRequest("tokenReference must be 1 to 128 bytes") }
+        guard let method = StepUpMethod(methodID: request.activationMethodId) else { throw StepUpError.methodNotFound() }
+        let response = try database.transaction { connection -> ActivationCodeResponse in
+            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else { throw StepUpError.tokenNotFound() }
+            guard token.status == StepUpToken.awaitingVerification else { throw StepUpError.invalidState("the token is not awaiting verification") }
+            // The rules already removed SMS and ARS when the phone number changed recently.
+            if let allowed = token.allowedMethods, !allowed.contains(method.rawValue) {
+                throw StepUpError.methodNotAllowed("the risk decision did not offer \(method.rawValue) for this token")
+            }
+            let destination = try Self.destination(for: method, customerID: token.customerID, connection: connection)
+            if method.sendsCode { try enforceSendLimit(token.tokenReference, now: now, connection: connection) }
+            try connection.execute(
+                "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'")
+
+            let challengeID = UUID()
+            let challengeText = challengeID.uuidString.lowercased()
+            let expiresAt = now.addingTimeInterval(OutboxBackoff.seconds(settings.codeLifetime))
+            let code = method.sendsCode ? try OneTimeCode.generate() : nil
+            let digest = try code.map { try vault.otpDigest(code: $0, challengeId: challengeText) }
+            let masked = destination.map { method == .email ? DestinationMask.email($0) : DestinationMask.phone($0) } ?? "issuer app"
+            try connection.execute(
+                """
+                INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, code_hmac,
+                                        key_version, status, max_attempts, expires_at, created_at)
+                VALUES (\(challengeID), \(token.tokenReference), \(token.cardID), \(token.customerID), \(method.rawValue), \(masked),
+                        \(digest), \(vault.keyRing.fingerprintVersion), 'pending', \(settings.maxAttempts), \(expiresAt), \(now))
+                """)
+            if let code, let destination {
+                let dedupKey = "notify:\(challengeText)"
+                let secret = Array(try JSONEncoder().encode(StepUpSecret(code: code, destination: destination)))
+                let sealed = try sealer.seal(secret, dedupKey: dedupKey)
+                let locale = MessageLocale(deviceLocale: token.deviceLocale) ?? settings.defaultLocale
+                let payload = StepUpDeliveryPayload(
+                    challengeId: challengeText, tokenReference: token.tokenReference, method: method.rawValue, destinationMasked: masked,
+                    expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
+                    validMinutes: Int(OutboxBackoff.seconds(settings.codeLifetime) / 60), keyVersion: sealed.keyVersion,
+                    sealed: BinaryEncoding.base64String(sealed.bytes))
+                try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)
+            }
+            try AuditLog.append(
+                actor: "tsp", action: "challenge.created", subject: "token:\(token.tokenReference)",
+                details: ["challengeId": challengeText, "method": method.rawValue, "destination": masked], at: now, connection: connection)
+            return ActivationCodeResponse(challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
+        }
+        metrics.record(method: method.rawValue, result: "sent")
+        return response
+    }
+
+    /// The cardholder's phone or e-mail on file; nil for the app method.
+    private static func destination(for method: StepUpMethod, customerID: String, connection: PostgresConnection) throws -> String? {
+        guard method.sendsCode else { return nil }
+        let customer = try CustomerStore.find(customerID, connection: connection)
+        let value = method == .email ? customer?.email : customer?.phoneNumber
+        guard let value, !value.isEmpty else { throw StepUpError.methodNotAllowed("no \(method == .email ? "e-mail address" : "phone number") on file") }
+        return value
+    }
+
+    /// At most `maxSendsPerHour` codes per token in any hour, counted under the token's lock.
+    private func enforceSendLimit(_ tokenReference: String, now: Date, connection: PostgresConnection) throws {
+        let windowStart = now.addingTimeInterval(-3600)
+        let rows = try connection.query(
+            """
+            SELECT count(*)::bigint AS n, min(created_at) AS oldest FROM challenges
+            WHERE token_reference = \(tokenReference) AND method <> 'app' AND created_at > \(windowStart)
+            """)
+        guard let row = rows.first, try row.decode("n", as: Int64.self) >= settings.maxSendsPerHour else { return }
+        let oldest = try row.decode("oldest", as: Date?.self) ?? now
+        throw StepUpError.rateLimited(retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)))
+    }
+}
+
+/// ISO-8601 text for wire timestamps.
+enum Timestamps {
+    /// `2025-03-01T09:30:00Z` (UTC, whole seconds).
+    static func iso8601(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,35 @@
+/// The text delivered with a one-time code, in Korean or English.
+///
+/// Every message says never to share the code: social engineering of codes ("the bank's
+/// security team needs the number you just received") is how yellow-path fraud works.
+enum StepUpMessage {
+    /// The message for `code` sent by `method`.
+    ///
+    /// - Parameters:
+    ///   - minutes: The code's lifetime, stated so the cardholder knows it expires.
+    static func text(code: String, method: StepUpMethod, locale: MessageLocale, minutes: Int) -> String {
+        switch (locale, method) {
+        case (.korean, .ars):
+            // Voice: digits read one by one, twice, so the listener can write them down.
+            let spoken = code.map(String.init).joined(separator: ", ")
+            return "Apple Pay 카드 등록 인증번호는 \(spoken) 입니다. 다시 한 번, \(spoken). "
+                + "이 번호를 누구에게도 알려주지 마세요. 카드사 직원도 인증번호를 묻지 않습니다."
+        case (.korean, .email):
+            return "Apple Pay 카드 등록 인증번호: \(code)\n\(minutes)분 동안 유효합니다.\n"
+                + "이 번호를 누구에게도 알려주지 마세요. 카드사는 전화나 메시지로 인증번호를 묻지 않습니다. "
+                + "본인이 요청하지 않았다면 즉시 고객센터로 연락해 주세요."
+        case (.korean, _):
+            return "[Apple Pay 카드 등록] 인증번호 \(code) (\(minutes)분 유효). 타인에게 절대 알려주지 마세요. 카드사는 인증번호를 묻지 않습니다."
+        case (.english, .ars):
+            let spoken = code.map(String.init).joined(separator: ", ")
+            return "Your Apple Pay card verification code is \(spoken). Again: \(spoken). "
+                + "Never share this code with anyone. We will never ask you for it."
+        case (.english, .email):
+            return "Your Apple Pay card verification code: \(code)\nIt expires in \(minutes) minutes.\n"
+                + "Never share this code with anyone. We will never ask for it by phone or message. "
+                + "If you did not ask for it, call us at once."
+        case (.english, _):
+            return "Apple Pay card verification code: \(code) (valid \(minutes) min). Never share it with anyone; we will never ask for it."
+        }
+    }
+}
