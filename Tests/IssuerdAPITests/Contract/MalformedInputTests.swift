@@ -53,7 +53,7 @@ struct MalformedInputTests {
             #expect(probe.status < 500, "\(route.method) \(route.pattern) answered \(probe.status) to {}")
 
             let strict = MalformedBodies.strict
-            let mutations = MalformedBodies.mutations
+            let mutations = MalformedBodies.mutations + MalformedBodies.lenientSyntax
             let cases = strict.map { ($0, needsFields) } + mutations.map { ($0, false) }
             let requests = try cases.map { try request($0.0.body, contentType: $0.0.contentType) }
             for start in stride(from: 0, to: requests.count, by: 16) {
