@@ -1,7 +1,105 @@
+import Foundation
+import IssuerdCore
 import IssuerdHTTP
+import IssuerdWire
 
-/// Routes for analysts and operators: customers, cards, card status, attempts.
+/// Routes for analysts and operators: customers, cards and card status.
+///
+/// Every caller is an API key: `analyst` may read, `admin` may also change; `ivr` may do nothing
+/// here. Every change commits in one transaction with its audit entry.
 enum AdminRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
+        let changes = context.metrics.counter(
+            "issuerd_admin_changes_total", help: "Changes made through the admin API and the CLI, by action.", labels: ["action"])
+        let tokens = context.metrics.counter(
+            "issuerd_card_status_tokens_total", help: "Tokens suspended, resumed or deleted because their card changed status.",
+            labels: ["status"])
+
+        table.add(.post, "/v1/admin/customers") { request in
+            let principal = try context.apiKeys.authenticate(request, roles: [.admin])
+            return try context.idempotency.run(request, scope: "\(principal.auditActor):customers") {
+                let record = try CustomerAdministration.validate(try request.decodeJSON(CustomerUpsertRequest.self))
+                let now = context.now
+                let (stored, created) = try context.database.transaction { connection in
+                    try CustomerAdministration.upsert(record, actor: principal.auditActor, now: now, connection: connection)
+                }
+                changes.increment(labels: [created ? "customer.created" : "customer.updated"])
+                request.logger.info("customer upserted", ["customerId": .string(stored.customerID), "created": .bool(created)])
+                return try .json(CustomerAdministration.view(stored, created: created), status: created ? 201 : 200)
+            }
+        }
+
+        table.add(.post, "/v1/admin/cards") { request in
+            let principal = try context.apiKeys.authenticate(request, roles: [.admin])
+            return try context.idempotency.run(request, scope: "\(principal.auditActor):cards") {
+                let now = context.now
+                let card = try CardRegistration.validate(try request.decodeJSON(CardCreateRequest.self), now: now)
+                let record = try context.database.transaction { connection in
+                    try CardRegistration.register(card, actor: principal.auditActor, now: now, vault: context.vault, connection: connection)
+                }
+                changes.increment(labels: ["card.created"])
+                request.logger.info("card registered", ["cardId": .string(record.cardID), "pan": card.pan.logValue])
+                return try .json(CardRegistration.adminCard(record), status: 201)
+            }
+        }
+
+        table.add(.get, "/v1/admin/cards/{cardId}") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.admin, .analyst])
+            let cardID = try Self.cardID(request)
+            guard let record = try context.database.withConnection({ try CardStore.find(cardID, connection: $0) }) else {
+                throw Self.cardNotFound()
+            }
+            return try .json(CardRegistration.adminCard(record))
+        }
+
+        table.add(.post, "/v1/admin/cards/{cardId}/status") { request in
+            let principal = try context.apiKeys.authenticate(request, roles: [.admin])
+            let cardID = try Self.cardID(request)
+            let body = try request.decodeJSON(CardStatusRequest.self)
+            guard body.status.utf8.count <= 16, let status = CardStatusValue(rawValue: body.status) else {
+                throw AdminValidation.invalid("status", "must be one of \(CardStatusValue.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            let reason = try body.reason.map { try AdminValidation.text($0, field: "reason", maxLength: 256, allowEmpty: true) }
+            let now = context.now
+            let outcome = try context.database.transaction { connection in
+                try CardStatusChange.apply(cardID: cardID, to: status, reason: reason, actor: principal.auditActor, now: now, connection: connection)
+            }
+            guard let outcome else { throw Self.cardNotFound() }
+            if outcome.previous != status {
+                changes.increment(labels: ["card.status_changed"])
+                if outcome.tokensAffected > 0 { tokens.increment(by: Double(outcome.tokensAffected), labels: [status.rawValue]) }
+                request.logger.info(
+                    "card status changed",
+                    ["cardId": .string(cardID), "from": .string(outcome.previous.rawValue), "to": .string(status.rawValue),
+                     "tokensAffected": .int(outcome.tokensAffected)])
+            }
+            return try .json(CardStatusAnswer(card: CardRegistration.adminCard(outcome.card), tokensAffected: outcome.tokensAffected))
+        }
+    }
+
+    /// The path's card id; one that could never exist is simply not found.
+    private static func cardID(_ request: HTTPRequest) throws -> String {
+        guard let id = request.pathParameters["cardId"], (try? AdminValidation.identifier(id, field: "cardId")) != nil else {
+            throw cardNotFound()
+        }
+        return id
+    }
+
+    private static func cardNotFound() -> HTTPError {
+        HTTPError(status: 404, code: AdminErrorCode.cardNotFound, message: "no such card")
+    }
+}
+
+/// `AdminCard` plus `tokensAffected`, flat in one object.
+struct CardStatusAnswer: Encodable, Sendable {
+    var card: AdminCard
+    var tokensAffected: Int
+
+    private enum CodingKeys: String, CodingKey { case tokensAffected }
+
+    func encode(to encoder: any Encoder) throws {
+        try card.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(tokensAffected, forKey: .tokensAffected)
     }
 }

@@ -9,6 +9,10 @@ enum CommandLineTool {
         Command(AppleCommand.self),
         Command(DevCommand.self),
         Command(RulesCommand.self),
+        Command(APIKeyCommand.self),
+        Command(CardsCommand.self),
+        Command(AuditCommand.self),
+        Command(KeysCommand.self),
         Command(DemoCommand.self),
         Command(HealthCommand.self),
     ]

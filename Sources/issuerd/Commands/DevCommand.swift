@@ -4,9 +4,10 @@ import IssuerdCrypto
 /// `issuerd dev …`: development helpers.
 enum DevCommand: CommandDefinition {
     static let name = "dev"
-    static let summary = "development helpers (dev pki: generate an Apple-shaped test PKI)"
+    static let summary = "development helpers (dev pki: an Apple-shaped test PKI; dev token: an app JWT)"
     static let usage = """
         issuerd dev pki --out DIR [--at ISO8601]
+        issuerd dev token --customer ID [--ttl 1h]
 
         Generates an Apple-shaped development PKI in DIR: a root (root.pem/.der), an intermediate
         named "Apple Worldwide Developer Relations CA - G2", a P-256 leaf with the Apple marker OID
@@ -14,6 +15,9 @@ enum DevCommand: CommandDefinition {
         leaf for RSA_V2 (leaf-rsa*), a Mastercard TAV signing key (tav-signing-key.pem), chain
         files, and every private key (mode 0600). Trust it with --trust DIR/root.pem or
         ISSUERD_APPLE_TRUST=DIR/root.pem. Never use these keys in production.
+
+        dev token prints an HS256 issuer-app JWT for customer ID signed with
+        ISSUERD_APP_JWT_SECRET (see issuerd dev token --help).
         """
 
     static func run(_ words: [String]) throws -> Int32 {
@@ -21,7 +25,8 @@ enum DevCommand: CommandDefinition {
             print(usage)
             return words.isEmpty ? 2 : 0
         }
-        guard sub == "pki" else { throw UsageError("unknown subcommand '\(sub)' (pki)") }
+        if sub == "token" { return try DevTokenCommand.run(Array(words.dropFirst())) }
+        guard sub == "pki" else { throw UsageError("unknown subcommand '\(sub)' (pki, token)") }
         let arguments = try Arguments(Array(words.dropFirst()), options: ["out", "at"])
         if arguments.wantsHelp {
             print(usage)

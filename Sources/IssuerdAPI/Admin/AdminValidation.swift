@@ -1,0 +1,112 @@
+import Foundation
+import IssuerdHTTP
+
+/// The error codes of the admin surface (docs/api-errors.md). Kept in their own namespace rather
+/// than as `HTTPError.Code` members, so other route groups may declare the same codes without a
+/// clash when the branches meet.
+enum AdminErrorCode {
+    /// A value is out of its bounds or enumeration.
+    static let invalidRequest: HTTPError.Code = "invalid_request"
+    /// A card to register fails the Luhn check or has expired.
+    static let invalidCard: HTTPError.Code = "invalid_card"
+    /// A `cardId` (or PAN) given on creation already exists.
+    static let alreadyExists: HTTPError.Code = "already_exists"
+    /// The named customer does not exist.
+    static let customerNotFound: HTTPError.Code = "customer_not_found"
+    /// The named card does not exist.
+    static let cardNotFound: HTTPError.Code = "card_not_found"
+    /// The state change is not allowed from the current state.
+    static let invalidState: HTTPError.Code = "invalid_state"
+}
+
+/// Bounds and shapes of the values operators send, checked before anything reaches the database
+/// (whose CHECK constraints are the last line, not the first: a constraint violation would be a
+/// 500, and its message names columns).
+enum AdminValidation {
+    /// Card networks the schema accepts (`cards.payment_network`).
+    static let paymentNetworks: Set<String> = ["visa", "mastercard", "amex", "discover", "jcb", "unionpay", "other"]
+
+    /// 400 `invalid_request` naming the field; the value itself is never echoed.
+    static func invalid(_ field: String, _ problem: String, file: String = #fileID, line: Int = #line) -> HTTPError {
+        HTTPError(status: 400, code: AdminErrorCode.invalidRequest, message: "\(field) \(problem)", context: ["field": .string(field)], file: file, line: line)
+    }
+
+    /// An issuer-chosen identifier: 1–64 characters of `[A-Za-z0-9._:-]`.
+    static func identifier(_ value: String, field: String) throws -> String {
+        let bytes = value.utf8
+        guard (1...64).contains(bytes.count), bytes.allSatisfy(isIdentifierByte) else {
+            throw invalid(field, "must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+        }
+        return value
+    }
+
+    /// Free text shown to people (names, descriptions, reasons): bounded, no control characters.
+    static func text(_ value: String, field: String, maxLength: Int, allowEmpty: Bool = false) throws -> String {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.count <= maxLength, allowEmpty || !trimmed.isEmpty else {
+            throw invalid(field, allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
+        }
+        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw invalid(field, "must not contain control characters")
+        }
+        return trimmed
+    }
+
+    /// An E.164-like phone number: an optional `+`, then digits with spaces, dashes or
+    /// parentheses, 7 to 15 digits, at most 32 characters (Korean `010-1234-5678` included).
+    static func phoneNumber(_ value: String) throws -> String {
+        let allowed = value.utf8.enumerated().allSatisfy { index, byte in
+            (byte >= 0x30 && byte <= 0x39) || byte == 0x20 || byte == 0x2D || byte == 0x28 || byte == 0x29 || (byte == 0x2B && index == 0)
+        }
+        let digits = value.utf8.filter { $0 >= 0x30 && $0 <= 0x39 }.count
+        guard value.utf8.count <= 32, allowed, (7...15).contains(digits) else {
+            throw invalid("phoneNumber", "must be a phone number such as +821012345678 (7 to 15 digits, at most 32 characters)")
+        }
+        return value
+    }
+
+    /// An e-mail address: at most 254 characters, exactly one `@` with text on both sides, no
+    /// spaces or control characters (RFC 5321 section 4.5.3.1.3 bounds the path to 256).
+    static func email(_ value: String) throws -> String {
+        let parts = value.split(separator: "@", omittingEmptySubsequences: false)
+        let printable = value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F }
+        guard value.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, parts[0].utf8.count <= 64, printable else {
+            throw invalid("email", "must be an e-mail address of at most 254 characters")
+        }
+        return value
+    }
+
+    /// An ISO-8601 date-time with a zone, with or without fractional seconds.
+    static func timestamp(_ value: String, field: String) throws -> Date {
+        guard value.utf8.count <= 40 else { throw invalid(field, "must be an ISO-8601 date-time such as 2025-01-31T09:00:00Z") }
+        if let date = try? Date(value, strategy: .iso8601) { return date }
+        if let date = try? Date(value, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
+        throw invalid(field, "must be an ISO-8601 date-time such as 2025-01-31T09:00:00Z")
+    }
+
+    /// `MM/YY`, and not before the current month (a card is valid through the end of its month).
+    ///
+    /// - Throws: 400 for the wrong shape; 422 `invalid_card` for an expired card.
+    static func expiration(_ value: String, now: Date) throws -> String {
+        let bytes = Array(value.utf8)
+        guard bytes.count == 5, bytes[2] == 0x2F, let month = Int(value.prefix(2)), let year = Int(value.suffix(2)),
+            bytes[0...1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), bytes[3...4].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            (1...12).contains(month)
+        else { throw invalid("expiration", "must be MM/YY") }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
+        let today = calendar.dateComponents([.year, .month], from: now)
+        let current = (today.year ?? 2000) * 12 + (today.month ?? 1)
+        guard (2000 + year) * 12 + month >= current else {
+            throw HTTPError(status: 422, code: AdminErrorCode.invalidCard, message: "the card has expired", context: ["detail": "expired"])
+        }
+        return value
+    }
+
+    private static func isIdentifierByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2E, 0x5F, 0x3A, 0x2D: return true
+        default: return false
+        }
+    }
+}

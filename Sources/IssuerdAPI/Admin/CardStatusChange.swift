@@ -1,0 +1,107 @@
+import Foundation
+import IssuerdHTTP
+import IssuerdPostgres
+
+/// A card status change and what it does to the card's tokens, in one transaction with its audit
+/// entry and the TSP notifications (outbox rows; another component delivers them).
+///
+/// Token effects (api.md: lost, stolen and closed suspend or delete the card's tokens at the TSP):
+/// - `lost`, `stolen`: active and pending tokens become `suspended` (TSP action `suspend`); the
+///   state each had is kept in `tokens.issuer_suspended_from`.
+/// - `closed`: every token not yet deleted becomes `deleted` (TSP action `delete`). Closed is
+///   final: any later change is 409 `invalid_state`.
+/// - `active` (e.g. a lost card found again): only the tokens the issuer suspended go back to the
+///   state they had (TSP action `resume`); a token suspended by the TSP or the cardholder stays.
+/// - `blocked`: tokens are left alone; authorizations of a blocked card are declined anyway.
+/// Setting the status a card already has changes nothing and writes nothing.
+enum CardStatusChange {
+    /// What the change did.
+    struct Outcome: Sendable {
+        var card: CardRecord
+        var previous: CardStatusValue
+        var tokensAffected: Int
+    }
+
+    /// Applies the change within the caller's transaction.
+    ///
+    /// - Returns: nil when the card does not exist.
+    /// - Throws: 409 `invalid_state` when the card is closed.
+    static func apply(
+        cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date, connection: PostgresConnection
+    ) throws -> Outcome? {
+        guard let current = try connection.query("SELECT status FROM cards WHERE card_id = \(cardID) FOR UPDATE").first,
+            let previous = CardStatusValue(rawValue: try current.decode("status"))
+        else { return nil }
+        if previous == status {
+            guard let card = try CardStore.find(cardID, connection: connection) else { return nil }
+            return Outcome(card: card, previous: previous, tokensAffected: 0)
+        }
+        guard previous != .closed else {
+            throw HTTPError(status: 409, code: AdminErrorCode.invalidState, message: "a closed card cannot change status")
+        }
+        _ = try CardStore.setStatus(cardID, to: status, reason: reason, actor: actor, now: now, connection: connection)
+        guard let changeID = try connection.query("SELECT currval(pg_get_serial_sequence('card_status_history', 'id')) AS id").first
+        else { throw PostgresError(code: .other, message: "status history id unavailable") }
+        let statusChangeID = try changeID.decode("id", as: Int64.self)
+
+        let affected: PostgresRows
+        let action: String
+        let event: String
+        switch status {
+        case .lost, .stolen:
+            (action, event) = ("suspend", "suspended")
+            affected = try connection.query(
+                """
+                UPDATE tokens SET issuer_suspended_from = status, status = 'suspended', updated_at = \(now)
+                WHERE card_id = \(cardID) AND status IN ('active', 'pending_verification') RETURNING token_reference
+                """)
+        case .closed:
+            (action, event) = ("delete", "deleted")
+            affected = try connection.query(
+                """
+                UPDATE tokens SET status = 'deleted', issuer_suspended_from = NULL, updated_at = \(now)
+                WHERE card_id = \(cardID) AND status <> 'deleted' RETURNING token_reference
+                """)
+        case .active:
+            (action, event) = ("resume", "resumed")
+            affected = try connection.query(
+                """
+                UPDATE tokens SET status = issuer_suspended_from, issuer_suspended_from = NULL, updated_at = \(now)
+                WHERE card_id = \(cardID) AND status = 'suspended' AND issuer_suspended_from IS NOT NULL RETURNING token_reference
+                """)
+        case .blocked:
+            (action, event) = ("", "")
+            affected = try connection.query("SELECT token_reference FROM tokens WHERE false")
+        }
+        var tokens: [String] = []
+        for row in affected { tokens.append(try row.decode("token_reference")) }
+        for token in tokens.sorted() {
+            try connection.execute(
+                """
+                INSERT INTO token_events (token_reference, card_id, event, source, at)
+                VALUES (\(token), \(cardID), \(event), 'issuer', \(now))
+                """)
+            let payload = try PostgresJSON(encoding: TSPNotification(tokenReference: token, action: action, reason: "card_\(status.rawValue)", cardId: cardID))
+            try connection.execute(
+                """
+                INSERT INTO outbox (kind, dedup_key, payload, next_attempt_at)
+                VALUES ('tsp', \("tsp:\(token):\(action):\(statusChangeID)"), \(payload), \(now))
+                """)
+        }
+        var details = ["from": previous.rawValue, "to": status.rawValue, "tokensAffected": String(tokens.count)]
+        if let reason { details["reason"] = reason }
+        try AuditLog.append(actor: actor, action: "card.status_changed", subject: "card:\(cardID)", details: details, at: now, connection: connection)
+        guard let card = try CardStore.find(cardID, connection: connection) else { return nil }
+        return Outcome(card: card, previous: previous, tokensAffected: tokens.count)
+    }
+}
+
+/// The outbox payload of a TSP notification (`outbox.kind = 'tsp'`).
+struct TSPNotification: Codable, Sendable, Equatable {
+    var tokenReference: String
+    /// `suspend`, `resume` or `delete`.
+    var action: String
+    /// Why, as a stable word such as `card_lost`.
+    var reason: String
+    var cardId: String
+}

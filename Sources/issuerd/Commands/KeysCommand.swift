@@ -1,0 +1,53 @@
+import Foundation
+import IssuerdAPI
+
+/// `issuerd keys rotate`: re-seals card PANs under the current master key version.
+enum KeysCommand: CommandDefinition {
+    static let name = "keys"
+    static let summary = "re-seal card PANs under the current master key (keys rotate)"
+    static let usage = """
+        issuerd keys rotate [--batch-size N] [--config FILE]
+
+        Re-encrypts every card whose PAN is sealed under a master key version other than the
+        current one (ISSUERD_MASTER_KEY_VERSION), in batches of N (default 500), each batch one
+        transaction taking its rows with FOR UPDATE SKIP LOCKED, so the service keeps running.
+        Every batch is audited; progress goes to standard error. Running it again does nothing.
+
+        Before running: set the new key as ISSUERD_MASTER_KEY with a higher
+        ISSUERD_MASTER_KEY_VERSION, list the old one in ISSUERD_MASTER_KEY_PREVIOUS
+        (version:base64), and restart the service with the same settings. Keep the lowest
+        version configured afterwards: it keys the PAN fingerprints (docs/runbook.md).
+
+        Environment: ISSUERD_DATABASE_URL, ISSUERD_MASTER_KEY, ISSUERD_MASTER_KEY_VERSION,
+        ISSUERD_MASTER_KEY_PREVIOUS
+        """
+
+    static func run(_ words: [String]) throws -> Int32 {
+        guard let sub = words.first, sub != "--help", sub != "-h" else {
+            print(usage)
+            return words.isEmpty ? 2 : 0
+        }
+        guard sub == "rotate" else { throw UsageError("unknown subcommand '\(sub)' (rotate)") }
+        let arguments = try Arguments(Array(words.dropFirst()), options: ["batch-size", "config"])
+        if arguments.wantsHelp {
+            print(usage)
+            return 0
+        }
+        if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
+        var batchSize = 500
+        if let text = arguments.option("batch-size") {
+            guard let value = Int(text), (1...10_000).contains(value) else { throw UsageError("--batch-size must be 1 to 10000") }
+            batchSize = value
+        }
+        let reader = try OperatorCommandSupport.reader(arguments)
+        let vault = try OperatorCommandSupport.setting { try OperatorSettings.vault(reader) }
+        let pool = try OperatorCommandSupport.pool(reader)
+        defer { pool.close() }
+        let summary = try OperatorCommandSupport.failing {
+            try PANKeyRotation.run(database: pool, vault: vault, actor: OperatorCommandSupport.actor, batchSize: batchSize,
+                progress: { standardError("keys rotate: \($0) cards re-sealed") })
+        }
+        print("re-sealed \(summary.resealed) card(s) in \(summary.batches) batch(es); every card is under key version \(summary.currentVersion)")
+        return 0
+    }
+}

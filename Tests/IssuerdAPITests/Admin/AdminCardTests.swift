@@ -1,0 +1,178 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdPostgres
+import IssuerdTestSupport
+import Testing
+
+@testable import IssuerdAPI
+
+@Suite("Admin customers and cards over HTTP")
+struct AdminCardTests {
+    @Test("A customer is created (201) then updated (200); the answer masks phone and e-mail; both are audited")
+    func customerUpsert() throws {
+        let app = try TestApplication()
+        let key = try app.apiKey(role: .admin)
+        let created = try app.client.postJSON(
+            "/v1/admin/customers", #"{"customerId":"cust-1","phoneNumber":"01012345678","email":"hong.gildong@example.com"}"#,
+            headers: AdminFixtures.bearer(key))
+        #expect(created.status == 201)
+        let body = try #require(created.jsonObject())
+        #expect(body["customerId"] as? String == "cust-1")
+        #expect(body["phoneNumber"] as? String == "010-****-5678")
+        #expect(body["email"] as? String == "h********g@example.com")
+        #expect(!created.text.contains("01012345678"))
+        #expect(!created.text.contains("hong.gildong"))
+
+        let updated = try app.client.postJSON(
+            "/v1/admin/customers", #"{"customerId":"cust-1","phoneNumber":"01099998888","phoneChangedAt":"2025-03-01T10:00:00Z"}"#,
+            headers: AdminFixtures.bearer(key))
+        #expect(updated.status == 200)
+        #expect(updated.jsonObject()?["phoneChangedAt"] as? String == "2025-03-01T10:00:00Z")
+        let stored = try app.pool.withConnection { try CustomerStore.find("cust-1", connection: $0) }
+        #expect(stored?.phoneNumber == "01099998888")
+
+        let actions = try app.pool.withConnection { connection in
+            try connection.query("SELECT action FROM audit_log ORDER BY seq").map { try $0.decode("action", as: String.self) }
+        }
+        #expect(actions == ["customer.created", "customer.updated"])
+        #expect(try app.pool.withConnection { try AuditLog.verify(connection: $0) }.isIntact)
+    }
+
+    @Test(
+        "Customer fields out of bounds are 400 invalid_request naming the field",
+        arguments: [
+            (#"{"customerId":""}"#, "customerId"),
+            (#"{"customerId":"has space"}"#, "customerId"),
+            (#"{"customerId":"\#(String(repeating: "x", count: 65))"}"#, "customerId"),
+            (#"{"customerId":"c","phoneNumber":"12"}"#, "phoneNumber"),
+            (#"{"customerId":"c","phoneNumber":"+82 10 1234 5678 ext 99"}"#, "phoneNumber"),
+            (#"{"customerId":"c","email":"no-at-sign"}"#, "email"),
+            (#"{"customerId":"c","email":"a@b@c"}"#, "email"),
+            (#"{"customerId":"c","email":"\#(String(repeating: "a", count: 250))@x.io"}"#, "email"),
+            (#"{"customerId":"c","phoneChangedAt":"yesterday"}"#, "phoneChangedAt"),
+            (#"{"customerId":"c","addressChangedAt":"2025-13-01T00:00:00Z"}"#, "addressChangedAt"),
+        ])
+    func customerValidation(body: String, field: String) throws {
+        let app = try TestApplication()
+        let response = try app.client.postJSON("/v1/admin/customers", body, headers: AdminFixtures.bearer(try app.apiKey(role: .admin)))
+        #expect(response.status == 400)
+        let error = try #require(response.errorEnvelope())
+        #expect(error["code"] as? String == "invalid_request")
+        #expect(error["field"] as? String == field)
+    }
+
+    @Test("A card is registered without echoing its PAN, read back by an analyst, and audited with only its last four")
+    func registerAndRead() throws {
+        let app = try TestApplication()
+        let admin = try app.apiKey(role: .admin)
+        let pan = AdminFixtures.pan(serial: 7)
+        _ = try app.client.postJSON("/v1/admin/customers", #"{"customerId":"cust-7"}"#, headers: AdminFixtures.bearer(admin))
+        let response = try app.client.postJSON(
+            "/v1/admin/cards",
+            #"{"customerId":"cust-7","accountNumber":"\#(pan)","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"LEE","paymentNetwork":"visa","country":"KR"}"#,
+            headers: AdminFixtures.bearer(admin))
+        #expect(response.status == 201)
+        #expect(!response.text.contains(pan))
+        let card = try #require(response.jsonObject())
+        let cardID = try #require(card["cardId"] as? String)
+        #expect(cardID.hasPrefix("card_") && cardID.count == 29)
+        #expect(card["primaryAccountSuffix"] as? String == String(pan.suffix(4)))
+        #expect(card["status"] as? String == "active")
+        #expect(card["localizedDescription"] as? String == "Visa •••• \(pan.suffix(4))")
+
+        let analyst = try app.apiKey(role: .analyst)
+        let read = try app.client.get("/v1/admin/cards/\(cardID)", headers: AdminFixtures.bearer(analyst))
+        #expect(read.status == 200)
+        #expect(read.jsonObject()?["cardId"] as? String == cardID)
+        #expect(read.jsonObject()?["country"] as? String == "KR")
+        #expect(try app.client.get("/v1/admin/cards/nope", headers: AdminFixtures.bearer(analyst)).errorEnvelope()?["code"] as? String == "card_not_found")
+
+        // The stored PAN opens to the digits sent, and the audit entry holds no PAN.
+        let record = try #require(try app.pool.withConnection { try CardStore.find(cardID, connection: $0) })
+        #expect(try CardStore.openPAN(record, vault: PANVault(keyRing: MasterKeyRing(keys: [1: SymmetricKey(bytes: Array(repeating: 0x42, count: 32))]))).unsafeDigits == pan)
+        let details = try app.pool.withConnection { connection in
+            try connection.query("SELECT details FROM audit_log WHERE action = 'card.created'").map { try $0.decode("details", as: String.self) }
+        }
+        #expect(details.count == 1)
+        #expect(!(details.first ?? pan).contains(pan))
+    }
+
+    @Test(
+        "Bad card registrations are refused with the documented status and code",
+        arguments: [
+            ("accountNumber", "4111111111111112", 422, "invalid_card"),
+            ("accountNumber", "41111111111111111111111", 422, "invalid_card"),
+            ("expiration", "01/20", 422, "invalid_card"),
+            ("expiration", "13/40", 400, "invalid_request"),
+            ("expiration", "1/40", 400, "invalid_request"),
+            ("paymentNetwork", "diners", 400, "invalid_request"),
+            ("status", "stolen-ish", 400, "invalid_request"),
+            ("country", "kr", 400, "invalid_request"),
+            ("cardholderName", "", 400, "invalid_request"),
+            ("cardholderName", String(repeating: "N", count: 129), 400, "invalid_request"),
+            ("cardholderName", "KIM\u{7}", 400, "invalid_request"),
+            ("customerId", "nobody", 404, "customer_not_found"),
+            ("cardId", "bad id", 400, "invalid_request"),
+        ])
+    func badCards(field: String, value: String, status: Int, code: String) throws {
+        let app = try TestApplication()
+        let admin = try app.apiKey(role: .admin)
+        _ = try app.client.postJSON("/v1/admin/customers", #"{"customerId":"cust-1"}"#, headers: AdminFixtures.bearer(admin))
+        var fields = [
+            "customerId": "cust-1", "accountNumber": AdminFixtures.pan(serial: 1), "expiration": AdminFixtures.futureExpiration,
+            "cardholderName": "KIM", "paymentNetwork": "visa",
+        ]
+        fields[field] = value
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: fields), as: UTF8.self)
+        let response = try app.client.postJSON("/v1/admin/cards", body, headers: AdminFixtures.bearer(admin))
+        #expect(response.status == status, "\(field): \(response.text)")
+        #expect(response.errorEnvelope()?["code"] as? String == code)
+        #expect(!response.text.contains(AdminFixtures.pan(serial: 1)))
+        let count = try app.pool.withConnection { try $0.query("SELECT count(*) AS n FROM cards").first?.decode("n", as: Int64.self) }
+        #expect(count == 0)
+    }
+
+    @Test("A duplicate card id or PAN is 409 already_exists; an Idempotency-Key replays the first answer")
+    func duplicatesAndIdempotency() throws {
+        let app = try TestApplication()
+        let admin = try app.apiKey(role: .admin)
+        try AdminFixtures.registerCard(app, adminKey: admin, customer: "c1", card: "card-a", serial: 1)
+        let sameID = #"{"cardId":"card-a","customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 2))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
+        let first = try app.client.postJSON("/v1/admin/cards", sameID, headers: AdminFixtures.bearer(admin))
+        #expect(first.status == 409)
+        #expect(first.errorEnvelope()?["code"] as? String == "already_exists")
+        let samePAN = #"{"cardId":"card-b","customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 1))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
+        #expect(try app.client.postJSON("/v1/admin/cards", samePAN, headers: AdminFixtures.bearer(admin)).status == 409)
+
+        var headers = AdminFixtures.bearer(admin)
+        headers["Idempotency-Key"] = "import-42"
+        let fresh = #"{"customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 3))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
+        let once = try app.client.postJSON("/v1/admin/cards", fresh, headers: headers)
+        let twice = try app.client.postJSON("/v1/admin/cards", fresh, headers: headers)
+        #expect(once.status == 201)
+        #expect(twice.status == 201)
+        #expect(once.jsonObject()?["cardId"] as? String == twice.jsonObject()?["cardId"] as? String)
+        #expect(twice.header("Idempotent-Replayed") == "true")
+        #expect(try app.client.postJSON("/v1/admin/cards", samePAN, headers: headers).status == 409)
+        let count = try app.pool.withConnection { try $0.query("SELECT count(*) AS n FROM cards").first?.decode("n", as: Int64.self) }
+        #expect(count == 2)
+    }
+
+    @Test("Roles: ivr may do nothing here, analyst may read but not change, no key is 401")
+    func roles() throws {
+        let app = try TestApplication()
+        let admin = try app.apiKey(role: .admin)
+        try AdminFixtures.registerCard(app, adminKey: admin, customer: "c1", card: "card-r", serial: 11)
+        let analyst = AdminFixtures.bearer(try app.apiKey(role: .analyst))
+        let ivr = AdminFixtures.bearer(try app.apiKey(role: .ivr))
+        #expect(try app.client.get("/v1/admin/cards/card-r", headers: ivr).status == 403)
+        #expect(try app.client.get("/v1/admin/cards/card-r").status == 401)
+        #expect(try app.client.get("/v1/admin/cards/card-r", headers: ["Authorization": "Bearer isk_nope_nope"]).status == 401)
+        for headers in [analyst, ivr] {
+            #expect(try app.client.postJSON("/v1/admin/customers", #"{"customerId":"c2"}"#, headers: headers).status == 403)
+            #expect(try app.client.postJSON("/v1/admin/cards/card-r/status", #"{"status":"lost"}"#, headers: headers).status == 403)
+            #expect(try app.client.postJSON("/v1/admin/cards", #"{}"#, headers: headers).status == 403)
+        }
+        #expect(try app.client.postJSON("/v1/admin/customers", #"{"customerId":"c2"}"#, headers: ["Authorization": "Bearer \(try app.appToken(customer: "c1"))"]).status == 401)
+    }
+}
