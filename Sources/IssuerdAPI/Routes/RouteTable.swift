@@ -17,6 +17,12 @@ struct RouteTable {
             } catch let error as PostgresError where error.code == .unavailable || error.code == .poolTimeout {
                 request.logger.warning("database unavailable", ["error": "\(error.code)"])
                 throw HTTPError.databaseUnavailable()
+            } catch let error as PostgresError where error.isRejectedValue {
+                // A value PostgreSQL cannot hold (a NUL in text, a string over a column's limit,
+                // an index entry too large) that slipped past a handler's own validation is
+                // still the caller's mistake, not a server fault.
+                request.logger.notice("value refused by the database", ["sqlState": .string(error.sqlState ?? "none")])
+                throw HTTPError(status: 400, code: "invalid_request", message: "a value in the request is malformed or too long")
             }
         }
     }
@@ -33,5 +39,13 @@ extension HTTPError {
         var error = HTTPError(status: 503, code: .databaseUnavailable, message: "the database is unavailable; retry shortly", file: file, line: line)
         error.headers.set("Retry-After", "1")
         return error
+    }
+}
+
+extension PostgresError {
+    /// NUL bytes in text (refused by libpq before sending), data exceptions (SQLSTATE class 22)
+    /// and program limits such as an over-long index entry (54000).
+    var isRejectedValue: Bool {
+        code == .invalidParameter || (sqlState.map { $0.hasPrefix("22") || $0 == "54000" } ?? false)
     }
 }
