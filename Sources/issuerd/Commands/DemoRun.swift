@@ -22,7 +22,7 @@ struct DemoRun {
             http.send(
                 "POST", "/v1/admin/customers", json: [
                     "customerId": customer, "phoneNumber": "+82 10 1234 5678", "email": "hong.gildong@example.com",
-                    "phoneChangedAt": yearAgo, "addressChangedAt": yearAgo,
+                    "phoneChangedAt": yearAgo, "emailChangedAt": yearAgo, "addressChangedAt": yearAgo,
                 ], headers: admin), [200, 201], "create customer")
         let pan1 = try Self.testPAN(prefix: "4"), pan2 = try Self.testPAN(prefix: "5")
         let card1 = try expect(http.send("POST", "/v1/admin/cards", json: card(customer, pan1, "visa"), headers: admin), [201], "create card 1")
