@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "IssuerdPostgresTests", dependencies: ["IssuerdPostgres", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
-        .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport", "IssuerdClient"]),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
     ],
     swiftLanguageModes: [.v6]
