@@ -44,9 +44,9 @@ enum AttemptStore {
                 flow, decision, allowed_methods, ruleset_version, facts, created_at)
             VALUES (\(record.attemptID), \(record.channel), \(record.cardID), \(record.customerID), \(record.deviceID),
                 \(record.cardholderNameHash), \(record.tokenReference), \(record.tokenRequestorID), \(record.tokenizationSource),
-                \(record.requestID), \(try json(record.inputs)), \(try json(record.features)), \(try json(record.hits)),
-                \(try json(record.unknowns)), \(record.flow.description), \(record.decision), \(record.allowedMethods),
-                \(record.rulesetVersion), \(try json(record.facts)), \(record.createdAt))
+                \(record.requestID), \(json(.object(record.inputs))), \(json(.object(record.features))), \(json(.array(record.hits))),
+                \(json(.array(record.unknowns.map(JSONValue.string)))), \(record.flow.description), \(record.decision), \(record.allowedMethods),
+                \(record.rulesetVersion), \(json(.object(record.facts))), \(record.createdAt))
             """)
     }
 
@@ -126,8 +126,9 @@ enum AttemptStore {
         ]
     }
 
-    static func json(_ value: some Encodable) throws -> PostgresJSON {
-        try PostgresJSON(encoding: value)
+    /// JSON values are written directly (see ``JSONValue/jsonText``): this runs for every decision.
+    static func json(_ value: JSONValue) -> PostgresJSON {
+        PostgresJSON(rawJSON: value.jsonText)
     }
 
     static func decode(_ value: PostgresJSON) throws -> JSONValue {
