@@ -66,6 +66,12 @@ public enum JSONText {
     /// Appends `value` as a JSON string literal, escaping per RFC 8259 section 7.
     public static func appendString(_ value: String, to out: inout String) {
         out.append("\"")
+        // Most strings (ids, base64, names) need no escaping: copy them whole.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            out.append(value)
+            out.append("\"")
+            return
+        }
         for scalar in value.unicodeScalars {
             switch scalar {
             case "\"": out.append("\\\"")
