@@ -61,11 +61,11 @@ struct AppTokenVerifier: Sendable {
 
     /// Mints an HS256 token (development and tests: `issuerd dev token`).
     static func mintHS256(secret: String, customerID: String, lifetime: TimeInterval, now: Date) throws -> String {
-        let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+        let header = BinaryEncoding.base64URLString(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
         let claims: [String: Any] = ["sub": customerID, "iat": Int(now.timeIntervalSince1970), "exp": Int(now.timeIntervalSince1970 + lifetime)]
-        let payload = Base64URL.encode(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
+        let payload = BinaryEncoding.base64URLString(Array(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])))
         let signingInput = Array((header + "." + payload).utf8)
         let mac = HMACSHA256.authenticationCode(for: signingInput, using: try SymmetricKey(bytes: Array(secret.utf8)))
-        return header + "." + payload + "." + Base64URL.encode(mac)
+        return header + "." + payload + "." + BinaryEncoding.base64URLString(mac)
     }
 }

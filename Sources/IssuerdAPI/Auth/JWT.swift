@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCrypto
 
 /// A compact JWS (RFC 7515 §7.1) split into its parts, with the claims issuerd reads.
 ///
@@ -25,9 +26,9 @@ struct JWT {
         guard token.utf8.count <= Self.maximumLength else { return nil }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-            let headerBytes = Base64URL.decode(parts[0]),
-            let payloadBytes = Base64URL.decode(parts[1]),
-            let signature = Base64URL.decode(parts[2]),
+            let headerBytes = try? BinaryEncoding.decodeBase64URL(parts[0]),
+            let payloadBytes = try? BinaryEncoding.decodeBase64URL(parts[1]),
+            let signature = try? BinaryEncoding.decodeBase64URL(parts[2]),
             let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
             let payload = try? JSONSerialization.jsonObject(with: Data(payloadBytes)) as? [String: Any],
             let algorithm = header["alg"] as? String
@@ -40,28 +41,5 @@ struct JWT {
         self.subject = payload["sub"] as? String
         self.expiresAt = (payload["exp"] as? NSNumber)?.doubleValue
         self.notBefore = (payload["nbf"] as? NSNumber)?.doubleValue
-    }
-}
-
-/// base64url without padding (RFC 4648 §5), as JOSE uses it.
-enum Base64URL {
-    /// Decodes unpadded (or padded) base64url; `nil` on any other character.
-    static func decode(_ text: Substring) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ byte in
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-                || byte == 0x2D || byte == 0x5F || byte == 0x3D
-        }) else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 = base64.replacingOccurrences(of: "=", with: "")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64).map(Array.init)
-    }
-
-    /// Encodes without padding.
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }
