@@ -37,7 +37,7 @@ pg_start() {
     fi
     if ! pg_as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-            -o "-k $dir/sock -p $port -c listen_addresses='' -c max_connections=200 -c fsync=${ISSUERD_PG_FSYNC:-on}" start >/dev/null \
+            -o "-k $dir/sock -p $port -c listen_addresses='' -c max_connections=200 -c fsync=${ISSUERD_PG_FSYNC:-on} ${ISSUERD_PG_OPTIONS:-}" start >/dev/null \
             || { tail -n 20 "$dir/server.log" >&2; die "PostgreSQL did not start (log: $dir/server.log)"; }
     fi
     export PGHOST="$dir/sock" PGPORT="$port" PGUSER=postgres
