@@ -71,10 +71,12 @@ struct ErrorMappingTests {
     }
 
     @Test func transportFailureIsTypedAndSafeToPrint() async throws {
-        // A port that was just free: nothing listens there any more.
-        let server = try StubHTTPServer { _, _ in .json(200, "{}") }
-        server.stop()
-        let client = ClientFixtures.client(for: server)
+        // A port held by a bound socket that never listens: connections are refused for as long
+        // as the socket is open. (A stub stopped just before could see its freed port taken by
+        // another suite's stub running in parallel, which would then answer.)
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        let client = ClientFixtures.client(baseURL: URL(string: "http://127.0.0.1:\(refusing.port)")!, retry: .never)
         let error = await #expect(throws: IssuerdClientError.self) { try await client.cards() }
         #expect(error?.code == .transport)
         #expect(error?.underlying != nil)

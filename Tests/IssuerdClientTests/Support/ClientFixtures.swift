@@ -26,6 +26,13 @@ enum ClientFixtures {
             tokenProvider: { token })
     }
 
+    /// A client for an arbitrary base URL (e.g. a port that refuses connections).
+    static func client(baseURL: URL, retry: RetryPolicy) -> IssuerdClient {
+        IssuerdClient(
+            baseURL: baseURL, session: URLSession(configuration: .ephemeral), timeBudget: .seconds(120), retryPolicy: retry,
+            tokenProvider: { token })
+    }
+
     /// Bytes that differ on every call, so a decoded value cannot match by accident.
     static func randomBytes(_ count: Int) -> Data {
         Data((0..<count).map { _ in UInt8.random(in: 0...255) })
