@@ -44,24 +44,10 @@ public struct RuleExample: Sendable {
 /// Parses `.cases` files.
 enum RuleExampleParser {
     static func parse(file: String, text: String) -> (examples: [RuleExample], diagnostics: [RuleDiagnostic]) {
-        let tokens: [Token]
-        do {
-            tokens = try Lexer.tokenize(file: file, text: text)
-        } catch {
-            return ([], [error])
+        let parsed = TokenStream.parseBlocks(file: file, text: text, block: example) { stream in
+            while !stream.atEnd, !stream.current.isWord("example") { stream.advance() }
         }
-        var stream = TokenStream(tokens)
-        var examples: [RuleExample] = []
-        var diagnostics: [RuleDiagnostic] = []
-        while !stream.atEnd {
-            do {
-                examples.append(try example(&stream))
-            } catch {
-                diagnostics.append(error)
-                while !stream.atEnd, !stream.current.isWord("example") { stream.advance() }
-            }
-        }
-        return (examples, diagnostics)
+        return (parsed.blocks, parsed.diagnostics)
     }
 
     private static func example(_ stream: inout TokenStream) throws(RuleDiagnostic) -> RuleExample {

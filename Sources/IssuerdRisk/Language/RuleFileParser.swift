@@ -12,24 +12,8 @@ enum RuleFileParser {
 
     /// The declarations that parsed, and a diagnostic for each block that did not.
     static func parse(file: String, text: String) -> (rules: [RuleDeclaration], diagnostics: [RuleDiagnostic]) {
-        let tokens: [Token]
-        do {
-            tokens = try Lexer.tokenize(file: file, text: text)
-        } catch {
-            return ([], [error])
-        }
-        var stream = TokenStream(tokens)
-        var rules: [RuleDeclaration] = []
-        var diagnostics: [RuleDiagnostic] = []
-        while !stream.atEnd {
-            do {
-                rules.append(try rule(&stream))
-            } catch {
-                diagnostics.append(error)
-                recover(&stream)
-            }
-        }
-        return (rules, diagnostics)
+        let parsed = TokenStream.parseBlocks(file: file, text: text, block: rule, recover: recover)
+        return (parsed.blocks, parsed.diagnostics)
     }
 
     /// Skips to just after the failed block's `end`, or to the next `rule`.

@@ -201,3 +201,36 @@ struct TokenStream {
         }
     }
 }
+
+extension TokenStream {
+    /// Tokenises `text` and parses it block after block, so that one file reports every broken
+    /// block at once: a block that fails records its diagnostic and `recover` skips to where the
+    /// next block can start. A lexical error stops the file (nothing after it can be trusted).
+    ///
+    /// - Parameters:
+    ///   - block: Parses one block (a `rule … end`, an `example …`) from the stream.
+    ///   - recover: Advances past a failed block.
+    /// - Returns: The blocks that parsed, and a diagnostic for each one that did not.
+    static func parseBlocks<Block>(
+        file: String, text: String, block: (inout TokenStream) throws(RuleDiagnostic) -> Block, recover: (inout TokenStream) -> Void
+    ) -> (blocks: [Block], diagnostics: [RuleDiagnostic]) {
+        let tokens: [Token]
+        do {
+            tokens = try Lexer.tokenize(file: file, text: text)
+        } catch {
+            return ([], [error])
+        }
+        var stream = TokenStream(tokens)
+        var blocks: [Block] = []
+        var diagnostics: [RuleDiagnostic] = []
+        while !stream.atEnd {
+            do {
+                blocks.append(try block(&stream))
+            } catch {
+                diagnostics.append(error)
+                recover(&stream)
+            }
+        }
+        return (blocks, diagnostics)
+    }
+}
