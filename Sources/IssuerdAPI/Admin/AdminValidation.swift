@@ -1,22 +1,15 @@
 import Foundation
 import IssuerdHTTP
 
-/// The error codes of the admin surface (docs/api-errors.md). Kept in their own namespace rather
-/// than as `HTTPError.Code` members, so other route groups may declare the same codes without a
-/// clash when the branches meet.
+/// The error codes only the admin surface uses (docs/api-errors.md); shared answers are in
+/// ``APIErrors``.
 enum AdminErrorCode {
-    /// A value is out of its bounds or enumeration.
-    static let invalidRequest: HTTPError.Code = "invalid_request"
     /// A card to register fails the Luhn check or has expired.
     static let invalidCard: HTTPError.Code = "invalid_card"
     /// A `cardId` (or PAN) given on creation already exists.
     static let alreadyExists: HTTPError.Code = "already_exists"
     /// The named customer does not exist.
     static let customerNotFound: HTTPError.Code = "customer_not_found"
-    /// The named card does not exist.
-    static let cardNotFound: HTTPError.Code = "card_not_found"
-    /// The state change is not allowed from the current state.
-    static let invalidState: HTTPError.Code = "invalid_state"
 }
 
 /// Bounds and shapes of the values operators send, checked before anything reaches the database
@@ -28,7 +21,7 @@ enum AdminValidation {
 
     /// 400 `invalid_request` naming the field; the value itself is never echoed.
     static func invalid(_ field: String, _ problem: String, file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 400, code: AdminErrorCode.invalidRequest, message: "\(field) \(problem)", context: ["field": .string(field)], file: file, line: line)
+        APIErrors.invalidRequest("\(field) \(problem)", field: field, file: file, line: line)
     }
 
     /// An issuer-chosen identifier: 1–64 characters of `[A-Za-z0-9._:-]`.
@@ -78,10 +71,8 @@ enum AdminValidation {
 
     /// An ISO-8601 date-time with a zone, with or without fractional seconds.
     static func timestamp(_ value: String, field: String) throws -> Date {
-        guard value.utf8.count <= 40 else { throw invalid(field, "must be an ISO-8601 date-time such as 2025-01-31T09:00:00Z") }
-        if let date = try? Date(value, strategy: .iso8601) { return date }
-        if let date = try? Date(value, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
-        throw invalid(field, "must be an ISO-8601 date-time such as 2025-01-31T09:00:00Z")
+        guard let date = RFC3339.date(value) else { throw invalid(field, "must be an ISO-8601 date-time such as 2025-01-31T09:00:00Z") }
+        return date
     }
 
     /// `MM/YY`, and not before the current month (a card is valid through the end of its month).

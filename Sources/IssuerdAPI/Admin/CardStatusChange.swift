@@ -37,7 +37,7 @@ enum CardStatusChange {
             return Outcome(card: card, previous: previous, tokensAffected: 0)
         }
         guard previous != .closed else {
-            throw HTTPError(status: 409, code: AdminErrorCode.invalidState, message: "a closed card cannot change status")
+            throw APIErrors.invalidState("a closed card cannot change status")
         }
         _ = try CardStore.setStatus(cardID, to: status, reason: reason, actor: actor, now: now, connection: connection)
         guard let changeID = try connection.query("SELECT currval(pg_get_serial_sequence('card_status_history', 'id')) AS id").first

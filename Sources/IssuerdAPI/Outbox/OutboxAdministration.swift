@@ -70,7 +70,7 @@ enum OutboxAdministration {
         guard messageID.utf8.count <= 19, let id = Int64(messageID), id > 0,
             let row = try connection.query("SELECT status FROM outbox WHERE id = \(id) FOR UPDATE").first
         else { throw StepUpError.messageNotFound() }
-        guard try row.decode("status", as: String.self) == "dead" else { throw StepUpError.invalidState("the message is not dead-lettered") }
+        guard try row.decode("status", as: String.self) == "dead" else { throw APIErrors.invalidState("the message is not dead-lettered") }
         try connection.execute("UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now() WHERE id = \(id)")
         try AuditLog.append(actor: actor, action: "outbox.requeued", subject: "outbox:\(id)", details: [:], at: now, connection: connection)
         guard let updated = try connection.query("SELECT \(unsafeSQL: columns) FROM outbox WHERE id = \(id)").first else {

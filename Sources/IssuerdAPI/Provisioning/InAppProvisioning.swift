@@ -43,7 +43,7 @@ struct InAppProvisioning: Sendable {
 
     private func decide(_ request: HTTPRequest, customerID: String, cardID: String, now: Date, connection: PostgresConnection) throws -> Outcome {
         guard let card = try CardStore.find(cardID, ownedBy: customerID, connection: connection) else {
-            return .refusal(DecisionErrors.cardNotFound(), counted: nil)
+            return .refusal(APIErrors.cardNotFound(), counted: nil)
         }
         let input = try ProvisioningInput(request.decodeJSON(ProvisioningRequest.self), rsaEnabled: context.crypto.rsaV2 != nil)
         try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))")
@@ -111,7 +111,7 @@ struct InAppProvisioning: Sendable {
             if recent.count >= limit.count {
                 // The window frees a slot when its oldest attempt leaves it.
                 let retry = (recent.oldest ?? now).addingTimeInterval(limit.window).timeIntervalSince(now)
-                return DecisionErrors.rateLimited(retryAfter: Int(retry.rounded(.up)))
+                return APIErrors.rateLimited(retryAfter: Int(retry.rounded(.up)), message: "too many provisioning requests; retry later")
             }
         }
         return nil

@@ -26,11 +26,11 @@ struct ProvisioningInput: Sendable {
     /// - Throws: 400 `invalid_request` naming the field; 422 `encryption_scheme_unsupported`.
     init(_ body: ProvisioningRequest, rsaEnabled: Bool) throws {
         guard (1...Self.maximumCertificates).contains(body.certificates.count) else {
-            throw DecisionErrors.invalidRequest("certificates must hold 1 to \(Self.maximumCertificates) items", field: "certificates")
+            throw APIErrors.invalidRequest("certificates must hold 1 to \(Self.maximumCertificates) items", field: "certificates")
         }
         for (index, certificate) in body.certificates.enumerated()
         where certificate.isEmpty || certificate.utf8.count > Self.maximumCertificateLength {
-            throw DecisionErrors.invalidRequest(
+            throw APIErrors.invalidRequest(
                 "each certificate must be 1 to \(Self.maximumCertificateLength) characters", field: "certificates[\(index)]")
         }
         certificates = body.certificates
@@ -42,12 +42,12 @@ struct ProvisioningInput: Sendable {
             guard rsaEnabled else { throw DecisionErrors.schemeUnsupported("RSA_V2") }
             scheme = .rsaV2
         default:
-            throw DecisionErrors.invalidRequest("encryptionScheme must be ECC_V2 or RSA_V2", field: "encryptionScheme")
+            throw APIErrors.invalidRequest("encryptionScheme must be ECC_V2 or RSA_V2", field: "encryptionScheme")
         }
         switch body.channel ?? "in_app" {
         case "in_app": channel = .inApp
         case "wallet_extension": channel = .walletExtension
-        default: throw DecisionErrors.invalidRequest("channel must be in_app or wallet_extension", field: "channel")
+        default: throw APIErrors.invalidRequest("channel must be in_app or wallet_extension", field: "channel")
         }
         if let device = body.device { try Self.check(device) }
         device = body.device
@@ -63,23 +63,23 @@ struct ProvisioningInput: Sendable {
         for (name, value, limit) in fields {
             guard let value else { continue }
             guard (1...limit).contains(value.utf8.count), !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                throw DecisionErrors.invalidRequest("\(name) must be 1 to \(limit) printable characters", field: name)
+                throw APIErrors.invalidRequest("\(name) must be 1 to \(limit) printable characters", field: name)
             }
         }
         if let type = device.type, DeviceType(name: type) == nil {
-            throw DecisionErrors.invalidRequest("device.type must be phone, watch, tablet or other", field: "device.type")
+            throw APIErrors.invalidRequest("device.type must be phone, watch, tablet or other", field: "device.type")
         }
     }
 
     private static func binary(_ text: String, field: String, bytes range: ClosedRange<Int>) throws -> [UInt8] {
         guard (1...maximumNonceLength).contains(text.utf8.count) else {
-            throw DecisionErrors.invalidRequest("\(field) must be 1 to \(maximumNonceLength) characters", field: field)
+            throw APIErrors.invalidRequest("\(field) must be 1 to \(maximumNonceLength) characters", field: field)
         }
         guard let decoded = try? BinaryEncoding.decodeDetectingEncoding(text).bytes else {
-            throw DecisionErrors.invalidRequest("\(field) must be hex, base64 or base64url", field: field)
+            throw APIErrors.invalidRequest("\(field) must be hex, base64 or base64url", field: field)
         }
         guard range.contains(decoded.count) else {
-            throw DecisionErrors.invalidRequest("\(field) must decode to \(range.lowerBound) to \(range.upperBound) bytes", field: field)
+            throw APIErrors.invalidRequest("\(field) must decode to \(range.lowerBound) to \(range.upperBound) bytes", field: field)
         }
         return decoded
     }

@@ -47,7 +47,7 @@ struct TokenizationAuthorization: Sendable {
             return (stored, nil)
         }
         if try TokenStore.lock(body.tokenReference, connection: connection) != nil {
-            throw DecisionErrors.invalidState("this tokenReference was already authorized by another request")
+            throw APIErrors.invalidState("this tokenReference was already authorized by another request")
         }
         let ruleset = rules
         let attemptID = UUID()
@@ -118,7 +118,7 @@ struct TokenizationAuthorization: Sendable {
             guard try TokenStore.insert(
                 tokenReference: body.tokenReference, cardID: card.cardID, deviceID: body.device?.id, tokenRequestorID: body.tokenRequestorId,
                 status: status, attemptID: attemptID, now: now, connection: connection)
-            else { throw DecisionErrors.invalidState("this tokenReference was already authorized by another request") }
+            else { throw APIErrors.invalidState("this tokenReference was already authorized by another request") }
             try TokenStore.recordEvent(.created, tokenReference: body.tokenReference, cardID: card.cardID, source: "issuer", at: now, now: now, connection: connection)
             if status == .active {
                 try TokenStore.recordEvent(.activated, tokenReference: body.tokenReference, cardID: card.cardID, source: "issuer", at: now, now: now, connection: connection)

@@ -19,14 +19,14 @@ struct TokenizationInput: Sendable {
         try Self.identifier(body.tokenReference, field: "tokenReference", limit: 128)
         if let requestor = body.tokenRequestorId { try Self.identifier(requestor, field: "tokenRequestorId", limit: 64) }
         guard let pan = PrimaryAccountNumber(body.card.accountNumber) else {
-            throw DecisionErrors.invalidRequest("card.accountNumber must be 12 to 19 digits passing the Luhn check", field: "card.accountNumber")
+            throw APIErrors.invalidRequest("card.accountNumber must be 12 to 19 digits passing the Luhn check", field: "card.accountNumber")
         }
         guard let expiration = CardExpiration(body.card.expiration) else {
-            throw DecisionErrors.invalidRequest("card.expiration must be MM/YY", field: "card.expiration")
+            throw APIErrors.invalidRequest("card.expiration must be MM/YY", field: "card.expiration")
         }
         if let text = body.tokenizationSource {
             guard let source = TokenizationSource(name: text) else {
-                throw DecisionErrors.invalidRequest("tokenizationSource must be manual, camera, push or on_file", field: "tokenizationSource")
+                throw APIErrors.invalidRequest("tokenizationSource must be manual, camera, push or on_file", field: "tokenizationSource")
             }
             self.source = source
         } else {
@@ -35,21 +35,21 @@ struct TokenizationInput: Sendable {
         if let device = body.device { try ProvisioningInput.check(device) }
         if let wallet = body.wallet {
             for (name, score) in [("deviceScore", wallet.deviceScore), ("accountScore", wallet.accountScore), ("phoneNumberScore", wallet.phoneNumberScore)] {
-                if let score, !(1...5).contains(score) { throw DecisionErrors.invalidRequest("wallet.\(name) must be 1 to 5", field: "wallet.\(name)") }
+                if let score, !(1...5).contains(score) { throw APIErrors.invalidRequest("wallet.\(name) must be 1 to 5", field: "wallet.\(name)") }
             }
             if let score = wallet.tokenRiskScore, !(1...99).contains(score) {
-                throw DecisionErrors.invalidRequest("wallet.tokenRiskScore must be 1 to 99", field: "wallet.tokenRiskScore")
+                throw APIErrors.invalidRequest("wallet.tokenRiskScore must be 1 to 99", field: "wallet.tokenRiskScore")
             }
             if let recommendation = wallet.recommendedDecision, RiskInputBuilder.recommendation(recommendation) == nil {
-                throw DecisionErrors.invalidRequest(
+                throw APIErrors.invalidRequest(
                     "wallet.recommendedDecision must be APPROVED, REQUIRE_ADDITIONAL_AUTHENTICATION or DECLINED", field: "wallet.recommendedDecision")
             }
             if let codes = wallet.reasonCodes, codes.count > 32 || codes.contains(where: { !(1...64).contains($0.utf8.count) }) {
-                throw DecisionErrors.invalidRequest("wallet.reasonCodes must hold at most 32 codes of 1 to 64 characters", field: "wallet.reasonCodes")
+                throw APIErrors.invalidRequest("wallet.reasonCodes must hold at most 32 codes of 1 to 64 characters", field: "wallet.reasonCodes")
             }
         }
         if let count = body.activeTokenCount, !(0...10_000).contains(count) {
-            throw DecisionErrors.invalidRequest("activeTokenCount must be 0 to 10000", field: "activeTokenCount")
+            throw APIErrors.invalidRequest("activeTokenCount must be 0 to 10000", field: "activeTokenCount")
         }
         self.body = body
         self.pan = pan
@@ -59,7 +59,7 @@ struct TokenizationInput: Sendable {
     /// 1 to `limit` visible ASCII characters: ids are echoed into logs and keys.
     static func identifier(_ value: String, field: String, limit: Int) throws {
         guard (1...limit).contains(value.utf8.count), value.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
-            throw DecisionErrors.invalidRequest("\(field) must be 1 to \(limit) visible ASCII characters", field: field)
+            throw APIErrors.invalidRequest("\(field) must be 1 to \(limit) visible ASCII characters", field: field)
         }
     }
 }

@@ -86,7 +86,7 @@ enum AdminRoutes {
     }
 
     private static func cardNotFound() -> HTTPError {
-        HTTPError(status: 404, code: AdminErrorCode.cardNotFound, message: "no such card")
+        APIErrors.cardNotFound()
     }
 }
 

@@ -17,7 +17,7 @@ enum CardRoutes {
             let now = context.now
             let customerID = try context.appTokens.customerID(for: request, now: now)
             guard let cardID = request.pathParameters["cardId"], (1...64).contains(cardID.utf8.count) else {
-                throw DecisionErrors.cardNotFound()
+                throw APIErrors.cardNotFound()
             }
             return try context.idempotency.run(request, scope: "app:\(customerID):provision:\(cardID)") {
                 try provisioning.provision(request, customerID: customerID, cardID: cardID, now: now)

@@ -22,7 +22,7 @@ struct RouteTable {
                 // an index entry too large) that slipped past a handler's own validation is
                 // still the caller's mistake, not a server fault.
                 request.logger.notice("value refused by the database", ["sqlState": .string(error.sqlState ?? "none")])
-                throw HTTPError(status: 400, code: "invalid_request", message: "a value in the request is malformed or too long")
+                throw APIErrors.invalidRequest("a value in the request is malformed or too long")
             }
         }
     }

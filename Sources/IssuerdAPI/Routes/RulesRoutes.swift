@@ -80,8 +80,4 @@ enum RulesRoutes {
                          context: ["detail": .string(failure.error), "diagnostics": .array(diagnostics)], file: file, line: line)
     }
 
-    /// 400 `invalid_request` naming the field.
-    static func invalidRequest(_ message: String, field: String, file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 400, code: "invalid_request", message: message, context: ["field": .string(field)], file: file, line: line)
-    }
 }

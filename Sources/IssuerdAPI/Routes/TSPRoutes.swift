@@ -20,14 +20,14 @@ enum TSPRoutes {
             let body = try request.decodeJSON(TokenEvent.self)
             try TokenizationInput.identifier(body.tokenReference, field: "tokenReference", limit: 128)
             guard let event = TokenEventKind(rawValue: body.event) else {
-                throw DecisionErrors.invalidRequest("event must be created, activated, suspended, resumed or deleted", field: "event")
+                throw APIErrors.invalidRequest("event must be created, activated, suspended, resumed or deleted", field: "event")
             }
-            guard body.at.utf8.count <= 40, let at = parseTime(body.at) else {
-                throw DecisionErrors.invalidRequest("at must be an ISO-8601 time such as 2025-03-01T12:00:00Z", field: "at")
+            guard let at = RFC3339.date(body.at) else {
+                throw APIErrors.invalidRequest("at must be an ISO-8601 time such as 2025-03-01T12:00:00Z", field: "at")
             }
             try context.database.withConnection { connection in
                 try connection.transaction { connection in
-                    guard let token = try TokenStore.lock(body.tokenReference, connection: connection) else { throw DecisionErrors.tokenNotFound() }
+                    guard let token = try TokenStore.lock(body.tokenReference, connection: connection) else { throw APIErrors.tokenNotFound() }
                     try TokenStore.recordEvent(event, tokenReference: body.tokenReference, cardID: token.cardID, source: "tsp", at: at, now: now, connection: connection)
                     var details = ["event": event.rawValue, "from": token.status.rawValue, "at": body.at]
                     // A deleted token stays deleted: the event is kept as history only.
@@ -44,12 +44,4 @@ enum TSPRoutes {
         }
     }
 
-    /// RFC 3339 with or without fractional seconds.
-    static func parseTime(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        if let date = plain.date(from: text) { return date }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return fractional.date(from: text)
-    }
 }

@@ -24,12 +24,12 @@ struct RulesBacktestRequest: Decodable, Sendable {
 
     /// The validated window and limit.
     func window() throws -> (since: Date, until: Date, limit: Int) {
-        guard let start = Self.parseTime(since) else { throw RulesRoutes.invalidRequest("'since' must be an RFC 3339 timestamp", field: "since") }
-        guard let end = Self.parseTime(until) else { throw RulesRoutes.invalidRequest("'until' must be an RFC 3339 timestamp", field: "until") }
-        guard start < end else { throw RulesRoutes.invalidRequest("'since' must be before 'until'", field: "since") }
+        guard let start = RFC3339.date(since) else { throw APIErrors.invalidRequest("'since' must be an RFC 3339 timestamp", field: "since") }
+        guard let end = RFC3339.date(until) else { throw APIErrors.invalidRequest("'until' must be an RFC 3339 timestamp", field: "until") }
+        guard start < end else { throw APIErrors.invalidRequest("'since' must be before 'until'", field: "since") }
         let limit = limit ?? Self.maximumAttempts
         guard (1...Self.maximumAttempts).contains(limit) else {
-            throw RulesRoutes.invalidRequest("'limit' must be between 1 and \(Self.maximumAttempts)", field: "limit")
+            throw APIErrors.invalidRequest("'limit' must be between 1 and \(Self.maximumAttempts)", field: "limit")
         }
         return (start, end, limit)
     }
@@ -38,26 +38,26 @@ struct RulesBacktestRequest: Decodable, Sendable {
     func candidateFiles(over current: [RulesetFile]) throws -> [RulesetFile] {
         switch rules {
         case .string(let text):
-            guard !text.isEmpty else { throw RulesRoutes.invalidRequest("'rules' must not be empty", field: "rules") }
+            guard !text.isEmpty else { throw APIErrors.invalidRequest("'rules' must not be empty", field: "rules") }
             let kept = current.filter { !$0.path.hasSuffix(".rules") && !$0.path.hasSuffix(".cases") }
             return kept + [RulesetFile(path: "candidate.rules", contents: text)]
         case .object(let overlay):
             guard !overlay.isEmpty, overlay.count <= Self.maximumFiles else {
-                throw RulesRoutes.invalidRequest("'rules' must name between 1 and \(Self.maximumFiles) files", field: "rules")
+                throw APIErrors.invalidRequest("'rules' must name between 1 and \(Self.maximumFiles) files", field: "rules")
             }
             var files = Dictionary(current.map { ($0.path, $0.contents) }, uniquingKeysWith: { first, _ in first })
             for (path, value) in overlay {
                 guard Self.isAcceptablePath(path) else {
-                    throw RulesRoutes.invalidRequest(
+                    throw APIErrors.invalidRequest(
                         "'rules' paths must be relative, at most \(Self.maximumPathLength) characters, without '..', ending in .rules or .list",
                         field: "rules")
                 }
-                guard case .string(let text) = value else { throw RulesRoutes.invalidRequest("'rules.\(path)' must be a string", field: "rules") }
+                guard case .string(let text) = value else { throw APIErrors.invalidRequest("'rules.\(path)' must be a string", field: "rules") }
                 files[path] = text.isEmpty ? nil : text
             }
             return files.map { RulesetFile(path: $0.key, contents: $0.value) }
         default:
-            throw RulesRoutes.invalidRequest("'rules' must be the rule file text or an object of path to text", field: "rules")
+            throw APIErrors.invalidRequest("'rules' must be the rule file text or an object of path to text", field: "rules")
         }
     }
 
@@ -70,13 +70,4 @@ struct RulesBacktestRequest: Decodable, Sendable {
             && path.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F && $0 != "\\" }
     }
 
-    /// RFC 3339 with or without fractional seconds; one formatter per call (not Sendable).
-    static func parseTime(_ text: String) -> Date? {
-        guard text.utf8.count <= 40 else { return nil }
-        let plain = ISO8601DateFormatter()
-        if let date = plain.date(from: text) { return date }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return fractional.date(from: text)
-    }
 }

@@ -19,11 +19,11 @@ struct ChallengeIssuer: Sendable {
     /// - Throws: 404 unknown token or method, 409 token not awaiting verification, 422 method not
     ///   allowed or no destination on file, 429 over the hourly send limit.
     func issue(_ request: ActivationCodeRequest, now: Date) throws -> ActivationCodeResponse {
-        guard (1...128).contains(request.tokenReference.utf8.count) else { throw StepUpError.invalidRequest("tokenReference must be 1 to 128 bytes") }
+        guard (1...128).contains(request.tokenReference.utf8.count) else { throw APIErrors.invalidRequest("tokenReference must be 1 to 128 bytes") }
         guard let method = StepUpMethod(methodID: request.activationMethodId) else { throw StepUpError.methodNotFound() }
         let response = try database.transaction { connection -> ActivationCodeResponse in
-            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else { throw StepUpError.tokenNotFound() }
-            guard token.status == StepUpToken.awaitingVerification else { throw StepUpError.invalidState("the token is not awaiting verification") }
+            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else { throw APIErrors.tokenNotFound() }
+            guard token.status == StepUpToken.awaitingVerification else { throw APIErrors.invalidState("the token is not awaiting verification") }
             // The rules already removed SMS and ARS when the phone number changed recently.
             if let allowed = token.allowedMethods, !allowed.contains(method.rawValue) {
                 throw StepUpError.methodNotAllowed("the risk decision did not offer \(method.rawValue) for this token")
@@ -86,7 +86,7 @@ struct ChallengeIssuer: Sendable {
             """)
         guard let row = rows.first, try row.decode("n", as: Int64.self) >= settings.maxSendsPerHour else { return }
         let oldest = try row.decode("oldest", as: Date?.self) ?? now
-        throw StepUpError.rateLimited(retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)))
+        throw APIErrors.rateLimited(retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)), message: "too many requests; try again later")
     }
 }
 

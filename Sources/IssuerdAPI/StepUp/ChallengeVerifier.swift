@@ -33,19 +33,19 @@ struct ChallengeVerifier: Sendable {
     /// - Throws: 400 oversized fields, 404 unknown token, 409 token not awaiting verification or
     ///   no code requested, 403 an IVR caller for a challenge not delivered by ARS.
     func verify(_ request: ActivationCodeVerifyRequest, caller: Caller, now: Date) throws -> ActivationCodeVerifyResponse {
-        guard (1...128).contains(request.tokenReference.utf8.count) else { throw StepUpError.invalidRequest("tokenReference must be 1 to 128 bytes") }
-        guard request.code.utf8.count <= 32 else { throw StepUpError.invalidRequest("code must be at most 32 characters") }
+        guard (1...128).contains(request.tokenReference.utf8.count) else { throw APIErrors.invalidRequest("tokenReference must be 1 to 128 bytes") }
+        guard request.code.utf8.count <= 32 else { throw APIErrors.invalidRequest("code must be at most 32 characters") }
         var method = "unknown"
         let response = try database.transaction { connection -> ActivationCodeVerifyResponse in
-            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else { throw StepUpError.tokenNotFound() }
-            guard token.status == StepUpToken.awaitingVerification else { throw StepUpError.invalidState("the token is not awaiting verification") }
+            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else { throw APIErrors.tokenNotFound() }
+            guard token.status == StepUpToken.awaitingVerification else { throw APIErrors.invalidState("the token is not awaiting verification") }
             guard let row = try connection.query(
                 """
                 SELECT challenge_id, method, code_hmac, status, failed_attempts, max_attempts, expires_at FROM challenges
                 WHERE token_reference = \(token.tokenReference) AND method <> 'app' AND status <> 'superseded'
                 ORDER BY created_at DESC LIMIT 1
                 """
-            ).first else { throw StepUpError.invalidState("no one-time code was requested for this token") }
+            ).first else { throw APIErrors.invalidState("no one-time code was requested for this token") }
             let challengeID: UUID = try row.decode("challenge_id")
             let challengeText = challengeID.uuidString.lowercased()
             method = try row.decode("method")
@@ -58,7 +58,7 @@ struct ChallengeVerifier: Sendable {
             case "locked": return ActivationCodeVerifyResponse(result: "locked", attemptsRemaining: 0)
             case "expired": return ActivationCodeVerifyResponse(result: "expired", attemptsRemaining: max(0, maxAttempts - failed))
             case "pending": break
-            default: throw StepUpError.invalidState("the code is no longer valid")
+            default: throw APIErrors.invalidState("the code is no longer valid")
             }
             let subject = "token:\(token.tokenReference)"
             if try row.decode("expires_at", as: Date.self) <= now {
@@ -72,7 +72,7 @@ struct ChallengeVerifier: Sendable {
                 // Conditional on `pending`, so even without the token lock only one caller could win.
                 let won = try connection.execute(
                     "UPDATE challenges SET status = 'verified', verified_at = \(now) WHERE challenge_id = \(challengeID) AND status = 'pending'")
-                guard won == 1 else { throw StepUpError.invalidState("the code was already used") }
+                guard won == 1 else { throw APIErrors.invalidState("the code was already used") }
                 try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
                 try OutboxStore.enqueue(
                     kind: .tsp, dedupKey: "tsp:activate:\(token.tokenReference):\(challengeText)",

@@ -22,20 +22,20 @@ struct WalletVerifier: Sendable {
     ///   verification, 429 over the per-customer hourly limit.
     func verify(_ request: WalletVerificationRequest, customerID: String, now: Date) throws -> WalletVerificationResponse {
         for value in [request.tokenReference, request.serialNumber, request.passTypeIdentifier] {
-            if let value, !(1...128).contains(value.utf8.count) { throw StepUpError.invalidRequest("each locator must be 1 to 128 bytes") }
+            if let value, !(1...128).contains(value.utf8.count) { throw APIErrors.invalidRequest("each locator must be 1 to 128 bytes") }
         }
         guard request.tokenReference != nil || request.serialNumber != nil else {
-            throw StepUpError.invalidRequest("give tokenReference or serialNumber")
+            throw APIErrors.invalidRequest("give tokenReference or serialNumber")
         }
         try enforceRateLimit(customerID: customerID, now: now)
         let response = try database.transaction { connection -> WalletVerificationResponse in
             guard let token = try StepUpToken.lock(
                 customerID: customerID, tokenReference: request.tokenReference, serialNumber: request.serialNumber,
                 passTypeIdentifier: request.passTypeIdentifier, connection: connection)
-            else { throw StepUpError.tokenNotFound() }
-            guard token.status == StepUpToken.awaitingVerification else { throw StepUpError.invalidState("the token is not awaiting verification") }
+            else { throw APIErrors.tokenNotFound() }
+            guard token.status == StepUpToken.awaitingVerification else { throw APIErrors.invalidState("the token is not awaiting verification") }
             guard let card = try CardStore.find(token.cardID, connection: connection), let expiration = CardExpiration(card.expiration) else {
-                throw StepUpError.tokenNotFound()
+                throw APIErrors.tokenNotFound()
             }
             let pan = try CardStore.openPAN(card, vault: vault)
             let activationData = try crypto.activationProvider(network: card.paymentNetwork).activationData(
@@ -83,6 +83,6 @@ struct WalletVerifier: Sendable {
             return (count, try row?.decode("oldest", as: Date?.self))
         }
         guard count >= settings.inAppVerificationsPerHour else { return }
-        throw StepUpError.rateLimited(retryAfter: Int(((oldest ?? now).addingTimeInterval(3600)).timeIntervalSince(now).rounded(.up)))
+        throw APIErrors.rateLimited(retryAfter: Int(((oldest ?? now).addingTimeInterval(3600)).timeIntervalSince(now).rounded(.up)), message: "too many requests; try again later")
     }
 }

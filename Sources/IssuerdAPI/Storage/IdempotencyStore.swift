@@ -27,7 +27,7 @@ struct IdempotencyStore: Sendable {
     func run(_ request: HTTPRequest, scope: String, _ work: () throws -> HTTPResponse) throws -> HTTPResponse {
         guard let key = request.headers[Self.headerName] else { return try work() }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
-            throw HTTPError(status: 400, code: "invalid_request", message: "Idempotency-Key must be 1 to 255 visible ASCII characters")
+            throw APIErrors.invalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
         let requestHash = SHA256.hash(Array(request.method.rawValue.utf8) + [0] + Array(request.path.utf8) + [0] + request.body)
         let claimed = try database.withConnection { connection in

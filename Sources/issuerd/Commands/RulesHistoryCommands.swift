@@ -147,19 +147,12 @@ enum RulesHistoryCommands {
     static func window(_ arguments: Arguments) throws -> (since: Date, until: Date) {
         let sinceText = try arguments.required("since")
         let untilText = try arguments.required("until")
-        guard let since = parseTime(sinceText) else { throw UsageError("--since must be RFC 3339, e.g. 2025-03-01T00:00:00Z") }
-        guard let until = parseTime(untilText) else { throw UsageError("--until must be RFC 3339, e.g. 2025-03-08T00:00:00Z") }
+        guard let since = RFC3339.date(sinceText) else { throw UsageError("--since must be RFC 3339, e.g. 2025-03-01T00:00:00Z") }
+        guard let until = RFC3339.date(untilText) else { throw UsageError("--until must be RFC 3339, e.g. 2025-03-08T00:00:00Z") }
         guard since < until else { throw UsageError("--since must be before --until") }
         return (since, until)
     }
 
-    private static func parseTime(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        if let date = plain.date(from: text) { return date }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return fractional.date(from: text)
-    }
 
     static func loadRules(_ directory: String) throws -> Ruleset {
         do {
