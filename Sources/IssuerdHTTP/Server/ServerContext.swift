@@ -55,8 +55,8 @@ final class ServerContext: Sendable {
         return finish(state: state, connection: connection)
     }
 
-    /// First call: headers only. Allocates the request state and refuses a declared
-    /// `Content-Length` over the limit before a single body byte is read.
+    /// First call: headers only. Allocates the request state and notes a declared
+    /// `Content-Length` over the limit (answered at once, or after discarding the body).
     private func begin(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
         slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
@@ -71,9 +71,15 @@ final class ServerContext: Sendable {
         // libmicrohttpd has already refused a malformed Content-Length with 400.
         if let declared = Self.header(connection, "Content-Length"), let length = UInt64(declared), length > UInt64(bodyLimit) {
             state.rejection = .payloadTooLarge(limit: bodyLimit)
-            // Queued now, libmicrohttpd answers without reading the body (and without
-            // `100 Continue`), then closes the connection.
-            return queue(HTTPError.payloadTooLarge(limit: bodyLimit).response(), route: nil, state: state, connection: connection)
+            // A client that sent `Expect: 100-continue` has not sent its body: answer now, and
+            // libmicrohttpd never asks for it (RFC 9110 section 10.1.1). A client already sending
+            // would see its writes fail against a closed connection and might never read the
+            // answer (RFC 9112 section 9.6), so a body within the discard allowance is read and
+            // dropped first and answered at its end, as a chunked one is.
+            let expectsContinue = Self.header(connection, "Expect")?.lowercased() == "100-continue"
+            if expectsContinue || length > UInt64(bodyLimit + Self.discardAllowance) {
+                return queue(HTTPError.payloadTooLarge(limit: bodyLimit).response(), route: nil, state: state, connection: connection)
+            }
         }
         return .YES
     }

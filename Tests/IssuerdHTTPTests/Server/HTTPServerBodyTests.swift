@@ -22,6 +22,24 @@ import Testing
         #expect(viaClient.status == 413)
     }
 
+    @Test func declaredContentLengthOverTheLimitSentWholeStillGetsIts413() throws {
+        // Without `Expect: 100-continue` the client writes its whole body at once; the server
+        // must read (and drop) it rather than close under the client, or the 413 can be lost.
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawHTTPConnection(port: test.port)
+        let body = [UInt8](repeating: 0x61, count: TestServer.bodyLimit + 4096)
+        try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.count)\r\n\r\n")
+        // Pieces with pauses, as a client on a real network writes: a server that answered at the
+        // headers and closed would make these writes fail before the answer is read.
+        try connection.sendSlowly(body, pieceSize: max(body.count / 16, 1), pause: .milliseconds(20))
+        let response = try connection.readResponse()
+        #expect(response.status == 413)
+        #expect(response.errorEnvelope()?["code"] as? String == "payload_too_large")
+        #expect(try test.client.get("/v1/cards/after").status == 200)
+    }
+
     @Test func chunkedBodyOverTheLimitIs413() throws {
         let test = try TestServer()
         defer { test.server.shutdown() }
