@@ -16,7 +16,7 @@ public final class PostgresConnection {
     /// per execution, which profiling showed as most of its CPU for a provisioning decision.
     /// A connection is never reset in place (the pool replaces broken ones), so the cache lives
     /// exactly as long as the server session that holds the statements.
-    private var prepared: [String: String] = [:]
+    var prepared: [String: String] = [:]
     private var preparedCounter = 0
     /// Beyond this many, statements run unprepared (dynamic SQL must not grow the cache forever).
     public static let preparedStatementLimit = 256
@@ -118,6 +118,56 @@ public final class PostgresConnection {
     }
 
     private func runOnce(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresResult {
+        let bound = try bind(query, file: file, line: line)
+        let result = bound.withPointers { pointers, lengths, formats -> OpaquePointer? in
+            if let name = bound.preparedName {
+                return PQexecPrepared(handle, name, Int32(bound.count), pointers, lengths, formats, 0)
+            }
+            return PQexecParams(handle, query.sql, Int32(bound.count), bound.types, pointers, lengths, formats, 0)
+        }
+        do {
+            return try check(result, file: file, line: line)
+        } catch let error as PostgresError {
+            forgetInvalidated(bound.preparedName, after: error)
+            throw error
+        }
+    }
+
+    /// After a failure: a plan invalidated by a schema change, or a statement the server no
+    /// longer has, is forgotten (and freed when the session can still run commands).
+    func forgetInvalidated(_ name: String?, after error: PostgresError) {
+        guard let name, error.sqlState == "0A000" || error.sqlState == "26000" else { return }
+        prepared = prepared.filter { $0.value != name }
+        if PQtransactionStatus(handle) == PQTRANS_IDLE { _ = try? executeReturningTag(unsafeSQL: "DEALLOCATE \(name)") }
+    }
+
+    /// A query's parameters laid out for libpq, and its prepared statement (prepared now on
+    /// first use, so that a pipeline can send it without a synchronous round trip).
+    struct BoundQuery {
+        var sql: String
+        var preparedName: String?
+        var types: [Oid] = []
+        /// All values in one buffer that outlives the libpq call: text values NUL-terminated,
+        /// binary ones with a length.
+        var storage: [UInt8] = []
+        var offsets: [Int?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        var count: Int { types.count }
+
+        /// Calls `body` with the value pointers, lengths and formats libpq reads during the call.
+        func withPointers<R>(_ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> R) -> R {
+            storage.withUnsafeBytes { buffer in
+                let base = buffer.baseAddress!
+                let pointers: [UnsafePointer<CChar>?] = offsets.map { offset in
+                    offset.map { (base + $0).assumingMemoryBound(to: CChar.self) }
+                }
+                return body(pointers, lengths, formats)
+            }
+        }
+    }
+
+    func bind(_ query: PostgresQuery, file: String, line: Int) throws -> BoundQuery {
         let bindings = query.bindings
         guard bindings.count <= Int(UInt16.max) else {
             throw PostgresError(code: .invalidParameter, message: "\(bindings.count) parameters exceed the protocol limit of 65535", file: file, line: line)
@@ -125,63 +175,39 @@ public final class PostgresConnection {
         guard !query.sql.utf8.contains(0) else {
             throw PostgresError(code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
-        // PQexecParams reads every value pointer during the call, so all values live in one
-        // buffer that outlives it; text values are NUL-terminated, binary ones carry a length.
-        var storage: [UInt8] = []
-        var offsets: [Int?] = []
-        var lengths: [Int32] = []
-        var formats: [Int32] = []
-        var types: [Oid] = []
+        var bound = BoundQuery(sql: query.sql)
         for (position, binding) in bindings.enumerated() {
-            types.append(binding.dataType.rawValue)
+            bound.types.append(binding.dataType.rawValue)
             switch binding.value.storage {
             case .null:
-                offsets.append(nil)
-                lengths.append(0)
-                formats.append(0)
+                bound.offsets.append(nil)
+                bound.lengths.append(0)
+                bound.formats.append(0)
             case .text(let text):
                 guard !text.utf8.contains(0) else {
                     throw PostgresError(
                         code: .invalidParameter, message: "parameter $\(position + 1) contains a NUL byte, which text cannot hold",
                         file: file, line: line)
                 }
-                offsets.append(storage.count)
-                storage.append(contentsOf: text.utf8)
-                storage.append(0)
-                lengths.append(0)
-                formats.append(0)
+                bound.offsets.append(bound.storage.count)
+                bound.storage.append(contentsOf: text.utf8)
+                bound.storage.append(0)
+                bound.lengths.append(0)
+                bound.formats.append(0)
             case .binary(let bytes):
                 guard bytes.count < Int(Int32.max) else {
                     throw PostgresError(code: .invalidParameter, message: "parameter $\(position + 1) is too large", file: file, line: line)
                 }
-                offsets.append(storage.count)
-                storage.append(contentsOf: bytes)
-                storage.append(0)
-                lengths.append(Int32(bytes.count))
-                formats.append(1)
+                bound.offsets.append(bound.storage.count)
+                bound.storage.append(contentsOf: bytes)
+                bound.storage.append(0)
+                bound.lengths.append(Int32(bytes.count))
+                bound.formats.append(1)
             }
         }
-        storage.append(0)  // never empty, so the buffer always has a base address
-        let name = try preparedName(for: query.sql, types: types, file: file, line: line)
-        let result = storage.withUnsafeBytes { buffer -> OpaquePointer? in
-            let base = buffer.baseAddress!
-            let pointers: [UnsafePointer<CChar>?] = offsets.map { offset in
-                offset.map { (base + $0).assumingMemoryBound(to: CChar.self) }
-            }
-            if let name {
-                return PQexecPrepared(handle, name, Int32(bindings.count), pointers, lengths, formats, 0)
-            }
-            return PQexecParams(handle, query.sql, Int32(bindings.count), types, pointers, lengths, formats, 0)
-        }
-        do {
-            return try check(result, file: file, line: line)
-        } catch let error as PostgresError where name != nil && (error.sqlState == "0A000" || error.sqlState == "26000") {
-            // A plan invalidated by a schema change, or a statement the server no longer has:
-            // forget it (and free it when the session can still run commands).
-            prepared = prepared.filter { $0.value != name }
-            if let name, PQtransactionStatus(handle) == PQTRANS_IDLE { _ = try? executeReturningTag(unsafeSQL: "DEALLOCATE \(name)") }
-            throw error
-        }
+        bound.storage.append(0)  // never empty, so the buffer always has a base address
+        bound.preparedName = try preparedName(for: query.sql, types: bound.types, file: file, line: line)
+        return bound
     }
 
     /// The name of the prepared statement for `sql` with these parameter types, preparing it on
@@ -198,7 +224,7 @@ public final class PostgresConnection {
     }
 
     /// Turns a result into a value or a typed error, freeing failed results.
-    private func check(_ result: OpaquePointer?, file: String, line: Int) throws -> PostgresResult {
+    func check(_ result: OpaquePointer?, file: String, line: Int) throws -> PostgresResult {
         guard let result else {
             let lost = PQstatus(handle) != CONNECTION_OK
             throw PostgresError(code: lost ? .unavailable : .other, message: Self.errorMessage(of: handle), file: file, line: line)
