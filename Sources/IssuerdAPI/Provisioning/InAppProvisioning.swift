@@ -10,9 +10,12 @@ import IssuerdWire
 /// (orange: 403) → chain → payload, seal, activation data → 200, the attempt stored in every
 /// decided case (orange, chain invalid, green, yellow).
 ///
-/// Everything runs on one pooled connection in one transaction, under a transaction-level
-/// advisory lock per customer, so the PostgreSQL-counted rate limits hold under concurrent
-/// requests and on every instance. The crypto inside costs well under a millisecond.
+/// One transaction on one pooled connection, in two round trips: `BEGIN`, a transaction-level
+/// advisory lock per customer and one statement reading everything the decision needs
+/// (``PushContext``) travel together; the attempt's `INSERT` travels with `COMMIT`. The lock
+/// makes the PostgreSQL-counted rate limits and velocity exact under concurrent requests and
+/// on every instance: the reading statement takes its snapshot once the lock is held. The
+/// decision and the crypto in between cost well under a millisecond.
 struct InAppProvisioning: Sendable {
     let context: ServiceContext
     let risk: RiskService
@@ -26,9 +29,28 @@ struct InAppProvisioning: Sendable {
 
     /// Handles one request for the authenticated `customerID`.
     func provision(_ request: HTTPRequest, customerID: String, cardID: String, now: Date) throws -> HTTPResponse {
+        let input: ProvisioningInput
+        do {
+            input = try ProvisioningInput(request.decodeJSON(ProvisioningRequest.self), rsaEnabled: context.crypto.rsaV2 != nil)
+        } catch {
+            // Another customer's card is 404 whatever the body says.
+            let card = try context.database.withConnection { try CardStore.find(cardID, ownedBy: customerID, connection: $0) }
+            guard card != nil else { throw APIErrors.cardNotFound() }
+            throw error
+        }
+        let ruleset = risk.rules.current
+        let subject = VelocitySubject(cardID: cardID, deviceID: input.device?.id, customerID: customerID)
+        let statement = PushContext.statement(
+            cardID: cardID, customerID: customerID, velocity: VelocityBatch(subject: subject, time: now, queries: ruleset.velocityQueries),
+            customerWindow: context.configuration.rateLimitCustomer.window, cardWindow: context.configuration.rateLimitCard.window, now: now)
         let outcome = try context.database.withConnection { connection in
-            try connection.transaction { connection in
-                try decide(request, customerID: customerID, cardID: cardID, now: now, connection: connection)
+            try connection.pipelinedTransaction(
+                opening: ["SELECT pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))", statement.query]
+            ) { _, rows in
+                guard let pushContext = try PushContext(rows: rows[1], statement: statement) else {
+                    return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil), closing: [])
+                }
+                return try decide(request, input: input, pushContext: pushContext, ruleset: ruleset, now: now)
             }
         }
         switch outcome {
@@ -41,26 +63,25 @@ struct InAppProvisioning: Sendable {
         }
     }
 
-    private func decide(_ request: HTTPRequest, customerID: String, cardID: String, now: Date, connection: PostgresConnection) throws -> Outcome {
-        guard let card = try CardStore.find(cardID, ownedBy: customerID, connection: connection) else {
-            return .refusal(APIErrors.cardNotFound(), counted: nil)
+    /// The outcome, and the statements to commit with it (the attempt, when one is recorded).
+    private func decide(
+        _ request: HTTPRequest, input: ProvisioningInput, pushContext: PushContext, ruleset: Ruleset, now: Date
+    ) throws -> (value: Outcome, closing: [PostgresQuery]) {
+        if let refusal = rateLimit(pushContext, now: now) {
+            return (.refusal(refusal, counted: nil), [])
         }
-        let input = try ProvisioningInput(request.decodeJSON(ProvisioningRequest.self), rsaEnabled: context.crypto.rsaV2 != nil)
-        try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))")
-        if let refusal = try rateLimit(customerID: customerID, cardID: cardID, now: now, connection: connection) {
-            return .refusal(refusal, counted: nil)
-        }
-
-        let customer = try CustomerStore.find(customerID, connection: connection)
-        let assessment = try risk.assess(
-            RiskRequest(channel: input.channel, card: card, customer: customer, device: input.device, time: now), connection: connection)
+        let card = pushContext.card
+        let riskRequest = RiskRequest(
+            channel: input.channel, card: card, customer: pushContext.customer, device: input.device,
+            cardActiveTokens: pushContext.cardActiveTokens, time: now)
+        let assessment = try risk.assess(riskRequest, ruleset: ruleset, velocity: pushContext.velocity)
         let decision = assessment.decision
         let attemptID = UUID()
         let attemptText = attemptID.uuidString.lowercased()
         let reasons = DecisionJSON.reasons(decision)
         let channel = input.channel.name
         var record = AttemptRecord(
-            attemptID: attemptID, channel: channel, cardID: card.cardID, customerID: customerID, deviceID: input.device?.id,
+            attemptID: attemptID, channel: channel, cardID: card.cardID, customerID: card.customerID, deviceID: input.device?.id,
             cardholderNameHash: assessment.cardholderNameHash, requestID: request.requestId, inputs: assessment.attributes,
             features: assessment.features, hits: decision.hits.map(DecisionJSON.hit), unknowns: decision.unknowns, flow: decision.flow,
             decision: "APPROVED", allowedMethods: decision.stepUpMethods.methodNames, rulesetVersion: decision.rulesetVersion,
@@ -69,10 +90,9 @@ struct InAppProvisioning: Sendable {
 
         if decision.flow == .orange {
             record.decision = "DECLINED"
-            try AttemptStore.insert(record, connection: connection)
             request.logger.info("provisioning declined", ["attemptId": .string(attemptText), "cardId": .string(card.cardID)])
             let reasonJSON: [JSONValue] = reasons.map { ["rule": .string($0.rule), "reason": .string($0.reason)] }
-            return .refusal(DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON), counted: counted)
+            return (.refusal(DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON), counted: counted), [AttemptStore.insertion(record)])
         }
 
         let chain: ValidatedAppleChain
@@ -80,9 +100,11 @@ struct InAppProvisioning: Sendable {
         case .invalid(let failure):
             record.decision = "CERTIFICATE_CHAIN_INVALID"
             record.facts["chainFailure"] = ["code": .string(failure.code.rawValue), "detail": .string(failure.detail)]
-            try AttemptStore.insert(record, connection: connection)
             request.logger.notice("certificate chain refused", ["attemptId": .string(attemptText), "check": .string(failure.code.rawValue)])
-            return .refusal(DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText), counted: counted)
+            return (
+                .refusal(DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText), counted: counted),
+                [AttemptStore.insertion(record)]
+            )
         case .valid(let validated):
             chain = validated
         }
@@ -90,7 +112,6 @@ struct InAppProvisioning: Sendable {
         let sealed = try seal(card: card, input: input, chain: chain, now: now)
         record.decision = decision.flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "APPROVED"
         record.facts["scheme"] = .string(input.scheme.rawValue)
-        try AttemptStore.insert(record, connection: connection)
         request.logger.info("provisioning answered", ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
         let response = ProvisioningResponse(
             encryptedPassData: BinaryEncoding.base64String(sealed.encryptedPassData),
@@ -98,21 +119,18 @@ struct InAppProvisioning: Sendable {
             ephemeralPublicKey: sealed.ephemeralPublicKey.map(BinaryEncoding.base64String),
             wrappedKey: sealed.wrappedKey.map(BinaryEncoding.base64String),
             decision: Decision(flow: decision.flow.description, attemptId: attemptText, reasons: reasons))
-        return .answer(try .json(response), channel: channel, flow: decision.flow, hits: decision.hits)
+        return (.answer(try .json(response), channel: channel, flow: decision.flow, hits: decision.hits), [AttemptStore.insertion(record)])
     }
 
     /// 429 when the customer or the card used up its window (counted over both push channels).
-    private func rateLimit(customerID: String, cardID: String, now: Date, connection: PostgresConnection) throws -> HTTPError? {
-        let limits: [(RateLimitSubject, String, RateLimit)] = [
-            (.customer, customerID, context.configuration.rateLimitCustomer), (.card, cardID, context.configuration.rateLimitCard),
+    private func rateLimit(_ pushContext: PushContext, now: Date) -> HTTPError? {
+        let limits = [
+            (pushContext.customerRecent, context.configuration.rateLimitCustomer), (pushContext.cardRecent, context.configuration.rateLimitCard),
         ]
-        for (subject, id, limit) in limits {
-            let recent = try AttemptStore.recentPushes(column: subject, id: id, since: now.addingTimeInterval(-limit.window), now: now, connection: connection)
-            if recent.count >= limit.count {
-                // The window frees a slot when its oldest attempt leaves it.
-                let retry = (recent.oldest ?? now).addingTimeInterval(limit.window).timeIntervalSince(now)
-                return APIErrors.rateLimited(retryAfter: Int(retry.rounded(.up)), message: "too many provisioning requests; retry later")
-            }
+        for (recent, limit) in limits where recent.count >= limit.count {
+            // The window frees a slot when its oldest attempt leaves it.
+            let retry = (recent.oldest ?? now).addingTimeInterval(limit.window).timeIntervalSince(now)
+            return APIErrors.rateLimited(retryAfter: Int(retry.rounded(.up)), message: "too many provisioning requests; retry later")
         }
         return nil
     }

@@ -23,18 +23,34 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
     func values(for batch: VelocityBatch) throws -> [Int?] {
         var interpolation = PostgresQuery.StringInterpolation(literalCapacity: 256, interpolationCount: batch.queries.count * 3)
         interpolation.appendLiteral("SELECT ")
+        let columns = Self.appendColumns(for: batch, into: &interpolation)
+        guard !columns.isEmpty else { return [Int?](repeating: nil, count: batch.queries.count) }
+        guard let row = try connection.query(PostgresQuery(stringInterpolation: interpolation)).first else {
+            return [Int?](repeating: nil, count: batch.queries.count)
+        }
+        return try Self.values(in: row, columns: columns, count: batch.queries.count)
+    }
+
+    /// Appends one scalar subquery per answerable query of `batch`, named `v<index>` and
+    /// separated by commas, to a select list (so a caller can fold the velocity into a larger
+    /// statement); returns the indices it appended.
+    static func appendColumns(for batch: VelocityBatch, into sql: inout PostgresQuery.StringInterpolation) -> [Int] {
         var columns: [Int] = []
         for (index, query) in batch.queries.enumerated() {
             guard let id = batch.subject.id(for: query.key) else { continue }
-            if !columns.isEmpty { interpolation.appendLiteral(", ") }
+            if !columns.isEmpty { sql.appendLiteral(", ") }
             let lower = batch.time.addingTimeInterval(-Double(query.windowSeconds))
-            Self.appendSubquery(for: query, id: id, from: lower, to: batch.time, into: &interpolation)
-            interpolation.appendLiteral(" AS v\(index)")
+            appendSubquery(for: query, id: id, from: lower, to: batch.time, into: &sql)
+            sql.appendLiteral(" AS v\(index)")
             columns.append(index)
         }
-        var values = [Int?](repeating: nil, count: batch.queries.count)
-        guard !columns.isEmpty else { return values }
-        guard let row = try connection.query(PostgresQuery(stringInterpolation: interpolation)).first else { return values }
+        return columns
+    }
+
+    /// The batch's values from a row holding the columns ``appendColumns(for:into:)`` wrote;
+    /// nil (unknown) for the queries it skipped.
+    static func values(in row: PostgresRow, columns: [Int], count: Int) throws -> [Int?] {
+        var values = [Int?](repeating: nil, count: count)
         for index in columns {
             values[index] = try row.decode("v\(index)", as: Int.self)
         }

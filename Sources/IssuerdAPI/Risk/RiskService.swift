@@ -44,11 +44,21 @@ struct RiskService: Sendable {
                 "SELECT count(*) AS n FROM tokens WHERE card_id = \(request.card.cardID) AND status = 'active'"
             ).first?.decode("n", as: Int.self)
         }
+        let batch = velocityBatch(for: request, ruleset: ruleset)
+        let velocity = batch.queries.isEmpty ? [] : try PostgresVelocityProvider(connection: connection).values(for: batch)
+        return try assess(request, ruleset: ruleset, velocity: velocity)
+    }
+
+    /// The velocity questions `ruleset` asks about `request`, for a caller that reads the
+    /// answers itself (see ``PostgresVelocityProvider/appendColumns(for:into:)``).
+    func velocityBatch(for request: RiskRequest, ruleset: Ruleset) -> VelocityBatch {
+        VelocityBatch(subject: request.velocitySubject, time: request.time, queries: ruleset.velocityQueries)
+    }
+
+    /// Decides `request` with `ruleset` and the answers to its ``velocityBatch(for:ruleset:)``
+    /// (the same ruleset: rules may be reloaded between the two calls).
+    func assess(_ request: RiskRequest, ruleset: Ruleset, velocity: [Int?]) throws -> RiskAssessment {
         let input = RiskInputBuilder.input(for: request)
-        let subject = request.velocitySubject
-        let provider = PostgresVelocityProvider(connection: connection)
-        let velocity = ruleset.velocityQueries.isEmpty
-            ? [] : try provider.values(for: VelocityBatch(subject: subject, time: request.time, queries: ruleset.velocityQueries))
         let decision = ruleset.evaluate(input, velocity: velocity)
         var features: [String: JSONValue] = [:]
         for (query, value) in zip(ruleset.velocityQueries, velocity) {

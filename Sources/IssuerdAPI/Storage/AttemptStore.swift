@@ -37,32 +37,36 @@ struct AttemptRecord: Sendable {
 enum AttemptStore {
     /// Inserts an attempt inside the caller's transaction.
     static func insert(_ record: AttemptRecord, connection: PostgresConnection) throws {
-        try connection.execute(
-            """
-            INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, cardholder_name_hash,
-                token_reference, token_requestor_id, tokenization_source, request_id, inputs, features, hits, unknowns,
-                flow, decision, allowed_methods, ruleset_version, facts, created_at)
-            VALUES (\(record.attemptID), \(record.channel), \(record.cardID), \(record.customerID), \(record.deviceID),
-                \(record.cardholderNameHash), \(record.tokenReference), \(record.tokenRequestorID), \(record.tokenizationSource),
-                \(record.requestID), \(json(.object(record.inputs))), \(json(.object(record.features))), \(json(.array(record.hits))),
-                \(json(.array(record.unknowns.map(JSONValue.string)))), \(record.flow.description), \(record.decision), \(record.allowedMethods),
-                \(record.rulesetVersion), \(json(.object(record.facts))), \(record.createdAt))
-            """)
+        try connection.execute(insertion(record))
     }
 
-    /// In-app and Wallet-extension attempts of a customer, or of a card, in `[since, now)`, and
-    /// the oldest of them (for `Retry-After`).
-    static func recentPushes(
-        column: RateLimitSubject, id: String, since: Date, now: Date, connection: PostgresConnection
-    ) throws -> (count: Int, oldest: Date?) {
-        let row = try connection.query(
-            """
-            SELECT count(*) AS n, min(created_at) AS oldest FROM provisioning_attempts
-            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension')
-              AND created_at >= \(since) AND created_at < \(now)
-            """
-        ).first
-        return (try row?.decode("n", as: Int.self) ?? 0, try row?.decode("oldest", as: Date?.self) ?? nil)
+    /// The statement that inserts `record`, for a caller that sends it in a pipeline.
+    static func insertion(_ record: AttemptRecord) -> PostgresQuery {
+        """
+        INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, cardholder_name_hash,
+            token_reference, token_requestor_id, tokenization_source, request_id, inputs, features, hits, unknowns,
+            flow, decision, allowed_methods, ruleset_version, facts, created_at)
+        VALUES (\(record.attemptID), \(record.channel), \(record.cardID), \(record.customerID), \(record.deviceID),
+            \(record.cardholderNameHash), \(record.tokenReference), \(record.tokenRequestorID), \(record.tokenizationSource),
+            \(record.requestID), \(json(.object(record.inputs))), \(json(.object(record.features))), \(json(.array(record.hits))),
+            \(json(.array(record.unknowns.map(JSONValue.string)))), \(record.flow.description), \(record.decision), \(record.allowedMethods),
+            \(record.rulesetVersion), \(json(.object(record.facts))), \(record.createdAt))
+        """
+    }
+
+    /// Appends a `FROM`-list item counting the in-app and Wallet-extension attempts of a
+    /// customer, or of a card, in `[since, now)`, with the oldest of them (for `Retry-After`),
+    /// as columns `<alias>_n` and `<alias>_oldest`.
+    static func appendRecentPushes(
+        column: RateLimitSubject, id: String, since: Date, now: Date, alias: String, into sql: inout PostgresQuery.StringInterpolation
+    ) {
+        sql.appendLiteral("LATERAL (SELECT count(*) AS \(alias)_n, min(created_at) AS \(alias)_oldest FROM provisioning_attempts WHERE \(column.rawValue) = ")
+        sql.appendInterpolation(id)
+        sql.appendLiteral(" AND channel IN ('in_app', 'wallet_extension') AND created_at >= ")
+        sql.appendInterpolation(since)
+        sql.appendLiteral(" AND created_at < ")
+        sql.appendInterpolation(now)
+        sql.appendLiteral(") \(alias)")
     }
 
     /// The newest yellow in-app or Wallet-extension push of `cardID` on `deviceID` (or with no

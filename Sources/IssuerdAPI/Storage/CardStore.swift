@@ -30,8 +30,16 @@ struct CardRecord: Sendable {
 
 /// Reads and writes `cards` and `card_status_history`.
 enum CardStore {
-    private static let columns =
-        "card_id, customer_id, pan_ciphertext, pan_key_version, last_four, expiration, cardholder_name, payment_network, status, localized_description, primary_account_identifier, country, created_at"
+    private static let columnNames = [
+        "card_id", "customer_id", "pan_ciphertext", "pan_key_version", "last_four", "expiration", "cardholder_name",
+        "payment_network", "status", "localized_description", "primary_account_identifier", "country", "created_at",
+    ]
+    private static let columns = columnNames.joined(separator: ", ")
+
+    /// The select list ``decode(_:)`` reads, each column qualified by `alias` (for joins).
+    static func columns(qualifiedBy alias: String) -> String {
+        columnNames.map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
 
     /// The PAN ciphertext is bound to its card id, so a ciphertext copied into another row does
     /// not open there.
@@ -116,7 +124,7 @@ enum CardStore {
         try vault.open(card.sealedPAN, context: panContext(card.cardID))
     }
 
-    private static func decode(_ row: PostgresRow) throws -> CardRecord {
+    static func decode(_ row: PostgresRow) throws -> CardRecord {
         CardRecord(
             cardID: try row.decode("card_id"), customerID: try row.decode("customer_id"),
             sealedPAN: SealedPAN(keyVersion: try row.decode("pan_key_version"), bytes: try row.decode("pan_ciphertext")),

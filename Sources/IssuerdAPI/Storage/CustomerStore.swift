@@ -15,11 +15,19 @@ struct CustomerRecord: Sendable, Equatable {
 
 /// Reads and writes `customers`.
 enum CustomerStore {
-    private static let columns: PostgresQuery =
-        "customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at"
+    private static let columnNames = [
+        "customer_id", "phone_number", "email", "phone_changed_at", "email_changed_at", "address_changed_at", "created_at",
+    ]
+    private static let columns = PostgresQuery(unsafeSQL: columnNames.joined(separator: ", "))
+
+    /// The select list ``decode(_:prefix:)`` reads with `prefix`: the columns of table alias
+    /// `alias`, renamed `<prefix><column>` so they cannot collide with another table's in a join.
+    static func columns(qualifiedBy alias: String, prefix: String) -> String {
+        columnNames.map { "\(alias).\($0) AS \(prefix)\($0)" }.joined(separator: ", ")
+    }
 
     static func find(_ customerID: String, connection: PostgresConnection) throws -> CustomerRecord? {
-        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID)").first.map(decode)
+        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID)").first.map { try decode($0) }
     }
 
     /// Inserts or updates a customer. A changed phone number or e-mail without an explicit
@@ -31,7 +39,7 @@ enum CustomerStore {
     static func upsert(_ record: CustomerRecord, now: Date, connection: PostgresConnection) throws -> (CustomerRecord, created: Bool) {
         guard var existing = try connection.query(
             "SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(record.customerID) FOR UPDATE"
-        ).first.map(decode) else {
+        ).first.map({ try decode($0) }) else {
             try connection.execute(
                 """
                 INSERT INTO customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at)
@@ -65,10 +73,12 @@ enum CustomerStore {
         return (existing, false)
     }
 
-    private static func decode(_ row: PostgresRow) throws -> CustomerRecord {
+    /// The customer in `row`, whose columns carry `prefix` (see ``columns(qualifiedBy:prefix:)``).
+    static func decode(_ row: PostgresRow, prefix: String = "") throws -> CustomerRecord {
         CustomerRecord(
-            customerID: try row.decode("customer_id"), phoneNumber: try row.decode("phone_number"), email: try row.decode("email"),
-            phoneChangedAt: try row.decode("phone_changed_at"), emailChangedAt: try row.decode("email_changed_at"),
-            addressChangedAt: try row.decode("address_changed_at"), createdAt: try row.decode("created_at"))
+            customerID: try row.decode(prefix + "customer_id"), phoneNumber: try row.decode(prefix + "phone_number"),
+            email: try row.decode(prefix + "email"), phoneChangedAt: try row.decode(prefix + "phone_changed_at"),
+            emailChangedAt: try row.decode(prefix + "email_changed_at"), addressChangedAt: try row.decode(prefix + "address_changed_at"),
+            createdAt: try row.decode(prefix + "created_at"))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import IssuerdCrypto
 import IssuerdTestSupport
 import Testing
@@ -143,6 +144,31 @@ struct InAppProvisioningTests {
         // The customer limit (3) counts pushes of every card of the customer.
         #expect(try DecisionFixtures.provision(app, card: "card-2", customer: "cust-1", body: body).status == 200)
         #expect(try DecisionFixtures.provision(app, card: "card-2", customer: "cust-1", body: body).status == 429)
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 3)
+    }
+
+    /// Concurrent pushes of one card: the per-customer lock makes the count exact, so exactly
+    /// the limit's worth are decided and stored, and every other request is 429.
+    @Test("Concurrent pushes never exceed the card limit")
+    func rateLimitHoldsUnderConcurrency() throws {
+        let app = try TestApplication(environment: ["ISSUERD_RATE_LIMIT_CARD": "3/1m", "ISSUERD_RATE_LIMIT_CUSTOMER": "100/1m"])
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let body = try DecisionFixtures.provisionBody(app)
+        let statuses = Mutex<[Int]>([])
+        let requests = DispatchGroup()
+        for _ in 0..<12 {
+            requests.enter()
+            Thread.detachNewThread {
+                defer { requests.leave() }
+                let status = (try? DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body).status) ?? -1
+                statuses.withLock { $0.append(status) }
+            }
+        }
+        requests.wait()
+        let all = statuses.withLock { $0 }
+        #expect(all.filter { $0 == 429 }.count == 9, "\(all.sorted())")
+        #expect(all.filter { $0 == 200 }.count == 3, "\(all.sorted())")
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 3)
     }
 
