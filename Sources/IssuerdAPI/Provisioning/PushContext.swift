@@ -19,11 +19,10 @@ struct PushContext {
     /// The answers to the velocity batch the statement was built for.
     var velocity: [Int?]
 
-    /// The statement, and what ``init(row:)`` needs to read its velocity columns.
+    /// The statement, and what ``init(rows:statement:)`` needs to read its velocity columns.
     struct Statement {
         var query: PostgresQuery
-        var velocityColumns: [Int]
-        var velocityCount: Int
+        var velocity: VelocitySQL
     }
 
     /// The statement for `cardID` of `customerID`, asking `velocity` (whose subject must be
@@ -35,22 +34,20 @@ struct PushContext {
         sql.appendLiteral("SELECT \(CardStore.columns(qualifiedBy: "c")), \(CustomerStore.columns(qualifiedBy: "cu", prefix: "cu_")), ")
         sql.appendLiteral("rc_n, rc_oldest, rk_n, rk_oldest, ")
         sql.appendLiteral("(SELECT count(*) FROM tokens t WHERE t.card_id = c.card_id AND t.status = 'active') AS active_tokens")
-        var velocityColumns: [Int] = []
-        if velocity.queries.contains(where: { velocity.subject.id(for: $0.key) != nil }) {
-            sql.appendLiteral(", ")
-            velocityColumns = PostgresVelocityProvider.appendColumns(for: velocity, into: &sql)
-        }
+        let velocitySQL = VelocitySQL(velocity)
+        velocitySQL.appendSelectList(into: &sql)
         sql.appendLiteral(" FROM cards c LEFT JOIN customers cu ON cu.customer_id = c.customer_id CROSS JOIN ")
         AttemptStore.appendRecentPushes(
             column: .customer, id: customerID, since: now.addingTimeInterval(-customerWindow), now: now, alias: "rc", into: &sql)
         sql.appendLiteral(" CROSS JOIN ")
         AttemptStore.appendRecentPushes(
             column: .card, id: cardID, since: now.addingTimeInterval(-cardWindow), now: now, alias: "rk", into: &sql)
+        velocitySQL.appendJoins(into: &sql)
         sql.appendLiteral(" WHERE c.card_id = ")
         sql.appendInterpolation(cardID)
         sql.appendLiteral(" AND c.customer_id = ")
         sql.appendInterpolation(customerID)
-        return Statement(query: PostgresQuery(stringInterpolation: sql), velocityColumns: velocityColumns, velocityCount: velocity.queries.count)
+        return Statement(query: PostgresQuery(stringInterpolation: sql), velocity: velocitySQL)
     }
 
     /// The context from the statement's row; nil (no row) when the card is not the customer's.
@@ -61,6 +58,6 @@ struct PushContext {
         cardActiveTokens = try row.decode("active_tokens")
         customerRecent = (try row.decode("rc_n"), try row.decode("rc_oldest"))
         cardRecent = (try row.decode("rk_n"), try row.decode("rk_oldest"))
-        velocity = try PostgresVelocityProvider.values(in: row, columns: statement.velocityColumns, count: statement.velocityCount)
+        velocity = try statement.velocity.values(in: row)
     }
 }

@@ -2,8 +2,7 @@ import Foundation
 import IssuerdPostgres
 import IssuerdRisk
 
-/// Answers a request's velocity questions from PostgreSQL in one round trip: one `SELECT`
-/// with a scalar subquery per query, each over its window `[t − w, t)`.
+/// Answers a request's velocity questions from PostgreSQL in one round trip.
 ///
 /// Sources (docs/rules.md, "Functions"):
 /// - `attempts`, `distinct_cards`, `distinct_names`: `provisioning_attempts` (names by
@@ -21,79 +20,163 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
     let connection: PostgresConnection
 
     func values(for batch: VelocityBatch) throws -> [Int?] {
-        var interpolation = PostgresQuery.StringInterpolation(literalCapacity: 256, interpolationCount: batch.queries.count * 3)
-        interpolation.appendLiteral("SELECT ")
-        let columns = Self.appendColumns(for: batch, into: &interpolation)
-        guard !columns.isEmpty else { return [Int?](repeating: nil, count: batch.queries.count) }
-        guard let row = try connection.query(PostgresQuery(stringInterpolation: interpolation)).first else {
+        let velocity = VelocitySQL(batch)
+        guard !velocity.columns.isEmpty else { return [Int?](repeating: nil, count: batch.queries.count) }
+        var sql = PostgresQuery.StringInterpolation(literalCapacity: 512, interpolationCount: batch.queries.count * 3)
+        sql.appendLiteral("SELECT true")
+        velocity.appendSelectList(into: &sql)
+        sql.appendLiteral(" FROM (VALUES (1)) AS anchor(one)")
+        velocity.appendJoins(into: &sql)
+        guard let row = try connection.query(PostgresQuery(stringInterpolation: sql)).first else {
             return [Int?](repeating: nil, count: batch.queries.count)
         }
-        return try Self.values(in: row, columns: columns, count: batch.queries.count)
+        return try velocity.values(in: row)
+    }
+}
+
+/// The SQL answering a velocity batch, to fold into a larger statement: one `LATERAL`
+/// subquery per event table and subject key, scanning the widest window once, with one
+/// filtered aggregate per query (`count(*) FILTER (WHERE created_at >= $lower)`), named
+/// `v<index>`.
+///
+/// Grouping matters: PostgreSQL plans every statement afresh (custom plans, see
+/// `PostgresConnection`), and planning a subquery per velocity query cost more than running
+/// them (docs/performance.md).
+struct VelocitySQL {
+    /// The indices of the batch's queries that are asked (their subject key is known).
+    let columns: [Int]
+    private let batch: VelocityBatch
+    private let groups: [Group]
+
+    private enum Source: Hashable {
+        case attempts, challengeFailures, tokenDeletions
+
+        init(_ metric: VelocityMetric) {
+            switch metric {
+            case .attempts, .distinctCards, .distinctNames: self = .attempts
+            case .failedOTPs, .failedStepUps: self = .challengeFailures
+            case .tokenDeletions: self = .tokenDeletions
+            }
+        }
     }
 
-    /// Appends one scalar subquery per answerable query of `batch`, named `v<index>` and
-    /// separated by commas, to a select list (so a caller can fold the velocity into a larger
-    /// statement); returns the indices it appended.
-    static func appendColumns(for batch: VelocityBatch, into sql: inout PostgresQuery.StringInterpolation) -> [Int] {
+    private struct Group {
+        var source: Source
+        var key: VelocityKey
+        var id: String
+        /// Batch indices of the group's queries.
+        var members: [Int]
+    }
+
+    init(_ batch: VelocityBatch) {
+        self.batch = batch
         var columns: [Int] = []
+        var groups: [Group] = []
         for (index, query) in batch.queries.enumerated() {
             guard let id = batch.subject.id(for: query.key) else { continue }
-            if !columns.isEmpty { sql.appendLiteral(", ") }
-            let lower = batch.time.addingTimeInterval(-Double(query.windowSeconds))
-            appendSubquery(for: query, id: id, from: lower, to: batch.time, into: &sql)
-            sql.appendLiteral(" AS v\(index)")
             columns.append(index)
+            let source = Source(query.metric)
+            if let existing = groups.firstIndex(where: { $0.source == source && $0.key == query.key }) {
+                groups[existing].members.append(index)
+            } else {
+                groups.append(Group(source: source, key: query.key, id: id, members: [index]))
+            }
         }
-        return columns
+        self.columns = columns
+        self.groups = groups
     }
 
-    /// The batch's values from a row holding the columns ``appendColumns(for:into:)`` wrote;
-    /// nil (unknown) for the queries it skipped.
-    static func values(in row: PostgresRow, columns: [Int], count: Int) throws -> [Int?] {
-        var values = [Int?](repeating: nil, count: count)
+    /// Appends `, v<index>` for every asked query.
+    func appendSelectList(into sql: inout PostgresQuery.StringInterpolation) {
+        for index in columns { sql.appendLiteral(", v\(index)") }
+    }
+
+    /// Appends ` CROSS JOIN LATERAL (…) velocity<n>` for every group.
+    func appendJoins(into sql: inout PostgresQuery.StringInterpolation) {
+        for (number, group) in groups.enumerated() {
+            sql.appendLiteral(" CROSS JOIN LATERAL (SELECT ")
+            let widest = group.members.map { batch.queries[$0].windowSeconds }.max() ?? 0
+            let time = Self.timeColumn(group.source)
+            for (position, index) in group.members.enumerated() {
+                let query = batch.queries[index]
+                if position > 0 { sql.appendLiteral(", ") }
+                sql.appendLiteral(Self.aggregate(query.metric))
+                var conditions: [String] = []
+                if let kinds = Self.kinds(query.metric) { conditions.append("kind IN \(kinds)") }
+                if query.windowSeconds < widest || !conditions.isEmpty {
+                    sql.appendLiteral(" FILTER (WHERE ")
+                    if !conditions.isEmpty { sql.appendLiteral(conditions.joined(separator: " AND ")) }
+                    if query.windowSeconds < widest {
+                        if !conditions.isEmpty { sql.appendLiteral(" AND ") }
+                        sql.appendLiteral("\(time) >= ")
+                        sql.appendInterpolation(batch.time.addingTimeInterval(-Double(query.windowSeconds)))
+                    }
+                    sql.appendLiteral(")")
+                }
+                sql.appendLiteral(" AS v\(index)")
+            }
+            sql.appendLiteral(" FROM \(Self.from(group.source, key: group.key)) = ")
+            sql.appendInterpolation(group.id)
+            sql.appendLiteral(" AND \(time) >= ")
+            sql.appendInterpolation(batch.time.addingTimeInterval(-Double(widest)))
+            sql.appendLiteral(" AND \(time) < ")
+            sql.appendInterpolation(batch.time)
+            sql.appendLiteral(") velocity\(number)")
+        }
+    }
+
+    /// The batch's values from a row holding the `v<index>` columns; nil (unknown) for the
+    /// queries not asked.
+    func values(in row: PostgresRow) throws -> [Int?] {
+        var values = [Int?](repeating: nil, count: batch.queries.count)
         for index in columns {
             values[index] = try row.decode("v\(index)", as: Int.self)
         }
         return values
     }
 
-    private static func appendSubquery(
-        for query: VelocityQuery, id: String, from lower: Date, to upper: Date, into sql: inout PostgresQuery.StringInterpolation
-    ) {
-        let key: String
-        switch query.key {
-        case .card: key = "card_id"
-        case .device: key = "device_id"
-        case .customer: key = "customer_id"
+    private static func aggregate(_ metric: VelocityMetric) -> String {
+        switch metric {
+        case .distinctCards: "count(DISTINCT card_id)"
+        case .distinctNames: "count(DISTINCT cardholder_name_hash)"
+        case .attempts, .failedOTPs, .failedStepUps, .tokenDeletions: "count(*)"
         }
-        switch query.metric {
-        case .attempts, .distinctCards, .distinctNames:
-            let counted = query.metric == .attempts ? "count(*)" : query.metric == .distinctCards ? "count(DISTINCT card_id)" : "count(DISTINCT cardholder_name_hash)"
-            sql.appendLiteral("(SELECT \(counted) FROM provisioning_attempts WHERE \(key) = ")
-            sql.appendInterpolation(id)
-            sql.appendLiteral(" AND created_at >= ")
-        case .failedOTPs, .failedStepUps:
-            let kinds = query.metric == .failedOTPs ? "('wrong_code')" : "('locked', 'expired')"
-            sql.appendLiteral("(SELECT count(*) FROM challenge_failures WHERE kind IN \(kinds) AND \(key) = ")
-            sql.appendInterpolation(id)
-            sql.appendLiteral(" AND at >= ")
+    }
+
+    private static func kinds(_ metric: VelocityMetric) -> String? {
+        switch metric {
+        case .failedOTPs: "('wrong_code')"
+        case .failedStepUps: "('locked', 'expired')"
+        default: nil
+        }
+    }
+
+    private static func timeColumn(_ source: Source) -> String {
+        switch source {
+        case .attempts: "created_at"
+        case .challengeFailures: "at"
+        case .tokenDeletions: "e.at"
+        }
+    }
+
+    /// The `FROM` and `WHERE` of a group up to its key column, which the caller compares.
+    private static func from(_ source: Source, key: VelocityKey) -> String {
+        let column = switch key {
+        case .card: "card_id"
+        case .device: "device_id"
+        case .customer: "customer_id"
+        }
+        switch source {
+        case .attempts:
+            return "provisioning_attempts WHERE \(column)"
+        case .challengeFailures:
+            return "challenge_failures WHERE kind IN ('wrong_code', 'locked', 'expired') AND \(column)"
         case .tokenDeletions:
-            switch query.key {
-            case .card:
-                sql.appendLiteral("(SELECT count(*) FROM token_events e WHERE e.event = 'deleted' AND e.card_id = ")
-            case .device:
-                sql.appendLiteral(
-                    "(SELECT count(*) FROM token_events e JOIN tokens t ON t.token_reference = e.token_reference WHERE e.event = 'deleted' AND t.device_id = ")
-            case .customer:
-                sql.appendLiteral(
-                    "(SELECT count(*) FROM token_events e JOIN cards c ON c.card_id = e.card_id WHERE e.event = 'deleted' AND c.customer_id = ")
+            switch key {
+            case .card: return "token_events e WHERE e.event = 'deleted' AND e.card_id"
+            case .device: return "token_events e JOIN tokens dt ON dt.token_reference = e.token_reference WHERE e.event = 'deleted' AND dt.device_id"
+            case .customer: return "token_events e JOIN cards dc ON dc.card_id = e.card_id WHERE e.event = 'deleted' AND dc.customer_id"
             }
-            sql.appendInterpolation(id)
-            sql.appendLiteral(" AND e.at >= ")
         }
-        sql.appendInterpolation(lower)
-        sql.appendLiteral(query.metric.eventKind == .attempt ? " AND created_at < " : query.metric == .tokenDeletions ? " AND e.at < " : " AND at < ")
-        sql.appendInterpolation(upper)
-        sql.appendLiteral(")")
     }
 }

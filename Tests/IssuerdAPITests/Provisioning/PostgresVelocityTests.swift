@@ -1,0 +1,86 @@
+import Foundation
+import IssuerdPostgres
+import IssuerdRisk
+import Testing
+
+@testable import IssuerdAPI
+
+/// The PostgreSQL velocity SQL (grouped per table and key, one filtered aggregate per window)
+/// must answer exactly what the in-memory reference answers over the same history, including
+/// events exactly on a window's lower bound (counted) and at the decision time (not counted).
+@Suite("Velocity in PostgreSQL agrees with the in-memory reference")
+struct PostgresVelocityTests {
+    @Test func everyMetricKeyAndWindowMatches() throws {
+        let app = try TestApplication()
+        let now = Date(timeIntervalSince1970: 1_900_000_000)
+        try DecisionFixtures.customer(app, "cust-a")
+        try DecisionFixtures.customer(app, "cust-b")
+        try DecisionFixtures.card(app, "card-a1", customer: "cust-a")
+        try DecisionFixtures.card(app, "card-a2", customer: "cust-a", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
+
+        // Attempts at offsets (seconds before `now`) chosen to straddle the 1 h, 1 d and 7 d
+        // windows, with their exact boundaries; names differ in case and spacing only sometimes.
+        let attempts: [(card: String, device: String, customer: String, name: String, secondsAgo: Double)] = [
+            ("card-a1", "dev-1", "cust-a", "HONG GILDONG", 0),  // at the decision time: never counted
+            ("card-a1", "dev-1", "cust-a", "hong  gildong", 60),
+            ("card-a2", "dev-1", "cust-a", "KIM CHULSOO", 3_600),  // exactly on the 1 h bound: counted
+            ("card-a2", "dev-2", "cust-a", "KIM CHULSOO", 3_601),
+            ("card-a1", "dev-1", "cust-a", "LEE YOUNGHEE", 86_399),
+            ("card-a1", "dev-2", "cust-a", "HONG GILDONG", 86_400),
+            ("card-a2", "dev-1", "cust-a", "PARK", 6 * 86_400),
+            ("card-a1", "dev-1", "cust-a", "CHOI", 8 * 86_400),  // outside every window
+            ("card-a1", "dev-1", "cust-a", "HONG GILDONG", -5),  // after the decision time
+        ]
+        var events: [VelocityEvent] = []
+        try app.pool.withConnection { connection in
+            for attempt in attempts {
+                let time = now.addingTimeInterval(-attempt.secondsAgo)
+                let hash = attempt.name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ")  // stands in for the HMAC
+                try connection.execute(
+                    """
+                    INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, cardholder_name_hash,
+                        inputs, features, hits, flow, decision, ruleset_version, created_at)
+                    VALUES (\(UUID()), 'in_app', \(attempt.card), \(attempt.customer), \(attempt.device), \(hash),
+                        '{}', '{}', '[]', 'green', 'APPROVED', 'test', \(time))
+                    """)
+                events.append(VelocityEvent(
+                    kind: .attempt, time: time, cardID: attempt.card, deviceID: attempt.device, customerID: attempt.customer,
+                    cardholderName: attempt.name))
+            }
+            // Token deletions of card-a1 (by card, and by customer through cards).
+            for secondsAgo in [10.0, 3_600, 90_000] {
+                let time = now.addingTimeInterval(-secondsAgo)
+                try connection.execute(
+                    """
+                    INSERT INTO token_events (token_reference, card_id, event, source, at)
+                    VALUES ('DNITHE-\(unsafeSQL: String(Int(secondsAgo)))', 'card-a1', 'deleted', 'tsp', \(time))
+                    """)
+                events.append(VelocityEvent(kind: .tokenDeletion, time: time, cardID: "card-a1", customerID: "cust-a"))
+            }
+        }
+
+        var queries: [VelocityQuery] = []
+        for metric in VelocityMetric.allCases where [.attempts, .distinctCards, .distinctNames, .tokenDeletions].contains(metric) {
+            for key in metric.allowedKeys where !(metric == .tokenDeletions && key == .device) {
+                for window in [3_600, 86_400, 7 * 86_400] {
+                    queries.append(VelocityQuery(metric: metric, key: key, windowSeconds: window))
+                }
+            }
+        }
+        let reference = InMemoryVelocityProvider(events: events)
+        for subject in [
+            VelocitySubject(cardID: "card-a1", deviceID: "dev-1", customerID: "cust-a"),
+            VelocitySubject(cardID: "card-a2", deviceID: "dev-2", customerID: "cust-a"),
+            VelocitySubject(cardID: "card-a2", deviceID: nil, customerID: "cust-b"),
+        ] {
+            let batch = VelocityBatch(subject: subject, time: now, queries: queries)
+            let expected = reference.values(for: batch)
+            let actual = try app.pool.withConnection { try PostgresVelocityProvider(connection: $0).values(for: batch) }
+            for (index, query) in queries.enumerated() {
+                #expect(actual[index] == expected[index], "\(query) for \(subject)")
+            }
+            // A sanity check on the fixture itself: the answers are not all zero.
+            #expect(expected.contains { ($0 ?? 0) > 1 } || subject.customerID == "cust-b")
+        }
+    }
+}
