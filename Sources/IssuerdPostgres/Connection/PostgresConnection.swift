@@ -65,7 +65,7 @@ public final class PostgresConnection {
         // The decoders read ISO timestamps and hex bytea whatever the server's defaults are.
         // Prepared statements keep per-execution (custom) plans: measured on the provisioning
         // workload, generic plans for the velocity time windows doubled the server's CPU.
-        try execute(unsafeSQL: "SET DateStyle = 'ISO, MDY'; SET bytea_output = 'hex'; SET plan_cache_mode = auto")
+        try execute(unsafeSQL: "SET DateStyle = 'ISO, MDY'; SET bytea_output = 'hex'; SET plan_cache_mode = force_custom_plan")
         logger.debug("postgres connection opened", ["backend_pid": .int(Int(PQbackendPID(handle)))])
     }
 
