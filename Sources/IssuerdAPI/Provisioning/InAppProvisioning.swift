@@ -45,10 +45,17 @@ struct InAppProvisioning: Sendable {
             customerWindow: context.configuration.rateLimitCustomer.window, cardWindow: context.configuration.rateLimitCard.window, now: now)
         let outcome = try context.database.withConnection { connection in
             try connection.pipelinedTransaction(
-                opening: ["SELECT pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))", statement.query]
-            ) { _, rows in
-                guard let pushContext = try PushContext(rows: rows[1], statement: statement) else {
+                opening: [
+                    PushContext.planSettings,
+                    "SELECT pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))",
+                    statement.query,
+                ]
+            ) { connection, rows in
+                guard let pushContext = try PushContext(rows: rows[2], statement: statement) else {
                     return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil), closing: [])
+                }
+                if let refusal = try rateLimit(pushContext, now: now, connection: connection) {
+                    return (.refusal(refusal, counted: nil), [])
                 }
                 return try decide(request, input: input, pushContext: pushContext, ruleset: ruleset, now: now)
             }
@@ -67,9 +74,6 @@ struct InAppProvisioning: Sendable {
     private func decide(
         _ request: HTTPRequest, input: ProvisioningInput, pushContext: PushContext, ruleset: Ruleset, now: Date
     ) throws -> (value: Outcome, closing: [PostgresQuery]) {
-        if let refusal = rateLimit(pushContext, now: now) {
-            return (.refusal(refusal, counted: nil), [])
-        }
         let card = pushContext.card
         let riskRequest = RiskRequest(
             channel: input.channel, card: card, customer: pushContext.customer, device: input.device,
@@ -123,13 +127,16 @@ struct InAppProvisioning: Sendable {
     }
 
     /// 429 when the customer or the card used up its window (counted over both push channels).
-    private func rateLimit(_ pushContext: PushContext, now: Date) -> HTTPError? {
-        let limits = [
-            (pushContext.customerRecent, context.configuration.rateLimitCustomer), (pushContext.cardRecent, context.configuration.rateLimitCard),
+    private func rateLimit(_ pushContext: PushContext, now: Date, connection: PostgresConnection) throws -> HTTPError? {
+        let limits: [(RateLimitSubject, String, Int, RateLimit)] = [
+            (.customer, pushContext.card.customerID, pushContext.customerRecent, context.configuration.rateLimitCustomer),
+            (.card, pushContext.card.cardID, pushContext.cardRecent, context.configuration.rateLimitCard),
         ]
-        for (recent, limit) in limits where recent.count >= limit.count {
+        for (subject, id, recent, limit) in limits where recent >= limit.count {
             // The window frees a slot when its oldest attempt leaves it.
-            let retry = (recent.oldest ?? now).addingTimeInterval(limit.window).timeIntervalSince(now)
+            let since = now.addingTimeInterval(-limit.window)
+            let oldest = try AttemptStore.oldestRecentPush(column: subject, id: id, since: since, now: now, connection: connection)
+            let retry = (oldest ?? now).addingTimeInterval(limit.window).timeIntervalSince(now)
             return APIErrors.rateLimited(retryAfter: Int(retry.rounded(.up)), message: "too many provisioning requests; retry later")
         }
         return nil

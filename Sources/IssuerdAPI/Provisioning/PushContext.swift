@@ -12,12 +12,20 @@ struct PushContext {
     var card: CardRecord
     var customer: CustomerRecord?
     var cardActiveTokens: Int
-    /// Pushes of the customer in the customer rate-limit window, and the oldest.
-    var customerRecent: (count: Int, oldest: Date?)
-    /// Pushes of the card in the card rate-limit window, and the oldest.
-    var cardRecent: (count: Int, oldest: Date?)
+    /// Pushes of the customer in the customer rate-limit window.
+    var customerRecent: Int
+    /// Pushes of the card in the card rate-limit window.
+    var cardRecent: Int
     /// The answers to the velocity batch the statement was built for.
     var velocity: [Int?]
+
+    /// Run first in the transaction: the statement keeps one generic plan per connection instead
+    /// of being planned for every request (planning cost more than running it), and that plan
+    /// is made with sequential scans off, so a plan made while `provisioning_attempts` is still
+    /// small (or has no statistics yet) cannot settle on scanning the whole table later. Every
+    /// look-up in the statement has an index by design. Both settings end with the transaction.
+    static let planSettings: PostgresQuery =
+        "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)"
 
     /// The statement, and what ``init(rows:statement:)`` needs to read its velocity columns.
     struct Statement {
@@ -32,17 +40,16 @@ struct PushContext {
     ) -> Statement {
         var sql = PostgresQuery.StringInterpolation(literalCapacity: 2048, interpolationCount: 8 + velocity.queries.count * 3)
         sql.appendLiteral("SELECT \(CardStore.columns(qualifiedBy: "c")), \(CustomerStore.columns(qualifiedBy: "cu", prefix: "cu_")), ")
-        sql.appendLiteral("rc_n, rc_oldest, rk_n, rk_oldest, ")
         sql.appendLiteral("(SELECT count(*) FROM tokens t WHERE t.card_id = c.card_id AND t.status = 'active') AS active_tokens")
         let velocitySQL = VelocitySQL(velocity)
         velocitySQL.appendSelectList(into: &sql)
-        sql.appendLiteral(" FROM cards c LEFT JOIN customers cu ON cu.customer_id = c.customer_id CROSS JOIN ")
-        AttemptStore.appendRecentPushes(
-            column: .customer, id: customerID, since: now.addingTimeInterval(-customerWindow), now: now, alias: "rc", into: &sql)
-        sql.appendLiteral(" CROSS JOIN ")
-        AttemptStore.appendRecentPushes(
-            column: .card, id: cardID, since: now.addingTimeInterval(-cardWindow), now: now, alias: "rk", into: &sql)
-        velocitySQL.appendJoins(into: &sql)
+        sql.appendLiteral(", ")
+        AttemptStore.appendRecentPushCount(
+            column: .customer, id: customerID, since: now.addingTimeInterval(-customerWindow), now: now, name: "customer_recent", into: &sql)
+        sql.appendLiteral(", ")
+        AttemptStore.appendRecentPushCount(
+            column: .card, id: cardID, since: now.addingTimeInterval(-cardWindow), now: now, name: "card_recent", into: &sql)
+        sql.appendLiteral(" FROM cards c LEFT JOIN customers cu ON cu.customer_id = c.customer_id")
         sql.appendLiteral(" WHERE c.card_id = ")
         sql.appendInterpolation(cardID)
         sql.appendLiteral(" AND c.customer_id = ")
@@ -56,8 +63,8 @@ struct PushContext {
         card = try CardStore.decode(row)
         customer = row.isNull(row.columns.firstIndex(of: "cu_customer_id") ?? -1) ? nil : try CustomerStore.decode(row, prefix: "cu_")
         cardActiveTokens = try row.decode("active_tokens")
-        customerRecent = (try row.decode("rc_n"), try row.decode("rc_oldest"))
-        cardRecent = (try row.decode("rk_n"), try row.decode("rk_oldest"))
+        customerRecent = try row.decode("customer_recent")
+        cardRecent = try row.decode("card_recent")
         velocity = try statement.velocity.values(in: row)
     }
 }

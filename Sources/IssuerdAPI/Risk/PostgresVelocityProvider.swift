@@ -25,8 +25,6 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
         var sql = PostgresQuery.StringInterpolation(literalCapacity: 512, interpolationCount: batch.queries.count * 3)
         sql.appendLiteral("SELECT true")
         velocity.appendSelectList(into: &sql)
-        sql.appendLiteral(" FROM (VALUES (1)) AS anchor(one)")
-        velocity.appendJoins(into: &sql)
         guard let row = try connection.query(PostgresQuery(stringInterpolation: sql)).first else {
             return [Int?](repeating: nil, count: batch.queries.count)
         }
@@ -34,14 +32,15 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
     }
 }
 
-/// The SQL answering a velocity batch, to fold into a larger statement: one `LATERAL`
-/// subquery per event table and subject key, scanning the widest window once, with one
-/// filtered aggregate per query (`count(*) FILTER (WHERE created_at >= $lower)`), named
-/// `v<index>`.
+/// The SQL answering a velocity batch, to fold into a larger statement's select list: one
+/// scalar subquery per event table and subject key, scanning the widest window once, with one
+/// filtered aggregate per query (`count(*) FILTER (WHERE created_at >= $lower)`), returned as
+/// an array in a column `velocity<n>`.
 ///
-/// Grouping matters: PostgreSQL plans every statement afresh (custom plans, see
-/// `PostgresConnection`), and planning a subquery per velocity query cost more than running
-/// them (docs/performance.md).
+/// The shape matters for planning, which PostgreSQL does afresh for every statement (custom
+/// plans, see `PostgresConnection`): a scalar subquery per velocity query cost more to plan
+/// than to run, and `LATERAL` subqueries, which join planning has to order, cost more still
+/// (docs/performance.md).
 struct VelocitySQL {
     /// The indices of the batch's queries that are asked (their subject key is known).
     let columns: [Int]
@@ -86,15 +85,10 @@ struct VelocitySQL {
         self.groups = groups
     }
 
-    /// Appends `, v<index>` for every asked query.
+    /// Appends `, (SELECT ARRAY[…]::text[] FROM …) AS velocity<n>` for every group.
     func appendSelectList(into sql: inout PostgresQuery.StringInterpolation) {
-        for index in columns { sql.appendLiteral(", v\(index)") }
-    }
-
-    /// Appends ` CROSS JOIN LATERAL (…) velocity<n>` for every group.
-    func appendJoins(into sql: inout PostgresQuery.StringInterpolation) {
         for (number, group) in groups.enumerated() {
-            sql.appendLiteral(" CROSS JOIN LATERAL (SELECT ")
+            sql.appendLiteral(", (SELECT ARRAY[")
             let widest = group.members.map { batch.queries[$0].windowSeconds }.max() ?? 0
             let time = Self.timeColumn(group.source)
             for (position, index) in group.members.enumerated() {
@@ -113,24 +107,32 @@ struct VelocitySQL {
                     }
                     sql.appendLiteral(")")
                 }
-                sql.appendLiteral(" AS v\(index)")
             }
-            sql.appendLiteral(" FROM \(Self.from(group.source, key: group.key)) = ")
+            sql.appendLiteral("]::text[] FROM \(Self.from(group.source, key: group.key)) = ")
             sql.appendInterpolation(group.id)
             sql.appendLiteral(" AND \(time) >= ")
             sql.appendInterpolation(batch.time.addingTimeInterval(-Double(widest)))
             sql.appendLiteral(" AND \(time) < ")
             sql.appendInterpolation(batch.time)
-            sql.appendLiteral(") velocity\(number)")
+            sql.appendLiteral(") AS velocity\(number)")
         }
     }
 
-    /// The batch's values from a row holding the `v<index>` columns; nil (unknown) for the
+    /// The batch's values from a row holding the `velocity<n>` columns; nil (unknown) for the
     /// queries not asked.
     func values(in row: PostgresRow) throws -> [Int?] {
         var values = [Int?](repeating: nil, count: batch.queries.count)
-        for index in columns {
-            values[index] = try row.decode("v\(index)", as: Int.self)
+        for (number, group) in groups.enumerated() {
+            let counts = try row.decode("velocity\(number)", as: [String].self)
+            guard counts.count == group.members.count else {
+                throw PostgresError(code: .decoding, message: "velocity\(number) has \(counts.count) values, expected \(group.members.count)")
+            }
+            for (index, text) in zip(group.members, counts) {
+                guard let count = Int(text) else {
+                    throw PostgresError(code: .decoding, message: "velocity\(number) holds a value that is not a count")
+                }
+                values[index] = count
+            }
         }
         return values
     }

@@ -54,19 +54,32 @@ enum AttemptStore {
         """
     }
 
-    /// Appends a `FROM`-list item counting the in-app and Wallet-extension attempts of a
-    /// customer, or of a card, in `[since, now)`, with the oldest of them (for `Retry-After`),
-    /// as columns `<alias>_n` and `<alias>_oldest`.
-    static func appendRecentPushes(
-        column: RateLimitSubject, id: String, since: Date, now: Date, alias: String, into sql: inout PostgresQuery.StringInterpolation
+    /// Appends a scalar subquery counting the in-app and Wallet-extension attempts of a
+    /// customer, or of a card, in `[since, now)`, named `name`.
+    static func appendRecentPushCount(
+        column: RateLimitSubject, id: String, since: Date, now: Date, name: String, into sql: inout PostgresQuery.StringInterpolation
     ) {
-        sql.appendLiteral("LATERAL (SELECT count(*) AS \(alias)_n, min(created_at) AS \(alias)_oldest FROM provisioning_attempts WHERE \(column.rawValue) = ")
+        sql.appendLiteral("(SELECT count(*) FROM provisioning_attempts WHERE \(column.rawValue) = ")
         sql.appendInterpolation(id)
         sql.appendLiteral(" AND channel IN ('in_app', 'wallet_extension') AND created_at >= ")
         sql.appendInterpolation(since)
         sql.appendLiteral(" AND created_at < ")
         sql.appendInterpolation(now)
-        sql.appendLiteral(") \(alias)")
+        sql.appendLiteral(") AS \(name)")
+    }
+
+    /// The oldest in-app or Wallet-extension attempt of a customer, or of a card, in
+    /// `[since, now)` (for `Retry-After`).
+    static func oldestRecentPush(
+        column: RateLimitSubject, id: String, since: Date, now: Date, connection: PostgresConnection
+    ) throws -> Date? {
+        try connection.query(
+            """
+            SELECT min(created_at) AS oldest FROM provisioning_attempts
+            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension')
+              AND created_at >= \(since) AND created_at < \(now)
+            """
+        ).first?.decode("oldest", as: Date?.self) ?? nil
     }
 
     /// The newest yellow in-app or Wallet-extension push of `cardID` on `deviceID` (or with no
