@@ -143,9 +143,10 @@ enum AttemptStore {
         ]
     }
 
-    /// JSON values are written directly (see ``JSONValue/jsonText``): this runs for every decision.
+    /// JSON values are written directly, unsorted (see ``JSONValue/unorderedJSONText``): this
+    /// runs for every decision, and `jsonb` orders keys its own way.
     static func json(_ value: JSONValue) -> PostgresJSON {
-        PostgresJSON(rawJSON: value.jsonText)
+        PostgresJSON(rawJSON: value.unorderedJSONText)
     }
 
     static func decode(_ value: PostgresJSON) throws -> JSONValue {

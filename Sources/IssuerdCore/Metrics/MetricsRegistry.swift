@@ -31,6 +31,13 @@ public final class MetricsRegistry: Sendable {
         var counts: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
+
+        /// Counts `value` in every bucket whose upper bound it does not exceed.
+        mutating func record(_ value: Double, buckets: [Double]) {
+            for (index, bound) in buckets.enumerated() where value <= bound { counts[index] += 1 }
+            sum += value
+            count += 1
+        }
     }
 
     public init() {}
@@ -73,22 +80,22 @@ public final class MetricsRegistry: Sendable {
     }
 
     fileprivate func add(_ name: String, labels: [String], value: Double, replace: Bool) {
+        // Mutated in place: copying the family out and back would copy its whole sample
+        // dictionary on every increment (copy-on-write with two references).
         state.withLock { state in
-            guard var family = state.families[name] else { return }
-            if replace { family.values[labels] = value } else { family.values[labels, default: 0] += value }
-            state.families[name] = family
+            if replace {
+                state.families[name]?.values[labels] = value
+            } else {
+                state.families[name]?.values[labels, default: 0] += value
+            }
         }
     }
 
     fileprivate func observe(_ name: String, labels: [String], value: Double) {
         state.withLock { state in
-            guard var family = state.families[name] else { return }
-            var sample = family.histograms[labels] ?? HistogramSample(counts: Array(repeating: 0, count: family.buckets.count))
-            for (index, bound) in family.buckets.enumerated() where value <= bound { sample.counts[index] += 1 }
-            sample.sum += value
-            sample.count += 1
-            family.histograms[labels] = sample
-            state.families[name] = family
+            guard let buckets = state.families[name]?.buckets else { return }
+            state.families[name]?.histograms[labels, default: HistogramSample(counts: Array(repeating: 0, count: buckets.count))]
+                .record(value, buckets: buckets)
         }
     }
 

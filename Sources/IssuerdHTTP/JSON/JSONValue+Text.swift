@@ -9,11 +9,20 @@ extension JSONValue {
     /// Non-finite doubles, which JSON cannot carry, are written as `null`.
     public var jsonText: String {
         var out = ""
-        append(to: &out)
+        append(to: &out, sortedKeys: true)
         return out
     }
 
-    private func append(to out: inout String) {
+    /// The value as compact JSON text with object members in no particular order: for
+    /// `jsonb` columns, which keep their own key order, so sorting would be wasted work.
+    public var unorderedJSONText: String {
+        var out = ""
+        out.reserveCapacity(1024)
+        append(to: &out, sortedKeys: false)
+        return out
+    }
+
+    private func append(to out: inout String, sortedKeys: Bool) {
         switch self {
         case .null: out += "null"
         case .bool(let flag): out += flag ? "true" : "false"
@@ -24,16 +33,27 @@ extension JSONValue {
             out += "["
             for (index, item) in items.enumerated() {
                 if index > 0 { out += "," }
-                item.append(to: &out)
+                item.append(to: &out, sortedKeys: sortedKeys)
             }
             out += "]"
         case .object(let members):
             out += "{"
-            for (index, key) in members.keys.sorted().enumerated() {
-                if index > 0 { out += "," }
-                JSONText.appendString(key, to: &out)
-                out += ":"
-                members[key]!.append(to: &out)
+            if sortedKeys {
+                for (index, key) in members.keys.sorted().enumerated() {
+                    if index > 0 { out += "," }
+                    JSONText.appendString(key, to: &out)
+                    out += ":"
+                    members[key]!.append(to: &out, sortedKeys: true)
+                }
+            } else {
+                var first = true
+                for (key, value) in members {
+                    if !first { out += "," }
+                    first = false
+                    JSONText.appendString(key, to: &out)
+                    out += ":"
+                    value.append(to: &out, sortedKeys: false)
+                }
             }
             out += "}"
         }

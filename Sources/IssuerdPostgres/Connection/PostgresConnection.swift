@@ -16,7 +16,7 @@ public final class PostgresConnection {
     /// per execution, which profiling showed as most of its CPU for a provisioning decision.
     /// A connection is never reset in place (the pool replaces broken ones), so the cache lives
     /// exactly as long as the server session that holds the statements.
-    var prepared: [String: String] = [:]
+    var prepared: [PreparedKey: String] = [:]
     private var preparedCounter = 0
     /// Beyond this many, statements run unprepared (dynamic SQL must not grow the cache forever).
     public static let preparedStatementLimit = 256
@@ -96,7 +96,7 @@ public final class PostgresConnection {
     /// transaction. The script takes no parameters: never build it from input.
     /// - Throws: ``PostgresError`` for the first statement that fails.
     public func execute(unsafeSQL script: String, file: String = #fileID, line: Int = #line) throws {
-        guard !script.utf8.contains(0) else {
+        guard !Self.containsNUL(script) else {
             throw PostgresError(code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
         _ = try check(PQexec(handle, script), file: file, line: line)
@@ -172,7 +172,7 @@ public final class PostgresConnection {
         guard bindings.count <= Int(UInt16.max) else {
             throw PostgresError(code: .invalidParameter, message: "\(bindings.count) parameters exceed the protocol limit of 65535", file: file, line: line)
         }
-        guard !query.sql.utf8.contains(0) else {
+        guard !Self.containsNUL(query.sql) else {
             throw PostgresError(code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
         var bound = BoundQuery(sql: query.sql)
@@ -184,7 +184,7 @@ public final class PostgresConnection {
                 bound.lengths.append(0)
                 bound.formats.append(0)
             case .text(let text):
-                guard !text.utf8.contains(0) else {
+                guard !Self.containsNUL(text) else {
                     throw PostgresError(
                         code: .invalidParameter, message: "parameter $\(position + 1) contains a NUL byte, which text cannot hold",
                         file: file, line: line)
@@ -213,7 +213,7 @@ public final class PostgresConnection {
     /// The name of the prepared statement for `sql` with these parameter types, preparing it on
     /// first use; nil when the cache is full (the statement then runs unprepared).
     private func preparedName(for sql: String, types: [Oid], file: String, line: Int) throws -> String? {
-        let key = sql + "\u{0}" + types.map(String.init).joined(separator: ",")
+        let key = PreparedKey(sql: sql, types: types)
         if let name = prepared[key] { return name }
         guard prepared.count < Self.preparedStatementLimit else { return nil }
         preparedCounter += 1
@@ -221,6 +221,24 @@ public final class PostgresConnection {
         _ = try check(PQprepare(handle, name, sql, Int32(types.count), types), file: file, line: line)
         prepared[key] = name
         return name
+    }
+
+    /// A prepared statement is its text and its parameter types.
+    struct PreparedKey: Hashable {
+        var sql: String
+        var types: [Oid]
+    }
+
+    /// True when `text` holds a NUL byte, which C strings cannot carry. Native strings are
+    /// scanned as one buffer with `memchr`; this runs on every statement's text and value.
+    static func containsNUL(_ text: String) -> Bool {
+        func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
+            return memchr(base, 0, bytes.count) != nil
+        }
+        if let found = text.utf8.withContiguousStorageIfAvailable(scan) { return found }
+        var copy = text
+        return copy.withUTF8(scan)
     }
 
     /// Turns a result into a value or a typed error, freeing failed results.
