@@ -45,13 +45,9 @@ struct InAppProvisioning: Sendable {
             customerWindow: context.configuration.rateLimitCustomer.window, cardWindow: context.configuration.rateLimitCard.window, now: now)
         let outcome = try context.database.withConnection { connection in
             try connection.pipelinedTransaction(
-                opening: [
-                    PushContext.planSettings,
-                    "SELECT pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))",
-                    statement.query,
-                ]
+                opening: [PushContext.lockAndPlanSettings(customerID: customerID), statement.query]
             ) { connection, rows in
-                guard let pushContext = try PushContext(rows: rows[2], statement: statement) else {
+                guard let pushContext = try PushContext(rows: rows[1], statement: statement) else {
                     return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil), closing: [])
                 }
                 if let refusal = try rateLimit(pushContext, now: now, connection: connection) {
@@ -135,7 +131,7 @@ struct InAppProvisioning: Sendable {
         for (subject, id, recent, limit) in limits where recent >= limit.count {
             // The window frees a slot when its oldest attempt leaves it.
             let since = now.addingTimeInterval(-limit.window)
-            let oldest = try AttemptStore.oldestRecentPush(column: subject, id: id, since: since, now: now, connection: connection)
+            let oldest = try AttemptStore.oldestRecentPush(column: subject, id: id, since: since, connection: connection)
             let retry = (oldest ?? now).addingTimeInterval(limit.window).timeIntervalSince(now)
             return APIErrors.rateLimited(retryAfter: Int(retry.rounded(.up)), message: "too many provisioning requests; retry later")
         }

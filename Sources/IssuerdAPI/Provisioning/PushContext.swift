@@ -19,13 +19,20 @@ struct PushContext {
     /// The answers to the velocity batch the statement was built for.
     var velocity: [Int?]
 
-    /// Run first in the transaction: the statement keeps one generic plan per connection instead
-    /// of being planned for every request (planning cost more than running it), and that plan
-    /// is made with sequential scans off, so a plan made while `provisioning_attempts` is still
-    /// small (or has no statistics yet) cannot settle on scanning the whole table later. Every
-    /// look-up in the statement has an index by design. Both settings end with the transaction.
-    static let planSettings: PostgresQuery =
-        "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)"
+    /// Run first in the transaction: the customer's advisory lock, held to the end of the
+    /// transaction, and two settings for the context statement that follows.
+    ///
+    /// The statement keeps one generic plan per connection instead of being planned for every
+    /// request (planning cost more than running it), and that plan is made with sequential scans
+    /// off, so a plan made while `provisioning_attempts` is still small (or has no statistics
+    /// yet) cannot settle on scanning the whole table later. Every look-up in the statement has
+    /// an index by design. Both settings end with the transaction.
+    static func lockAndPlanSettings(customerID: String) -> PostgresQuery {
+        """
+        SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
+               pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))
+        """
+    }
 
     /// The statement, and what ``init(rows:statement:)`` needs to read its velocity columns.
     struct Statement {
@@ -45,10 +52,10 @@ struct PushContext {
         velocitySQL.appendSelectList(into: &sql)
         sql.appendLiteral(", ")
         AttemptStore.appendRecentPushCount(
-            column: .customer, id: customerID, since: now.addingTimeInterval(-customerWindow), now: now, name: "customer_recent", into: &sql)
+            column: .customer, id: customerID, since: now.addingTimeInterval(-customerWindow), name: "customer_recent", into: &sql)
         sql.appendLiteral(", ")
         AttemptStore.appendRecentPushCount(
-            column: .card, id: cardID, since: now.addingTimeInterval(-cardWindow), now: now, name: "card_recent", into: &sql)
+            column: .card, id: cardID, since: now.addingTimeInterval(-cardWindow), name: "card_recent", into: &sql)
         sql.appendLiteral(" FROM cards c LEFT JOIN customers cu ON cu.customer_id = c.customer_id")
         sql.appendLiteral(" WHERE c.card_id = ")
         sql.appendInterpolation(cardID)

@@ -55,29 +55,28 @@ enum AttemptStore {
     }
 
     /// Appends a scalar subquery counting the in-app and Wallet-extension attempts of a
-    /// customer, or of a card, in `[since, now)`, named `name`.
+    /// customer, or of a card, since `since`, named `name`.
+    ///
+    /// No upper bound: a concurrent request that took the customer's lock first may have
+    /// stamped its attempt with a time later than this request's own (its clock was read on
+    /// arrival), and that attempt must count.
     static func appendRecentPushCount(
-        column: RateLimitSubject, id: String, since: Date, now: Date, name: String, into sql: inout PostgresQuery.StringInterpolation
+        column: RateLimitSubject, id: String, since: Date, name: String, into sql: inout PostgresQuery.StringInterpolation
     ) {
         sql.appendLiteral("(SELECT count(*) FROM provisioning_attempts WHERE \(column.rawValue) = ")
         sql.appendInterpolation(id)
         sql.appendLiteral(" AND channel IN ('in_app', 'wallet_extension') AND created_at >= ")
         sql.appendInterpolation(since)
-        sql.appendLiteral(" AND created_at < ")
-        sql.appendInterpolation(now)
         sql.appendLiteral(") AS \(name)")
     }
 
-    /// The oldest in-app or Wallet-extension attempt of a customer, or of a card, in
-    /// `[since, now)` (for `Retry-After`).
-    static func oldestRecentPush(
-        column: RateLimitSubject, id: String, since: Date, now: Date, connection: PostgresConnection
-    ) throws -> Date? {
+    /// The oldest in-app or Wallet-extension attempt of a customer, or of a card, since
+    /// `since` (for `Retry-After`).
+    static func oldestRecentPush(column: RateLimitSubject, id: String, since: Date, connection: PostgresConnection) throws -> Date? {
         try connection.query(
             """
             SELECT min(created_at) AS oldest FROM provisioning_attempts
-            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension')
-              AND created_at >= \(since) AND created_at < \(now)
+            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension') AND created_at >= \(since)
             """
         ).first?.decode("oldest", as: Date?.self) ?? nil
     }
