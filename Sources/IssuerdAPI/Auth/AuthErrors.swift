@@ -28,7 +28,11 @@ extension HTTPRequest {
         guard let header = headers["Authorization"], header.utf8.count <= 8192 else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let credential = parts[1].trimmingCharacters(in: .whitespaces)
-        return credential.isEmpty ? nil : credential
+        // Spaces and tabs around the token are dropped (Swift-native: Foundation's
+        // `trimmingCharacters` bridges through NSString on every request).
+        var credential = parts[1]
+        while let first = credential.first, first == " " || first == "\t" { credential = credential.dropFirst() }
+        while let last = credential.last, last == " " || last == "\t" { credential = credential.dropLast() }
+        return credential.isEmpty ? nil : String(credential)
     }
 }
