@@ -21,10 +21,16 @@ struct InAppProvisioning: Sendable {
     let risk: RiskService
 
     /// What the transaction decided; errors leave it as values so that the attempt commits
-    /// before the error answer is thrown.
+    /// before the error answer is thrown, and the log line is written only once it has.
     private enum Outcome {
-        case answer(HTTPResponse, channel: String, flow: Flow, hits: [RuleHit])
-        case refusal(HTTPError, counted: (channel: String, flow: Flow, hits: [RuleHit])?)
+        case answer(HTTPResponse, channel: String, flow: Flow, hits: [RuleHit], log: LogLine)
+        case refusal(HTTPError, counted: (channel: String, flow: Flow, hits: [RuleHit])?, log: LogLine?)
+    }
+
+    private struct LogLine {
+        var level: LogLevel
+        var message: String
+        var metadata: LogMetadata
     }
 
     /// Handles one request for the authenticated `customerID`.
@@ -48,20 +54,22 @@ struct InAppProvisioning: Sendable {
                 opening: [PushContext.lockAndPlanSettings(customerID: customerID), statement.query]
             ) { connection, rows in
                 guard let pushContext = try PushContext(rows: rows[1], statement: statement) else {
-                    return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil), closing: [])
+                    return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil, log: nil), closing: [])
                 }
                 if let refusal = try rateLimit(pushContext, now: now, connection: connection) {
-                    return (.refusal(refusal, counted: nil), [])
+                    return (.refusal(refusal, counted: nil, log: nil), [])
                 }
                 return try decide(request, input: input, pushContext: pushContext, ruleset: ruleset, now: now)
             }
         }
         switch outcome {
-        case .answer(let response, let channel, let flow, let hits):
+        case .answer(let response, let channel, let flow, let hits, let log):
             risk.count(channel: channel, flow: flow, hits: hits)
+            request.logger.log(log.level, log.message, log.metadata)
             return response
-        case .refusal(let error, let counted):
+        case .refusal(let error, let counted, let log):
             if let counted { risk.count(channel: counted.channel, flow: counted.flow, hits: counted.hits) }
+            if let log { request.logger.log(log.level, log.message, log.metadata) }
             throw error
         }
     }
@@ -90,9 +98,12 @@ struct InAppProvisioning: Sendable {
 
         if decision.flow == .orange {
             record.decision = "DECLINED"
-            request.logger.info("provisioning declined", ["attemptId": .string(attemptText), "cardId": .string(card.cardID)])
+            let log = LogLine(level: .info, message: "provisioning declined", metadata: ["attemptId": .string(attemptText), "cardId": .string(card.cardID)])
             let reasonJSON: [JSONValue] = reasons.map { ["rule": .string($0.rule), "reason": .string($0.reason)] }
-            return (.refusal(DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON), counted: counted), [AttemptStore.insertion(record)])
+            return (
+                .refusal(DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON), counted: counted, log: log),
+                [AttemptStore.insertion(record)]
+            )
         }
 
         let chain: ValidatedAppleChain
@@ -100,9 +111,11 @@ struct InAppProvisioning: Sendable {
         case .invalid(let failure):
             record.decision = "CERTIFICATE_CHAIN_INVALID"
             record.facts["chainFailure"] = ["code": .string(failure.code.rawValue), "detail": .string(failure.detail)]
-            request.logger.notice("certificate chain refused", ["attemptId": .string(attemptText), "check": .string(failure.code.rawValue)])
+            let log = LogLine(
+                level: .notice, message: "certificate chain refused",
+                metadata: ["attemptId": .string(attemptText), "check": .string(failure.code.rawValue)])
             return (
-                .refusal(DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText), counted: counted),
+                .refusal(DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText), counted: counted, log: log),
                 [AttemptStore.insertion(record)]
             )
         case .valid(let validated):
@@ -112,14 +125,14 @@ struct InAppProvisioning: Sendable {
         let sealed = try seal(card: card, input: input, chain: chain, now: now)
         record.decision = decision.flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "APPROVED"
         record.facts["scheme"] = .string(input.scheme.rawValue)
-        request.logger.info("provisioning answered", ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
         let response = ProvisioningResponse(
             encryptedPassData: BinaryEncoding.base64String(sealed.encryptedPassData),
             activationData: BinaryEncoding.base64String(sealed.activationData),
             ephemeralPublicKey: sealed.ephemeralPublicKey.map(BinaryEncoding.base64String),
             wrappedKey: sealed.wrappedKey.map(BinaryEncoding.base64String),
             decision: Decision(flow: decision.flow.description, attemptId: attemptText, reasons: reasons))
-        return (.answer(try .json(response), channel: channel, flow: decision.flow, hits: decision.hits), [AttemptStore.insertion(record)])
+        let log = LogLine(level: .info, message: "provisioning answered", metadata: ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
+        return (.answer(try .json(response), channel: channel, flow: decision.flow, hits: decision.hits, log: log), [AttemptStore.insertion(record)])
     }
 
     /// 429 when the customer or the card used up its window (counted over both push channels).
