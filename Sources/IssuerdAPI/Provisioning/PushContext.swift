@@ -23,14 +23,15 @@ struct PushContext {
     /// transaction, and two settings for the context statement that follows.
     ///
     /// The statement keeps one generic plan per connection instead of being planned for every
-    /// request (planning cost more than running it), and that plan is made with sequential scans
-    /// off, so a plan made while `provisioning_attempts` is still small (or has no statistics
-    /// yet) cannot settle on scanning the whole table later. Every look-up in the statement has
-    /// an index by design. Both settings end with the transaction.
+    /// request (planning cost more than running it), and that plan is made with sequential and
+    /// bitmap scans off: every look-up in the statement is a B-tree range by design, and a plan
+    /// made while a table is still small (or has no statistics yet) cannot settle on scanning
+    /// it whole, or through the BRIN index on `created_at`, later. The settings end with the
+    /// transaction; PostgreSQL re-plans when autovacuum refreshes a table's statistics.
     static func lockAndPlanSettings(customerID: String) -> PostgresQuery {
         """
         SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-               pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))
+               set_config('enable_bitmapscan', 'off', true), pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))
         """
     }
 
