@@ -84,7 +84,7 @@ struct InAppProvisioning: Sendable {
             cardActiveTokens: pushContext.cardActiveTokens, time: now)
         let assessment = try risk.assess(riskRequest, ruleset: ruleset, velocity: pushContext.velocity)
         let decision = assessment.decision
-        let attemptID = UUID()
+        let attemptID = UUID.random()
         let attemptText = attemptID.uuidString.lowercased()
         let reasons = DecisionJSON.reasons(decision)
         let channel = input.channel.name

@@ -50,7 +50,7 @@ struct TokenizationAuthorization: Sendable {
             throw APIErrors.invalidState("this tokenReference was already authorized by another request")
         }
         let ruleset = rules
-        let attemptID = UUID()
+        let attemptID = UUID.random()
         var record = AttemptRecord(
             attemptID: attemptID, channel: "tsp", deviceID: body.device?.id, tokenReference: body.tokenReference,
             tokenRequestorID: body.tokenRequestorId, tokenizationSource: body.tokenizationSource, requestID: body.requestId,

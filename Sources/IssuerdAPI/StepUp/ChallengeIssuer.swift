@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
 import IssuerdWire
@@ -33,7 +34,7 @@ struct ChallengeIssuer: Sendable {
             try connection.execute(
                 "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'")
 
-            let challengeID = UUID()
+            let challengeID = UUID.random()
             let challengeText = challengeID.uuidString.lowercased()
             let expiresAt = now.addingTimeInterval(OutboxBackoff.seconds(settings.codeLifetime))
             let code = method.sendsCode ? try OneTimeCode.generate() : nil

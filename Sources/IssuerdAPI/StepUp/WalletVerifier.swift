@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
 import IssuerdWire
@@ -45,7 +46,7 @@ struct WalletVerifier: Sendable {
             try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
             if settings.inAppVerificationNotifiesTSP {
                 try OutboxStore.enqueue(
-                    kind: .tsp, dedupKey: "tsp:activate:\(token.tokenReference):iav:\(UUID().uuidString.lowercased())",
+                    kind: .tsp, dedupKey: "tsp:activate:\(token.tokenReference):iav:\(UUID.random().uuidString.lowercased())",
                     payload: TSPNotificationPayload(
                         tokenReference: token.tokenReference, action: "activate", reason: "in_app_verification", cardId: token.cardID),
                     connection: connection)

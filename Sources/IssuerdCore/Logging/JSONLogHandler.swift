@@ -88,6 +88,42 @@ public enum JSONText {
         out.append("\"")
     }
 
+    /// Appends `value` as a JSON string literal to a byte buffer, escaping as
+    /// the `String` variant does.
+    public static func appendString(_ value: String, to out: inout [UInt8]) {
+        if needsEscaping(value) {
+            var escaped = ""
+            appendString(value, to: &escaped)
+            out.append(contentsOf: escaped.utf8)
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        if value.utf8.withContiguousStorageIfAvailable({ out.append(contentsOf: $0) }) == nil {
+            out.append(contentsOf: value.utf8)
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends the decimal digits of `value` to a byte buffer, without an intermediate string.
+    public static func appendInteger(_ value: Int, to out: inout [UInt8]) {
+        if value == 0 {
+            out.append(UInt8(ascii: "0"))
+            return
+        }
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of UInt64.max
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            while magnitude > 0 {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            }
+            out.append(contentsOf: buffer[index...])
+        }
+    }
+
     /// True when `value` holds a quote, a backslash or a control character. Native strings are
     /// scanned as one contiguous buffer (the generic `UTF8View` walk cost several percent of a
     /// provisioning request's CPU).

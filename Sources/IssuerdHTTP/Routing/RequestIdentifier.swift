@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// Chooses the id that ties a request's log lines, metrics and response together.
 ///
@@ -13,7 +14,7 @@ public enum RequestIdentifier {
 
     /// A fresh random id (a lowercase UUID).
     public static func generate() -> String {
-        UUID().uuidString.lowercased()
+        UUID.random().uuidString.lowercased()
     }
 
     /// Whether a caller-supplied id may be echoed.
