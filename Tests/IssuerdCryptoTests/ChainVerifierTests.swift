@@ -295,6 +295,27 @@ import Testing
         #expect(v.verify(chain, at: TestPKI.now, for: .rsaV2).failure?.code == .leafKeyType)
     }
 
+    /// The API path caches by the certificates' text as well, so a repeat needs no decoding;
+    /// that entry obeys the same window, and another encoding of the same chain still verifies.
+    @Test func encodedChainsAreCachedByTheirTextWithinTheWindow() throws {
+        let pki = TestPKI.shared
+        let v = try verifier(cacheCapacity: 8)
+        let base64 = [pki.eccLeaf.certificateDER, pki.intermediate.certificateDER].map(BinaryEncoding.base64String)
+        #expect(v.verify(encoded: base64, at: TestPKI.now).chain != nil)
+        #expect(v.cachedChainCount == 2)  // by DER and by text
+        #expect(v.verify(encoded: base64, at: TestPKI.now.addingTimeInterval(60)).chain != nil)
+        #expect(v.cachedChainCount == 2)
+        let hex = [pki.eccLeaf.certificateDER, pki.intermediate.certificateDER].map(BinaryEncoding.hexString)
+        #expect(v.verify(encoded: hex, at: TestPKI.now).chain != nil)
+        #expect(v.cachedChainCount == 3)
+        #expect(v.verify(encoded: base64, at: TestPKI.now.addingTimeInterval(800 * 86_400)).failure?.code == .expired)
+        #expect(v.verify(encoded: base64, at: TestPKI.now, for: .rsaV2).failure?.code == .leafKeyType)
+        // A text that differs by one character is not a hit.
+        var altered = base64
+        altered[1] = String(altered[1].dropLast(4)) + "AAAA"
+        #expect(v.verify(encoded: altered, at: TestPKI.now).chain == nil)
+    }
+
     @Test func cacheIsBounded() throws {
         let pki = TestPKI.shared
         let v = try verifier(cacheCapacity: 2)

@@ -55,17 +55,25 @@ public final class AppleCertificateChainVerifier: Sendable {
     ///   - scheme: The scheme the key will serve: P-256 for ECC_V2, RSA for RSA_V2.
     /// - Returns: `.valid` with the chain, or `.invalid` naming the failed check.
     public func verify(_ certificates: [[UInt8]], at time: Date, for scheme: EncryptionScheme = .eccV2) -> AppleChainVerification {
+        verify(certificates, at: time, for: scheme, alsoCachedAs: nil)
+    }
+
+    private func verify(_ certificates: [[UInt8]], at time: Date, for scheme: EncryptionScheme, alsoCachedAs textKey: [UInt8]?) -> AppleChainVerification {
         guard (1...Self.maximumCertificateCount).contains(certificates.count) else {
             return .invalid(ChainFailure(.badCount, "expected 1 to \(Self.maximumCertificateCount) certificates, got \(certificates.count)"))
         }
         let key = SHA256.hash(lengthPrefixed: certificates)
-        if let cached = cache.lookup(key, at: time) { return Self.check(cached, for: scheme) }
+        if let cached = cache.entry(key, at: time) {
+            if let textKey { cache.insert(textKey, chain: cached.chain, validFrom: cached.validFrom, validUntil: cached.validUntil, now: time) }
+            return Self.check(cached.chain, for: scheme)
+        }
         switch verifyUncached(certificates, at: time) {
         case .invalid(let failure):
             return .invalid(failure)
         case .valid(let chain, let windowStart, let windowEnd):
             if windowStart <= time, time <= windowEnd {
                 cache.insert(key, chain: chain, validFrom: windowStart, validUntil: windowEnd, now: time)
+                if let textKey { cache.insert(textKey, chain: chain, validFrom: windowStart, validUntil: windowEnd, now: time) }
             }
             return Self.check(chain, for: scheme)
         }
@@ -78,6 +86,11 @@ public final class AppleCertificateChainVerifier: Sendable {
         guard (1...Self.maximumCertificateCount).contains(certificates.count) else {
             return .invalid(ChainFailure(.badCount, "expected 1 to \(Self.maximumCertificateCount) certificates, got \(certificates.count)"))
         }
+        // PassKit sends the same chain as the same text on every request for months: a cache
+        // hit on the text needs no decoding (base64 decoding was 2 % of a request's CPU). The
+        // leading element keeps text keys apart from the DER keys of ``verify(_:at:for:)``.
+        let textKey = SHA256.hash(lengthPrefixed: [Array("encoded".utf8)] + certificates.map { Array($0.utf8) })
+        if let cached = cache.lookup(textKey, at: time) { return Self.check(cached, for: scheme) }
         var decoded: [[UInt8]] = []
         for (index, text) in certificates.enumerated() {
             do {
@@ -87,7 +100,7 @@ public final class AppleCertificateChainVerifier: Sendable {
                 return .invalid(ChainFailure(.malformedDER, "certificate \(index) is not hex, base64 or base64url: \(reason)", certificateIndex: index))
             }
         }
-        return verify(decoded, at: time, for: scheme)
+        return verify(decoded, at: time, for: scheme, alsoCachedAs: textKey)
     }
 
     // MARK: - Implementation

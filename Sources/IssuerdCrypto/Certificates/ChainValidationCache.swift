@@ -29,10 +29,15 @@ final class ChainValidationCache: Sendable {
 
     /// The cached chain for `key` if it may be served at `time`.
     func lookup(_ key: [UInt8], at time: Date) -> ValidatedAppleChain? {
+        entry(key, at: time)?.chain
+    }
+
+    /// The cached entry for `key` if it may be served at `time`, with its window.
+    func entry(_ key: [UInt8], at time: Date) -> Entry? {
         state.withLock { state in
             guard let entry = state.entries[key] else { return nil }
             guard entry.validFrom <= time, time <= entry.validUntil else { return nil }
-            return entry.chain
+            return entry
         }
     }
 
