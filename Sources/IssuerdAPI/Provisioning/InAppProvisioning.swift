@@ -132,7 +132,7 @@ struct InAppProvisioning: Sendable {
             wrappedKey: sealed.wrappedKey.map(BinaryEncoding.base64String),
             decision: Decision(flow: decision.flow.description, attemptId: attemptText, reasons: reasons))
         let log = LogLine(level: .info, message: "provisioning answered", metadata: ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
-        return (.answer(try .json(response), channel: channel, flow: decision.flow, hits: decision.hits, log: log), [AttemptStore.insertion(record)])
+        return (.answer(response.httpResponse, channel: channel, flow: decision.flow, hits: decision.hits, log: log), [AttemptStore.insertion(record)])
     }
 
     /// 429 when the customer or the card used up its window (counted over both push channels).
