@@ -58,9 +58,12 @@ enum RiskInputBuilder {
     /// `request.hour_utc` are left out: the backtest derives them from the attempt time).
     static func attributes(of input: RiskInput) -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
+        object.reserveCapacity(AttributeCatalog.all.count)
+        // Assigning into a scratch input tells derived attributes apart; one scratch serves
+        // every attribute (whether a write succeeds does not depend on what it overwrites).
+        var scratch = RiskInput()
         for attribute in AttributeCatalog.all {
             let value = attribute.value(in: input)
-            var scratch = RiskInput()
             guard attribute.assign(value, to: &scratch) else { continue }
             object[attribute.name] = json(value)
         }
