@@ -98,9 +98,7 @@ public enum JSONText {
             return
         }
         out.append(UInt8(ascii: "\""))
-        if value.utf8.withContiguousStorageIfAvailable({ out.append(contentsOf: $0) }) == nil {
-            out.append(contentsOf: value.utf8)
-        }
+        value.withUTF8Buffer { out.append(contentsOf: $0) }
         out.append(UInt8(ascii: "\""))
     }
 
@@ -124,17 +122,9 @@ public enum JSONText {
         }
     }
 
-    /// True when `value` holds a quote, a backslash or a control character. Native strings are
-    /// scanned as one contiguous buffer (the generic `UTF8View` walk cost several percent of a
-    /// provisioning request's CPU).
+    /// True when `value` holds a quote, a backslash or a control character.
     static func needsEscaping(_ value: String) -> Bool {
-        func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-            for byte in bytes where byte < 0x20 || byte == 0x22 || byte == 0x5C { return true }
-            return false
-        }
-        if let found = value.utf8.withContiguousStorageIfAvailable(scan) { return found }
-        var copy = value
-        return copy.withUTF8(scan)
+        value.withUTF8Buffer { bytes in bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } }
     }
 
     /// Appends a log value as JSON.

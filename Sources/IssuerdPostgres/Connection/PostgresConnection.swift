@@ -16,7 +16,7 @@ public final class PostgresConnection {
     /// per execution, which profiling showed as most of its CPU for a provisioning decision.
     /// A connection is never reset in place (the pool replaces broken ones), so the cache lives
     /// exactly as long as the server session that holds the statements.
-    var prepared: [PreparedKey: String] = [:]
+    private var prepared: [PreparedKey: String] = [:]
     private var preparedCounter = 0
     /// Beyond this many, statements run unprepared (dynamic SQL must not grow the cache forever).
     public static let preparedStatementLimit = 256
@@ -229,16 +229,13 @@ public final class PostgresConnection {
         var types: [Oid]
     }
 
-    /// True when `text` holds a NUL byte, which C strings cannot carry. Native strings are
-    /// scanned as one buffer with `memchr`; this runs on every statement's text and value.
+    /// True when `text` holds a NUL byte, which C strings cannot carry; this runs on every
+    /// statement's text and value.
     static func containsNUL(_ text: String) -> Bool {
-        func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        text.withUTF8Buffer { bytes in
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
             return memchr(base, 0, bytes.count) != nil
         }
-        if let found = text.utf8.withContiguousStorageIfAvailable(scan) { return found }
-        var copy = text
-        return copy.withUTF8(scan)
     }
 
     /// Turns a result into a value or a typed error, freeing failed results.
