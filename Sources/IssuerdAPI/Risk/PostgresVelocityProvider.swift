@@ -21,7 +21,7 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
 
     func values(for batch: VelocityBatch) throws -> [Int?] {
         let velocity = VelocitySQL(batch)
-        guard !velocity.columns.isEmpty else { return [Int?](repeating: nil, count: batch.queries.count) }
+        guard !velocity.isEmpty else { return [Int?](repeating: nil, count: batch.queries.count) }
         var sql = PostgresQuery.StringInterpolation(literalCapacity: 512, interpolationCount: batch.queries.count * 3)
         sql.appendLiteral("SELECT true")
         velocity.appendSelectList(into: &sql)
@@ -37,13 +37,11 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
 /// filtered aggregate per query (`count(*) FILTER (WHERE created_at >= $lower)`), returned as
 /// an array in a column `velocity<n>`.
 ///
-/// The shape matters for planning, which PostgreSQL does afresh for every statement (custom
-/// plans, see `PostgresConnection`): a scalar subquery per velocity query cost more to plan
+/// The shape matters for planning, which PostgreSQL does for every execution under custom plans
+/// (`PostgresConnection`'s default): a scalar subquery per velocity query cost more to plan
 /// than to run, and `LATERAL` subqueries, which join planning has to order, cost more still
 /// (docs/performance.md).
 struct VelocitySQL {
-    /// The indices of the batch's queries that are asked (their subject key is known).
-    let columns: [Int]
     private let batch: VelocityBatch
     private let groups: [Group]
 
@@ -69,11 +67,9 @@ struct VelocitySQL {
 
     init(_ batch: VelocityBatch) {
         self.batch = batch
-        var columns: [Int] = []
         var groups: [Group] = []
         for (index, query) in batch.queries.enumerated() {
             guard let id = batch.subject.id(for: query.key) else { continue }
-            columns.append(index)
             let source = Source(query.metric)
             if let existing = groups.firstIndex(where: { $0.source == source && $0.key == query.key }) {
                 groups[existing].members.append(index)
@@ -81,9 +77,11 @@ struct VelocitySQL {
                 groups.append(Group(source: source, key: query.key, id: id, members: [index]))
             }
         }
-        self.columns = columns
         self.groups = groups
     }
+
+    /// True when no query can be asked (every subject key it needs is missing).
+    var isEmpty: Bool { groups.isEmpty }
 
     /// Appends `, (SELECT ARRAY[…]::text[] FROM …) AS velocity<n>` for every group.
     func appendSelectList(into sql: inout PostgresQuery.StringInterpolation) {
@@ -95,18 +93,17 @@ struct VelocitySQL {
                 let query = batch.queries[index]
                 if position > 0 { sql.appendLiteral(", ") }
                 sql.appendLiteral(Self.aggregate(query.metric))
-                var conditions: [String] = []
-                if let kinds = Self.kinds(query.metric) { conditions.append("kind IN \(kinds)") }
-                if query.windowSeconds < widest || !conditions.isEmpty {
-                    sql.appendLiteral(" FILTER (WHERE ")
-                    if !conditions.isEmpty { sql.appendLiteral(conditions.joined(separator: " AND ")) }
-                    if query.windowSeconds < widest {
-                        if !conditions.isEmpty { sql.appendLiteral(" AND ") }
-                        sql.appendLiteral("\(time) >= ")
-                        sql.appendInterpolation(batch.time.addingTimeInterval(-Double(query.windowSeconds)))
-                    }
-                    sql.appendLiteral(")")
+                // Only the rows of this query: its kinds of failure, and its narrower window.
+                let kinds = Self.kinds(query.metric)
+                let narrower = query.windowSeconds < widest
+                guard kinds != nil || narrower else { continue }
+                sql.appendLiteral(" FILTER (WHERE ")
+                if let kinds { sql.appendLiteral("kind IN \(kinds)" + (narrower ? " AND " : "")) }
+                if narrower {
+                    sql.appendLiteral("\(time) >= ")
+                    sql.appendInterpolation(batch.time.addingTimeInterval(-Double(query.windowSeconds)))
                 }
+                sql.appendLiteral(")")
             }
             sql.appendLiteral("]::text[] FROM \(Self.from(group.source, key: group.key)) = ")
             sql.appendInterpolation(group.id)

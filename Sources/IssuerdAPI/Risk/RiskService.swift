@@ -50,7 +50,7 @@ struct RiskService: Sendable {
     }
 
     /// The velocity questions `ruleset` asks about `request`, for a caller that reads the
-    /// answers itself (see ``PostgresVelocityProvider/appendColumns(for:into:)``).
+    /// answers itself (see ``VelocitySQL``).
     func velocityBatch(for request: RiskRequest, ruleset: Ruleset) -> VelocityBatch {
         VelocityBatch(subject: request.velocitySubject, time: request.time, queries: ruleset.velocityQueries)
     }

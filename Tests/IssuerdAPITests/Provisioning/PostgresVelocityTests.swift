@@ -6,7 +6,8 @@ import Testing
 @testable import IssuerdAPI
 
 /// The PostgreSQL velocity SQL (grouped per table and key, one filtered aggregate per window)
-/// must answer exactly what the in-memory reference answers over the same history, including
+/// must answer exactly what the in-memory reference answers over the same history (attempts,
+/// token deletions and step-up failures of each kind), including
 /// events exactly on a window's lower bound (counted) and at the decision time (not counted).
 @Suite("Velocity in PostgreSQL agrees with the in-memory reference")
 struct PostgresVelocityTests {
@@ -57,10 +58,33 @@ struct PostgresVelocityTests {
                     """)
                 events.append(VelocityEvent(kind: .tokenDeletion, time: time, cardID: "card-a1", customerID: "cust-a"))
             }
+            // Step-up failures of card-a1: wrong codes (failed_otps), locked and expired
+            // challenges (failed_stepups), each kind inside and outside the shorter windows.
+            let challenge = UUID()
+            try connection.execute(
+                """
+                INSERT INTO tokens (token_reference, card_id, status) VALUES ('DNITHE-STEPUP', 'card-a1', 'pending_verification');
+                """)
+            try connection.execute(
+                """
+                INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, key_version,
+                    status, max_attempts, expires_at)
+                VALUES (\(challenge), 'DNITHE-STEPUP', 'card-a1', 'cust-a', 'sms', '***-5678', 1, 'locked', 3, \(now))
+                """)
+            for (kind, secondsAgo) in [("wrong_code", 30.0), ("wrong_code", 7_200), ("locked", 600), ("expired", 172_800), ("wrong_code", 3_600)] {
+                let time = now.addingTimeInterval(-secondsAgo)
+                try connection.execute(
+                    """
+                    INSERT INTO challenge_failures (challenge_id, card_id, customer_id, kind, at)
+                    VALUES (\(challenge), 'card-a1', 'cust-a', \(kind), \(time))
+                    """)
+                events.append(VelocityEvent(
+                    kind: kind == "wrong_code" ? .otpFailure : .stepUpFailure, time: time, cardID: "card-a1", customerID: "cust-a"))
+            }
         }
 
         var queries: [VelocityQuery] = []
-        for metric in VelocityMetric.allCases where [.attempts, .distinctCards, .distinctNames, .tokenDeletions].contains(metric) {
+        for metric in VelocityMetric.allCases {
             for key in metric.allowedKeys where !(metric == .tokenDeletions && key == .device) {
                 for window in [3_600, 86_400, 7 * 86_400] {
                     queries.append(VelocityQuery(metric: metric, key: key, windowSeconds: window))
