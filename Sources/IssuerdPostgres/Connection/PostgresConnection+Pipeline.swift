@@ -35,6 +35,7 @@ extension PostgresConnection {
         // Each statement's results end with a NULL; the sync point ends the pipeline.
         var results: [PostgresResult?] = Array(repeating: nil, count: bound.count)
         var firstError: PostgresError?
+        var failedStatement: String?
         var index = 0
         while true {
             guard let result = PQgetResult(handle) else {
@@ -58,11 +59,16 @@ extension PostgresConnection {
             } catch let error as PostgresError {
                 if firstError == nil {
                     firstError = error
-                    if index < bound.count { forgetInvalidated(bound[index].preparedName, after: error) }
+                    failedStatement = index < bound.count ? bound[index].preparedName : nil
                 }
             }
         }
-        if let firstError { throw firstError }
+        if let firstError {
+            // Out of pipeline mode first: forgetting may free the statement with a plain command.
+            PQexitPipelineMode(handle)
+            forgetInvalidated(failedStatement, after: firstError)
+            throw firstError
+        }
         return try results.map { result in
             guard let result else {
                 throw PostgresError(code: .other, message: "a pipelined statement returned no result", file: file, line: line)
