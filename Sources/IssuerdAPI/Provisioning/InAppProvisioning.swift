@@ -34,7 +34,11 @@ struct InAppProvisioning: Sendable {
     }
 
     /// Handles one request for the authenticated `customerID`.
-    func provision(_ request: HTTPRequest, customerID: String, cardID: String, now: Date) throws -> HTTPResponse {
+    ///
+    /// - Parameter claim: The request's `Idempotency-Key` claim: a decided answer (200, or the
+    ///   403/422 that records an attempt) is stored with the attempt's `COMMIT`, so the attempt
+    ///   and its answer commit together, and a retry after a lost acknowledgement is replayed.
+    func provision(_ request: HTTPRequest, customerID: String, cardID: String, now: Date, claim: IdempotencyClaim? = nil) throws -> HTTPResponse {
         let input: ProvisioningInput
         do {
             input = try ProvisioningInput(request.decodeJSON(ProvisioningRequest.self), rsaEnabled: context.crypto.rsaV2 != nil)
@@ -49,6 +53,7 @@ struct InAppProvisioning: Sendable {
         let statement = PushContext.statement(
             cardID: cardID, customerID: customerID, velocity: VelocityBatch(subject: subject, time: now, queries: ruleset.velocityQueries),
             customerWindow: context.configuration.rateLimitCustomer.window, cardWindow: context.configuration.rateLimitCard.window, now: now)
+        var answerInTransaction = false
         let outcome = try context.database.withConnection { connection in
             try connection.pipelinedTransaction(
                 opening: [PushContext.lockAndPlanSettings(customerID: customerID), statement.query]
@@ -59,9 +64,18 @@ struct InAppProvisioning: Sendable {
                 if let refusal = try rateLimit(pushContext, now: now, connection: connection) {
                     return (.refusal(refusal, counted: nil, log: nil), [])
                 }
-                return try decide(request, input: input, pushContext: pushContext, ruleset: ruleset, now: now)
+                var decided = try decide(request, input: input, pushContext: pushContext, ruleset: ruleset, now: now)
+                if let claim {
+                    switch decided.value {
+                    case .answer(let response, _, _, _, _): decided.closing.append(claim.recording(response))
+                    case .refusal(let error, _, _): decided.closing.append(claim.recording(error.response(requestId: request.requestId)))
+                    }
+                    answerInTransaction = true
+                }
+                return decided
             }
         }
+        if answerInTransaction { claim?.markRecorded() }
         switch outcome {
         case .answer(let response, let channel, let flow, let hits, let log):
             risk.count(channel: channel, flow: flow, hits: hits)

@@ -19,8 +19,8 @@ enum CardRoutes {
             guard let cardID = request.pathParameters["cardId"], (1...64).contains(cardID.utf8.count) else {
                 throw APIErrors.cardNotFound()
             }
-            return try context.idempotency.run(request, scope: "app:\(customerID):provision:\(cardID)") {
-                try provisioning.provision(request, customerID: customerID, cardID: cardID, now: now)
+            return try context.idempotency.run(request, scope: "app:\(customerID):provision:\(cardID)") { claim in
+                try provisioning.provision(request, customerID: customerID, cardID: cardID, now: now, claim: claim)
             }
         }
     }

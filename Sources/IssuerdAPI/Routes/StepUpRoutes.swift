@@ -13,9 +13,9 @@ enum StepUpRoutes {
 
         table.add(.post, "/v1/tsp/activation-codes") { request in
             try context.tsp.authenticate(request, database: context.database, now: context.now)
-            return try context.idempotency.run(request, scope: "tsp:activation-codes") {
+            return try context.idempotency.run(request, scope: "tsp:activation-codes") { claim in
                 let body = try request.decodeJSON(ActivationCodeRequest.self)
-                return try .json(try issuer.issue(body, now: context.now), status: 201)
+                return try ChallengeIssuer.answer(try issuer.issue(body, now: context.now, claim: claim))
             }
         }
 

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdWire
 
@@ -17,9 +18,12 @@ struct ChallengeIssuer: Sendable {
 
     /// Issues a challenge for `request`.
     ///
+    /// - Parameter claim: The request's `Idempotency-Key` claim: the 201 answer is stored in the
+    ///   challenge's own transaction, so a retry after a lost acknowledgement gets the same
+    ///   challenge back instead of a second code to the cardholder.
     /// - Throws: 404 unknown token or method, 409 token not awaiting verification, 422 method not
     ///   allowed or no destination on file, 429 over the hourly send limit.
-    func issue(_ request: ActivationCodeRequest, now: Date) throws -> ActivationCodeResponse {
+    func issue(_ request: ActivationCodeRequest, now: Date, claim: IdempotencyClaim? = nil) throws -> ActivationCodeResponse {
         guard (1...128).contains(request.tokenReference.utf8.count) else { throw APIErrors.invalidRequest("tokenReference must be 1 to 128 bytes") }
         guard let method = StepUpMethod(methodID: request.activationMethodId) else { throw StepUpError.methodNotFound() }
         let response = try database.transaction { connection -> ActivationCodeResponse in
@@ -62,10 +66,18 @@ struct ChallengeIssuer: Sendable {
             try AuditLog.append(
                 actor: "tsp", action: "challenge.created", subject: "token:\(token.tokenReference)",
                 details: ["challengeId": challengeText, "method": method.rawValue, "destination": masked], at: now, connection: connection)
-            return ActivationCodeResponse(challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
+            let response = ActivationCodeResponse(challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
+            if let claim { try connection.execute(claim.recording(try Self.answer(response))) }
+            return response
         }
+        claim?.markRecorded()
         metrics.record(method: method.rawValue, result: "sent")
         return response
+    }
+
+    /// The HTTP answer for `response` (201), as the route sends it and the idempotency record keeps it.
+    static func answer(_ response: ActivationCodeResponse) throws -> HTTPResponse {
+        try .json(response, status: 201)
     }
 
     /// The cardholder's phone or e-mail on file; nil for the app method.

@@ -2,6 +2,7 @@ import Foundation
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
+import Synchronization
 
 extension HTTPError.Code {
     /// The same `Idempotency-Key` was used with another body, or is still being processed.
@@ -15,8 +16,18 @@ extension HTTPError.Code {
 /// 409 instead of running the work twice; the response replaces the claim afterwards, and a
 /// failure removes the claim so the caller can retry. Responses of 5xx are not stored: a
 /// retry after an outage should do the work.
+///
+/// Two faults leave a claim behind (scripts/reliability found both): an instance killed while
+/// it held one, and PostgreSQL going away after the work committed, so that neither the answer
+/// nor the removal could be written. A claim older than ``claimExpiry`` is therefore taken over
+/// by the next retry, and work that can (provisioning, see ``IdempotencyClaim``) stores its
+/// answer in its own transaction, so a commit whose acknowledgement was lost is replayed to the
+/// retry instead of being done twice.
 struct IdempotencyStore: Sendable {
     static let headerName = "Idempotency-Key"
+    /// How long a claim without an answer blocks retries. Far longer than any request holds one
+    /// (pool wait 2 s by default, statements of milliseconds), short enough for a client's retry.
+    static let claimExpiry: Duration = .seconds(15)
     let database: PostgresPool
 
     /// Runs `work` at most once per `(scope, key)`; without the header it simply runs `work`.
@@ -25,12 +36,18 @@ struct IdempotencyStore: Sendable {
     ///   - scope: The caller and operation, e.g. `app:<customer>:provision:<card>`, so keys of
     ///     different callers never collide.
     func run(_ request: HTTPRequest, scope: String, _ work: () throws -> HTTPResponse) throws -> HTTPResponse {
-        guard let key = request.headers[Self.headerName] else { return try work() }
+        try run(request, scope: scope) { (_: IdempotencyClaim?) in try work() }
+    }
+
+    /// Runs `work` at most once per `(scope, key)`, handing it the claim (nil without the header)
+    /// so that it can store its answer in its own transaction (``IdempotencyClaim/recording(_:)``).
+    func run(_ request: HTTPRequest, scope: String, _ work: (IdempotencyClaim?) throws -> HTTPResponse) throws -> HTTPResponse {
+        guard let key = request.headers[Self.headerName] else { return try work(nil) }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
             throw APIErrors.invalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
         let requestHash = SHA256.hash(Array(request.method.rawValue.utf8) + [0] + Array(request.path.utf8) + [0] + request.body)
-        let claimed = try database.withConnection { connection in
+        var claimed = try database.withConnection { connection in
             try connection.execute(
                 """
                 INSERT INTO idempotency_keys (scope, key, request_hash, status)
@@ -38,9 +55,13 @@ struct IdempotencyStore: Sendable {
                 """) == 1
         }
         if !claimed {
+            let expiry = OutboxBackoff.seconds(Self.claimExpiry)
             let row = try database.withConnection { connection in
                 try connection.query(
-                    "SELECT request_hash, status, response_body FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)"
+                    """
+                    SELECT request_hash, status, response_body, created_at < now() - make_interval(secs => \(expiry)) AS expired
+                    FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)
+                    """
                 ).first
             }
             guard let row else { return try run(request, scope: scope, work) }  // the claim was just released; try again
@@ -48,44 +69,80 @@ struct IdempotencyStore: Sendable {
                 throw HTTPError(status: 409, code: .idempotencyKeyReused, message: "this Idempotency-Key was used with a different request")
             }
             let status = try row.decode("status", as: Int.self)
-            guard status != 0 else {
-                throw HTTPError(status: 409, code: .idempotencyKeyReused, message: "a request with this Idempotency-Key is still being processed")
+            if status == 0, try row.decode("expired", as: Bool.self) {
+                // An abandoned claim: the one retry that moves it forward does the work.
+                claimed = try database.withConnection { connection in
+                    try connection.execute(
+                        """
+                        UPDATE idempotency_keys SET created_at = now()
+                        WHERE scope = \(scope) AND key = \(key) AND status = 0 AND created_at < now() - make_interval(secs => \(expiry))
+                        """) == 1
+                }
             }
-            var response = HTTPResponse(status: status, body: try row.decode("response_body", as: [UInt8].self))
-            response.headers.set("Content-Type", HTTPResponse.jsonContentType)
-            response.headers.set("Idempotent-Replayed", "true")
-            return response
+            if !claimed {
+                guard status != 0 else {
+                    throw HTTPError(status: 409, code: .idempotencyKeyReused, message: "a request with this Idempotency-Key is still being processed")
+                }
+                var response = HTTPResponse(status: status, body: try row.decode("response_body", as: [UInt8].self))
+                response.headers.set("Content-Type", HTTPResponse.jsonContentType)
+                response.headers.set("Idempotent-Replayed", "true")
+                return response
+            }
         }
+        let claim = IdempotencyClaim(scope: scope, key: key)
         do {
-            let response = try work()
+            let response = try work(claim)
+            guard !claim.isRecorded else { return response }
             try database.withConnection { connection in
                 if response.status >= 500 {
-                    _ = try connection.execute("DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)")
+                    _ = try connection.execute("DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key) AND status = 0")
                 } else {
-                    _ = try connection.execute(
-                        """
-                        UPDATE idempotency_keys SET status = \(response.status), response_body = \(response.body)
-                        WHERE scope = \(scope) AND key = \(key)
-                        """)
+                    _ = try connection.execute(claim.recording(response))
                 }
             }
             return response
         } catch let error as HTTPError where error.status < 500 {
             // A refusal is a response too: store it so a retry gets the same answer.
-            let response = error.response(requestId: request.requestId)
-            try? database.withConnection { connection in
-                _ = try connection.execute(
-                    """
-                    UPDATE idempotency_keys SET status = \(response.status), response_body = \(response.body)
-                    WHERE scope = \(scope) AND key = \(key)
-                    """)
+            if !claim.isRecorded {
+                let response = error.response(requestId: request.requestId)
+                try? database.withConnection { _ = try $0.execute(claim.recording(response)) }
             }
             throw error
         } catch {
+            // Only a bare claim goes: an answer the work committed (its acknowledgement lost with
+            // the connection) must stay for the retry.
             try? database.withConnection { connection in
-                _ = try connection.execute("DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)")
+                _ = try connection.execute("DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key) AND status = 0")
             }
             throw error
         }
     }
+}
+
+/// A claimed `Idempotency-Key` as the work sees it: the statement that stores the answer, to run
+/// in the work's own transaction, so that the answer commits exactly when the work does.
+final class IdempotencyClaim: Sendable {
+    let scope: String
+    let key: String
+    // Guarded by Mutex: set by the work's thread, read by the same request's thread afterwards.
+    private let recorded = Mutex(false)
+
+    init(scope: String, key: String) {
+        self.scope = scope
+        self.key = key
+    }
+
+    /// The statement storing `response` as this key's answer.
+    func recording(_ response: HTTPResponse) -> PostgresQuery {
+        """
+        UPDATE idempotency_keys SET status = \(response.status), response_body = \(response.body)
+        WHERE scope = \(scope) AND key = \(key)
+        """
+    }
+
+    /// Tells the store that the work's committed transaction stored the answer.
+    func markRecorded() { recorded.withLock { $0 = true } }
+
+    /// Whether the answer is already stored.
+    var isRecorded: Bool { recorded.withLock { $0 } }
 }

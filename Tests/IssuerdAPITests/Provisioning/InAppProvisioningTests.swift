@@ -128,6 +128,53 @@ struct InAppProvisioningTests {
         #expect(other.errorEnvelope()?["code"] as? String == "idempotency_key_reused")
     }
 
+    @Test("The idempotent answer commits in the attempt's own transaction, so a lost acknowledgement replays instead of provisioning twice")
+    func idempotentAnswerCommitsWithTheAttempt() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let body = try DecisionFixtures.provisionBody(app)
+        let first = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-tx"])
+        #expect(first.status == 200)
+        // One transaction id on both rows: the answer cannot exist without the attempt or the reverse.
+        let together = try DecisionFixtures.count(
+            app,
+            """
+            SELECT count(*) FROM idempotency_keys k, provisioning_attempts a
+            WHERE k.key = 'k-tx' AND k.status = 200 AND k.xmin = a.xmin
+            """)
+        #expect(together == 1)
+    }
+
+    @Test("A claim left without an answer (instance killed, database gone) is taken over after its expiry; a fresh one is 409")
+    func abandonedClaimIsTakenOver() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let body = try DecisionFixtures.provisionBody(app)
+        #expect(try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"]).status == 200)
+        // What a SIGKILL between claim and answer leaves: the claim (status 0) and no attempt.
+        try app.pool.withConnection { connection in
+            try connection.execute("UPDATE idempotency_keys SET status = 0, response_body = '' WHERE key = 'k-1'")
+            try connection.execute("DELETE FROM provisioning_attempts")
+        }
+        let fresh = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        #expect(fresh.status == 409)
+        #expect(fresh.text.contains("still being processed"))
+
+        let expiry = Int(OutboxBackoff.seconds(IdempotencyStore.claimExpiry)) + 1
+        try app.pool.withConnection {
+            try $0.execute("UPDATE idempotency_keys SET created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-1'")
+        }
+        let retried = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        #expect(retried.status == 200)
+        #expect(retried.header("Idempotent-Replayed") == nil)
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
+        let replay = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        #expect(replay.header("Idempotent-Replayed") == "true")
+        #expect(replay.body == retried.body)
+    }
+
     @Test("The card limit answers 429 with Retry-After, counted in PostgreSQL")
     func rateLimited() throws {
         let app = try TestApplication(environment: ["ISSUERD_RATE_LIMIT_CARD": "2/1m", "ISSUERD_RATE_LIMIT_CUSTOMER": "3/1m"])

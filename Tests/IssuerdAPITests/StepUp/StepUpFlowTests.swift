@@ -85,6 +85,24 @@ struct StepUpFlowTests {
         #expect(try fixture.verify(app, code: code, padding: 1).status == 409)
     }
 
+    @Test("A code request's idempotent answer commits with its challenge; the retry replays it, no second code is sent")
+    func codeRequestAnswerCommitsWithTheChallenge() throws {
+        let app = try TestApplication(environment: Self.fastOutbox)
+        let fixture = try StepUpFixture(app)
+        let body = #"{"tokenReference":"\#(fixture.tokenReference)","activationMethodId":"sms-1"}"#
+        let first = try app.postAsTSP("/v1/tsp/activation-codes", body, headers: ["Idempotency-Key": "code-1"])
+        #expect(first.status == 201)
+        let together = try DecisionFixtures.count(
+            app, "SELECT count(*) FROM idempotency_keys k, challenges c WHERE k.key = 'code-1' AND k.status = 201 AND k.xmin = c.xmin")
+        #expect(together == 1)
+        Thread.sleep(forTimeInterval: 1.05)  // a new second: a new signature for the same body
+        let again = try app.postAsTSP("/v1/tsp/activation-codes", body, headers: ["Idempotency-Key": "code-1"])
+        #expect(again.status == 201)
+        #expect(again.body == first.body)
+        #expect(again.header("Idempotent-Replayed") == "true")
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM challenges") == 1)
+    }
+
     @Test("Five wrong codes lock the challenge; every failure is recorded for the velocity rules")
     func wrongCodesLock() throws {
         let app = try TestApplication(environment: Self.fastOutbox)
