@@ -97,17 +97,38 @@ final class OutboxDispatcher: Sendable {
 
     /// Claims one batch and delivers it.
     ///
+    /// Messages are delivered one after the other while the batch's lease still covers a whole
+    /// delivery (the HTTP timeout and its one-second guard). A slow receiver would otherwise keep
+    /// the dispatcher busy past the lease, another dispatcher would claim the same messages, and
+    /// each would go out twice at the same moment (scripts/reliability counted those). The rest
+    /// of the batch, and whatever a stop interrupts, is released at once for the next round.
+    ///
     /// - Returns: The number of messages claimed.
     @discardableResult
     func dispatchOnce() throws -> Int {
+        let claimedAt = ContinuousClock.now
         let batch = try database.transaction { connection in
             try OutboxStore.claim(limit: settings.batchSize, lease: settings.lease, kinds: delivery.deliverableKinds, connection: connection)
         }
-        for message in batch {
-            if stopRequested { break }  // the rest stay claimed until their lease ends: retried, not lost
+        let budget = settings.lease - settings.httpTimeout - .seconds(1)
+        for (index, message) in batch.enumerated() {
+            if stopRequested || (index > 0 && ContinuousClock.now - claimedAt >= budget) {
+                release(batch[index...].map(\.id))
+                break
+            }
             deliver(message)
         }
         return batch.count
+    }
+
+    private func release(_ ids: [Int64]) {
+        do {
+            try database.withConnection { try OutboxStore.release(ids, connection: $0) }
+            logger.debug("outbox claims released", ["count": .int(ids.count)])
+        } catch {
+            // The lease ends by itself; the messages are delivered then.
+            logger.warning("outbox claims not released", ["count": .int(ids.count), "error": "\(error)"])
+        }
     }
 
     private func deliver(_ message: OutboxStore.Claimed) {

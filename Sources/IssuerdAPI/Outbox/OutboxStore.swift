@@ -56,6 +56,16 @@ enum OutboxStore {
         }
     }
 
+    /// Gives claimed messages back untried: due now, and the try they were counted for undone.
+    static func release(_ ids: [Int64], connection: PostgresConnection) throws {
+        guard !ids.isEmpty else { return }
+        try connection.execute(
+            """
+            UPDATE outbox SET next_attempt_at = now(), attempts = greatest(attempts - 1, 0)
+            WHERE id = ANY(\(ids.map(String.init))::bigint[]) AND status = 'pending'
+            """)
+    }
+
     /// Records a delivery. Only a still-pending message changes (an admin may not have touched
     /// it meanwhile, but a delivered one stays delivered).
     static func markDelivered(_ id: Int64, connection: PostgresConnection) throws {

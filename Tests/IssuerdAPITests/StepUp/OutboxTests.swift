@@ -66,6 +66,24 @@ struct OutboxTests {
         #expect(metrics.contains(#"issuerd_outbox_deliveries_total{kind="tsp",result="retry"}"#))
     }
 
+    @Test("A slow receiver: the dispatcher stops delivering a batch before its lease runs out and gives the rest back untried")
+    func batchReleasedBeforeTheLeaseEnds() throws {
+        let receiver = try WebhookReceiver()
+        receiver.answer(200, delay: 0.7)
+        // Lease 3 s, timeout 1 s (+1 s guard): a delivery may start only in the batch's first second.
+        let app = try StepUpFlowTests.webhookApp(
+            receiver,
+            extra: ["ISSUERD_OUTBOX_DISPATCH": "false", "ISSUERD_OUTBOX_LEASE": "3s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "1s", "ISSUERD_OUTBOX_BATCH_SIZE": "6"])
+        try Self.enqueueTSP(app, count: 6, prefix: "slow")
+        #expect(try app.application.outbox.dispatchOnce() == 6)
+        let delivered = receiver.received.count
+        #expect((1...2).contains(delivered), "\(delivered) delivered")
+        #expect(try Self.statuses(app) == ["delivered": delivered, "pending": 6 - delivered])
+        // The untried ones are due again at once and were not counted as tries.
+        let released = try DecisionFixtures.count(app, "SELECT count(*) FROM outbox WHERE status = 'pending' AND attempts = 0 AND next_attempt_at <= now()")
+        #expect(released == 6 - delivered)
+    }
+
     @Test("After N failed tries a message is dead-lettered; an admin re-queues it, audited")
     func deadLetterAndRequeue() throws {
         let receiver = try WebhookReceiver()
