@@ -19,6 +19,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     let appJWTSecret = String(repeating: "a", count: 40)
     let tspSecret = "tsp-secret-0123456789abcdef"
     let pool: PostgresPool
+    /// False for a second instance over another one's database (that one drops it).
+    let ownsDatabase: Bool
 
     /// The repository root (for `rules/` and `sql/`).
     static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
@@ -29,8 +31,14 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     /// - Parameters:
     ///   - environment: Settings added to (or overriding) the test defaults.
     ///   - rulesDirectory: Defaults to the repository's `rules/`.
-    init(environment: [String: String] = [:], rulesDirectory: String? = nil, clock: @escaping @Sendable () -> Date = { Date() }) throws {
-        database = try TestDatabase.create()
+    ///   - sharing: Another instance whose database (and notification log) this one uses, as a
+    ///     second `issuerd serve` over the same PostgreSQL would; it must outlive this one.
+    init(
+        environment: [String: String] = [:], rulesDirectory: String? = nil, sharing: TestApplication? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        database = try sharing?.database ?? TestDatabase.create()
+        ownsDatabase = sharing == nil
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-api-\(UUID().uuidString)")
         pki = try DevelopmentPKI.generate()
         try pki.write(to: directory.appendingPathComponent("pki"))
@@ -45,7 +53,7 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
             "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
             "ISSUERD_APP_JWT_SECRET": appJWTSecret,
             "ISSUERD_TSP_HMAC_SECRET": tspSecret,
-            "ISSUERD_NOTIFY_LOG_FILE": directory.appendingPathComponent("notifications.jsonl").path,
+            "ISSUERD_NOTIFY_LOG_FILE": (sharing?.directory ?? directory).appendingPathComponent("notifications.jsonl").path,
             "ISSUERD_LOG_LEVEL": "critical",
         ]
         settings.merge(environment) { _, new in new }
@@ -60,7 +68,7 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     deinit {
         application.shutdown(timeout: .seconds(2))
         pool.close()
-        database.drop()
+        if ownsDatabase { database.drop() }
         try? FileManager.default.removeItem(at: directory)
     }
 
