@@ -119,4 +119,20 @@ import Testing
         #expect(logged.first?.metadata["requestId"] == "req-500")
         #expect(logged.first?.metadata["error"] == "ProbeFailure(password=hunter2)")
     }
+
+    @Test func a503IsANoticeNotAnError() {
+        let log = CapturingLogHandler()
+        var router = Router()
+        router.add(.get, "/away") { _ in
+            var error = HTTPError(status: 503, code: "database_unavailable", message: "retry shortly")
+            error.headers.set("Retry-After", "1")
+            throw error
+        }
+        let request = HTTPRequest(method: .get, path: "/away", requestId: "req-503", logger: log.logger())
+        let response = router.respond(to: request)
+        #expect(response.status == 503)
+        #expect(response.headers["Retry-After"] == "1")
+        #expect(log.records.filter { $0.level >= .error }.isEmpty)
+        #expect(log.records.filter { $0.level == .notice }.count == 1)
+    }
 }
