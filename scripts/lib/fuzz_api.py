@@ -269,6 +269,8 @@ class Fuzzer:
             # A new token reference is what authorization wants; the other TSP operations want
             # one of the seeded tokens, each operation its own share so that one operation's
             # calls (activating, deleting) do not leave nothing pending for the next.
+            if path == "/v1/wallet/verifications" and "tokenReference" not in body:
+                body["tokenReference"] = ""  # a locator the next lines point at a seeded token
             if isinstance(body.get("tokenReference"), str) and path != "/v1/tsp/tokenization/authorize":
                 share = fx.token_shares.get(path) or fx.tokens
                 body["tokenReference"] = choice.choice(share)
@@ -279,6 +281,9 @@ class Fuzzer:
             if path == "/v1/admin/cards" and choice.random() < 0.6:  # a card that registers: 201
                 body["accountNumber"] = luhn_complete("5" + "".join(choice.choice("0123456789") for _ in range(14)))
                 body["expiration"] = "12/39"
+                body["customerId"] = card["customerId"]
+                if "cardId" in body:
+                    body["cardId"] = f"fuzz-new-{self.run_tag}-{self.cases}"
             if path == "/v1/admin/rules/backtest" and choice.random() < 0.6:  # a candidate that compiles: 200
                 now = time.time()
                 body["since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 86400 * choice.randint(1, 30)))
