@@ -190,8 +190,9 @@ class Fuzzer:
                 with open(os.path.join(policy, name), encoding="utf-8") as handle:
                     fx.rule_files[f"policy/{name}"] = handle.read()
         operations = ["/v1/wallet/verifications", "/v1/tsp/activation-codes", "/v1/tsp/activation-codes/verify", "/v1/tsp/token-events"]
+        share = len(fx.tokens) // len(operations)  # consecutive tokens: both step-up and not in each share
         for index, path in enumerate(operations):
-            fx.token_shares[path] = fx.tokens[index::len(operations)]
+            fx.token_shares[path] = fx.tokens[index * share:(index + 1) * share] or fx.tokens
         pki = os.environ.get("ISSUERD_FUZZ_PKI")
         if pki:
             fx.certificates = [base64.b64encode(open(os.path.join(pki, name), "rb").read()).decode()
