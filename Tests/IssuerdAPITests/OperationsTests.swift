@@ -20,6 +20,10 @@ struct OperationsTests {
         #expect((body["rulesetVersion"] as? String)?.hasPrefix("sha256:") == true)
         let checks = try #require(body["checks"] as? [[String: Any]])
         #expect(Set(checks.compactMap { $0["name"] as? String }) == ["database", "rules"])
+        // The shape docs/openapi.yaml's ReadinessReport documents (schema fuzzing checks it too).
+        #expect(body["ready"] as? Bool == true)
+        #expect(body["status"] as? String == "ready")
+        #expect(checks.allSatisfy { $0["ok"] as? Bool == true && $0["critical"] is Bool })
 
         let metrics = try app.client.get("/metrics")
         #expect(metrics.status == 200)

@@ -33,3 +33,17 @@ ensure_test_python() {
     fi
     export ISSUERD_TEST_PYTHON="$venv/bin/python"
 }
+
+# The test Python plus Schemathesis (PyPI), for scripts/fuzz-api's schema fuzzing. Pinned: the
+# driver uses its Python API (strategies, checks), which moves between minor versions.
+ISSUERD_SCHEMATHESIS_VERSION=4.32.5
+ensure_fuzz_python() {
+    ensure_test_python
+    local venv="$ISSUERD_ROOT/.venv-test"
+    if ! "$venv/bin/python" -c "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$ISSUERD_SCHEMATHESIS_VERSION')" 2>/dev/null; then
+        say "installing Schemathesis $ISSUERD_SCHEMATHESIS_VERSION into $venv (schema fuzzing)"
+        "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$ISSUERD_SCHEMATHESIS_VERSION" \
+            || die "pip install schemathesis failed"
+    fi
+    export ISSUERD_FUZZ_PYTHON="$venv/bin/python"
+}
