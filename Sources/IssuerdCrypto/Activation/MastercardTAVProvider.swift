@@ -5,7 +5,8 @@ import Foundation
 /// `accountExpiry` as `MMYY` and the timestamp in ISO 8601 UTC (`YYYY-MM-DDThh:mm:ssZ`).
 ///
 /// The returned bytes are the TAV JSON itself (see ``ActivationDataProvider``). The signing key
-/// is the issuer's TAV key whose public half is registered with MDES.
+/// is the issuer's TAV key whose public half is registered with MDES: in process
+/// (``RSA/Signing/PrivateKey``) or in an HSM (any ``RSASigningKey``).
 public struct MastercardTAVProvider: ActivationDataProvider {
     /// Mastercard's limit for `dataValidUntilTimestamp`.
     public static let maximumValidity: TimeInterval = 30 * 24 * 3600
@@ -15,7 +16,7 @@ public struct MastercardTAVProvider: ActivationDataProvider {
     public static let includedFieldsInOrder = "accountNumber|accountExpiry|dataValidUntilTimestamp"
 
     public let name = "mastercard_tav"
-    private let signingKey: RSA.Signing.PrivateKey
+    private let signingKey: any RSASigningKey
     /// How long a TAV stays valid.
     public let validity: TimeInterval
 
@@ -26,10 +27,20 @@ public struct MastercardTAVProvider: ActivationDataProvider {
     ///   - validity: Seconds until `dataValidUntilTimestamp`, 60 s to 30 days (default 30 minutes).
     /// - Throws: ``CryptoError/Code/invalidInput`` for a validity outside that range.
     public init(signingKey: RSA.Signing.PrivateKey, validity: TimeInterval = defaultValidity) throws {
+        try self.init(signer: signingKey, validity: validity)
+    }
+
+    /// Creates the provider over any PKCS#1 v1.5 SHA-256 signer, e.g. a key in an HSM.
+    ///
+    /// - Parameters:
+    ///   - signer: Signs `PAN|MMYY|timestamp`; its errors propagate (no TAV without a signature).
+    ///   - validity: Seconds until `dataValidUntilTimestamp`, 60 s to 30 days.
+    /// - Throws: ``CryptoError/Code/invalidInput`` for a validity outside that range.
+    public init(signer: any RSASigningKey, validity: TimeInterval = defaultValidity) throws {
         guard validity >= 60, validity <= Self.maximumValidity else {
             throw CryptoError(.invalidInput, "TAV validity must be between 60 seconds and 30 days")
         }
-        self.signingKey = signingKey
+        self.signingKey = signer
         self.validity = validity
     }
 
