@@ -148,6 +148,8 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
             module.functions.pointee.C_Login!(session, CK_USER_TYPE(CKU_USER), bytes, CK_ULONG(count))
         }
         // The login is per application and token: a second session finds it already done.
+        // (So a second PKCS11Token on the same token in one process cannot tell a wrong PIN:
+        // the service opens exactly one.)
         if rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN { return session }
         _ = module.functions.pointee.C_CloseSession!(session)
         switch UInt(rv) {

@@ -29,7 +29,7 @@ extension RSA.Signing.PublicKey {
             BN_free(n)
             BN_free(e)
         }
-        guard let n, let e, OSSL_PARAM_BLD_push_BN(builder, "n", n) == 1, OSSL_PARAM_BLD_push_BN(builder, "e", e) == 1,
+        guard let n, let e, OSSL_PARAM_BLD_push_BN(builder, ParamName.rsaModulus.pointer, n) == 1, OSSL_PARAM_BLD_push_BN(builder, ParamName.rsaExponent.pointer, e) == 1,
             let params = OSSL_PARAM_BLD_to_param(builder)
         else { throw CryptoError(.libraryFailure, "cannot build RSA parameters") }
         defer { OSSL_PARAM_free(params) }

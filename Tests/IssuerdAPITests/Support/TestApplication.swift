@@ -29,8 +29,14 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     /// - Parameters:
     ///   - environment: Settings added to (or overriding) the test defaults.
     ///   - rulesDirectory: Defaults to the repository's `rules/`.
-    init(environment: [String: String] = [:], rulesDirectory: String? = nil, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    ///   - prepare: Runs on the fresh database before the application is built (e.g. to store
+    ///     HSM data keys, which the application loads in its initialiser).
+    init(
+        environment: [String: String] = [:], rulesDirectory: String? = nil, clock: @escaping @Sendable () -> Date = { Date() },
+        prepare: ((TestDatabase) throws -> Void)? = nil
+    ) throws {
         database = try TestDatabase.create()
+        try prepare?(database)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-api-\(UUID().uuidString)")
         pki = try DevelopmentPKI.generate()
         try pki.write(to: directory.appendingPathComponent("pki"))
