@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "IssuerdPKCS11Tests", dependencies: ["IssuerdPKCS11", "IssuerdCrypto", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
-        .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport", "IssuerdClient"]),
+        .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11"]),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
     ],
     swiftLanguageModes: [.v6]

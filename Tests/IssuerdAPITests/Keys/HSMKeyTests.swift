@@ -1,7 +1,8 @@
 import Foundation
+import Synchronization
 import IssuerdCore
 import IssuerdCrypto
-@_spi(Testing) import IssuerdPKCS11
+@_spi(Testing) @testable import IssuerdPKCS11
 import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
@@ -149,6 +150,46 @@ struct HSMKeyTests {
         #expect(try Self.verifyTAV(tavAfter, modulus: modulus, exponent: exponent, pan: DecisionFixtures.mastercardPAN, expiry: "0329").valid)
     }
 
+    @Test("A TAV key removed from the HSM while serving: a 500, never an answer without its TAV; no PAN, PIN or key byte in any log line")
+    func lostKeyIsA500AndLogsHoldNoSecret() throws {
+        let (token, store) = try Self.initialisedToken()
+        var environment = Self.hsmEnvironment(token)
+        environment["ISSUERD_MASTER_KEY"] = ""
+        environment["ISSUERD_TAV_SIGNING_KEY"] = ""
+        environment["ISSUERD_LOG_LEVEL"] = "trace"
+        let log = LineCollector()
+        let wrapped = Mutex<[UInt8]>([])
+        let app = try TestApplication(environment: environment, prepare: { database in
+            try Self.migrate(database)
+            let pool = database.makePool(size: 1)
+            defer { pool.close() }
+            _ = try HSMDataKeyProvisioning.addGenerated(hsm: store, masterKeys: [], database: pool, actor: "test")
+            let key = try pool.withConnection { try HSMDataKey.all(connection: $0) }.first!.wrappedKey
+            wrapped.withLock { $0 = key }
+        }, logger: Logger(label: "test", minimumLevel: .trace, handler: log))
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, expiration: "03/29", network: "mastercard")
+        #expect(try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app)).status == 200)
+        try store.token.withSession { session in
+            session.destroy(try store.token.handle(label: "issuerd-tav", objectClass: 3 /* CKO_PRIVATE_KEY */, session: session))
+        }
+        let failed = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
+        #expect(failed.status == 500)
+        #expect(failed.jsonObject()?["activationData"] == nil && failed.jsonObject()?["encryptedPassData"] == nil)
+        #expect(!failed.text.contains(DecisionFixtures.mastercardPAN))
+
+        let lines = log.lines.joined(separator: "\n")
+        #expect(lines.contains("key_not_found"), "the log names the cause")
+        #expect(!lines.contains(DecisionFixtures.mastercardPAN))
+        #expect(!lines.contains(token.pin))
+        let key = wrapped.withLock { $0 }
+        #expect(!lines.contains(BinaryEncoding.hexString(key)) && !lines.contains(BinaryEncoding.base64String(key)))
+        let dataKey = try store.unwrap(HSMDataKey(version: 1, wrappedKey: key, wrappingKeyLabel: HSMSettings.defaultWrappingKeyLabel, origin: "generated", createdAt: Date()))
+        dataKey.withUnsafeBytes { bytes in
+            #expect(!lines.contains(BinaryEncoding.hexString(bytes)) && !lines.contains(BinaryEncoding.base64String(Array(bytes))))
+        }
+    }
+
     @Test("Start-up faults name their setting: module path, token, PIN, wrapping key, TAV key, no data keys")
     func startupFaultsNameTheSetting() throws {
         let (token, store) = try Self.initialisedToken()
@@ -225,6 +266,13 @@ struct HSMKeyTests {
         #expect(wrong.standardError.contains("ISSUERD_PKCS11_PIN_FILE"))
         let noModule = try CommandLineRunner.run(["keys", "hsm", "status"], environment: [:])
         #expect(noModule.status == 1 && noModule.standardError.contains("ISSUERD_PKCS11_MODULE"))
+    }
+
+    /// Every log line the application writes, in the production JSON format.
+    final class LineCollector: LogHandler, Sendable {
+        private let storage = Mutex<[String]>([])
+        func write(_ record: LogRecord) { storage.withLock { $0.append(JSONLogHandler.format(record)) } }
+        var lines: [String] { storage.withLock { $0 } }
     }
 
     static func verifyTAV(_ tav: String, modulus: [UInt8], exponent: [UInt8], pan: String, expiry: String) throws -> (valid: Bool, bits: Int) {

@@ -29,11 +29,12 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     /// - Parameters:
     ///   - environment: Settings added to (or overriding) the test defaults.
     ///   - rulesDirectory: Defaults to the repository's `rules/`.
+    ///   - logger: Where the application logs (default: nowhere).
     ///   - prepare: Runs on the fresh database before the application is built (e.g. to store
     ///     HSM data keys, which the application loads in its initialiser).
     init(
         environment: [String: String] = [:], rulesDirectory: String? = nil, clock: @escaping @Sendable () -> Date = { Date() },
-        prepare: ((TestDatabase) throws -> Void)? = nil
+        prepare: ((TestDatabase) throws -> Void)? = nil, logger: Logger? = nil
     ) throws {
         database = try TestDatabase.create()
         try prepare?(database)
@@ -57,7 +58,7 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
         settings.merge(environment) { _, new in new }
         let configuration = try IssuerdConfiguration(ConfigurationReader(settings))
         application = try IssuerdApplication(
-            configuration: configuration, logger: Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()), clock: clock)
+            configuration: configuration, logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()), clock: clock)
         try application.start()
         client = HTTPTestClient(port: application.port)
         pool = database.makePool(size: 2)
