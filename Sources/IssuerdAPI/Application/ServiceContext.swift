@@ -9,6 +9,8 @@ struct ServiceContext: Sendable {
     let configuration: IssuerdConfiguration
     let database: PostgresPool
     let vault: PANVault
+    /// The HSM holding the wrapping and TAV keys, when `ISSUERD_PKCS11_MODULE` is set.
+    let hsm: HSMKeyStore?
     let crypto: ProvisioningCrypto
     let rules: RulesService
     let appTokens: AppTokenVerifier
@@ -31,6 +33,7 @@ struct ServiceContext: Sendable {
         self.logger = logger
         self.clock = clock
         let hsm = try configuration.hsm.map { try HSMKeyStore.open($0) }
+        self.hsm = hsm
         vault = try KeyRingLoader.vault(masterKeys: configuration.masterKeys, hsm: hsm, database: database)
         if !vault.keyRing.isMemoryLocked {
             logger.warning("the PAN data keys are not in locked memory (mlock failed: raise RLIMIT_MEMLOCK, e.g. LimitMEMLOCK=1M in the unit)")
