@@ -18,6 +18,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
+        // Header only (PKCS#11 2.40 from p11-kit); the vendor's module is dlopen'ed at run time.
+        .systemLibrary(name: "CPKCS11", path: "Sources/CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
 
         // Shared vocabulary with no I/O beyond writing log lines: logging, redaction, metrics.
         .target(name: "IssuerdCore"),
@@ -33,6 +35,7 @@ let package = Package(
         .target(name: "IssuerdCrypto", dependencies: ["COpenSSL", "IssuerdCore"]),
         .target(name: "IssuerdPostgres", dependencies: ["CPostgres", "IssuerdCore"]),
         .target(name: "IssuerdHTTP", dependencies: ["CMicroHTTPD", "IssuerdCore"]),
+        .target(name: "IssuerdPKCS11", dependencies: ["CPKCS11", "IssuerdCore"]),
 
         // Pure domain: the rule language and risk engine (no I/O).
         .target(name: "IssuerdRisk", dependencies: ["IssuerdCore"]),
@@ -40,16 +43,18 @@ let package = Package(
         // The HTTP API, storage and services wired together.
         .target(
             name: "IssuerdAPI",
-            dependencies: ["IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"]
+            dependencies: ["IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdPKCS11"]
         ),
 
         .executableTarget(
             name: "issuerd",
-            dependencies: ["IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdAPI"]
+            dependencies: [
+                "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdAPI", "IssuerdPKCS11",
+            ]
         ),
         .executableTarget(
             name: "issuerd-bench",
-            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdRisk"]
+            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdRisk", "IssuerdPKCS11"]
         ),
 
         // Throwaway databases, generated PKI and HTTP helpers for the test targets.
@@ -61,9 +66,10 @@ let package = Package(
         .testTarget(name: "IssuerdCoreTests", dependencies: ["IssuerdCore"]),
         .testTarget(name: "IssuerdCryptoTests", dependencies: ["IssuerdCrypto", "IssuerdTestSupport"], exclude: ["Oracle"], resources: [.copy("Fixtures")]),
         .testTarget(name: "IssuerdPostgresTests", dependencies: ["IssuerdPostgres", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdPKCS11Tests", dependencies: ["IssuerdPKCS11", "IssuerdCrypto", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
-        .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport", "IssuerdClient"]),
+        .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11"]),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
     ],
     swiftLanguageModes: [.v6]

@@ -10,6 +10,7 @@
 #include <openssl/kdf.h>
 #include <openssl/obj_mac.h>
 #include <openssl/objects.h>
+#include <openssl/param_build.h>
 #include <openssl/params.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>

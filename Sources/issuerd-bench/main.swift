@@ -6,12 +6,18 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let usage = """
     usage: issuerd-bench crypto
            issuerd-bench risk --workload DIR [--peers-python PY --peers-script peer_bench.py]
+           issuerd-bench hsm [--seconds N]
 
     """
 switch arguments.first {
 case "crypto":
     do { exit(try CryptoBenchmark.run()) } catch {
         FileHandle.standardError.write(Data("issuerd-bench crypto: \(error)\n".utf8))
+        exit(1)
+    }
+case "hsm":
+    do { exit(try HSMBenchmark.run(Array(arguments.dropFirst()))) } catch {
+        FileHandle.standardError.write(Data("issuerd-bench hsm: \(error)\n".utf8))
         exit(1)
     }
 case "risk":

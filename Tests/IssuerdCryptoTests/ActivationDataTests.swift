@@ -32,6 +32,27 @@ import Testing
         #expect(!text.contains("5399999999999999"))
     }
 
+    @Test func tavBytesAreWhatJSONEncoderWrites() throws {
+        let provider = try MastercardTAVProvider(signingKey: TestPKI.shared.tavSigningKey)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for offset in stride(from: 0.0, to: 40 * 86_400 * 365, by: 86_400 * 97 + 3_671.5) {
+            let data = try provider.activationData(for: try request(now: Date(timeIntervalSince1970: 1_000_000_000 + offset)))
+            let tav = try JSONDecoder().decode(MastercardTAVProvider.TAV.self, from: Data(data))
+            #expect(Array(try encoder.encode(tav)) == data)
+        }
+    }
+
+    @Test func timestampsAreWhatISO8601DateFormatterWrites() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        for seconds in stride(from: 946_684_799.9, to: 4_102_444_800, by: 86_400 * 13 + 3_599.7) {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(MastercardTAVProvider.timestamp(date) == formatter.string(from: Date(timeIntervalSince1970: seconds.rounded(.down))))
+        }
+    }
+
     @Test func tavSignatureVerifiesWithOpenSSLCLI() throws {
         let openssl = try #require(ExternalTool.which("openssl"), "the openssl CLI is required (Debian package openssl)")
         let provider = try MastercardTAVProvider(signingKey: TestPKI.shared.tavSigningKey, validity: 300)

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdPKCS11
 import IssuerdPostgres
 
 /// The few settings the operator commands need, each read on its own, so `issuerd audit verify`
@@ -15,16 +16,37 @@ public enum OperatorSettings {
     }
 
     /// The master key ring from `ISSUERD_MASTER_KEY`, `ISSUERD_MASTER_KEY_VERSION` and
-    /// `ISSUERD_MASTER_KEY_PREVIOUS`, exactly as `serve` builds it.
+    /// `ISSUERD_MASTER_KEY_PREVIOUS`, and with `ISSUERD_PKCS11_MODULE` the HSM-wrapped data keys
+    /// stored in PostgreSQL, exactly as `serve` builds it.
     ///
     /// - Throws: ``ConfigurationError`` naming the key at fault.
     public static func vault(_ reader: ConfigurationReader) throws -> PANVault {
+        if let hsm = try HSMSettings.read(reader, defaultSessions: 2) {
+            let settings = try MasterKeySetting.read(reader, optional: true)
+            let store = try HSMKeyStore.open(hsm)
+            let database = pool(try databaseURL(reader), logger: Logger(label: "issuerd.cli", minimumLevel: .warning, handler: JSONLogHandler.standardError))
+            defer { database.close() }
+            return try KeyRingLoader.vault(masterKeys: settings, hsm: store, database: database)
+        }
         let settings = try MasterKeySetting.read(reader)
         do {
             return PANVault(keyRing: try MasterKeyRing(settings))
         } catch {
             throw ConfigurationError(key: "ISSUERD_MASTER_KEY", problem: "cannot build the key ring")
         }
+    }
+
+    /// The master key settings and the opened HSM (nil without `ISSUERD_PKCS11_MODULE`), for
+    /// `issuerd keys hsm`.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the setting at fault.
+    /// - Parameter pin: A PIN read from standard input instead of `ISSUERD_PKCS11_PIN_FILE`.
+    public static func hsm(_ reader: ConfigurationReader, pin: PKCS11PIN? = nil) throws -> (store: HSMKeyStore, masterKeys: [MasterKeySetting]) {
+        guard let settings = try HSMSettings.read(reader, defaultSessions: 2, pinFileRequired: pin == nil) else {
+            throw ConfigurationError(key: "ISSUERD_PKCS11_MODULE", problem: "is required (the absolute path of the HSM's PKCS#11 module)")
+        }
+        let masterKeys = try MasterKeySetting.read(reader, optional: true)
+        return (try HSMKeyStore.open(settings, pin: pin), masterKeys)
     }
 
     /// `ISSUERD_APP_JWT_SECRET`, at least 32 bytes (the HS256 secret of issuer-app tokens).

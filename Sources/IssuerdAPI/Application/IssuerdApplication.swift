@@ -46,7 +46,7 @@ public final class IssuerdApplication: Sendable {
         let rules = context.rules
         rulesWatcher = RulesFileWatcher(directory: rules.loader.directory) { rules.reload(trigger: "watcher") }
         let readiness = Readiness(
-            probes: [Self.databaseProbe(database), Self.rulesProbe(rules)],
+            probes: [Self.databaseProbe(database), Self.rulesProbe(rules)] + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
             rulesetVersion: { rules.current.version })
         var table = RouteTable()
         OperationsRoutes.register(in: &table, readiness: readiness, metrics: metrics)
@@ -116,6 +116,20 @@ public final class IssuerdApplication: Sendable {
             // but it is reported here so nobody misses it.
             let detail = status.lastFailure.map { "last reload failed at \($0.time): \($0.message)" }
             return .init(name: "rules", ok: status.lastFailure == nil, critical: false, detail: detail ?? "version \(status.version)")
+        }
+    }
+
+    /// The token is present and answers; not critical: PANs open from memory, only Mastercard
+    /// TAVs signed in the HSM fail (500) while it is away, and sessions re-open when it is back.
+    private static func hsmProbe(_ hsm: HSMKeyStore) -> Readiness.Probe {
+        let token = hsm.token
+        return {
+            do {
+                let info = try token.info
+                return .init(name: "hsm", ok: true, critical: false, detail: "token '\(info.label)', sessions re-opened \(token.sessionsReopened)")
+            } catch {
+                return .init(name: "hsm", ok: false, critical: false, detail: "token '\(token.label)' does not answer")
+            }
         }
     }
 

@@ -9,6 +9,8 @@ struct ServiceContext: Sendable {
     let configuration: IssuerdConfiguration
     let database: PostgresPool
     let vault: PANVault
+    /// The HSM holding the wrapping and TAV keys, when `ISSUERD_PKCS11_MODULE` is set.
+    let hsm: HSMKeyStore?
     let crypto: ProvisioningCrypto
     let rules: RulesService
     let appTokens: AppTokenVerifier
@@ -30,8 +32,22 @@ struct ServiceContext: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.clock = clock
-        vault = PANVault(keyRing: try MasterKeyRing(configuration.masterKeys))
-        crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, logger: logger)
+        let hsm = try configuration.hsm.map { try HSMKeyStore.open($0) }
+        self.hsm = hsm
+        vault = try KeyRingLoader.vault(masterKeys: configuration.masterKeys, hsm: hsm, database: database)
+        if !vault.keyRing.isMemoryLocked {
+            logger.warning("the PAN data keys are not in locked memory (mlock failed: raise RLIMIT_MEMLOCK, e.g. LimitMEMLOCK=1M in the unit)")
+        }
+        if let hsm {
+            logger.info("issuer keys in the HSM", [
+                "token": "\(hsm.settings.tokenLabel)", "dataKeyVersions": "\(vault.keyRing.versions)", "sessions": .int(hsm.settings.sessionCount),
+            ])
+            let token = hsm.token
+            metrics.gauge("issuerd_hsm_sessions_reopened", help: "PKCS#11 sessions replaced after the HSM closed them.", labels: []) {
+                [([], Double(token.sessionsReopened))]
+            }
+        }
+        crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, hsm: hsm, logger: logger)
         rules = try RulesService(
             directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics, database: database, clock: clock)
         appTokens = try AppTokenVerifier(configuration.appJWT)

@@ -32,8 +32,12 @@ public struct IssuerdConfiguration: Sendable {
     public var appleCheckValidity: Bool
     /// Whether the unverified RSA_V2 scheme is offered (`ISSUERD_ENABLE_RSA_V2`, default false).
     public var enableRSAV2: Bool
-    /// Master keys protecting PANs and one-time codes, current first.
+    /// Master keys protecting PANs and one-time codes, current first; may be empty when an HSM
+    /// holds the data keys (``hsm``).
     public var masterKeys: [MasterKeySetting]
+    /// The PKCS#11 HSM holding the PAN wrapping key and the TAV key (`ISSUERD_PKCS11_*`); nil
+    /// without `ISSUERD_PKCS11_MODULE`.
+    public var hsm: HSMSettings?
     /// How the issuer app's bearer tokens are verified.
     public var appJWT: AppJWTSetting
     /// Shared secret of TSP request signatures (`ISSUERD_TSP_HMAC_SECRET`).
@@ -73,7 +77,8 @@ public struct IssuerdConfiguration: Sendable {
         appleTrust = try AppleTrustSetting(reader.string("ISSUERD_APPLE_TRUST") ?? "production")
         appleCheckValidity = try reader.boolean("ISSUERD_APPLE_CHECK_VALIDITY", default: true)
         enableRSAV2 = try reader.boolean("ISSUERD_ENABLE_RSA_V2", default: false)
-        masterKeys = try MasterKeySetting.read(reader)
+        hsm = try HSMSettings.read(reader, defaultSessions: httpThreads)
+        masterKeys = try MasterKeySetting.read(reader, optional: hsm != nil)
         appJWT = try AppJWTSetting(reader)
         tspHMACSecret = Redacted(try reader.required("ISSUERD_TSP_HMAC_SECRET", hint: "the shared secret of X-Issuerd-Signature"))
         guard tspHMACSecret.unsafeValue.utf8.count >= 16 else {
@@ -145,8 +150,17 @@ public struct MasterKeySetting: Sendable {
 
     /// `ISSUERD_MASTER_KEY` (current), `ISSUERD_MASTER_KEY_VERSION` (its version, default 1) and
     /// `ISSUERD_MASTER_KEY_PREVIOUS` (`version:base64,…`, kept to read rows not yet rotated).
-    static func read(_ reader: ConfigurationReader) throws -> [MasterKeySetting] {
+    ///
+    /// - Parameter optional: True when an HSM holds the data keys: then an unset
+    ///   `ISSUERD_MASTER_KEY` gives no environment keys instead of an error.
+    static func read(_ reader: ConfigurationReader, optional: Bool = false) throws -> [MasterKeySetting] {
         guard let current = try reader.base64Key("ISSUERD_MASTER_KEY", byteCount: 32) else {
+            if optional {
+                for key in ["ISSUERD_MASTER_KEY_VERSION", "ISSUERD_MASTER_KEY_PREVIOUS"] where reader.string(key) != nil {
+                    throw ConfigurationError(key: key, problem: "is set but ISSUERD_MASTER_KEY is not")
+                }
+                return []
+            }
             throw ConfigurationError(key: "ISSUERD_MASTER_KEY", problem: "is required (base64 of 32 random bytes: openssl rand -base64 32)")
         }
         let version = try reader.integer("ISSUERD_MASTER_KEY_VERSION", default: 1, in: 1...65535)

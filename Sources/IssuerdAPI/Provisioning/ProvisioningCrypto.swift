@@ -10,12 +10,12 @@ struct ProvisioningCrypto: Sendable {
     let eccV2: ECCV2Encryptor
     /// Present only when `ISSUERD_ENABLE_RSA_V2` is on (the scheme is unverified against Apple).
     let rsaV2: RSAV2Encryptor?
-    /// Mastercard TAV when a signing key is configured.
+    /// Mastercard TAV when a signing key is configured (in the HSM or as PEM).
     let tav: MastercardTAVProvider?
     /// The issuer crypto-OTP (HMAC), for every other network and as the fallback.
     let issuerOTP: IssuerOTPProvider
 
-    init(configuration: IssuerdConfiguration, vault: PANVault, logger: Logger) throws {
+    init(configuration: IssuerdConfiguration, vault: PANVault, hsm: HSMKeyStore? = nil, logger: Logger) throws {
         let trust: AppleTrustProfile
         switch configuration.appleTrust {
         case .production:
@@ -38,7 +38,9 @@ struct ProvisioningCrypto: Sendable {
         eccV2 = ECCV2Encryptor()
         rsaV2 = configuration.enableRSAV2 ? try RSAV2Encryptor(enabled: true) : nil
         let validity = TimeInterval(configuration.activationValidity.components.seconds)
-        if let pem = configuration.tavSigningKeyPEM {
+        if let signer = try hsm?.tavSigner() {
+            tav = try MastercardTAVProvider(signer: signer, validity: validity)
+        } else if let pem = configuration.tavSigningKeyPEM {
             do {
                 tav = try MastercardTAVProvider(signingKey: RSA.Signing.PrivateKey(pemRepresentation: pem.unsafeValue), validity: validity)
             } catch {

@@ -32,6 +32,9 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
     public let fingerprintVersion: Int
     /// Every version present, ascending.
     public let versions: [Int]
+    /// Whether the derived keys sit in `mlock`ed memory (false when `RLIMIT_MEMLOCK` is too
+    /// small: the service logs a warning; the keys are still wiped on release).
+    public let isMemoryLocked: Bool
     private let derived: [String: SymmetricKey]
 
     /// Parses the `ISSUERD_MASTER_KEY` setting.
@@ -73,13 +76,17 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
         }
         let fingerprint = fingerprintVersion ?? lowest
         guard keys[fingerprint] != nil else { throw CryptoError(.invalidMasterKey, "fingerprint version \(fingerprint) is not in the ring") }
+        // The derived keys live as long as the process: locked memory keeps them out of swap.
+        let arena = LockedKeyArena(byteCount: keys.count * Purpose.allCases.count * 32)
         var derived: [String: SymmetricKey] = [:]
         for (version, key) in keys {
             for purpose in Purpose.allCases {
-                derived[Self.slot(purpose, version)] = try HKDF.deriveKey(
-                    inputKey: key, salt: Array("issuerd master key ring".utf8), info: Array("issuerd/\(purpose.rawValue)/v\(version)".utf8))
+                derived[Self.slot(purpose, version)] = try arena.copy(
+                    HKDF.deriveKey(
+                        inputKey: key, salt: Array("issuerd master key ring".utf8), info: Array("issuerd/\(purpose.rawValue)/v\(version)".utf8)))
             }
         }
+        self.isMemoryLocked = arena.isLocked
         self.currentVersion = highest
         self.fingerprintVersion = fingerprint
         self.versions = keys.keys.sorted()

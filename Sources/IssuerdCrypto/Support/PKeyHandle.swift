@@ -69,4 +69,6 @@ struct ParamName {
     static let key = ParamName(name: "key")
     static let salt = ParamName(name: "salt")
     static let info = ParamName(name: "info")
+    static let rsaModulus = ParamName(name: "n")
+    static let rsaExponent = ParamName(name: "e")
 }

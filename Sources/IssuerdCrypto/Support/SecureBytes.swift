@@ -6,15 +6,24 @@ public struct SecureBytes: Sendable, Equatable, CustomStringConvertible, CustomD
     /// Owns the heap buffer so that wiping happens exactly once, when the last value is released.
     final class Storage: @unchecked Sendable {  // immutable after init: the buffer is only read
         let buffer: UnsafeMutableRawBufferPointer
+        /// The locked arena the buffer is a slice of (kept alive by this reference), or nil
+        /// when the buffer is this storage's own heap allocation.
+        private let arena: LockedKeyArena?
 
         init(count: Int) {
             buffer = .allocate(byteCount: max(count, 1), alignment: 16)
             buffer.initializeMemory(as: UInt8.self, repeating: 0)
+            arena = nil
+        }
+
+        init(slice: UnsafeMutableRawBufferPointer, of arena: LockedKeyArena) {
+            buffer = slice
+            self.arena = arena
         }
 
         deinit {
             OPENSSL_cleanse(buffer.baseAddress, buffer.count)
-            buffer.deallocate()
+            if arena == nil { buffer.deallocate() }
         }
     }
 
@@ -36,6 +45,11 @@ public struct SecureBytes: Sendable, Equatable, CustomStringConvertible, CustomD
         self.count = count
         storage = Storage(count: count)
         try body(UnsafeMutableRawBufferPointer(rebasing: storage.buffer[0..<count]))
+    }
+
+    init(storage: Storage, count: Int) {
+        self.storage = storage
+        self.count = count
     }
 
     /// Lends the secret bytes for the duration of `body`; do not let the pointer escape.

@@ -4,9 +4,10 @@ import IssuerdAPI
 /// `issuerd keys rotate`: re-seals card PANs under the current master key version.
 enum KeysCommand: CommandDefinition {
     static let name = "keys"
-    static let summary = "re-seal card PANs under the current master key (keys rotate)"
+    static let summary = "re-seal card PANs under the current key (keys rotate); keys in an HSM (keys hsm)"
     static let usage = """
         issuerd keys rotate [--batch-size N] [--config FILE]
+        issuerd keys hsm init|status|add-data-key …   (issuerd keys hsm --help)
 
         Re-encrypts every card whose PAN is sealed under a master key version other than the
         current one (ISSUERD_MASTER_KEY_VERSION), in batches of N (default 500), each batch one
@@ -17,9 +18,11 @@ enum KeysCommand: CommandDefinition {
         ISSUERD_MASTER_KEY_VERSION, list the old one in ISSUERD_MASTER_KEY_PREVIOUS
         (version:base64), and restart the service with the same settings. Keep the lowest
         version configured afterwards: it keys the PAN fingerprints (docs/runbook.md).
+        With an HSM (ISSUERD_PKCS11_MODULE): run issuerd keys hsm add-data-key instead, restart,
+        then keys rotate; the current version is the highest stored data key.
 
         Environment: ISSUERD_DATABASE_URL, ISSUERD_MASTER_KEY, ISSUERD_MASTER_KEY_VERSION,
-        ISSUERD_MASTER_KEY_PREVIOUS
+        ISSUERD_MASTER_KEY_PREVIOUS, ISSUERD_PKCS11_* (docs/configuration.md)
         """
 
     static func run(_ words: [String]) throws -> Int32 {
@@ -27,7 +30,8 @@ enum KeysCommand: CommandDefinition {
             print(usage)
             return words.isEmpty ? 2 : 0
         }
-        guard sub == "rotate" else { throw UsageError("unknown subcommand '\(sub)' (rotate)") }
+        if sub == "hsm" { return try KeysHSMCommand.run(Array(words.dropFirst())) }
+        guard sub == "rotate" else { throw UsageError("unknown subcommand '\(sub)' (rotate, hsm)") }
         let arguments = try Arguments(Array(words.dropFirst()), options: ["batch-size", "config"])
         if arguments.wantsHelp {
             print(usage)

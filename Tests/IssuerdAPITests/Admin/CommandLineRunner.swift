@@ -15,7 +15,7 @@ enum CommandLineRunner {
         TestApplication.repositoryRoot.appendingPathComponent(".build/debug/issuerd")
     }
 
-    static func run(_ arguments: [String], environment: [String: String]) throws -> Result {
+    static func run(_ arguments: [String], environment: [String: String], input: String? = nil) throws -> Result {
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw TestEnvironmentError("\(executable.path) is missing: build it with `swift build --product issuerd` (swift test builds it too)")
         }
@@ -29,7 +29,13 @@ enum CommandLineRunner {
         let error = Pipe()
         process.standardOutput = output
         process.standardError = error
+        let stdin = Pipe()
+        if input != nil { process.standardInput = stdin }
         try process.run()
+        if let input {
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try stdin.fileHandleForWriting.close()
+        }
         // Read before waiting so a full pipe cannot block the child.
         let outData = output.fileHandleForReading.readDataToEndOfFile()
         let errData = error.fileHandleForReading.readDataToEndOfFile()

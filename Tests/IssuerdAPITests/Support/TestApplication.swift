@@ -33,12 +33,17 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     ///   - rulesDirectory: Defaults to the repository's `rules/`.
     ///   - sharing: Another instance whose database (and notification log) this one uses, as a
     ///     second `issuerd serve` over the same PostgreSQL would; it must outlive this one.
+    ///   - logger: Where the application logs (default: nowhere).
+    ///   - prepare: Runs on the fresh database before the application is built (e.g. to store
+    ///     HSM data keys, which the application loads in its initialiser).
     init(
         environment: [String: String] = [:], rulesDirectory: String? = nil, sharing: TestApplication? = nil,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() },
+        prepare: ((TestDatabase) throws -> Void)? = nil, logger: Logger? = nil
     ) throws {
         database = try sharing?.database ?? TestDatabase.create()
         ownsDatabase = sharing == nil
+        try prepare?(database)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-api-\(UUID().uuidString)")
         pki = try DevelopmentPKI.generate()
         try pki.write(to: directory.appendingPathComponent("pki"))
@@ -59,7 +64,7 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
         settings.merge(environment) { _, new in new }
         let configuration = try IssuerdConfiguration(ConfigurationReader(settings))
         application = try IssuerdApplication(
-            configuration: configuration, logger: Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()), clock: clock)
+            configuration: configuration, logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()), clock: clock)
         try application.start()
         client = HTTPTestClient(port: application.port)
         pool = database.makePool(size: 2)
