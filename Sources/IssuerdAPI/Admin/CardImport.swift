@@ -69,6 +69,11 @@ public enum CardImport {
         let workers = max(1, workers)
         return try database.withConnection { connection in
             try connection.transaction { connection in
+                // Connections plan every execution anew (force_custom_plan, for the provisioning
+                // statements); that includes the foreign-key checks' internal queries, run once per
+                // row here: planning each check tripled the cost of writing a card. The setting
+                // ends with the transaction.
+                try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = auto")
                 try connection.execute(unsafeSQL: createStaging)
                 let writer = ChunkWriter(connection: connection, now: now)
                 defer { writer.drain() }
