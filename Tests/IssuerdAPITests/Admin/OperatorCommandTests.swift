@@ -53,7 +53,7 @@ struct OperatorCommandTests {
         #expect(missing.standardError.contains("ISSUERD_DATABASE_URL"))
     }
 
-    @Test("cards import registers every line with its customer in one transaction and audits each")
+    @Test("cards import registers every line with its customer in one transaction and audits it in one summary entry")
     func importFile() throws {
         let app = try TestApplication()
         let file = try writeFile(app, [
