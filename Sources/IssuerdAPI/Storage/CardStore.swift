@@ -43,6 +43,12 @@ enum CardStore {
 
     /// The PAN ciphertext is bound to its card id, so a ciphertext copied into another row does
     /// not open there.
+    /// Apple's `primaryAccountIdentifier` only has to be stable and unique per card; it must not
+    /// reveal the PAN, so it is derived from the fingerprint rather than the digits.
+    static func primaryAccountIdentifier(fingerprint: [UInt8], cardID: String) -> String {
+        "V-" + BinaryEncoding.hexString(SHA256.hash(fingerprint + Array(cardID.utf8)).prefix(12)).uppercased()
+    }
+
     static func panContext(_ cardID: String) -> [UInt8] { Array("card:\(cardID)".utf8) }
 
     static func find(_ cardID: String, connection: PostgresConnection) throws -> CardRecord? {
@@ -79,9 +85,7 @@ enum CardStore {
     ) throws -> CardRecord {
         let sealed = try vault.seal(pan, context: panContext(cardID))
         let fingerprint = try vault.fingerprint(pan)
-        // Apple's primaryAccountIdentifier only has to be stable and unique per card; it must not
-        // reveal the PAN, so it is derived from the fingerprint rather than the digits.
-        let identifier = "V-" + BinaryEncoding.hexString(SHA256.hash(fingerprint + Array(cardID.utf8)).prefix(12)).uppercased()
+        let identifier = primaryAccountIdentifier(fingerprint: fingerprint, cardID: cardID)
         try connection.execute(
             """
             INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration,

@@ -1,0 +1,191 @@
+import Foundation
+import IssuerdCore
+import IssuerdCrypto
+import IssuerdPostgres
+import IssuerdTestSupport
+import Testing
+
+@testable import IssuerdAPI
+
+/// The bulk path of `issuerd cards import` (COPY into staging, set-based writes): the same
+/// answers as registering the lines one by one, the first bad line of a big file, and nothing
+/// kept after an interruption.
+@Suite("Bulk card import: staging through COPY, first bad line, interruptions")
+struct CardImportTests {
+    private static let masterKey = Data(repeating: 0x42, count: 32).base64EncodedString()
+    private let vault = PANVault(keyRing: try! MasterKeyRing(settingValue: CardImportTests.masterKey))
+
+    private func count(_ app: TestApplication, _ table: String) throws -> Int64 {
+        try app.pool.withConnection { try $0.query("SELECT count(*) AS n FROM \(unsafeSQL: table)").first!.decode("n", as: Int64.self) }
+    }
+
+    private func write(_ app: TestApplication, _ lines: [String]) throws -> URL {
+        try FileManager.default.createDirectory(at: app.directory, withIntermediateDirectories: true)
+        let url = app.directory.appendingPathComponent("import-\(UUID().uuidString).jsonl")
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: url)
+        return url
+    }
+
+    private func line(_ serial: Int, customer: String? = nil, card: String? = nil, pan: String? = nil, fields: String? = nil) -> String {
+        let customer = customer ?? "cust-\(serial / 2)"
+        let object = fields.map { #","customer":\#($0)"# } ?? ""
+        return #"{"cardId":"\#(card ?? "card-\(serial)")","customerId":"\#(customer)","accountNumber":"\#(pan ?? AdminFixtures.pan(serial: serial))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"\#(object)}"#
+    }
+
+    /// Lines 1…`count`, each card with its customer object.
+    private func bigFile(_ app: TestApplication, count: Int, replacing: [Int: String] = [:]) throws -> URL {
+        try write(app, (1...count).map { replacing[$0] ?? line($0, fields: #"{"email":"c\#($0 / 2)@example.com"}"#) })
+    }
+
+    @Test("Customer objects have the effect of the API's upserts applied one by one in file order")
+    func customersAsSequentialUpserts() throws {
+        let now = Date(timeIntervalSince1970: 1_750_000_000)
+        let given = "2025-01-02T03:04:05Z"
+        let objects: [(String, String)] = [
+            ("old", #"{"phoneNumber":"010-2222-3333"}"#),  // a changed phone: stamped now
+            ("old", #"{"phoneNumber":"010-2222-3333","phoneChangedAt":"\#(given)"}"#),  // same phone, a given stamp
+            ("old", #"{"email":"new@example.com"}"#),  // a changed address: stamped now
+            ("new", #"{"phoneNumber":"010-5555-6666"}"#),  // created as given (no stamps)
+            ("new", #"{"phoneNumber":"010-5555-6666"}"#),  // unchanged: no stamp
+            ("new", #"{"email":"n@example.com","emailChangedAt":"\#(given)","addressChangedAt":"\#(given)"}"#),
+            ("new", #"{"phoneNumber":"010-7777-8888"}"#),  // changed: stamped now
+            ("third", #"{}"#),
+        ]
+        let seed = CustomerRecord(
+            customerID: "old", phoneNumber: "010-1111-2222", email: "old@example.com", phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
+            emailChangedAt: nil, addressChangedAt: Date(timeIntervalSince1970: 1_600_000_000), createdAt: now)
+        // The reference: the API's own upsert, line by line.
+        let reference = try TestApplication()
+        _ = try reference.pool.withConnection { try CustomerStore.upsert(seed, now: now, connection: $0) }
+        for (customer, object) in objects {
+            let fields = try JSONDecoder().decode(CardImport.CustomerFields.self, from: Data(object.utf8))
+            let record = try CustomerAdministration.validate(
+                .init(customerId: customer, phoneNumber: fields.phoneNumber, email: fields.email, phoneChangedAt: fields.phoneChangedAt,
+                      emailChangedAt: fields.emailChangedAt, addressChangedAt: fields.addressChangedAt))
+            _ = try reference.pool.withConnection { try CustomerStore.upsert(record, now: now, connection: $0) }
+        }
+        let app = try TestApplication()
+        _ = try app.pool.withConnection { try CustomerStore.upsert(seed, now: now, connection: $0) }
+        let file = try write(app, objects.enumerated().map { line($0.offset, customer: $0.element.0, fields: $0.element.1) })
+        let summary = try CardImport.run(file: file, actor: "cli:test", now: now, vault: vault, database: app.pool)
+        #expect(summary == CardImport.Summary(cards: 8, customersCreated: 2, customersUpdated: 6))
+        for customer in ["old", "new", "third"] {
+            let imported = try app.pool.withConnection { try CustomerStore.find(customer, connection: $0) }
+            let expected = try reference.pool.withConnection { try CustomerStore.find(customer, connection: $0) }
+            #expect(imported?.phoneNumber == expected?.phoneNumber, "\(customer)")
+            #expect(imported?.email == expected?.email, "\(customer)")
+            #expect(imported?.phoneChangedAt == expected?.phoneChangedAt, "\(customer)")
+            #expect(imported?.emailChangedAt == expected?.emailChangedAt, "\(customer)")
+            #expect(imported?.addressChangedAt == expected?.addressChangedAt, "\(customer)")
+        }
+        // Every card opens under its own id, and is found by its PAN.
+        for serial in 0..<8 {
+            let record = try #require(try app.pool.withConnection { try CardStore.find("card-\(serial)", connection: $0) })
+            #expect(try CardStore.openPAN(record, vault: vault).unsafeDigits == AdminFixtures.pan(serial: serial))
+            let pan = try #require(PrimaryAccountNumber(AdminFixtures.pan(serial: serial)))
+            #expect(try app.pool.withConnection { try CardStore.find(pan: pan, vault: vault, connection: $0) }?.cardID == "card-\(serial)")
+        }
+        #expect(try count(app, "card_status_history") == 8)
+    }
+
+    @Test(
+        "The first bad record of a big file is named, whether the import or the database finds it, and nothing is kept",
+        arguments: [
+            // A PAN failing the Luhn check near the end.
+            ([11_999: "luhn"], 11_999, "Luhn"),
+            // A card id repeated early beats a bad PAN late.
+            ([7: "duplicate-id", 11_999: "luhn"], 7, "a card with this cardId already exists"),
+            // The same PAN on two lines: the later one is refused.
+            ([9_000: "duplicate-pan"], 9_000, "a card with this account number already exists"),
+            // A card naming a customer the file only creates two lines later.
+            ([5: "customer-later"], 5, "no such customer"),
+            // A customer that exists nowhere, after a record the database refuses only at the end.
+            ([11_000: "unknown-customer"], 11_000, "no such customer"),
+        ])
+    func firstBadLine(problems: [Int: String], expectedLine: Int, message: String) throws {
+        let app = try TestApplication()
+        var replacing: [Int: String] = [:]
+        for (number, problem) in problems {
+            switch problem {
+            case "luhn":
+                let pan = AdminFixtures.pan(serial: number)
+                replacing[number] = line(number, pan: String(pan.dropLast()) + String((Int(String(pan.last!))! + 1) % 10), fields: "{}")
+            case "duplicate-id": replacing[number] = line(number, card: "card-1", fields: "{}")
+            case "duplicate-pan": replacing[number] = line(number, pan: AdminFixtures.pan(serial: 3), fields: "{}")
+            case "customer-later":
+                replacing[number] = line(number, customer: "late")
+                replacing[number + 2] = line(number + 2, customer: "late", fields: "{}")
+            default: replacing[number] = line(number, customer: "nobody")
+            }
+        }
+        let file = try bigFile(app, count: 12_000, replacing: replacing)
+        do {
+            _ = try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool)
+            Issue.record("the import should have failed")
+        } catch let error as CommandInputError {
+            #expect(error.description.hasPrefix("\(file.lastPathComponent):\(expectedLine): "), "\(error)")
+            #expect(error.description.contains(message), "\(error)")
+        }
+        for table in ["cards", "customers", "card_status_history", "audit_log"] { #expect(try count(app, table) == 0, "\(table)") }
+    }
+
+    @Test("A connection lost in the middle of the COPY keeps nothing, and the same file then imports")
+    func lostConnection() throws {
+        let app = try TestApplication()
+        let file = try bigFile(app, count: 6_000)
+        let killer = try PostgresConnection(connectionString: app.database.connectionString)
+        do {
+            _ = try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, progressEvery: 2_000) { cards in
+                guard cards == 2_000 else { return }
+                _ = try? killer.query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'COPY card_import%'")
+            }
+            Issue.record("the import should have failed")
+        } catch let error as PostgresError {
+            #expect(error.code == .unavailable, "\(error)")
+        }
+        for table in ["cards", "customers", "card_status_history", "audit_log"] { #expect(try count(app, table) == 0, "\(table)") }
+        let summary = try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool)
+        #expect(summary.cards == 6_000)
+        #expect(try count(app, "cards") == 6_000)
+    }
+
+    @Test("An import process killed half-way (SIGINT, SIGKILL) keeps nothing, and running it again imports everything", arguments: [SIGINT, SIGKILL])
+    func killedProcess(signal: Int32) throws {
+        let app = try TestApplication()
+        let file = try bigFile(app, count: 20_000)
+        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
+        let process = Process()
+        process.executableURL = CommandLineRunner.executable
+        process.arguments = ["cards", "import", "--progress-every", "1000", file.path]
+        process.environment = ["PATH": "/usr/bin:/bin", "USER": "tester"].merging(environment) { $1 }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // Wait until the COPY is under way, then interrupt it.
+        var seen = ""
+        while !seen.contains("cards import: 2000 cards") {
+            let data = errors.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            seen += String(decoding: data, as: UTF8.self)
+        }
+        #expect(seen.contains("cards import: 2000 cards"), "\(seen)")
+        kill(process.processIdentifier, signal)
+        seen += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        if signal == SIGINT {
+            // Ctrl-C: a message and the shell's exit status for it, even where SIGINT was ignored.
+            #expect(process.terminationReason == .exit && process.terminationStatus == 130)
+            #expect(seen.contains("cards import: interrupted: nothing was imported"), "\(seen)")
+        } else {
+            #expect(process.terminationReason == .uncaughtSignal)
+        }
+        for table in ["cards", "customers", "card_status_history", "audit_log"] { #expect(try count(app, table) == 0, "\(table)") }
+        let again = try CommandLineRunner.run(["cards", "import", file.path], environment: environment)
+        #expect(again.status == 0, "\(again.standardError)")
+        #expect(again.standardOutput.contains("imported 20000 card(s); customers created 10001, updated 9999"), "\(again.standardOutput)")
+        #expect(again.standardError.contains("peak resident memory"))
+        #expect(try count(app, "cards") == 20_000)
+    }
+}
