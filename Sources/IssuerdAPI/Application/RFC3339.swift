@@ -15,4 +15,9 @@ public enum RFC3339 {
         fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return fractional.date(from: text)
     }
+
+    /// `2025-03-01T12:00:00Z` (UTC, whole seconds).
+    public static func string(_ date: Date) -> String {
+        ISO8601DateFormatter().string(from: date)
+    }
 }

@@ -36,7 +36,8 @@ struct ServiceContext: Sendable {
             directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics, database: database, clock: clock)
         appTokens = try AppTokenVerifier(configuration.appJWT)
         tsp = try TSPAuthenticator(secret: configuration.tspHMACSecret.unsafeValue)
-        apiKeys = APIKeyAuthenticator(database: database)
+        apiKeys = APIKeyAuthenticator(
+            database: database, sessions: ConsoleSessions(database: database, settings: configuration.console, clock: clock))
         idempotency = IdempotencyStore(database: database)
     }
 }

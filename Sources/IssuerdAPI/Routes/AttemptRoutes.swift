@@ -7,19 +7,27 @@ import IssuerdPostgres
 enum AttemptRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/attempts/{attemptId}") { request in
-            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             guard let text = request.pathParameters["attemptId"], text.utf8.count == 36, let attemptID = UUID(uuidString: text) else {
                 throw DecisionErrors.attemptNotFound()
             }
             let body = try context.database.withConnection { connection -> [String: JSONValue]? in
                 guard var attempt = try AttemptStore.find(attemptID, connection: connection) else { return nil }
                 attempt["token"] = try token(of: attemptID, connection: connection)
+                attempt["lastFour"] = try lastFour(of: attempt["cardId"], connection: connection)
                 attempt["stepUp"] = .array(try challenges(of: attemptID, connection: connection))
                 return attempt
             }
             guard let body else { throw DecisionErrors.attemptNotFound() }
             return try .json(JSONValue.object(body))
         }
+    }
+
+    /// The last four digits of the attempt's card (never more of the PAN), if it is known.
+    private static func lastFour(of cardID: JSONValue?, connection: PostgresConnection) throws -> JSONValue {
+        guard case .string(let id)? = cardID,
+              let row = try connection.query("SELECT last_four FROM cards WHERE card_id = \(id)").first else { return .null }
+        return .string(try row.decode("last_four"))
     }
 
     /// The token this attempt created, if any.

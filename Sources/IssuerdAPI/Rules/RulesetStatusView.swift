@@ -46,6 +46,8 @@ struct RulesetStatusView: Encodable, Sendable {
     var version: String
     var hash: String
     var loadedAt: Date
+    /// Who loaded it on the answering instance: `start-up` or `<actor> via <trigger>`.
+    var loadedBy: String
     var files: [String]
     var rules: [RuleView]
     var lists: [ListView]
@@ -58,7 +60,7 @@ struct RulesetStatusView: Encodable, Sendable {
     static let sinceLoadLimit: TimeInterval = 30 * 86_400
 
     /// Builds the view of `status`, counting hits in the database.
-    static func build(_ status: ActiveRulesetStatus, now: Date, connection: PostgresConnection) throws -> RulesetStatusView {
+    static func build(_ status: ActiveRulesetStatus, loadedBy: String, now: Date, connection: PostgresConnection) throws -> RulesetStatusView {
         let ruleset = status.ruleset
         let dayAgo = now.addingTimeInterval(-86_400)
         let sinceLoad = max(status.loadedAt, now.addingTimeInterval(-sinceLoadLimit))
@@ -83,7 +85,7 @@ struct RulesetStatusView: Encodable, Sendable {
             counts[try row.decode("rule_id")] = (Int(try row.decode("since_load", as: Int64.self)), Int(try row.decode("last_day", as: Int64.self)))
         }
         return RulesetStatusView(
-            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, files: ruleset.files,
+            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, loadedBy: loadedBy, files: ruleset.files,
             rules: ruleset.rules.map { rule in
                 RuleView(
                     id: rule.id, title: rule.title, outcome: rule.outcome.description, reason: rule.reason, mode: rule.mode.rawValue,
@@ -101,6 +103,7 @@ struct RulesetStatusView: Encodable, Sendable {
         try container.encode(version, forKey: .version)
         try container.encode(hash, forKey: .hash)
         try container.encode(loadedAt, forKey: .loadedAt)
+        try container.encode(loadedBy, forKey: .loadedBy)
         try container.encode(files, forKey: .files)
         try container.encode(rules, forKey: .rules)
         try container.encode(lists, forKey: .lists)
@@ -112,7 +115,7 @@ struct RulesetStatusView: Encodable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case version, hash, loadedAt, files, rules, lists, velocityQueries, hitCounts, lastFailedReload, reload
+        case version, hash, loadedAt, loadedBy, files, rules, lists, velocityQueries, hitCounts, lastFailedReload, reload
     }
 }
 

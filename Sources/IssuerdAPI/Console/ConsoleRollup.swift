@@ -1,0 +1,99 @@
+import Foundation
+import IssuerdPostgres
+
+/// The hourly roll-ups behind the Decisions and Rule hits pages (`console_hourly_*`), brought
+/// up to date when a page reads them.
+///
+/// Why at read time: the provisioning INSERT is the hot path, so it gets no trigger and
+/// `provisioning_attempts` no new index. Complete hours that ended more than ``lag`` ago are
+/// aggregated once (under an advisory lock, so instances never double-count); a page then reads
+/// the roll-up for whole hours and `provisioning_attempts` (BRIN on `created_at`) only for the
+/// partial hours at either end of its period.
+enum ConsoleRollup {
+    /// How long after an hour ends before it is rolled up: a transaction that stamped an attempt
+    /// just before the hour ended has long committed by then.
+    static let lag: TimeInterval = 300
+    /// The most history one transaction rolls up, so a first catch-up over months holds its
+    /// lock in steps.
+    static let chunk: TimeInterval = 7 * 86_400
+    private static let lockKey: Int64 = 0x636F_6E73_6F6C_65
+
+    /// The network read from an attempt's inputs (flat, or under `attributes`).
+    static let networkSQL = "coalesce(inputs ->> 'card.network', inputs -> 'attributes' ->> 'card.network', 'unknown')"
+
+    /// Rolls up every complete hour older than ``lag``; returns where the roll-up now ends.
+    static func catchUp(now: Date, database: PostgresPool) throws -> Date {
+        let target = floorHour(now.addingTimeInterval(-lag))
+        while true {
+            let reached = try database.transaction { connection -> Date in
+                try connection.execute("SELECT pg_advisory_xact_lock(\(lockKey))")
+                var start: Date
+                if let row = try connection.query("SELECT rolled_until FROM console_rollup_state").first {
+                    start = try row.decode("rolled_until")
+                } else {
+                    let oldest = try connection.query("SELECT min(created_at) AS oldest FROM provisioning_attempts").first?
+                        .decode("oldest", as: Date?.self) ?? nil
+                    start = min(floorHour(oldest ?? target), target)
+                    try connection.execute("INSERT INTO console_rollup_state (rolled_until) VALUES (\(start))")
+                }
+                guard start < target else { return start }
+                let end = min(target, start.addingTimeInterval(chunk))
+                try connection.execute(
+                    """
+                    INSERT INTO console_hourly_decisions (hour, channel, network, flow, attempts)
+                    SELECT date_trunc('hour', created_at, 'UTC'), channel, \(unsafeSQL: networkSQL), flow, count(*)
+                    FROM provisioning_attempts WHERE created_at >= \(start) AND created_at < \(end)
+                    GROUP BY 1, 2, 3, 4
+                    """)
+                try connection.execute(
+                    """
+                    INSERT INTO console_hourly_rule_hits (hour, rule_id, mode, outcome, flow, decisive, ruleset_version, hits)
+                    SELECT date_trunc('hour', created_at, 'UTC'), rule_id, mode, outcome, flow, decisive, ruleset_version, count(*)
+                    FROM (\(unsafeSQL: hitRowsSQL)) h
+                    WHERE created_at >= \(start) AND created_at < \(end)
+                    GROUP BY 1, 2, 3, 4, 5, 6, 7
+                    """)
+                try connection.execute("UPDATE console_rollup_state SET rolled_until = \(end)")
+                return end
+            }
+            if reached >= target { return reached }
+        }
+    }
+
+    /// One row per hit of every attempt: rule, mode, outcome, the attempt's flow and whether
+    /// the hit decided the flow (live, not green, and the only live hit with the flow's outcome:
+    /// without it the flow would have been milder). Filter on `created_at` outside.
+    static let hitRowsSQL = """
+        SELECT a.created_at, a.channel, a.flow, a.ruleset_version,
+               h ->> 'rule' AS rule_id, coalesce(h ->> 'mode', 'live') AS mode, coalesce(h ->> 'outcome', a.flow) AS outcome,
+               (coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow AND a.flow <> 'green'
+                AND (SELECT count(*) FROM jsonb_array_elements(a.hits) o
+                     WHERE coalesce(o ->> 'mode', 'live') = 'live' AND o ->> 'outcome' = a.flow) = 1) AS decisive
+        FROM provisioning_attempts a
+        CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
+        WHERE jsonb_typeof(h) = 'object' AND h ? 'rule'
+        """
+
+    /// How a period splits between the roll-up and the raw table.
+    struct Split: Equatable {
+        /// Whole hours `[rolledFrom, rolledTo)` read from the roll-up.
+        var rolledFrom: Date
+        var rolledTo: Date
+    }
+
+    /// Splits `[since, until)`: whole hours inside it that are rolled up come from the roll-up,
+    /// `[since, rolledFrom)` and `[rolledTo, until)` from `provisioning_attempts`.
+    static func split(since: Date, until: Date, rolledUntil: Date) -> Split {
+        let from = min(ceilHour(since), until)
+        let to = max(from, min(rolledUntil, floorHour(until)))
+        return Split(rolledFrom: from, rolledTo: to)
+    }
+
+    static func floorHour(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 3600).rounded(.down) * 3600)
+    }
+
+    static func ceilHour(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 3600).rounded(.up) * 3600)
+    }
+}
