@@ -61,7 +61,9 @@ extension ConsoleAssets {
             return { since: new Date(until.getTime() - hours * 3600e3).toISOString(), until: until.toISOString() };
           }
           function periodFields() {
-            const range = el('select', { name: 'range' }, Object.keys(ranges).map((r) => el('option', { value: r, selected: (params.get('range') || '24h') === r, text: 'last ' + r })));
+            const custom = params.get('since') && params.get('until');
+            const range = el('select', { name: 'range' }, custom ? el('option', { value: '', selected: true, text: 'since → until' }) : null,
+              Object.keys(ranges).map((r) => el('option', { value: r, selected: !custom && (params.get('range') || '24h') === r, text: 'last ' + r })));
             return [el('label', {}, 'Period', range),
               el('label', {}, 'or since (RFC 3339)', el('input', { name: 'since', size: 22, value: params.get('since') || '', placeholder: '2025-03-01T00:00:00Z' })),
               el('label', {}, 'until', el('input', { name: 'until', size: 22, value: params.get('until') || '', placeholder: '2025-03-08T00:00:00Z' }))];
@@ -331,12 +333,12 @@ extension ConsoleAssets {
             const transitionRows = transitions.sort((x, y) => y[2] - x[2]).map(([b, a, n]) => el('tr', { 'data-transition': b + '>' + a, 'data-count': n },
               td([badge(b), el('span', { cls: 'arrow', text: '→' }), badge(a)]), td(fmt(n), 'num')));
             const hitNames = (hits) => hits.map((h) => h.rule + (h.mode === 'shadow' ? ' (shadow)' : '')).join(', ') || '–';
-            const examples = r.changedAttempts.map((c) => el('tr', { 'data-attempt': c.attemptId },
+            const examples = r.changedAttempts.map((c) => el('tr', { 'data-attempt': c.attemptId, 'data-after': c.after },
               td(el('a', { href: '/console/attempts/' + c.attemptId, cls: 'mono', text: c.attemptId.slice(0, 8) + '…' })),
               td([badge(c.before), el('span', { cls: 'arrow', text: '→' }), badge(c.after)]),
               td(el('span', { cls: 'mono', text: hitNames(c.beforeHits) })), td(el('span', { cls: 'mono', text: hitNames(c.afterHits) }))));
             return el('div', { id: 'backtest-report' },
-              el('div', { cls: 'tiles' }, tile('Attempts replayed', fmt(r.attemptsEvaluated)), el('div', { cls: 'tile', id: 'changed', 'data-count': r.changed }, el('div', { cls: 'label', text: 'Flow changed' }), el('div', { cls: 'value', text: fmt(r.changed) }), el('div', { cls: 'muted', text: pct(r.changed, r.attemptsEvaluated) })),
+              el('div', { cls: 'tiles' }, el('div', { cls: 'tile', id: 'replayed', 'data-count': r.attemptsEvaluated }, el('div', { cls: 'label', text: 'Attempts replayed' }), el('div', { cls: 'value', text: fmt(r.attemptsEvaluated) })), el('div', { cls: 'tile', id: 'changed', 'data-count': r.changed }, el('div', { cls: 'label', text: 'Flow changed' }), el('div', { cls: 'value', text: fmt(r.changed) }), el('div', { cls: 'muted', text: pct(r.changed, r.attemptsEvaluated) })),
                 tile('Window', when(r.window.since) + ' → ' + when(r.window.until), '', true), tile('Candidate version', r.candidate.version.slice(0, 19) + '…', '', true)),
               el('div', { cls: 'two' },
                 el('div', { cls: 'panel' }, el('h2', { text: 'Flows before → after' }), table(['Flow', 'Serving#', 'Candidate#', 'Change#'], mixRows, 'flows-table')),

@@ -44,7 +44,7 @@ extension ConsoleAssets {
         .badge.live { color: #1d4ed8; background: #e0e9ff; }
         .badge.shadow { color: var(--shadow); background: var(--shadow-bg); }
         .badge.builtin { color: var(--muted); background: #eceff4; }
-        form.filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 12px; }
+        form.filters, .filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 12px; }
         label { display: flex; flex-direction: column; gap: 4px; font-size: 12px; color: var(--muted); }
         input, select, textarea, button { font: inherit; color: var(--ink); }
         input, select, textarea { border: 1px solid #cfd6e1; border-radius: 6px; padding: 7px 9px; background: #fff; }
@@ -71,6 +71,7 @@ extension ConsoleAssets {
         .signin { max-width: 420px; margin: 80px auto; }
         .signin input { width: 100%; }
         .signin form { display: flex; flex-direction: column; gap: 14px; }
+        form.panel > .filters { margin-bottom: 16px; }
         .file { border: 1px solid var(--line); border-radius: 8px; padding: 12px; margin-bottom: 12px; }
         .file .row { display: flex; gap: 10px; align-items: center; margin-bottom: 8px; }
         .file .row input { flex: 1; }
