@@ -121,15 +121,15 @@ extension ConsoleAssets {
             const rows = r.rules.map((rule) => el('tr', { 'data-rule': rule.id },
               td([el('div', { cls: 'mono', text: rule.id }), el('div', { cls: 'muted', text: rule.title })]),
               td(badge(rule.mode)), td(badge(rule.outcome)), td(rule.stepUp ? rule.stepUp.join(', ') : 'any'),
-              td(rule.owner), td(el('span', { cls: 'mono', text: rule.location })), td(fmt(rule.hitsLast24h), 'num')));
+              td(rule.owner), td(el('span', { cls: 'mono', text: rule.location })), td(fmt(rule.hits), 'num'), td(fmt(rule.hitsLast24h), 'num')));
             show(el('h1', { text: 'Ruleset' }), el('div', { cls: 'sub', text: 'The version serving decisions on this instance. Rules change only through the rule files in git.' }),
               el('div', { cls: 'tiles' },
-                el('div', { cls: 'tile' }, el('div', { cls: 'label', text: 'Version (content hash)' }), el('div', { cls: 'value small mono', id: 'version', title: r.version, text: r.version })),
+                el('div', { cls: 'tile wide' }, el('div', { cls: 'label', text: 'Version (content hash)' }), el('div', { cls: 'value small mono', id: 'version', title: r.version, text: r.version })),
                 tile('Loaded', when(r.loadedAt), '', true), tile('Loaded by', r.loadedBy, '', true),
                 tile('Rules', fmt(r.rules.length) + ' (' + r.rules.filter((x) => x.mode === 'shadow').length + ' shadow)'), tile('Files', fmt(r.files.length))),
               reload,
               el('div', { cls: 'panel' }, el('h2', { text: 'Rules' }),
-                table(['Rule', 'Mode', 'Outcome', 'Step-up', 'Owner', 'Where', 'Hits 24h#'], rows, 'rules-table')));
+                table(['Rule', 'Mode', 'Outcome', 'Step-up', 'Owner', 'Where', 'Hits since load#', 'Hits 24 h#'], rows, 'rules-table')));
           }
 
           // ---- Decisions ---------------------------------------------------------------
@@ -193,7 +193,7 @@ extension ConsoleAssets {
             const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/rule-hits' }, periodFields(), el('button', { type: 'submit', text: 'Apply' }));
             if (!result.ok) return show(el('h1', { text: 'Rule hits' }), form, fail(errorText(result)));
             const d = result.json;
-            const live = d.rules.filter((r) => r.mode !== 'shadow');
+            const live = d.rules.filter((r) => r.mode !== 'shadow').sort((a, b) => b.hits - a.hits);
             const shadow = d.rules.filter((r) => r.mode === 'shadow');
             const liveRows = live.map((r) => el('tr', { 'data-rule': r.id, 'data-hits': r.hits, 'data-changed': r.changedFlow },
               td([el('div', { cls: 'mono', text: r.id }), el('div', { cls: 'muted', text: r.title })]), td(badge(r.mode)), td(badge(r.outcome)),

@@ -31,6 +31,8 @@ extension ConsoleAssets {
         .tile .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
         .tile .value { font-size: 22px; font-weight: 650; margin-top: 2px; word-break: break-all; }
         .tile .value.small { font-size: 14px; font-weight: 500; }
+        .tile.wide { grid-column: span 2; }
+        .tile .value.mono { font-size: 12.5px; }
         .tile.green { border-top: 3px solid var(--green); } .tile.yellow { border-top: 3px solid var(--yellow); } .tile.orange { border-top: 3px solid var(--orange); }
         table { width: 100%; border-collapse: collapse; }
         th { text-align: left; font-weight: 600; color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .03em; padding: 8px 10px; border-bottom: 1px solid var(--line); }
