@@ -109,7 +109,8 @@ enum ConsoleQueries {
         struct RuleRow: Encodable, Sendable {
             var id: String
             var title: String
-            /// live, shadow, or `builtin` for hits that are not rules of the serving ruleset.
+            /// live, shadow, or `builtin` for live hits that are not rules of the serving ruleset
+            /// (card not found, a removed rule).
             var mode: String
             var outcome: String
             var location: String?
@@ -168,7 +169,8 @@ enum ConsoleQueries {
             let count = Int(try row.decode("n", as: Int64.self))
             let hour: Date = try row.decode("hour")
             var entry = byRule[id] ?? .init(
-                id: id, title: "built-in check", mode: "builtin", outcome: outcome, location: nil, hits: 0, changedFlow: 0,
+                id: id, title: "not a rule of the serving ruleset (a built-in check, or a rule since removed)",
+                mode: mode == "shadow" ? "shadow" : "builtin", outcome: outcome, location: nil, hits: 0, changedFlow: 0,
                 flowsHit: [:], wouldChange: 0, series: Array(repeating: 0, count: buckets))
             entry.hits += count
             if try row.decode("decisive", as: Bool.self) { entry.changedFlow += count }
