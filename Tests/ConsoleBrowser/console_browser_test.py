@@ -211,6 +211,7 @@ def test_attempt_page(c):
     check(shown == rules, "every hit is explained: page %s, database %s" % (shown, rules))
     check("device.id = seed-dev" in c.css("#hits-table").text, "the values a rule read are shown")
     check(c.css("#methods").text.startswith("none"), "an orange attempt offered no step-up")
+    c.driver.save_screenshot(os.path.join(SHOTS, "console-attempt.png"))
     yellow = sql("SELECT attempt_id FROM provisioning_attempts WHERE flow = 'yellow' LIMIT 1")
     c.open("/console/attempts/" + yellow)
     check(c.css("#methods").text == "sms, email", "a yellow attempt names the step-up methods offered")

@@ -54,7 +54,7 @@ FROM (
                     'values', jsonb_build_array(jsonb_build_object('name', 'device.active_tokens', 'value', tokens, 'text', tokens::text))))
                ELSE '[]'::jsonb END) AS hits
     FROM (
-        SELECT i, 1 + (i * 104729) % greatest(50, :attempts / 20) AS c,
+        SELECT i, 1 + (i::bigint * 104729) % greatest(50, :attempts / 20) AS c,
                (ARRAY['in_app', 'in_app', 'in_app', 'in_app', 'in_app', 'wallet_extension', 'wallet_extension', 'tsp', 'tsp', 'tsp'])[1 + i % 10] AS channel,
                (i * 31) % 10 AS tokens, 40 + (i * 17) % 61 AS score, (i * 7 + i / 13) % 100 AS r,
                now() - make_interval(secs => :days * 86400.0 * (:attempts - i) / :attempts) AS at

@@ -256,7 +256,10 @@ extension ConsoleAssets {
               el('div', { cls: 'panel' }, el('h2', { text: 'Why: the rules that hit, with the values they read' }),
                 hits.length ? table(['Rule', 'Mode', 'Outcome', 'Reason', 'Values read', 'Step-up allowed'], hits, 'hits-table') : el('div', { cls: 'muted', text: 'No rule hit: green by default.' }),
                 a.unknowns && a.unknowns.length ? el('p', { cls: 'muted', text: 'Unknown values: ' + a.unknowns.join(', ') }) : null,
-                el('p', {}, 'Decided by ruleset ', el('span', { cls: 'mono', id: 'ruleset-version', text: a.rulesetVersion }))),
+                el('p', {}, 'Decided by ruleset ', el('span', { cls: 'mono', id: 'ruleset-version', text: a.rulesetVersion })),
+                a.replay ? el('div', { cls: a.replay.differs ? 'error' : 'notice', id: 'replay' },
+                  a.replay.differs ? 'The serving rules would decide differently today: ' : 'The serving rules decide the same today: ', badge(a.replay.flow), ' ',
+                  el('span', { cls: 'muted', text: '(re-run with ' + a.replay.rulesetVersion.slice(0, 19) + '…, velocity as stored; rules hit: ' + (a.replay.hits.map((h) => h.rule).join(', ') || 'none') + ')' })) : null),
               el('div', { cls: 'panel', id: 'step-up' }, el('h2', { text: 'Step-up' }),
                 el('div', { cls: 'kv' }, el('div', { text: 'Methods offered' }), el('div', { id: 'methods', text: offered }),
                   el('div', { text: 'Token' }), el('div', { text: a.token ? a.token.tokenReference + ' (' + a.token.status + ')' : '–' }),
@@ -302,6 +305,7 @@ extension ConsoleAssets {
               const result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
               run.disabled = false;
               output.replaceChildren(renderBacktest(result));
+              output.scrollIntoView({ block: 'start' });
             } },
               el('h2', { text: 'Candidate rule files' }),
               el('p', { cls: 'muted', text: 'Paste a rule file, or upload .rules / .list files. One file with "replace" ticked replaces every current .rules file (lists stay); otherwise each path replaces or adds that file in the current rules directory.' }),

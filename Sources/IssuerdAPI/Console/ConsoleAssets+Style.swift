@@ -50,7 +50,7 @@ extension ConsoleAssets {
         label { display: flex; flex-direction: column; gap: 4px; font-size: 12px; color: var(--muted); }
         input, select, textarea, button { font: inherit; color: var(--ink); }
         input, select, textarea { border: 1px solid #cfd6e1; border-radius: 6px; padding: 7px 9px; background: #fff; }
-        textarea { width: 100%; min-height: 220px; font-family: var(--mono); font-size: 12.5px; }
+        textarea { width: 100%; min-height: 160px; font-family: var(--mono); font-size: 12.5px; }
         button { border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 6px; padding: 7px 14px; cursor: pointer; font-weight: 600; }
         button.secondary { background: #fff; color: var(--accent); }
         button:disabled { opacity: .6; cursor: progress; }

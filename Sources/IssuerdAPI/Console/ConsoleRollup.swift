@@ -14,18 +14,31 @@ enum ConsoleRollup {
     /// just before the hour ended has long committed by then.
     static let lag: TimeInterval = 300
     /// The most history one transaction rolls up, so a first catch-up over months holds its
-    /// lock in steps.
-    static let chunk: TimeInterval = 7 * 86_400
+    /// lock in short steps.
+    static let chunk: TimeInterval = 86_400
     private static let lockKey: Int64 = 0x636F_6E73_6F6C_65
 
     /// The network read from an attempt's inputs (flat, or under `attributes`).
     static let networkSQL = "coalesce(inputs ->> 'card.network', inputs -> 'attributes' ->> 'card.network', 'unknown')"
 
-    /// Rolls up every complete hour older than ``lag``; returns where the roll-up now ends.
+    /// How long one request spends rolling up before it reads what is left from the raw table:
+    /// the first page view over a long history must not outlast the proxy's timeout, and each
+    /// step commits, so the next request carries on.
+    static let budget: Duration = .seconds(2)
+
+    /// Rolls up the complete hours older than ``lag``, one day per transaction, for at most
+    /// ``budget``; returns where the roll-up now ends (the rest is read raw, so answers are
+    /// exact either way).
     static func catchUp(now: Date, database: PostgresPool) throws -> Date {
+        try database.withConnection { try catchUp(now: now, connection: $0) }
+    }
+
+    /// ``catchUp(now:database:)`` on a connection the caller holds (outside any transaction).
+    static func catchUp(now: Date, connection: PostgresConnection) throws -> Date {
         let target = floorHour(now.addingTimeInterval(-lag))
+        let started = ContinuousClock.now
         while true {
-            let reached = try database.transaction { connection -> Date in
+            let reached = try connection.transaction { connection -> Date in
                 try connection.execute("SELECT pg_advisory_xact_lock(\(lockKey))")
                 var start: Date
                 if let row = try connection.query("SELECT rolled_until FROM console_rollup_state").first {
@@ -56,22 +69,49 @@ enum ConsoleRollup {
                 try connection.execute("UPDATE console_rollup_state SET rolled_until = \(end)")
                 return end
             }
-            if reached >= target { return reached }
+            if reached >= target || ContinuousClock.now - started > budget { return reached }
         }
     }
 
-    /// One row per hit of every attempt: rule, mode, outcome, the attempt's flow and whether
+    /// Hits per rule id in `[since, until)`, of one ruleset version or of all: the counts of
+    /// `GET /v1/admin/rules` (``RulesetStatusView``), read like the pages read theirs.
+    static func hitCounts(since: Date, until: Date, version: String?, connection: PostgresConnection) throws -> [String: Int] {
+        let rolledUntil = try catchUp(now: until, connection: connection)
+        let split = split(since: since, until: until, rolledUntil: rolledUntil)
+        var counts: [String: Int] = [:]
+        for row in try connection.query(
+            """
+            SELECT rule_id, sum(n)::bigint AS n FROM (
+                SELECT rule_id, hits AS n FROM console_hourly_rule_hits
+                WHERE hour >= \(split.rolledFrom) AND hour < \(split.rolledTo)
+                  AND (\(version)::text IS NULL OR ruleset_version = \(version))
+                UNION ALL
+                SELECT rule_id, 1 FROM (\(unsafeSQL: hitRowsSQL)) h
+                WHERE ((created_at >= \(since) AND created_at < \(split.rolledFrom))
+                       OR (created_at >= \(split.rolledTo) AND created_at < \(until)))
+                  AND (\(version)::text IS NULL OR ruleset_version = \(version))
+            ) r GROUP BY rule_id
+            """)
+        {
+            counts[try row.decode("rule_id")] = Int(try row.decode("n", as: Int64.self))
+        }
+        return counts
+    }
+
+    /// One row per hit of every attempt (hits as DecisionJSON writes them, and the older
+    /// `ruleId` and plain-string shapes ``RulesetStatusView`` always read): rule, mode, outcome, the attempt's flow and whether
     /// the hit decided the flow (live, not green, and the only live hit with the flow's outcome:
     /// without it the flow would have been milder). Filter on `created_at` outside.
     static let hitRowsSQL = """
         SELECT a.created_at, a.channel, a.flow, a.ruleset_version,
-               h ->> 'rule' AS rule_id, coalesce(h ->> 'mode', 'live') AS mode, coalesce(h ->> 'outcome', a.flow) AS outcome,
+               CASE jsonb_typeof(h) WHEN 'string' THEN h #>> '{}' ELSE coalesce(h ->> 'rule', h ->> 'ruleId', h ->> 'id') END AS rule_id,
+               coalesce(h ->> 'mode', 'live') AS mode, coalesce(h ->> 'outcome', a.flow) AS outcome,
                (coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow AND a.flow <> 'green'
                 AND (SELECT count(*) FROM jsonb_array_elements(a.hits) o
                      WHERE coalesce(o ->> 'mode', 'live') = 'live' AND o ->> 'outcome' = a.flow) = 1) AS decisive
         FROM provisioning_attempts a
         CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
-        WHERE jsonb_typeof(h) = 'object' AND h ? 'rule'
+        WHERE (jsonb_typeof(h) = 'string' OR (jsonb_typeof(h) = 'object' AND (h ? 'rule' OR h ? 'ruleId' OR h ? 'id')))
         """
 
     /// How a period splits between the roll-up and the raw table.

@@ -5,7 +5,7 @@ import IssuerdRisk
 /// The body of `GET /v1/admin/rules` (and of a successful `POST /v1/admin/rules/reload`).
 ///
 /// Hit counts come from `provisioning_attempts.hits` (every instance's decisions, not only this
-/// one's): `hits` over decisions made by the serving version since it was loaded (at most the
+/// one's), read through the console's hourly roll-up (``ConsoleRollup``): `hits` over decisions made by the serving version since it was loaded (at most the
 /// last 30 days, see `hitCounts.sinceLoadFrom`), `hitsLast24h` over every version's decisions of
 /// the last 24 hours.
 struct RulesetStatusView: Encodable, Sendable {
@@ -64,25 +64,13 @@ struct RulesetStatusView: Encodable, Sendable {
         let ruleset = status.ruleset
         let dayAgo = now.addingTimeInterval(-86_400)
         let sinceLoad = max(status.loadedAt, now.addingTimeInterval(-sinceLoadLimit))
-        let rows = try connection.query(
-            """
-            SELECT rule_id,
-                   count(*) FILTER (WHERE created_at >= \(sinceLoad) AND ruleset_version = \(ruleset.version))::bigint AS since_load,
-                   count(*) FILTER (WHERE created_at >= \(dayAgo))::bigint AS last_day
-            FROM (
-                SELECT a.created_at, a.ruleset_version,
-                       CASE jsonb_typeof(h) WHEN 'string' THEN h #>> '{}'
-                            ELSE coalesce(h ->> 'ruleId', h ->> 'rule', h ->> 'id') END AS rule_id
-                FROM provisioning_attempts a
-                CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
-                WHERE a.created_at >= \(min(dayAgo, sinceLoad))
-            ) hit
-            WHERE rule_id IS NOT NULL
-            GROUP BY rule_id
-            """)
+        // Read through the console's hourly roll-up (ConsoleRollup): whole hours from the roll-up,
+        // the edges from provisioning_attempts, so a 30-day look-back reads a few thousand rows.
+        let sinceLoadCounts = try ConsoleRollup.hitCounts(since: sinceLoad, until: now, version: ruleset.version, connection: connection)
+        let lastDayCounts = try ConsoleRollup.hitCounts(since: dayAgo, until: now, version: nil, connection: connection)
         var counts: [String: (sinceLoad: Int, lastDay: Int)] = [:]
-        for row in rows {
-            counts[try row.decode("rule_id")] = (Int(try row.decode("since_load", as: Int64.self)), Int(try row.decode("last_day", as: Int64.self)))
+        for rule in Set(sinceLoadCounts.keys).union(lastDayCounts.keys) {
+            counts[rule] = (sinceLoadCounts[rule] ?? 0, lastDayCounts[rule] ?? 0)
         }
         return RulesetStatusView(
             version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, loadedBy: loadedBy, files: ruleset.files,
