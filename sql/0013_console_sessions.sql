@@ -40,11 +40,17 @@ CREATE TABLE console_hourly_rule_hits (
     PRIMARY KEY (hour, rule_id, mode, outcome, flow, decisive, ruleset_version)
 );
 
--- Everything before rolled_until is in the two tables above. Deleting this row (and the rows
--- above) makes the next page view rebuild them, e.g. after importing back-dated attempts.
+-- Every hour in [rolled_from, rolled_until) is in the two tables above. New hours are appended
+-- at rolled_until first; older history, back to history_from (the oldest attempt's hour when the
+-- roll-up began), is filled backwards after, so recent periods are fast soonest. Deleting this
+-- row (and the rows above) makes the next page views rebuild them, e.g. after importing
+-- back-dated attempts.
 CREATE TABLE console_rollup_state (
     singleton    boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    rolled_until timestamptz NOT NULL
+    history_from timestamptz NOT NULL,
+    rolled_from  timestamptz NOT NULL,
+    rolled_until timestamptz NOT NULL,
+    CHECK (history_from <= rolled_from AND rolled_from <= rolled_until)
 );
 
 -- The Attempts page searches by a card's last four digits; cards are written by operators,

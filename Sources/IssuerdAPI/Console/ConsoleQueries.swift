@@ -62,8 +62,8 @@ enum ConsoleQueries {
 
     /// The green/yellow/orange mix per hour.
     static func decisions(_ period: Period, channel: String?, network: String?, now: Date, database: PostgresPool) throws -> DecisionsView {
-        let rolledUntil = try ConsoleRollup.catchUp(now: now, database: database)
-        let split = ConsoleRollup.split(since: period.since, until: period.until, rolledUntil: rolledUntil)
+        let coverage = try ConsoleRollup.catchUp(now: now, database: database)
+        let split = ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage)
         let rows = try database.withConnection { connection in
             try connection.query(
                 """
@@ -134,8 +134,8 @@ enum ConsoleQueries {
 
     /// Per rule: hits over the period, how many changed the final flow, what shadow rules would have done.
     static func ruleHits(_ period: Period, ruleset: Ruleset, now: Date, database: PostgresPool) throws -> RuleHitsView {
-        let rolledUntil = try ConsoleRollup.catchUp(now: now, database: database)
-        let split = ConsoleRollup.split(since: period.since, until: period.until, rolledUntil: rolledUntil)
+        let coverage = try ConsoleRollup.catchUp(now: now, database: database)
+        let split = ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage)
         let bucketHours = max(1, Int((period.until.timeIntervalSince(period.since) / 3600 / 48).rounded(.up)))
         let origin = ConsoleRollup.floorHour(period.since)
         let bucketSeconds = bucketHours * 3600

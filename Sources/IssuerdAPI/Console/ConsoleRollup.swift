@@ -26,58 +26,83 @@ enum ConsoleRollup {
     /// step commits, so the next request carries on.
     static let budget: Duration = .seconds(2)
 
-    /// Rolls up the complete hours older than ``lag``, one day per transaction, for at most
-    /// ``budget``; returns where the roll-up now ends (the rest is read raw, so answers are
-    /// exact either way).
-    static func catchUp(now: Date, database: PostgresPool) throws -> Date {
+    /// What is rolled up: every hour in `[from, until)`.
+    struct Coverage: Equatable {
+        var from: Date
+        var until: Date
+    }
+
+    /// Rolls up the complete hours older than ``lag``, one day per transaction, newest first
+    /// (new hours, then older history backwards), for at most ``budget``; returns what is rolled
+    /// up now (the rest is read raw, so answers are exact either way).
+    static func catchUp(now: Date, database: PostgresPool) throws -> Coverage {
         try database.withConnection { try catchUp(now: now, connection: $0) }
     }
 
     /// ``catchUp(now:database:)`` on a connection the caller holds (outside any transaction).
-    static func catchUp(now: Date, connection: PostgresConnection) throws -> Date {
+    static func catchUp(now: Date, connection: PostgresConnection) throws -> Coverage {
         let target = floorHour(now.addingTimeInterval(-lag))
         let started = ContinuousClock.now
         while true {
-            let reached = try connection.transaction { connection -> Date in
+            let (coverage, done) = try connection.transaction { connection -> (Coverage, Bool) in
                 try connection.execute("SELECT pg_advisory_xact_lock(\(lockKey))")
-                var start: Date
-                if let row = try connection.query("SELECT rolled_until FROM console_rollup_state").first {
-                    start = try row.decode("rolled_until")
+                let history: Date
+                var coverage: Coverage
+                if let row = try connection.query("SELECT history_from, rolled_from, rolled_until FROM console_rollup_state").first {
+                    history = try row.decode("history_from")
+                    coverage = Coverage(from: try row.decode("rolled_from"), until: try row.decode("rolled_until"))
                 } else {
                     let oldest = try connection.query("SELECT min(created_at) AS oldest FROM provisioning_attempts").first?
                         .decode("oldest", as: Date?.self) ?? nil
-                    start = min(floorHour(oldest ?? target), target)
-                    try connection.execute("INSERT INTO console_rollup_state (rolled_until) VALUES (\(start))")
+                    history = min(floorHour(oldest ?? target), target)
+                    coverage = Coverage(from: target, until: target)
+                    try connection.execute(
+                        "INSERT INTO console_rollup_state (history_from, rolled_from, rolled_until) VALUES (\(history), \(target), \(target))")
                 }
-                guard start < target else { return start }
-                let end = min(target, start.addingTimeInterval(chunk))
+                if coverage.until < target {
+                    let end = min(target, coverage.until.addingTimeInterval(chunk))
+                    try rollUp(from: coverage.until, until: end, connection: connection)
+                    coverage.until = end
+                } else if coverage.from > history {
+                    let start = max(history, coverage.from.addingTimeInterval(-chunk))
+                    try rollUp(from: start, until: coverage.from, connection: connection)
+                    coverage.from = start
+                } else {
+                    return (coverage, true)
+                }
                 try connection.execute(
-                    """
-                    INSERT INTO console_hourly_decisions (hour, channel, network, flow, attempts)
-                    SELECT date_trunc('hour', created_at, 'UTC'), channel, \(unsafeSQL: networkSQL), flow, count(*)
-                    FROM provisioning_attempts WHERE created_at >= \(start) AND created_at < \(end)
-                    GROUP BY 1, 2, 3, 4
-                    """)
-                try connection.execute(
-                    """
-                    INSERT INTO console_hourly_rule_hits (hour, rule_id, mode, outcome, flow, decisive, ruleset_version, hits)
-                    SELECT date_trunc('hour', created_at, 'UTC'), rule_id, mode, outcome, flow, decisive, ruleset_version, count(*)
-                    FROM (\(unsafeSQL: hitRowsSQL)) h
-                    WHERE created_at >= \(start) AND created_at < \(end)
-                    GROUP BY 1, 2, 3, 4, 5, 6, 7
-                    """)
-                try connection.execute("UPDATE console_rollup_state SET rolled_until = \(end)")
-                return end
+                    "UPDATE console_rollup_state SET rolled_from = \(coverage.from), rolled_until = \(coverage.until)")
+                return (coverage, false)
             }
-            if reached >= target || ContinuousClock.now - started > budget { return reached }
+            if done || ContinuousClock.now - started > budget { return coverage }
         }
+    }
+
+    /// Aggregates `[start, end)` (whole hours not yet rolled up) into both tables.
+    private static func rollUp(from start: Date, until end: Date, connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            INSERT INTO console_hourly_decisions (hour, channel, network, flow, attempts)
+            SELECT date_trunc('hour', created_at, 'UTC'), channel, \(unsafeSQL: networkSQL), flow, count(*)
+            FROM provisioning_attempts WHERE created_at >= \(start) AND created_at < \(end)
+            GROUP BY 1, 2, 3, 4
+            """)
+        try connection.execute(
+            """
+            INSERT INTO console_hourly_rule_hits (hour, rule_id, mode, outcome, flow, decisive, ruleset_version, hits)
+            SELECT date_trunc('hour', created_at, 'UTC'), rule_id, mode, outcome, flow, decisive, ruleset_version, count(*)
+            FROM (\(unsafeSQL: hitRowsSQL)) h
+            WHERE created_at >= \(start) AND created_at < \(end)
+            GROUP BY 1, 2, 3, 4, 5, 6, 7
+            """)
     }
 
     /// Hits per rule id in `[since, until)`, of one ruleset version or of all: the counts of
     /// `GET /v1/admin/rules` (``RulesetStatusView``), read like the pages read theirs.
-    static func hitCounts(since: Date, until: Date, version: String?, connection: PostgresConnection) throws -> [String: Int] {
-        let rolledUntil = try catchUp(now: until, connection: connection)
-        let split = split(since: since, until: until, rolledUntil: rolledUntil)
+    static func hitCounts(
+        since: Date, until: Date, version: String?, coverage: Coverage, connection: PostgresConnection
+    ) throws -> [String: Int] {
+        let split = split(since: since, until: until, coverage: coverage)
         var counts: [String: Int] = [:]
         for row in try connection.query(
             """
@@ -123,9 +148,9 @@ enum ConsoleRollup {
 
     /// Splits `[since, until)`: whole hours inside it that are rolled up come from the roll-up,
     /// `[since, rolledFrom)` and `[rolledTo, until)` from `provisioning_attempts`.
-    static func split(since: Date, until: Date, rolledUntil: Date) -> Split {
-        let from = min(ceilHour(since), until)
-        let to = max(from, min(rolledUntil, floorHour(until)))
+    static func split(since: Date, until: Date, coverage: Coverage) -> Split {
+        let from = min(max(ceilHour(since), coverage.from), until)
+        let to = max(from, min(coverage.until, floorHour(until)))
         return Split(rolledFrom: from, rolledTo: to)
     }
 

@@ -66,8 +66,10 @@ struct RulesetStatusView: Encodable, Sendable {
         let sinceLoad = max(status.loadedAt, now.addingTimeInterval(-sinceLoadLimit))
         // Read through the console's hourly roll-up (ConsoleRollup): whole hours from the roll-up,
         // the edges from provisioning_attempts, so a 30-day look-back reads a few thousand rows.
-        let sinceLoadCounts = try ConsoleRollup.hitCounts(since: sinceLoad, until: now, version: ruleset.version, connection: connection)
-        let lastDayCounts = try ConsoleRollup.hitCounts(since: dayAgo, until: now, version: nil, connection: connection)
+        let coverage = try ConsoleRollup.catchUp(now: now, connection: connection)
+        let sinceLoadCounts = try ConsoleRollup.hitCounts(
+            since: sinceLoad, until: now, version: ruleset.version, coverage: coverage, connection: connection)
+        let lastDayCounts = try ConsoleRollup.hitCounts(since: dayAgo, until: now, version: nil, coverage: coverage, connection: connection)
         var counts: [String: (sinceLoad: Int, lastDay: Int)] = [:]
         for rule in Set(sinceLoadCounts.keys).union(lastDayCounts.keys) {
             counts[rule] = (sinceLoadCounts[rule] ?? 0, lastDayCounts[rule] ?? 0)

@@ -68,8 +68,14 @@ struct ConsoleRollupTests {
                 #expect(view.hours.map { $0.green + $0.yellow + $0.orange }.reduce(0, +) == want.values.reduce(0, +))
             }
         }
-        let rolled = try app.pool.withConnection { try $0.query("SELECT rolled_until FROM console_rollup_state").first!.decode("rolled_until", as: Date.self) }
-        #expect(rolled == Date(timeIntervalSince1970: ((Self.end.timeIntervalSince1970 + 86_400 - 300) / 3600).rounded(.down) * 3600))
+        let state = try app.pool.withConnection {
+            try $0.query("SELECT history_from, rolled_from, rolled_until FROM console_rollup_state").first!
+        }
+        let hour = { (date: Date) in Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 3600).rounded(.down) * 3600) }
+        #expect(try state.decode("rolled_until", as: Date.self) == hour(Self.end.addingTimeInterval(86_400 - 300)))
+        let history = try state.decode("history_from", as: Date.self)
+        #expect(try state.decode("rolled_from", as: Date.self) == history, "older history filled backwards to where it began")
+        #expect(history <= hour(time(0)))
     }
 
     @Test("Rule hits: live hits that decided the flow, and what shadow rules would have done, same before and after roll-up")
@@ -108,12 +114,17 @@ struct ConsoleRollupTests {
     func split() {
         let hour = 3600.0
         let base = Date(timeIntervalSince1970: 1000 * hour)
-        let split = ConsoleRollup.split(since: base.addingTimeInterval(-0.5 * hour), until: base.addingTimeInterval(5.5 * hour),
-                                        rolledUntil: base.addingTimeInterval(3 * hour))
-        #expect(split == .init(rolledFrom: base, rolledTo: base.addingTimeInterval(3 * hour)))
-        let none = ConsoleRollup.split(since: base, until: base.addingTimeInterval(5 * hour), rolledUntil: base.addingTimeInterval(-hour))
+        func at(_ hours: Double) -> Date { base.addingTimeInterval(hours * hour) }
+        func split(_ since: Double, _ until: Double, _ from: Double, _ to: Double) -> ConsoleRollup.Split {
+            ConsoleRollup.split(since: at(since), until: at(until), coverage: .init(from: at(from), until: at(to)))
+        }
+        #expect(split(-0.5, 5.5, -10, 3) == .init(rolledFrom: at(0), rolledTo: at(3)))
+        #expect(split(-0.5, 5.5, 2, 3) == .init(rolledFrom: at(2), rolledTo: at(3)), "history not yet filled backwards is read raw")
+        let none = split(0, 5, -3, -1)
         #expect(none.rolledFrom == none.rolledTo)
-        let inside = ConsoleRollup.split(since: base.addingTimeInterval(600), until: base.addingTimeInterval(1200), rolledUntil: base.addingTimeInterval(9 * hour))
-        #expect(inside.rolledFrom == inside.rolledTo && inside.rolledFrom == base.addingTimeInterval(1200))
+        let later = split(0, 5, 7, 9)
+        #expect(later.rolledFrom == later.rolledTo)
+        let inside = split(1.0 / 6, 1.0 / 3, -5, 9)
+        #expect(inside.rolledFrom == inside.rolledTo && inside.rolledFrom == at(1.0 / 3))
     }
 }
