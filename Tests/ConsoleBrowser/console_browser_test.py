@@ -259,6 +259,21 @@ def test_backtest(c):
         channel = sql("SELECT channel FROM provisioning_attempts WHERE attempt_id = '%s'" % row.get_attribute("data-attempt"))
         check((row.get_attribute("data-after") == "orange") == (channel == "tsp"), "an example's new flow is orange exactly when it is a TSP attempt")
     c.driver.save_screenshot(os.path.join(SHOTS, "console-backtest.png"))
+    # The same candidate uploaded as a file instead of pasted: the same answer.
+    upload = os.path.join(SHOTS, "tsp.rules")
+    with open(upload, "w") as handle:
+        handle.write(CANDIDATE)
+    c.open("/console/backtest")
+    c.css("#upload").send_keys(upload)
+    c.wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#files .path").get_attribute("value") == "tsp.rules")
+    c.css("[name=since]").send_keys(iso(since))
+    c.css("[name=until]").send_keys(iso(until))
+    c.css("#run").click()
+    c.css("#backtest-report")
+    uploaded = {row.get_attribute("data-flow"): int(row.find_elements(By.TAG_NAME, "td")[2].text.replace(",", ""))
+                for row in c.all("#flows-table tbody tr")}
+    check(uploaded == candidate, "an uploaded candidate gives the pasted one's answer: %r, %r" % (uploaded, candidate))
+    os.remove(upload)
     # A candidate that does not compile: its positioned errors on the page.
     run_backtest(c, CANDIDATE.replace('"tsp"', "tsp").replace("outcome orange", "outcome purple"), since, until)
     c.css("#diagnostics")

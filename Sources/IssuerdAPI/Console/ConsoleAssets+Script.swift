@@ -335,11 +335,11 @@ extension ConsoleAssets {
             const transitions = [];
             for (const [before, targets] of Object.entries(r.transitions)) for (const [after, n] of Object.entries(targets)) transitions.push([before, after, n]);
             const transitionRows = transitions.sort((x, y) => y[2] - x[2]).map(([b, a, n]) => el('tr', { 'data-transition': b + '>' + a, 'data-count': n },
-              td([badge(b), el('span', { cls: 'arrow', text: '→' }), badge(a)]), td(fmt(n), 'num')));
+              td([badge(b), el('span', { cls: 'arrow', text: '→' }), badge(a)], 'nowrap'), td(fmt(n), 'num')));
             const hitNames = (hits) => hits.map((h) => h.rule + (h.mode === 'shadow' ? ' (shadow)' : '')).join(', ') || '–';
             const examples = r.changedAttempts.map((c) => el('tr', { 'data-attempt': c.attemptId, 'data-after': c.after },
               td(el('a', { href: '/console/attempts/' + c.attemptId, cls: 'mono', text: c.attemptId.slice(0, 8) + '…' })),
-              td([badge(c.before), el('span', { cls: 'arrow', text: '→' }), badge(c.after)]),
+              td([badge(c.before), el('span', { cls: 'arrow', text: '→' }), badge(c.after)], 'nowrap'),
               td(el('span', { cls: 'mono', text: hitNames(c.beforeHits) })), td(el('span', { cls: 'mono', text: hitNames(c.afterHits) }))));
             return el('div', { id: 'backtest-report' },
               el('div', { cls: 'tiles' }, el('div', { cls: 'tile', id: 'replayed', 'data-count': r.attemptsEvaluated }, el('div', { cls: 'label', text: 'Attempts replayed' }), el('div', { cls: 'value', text: fmt(r.attemptsEvaluated) })), el('div', { cls: 'tile', id: 'changed', 'data-count': r.changed }, el('div', { cls: 'label', text: 'Flow changed' }), el('div', { cls: 'value', text: fmt(r.changed) }), el('div', { cls: 'muted', text: pct(r.changed, r.attemptsEvaluated) })),

@@ -80,7 +80,8 @@ extension ConsoleAssets {
         .kv { display: grid; grid-template-columns: 180px 1fr; gap: 6px 14px; }
         .kv div:nth-child(odd) { color: var(--muted); }
         .arrow { color: var(--muted); padding: 0 6px; }
-        .delta.up { color: var(--orange); } .delta.down { color: var(--green); }
+        .delta { font-weight: 600; }
+        .nowrap { white-space: nowrap; }
         details summary { cursor: pointer; color: var(--accent); }
         """#
 }
