@@ -19,7 +19,7 @@ enum ConsoleRoutes {
     ]
 
     static func register(in table: inout RouteTable, context: ServiceContext) {
-        let sessions = ConsoleSessions(database: context.database, settings: context.configuration.console, clock: context.clock)
+        let sessions = context.consoleSessions
 
         table.add(.get, "/console") { _ in redirect(to: "/console/rules") }
 
