@@ -2,7 +2,9 @@
 # shellcheck shell=bash
 
 ISSUERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-ISSUERD_DEBIAN_PACKAGES=(libssl-dev libpq-dev libmicrohttpd-dev libcurl4 postgresql openssl python3-venv libp11-kit-dev softhsm2)
+ISSUERD_DEBIAN_PACKAGES=(libssl-dev libpq-dev libmicrohttpd-dev libcurl4 postgresql openssl python3-venv curl libp11-kit-dev softhsm2)
+# Only the tests need these (the console's browser test): scripts/test installs them, scripts/run does not.
+ISSUERD_TEST_DEBIAN_PACKAGES=(chromium chromium-driver)
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -23,13 +25,15 @@ ensure_packages() {
 }
 
 # A Python virtual environment with the independent test oracles (cryptography for the
-# ECC_V2/RSA_V2 decryptor). Python is test tooling only, never part of the product.
+# ECC_V2/RSA_V2 decryptor) and Selenium, which drives Debian's Chromium for the console's
+# browser test. Python is test tooling only, never part of the product.
 ensure_test_python() {
     local venv="$ISSUERD_ROOT/.venv-test"
-    if ! "$venv/bin/python" -c 'import cryptography' 2>/dev/null; then
-        say "creating $venv with Python cryptography (test oracle)"
-        python3 -m venv "$venv" || die "python3 -m venv failed"
-        "$venv/bin/pip" install -q --disable-pip-version-check 'cryptography>=42' || die "pip install cryptography failed"
+    if ! "$venv/bin/python" -c 'import cryptography, selenium' 2>/dev/null; then
+        say "setting up $venv with Python cryptography (test oracle) and Selenium (browser test)"
+        [ -x "$venv/bin/pip" ] || python3 -m venv "$venv" || die "python3 -m venv failed"
+        "$venv/bin/pip" install -q --disable-pip-version-check 'cryptography>=42' 'selenium>=4.20,<5' \
+            || die "pip install cryptography selenium failed"
     fi
     export ISSUERD_TEST_PYTHON="$venv/bin/python"
 }

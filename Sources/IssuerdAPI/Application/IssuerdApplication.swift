@@ -56,6 +56,8 @@ public final class IssuerdApplication: Sendable {
         RulesRoutes.register(in: &table, context: context)
         StepUpRoutes.register(in: &table, context: context)
         AttemptRoutes.register(in: &table, context: context)
+        AnalystRoutes.register(in: &table, context: context)
+        ConsoleRoutes.register(in: &table, context: context)
         self.routes = table.router.routes.map { ($0.method.rawValue, $0.pattern) }
 
         let listen: ListenAddress

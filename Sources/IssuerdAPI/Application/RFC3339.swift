@@ -16,4 +16,9 @@ public enum RFC3339 {
     // its customer carried a change date. Fractional seconds keep up to microseconds.
     private static let plain = Date.ISO8601FormatStyle()
     private static let fractional = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// `2025-03-01T12:00:00Z` (UTC, whole seconds).
+    public static func string(_ date: Date) -> String {
+        plain.format(date)
+    }
 }

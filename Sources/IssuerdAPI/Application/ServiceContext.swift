@@ -16,6 +16,8 @@ struct ServiceContext: Sendable {
     let appTokens: AppTokenVerifier
     let tsp: TSPAuthenticator
     let apiKeys: APIKeyAuthenticator
+    /// The analyst console's sessions (also accepted by ``apiKeys`` where a route allows them).
+    let consoleSessions: ConsoleSessions
     let idempotency: IdempotencyStore
     let metrics: MetricsRegistry
     let logger: Logger
@@ -52,7 +54,8 @@ struct ServiceContext: Sendable {
             directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics, database: database, clock: clock)
         appTokens = try AppTokenVerifier(configuration.appJWT)
         tsp = try TSPAuthenticator(secret: configuration.tspHMACSecret.unsafeValue)
-        apiKeys = APIKeyAuthenticator(database: database)
+        consoleSessions = ConsoleSessions(database: database, settings: configuration.console, clock: clock)
+        apiKeys = APIKeyAuthenticator(database: database, sessions: consoleSessions)
         idempotency = IdempotencyStore(database: database)
     }
 }

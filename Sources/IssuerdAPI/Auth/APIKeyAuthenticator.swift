@@ -24,27 +24,42 @@ struct APIKeyPrincipal: Sendable {
 /// has full entropy, so the hash cannot be brute-forced.
 struct APIKeyAuthenticator: Sendable {
     let database: PostgresPool
+    /// The console's sessions, accepted instead of a bearer key where a route allows them.
+    var sessions: ConsoleSessions?
 
     /// The principal of a request's bearer key if its role is one of `roles`.
     ///
-    /// - Throws: 401 for a missing, unknown or revoked key; 403 for a key of another role.
-    func authenticate(_ request: HTTPRequest, roles: Set<APIKeyRole>) throws -> APIKeyPrincipal {
-        guard let credential = request.bearerCredential, credential.hasPrefix("isk_"), credential.utf8.count <= 128 else {
+    /// - Parameters:
+    ///   - consoleSession: Whether the analyst console's session cookie may stand in for the key
+    ///     (read-only analyst routes and backtests); a state-changing request then also needs
+    ///     the session's CSRF token. A bearer key, when sent, is always what counts.
+    /// - Throws: 401 for a missing, unknown or revoked key (or session); 403 for a key of
+    ///   another role or a missing CSRF token.
+    func authenticate(_ request: HTTPRequest, roles: Set<APIKeyRole>, consoleSession: Bool = false) throws -> APIKeyPrincipal {
+        if consoleSession, let sessions, !request.headers.contains("Authorization"), request.cookie(ConsoleSessions.cookieName) != nil {
+            let principal = try sessions.authenticate(request).principal
+            guard roles.contains(principal.role) else { throw HTTPError.forbidden() }
+            return principal
+        }
+        guard let credential = request.bearerCredential, let principal = try principal(key: credential) else {
+            request.logger.notice("API key refused")
             throw HTTPError.unauthenticated()
         }
+        guard roles.contains(principal.role) else { throw HTTPError.forbidden() }
+        return principal
+    }
+
+    /// The principal of an unrevoked key, or nil (the key is never logged).
+    func principal(key credential: String) throws -> APIKeyPrincipal? {
+        guard credential.hasPrefix("isk_"), credential.utf8.count <= 128 else { return nil }
         let digest = SHA256.hash(Array(credential.utf8))
         let row = try database.withConnection { connection in
             try connection.query(
                 "SELECT key_id, name, role FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL"
             ).first
         }
-        guard let row, let role = APIKeyRole(rawValue: try row.decode("role", as: String.self)) else {
-            request.logger.notice("API key refused")
-            throw HTTPError.unauthenticated()
-        }
-        let principal = APIKeyPrincipal(keyID: try row.decode("key_id"), name: try row.decode("name"), role: role)
-        guard roles.contains(role) else { throw HTTPError.forbidden() }
-        return principal
+        guard let row, let role = APIKeyRole(rawValue: try row.decode("role", as: String.self)) else { return nil }
+        return APIKeyPrincipal(keyID: try row.decode("key_id"), name: try row.decode("name"), role: role)
     }
 
     /// Creates a key and returns it in clear (the only time it exists in clear).

@@ -60,6 +60,8 @@ public struct IssuerdConfiguration: Sendable {
     public var stepUp: StepUpSettings
     /// The delivery outbox's dispatcher (`ISSUERD_OUTBOX_*`).
     public var outbox: OutboxSettings
+    /// The analyst console's sessions (`ISSUERD_CONSOLE_*`).
+    public var console: ConsoleSettings
 
     /// Reads and validates every setting.
     ///
@@ -100,6 +102,7 @@ public struct IssuerdConfiguration: Sendable {
         rateLimitCard = try reader.rateLimit("ISSUERD_RATE_LIMIT_CARD", default: RateLimit(count: 5, window: 60))
         stepUp = try StepUpSettings(reader)
         outbox = try OutboxSettings(reader)
+        console = try ConsoleSettings(reader)
     }
 
     /// PEM given inline, or read from the path given.

@@ -1,25 +1,48 @@
 import Foundation
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdRisk
 
 /// `GET /v1/admin/attempts/{attemptId}` (analyst or admin): the whole decision of one attempt,
-/// with the step-up history of the token it created, if any.
+/// with the step-up history of the token it created, if any, the card's last four digits, and the
+/// decision re-run with the serving rules (`replay`, as `issuerd rules explain` does).
 enum AttemptRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/attempts/{attemptId}") { request in
-            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             guard let text = request.pathParameters["attemptId"], text.utf8.count == 36, let attemptID = UUID(uuidString: text) else {
                 throw DecisionErrors.attemptNotFound()
             }
             let body = try context.database.withConnection { connection -> [String: JSONValue]? in
                 guard var attempt = try AttemptStore.find(attemptID, connection: connection) else { return nil }
                 attempt["token"] = try token(of: attemptID, connection: connection)
+                attempt["lastFour"] = try lastFour(of: attempt["cardId"], connection: connection)
+                attempt["replay"] = try replay(attemptID, with: context.rules.current, connection: connection)
                 attempt["stepUp"] = .array(try challenges(of: attemptID, connection: connection))
                 return attempt
             }
             guard let body else { throw DecisionErrors.attemptNotFound() }
             return try .json(JSONValue.object(body))
         }
+    }
+
+    /// The decision re-run with the serving ruleset, velocity as stored, as `issuerd rules explain`
+    /// prints it; null when the stored inputs cannot be re-run.
+    private static func replay(_ attemptID: UUID, with ruleset: Ruleset, connection: PostgresConnection) throws -> JSONValue {
+        guard let stored = try StoredAttempt.load(id: attemptID, connection: connection),
+              let replay = try? stored.replay(with: ruleset) else { return .null }
+        return [
+            "rulesetVersion": .string(ruleset.version), "flow": .string(replay.decision.flow.description),
+            "differs": .bool(replay.differs), "hits": .array(replay.decision.hits.map(DecisionJSON.hit)),
+            "missingFeatures": .array(replay.missingFeatures.map(JSONValue.string)),
+        ]
+    }
+
+    /// The last four digits of the attempt's card (never more of the PAN), if it is known.
+    private static func lastFour(of cardID: JSONValue?, connection: PostgresConnection) throws -> JSONValue {
+        guard case .string(let id)? = cardID,
+              let row = try connection.query("SELECT last_four FROM cards WHERE card_id = \(id)").first else { return .null }
+        return .string(try row.decode("last_four"))
     }
 
     /// The token this attempt created, if any.

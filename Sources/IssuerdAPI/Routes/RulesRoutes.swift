@@ -3,13 +3,14 @@ import IssuerdHTTP
 import IssuerdRisk
 
 /// Routes for the rules: `GET /v1/admin/rules` (analyst, admin), `POST /v1/admin/rules/reload`
-/// (admin), `POST /v1/admin/rules/backtest` (analyst, admin).
+/// (admin), `POST /v1/admin/rules/backtest` (analyst, admin). The analyst console calls the
+/// two analyst routes with its session cookie (and CSRF token) instead of a key.
 enum RulesRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/rules") { request in
-            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             let view = try context.database.withConnection { connection in
-                try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)
+                try RulesetStatusView.build(context.rules.active.status, loadedBy: context.rules.loadedBy, now: context.now, connection: connection)
             }
             return try .json(view)
         }
@@ -27,14 +28,14 @@ enum RulesRoutes {
                 reload = .init(result: "unchanged", previousVersion: version, version: version)
             }
             var view = try context.database.withConnection { connection in
-                try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)
+                try RulesetStatusView.build(context.rules.active.status, loadedBy: context.rules.loadedBy, now: context.now, connection: connection)
             }
             view.reload = reload
             return try .json(view)
         }
 
         table.add(.post, "/v1/admin/rules/backtest") { request in
-            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             let body = try request.decodeJSON(RulesBacktestRequest.self)
             let window = try body.window()
             let current = context.rules.current

@@ -5,7 +5,7 @@ import IssuerdRisk
 /// The body of `GET /v1/admin/rules` (and of a successful `POST /v1/admin/rules/reload`).
 ///
 /// Hit counts come from `provisioning_attempts.hits` (every instance's decisions, not only this
-/// one's): `hits` over decisions made by the serving version since it was loaded (at most the
+/// one's), read through the console's hourly roll-up (``ConsoleRollup``): `hits` over decisions made by the serving version since it was loaded (at most the
 /// last 30 days, see `hitCounts.sinceLoadFrom`), `hitsLast24h` over every version's decisions of
 /// the last 24 hours.
 struct RulesetStatusView: Encodable, Sendable {
@@ -46,6 +46,8 @@ struct RulesetStatusView: Encodable, Sendable {
     var version: String
     var hash: String
     var loadedAt: Date
+    /// Who loaded it on the answering instance: `start-up` or `<actor> via <trigger>`.
+    var loadedBy: String
     var files: [String]
     var rules: [RuleView]
     var lists: [ListView]
@@ -58,32 +60,22 @@ struct RulesetStatusView: Encodable, Sendable {
     static let sinceLoadLimit: TimeInterval = 30 * 86_400
 
     /// Builds the view of `status`, counting hits in the database.
-    static func build(_ status: ActiveRulesetStatus, now: Date, connection: PostgresConnection) throws -> RulesetStatusView {
+    static func build(_ status: ActiveRulesetStatus, loadedBy: String, now: Date, connection: PostgresConnection) throws -> RulesetStatusView {
         let ruleset = status.ruleset
         let dayAgo = now.addingTimeInterval(-86_400)
         let sinceLoad = max(status.loadedAt, now.addingTimeInterval(-sinceLoadLimit))
-        let rows = try connection.query(
-            """
-            SELECT rule_id,
-                   count(*) FILTER (WHERE created_at >= \(sinceLoad) AND ruleset_version = \(ruleset.version))::bigint AS since_load,
-                   count(*) FILTER (WHERE created_at >= \(dayAgo))::bigint AS last_day
-            FROM (
-                SELECT a.created_at, a.ruleset_version,
-                       CASE jsonb_typeof(h) WHEN 'string' THEN h #>> '{}'
-                            ELSE coalesce(h ->> 'ruleId', h ->> 'rule', h ->> 'id') END AS rule_id
-                FROM provisioning_attempts a
-                CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
-                WHERE a.created_at >= \(min(dayAgo, sinceLoad))
-            ) hit
-            WHERE rule_id IS NOT NULL
-            GROUP BY rule_id
-            """)
+        // Read through the console's hourly roll-up (ConsoleRollup): whole hours from the roll-up,
+        // the edges from provisioning_attempts, so a 30-day look-back reads a few thousand rows.
+        let coverage = try ConsoleRollup.catchUp(now: now, connection: connection)
+        let sinceLoadCounts = try ConsoleRollup.hitCounts(
+            since: sinceLoad, until: now, version: ruleset.version, coverage: coverage, connection: connection)
+        let lastDayCounts = try ConsoleRollup.hitCounts(since: dayAgo, until: now, version: nil, coverage: coverage, connection: connection)
         var counts: [String: (sinceLoad: Int, lastDay: Int)] = [:]
-        for row in rows {
-            counts[try row.decode("rule_id")] = (Int(try row.decode("since_load", as: Int64.self)), Int(try row.decode("last_day", as: Int64.self)))
+        for rule in Set(sinceLoadCounts.keys).union(lastDayCounts.keys) {
+            counts[rule] = (sinceLoadCounts[rule] ?? 0, lastDayCounts[rule] ?? 0)
         }
         return RulesetStatusView(
-            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, files: ruleset.files,
+            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, loadedBy: loadedBy, files: ruleset.files,
             rules: ruleset.rules.map { rule in
                 RuleView(
                     id: rule.id, title: rule.title, outcome: rule.outcome.description, reason: rule.reason, mode: rule.mode.rawValue,
@@ -101,6 +93,7 @@ struct RulesetStatusView: Encodable, Sendable {
         try container.encode(version, forKey: .version)
         try container.encode(hash, forKey: .hash)
         try container.encode(loadedAt, forKey: .loadedAt)
+        try container.encode(loadedBy, forKey: .loadedBy)
         try container.encode(files, forKey: .files)
         try container.encode(rules, forKey: .rules)
         try container.encode(lists, forKey: .lists)
@@ -112,7 +105,7 @@ struct RulesetStatusView: Encodable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case version, hash, loadedAt, files, rules, lists, velocityQueries, hitCounts, lastFailedReload, reload
+        case version, hash, loadedAt, loadedBy, files, rules, lists, velocityQueries, hitCounts, lastFailedReload, reload
     }
 }
 

@@ -1,0 +1,150 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdPostgres
+
+/// One signed-in analyst: the API key it was opened with, its CSRF token and its end.
+struct ConsoleSession: Sendable {
+    let principal: APIKeyPrincipal
+    /// Sent back in `X-CSRF-Token` on every state-changing request.
+    let csrfToken: String
+    let expiresAt: Date
+}
+
+/// The console's sessions, kept in PostgreSQL (`console_sessions`) so every instance honours,
+/// expires and ends them alike.
+///
+/// The cookie holds 256 random bits; the table holds only their SHA-256, the key id, a random
+/// CSRF token and an absolute expiry. A session ends when it expires, when its analyst signs
+/// out, or when its API key is revoked (checked on every request).
+struct ConsoleSessions: Sendable {
+    /// The cookie's name.
+    static let cookieName = "issuerd_console"
+    /// The header a state-changing request carries its CSRF token in.
+    static let csrfHeader = "X-CSRF-Token"
+
+    let database: PostgresPool
+    let settings: ConsoleSettings
+    let clock: @Sendable () -> Date
+
+    /// What a request's cookie leads to.
+    enum Lookup: Sendable {
+        case valid(ConsoleSession)
+        /// A session that existed and ran out.
+        case expired
+        /// No cookie, a malformed one, a forged one, a signed-out one, or a revoked key.
+        case unknown
+    }
+
+    /// Opens a session for `principal`; expired sessions of every key are pruned on the way.
+    ///
+    /// - Returns: The cookie value (the only time it exists in clear) and the session.
+    func open(for principal: APIKeyPrincipal, request: HTTPRequest) throws -> (cookie: String, session: ConsoleSession) {
+        let secret = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
+        let csrf = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
+        let now = clock()
+        let expiresAt = now.addingTimeInterval(Self.seconds(settings.sessionLifetime))
+        try database.transaction { connection in
+            try connection.execute("DELETE FROM console_sessions WHERE expires_at < \(now)")
+            try connection.execute(
+                """
+                INSERT INTO console_sessions (session_hash, key_id, csrf_token, created_at, expires_at)
+                VALUES (\(SHA256.hash(Array(secret.utf8))), \(principal.keyID), \(csrf), \(now), \(expiresAt))
+                """)
+            try AuditLog.append(
+                actor: principal.auditActor, action: "console.signed_in", subject: "apikey:\(principal.keyID)",
+                details: ["expiresAt": RFC3339.string(expiresAt), "remote": request.remoteAddress ?? "-"], at: now, connection: connection)
+        }
+        return (secret, ConsoleSession(principal: principal, csrfToken: csrf, expiresAt: expiresAt))
+    }
+
+    /// The session a request's cookie names, if any.
+    func lookup(_ request: HTTPRequest) throws -> Lookup {
+        guard let value = request.cookie(Self.cookieName), Self.isWellFormed(value) else { return .unknown }
+        let row = try database.withConnection { connection in
+            try connection.query(
+                """
+                SELECT s.key_id, s.csrf_token, s.expires_at, k.name, k.role
+                FROM console_sessions s JOIN api_keys k ON k.key_id = s.key_id AND k.revoked_at IS NULL
+                WHERE s.session_hash = \(SHA256.hash(Array(value.utf8)))
+                """
+            ).first
+        }
+        guard let row, let role = APIKeyRole(rawValue: try row.decode("role", as: String.self)) else { return .unknown }
+        let expiresAt: Date = try row.decode("expires_at")
+        guard expiresAt > clock() else { return .expired }
+        let principal = APIKeyPrincipal(keyID: try row.decode("key_id"), name: try row.decode("name"), role: role)
+        return .valid(ConsoleSession(principal: principal, csrfToken: try row.decode("csrf_token"), expiresAt: expiresAt))
+    }
+
+    /// The request's session, refusing a missing, expired or forged one (401) and, for any
+    /// method but GET and HEAD, a missing or wrong CSRF token (403). Every refusal is logged,
+    /// never with the cookie or the token.
+    func authenticate(_ request: HTTPRequest) throws -> ConsoleSession {
+        switch try lookup(request) {
+        case .unknown:
+            request.logger.notice("console session refused", ["reason": "unknown"])
+            throw HTTPError.unauthenticated(scheme: "Cookie")
+        case .expired:
+            request.logger.notice("console session refused", ["reason": "expired"])
+            throw HTTPError(status: 401, code: "session_expired", message: "the console session has expired; sign in again",
+                            headers: ["WWW-Authenticate": "Cookie realm=\"issuerd\""])
+        case .valid(let session):
+            if request.method != .get && request.method != .head && !Self.csrfMatches(request.headers[Self.csrfHeader], session.csrfToken) {
+                request.logger.notice("console request refused", ["reason": "csrf", "keyId": .string(session.principal.keyID)])
+                throw HTTPError(status: 403, code: "csrf_token_invalid",
+                                message: "a state-changing console request must carry the session's X-CSRF-Token header")
+            }
+            return session
+        }
+    }
+
+    /// Ends the request's session (idempotent).
+    func close(_ request: HTTPRequest) throws {
+        guard let value = request.cookie(Self.cookieName), Self.isWellFormed(value) else { return }
+        try database.withConnection { connection in
+            try connection.execute("DELETE FROM console_sessions WHERE session_hash = \(SHA256.hash(Array(value.utf8)))")
+        }
+    }
+
+    /// The `Set-Cookie` value carrying `value`, or clearing the cookie when nil.
+    ///
+    /// `HttpOnly` (scripts never see it), `SameSite=Strict` (never sent on a cross-site
+    /// request), `Path=/` (the console's scripts call `/v1/admin/…`), `Secure` per
+    /// ``ConsoleSettings/secureCookies``. `Max-Age` mirrors the server-side expiry, which is what counts.
+    func setCookie(_ value: String?, request: HTTPRequest) -> String {
+        var parts = ["\(Self.cookieName)=\(value ?? "")", "Path=/", "HttpOnly", "SameSite=Strict"]
+        parts.append("Max-Age=\(value == nil ? 0 : Int(Self.seconds(settings.sessionLifetime)))")
+        if isSecure(request) { parts.append("Secure") }
+        return parts.joined(separator: "; ")
+    }
+
+    /// Whether the request came over TLS, as configured or as the TLS-terminating proxy says.
+    func isSecure(_ request: HTTPRequest) -> Bool {
+        switch settings.secureCookies {
+        case .always: true
+        case .never: false
+        case .auto: request.headers["X-Forwarded-Proto"]?.lowercased() == "https"
+        }
+    }
+
+    /// 43 base64url characters: what ``open(for:request:)`` makes; anything else is not looked up.
+    static func isWellFormed(_ value: String) -> Bool {
+        value.utf8.count == 43 && value.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F
+        }
+    }
+
+    /// Constant-time comparison of the sent token with the session's.
+    static func csrfMatches(_ sent: String?, _ expected: String) -> Bool {
+        guard let sent, sent.utf8.count == expected.utf8.count else { return false }
+        let lhs = Array(sent.utf8)
+        let rhs = Array(expected.utf8)
+        return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in constantTimeEquals(a, b) } }
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

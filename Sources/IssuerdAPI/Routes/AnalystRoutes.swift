@@ -1,0 +1,48 @@
+import Foundation
+import IssuerdHTTP
+
+/// Read-only analyst views (analyst or admin key, or the console's session):
+/// `GET /v1/admin/decisions`, `GET /v1/admin/rule-hits`, `GET /v1/admin/attempts`.
+enum AnalystRoutes {
+    static func register(in table: inout RouteTable, context: ServiceContext) {
+        table.add(.get, "/v1/admin/decisions") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
+            let period = try ConsoleQueries.Period(query: request.query, now: context.now)
+            let channel = try choice(request.query["channel"], field: "channel", from: ConsoleQueries.channels)
+            let network = try choice(request.query["network"], field: "network", from: ConsoleQueries.networks)
+            return try .json(ConsoleQueries.decisions(period, channel: channel, network: network, now: context.now, database: context.database))
+        }
+
+        table.add(.get, "/v1/admin/rule-hits") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
+            let period = try ConsoleQueries.Period(query: request.query, now: context.now)
+            return try .json(ConsoleQueries.ruleHits(period, ruleset: context.rules.current, now: context.now, database: context.database))
+        }
+
+        table.add(.get, "/v1/admin/attempts") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
+            var text = request.query["q"] ?? ""
+            while let first = text.first, first == " " { text.removeFirst() }
+            while let last = text.last, last == " " { text.removeLast() }
+            guard text.utf8.count <= 64, text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+                throw APIErrors.invalidRequest("'q' must be at most 64 printable characters", field: "q")
+            }
+            let limit = try request.query["limit"].map { text -> Int in
+                guard let limit = Int(text), (1...200).contains(limit) else {
+                    throw APIErrors.invalidRequest("'limit' must be between 1 and 200", field: "limit")
+                }
+                return limit
+            } ?? 50
+            return try .json(ConsoleQueries.searchAttempts(text, limit: limit, now: context.now, database: context.database))
+        }
+    }
+
+    /// An optional query value from a closed set (empty means absent).
+    private static func choice(_ value: String?, field: String, from choices: [String]) throws -> String? {
+        guard let value, !value.isEmpty else { return nil }
+        guard choices.contains(value) else {
+            throw APIErrors.invalidRequest("'\(field)' must be one of \(choices.joined(separator: ", "))", field: field)
+        }
+        return value
+    }
+}

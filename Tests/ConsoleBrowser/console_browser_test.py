@@ -1,0 +1,367 @@
+"""The analyst console in headless Chromium (Debian) driven by Selenium.
+
+Run by scripts/test-console, which starts issuerd over a seeded database and passes:
+ISSUERD_CONSOLE_URL, ISSUERD_CONSOLE_KEY (analyst), ISSUERD_CONSOLE_IVR_KEY, ISSUERD_CONSOLE_VERSION,
+ISSUERD_CONSOLE_SCREENSHOTS, ISSUERD_CONSOLE_SERVER_LOG and ISSUERD_DATABASE_URL (checked with psql).
+Every check compares what the page shows with what the database holds.
+"""
+import json
+import os
+import re
+import secrets
+import string
+import subprocess
+import sys
+import traceback
+import urllib.request
+from datetime import datetime, timedelta, timezone
+
+os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager download anything
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+BASE = os.environ["ISSUERD_CONSOLE_URL"]
+KEY = os.environ["ISSUERD_CONSOLE_KEY"]
+IVR_KEY = os.environ["ISSUERD_CONSOLE_IVR_KEY"]
+VERSION = os.environ["ISSUERD_CONSOLE_VERSION"]
+SHOTS = os.environ["ISSUERD_CONSOLE_SCREENSHOTS"]
+SERVER_LOG = os.environ["ISSUERD_CONSOLE_SERVER_LOG"]
+DATABASE = os.environ["ISSUERD_DATABASE_URL"]
+
+
+def sql(query):
+    """One value (or row, '|'-separated) from the database."""
+    return subprocess.run(["psql", "-X", "-qtA", "-d", DATABASE, "-c", query], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def iso(moment):
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def make_driver():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1360,1000",
+                     "--disable-extensions", "--no-first-run", "--force-device-scale-factor=1"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
+
+
+class Console:
+    def __init__(self):
+        self.driver = make_driver()
+        self.wait = WebDriverWait(self.driver, 20)
+        # Whole seeded hours, so the page's period and the SQL below cover the same attempts.
+        now = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+        self.until = now + timedelta(hours=1)
+        self.since = now - timedelta(days=3)
+
+    def open(self, path):
+        self.driver.get(BASE + path)
+
+    def css(self, selector):
+        return self.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, selector)))
+
+    def all(self, selector):
+        return self.driver.find_elements(By.CSS_SELECTOR, selector)
+
+    def fetch(self, method, path, headers=None, body=None):
+        """A fetch() from the page (same origin, the session cookie attached by the browser)."""
+        return self.driver.execute_async_script(
+            """
+            const [method, path, headers, body, done] = arguments;
+            fetch(path, {method, headers, body, credentials: 'same-origin'})
+              .then(async (r) => done({status: r.status, body: await r.text()}))
+              .catch((e) => done({status: 0, body: String(e)}));
+            """, method, path, headers or {}, body)
+
+    def sign_in(self, key):
+        self.open("/console/sign-in")
+        field = self.css("#key")
+        field.clear()
+        field.send_keys(key)
+        self.css("#sign-in").click()
+
+    def session_count(self):
+        return int(sql("SELECT count(*) FROM console_sessions"))
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def test_sign_in_refusals(c):
+    c.open("/console/rules")
+    c.wait.until(EC.url_contains("/console/sign-in"))
+    check("next=/console/rules" in c.driver.current_url, "an unsigned visit is sent to sign in, keeping the page: " + c.driver.current_url)
+    c.sign_in("isk_000000000000_" + "x" * 43)
+    message = c.css("#message .error").text
+    check("unknown or revoked" in message, "a wrong key is refused with a clear message: " + message)
+    c.sign_in(IVR_KEY)
+    message = c.wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#message .error").text if "analyst" in d.find_element(By.CSS_SELECTOR, "#message").text else False)
+    check("analyst and admin" in message, "an ivr key may not sign in: " + message)
+    check(c.session_count() == 0, "refused sign-ins create no session")
+    log = open(SERVER_LOG).read()
+    check("console sign-in refused" in log, "refusals are logged")
+    check(KEY not in log and IVR_KEY not in log and "x" * 43 not in log, "no key reaches the log")
+
+
+def test_sign_in(c):
+    c.sign_in(KEY)
+    c.wait.until(EC.url_to_be(BASE + "/console/rules"))
+    check(c.session_count() == 1, "one session row after signing in")
+    cookie = c.driver.get_cookie("issuerd_console")
+    check(cookie and cookie["httpOnly"] and cookie.get("sameSite") == "Strict", "the cookie is HttpOnly and SameSite=Strict: %r" % cookie)
+    check(not cookie.get("secure"), "plain HTTP on loopback: no Secure flag (ISSUERD_CONSOLE_SECURE_COOKIES=auto)")
+    check(c.driver.execute_script("return document.cookie").find("issuerd_console") < 0, "scripts cannot read the session cookie")
+    check("browser analyst" in c.css("#user").text, "the signed-in analyst is named in the header")
+
+
+def test_ruleset(c):
+    c.open("/console/rules")
+    check(c.css("#version").text == VERSION, "the live version is the one `issuerd rules check` computes")
+    c.css("#rules-table tbody tr")
+    rows = c.all("#rules-table tbody tr")
+    expected = subprocess.run([os.path.join(os.getcwd(), ".build/debug/issuerd"), "rules", "check", "rules"], capture_output=True, text=True).stdout
+    count = int(re.search(r"OK, (\d+) rules", expected).group(1))
+    check(len(rows) == count, "every rule is listed: %d shown, %d in the ruleset" % (len(rows), count))
+    crowded = c.css('#rules-table tr[data-rule="device.crowded"]').text
+    check("shadow" in crowded and "yellow" in crowded and "policy/device.rules:" in crowded and "fraud_ops" in crowded,
+          "a rule shows mode, outcome, owner and file:line: " + crowded)
+    check(c.css("#reload-ok"), "the last reload result is shown")
+    c.driver.save_screenshot(os.path.join(SHOTS, "console-ruleset.png"))
+
+
+def test_decisions(c):
+    path = "/console/decisions?since=%s&until=%s&channel=tsp&network=visa" % (iso(c.since), iso(c.until))
+    c.open(path)
+    c.css("#totals .tile.green")
+    expected = dict(line.split("|") for line in sql(
+        "SELECT flow, count(*) FROM provisioning_attempts WHERE created_at >= '%s' AND created_at < '%s' AND channel = 'tsp' "
+        "AND inputs ->> 'card.network' = 'visa' GROUP BY flow" % (iso(c.since), iso(c.until))).splitlines())
+    for flow in ("green", "yellow", "orange"):
+        shown = c.css("#totals .tile.%s" % flow).get_attribute("data-count")
+        check(int(shown) == int(expected.get(flow, 0)), "%s attempts, tsp and visa: page %s, database %s" % (flow, shown, expected.get(flow, 0)))
+    bars = c.all("#chart rect.bar")
+    check(len(bars) > 24, "the chart draws a bar per flow and hour: %d" % len(bars))
+    # Unfiltered, last 3 days, for the docs' screenshot.
+    c.open("/console/decisions?since=%s&until=%s" % (iso(c.since), iso(c.until)))
+    total = int(sql("SELECT count(*) FROM provisioning_attempts WHERE created_at >= '%s' AND created_at < '%s'" % (iso(c.since), iso(c.until))))
+    shown = sum(int(c.css("#totals .tile.%s" % flow).get_attribute("data-count")) for flow in ("green", "yellow", "orange"))
+    check(shown == total, "all channels: page %d, database %d" % (shown, total))
+    c.driver.save_screenshot(os.path.join(SHOTS, "console.png"))
+
+
+def test_rule_hits(c):
+    c.open("/console/rule-hits?since=%s&until=%s" % (iso(c.since), iso(c.until)))
+    c.css("#live-hits")
+    window = "a.created_at >= '%s' AND a.created_at < '%s'" % (iso(c.since), iso(c.until))
+    hits = "FROM provisioning_attempts a, jsonb_array_elements(a.hits) h WHERE " + window
+    for rule in ("customer.name_mismatch", "velocity.card_burst", "device.blocked"):
+        row = c.css('#live-hits tr[data-rule="%s"]' % rule)
+        expected = int(sql("SELECT count(*) %s AND h ->> 'rule' = '%s'" % (hits, rule)))
+        check(int(row.get_attribute("data-hits")) == expected, "%s hits: page %s, database %d" % (rule, row.get_attribute("data-hits"), expected))
+    # velocity.card_burst is the only orange hit of its attempts: each one decided the flow;
+    # customer.name_mismatch beside device.blocked did not.
+    burst = c.css('#live-hits tr[data-rule="velocity.card_burst"]')
+    check(burst.get_attribute("data-changed") == burst.get_attribute("data-hits"), "a lone orange hit changed the flow every time")
+    mismatch = c.css('#live-hits tr[data-rule="customer.name_mismatch"]')
+    expected = int(sql("SELECT count(*) %s AND h ->> 'rule' = 'customer.name_mismatch' AND a.flow = 'yellow'" % hits))
+    check(int(mismatch.get_attribute("data-changed")) == expected, "name_mismatch decided only its yellow attempts: page %s, database %d"
+          % (mismatch.get_attribute("data-changed"), expected))
+    crowded = c.css('#shadow-hits tr[data-rule="device.crowded"]')
+    expected = int(sql("SELECT count(*) %s AND h ->> 'rule' = 'device.crowded' AND a.flow = 'green'" % hits))
+    check(int(crowded.get_attribute("data-would")) == expected, "shadow device.crowded would move green attempts to yellow: page %s, database %d"
+          % (crowded.get_attribute("data-would"), expected))
+    c.driver.save_screenshot(os.path.join(SHOTS, "console-rule-hits.png"))
+
+
+def test_attempts(c):
+    card, last_four = sql("SELECT c.card_id, c.last_four FROM cards c JOIN provisioning_attempts a ON a.card_id = c.card_id "
+                          "GROUP BY 1, 2 HAVING count(*) > 1 ORDER BY 1 LIMIT 1").split("|")
+    c.open("/console/attempts?q=" + last_four)
+    rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attempts-table tbody tr"))
+    expected = int(sql("SELECT count(*) FROM provisioning_attempts WHERE card_id IN (SELECT card_id FROM cards WHERE last_four = '%s')" % last_four))
+    check(len(rows) == min(50, expected), "attempts of cards ending in %s: page %d, database %d" % (last_four, len(rows), expected))
+    check(all(("•••• " + last_four) in row.text for row in rows), "each row shows the last four only")
+    for query in (card, sql("SELECT customer_id FROM cards WHERE card_id = '%s'" % card)):
+        c.open("/console/attempts?q=" + query)
+        rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attempts-table tbody tr"))
+        expected = int(sql("SELECT count(*) FROM provisioning_attempts WHERE card_id = '%s' OR customer_id = '%s'" % (query, query)))
+        check(len(rows) == min(50, expected), "attempts for %s: page %d, database %d" % (query, len(rows), expected))
+    c.open("/console/attempts?q=nothing-matches-this")
+    check(c.css("#no-attempts"), "an empty search says so")
+
+
+def test_attempt_page(c):
+    attempt = sql("SELECT attempt_id FROM provisioning_attempts WHERE flow = 'orange' AND jsonb_array_length(hits) >= 2 LIMIT 1")
+    c.open("/console/attempts?q=" + attempt)
+    c.css("#attempts-table a").click()
+    c.wait.until(EC.url_contains("/console/attempts/" + attempt))
+    check(c.css("#flow").text == sql("SELECT flow FROM provisioning_attempts WHERE attempt_id = '%s'" % attempt), "the flow is the stored one")
+    check(c.css("#ruleset-version").text == VERSION, "the deciding version is shown")
+    rules = sql("SELECT string_agg(h ->> 'rule', ',' ORDER BY h ->> 'rule') FROM provisioning_attempts a, jsonb_array_elements(a.hits) h "
+                "WHERE attempt_id = '%s'" % attempt).split(",")
+    shown = sorted(row.get_attribute("data-rule") for row in c.all("#hits-table tbody tr"))
+    check(shown == rules, "every hit is explained: page %s, database %s" % (shown, rules))
+    check("device.id = seed-dev" in c.css("#hits-table").text, "the values a rule read are shown")
+    check(c.css("#methods").text.startswith("none"), "an orange attempt offered no step-up")
+    c.driver.save_screenshot(os.path.join(SHOTS, "console-attempt.png"))
+    yellow = sql("SELECT attempt_id FROM provisioning_attempts WHERE flow = 'yellow' LIMIT 1")
+    c.open("/console/attempts/" + yellow)
+    check(c.css("#methods").text == "sms, email", "a yellow attempt names the step-up methods offered")
+    body = c.css("body").text
+    check(not re.search(r"\d{12,19}", body), "no card number on the page")
+    c.open("/console/attempts/00000000-0000-0000-0000-000000000000")
+    check("No such attempt" in c.css(".error").text, "an unknown attempt is a clear message")
+
+
+CANDIDATE = """rule test.tsp_decline
+  title   "Decline every TSP authorization"
+  outcome orange
+  reason  TEST_TSP
+  owner   browser_test
+  when    request.channel == "tsp"
+end
+"""
+
+
+def run_backtest(c, text, since, until):
+    c.open("/console/backtest")
+    area = c.css("#files textarea")
+    area.send_keys(text)
+    c.css("[name=since]").send_keys(iso(since))
+    c.css("[name=until]").send_keys(iso(until))
+    c.css("#run").click()
+
+
+def test_backtest(c):
+    until = c.until
+    since = until - timedelta(hours=6)
+    run_backtest(c, CANDIDATE, since, until)
+    report = WebDriverWait(c.driver, 120).until(EC.presence_of_element_located((By.ID, "backtest-report")))
+    window = "created_at >= '%s' AND created_at < '%s'" % (iso(since), iso(until))
+    total = int(sql("SELECT count(*) FROM provisioning_attempts WHERE " + window))
+    tsp = int(sql("SELECT count(*) FROM provisioning_attempts WHERE channel = 'tsp' AND " + window))
+    replayed = int(c.css("#replayed").get_attribute("data-count"))
+    check(replayed == total, "every attempt of the window is replayed: page %d, database %d" % (replayed, total))
+    candidate = {row.get_attribute("data-flow"): int(row.find_elements(By.TAG_NAME, "td")[2].text.replace(",", ""))
+                 for row in c.all("#flows-table tbody tr")}
+    check(candidate["orange"] == tsp, "the candidate declines exactly the TSP attempts: page %d, database %d" % (candidate["orange"], tsp))
+    check(candidate["green"] + candidate["yellow"] == total - tsp, "and no other")
+    check(len(c.all("#transitions-table tbody tr")) >= 1 and len(c.all("#examples-table tbody tr")) >= 1, "flow changes with example attempts")
+    for row in c.all("#examples-table tbody tr"):
+        channel = sql("SELECT channel FROM provisioning_attempts WHERE attempt_id = '%s'" % row.get_attribute("data-attempt"))
+        check((row.get_attribute("data-after") == "orange") == (channel == "tsp"), "an example's new flow is orange exactly when it is a TSP attempt")
+    c.driver.save_screenshot(os.path.join(SHOTS, "console-backtest.png"))
+    # The same candidate uploaded as a file instead of pasted: the same answer.
+    upload = os.path.join(SHOTS, "tsp.rules")
+    with open(upload, "w") as handle:
+        handle.write(CANDIDATE)
+    c.open("/console/backtest")
+    c.css("#upload").send_keys(upload)
+    c.wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#files .path").get_attribute("value") == "tsp.rules")
+    c.css("[name=since]").send_keys(iso(since))
+    c.css("[name=until]").send_keys(iso(until))
+    c.css("#run").click()
+    c.css("#backtest-report")
+    uploaded = {row.get_attribute("data-flow"): int(row.find_elements(By.TAG_NAME, "td")[2].text.replace(",", ""))
+                for row in c.all("#flows-table tbody tr")}
+    check(uploaded == candidate, "an uploaded candidate gives the pasted one's answer: %r, %r" % (uploaded, candidate))
+    os.remove(upload)
+    # A candidate that does not compile: its positioned errors on the page.
+    run_backtest(c, CANDIDATE.replace('"tsp"', "tsp").replace("outcome orange", "outcome purple"), since, until)
+    c.css("#diagnostics")
+    text = "\n".join(row.text for row in c.all("#diagnostics tr.diagnostic"))
+    check(re.search(r"candidate\.rules:\d+:\d+", text), "each error names file:line:column: " + text)
+
+
+def test_csrf_refused(c):
+    before = int(sql("SELECT count(*) FROM audit_log"))
+    body = json.dumps({"rules": CANDIDATE, "since": iso(c.since), "until": iso(c.until)})
+    answer = c.fetch("POST", "/v1/admin/rules/backtest", {"Content-Type": "application/json"}, body)
+    check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a backtest without the CSRF token is refused: %r" % answer)
+    answer = c.fetch("DELETE", "/console/session", {"X-CSRF-Token": "A" * 43})
+    check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a sign-out with a wrong CSRF token is refused: %r" % answer)
+    check(c.session_count() == 1, "nothing changed: the session is still there")
+    check(int(sql("SELECT count(*) FROM audit_log")) == before, "nothing audited")
+    check("\"reason\":\"csrf\"" in open(SERVER_LOG).read(), "the refusal is logged")
+
+
+def test_forged_cookie(c):
+    good = c.driver.get_cookie("issuerd_console")
+    c.driver.delete_cookie("issuerd_console")
+    c.driver.add_cookie({"name": "issuerd_console", "value": "".join(secrets.choice(string.ascii_letters) for _ in range(43)), "path": "/"})
+    c.open("/console/decisions")
+    c.wait.until(EC.url_contains("/console/sign-in?reason=invalid"))
+    check("not valid" in c.css("#message .notice").text, "a forged cookie is refused and said so")
+    answer = c.fetch("GET", "/v1/admin/rules")
+    check(answer["status"] == 401, "the JSON routes refuse it too: %r" % answer)
+    c.driver.delete_cookie("issuerd_console")
+    c.driver.add_cookie({"name": "issuerd_console", "value": good["value"], "path": "/", "sameSite": "Strict", "httpOnly": True})
+
+
+def test_expired_session(c):
+    c.open("/console/rules")
+    c.css("#version")
+    sql("UPDATE console_sessions SET expires_at = now() - interval '1 minute'")
+    answer = c.fetch("GET", "/v1/admin/rules")
+    check(answer["status"] == 401 and "session_expired" in answer["body"], "an expired session is refused by the JSON routes: %r" % answer)
+    c.open("/console/attempts")
+    c.wait.until(EC.url_contains("/console/sign-in?reason=expired"))
+    check("expired" in c.css("#message .notice").text, "the sign-in page says the session expired")
+    check("next=/console/attempts" in c.driver.current_url, "and brings the analyst back afterwards")
+
+
+def test_sign_out(c):
+    c.sign_in(KEY)
+    c.wait.until(EC.url_to_be(BASE + "/console/rules"))
+    count = c.session_count()
+    c.css("#sign-out").click()
+    c.wait.until(EC.url_contains("reason=signed-out"))
+    check(c.session_count() == count - 1, "signing out deletes the session row")
+    c.open("/console/rules")
+    c.wait.until(EC.url_contains("/console/sign-in"))
+
+
+def test_security_headers(c):
+    with urllib.request.urlopen(BASE + "/console/sign-in") as response:
+        policy = response.headers["Content-Security-Policy"]
+        page = response.read().decode()
+    check("script-src 'self'" in policy and "style-src 'self'" in policy and "unsafe-inline" not in policy
+          and "frame-ancestors 'none'" in policy, "a strict CSP: " + policy)
+    check("<script>" not in page and "style=" not in page, "no inline script or style in the page")
+    violations = [entry for entry in c.driver.get_log("browser") if "Content Security Policy" in entry.get("message", "")]
+    check(not violations, "no CSP violation while walking the console: %r" % violations)
+
+
+TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_decisions, test_rule_hits, test_attempts, test_attempt_page,
+         test_backtest, test_csrf_refused, test_forged_cookie, test_expired_session, test_sign_out, test_security_headers]
+
+
+def main():
+    console = Console()
+    failed = 0
+    try:
+        for test in TESTS:
+            try:
+                test(console)
+                print("✔ console browser: %s" % test.__name__)
+            except Exception:
+                failed += 1
+                print("✘ console browser: %s failed" % test.__name__)
+                traceback.print_exc()
+                console.driver.save_screenshot(os.path.join(SHOTS, "failed-%s.png" % test.__name__))
+    finally:
+        console.driver.quit()
+    print("console browser: %d passed, %d failed" % (len(TESTS) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

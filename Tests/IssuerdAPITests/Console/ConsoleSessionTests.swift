@@ -1,0 +1,189 @@
+import Foundation
+import IssuerdHTTP
+import IssuerdPostgres
+import IssuerdTestSupport
+import Testing
+
+@testable import IssuerdAPI
+
+/// The console's sign-in, session cookie, CSRF token, CSP and page routes, over a real socket
+/// and a real PostgreSQL (the browser test in scripts/test-console covers the pages' contents).
+@Suite("Analyst console: sessions, CSRF and security headers")
+struct ConsoleSessionTests {
+    /// One request on a fresh connection, cookies and redirects left to the test.
+    private func send(_ app: TestApplication, _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) throws
+        -> TestHTTPResponse
+    {
+        let connection = try RawHTTPConnection(port: app.application.port)
+        defer { connection.close() }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(app.application.port)\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        let bytes = Array((body ?? "").utf8)
+        if body != nil { head += "Content-Length: \(bytes.count)\r\n" }
+        try connection.send(Array((head + "\r\n").utf8) + bytes)
+        return try connection.readResponse(expectingBody: method != "HEAD")
+    }
+
+    private func signIn(_ app: TestApplication, key: String, headers: [String: String] = [:]) throws -> TestHTTPResponse {
+        var all = headers
+        all["Content-Type"] = "application/json"
+        return try send(app, "POST", "/console/session", headers: all, body: #"{"key":"\#(key)"}"#)
+    }
+
+    /// The session cookie's value from `Set-Cookie`, and the CSRF token from the body.
+    private func session(_ response: TestHTTPResponse) throws -> (cookie: String, csrf: String) {
+        let setCookie = try #require(response.header("Set-Cookie"))
+        let value = try #require(setCookie.split(separator: ";").first?.split(separator: "=", maxSplits: 1).last.map(String.init))
+        let csrf = try #require(response.jsonObject()?["csrfToken"] as? String)
+        return ("issuerd_console=\(value)", csrf)
+    }
+
+    private func count(_ app: TestApplication, _ sql: String) throws -> Int {
+        try app.pool.withConnection { Int(try $0.query(PostgresQuery(unsafeSQL: sql)).first!.decode("n", as: Int64.self)) }
+    }
+
+    @Test("Signing in sets an HttpOnly, SameSite=Strict cookie, stores only its hash, and audits the sign-in")
+    func signInSetsCookie() throws {
+        let app = try TestApplication()
+        let response = try signIn(app, key: try app.apiKey(role: .analyst))
+        #expect(response.status == 201)
+        let setCookie = try #require(response.header("Set-Cookie"))
+        for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=28800"] { #expect(setCookie.contains(attribute)) }
+        #expect(!setCookie.contains("Secure"), "plain HTTP without a TLS proxy: no Secure")
+        let (cookie, csrf) = try session(response)
+        #expect(csrf.utf8.count == 43)
+        #expect(try count(app, "SELECT count(*) AS n FROM console_sessions") == 1)
+        let stored = String(cookie.dropFirst("issuerd_console=".count))
+        #expect(try count(app, "SELECT count(*) AS n FROM console_sessions WHERE encode(session_hash, 'escape') LIKE '%\(stored)%'") == 0)
+        #expect(try count(app, "SELECT count(*) AS n FROM audit_log WHERE action = 'console.signed_in'") == 1)
+        let me = try send(app, "GET", "/console/session", headers: ["Cookie": cookie])
+        #expect(me.status == 200)
+        #expect(me.jsonObject()?["role"] as? String == "analyst")
+    }
+
+    @Test("Secure is set behind a TLS-terminating proxy (X-Forwarded-Proto: https) or when configured always")
+    func secureCookie() throws {
+        let app = try TestApplication()
+        let proxied = try signIn(app, key: try app.apiKey(role: .admin), headers: ["X-Forwarded-Proto": "https"])
+        #expect(proxied.header("Set-Cookie")?.contains("; Secure") == true)
+        let always = try TestApplication(environment: ["ISSUERD_CONSOLE_SECURE_COOKIES": "always"])
+        #expect(try signIn(always, key: try always.apiKey(role: .analyst)).header("Set-Cookie")?.contains("; Secure") == true)
+    }
+
+    @Test("A wrong key, an ivr key, a form post or a cross-origin post is refused and opens no session")
+    func signInRefusals() throws {
+        let app = try TestApplication()
+        #expect(try signIn(app, key: "isk_000000000000_" + String(repeating: "x", count: 43)).status == 401)
+        #expect(try signIn(app, key: "not a key").status == 401)
+        #expect(try signIn(app, key: try app.apiKey(role: .ivr)).status == 403)
+        let analyst = try app.apiKey(role: .analyst)
+        let form = try send(app, "POST", "/console/session", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "key=\(analyst)")
+        #expect(form.status == 415)
+        #expect(try signIn(app, key: analyst, headers: ["Origin": "https://evil.example"]).status == 403)
+        #expect(try count(app, "SELECT count(*) AS n FROM console_sessions") == 0)
+        #expect(try signIn(app, key: analyst, headers: ["Origin": "http://127.0.0.1:\(app.application.port)"]).status == 201)
+    }
+
+    @Test("The session stands in for the key on the analyst JSON routes; a state change needs the CSRF token")
+    func csrf() throws {
+        let app = try TestApplication()
+        let (cookie, csrf) = try session(try signIn(app, key: try app.apiKey(role: .analyst)))
+        for path in ["/v1/admin/rules", "/v1/admin/decisions", "/v1/admin/rule-hits", "/v1/admin/attempts"] {
+            #expect(try send(app, "GET", path, headers: ["Cookie": cookie]).status == 200, "\(path)")
+        }
+        let body = #"{"rules":"rule x.y\n  title \"t\"\n  outcome orange\n  reason R\n  owner o\n  when card.country == \"FR\"\nend\n","since":"2020-01-01T00:00:00Z","until":"2020-01-02T00:00:00Z"}"#
+        let missing = try send(app, "POST", "/v1/admin/rules/backtest", headers: ["Cookie": cookie, "Content-Type": "application/json"], body: body)
+        #expect(missing.status == 403)
+        #expect(missing.jsonObject().flatMap { ($0["error"] as? [String: Any])?["code"] as? String } == "csrf_token_invalid")
+        let wrong = try send(app, "POST", "/v1/admin/rules/backtest",
+                             headers: ["Cookie": cookie, "Content-Type": "application/json", "X-CSRF-Token": String(csrf.reversed())], body: body)
+        #expect(wrong.status == 403)
+        let good = try send(app, "POST", "/v1/admin/rules/backtest",
+                            headers: ["Cookie": cookie, "Content-Type": "application/json", "X-CSRF-Token": csrf], body: body)
+        #expect(good.status == 200)
+        // The session never reaches admin-only routes: reload still needs an admin key.
+        #expect(try send(app, "POST", "/v1/admin/rules/reload", headers: ["Cookie": cookie, "X-CSRF-Token": csrf]).status == 401)
+        // Sign-out is a state change too.
+        #expect(try send(app, "DELETE", "/console/session", headers: ["Cookie": cookie]).status == 403)
+        #expect(try count(app, "SELECT count(*) AS n FROM console_sessions") == 1)
+        let out = try send(app, "DELETE", "/console/session", headers: ["Cookie": cookie, "X-CSRF-Token": csrf])
+        #expect(out.status == 204)
+        #expect(out.header("Set-Cookie")?.contains("Max-Age=0") == true)
+        #expect(try count(app, "SELECT count(*) AS n FROM console_sessions") == 0)
+        #expect(try send(app, "GET", "/v1/admin/rules", headers: ["Cookie": cookie]).status == 401)
+    }
+
+    @Test("An expired session, a forged cookie or a revoked key is refused; pages redirect to sign-in saying why")
+    func refusals() throws {
+        let app = try TestApplication()
+        let key = try app.apiKey(role: .analyst)
+        let (cookie, _) = try session(try signIn(app, key: key))
+        let page = try send(app, "GET", "/console/decisions?channel=tsp", headers: ["Cookie": cookie])
+        #expect(page.status == 200)
+
+        try app.pool.withConnection { try $0.execute("UPDATE console_sessions SET expires_at = now() - interval '1 second'") }
+        let expired = try send(app, "GET", "/v1/admin/rules", headers: ["Cookie": cookie])
+        #expect(expired.status == 401)
+        #expect(expired.text.contains("session_expired"))
+        let redirected = try send(app, "GET", "/console/decisions?channel=tsp", headers: ["Cookie": cookie])
+        #expect(redirected.status == 303)
+        #expect(redirected.header("Location") == "/console/sign-in?reason=expired&next=/console/decisions%3Fchannel%3Dtsp")
+
+        let forged = "issuerd_console=" + String(repeating: "A", count: 43)
+        #expect(try send(app, "GET", "/v1/admin/rules", headers: ["Cookie": forged]).status == 401)
+        #expect(try send(app, "GET", "/console/rules", headers: ["Cookie": forged]).header("Location") == "/console/sign-in?reason=invalid&next=/console/rules")
+        #expect(try send(app, "GET", "/console/rules").header("Location") == "/console/sign-in?next=/console/rules")
+
+        let (fresh, _) = try session(try signIn(app, key: key))
+        #expect(try send(app, "GET", "/v1/admin/rules", headers: ["Cookie": fresh]).status == 200)
+        try app.pool.withConnection { try $0.execute("UPDATE api_keys SET revoked_at = now()") }
+        #expect(try send(app, "GET", "/v1/admin/rules", headers: ["Cookie": fresh]).status == 401)
+    }
+
+    @Test("Pages and assets carry a strict CSP and come from the binary with their own content types")
+    func headers() throws {
+        let app = try TestApplication()
+        let (cookie, _) = try session(try signIn(app, key: try app.apiKey(role: .analyst)))
+        for page in ConsoleRoutes.pages {
+            let path = page.path.replacingOccurrences(of: "{attemptId}", with: "00000000-0000-0000-0000-000000000000")
+            let response = try send(app, "GET", path, headers: ["Cookie": cookie])
+            #expect(response.status == 200, "\(path)")
+            #expect(response.header("Content-Type") == "text/html; charset=utf-8")
+            #expect(response.header("Content-Security-Policy") == ConsoleRoutes.contentSecurityPolicy)
+            #expect(response.header("X-Frame-Options") == "DENY")
+            #expect(response.text.contains("data-page=\"\(page.name)\""))
+        }
+        let css = try send(app, "GET", "/console/assets/console.css")
+        #expect(css.header("Content-Type") == "text/css; charset=utf-8")
+        let script = try send(app, "GET", "/console/assets/console.js")
+        #expect(script.header("Content-Type") == "text/javascript; charset=utf-8")
+        #expect(script.header("X-Content-Type-Options") == "nosniff")
+        #expect(try send(app, "GET", "/console").header("Location") == "/console/rules")
+    }
+
+    @Test("The policy allows nothing inline and nothing from another host; the page has no inline script or style")
+    func policy() {
+        let policy = ConsoleRoutes.contentSecurityPolicy
+        #expect(policy.contains("default-src 'none'") && policy.contains("script-src 'self'") && policy.contains("style-src 'self'"))
+        #expect(!policy.contains("unsafe") && !policy.contains("http") && !policy.contains("*"))
+        let page = ConsoleAssets.page(name: "rules", title: "Ruleset")
+        #expect(!page.contains("<script>") && !page.contains("style=") && !page.contains(" on") && !page.contains("<style"))
+        #expect(!ConsoleAssets.script.contains("innerHTML") && !ConsoleAssets.script.contains("eval("))
+        #expect(!(ConsoleAssets.script + ConsoleAssets.stylesheet + page).contains("https://"))
+    }
+
+    @Test("Cookie values and CSRF tokens: only well-formed values are looked up, tokens compare exactly")
+    func tokens() {
+        #expect(ConsoleSessions.isWellFormed(String(repeating: "a", count: 43)))
+        #expect(ConsoleSessions.isWellFormed("AZaz09-_" + String(repeating: "b", count: 35)))
+        #expect(!ConsoleSessions.isWellFormed(String(repeating: "a", count: 42)))
+        #expect(!ConsoleSessions.isWellFormed(String(repeating: "a", count: 42) + "'"))
+        #expect(!ConsoleSessions.isWellFormed(String(repeating: "a", count: 42) + "é"))
+        let token = String(repeating: "t", count: 43)
+        #expect(ConsoleSessions.csrfMatches(token, token))
+        #expect(!ConsoleSessions.csrfMatches(nil, token))
+        #expect(!ConsoleSessions.csrfMatches("", token))
+        #expect(!ConsoleSessions.csrfMatches(String(token.dropLast()) + "u", token))
+        #expect(!ConsoleSessions.csrfMatches(token + "t", token))
+    }
+}
