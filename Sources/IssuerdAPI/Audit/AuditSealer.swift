@@ -69,10 +69,12 @@ final class AuditSealer: Sendable {
             // One more round after a stop request: what this instance's last requests wrote is
             // chained before the pool closes (another instance or `audit verify` would otherwise).
             let stopping = stopRequested
-            sealOnce()
+            let sealed = sealOnce()
             if stopping { break }
             condition.lock()
-            let deadline = Date().addingTimeInterval(OutboxBackoff.seconds(interval))
+            // After a failure (database away), wait at least 5 s: one warning, not four a second.
+            let wait = sealed ? OutboxBackoff.seconds(interval) : max(OutboxBackoff.seconds(interval), 5)
+            let deadline = Date().addingTimeInterval(wait)
             while !stopRequested && condition.wait(until: deadline) {}
             condition.unlock()
         }
@@ -83,12 +85,15 @@ final class AuditSealer: Sendable {
         logger.info("audit sealer stopped")
     }
 
-    private func sealOnce() {
+    /// One round; false when it failed.
+    private func sealOnce() -> Bool {
         do {
             let sealed = try database.withConnection { try AuditLog.seal(connection: $0, wait: false) }
             if sealed > 0 { sealedTotal.increment(by: Double(sealed), labels: []) }
+            return true
         } catch {
             logger.warning("audit seal round failed", ["error": "\(error)"])
+            return false
         }
     }
 }
