@@ -18,6 +18,7 @@ public final class IssuerdApplication: Sendable {
     let server: HTTPServer
     let rulesWatcher: RulesFileWatcher
     let outbox: OutboxDispatcher
+    let auditSealer: AuditSealer
 
     /// Builds every component without starting anything that listens or connects.
     ///
@@ -72,6 +73,7 @@ public final class IssuerdApplication: Sendable {
             database: database, configuration: configuration,
             delivery: OutboxDelivery(configuration: configuration, sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock),
             metrics: metrics, logger: logger.labelled("issuerd.outbox"))
+        self.auditSealer = AuditSealer(database: database, settings: configuration.audit, metrics: metrics, logger: logger.labelled("issuerd.audit"))
         self.server = HTTPServer(configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"), metrics: metrics)
     }
 
@@ -94,6 +96,7 @@ public final class IssuerdApplication: Sendable {
         try server.start()
         rulesWatcher.start()
         if configuration.outbox.dispatch { outbox.start() }
+        if configuration.audit.seal { auditSealer.start() }
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
     }
 
@@ -107,6 +110,7 @@ public final class IssuerdApplication: Sendable {
         rulesWatcher.stop()
         server.shutdown(timeout: timeout)
         outbox.stop(timeout: timeout)
+        auditSealer.stop(timeout: timeout)
         database.close()
         logger.info("issuerd stopped")
     }

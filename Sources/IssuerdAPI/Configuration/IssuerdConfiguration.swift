@@ -62,6 +62,8 @@ public struct IssuerdConfiguration: Sendable {
     public var outbox: OutboxSettings
     /// The analyst console's sessions (`ISSUERD_CONSOLE_*`).
     public var console: ConsoleSettings
+    /// The audit chain's background sealer (`ISSUERD_AUDIT_*`).
+    public var audit: AuditSettings
 
     /// Reads and validates every setting.
     ///
@@ -103,6 +105,7 @@ public struct IssuerdConfiguration: Sendable {
         stepUp = try StepUpSettings(reader)
         outbox = try OutboxSettings(reader)
         console = try ConsoleSettings(reader)
+        audit = try AuditSettings(reader)
     }
 
     /// PEM given inline, or read from the path given.

@@ -62,12 +62,12 @@ struct CardStatusTests {
         }
         #expect(events == ["tok-active:suspended", "tok-pending:suspended", "tok-active:resumed", "tok-pending:resumed"])
         let audit = try app.pool.withConnection { connection in
-            try connection.query("SELECT details FROM audit_log WHERE action = 'card.status_changed' ORDER BY seq")
+            try connection.query("SELECT details FROM audit_log WHERE action = 'card.status_changed' ORDER BY id")
                 .map { try $0.decode("details", as: String.self) }
         }
         #expect(audit.count == 3)
         #expect(audit.first?.contains(#""reason":"called the hotline""#) == true)
-        #expect(try app.pool.withConnection { try AuditLog.verify(connection: $0) }.isIntact)
+        #expect(try AuditChainCheck.verify(database: app.pool).isIntact)
     }
 
     @Test("Closed deletes every remaining token, and a closed card cannot change again (409 invalid_state)")

@@ -75,7 +75,7 @@ struct OperatorCommandTests {
         let analyst = try app.apiKey(role: .analyst)
         #expect(try app.client.get("/v1/admin/cards/imp-3", headers: AdminFixtures.bearer(analyst)).jsonObject()?["customerId"] as? String == "cust-b")
         let actions = try app.pool.withConnection { connection in
-            try connection.query("SELECT action FROM audit_log ORDER BY seq").map { try $0.decode("action", as: String.self) }
+            try connection.query("SELECT action FROM audit_log ORDER BY id").map { try $0.decode("action", as: String.self) }
         }
         // One summary entry: one chained entry per card would hold the audit lock (and every
         // other audited writer) for the length of the import.

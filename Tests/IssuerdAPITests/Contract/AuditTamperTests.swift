@@ -14,6 +14,8 @@ struct AuditTamperTests {
         try AdminFixtures.registerCard(app, adminKey: admin, customer: "c1", card: "card-1", serial: 1)
         try AdminFixtures.registerCard(app, adminKey: admin, customer: "c2", card: "card-2", serial: 2)
         _ = try app.client.postJSON("/v1/admin/cards/card-1/status", #"{"status":"lost"}"#, headers: AdminFixtures.bearer(admin))
+        // Chain everything now (the background sealer may not have had its round yet).
+        try app.pool.withConnection { _ = try AuditLog.seal(connection: $0, wait: true) }
         return app
     }
 
@@ -42,6 +44,22 @@ struct AuditTamperTests {
         #expect(throws: PostgresError.self) {
             try app.pool.withConnection { try $0.execute("UPDATE audit_log SET actor = 'someone' WHERE seq = 1") }
         }
+        #expect(throws: PostgresError.self) {
+            try app.pool.withConnection { try $0.execute("UPDATE audit_log SET seq = NULL, prev_hash = NULL, hash = NULL WHERE seq = 5") }
+        }
+        #expect(throws: PostgresError.self) { try app.pool.withConnection { try $0.execute("DELETE FROM audit_log WHERE seq = 5") } }
+    }
+
+    @Test("Two sealed entries swapped are reported at the first of them")
+    func reordered() throws {
+        let app = try audited()
+        try tamper(app, "UPDATE audit_log SET seq = 0 WHERE seq = 3")
+        try tamper(app, "UPDATE audit_log SET seq = 3 WHERE seq = 4")
+        try tamper(app, "UPDATE audit_log SET seq = 4 WHERE seq = 0")
+        let report = try AuditChainCheck.verify(database: app.pool)
+        #expect(report.firstBrokenSequence == 3)
+        #expect(report.entries == 2)
+        #expect(try verifyCommand(app).status == 1)
     }
 
     @Test("An edited entry is reported at its sequence number", arguments: ["actor = 'apikey:innocent'", #"details = '{"fields":""}'"#, "at_ms = at_ms + 1"])

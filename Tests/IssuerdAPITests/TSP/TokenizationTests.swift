@@ -73,7 +73,7 @@ struct TokenizationTests {
         #expect(declined.jsonObject()?["decision"] as? String == "DECLINED")
         #expect((declined.jsonObject()?["reasons"] as? [[String: Any]])?.contains { $0["rule"] as? String == "invariant.wallet_declined" } == true)
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM tokens") == 1)
-        let audit = try app.pool.withConnection { try AuditLog.verify(connection: $0) }
+        let audit = try AuditChainCheck.verify(database: app.pool)
         #expect(audit.isIntact)
     }
 
