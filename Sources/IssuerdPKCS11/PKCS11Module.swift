@@ -115,7 +115,6 @@ public final class PKCS11Module: @unchecked Sendable {  // immutable after init;
         switch value {
         case 0xA0, 0xA2: code = .pinIncorrect
         case 0xA4: code = .pinLocked
-        case 0xE0: code = .tokenNotFound
         case 0x40, 0x110, 0x112: code = .unwrapFailed
         default: code = PKCS11ReturnValue.meansSessionLost(value) ? .sessionLost : .operationFailed
         }

@@ -80,7 +80,9 @@ extension PKCS11Token {
                 throw PKCS11Error(.keyWrongType, "an unwrapped data key is \(attribute.ulValueLen) bytes, not \(Self.dataKeyByteCount)")
             }
         }
-        return try body(UnsafeRawBufferPointer(start: buffer.pointer, count: buffer.count))
+        // The buffer wipes and frees its memory in deinit: keep it alive until `body` is done,
+        // or Swift may release it right after its last use (building the pointer).
+        return try withExtendedLifetime(buffer) { try body(UnsafeRawBufferPointer(start: buffer.pointer, count: buffer.count)) }
     }
 
     private func wrap(_ key: CK_OBJECT_HANDLE, wrappingKeyLabel: String, session: PKCS11Session) throws -> [UInt8] {

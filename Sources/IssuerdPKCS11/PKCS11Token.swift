@@ -19,6 +19,8 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
     let slot: UInt
     private let pin: PKCS11PIN
     private let condition = NSCondition()
+    /// How long an operation waits for a free session before it fails.
+    static let acquireTimeout: TimeInterval = 5
     private var idle: [CK_SESSION_HANDLE] = []
     private var open = 0
     private var handles: [String: CK_OBJECT_HANDLE] = [:]
@@ -109,7 +111,15 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
 
     private func acquire() throws -> CK_SESSION_HANDLE {
         condition.lock()
-        while idle.isEmpty && open >= sessionCount { condition.wait() }
+        // A stalled HSM must not hold every HTTP worker forever: after the wait bound the
+        // request fails (500, no answer without its signature) instead of queueing on.
+        let deadline = Date().addingTimeInterval(Self.acquireTimeout)
+        while idle.isEmpty && open >= sessionCount {
+            guard condition.wait(until: deadline) || !(idle.isEmpty && open >= sessionCount) else {
+                condition.unlock()
+                throw PKCS11Error(.sessionLost, "token '\(label)' had no free session within \(Int(Self.acquireTimeout)) s (\(sessionCount) in use)")
+            }
+        }
         if let session = idle.popLast() {
             condition.unlock()
             return session

@@ -139,7 +139,10 @@ public enum CardImport {
     private static func encodeInParallel(
         _ lines: [(Int, [UInt8])], workers: Int, now: Date, vault: PANVault
     ) throws -> [EncodedSlice] {
-        let size = (lines.count + workers - 1) / workers
+        // An empty file, or a last read that found only the end of the file (a line count that
+        // is a multiple of the chunk size), has nothing to encode: a zero stride would trap.
+        guard !lines.isEmpty else { return [] }
+        let size = (lines.count + max(workers, 1) - 1) / max(workers, 1)
         let ranges = stride(from: 0, to: lines.count, by: size).map { $0..<min($0 + size, lines.count) }
         let results = Mutex<[Int: Result<EncodedSlice, Error>]>([:])
         let input = SendableLines(lines: lines)

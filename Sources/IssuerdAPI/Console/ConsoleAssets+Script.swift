@@ -215,7 +215,16 @@ extension ConsoleAssets {
           async function attempts() {
             const q = params.get('q') || '';
             const input = el('input', { name: 'q', id: 'q', size: 40, value: q, placeholder: 'attempt id, card id, last four, customer or device id' });
-            const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/attempts' }, el('label', {}, 'Search', input), el('button', { type: 'submit', text: 'Search' }));
+            const refused = el('span', { cls: 'muted', id: 'pan-refused' });
+            const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/attempts' }, el('label', {}, 'Search', input), el('button', { type: 'submit', text: 'Search' }), refused);
+            // A full card number typed here must not travel in a URL (history, proxy logs).
+            form.addEventListener('submit', (event) => {
+              if (/^[0-9]{12,19}$/.test(input.value.replace(/[ -]/g, ''))) {
+                event.preventDefault();
+                input.value = '';
+                refused.textContent = 'Search by the last four digits: a full card number is never searched or sent.';
+              }
+            });
             const result = await api('GET', '/v1/admin/attempts?' + query({ q }));
             if (!result.ok) return show(el('h1', { text: 'Attempts' }), form, fail(errorText(result)));
             const d = result.json;

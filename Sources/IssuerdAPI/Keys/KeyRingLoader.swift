@@ -46,7 +46,7 @@ public enum KeyRingLoader {
                     guard environment == key else {
                         throw ConfigurationError(
                             key: "ISSUERD_MASTER_KEY",
-                            problem: "version \(row.version) differs from the HSM data key of the same version; remove it from the environment")
+                            problem: "version \(row.version) differs from the HSM data key of the same version; keep the key that sealed the stored rows and check hsm_data_keys before removing anything")
                     }
                 }
                 keys[row.version] = key
@@ -80,7 +80,12 @@ public enum HSMDataKeyProvisioning {
             // One writer at a time picks the next version.
             try connection.execute("SELECT pg_advisory_xact_lock(\(Int64(0x6873_6D64_656B)))")
             let stored = try HSMDataKey.all(connection: connection)
-            let highest = max(stored.map(\.version).max() ?? 0, masterKeys.map(\.version).max() ?? 0)
+            // Versions already sealing rows count too: run without the environment key that
+            // sealed them, a new key must not take their number (the rows would stop opening).
+            let sealed = try connection.query(
+                "SELECT greatest((SELECT max(pan_key_version) FROM cards), (SELECT max(key_version) FROM challenges)) AS v"
+            ).first?.decode("v", as: Int?.self) ?? nil
+            let highest = max(stored.map(\.version).max() ?? 0, masterKeys.map(\.version).max() ?? 0, sealed ?? 0)
             guard stored.count < MasterKeyRing.maximumVersions, highest < 9999 else {
                 throw CommandInputError("no room for another data key version (at most \(MasterKeyRing.maximumVersions) stored, versions up to 9999)")
             }

@@ -56,8 +56,13 @@ struct InAppProvisioning: Sendable {
         var answerInTransaction = false
         let outcome = try context.database.withConnection { connection in
             try connection.pipelinedTransaction(
-                opening: [PushContext.lockAndPlanSettings(customerID: customerID), statement.query]
+                opening: [PushContext.lockAndPlanSettings(customerID: customerID), statement.query] + (claim.map { [$0.holding()] } ?? [])
             ) { connection, rows in
+                // The claim is locked with the context read: a holder whose claim a retry took
+                // over does nothing, and no retry can take it over before this commits.
+                if claim != nil, rows[2].isEmpty {
+                    return (value: Outcome.refusal(IdempotencyClaim.takenOver(), counted: nil, log: nil), closing: [])
+                }
                 guard let pushContext = try PushContext(rows: rows[1], statement: statement) else {
                     return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil, log: nil), closing: [])
                 }

@@ -27,6 +27,11 @@ enum AnalystRoutes {
             guard text.utf8.count <= 64, text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
                 throw APIErrors.invalidRequest("'q' must be at most 64 printable characters", field: "q")
             }
+            // A full card number is refused, never searched (no PAN column exists) nor echoed.
+            let digits = text.utf8.filter { $0 != 0x20 && $0 != 0x2D }
+            if (12...19).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }) {
+                throw APIErrors.invalidRequest("search by a card's last four digits, never its full number", field: "q")
+            }
             let limit = try request.query["limit"].map { text -> Int in
                 guard let limit = Int(text), (1...200).contains(limit) else {
                     throw APIErrors.invalidRequest("'limit' must be between 1 and 200", field: "limit")

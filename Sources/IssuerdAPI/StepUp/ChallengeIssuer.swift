@@ -67,7 +67,8 @@ struct ChallengeIssuer: Sendable {
                 actor: "tsp", action: "challenge.created", subject: "token:\(token.tokenReference)",
                 details: ["challengeId": challengeText, "method": method.rawValue, "destination": masked], at: now, connection: connection)
             let response = ActivationCodeResponse(challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
-            if let claim { try connection.execute(claim.recording(try Self.answer(response))) }
+            // Zero rows: a retry took the claim over; rolling back sends no second code.
+            if let claim, try connection.execute(claim.recording(try Self.answer(response))) != 1 { throw IdempotencyClaim.takenOver() }
             return response
         }
         claim?.markRecorded()

@@ -47,11 +47,12 @@ struct IdempotencyStore: Sendable {
             throw APIErrors.invalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
         let requestHash = SHA256.hash(Array(request.method.rawValue.utf8) + [0] + Array(request.path.utf8) + [0] + request.body)
+        let claim = IdempotencyClaim(scope: scope, key: key, token: UUID.random())
         var claimed = try database.withConnection { connection in
             try connection.execute(
                 """
-                INSERT INTO idempotency_keys (scope, key, request_hash, status)
-                VALUES (\(scope), \(key), \(requestHash), 0) ON CONFLICT DO NOTHING
+                INSERT INTO idempotency_keys (scope, key, request_hash, status, claim_token)
+                VALUES (\(scope), \(key), \(requestHash), 0, \(claim.token)) ON CONFLICT DO NOTHING
                 """) == 1
         }
         if !claimed {
@@ -74,7 +75,7 @@ struct IdempotencyStore: Sendable {
                 claimed = try database.withConnection { connection in
                     try connection.execute(
                         """
-                        UPDATE idempotency_keys SET created_at = now()
+                        UPDATE idempotency_keys SET created_at = now(), claim_token = \(claim.token)
                         WHERE scope = \(scope) AND key = \(key) AND status = 0 AND created_at < now() - make_interval(secs => \(expiry))
                         """) == 1
                 }
@@ -89,13 +90,12 @@ struct IdempotencyStore: Sendable {
                 return response
             }
         }
-        let claim = IdempotencyClaim(scope: scope, key: key)
         do {
             let response = try work(claim)
             guard !claim.isRecorded else { return response }
             try database.withConnection { connection in
                 if response.status >= 500 {
-                    _ = try connection.execute("DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key) AND status = 0")
+                    _ = try connection.execute(claim.releasing())
                 } else {
                     _ = try connection.execute(claim.recording(response))
                 }
@@ -112,7 +112,7 @@ struct IdempotencyStore: Sendable {
             // Only a bare claim goes: an answer the work committed (its acknowledgement lost with
             // the connection) must stay for the retry.
             try? database.withConnection { connection in
-                _ = try connection.execute("DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key) AND status = 0")
+                _ = try connection.execute(claim.releasing())
             }
             throw error
         }
@@ -121,23 +121,49 @@ struct IdempotencyStore: Sendable {
 
 /// A claimed `Idempotency-Key` as the work sees it: the statement that stores the answer, to run
 /// in the work's own transaction, so that the answer commits exactly when the work does.
+///
+/// A claim is held by its token: once a retry took an expired claim over (a new token), the
+/// first holder's statements match no row, and ``holding()`` tells its transaction to give up.
 final class IdempotencyClaim: Sendable {
     let scope: String
     let key: String
+    /// This holder's token (`idempotency_keys.claim_token`).
+    let token: UUID
     // Guarded by Mutex: set by the work's thread, read by the same request's thread afterwards.
     private let recorded = Mutex(false)
 
-    init(scope: String, key: String) {
+    init(scope: String, key: String, token: UUID) {
         self.scope = scope
         self.key = key
+        self.token = token
     }
 
-    /// The statement storing `response` as this key's answer.
+    /// The statement storing `response` as this key's answer, if this holder still holds it.
     func recording(_ response: HTTPResponse) -> PostgresQuery {
         """
         UPDATE idempotency_keys SET status = \(response.status), response_body = \(response.body)
-        WHERE scope = \(scope) AND key = \(key)
+        WHERE scope = \(scope) AND key = \(key) AND status = 0 AND claim_token = \(token)
         """
+    }
+
+    /// A row when this holder still holds the claim, locked to the end of the caller's
+    /// transaction so no retry can take it over before the answer commits with the work.
+    func holding() -> PostgresQuery {
+        """
+        SELECT 1 AS held FROM idempotency_keys
+        WHERE scope = \(scope) AND key = \(key) AND status = 0 AND claim_token = \(token) FOR UPDATE
+        """
+    }
+
+    /// Removes the claim when it is still this holder's and has no answer.
+    func releasing() -> PostgresQuery {
+        "DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key) AND status = 0 AND claim_token = \(token)"
+    }
+
+    /// The refusal of work whose claim a retry took over (the first holder was slower than the
+    /// claim's expiry): nothing was done, and the retry's answer is the one that counts.
+    static func takenOver() -> HTTPError {
+        HTTPError(status: 409, code: .idempotencyKeyReused, message: "a request with this Idempotency-Key is still being processed")
     }
 
     /// Tells the store that the work's committed transaction stored the answer.

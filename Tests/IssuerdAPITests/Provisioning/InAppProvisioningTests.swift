@@ -1,6 +1,9 @@
 import Foundation
 import Synchronization
+import IssuerdCore
 import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
 
@@ -173,6 +176,29 @@ struct InAppProvisioningTests {
         let replay = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
         #expect(replay.header("Idempotent-Replayed") == "true")
         #expect(replay.body == retried.body)
+    }
+
+    @Test("A slow holder whose claim a retry took over neither records its answer nor does its work again")
+    func takenOverClaimIsInert() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let body = try DecisionFixtures.provisionBody(app)
+        #expect(try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-2"]).status == 200)
+        let row = try app.pool.withConnection { try $0.query("SELECT scope, claim_token FROM idempotency_keys WHERE key = 'k-2'").first }
+        let scope = try #require(row).decode("scope", as: String.self)
+        let winner = try #require(try row?.decode("claim_token", as: UUID.self))
+        // The first holder, slower than the expiry, comes back after the retry took over.
+        let slow = IdempotencyClaim(scope: scope, key: "k-2", token: UUID.random())
+        try app.pool.withConnection { connection in
+            #expect(try connection.execute(slow.recording(HTTPResponse(status: 201, body: Array("late".utf8)))) == 0)
+            #expect(try connection.execute(slow.releasing()) == 0)
+            #expect(try connection.query(slow.holding()).isEmpty)
+            // Even on a bare claim (status 0) held by another token, the slow holder finds nothing.
+            try connection.execute("UPDATE idempotency_keys SET status = 0 WHERE key = 'k-2'")
+            #expect(try connection.query(slow.holding()).isEmpty)
+            #expect(try connection.query(IdempotencyClaim(scope: scope, key: "k-2", token: winner).holding()).count == 1)
+        }
     }
 
     @Test("The card limit answers 429 with Retry-After, counted in PostgreSQL")
