@@ -30,7 +30,8 @@ public enum HistoryBacktest {
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
     public static func run(current: Ruleset, candidate: Ruleset, since: Date, until: Date, limit: Int, sampleSize: Int = 20,
                            database: PostgresPool, progress: (String) -> Void = { _ in }) throws -> Outcome {
-        let export = HistoryExport(since: since, until: until, lookbackSeconds: HistoryExport.lookback(for: [current, candidate]))
+        let export = HistoryExport(since: since, until: until, lookbackSeconds: HistoryExport.lookback(for: [current, candidate]),
+                                   windowKeysOnly: true)
         let text: String
         do {
             text = try database.transaction(isolation: .repeatableRead) { connection -> String in
