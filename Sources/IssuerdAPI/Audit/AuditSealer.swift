@@ -13,16 +13,7 @@ final class AuditSealer: Sendable {
     private let interval: Duration
     private let logger: Logger
     private let sealedTotal: Counter
-    // Guarded by Mutex: the run flag and whether the thread has finished.
-    private let state = Mutex(State())
-    // NSCondition is thread-safe; it wakes the sleeping loop early on stop.
-    private let condition = NSCondition()
-
-    private struct State {
-        var running = false
-        var stopRequested = false
-        var finished = false
-    }
+    private let thread = BackgroundThread(name: "issuerd-audit-sealer")
 
     init(database: PostgresPool, settings: AuditSettings, metrics: MetricsRegistry, logger: Logger) {
         self.database = database
@@ -38,30 +29,15 @@ final class AuditSealer: Sendable {
 
     /// Starts the worker thread (once).
     func start() {
-        let shouldStart = state.withLock { state -> Bool in
-            guard !state.running else { return false }
-            state.running = true
-            return true
-        }
-        guard shouldStart else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = "issuerd-audit-sealer"
-        thread.start()
+        thread.start { [self] in run() }
     }
 
     /// Seals what is pending one last time, then waits for the thread, at most `timeout`.
     func stop(timeout: Duration) {
-        guard state.withLock({ $0.running }) else { return }
-        condition.lock()
-        state.withLock { $0.stopRequested = true }
-        condition.broadcast()
-        let deadline = Date().addingTimeInterval(OutboxBackoff.seconds(timeout))
-        while !state.withLock({ $0.finished }) && condition.wait(until: deadline) {}
-        condition.unlock()
-        if !state.withLock({ $0.finished }) { logger.warning("audit sealer still sealing at shutdown; the next sealer chains what is left") }
+        if !thread.stop(timeout: timeout) { logger.warning("audit sealer still sealing at shutdown; the next sealer chains what is left") }
     }
 
-    private var stopRequested: Bool { state.withLock { $0.stopRequested } }
+    private var stopRequested: Bool { thread.stopRequested }
 
     private func run() {
         logger.info("audit sealer started", ["intervalMs": .int(Int(OutboxBackoff.seconds(interval) * 1000))])
@@ -71,17 +47,9 @@ final class AuditSealer: Sendable {
             let stopping = stopRequested
             let sealed = sealOnce()
             if stopping { break }
-            condition.lock()
             // After a failure (database away), wait at least 5 s: one warning, not four a second.
-            let wait = sealed ? OutboxBackoff.seconds(interval) : max(OutboxBackoff.seconds(interval), 5)
-            let deadline = Date().addingTimeInterval(wait)
-            while !stopRequested && condition.wait(until: deadline) {}
-            condition.unlock()
+            thread.sleep(seconds: sealed ? OutboxBackoff.seconds(interval) : max(OutboxBackoff.seconds(interval), 5))
         }
-        condition.lock()
-        state.withLock { $0.finished = true }
-        condition.broadcast()
-        condition.unlock()
         logger.info("audit sealer stopped")
     }
 

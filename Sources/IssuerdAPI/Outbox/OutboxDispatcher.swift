@@ -15,16 +15,7 @@ final class OutboxDispatcher: Sendable {
     private let backoff: OutboxBackoff
     private let logger: Logger
     private let deliveries: Counter
-    // Guarded by Mutex: the run flag and whether the thread has finished.
-    private let state = Mutex(State())
-    // NSCondition is thread-safe; it wakes the sleeping loop early on stop.
-    private let condition = NSCondition()
-
-    private struct State {
-        var running = false
-        var stopRequested = false
-        var finished = false
-    }
+    private let thread = BackgroundThread(name: "issuerd-outbox")
 
     init(database: PostgresPool, configuration: IssuerdConfiguration, delivery: OutboxDelivery, metrics: MetricsRegistry, logger: Logger) {
         self.database = database
@@ -45,33 +36,18 @@ final class OutboxDispatcher: Sendable {
 
     /// Starts the worker thread (once).
     func start() {
-        let shouldStart = state.withLock { state -> Bool in
-            guard !state.running else { return false }
-            state.running = true
-            return true
-        }
-        guard shouldStart else { return }
+        guard thread.start({ [self] in run() }) else { return }
         if !delivery.deliverableKinds.contains(.tsp) {
             logger.warning("ISSUERD_TSP_WEBHOOK_URL is not set: TSP notifications stay pending in the outbox until it is")
         }
-        let thread = Thread { [self] in run() }
-        thread.name = "issuerd-outbox"
-        thread.start()
     }
 
     /// Stops after the message in hand and waits for the thread, at most `timeout`.
     func stop(timeout: Duration) {
-        guard state.withLock({ $0.running }) else { return }
-        condition.lock()
-        state.withLock { $0.stopRequested = true }
-        condition.broadcast()
-        let deadline = Date().addingTimeInterval(OutboxBackoff.seconds(timeout))
-        while !state.withLock({ $0.finished }) && condition.wait(until: deadline) {}
-        condition.unlock()
-        if !state.withLock({ $0.finished }) { logger.warning("outbox dispatcher still delivering at shutdown; its claims will expire and be retried") }
+        if !thread.stop(timeout: timeout) { logger.warning("outbox dispatcher still delivering at shutdown; its claims will expire and be retried") }
     }
 
-    private var stopRequested: Bool { state.withLock { $0.stopRequested } }
+    private var stopRequested: Bool { thread.stopRequested }
 
     private func run() {
         logger.info("outbox dispatcher started", ["kinds": .string(delivery.deliverableKinds.map(\.rawValue).joined(separator: ","))])
@@ -83,15 +59,8 @@ final class OutboxDispatcher: Sendable {
                 logger.warning("outbox round failed", ["error": "\(error)"])
             }
             if claimedFullBatch { continue }
-            condition.lock()
-            let deadline = Date().addingTimeInterval(OutboxBackoff.seconds(settings.pollInterval))
-            while !stopRequested && condition.wait(until: deadline) {}
-            condition.unlock()
+            thread.sleep(seconds: OutboxBackoff.seconds(settings.pollInterval))
         }
-        condition.lock()
-        state.withLock { $0.finished = true }
-        condition.broadcast()
-        condition.unlock()
         logger.info("outbox dispatcher stopped")
     }
 
