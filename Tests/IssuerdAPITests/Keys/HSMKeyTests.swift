@@ -285,7 +285,7 @@ struct HSMKeyTests {
         }
         let script = TestApplication.repositoryRoot.appendingPathComponent("Tests/IssuerdCryptoTests/Oracle/verify_tav.py").path
         let request = ["modulusHex": BinaryEncoding.hexString(modulus), "exponentHex": BinaryEncoding.hexString(exponent), "tav": tav, "pan": pan, "expiry": expiry]
-        let output = try Self.run(python, [script], input: try JSONEncoder().encode(request))
+        let output = try ExternalProcess.run(python, [script], input: try JSONEncoder().encode(request))
         #expect(output.status == 0, "oracle: \(output.stderr)")
         let answer = try JSONSerialization.jsonObject(with: output.stdout) as? [String: Any]
         return ((answer?["valid"] as? Bool) ?? false, (answer?["bits"] as? Int) ?? 0)
@@ -298,29 +298,11 @@ struct HSMKeyTests {
         try Data(pem.utf8).write(to: directory.appendingPathComponent("key.pem"))
         try Data(signature).write(to: directory.appendingPathComponent("sig"))
         try Data(message).write(to: directory.appendingPathComponent("msg"))
-        let result = try Self.run("/usr/bin/openssl", [
+        let result = try ExternalProcess.run("/usr/bin/openssl", [
             "dgst", "-sha256", "-verify", directory.appendingPathComponent("key.pem").path, "-signature", directory.appendingPathComponent("sig").path,
             directory.appendingPathComponent("msg").path,
         ])
         return result.status == 0
     }
 
-    static func run(_ executable: String, _ arguments: [String], input: Data = Data()) throws -> (status: Int32, stdout: Data, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, out, String(decoding: err, as: UTF8.self))
-    }
 }

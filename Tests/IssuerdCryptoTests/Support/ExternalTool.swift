@@ -1,13 +1,10 @@
 import Foundation
+import IssuerdTestSupport
 import Testing
 
 /// Runs the independent oracles (Python `cryptography`, the `openssl` CLI) as child processes.
 enum ExternalTool {
-    struct Output {
-        let status: Int32
-        let stdout: Data
-        let stderr: String
-    }
+    typealias Output = ExternalProcess.Output
 
     /// The Python of the test venv; scripts/test sets `ISSUERD_TEST_PYTHON`.
     static func python() throws -> String {
@@ -19,22 +16,7 @@ enum ExternalTool {
 
     /// Runs `executable` with `arguments`, feeding `input` on stdin.
     static func run(_ executable: String, _ arguments: [String], input: Data = Data()) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, stdout: out, stderr: String(decoding: err, as: UTF8.self))
+        try ExternalProcess.run(executable, arguments, input: input)
     }
 
     /// Finds an executable on PATH.
