@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// A user PIN read from a file: kept in one heap buffer wiped with `explicit_bzero` on release,
 /// never printed. The pool needs it again to log in after the token dropped its sessions.
@@ -24,7 +25,21 @@ public final class PKCS11PIN: @unchecked Sendable, CustomStringConvertible {  //
     }
 
     /// A PIN from standard input (first line), for `keys hsm init` without a file.
+    ///
+    /// On a terminal it asks for the PIN on standard error and reads one line with the echo off
+    /// (``TerminalEcho``); from a pipe or a file it reads the first line as it comes.
     public convenience init(standardInput: FileHandle) throws {
+        if TerminalEcho.isTerminal(standardInput.fileDescriptor) {
+            FileHandle.standardError.write(Data("HSM user PIN: ".utf8))
+            let line: Data? = try TerminalEcho.withEchoDisabled(on: standardInput.fileDescriptor) {
+                try TerminalEcho.readLine(from: standardInput.fileDescriptor, maximumLength: Self.maximumLength) { bytes in bytes.map { Data($0) } }
+            }
+            guard var data = line else { throw PKCS11Error(.pinUnreadable, "the PIN holds more than \(Self.maximumLength) bytes") }
+            defer { data.resetBytes(in: 0..<data.count) }
+            guard !data.isEmpty else { throw PKCS11Error(.pinUnreadable, "no PIN was typed") }
+            try self.init(fileBytes: data)
+            return
+        }
         var data = (try? standardInput.read(upToCount: Self.maximumLength + 2)) ?? Data()
         defer { data.resetBytes(in: 0..<data.count) }
         if let newline = data.firstIndex(of: 0x0A) { data = data.prefix(upTo: newline + 1) }

@@ -21,7 +21,7 @@ enum AppleCommand: CommandDefinition {
         encrypt verifies the chain, seals the pass payload (ECC_V2 by default) and prints
         {"encryptedPassData","activationData","ephemeralPublicKey"|"wrappedKey"} in base64.
         CERT items are file paths or hex/base64/base64url text. --pan - reads the PAN from stdin
-        so it stays out of the process list. Activation data is a Mastercard TAV v3 with
+        so it stays out of the process list (typed at a terminal, it is not echoed). Activation data is a Mastercard TAV v3 with
         --tav-key, otherwise the issuer OTP keyed by --otp-key or ISSUERD_MASTER_KEY.
 
         --trust: production (Apple Root CA - G3, built in), sandbox (Apple does not publish the

@@ -75,7 +75,11 @@ enum AppleEncrypt {
 
     private static func panText(_ value: String) throws -> String {
         guard value == "-" else { return value }
-        guard let line = readLine(strippingNewline: true) else { throw UsageError("--pan - expects the PAN on standard input") }
+        // Typed at a terminal, the PAN is not shown (nor left in the terminal's scroll-back).
+        let interactive = TerminalEcho.isTerminal(STDIN_FILENO)
+        if interactive { FileHandle.standardError.write(Data("PAN: ".utf8)) }
+        let line = try TerminalEcho.withEchoDisabled(on: STDIN_FILENO) { readLine(strippingNewline: true) }
+        guard let line else { throw UsageError("--pan - expects the PAN on standard input") }
         return line.trimmingCharacters(in: .whitespaces)
     }
 

@@ -29,7 +29,8 @@ enum KeysHSMCommand {
                       (docs/runbook.md). Restart the instances, then run issuerd keys rotate.
 
         The PIN comes from ISSUERD_PKCS11_PIN_FILE, or with --pin-stdin (init only) from the
-        first line of standard input; it is never an argument.
+        first line of standard input (asked for, and not shown, on a terminal); it is never an
+        argument.
 
         Environment: ISSUERD_PKCS11_MODULE, ISSUERD_PKCS11_TOKEN_LABEL, ISSUERD_PKCS11_PIN_FILE,
         ISSUERD_PKCS11_WRAP_KEY_LABEL, ISSUERD_PKCS11_SIGNING_KEY_LABEL, ISSUERD_DATABASE_URL
