@@ -455,150 +455,225 @@ def scenario_outbox(instances, receiver):
     promise("bad_signatures", bad_signatures == 0, "a delivery was not signed correctly")
 
 
-# ---------------------------------------------------------------- scenario 2: PostgreSQL outage under load
+# ---------------------------------------------------------------- scenarios 2 and 5: the database away under load
+
+
+class ProvisioningLoad:
+    """Six loaders pushing provisioning requests at both instances (each request with its own
+    Idempotency-Key and device) and a /readyz poller, while a fault is applied; then the checks
+    both database scenarios share: a retry of every undecided request must replay a committed
+    answer or decide it now, and no attempt may be lost, unanswered or stored twice."""
+
+    def __init__(self, instances, prefix):
+        self.instances, self.prefix = instances, prefix
+        self.card_ids = [c for c in CARDS if c.startswith("out-card-")]
+        self.records = []  # dicts: n, port, status, elapsed, t, code, retry_after
+        self.readyz = []  # (t, port, status, elapsed)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.tokens = {}
+        self.t0 = time.monotonic()
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    def body(self, n):
+        return json.dumps({
+            "certificates": [LEAF, INTERMEDIATE], "nonce": "q83vEg==", "nonceSignature": "AAECAwQFBgcICQoLDA0ODw==",
+            "encryptionScheme": "ECC_V2", "channel": "in_app",
+            "device": {"type": "phone", "locale": "ko_KR", "id": f"{self.prefix}-dev-{n}"}}, separators=(",", ":"))
+
+    def provision(self, port, n):
+        card_id = self.card_ids[n % len(self.card_ids)]
+        customer = CARDS[card_id]["customerId"]
+        token = self.tokens.setdefault(customer, app_token(customer))
+        return call(port, "POST", f"/v1/cards/{card_id}/apple-pay/provision", self.body(n),
+                    {"Authorization": f"Bearer {token}", "Idempotency-Key": f"{self.prefix}-{n}"})
+
+    def run(self, fault, settle=6):
+        """Load for 4 s, then `fault()` (which returns (fault_from, fault_until, healed_at) on
+        this load's clock), then `settle` seconds more."""
+        def loader(worker):
+            index = 0
+            while not self.stop.is_set():
+                n = next_number()
+                port = self.instances[(worker + index) % len(self.instances)].port
+                index += 1
+                answer = self.provision(port, n)
+                with self.lock:
+                    self.records.append({"n": n, "port": port, "status": answer.status, "elapsed": answer.elapsed,
+                                         "t": self.now(), "code": answer.error_code(), "error": answer.error,
+                                         "retry_after": answer.headers.get("retry-after"),
+                                         "json": answer.headers.get("content-type", "").startswith("application/json")})
+                time.sleep(0.02)
+
+        def poller():
+            while not self.stop.is_set():
+                for instance in self.instances:
+                    answer = call(instance.port, "GET", "/readyz", timeout=REQUEST_TIMEOUT)
+                    self.readyz.append((self.now(), instance.port, answer.status, answer.elapsed))
+                time.sleep(0.2)
+
+        threads = [threading.Thread(target=loader, args=(w,), daemon=True) for w in range(6)] + [threading.Thread(target=poller, daemon=True)]
+        for thread in threads:
+            thread.start()
+        time.sleep(4)
+        window = fault()
+        time.sleep(settle)
+        self.stop.set()
+        for thread in threads:
+            thread.join()
+        return window
+
+    def stored_attempts(self):
+        stored = {}
+        marker = f"{self.prefix}-dev-"
+        for line in psql(f"SELECT device_id, count(*) FROM provisioning_attempts WHERE device_id LIKE '{marker}%' GROUP BY device_id"):
+            device, count = line.split("|")
+            stored[int(device.removeprefix(marker))] = int(count)
+        return stored
+
+    def check(self, fault_from, fault_until, healed_at, slow_after, label):
+        """Prints and records the figures; `slow_after` is the promise on every answer's time."""
+        records, readyz = self.records, self.readyz
+        # While the database was certainly away: every provisioning answer a 503 envelope with Retry-After.
+        during = [r for r in records if r["t"] >= fault_from and r["t"] <= fault_until and r["t"] - r["elapsed"] >= fault_from]
+        bad_503 = [r for r in during if not (r["status"] == 503 and r["code"] == "database_unavailable" and r["retry_after"] and r["json"])]
+        other_5xx = [r for r in records if r["status"] is not None and r["status"] >= 500 and r["status"] != 503]
+        transport = [r for r in records if r["status"] is None]
+        slow = [r for r in records if r["elapsed"] > slow_after] + [x for x in readyz if x[3] > slow_after]
+        max_latency = max([r["elapsed"] for r in records] + [x[3] for x in readyz])
+        ready_while_down = [x for x in readyz if fault_from <= x[0] - x[3] and x[0] <= fault_until and x[2] == 200]
+        readyz_5xx = [x for x in readyz if x[2] is not None and x[2] >= 500 and x[2] != 503]
+        recovery = {}
+        for instance in self.instances:
+            ok = [r["t"] for r in records if r["port"] == instance.port and r["status"] == 200 and r["t"] - r["elapsed"] >= healed_at]
+            recovery[instance.name] = (min(ok) - healed_at) if ok else None
+        recovered = [v for v in recovery.values() if v is not None]
+        recovery_s = max(recovered) if len(recovered) == len(self.instances) else None
+
+        # A request the client saw no decision for (503, lost connection) may still have committed:
+        # the acknowledgement died with the connection. The client's retry with the same
+        # Idempotency-Key must then replay that answer, not provision twice. Retry every such
+        # request, and a sample of the others (which must simply be decided now).
+        decided = {r["n"]: r["status"] for r in records if r["status"] in (200, 403)}
+        first = {r["n"]: r for r in records}
+        before = self.stored_attempts()
+        undecided = [n for n in first if n not in decided]
+        ambiguous = [n for n in undecided if n in before]
+        sample = random.sample([n for n in undecided if n not in before], min(40, len(undecided) - len(ambiguous)))
+        replayed = [0]
+
+        def retry(n):
+            answer, _ = retrying(self.instances, lambda port: self.provision(port, n), seconds=60)
+            if answer and answer.status in (200, 403):
+                decided[n] = answer.status
+                if answer.headers.get("idempotent-replayed") == "true":
+                    replayed[0] += 1
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(retry, ambiguous + sample))
+        stored = self.stored_attempts()
+        answered = set(decided)
+        lost_ack = sorted(n for n, r in first.items() if r["status"] == 200 and n not in stored)
+        unanswered = sorted(n for n in stored if n not in answered)
+        twice = sorted(n for n, count in stored.items() if count > 1)
+        replayed = replayed[0]
+        statuses = {}
+        for r in records:
+            statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
+        say(f"  {len(records)} provisioning requests by status {statuses}; readyz polls {len(readyz)}")
+        say(f"  while {label} ({fault_until - fault_from:.1f} s): {len(during)} answers, {len(bad_503)} not a 503 envelope with Retry-After; "
+            f"readyz 200 meanwhile: {len(ready_while_down)}")
+        say(f"  5xx other than 503: {len(other_5xx) + len(readyz_5xx)}, transport failures {len(transport)}, over {slow_after:.0f} s: {len(slow)}, "
+            f"slowest {max_latency:.2f} s")
+        say(f"  recovery after the database was back: "
+            + ", ".join(f"{k} {v:.2f} s" if v is not None else f"{k} never" for k, v in recovery.items()))
+        say(f"  {len(undecided)} requests got no decision; {len(ambiguous)} of them had committed (acknowledgement lost)")
+        say(f"  retried those {len(ambiguous)} and {len(sample)} others with their Idempotency-Key: {replayed} replayed the committed answer")
+        say(f"  attempts stored {sum(stored.values())}, requests decided {len(answered)}: acknowledged but missing {len(lost_ack)}, "
+            f"stored but never answered {len(unanswered)}, stored twice {len(twice)}")
+        return {"5xx": len(other_5xx) + len(readyz_5xx), "503": statuses.get("503", 0), "bad_503": len(bad_503),
+                "hung": len(slow) + len(transport), "max_latency_s": round(max_latency, 2),
+                "readyz_up_while_down": len(ready_while_down),
+                "recovery_s": round(recovery_s, 2) if recovery_s is not None else "never",
+                "lost_acknowledged": len(lost_ack), "unanswered_attempts": len(unanswered), "duplicate_attempts": len(twice),
+                "ambiguous_commits": len(ambiguous), "replayed": replayed,
+                "_details": (other_5xx, readyz_5xx, bad_503, during, slow, transport, ready_while_down, recovery, lost_ack,
+                             unanswered, twice, ambiguous)}
+
+
+def promise_database_figures(prefix, found, slow_after):
+    """The promises of both database scenarios; `prefix` names the figures of the second one."""
+    (other_5xx, readyz_5xx, bad_503, during, slow, transport, ready_while_down, recovery, lost_ack, unanswered, twice,
+     ambiguous) = found.pop("_details")
+    figures.update({f"{prefix}{k}": v for k, v in found.items()})
+    promise(f"{prefix}5xx", not other_5xx and not readyz_5xx, "answers 5xx other than 503")
+    promise(f"{prefix}bad_503", not bad_503 and during, "answers while the database was away that were not 503 database_unavailable with Retry-After")
+    promise(f"{prefix}hung", not slow and not transport, f"{len(slow)} answers over {slow_after:.0f} s, {len(transport)} transport failures")
+    promise(f"{prefix}readyz_up_while_down", not ready_while_down, "/readyz said ready while the database was away")
+    promise(f"{prefix}recovery_s", found["recovery_s"] != "never" and found["recovery_s"] <= 5.0, f"recovery {recovery}")
+    promise(f"{prefix}lost_acknowledged", not lost_ack, f"acknowledged attempts missing: {lost_ack[:5]}")
+    promise(f"{prefix}unanswered_attempts", not unanswered, f"attempts stored but never answered: {unanswered[:5]}")
+    promise(f"{prefix}duplicate_attempts", not twice, f"requests stored twice: {twice[:5]}")
+    promise(f"{prefix}replayed", found["replayed"] == len(ambiguous),
+            f"only {found['replayed']} of {len(ambiguous)} committed-but-unacknowledged requests replayed")
 
 
 def scenario_outage(instances):
     say(f"== PostgreSQL outage under load: provisioning on both instances, fast shutdown for {OUTAGE_SECONDS:.0f} s")
-    card_ids = [c for c in CARDS if c.startswith("out-card-")]
-    records = []  # dicts: n, port, status, elapsed, t, code, retry_after
-    records_lock = threading.Lock()
-    readyz = []  # (t, port, status, elapsed)
-    stop = threading.Event()
-    tokens = {}
-    t0 = time.monotonic()
+    load = ProvisioningLoad(instances, "out")
 
-    def provision_body(n):
-        return json.dumps({
-            "certificates": [LEAF, INTERMEDIATE], "nonce": "q83vEg==", "nonceSignature": "AAECAwQFBgcICQoLDA0ODw==",
-            "encryptionScheme": "ECC_V2", "channel": "in_app",
-            "device": {"type": "phone", "locale": "ko_KR", "id": f"out-dev-{n}"}}, separators=(",", ":"))
+    def fault():
+        say("  stopping PostgreSQL (fast shutdown)")
+        down_begin = load.now()
+        subprocess.run(["bash", "-c", 'source scripts/lib/common.sh; source scripts/lib/postgres.sh; pg_stop "$1"', "_", ENV["RELIABILITY_PG_DIR"]], check=True)
+        down_from = load.now()
+        time.sleep(max(0.0, OUTAGE_SECONDS - (down_from - down_begin)))
+        down_until = load.now()
+        say(f"  starting PostgreSQL again after {down_until - down_begin:.1f} s")
+        subprocess.run(["bash", "-c", 'source scripts/lib/common.sh; source scripts/lib/postgres.sh; pg_start "$1" "$2"', "_",
+                        ENV["RELIABILITY_PG_DIR"], ENV["PGPORT"]], check=True)
+        return down_from, down_until, load.now()
 
-    def provision(port, n):
-        card_id = card_ids[n % len(card_ids)]
-        customer = CARDS[card_id]["customerId"]
-        token = tokens.setdefault(customer, app_token(customer))
-        return call(port, "POST", f"/v1/cards/{card_id}/apple-pay/provision", provision_body(n),
-                    {"Authorization": f"Bearer {token}", "Idempotency-Key": f"out-{n}"})
+    down_from, down_until, back_at = load.run(fault)
+    promise_database_figures("", load.check(down_from, down_until, back_at, 5.0, "down"), 5.0)
 
-    def loader(worker):
-        index = 0
-        while not stop.is_set():
-            n = next_number()
-            port = instances[(worker + index) % len(instances)].port
-            index += 1
-            answer = provision(port, n)
-            with records_lock:
-                records.append({"n": n, "port": port, "status": answer.status, "elapsed": answer.elapsed,
-                                "t": time.monotonic() - t0, "code": answer.error_code(), "error": answer.error,
-                                "retry_after": answer.headers.get("retry-after"), "json": answer.headers.get("content-type", "").startswith("application/json")})
-            time.sleep(0.02)
 
-    def poller():
-        while not stop.is_set():
-            for instance in instances:
-                answer = call(instance.port, "GET", "/readyz", timeout=REQUEST_TIMEOUT)
-                readyz.append((time.monotonic() - t0, instance.port, answer.status, answer.elapsed))
-            time.sleep(0.2)
+PARTITION_TABLE = "issuerd_reliability_partition"
+PARTITION_BOUND_S = 6.0  # ISSUERD_DB_DEAD_PEER_TIMEOUT (3 s) + one reconnect attempt (libpq's 2 s minimum) + slack
 
-    threads = [threading.Thread(target=loader, args=(w,), daemon=True) for w in range(6)] + [threading.Thread(target=poller, daemon=True)]
-    for thread in threads:
-        thread.start()
-    time.sleep(4)
-    say("  stopping PostgreSQL (fast shutdown)")
-    down_begin = time.monotonic() - t0
-    subprocess.run(["bash", "-c", 'source scripts/lib/common.sh; source scripts/lib/postgres.sh; pg_stop "$1"', "_", ENV["RELIABILITY_PG_DIR"]], check=True)
-    down_from = time.monotonic() - t0
-    time.sleep(max(0.0, OUTAGE_SECONDS - (down_from - down_begin)))
-    down_until = time.monotonic() - t0
-    say(f"  starting PostgreSQL again after {down_until - down_begin:.1f} s")
-    subprocess.run(["bash", "-c", 'source scripts/lib/common.sh; source scripts/lib/postgres.sh; pg_start "$1" "$2"', "_",
-                    ENV["RELIABILITY_PG_DIR"], ENV["PGPORT"]], check=True)
-    back_at = time.monotonic() - t0
-    time.sleep(6)
-    stop.set()
-    for thread in threads:
-        thread.join()
 
-    # While PostgreSQL was certainly down: every provisioning answer a 503 envelope with Retry-After.
-    during = [r for r in records if r["t"] >= down_from and r["t"] + 0 <= down_until and r["t"] - r["elapsed"] >= down_from]
-    bad_503 = [r for r in during if not (r["status"] == 503 and r["code"] == "database_unavailable" and r["retry_after"] and r["json"])]
-    other_5xx = [r for r in records if r["status"] is not None and r["status"] >= 500 and r["status"] != 503]
-    transport = [r for r in records if r["status"] is None]
-    slow = [r for r in records if r["elapsed"] > 5.0] + [x for x in readyz if x[3] > 5.0]
-    max_latency = max([r["elapsed"] for r in records] + [x[3] for x in readyz])
-    ready_while_down = [x for x in readyz if down_from <= x[0] - x[3] and x[0] <= down_until and x[2] == 200]
-    readyz_5xx = [x for x in readyz if x[2] is not None and x[2] >= 500 and x[2] != 503]
-    recovery = {}
-    for instance in instances:
-        ok = [r["t"] for r in records if r["port"] == instance.port and r["status"] == 200 and r["t"] - r["elapsed"] >= back_at]
-        recovery[instance.name] = (min(ok) - back_at) if ok else None
-    recovered = [v for v in recovery.values() if v is not None]
-    recovery_s = max(recovered) if len(recovered) == len(instances) else None
+def scenario_partition(instances):
+    """PostgreSQL's TCP port silently dropped in both directions (nftables in this run's own
+    network namespace): no reset, no FIN, so only a timeout can notice. Requests must still be
+    answered 503 within PARTITION_BOUND_S, and everything must recover once the path is back."""
+    port = ENV["PGPORT"]
+    say(f"== network partition under load: PostgreSQL's TCP port {port} silently dropped for {OUTAGE_SECONDS:.0f} s (no reset)")
+    load = ProvisioningLoad(instances, "part")
 
-    def stored_attempts():
-        stored = {}
-        for line in psql("SELECT device_id, count(*) FROM provisioning_attempts WHERE device_id LIKE 'out-dev-%' GROUP BY device_id"):
-            device, count = line.split("|")
-            stored[int(device.removeprefix("out-dev-"))] = int(count)
-        return stored
+    def nft(*words):
+        subprocess.run(["nft", *words], check=True)
 
-    # A request the client saw no decision for (503, lost connection) may still have committed:
-    # the acknowledgement died with the connection. The client's retry with the same
-    # Idempotency-Key must then replay that answer, not provision twice. Retry every such
-    # request, and a sample of the others (which must simply be decided now).
-    decided = {r["n"]: r["status"] for r in records if r["status"] in (200, 403)}
-    first = {r["n"]: r for r in records}
-    before = stored_attempts()
-    undecided = [n for n in first if n not in decided]
-    ambiguous = [n for n in undecided if n in before]
-    sample = random.sample([n for n in undecided if n not in before], min(40, len(undecided) - len(ambiguous)))
-    replayed = [0]
+    def fault():
+        nft("add", "table", "inet", PARTITION_TABLE)
+        nft("add", "chain", "inet", PARTITION_TABLE, "input", "{ type filter hook input priority 0; policy accept; }")
+        nft("add", "rule", "inet", PARTITION_TABLE, "input", "tcp", "dport", port, "drop")
+        nft("add", "rule", "inet", PARTITION_TABLE, "input", "tcp", "sport", port, "drop")
+        cut_at = load.now()
+        time.sleep(OUTAGE_SECONDS)
+        nft("delete", "table", "inet", PARTITION_TABLE)
+        healed_at = load.now()
+        say(f"  path restored after {healed_at - cut_at:.1f} s")
+        # Requests started before the cut, or within the dead-peer timeout after it, may still
+        # have reached a live connection; answers are counted from there on.
+        return cut_at + PARTITION_BOUND_S, healed_at, healed_at
 
-    def retry(n):
-        answer, _ = retrying(instances, lambda port: provision(port, n), seconds=60)
-        if answer and answer.status in (200, 403):
-            decided[n] = answer.status
-            if answer.headers.get("idempotent-replayed") == "true":
-                replayed[0] += 1
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(retry, ambiguous + sample))
-    stored = stored_attempts()
-    answered = set(decided)
-    lost_ack = sorted(n for n, r in first.items() if r["status"] == 200 and n not in stored)
-    unanswered = sorted(n for n in stored if n not in answered)
-    twice = sorted(n for n, count in stored.items() if count > 1)
-    replayed = replayed[0]
-    statuses = {}
-    for r in records:
-        statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
-    say(f"  {len(records)} provisioning requests by status {statuses}; readyz polls {len(readyz)}")
-    say(f"  while down ({down_until - down_from:.1f} s): {len(during)} answers, {len(bad_503)} not a 503 envelope with Retry-After; "
-        f"readyz 200 while down: {len(ready_while_down)}")
-    say(f"  5xx other than 503: {len(other_5xx) + len(readyz_5xx)}, transport failures {len(transport)}, over 5 s: {len(slow)}, "
-        f"slowest {max_latency:.2f} s")
-    say(f"  recovery after PostgreSQL accepted connections again: "
-        + ", ".join(f"{k} {v:.2f} s" if v is not None else f"{k} never" for k, v in recovery.items()))
-    say(f"  {len(undecided)} requests got no decision; {len(ambiguous)} of them had committed (acknowledgement lost in the outage)")
-    say(f"  retried those {len(ambiguous)} and {len(sample)} others with their Idempotency-Key: {replayed} replayed the committed answer")
-    say(f"  attempts stored {sum(stored.values())}, requests decided {len(answered)}: acknowledged but missing {len(lost_ack)}, "
-        f"stored but never answered {len(unanswered)}, stored twice {len(twice)}")
-    figures.update({"5xx": len(other_5xx) + len(readyz_5xx), "503": statuses.get("503", 0), "bad_503": len(bad_503),
-                    "hung": len(slow) + len(transport), "max_latency_s": round(max_latency, 2),
-                    "readyz_up_while_down": len(ready_while_down),
-                    "recovery_s": round(recovery_s, 2) if recovery_s is not None else "never",
-                    "lost_acknowledged": len(lost_ack), "unanswered_attempts": len(unanswered), "duplicate_attempts": len(twice),
-                    "ambiguous_commits": len(ambiguous), "replayed": replayed})
-    promise("5xx", not other_5xx and not readyz_5xx, "answers 5xx other than 503")
-    promise("bad_503", not bad_503 and during, "answers while down that were not 503 database_unavailable with Retry-After")
-    promise("hung", not slow and not transport, f"{len(slow)} answers over 5 s, {len(transport)} transport failures")
-    promise("readyz_up_while_down", not ready_while_down, "/readyz said ready while PostgreSQL was down")
-    promise("recovery_s", recovery_s is not None and recovery_s <= 5.0, f"recovery {recovery}")
-    promise("lost_acknowledged", not lost_ack, f"acknowledged attempts missing: {lost_ack[:5]}")
-    promise("unanswered_attempts", not unanswered, f"attempts stored but never answered: {unanswered[:5]}")
-    promise("duplicate_attempts", not twice, f"requests stored twice: {twice[:5]}")
-    promise("replayed", replayed == len(ambiguous), f"only {replayed} of {len(ambiguous)} committed-but-unacknowledged requests replayed")
+    try:
+        window = load.run(fault, settle=8)
+    finally:
+        subprocess.run(["nft", "delete", "table", "inet", PARTITION_TABLE], capture_output=True)
+    promise_database_figures("partition_", load.check(*window, PARTITION_BOUND_S, "partitioned"), PARTITION_BOUND_S)
 
 
 # ---------------------------------------------------------------- scenario 3: one code, two instances
@@ -729,6 +804,8 @@ def main():
             scenario_outbox(instances, receiver)
         if "outage" in scenarios:
             scenario_outage(instances)
+        if "partition" in scenarios:
+            scenario_partition(instances)
         if "race" in scenarios:
             scenario_race(instances, receiver)
         if "fuzz" in scenarios:

@@ -34,7 +34,7 @@ public final class IssuerdApplication: Sendable {
                 connectionString: configuration.databaseURL.unsafeValue,
                 size: configuration.databasePoolSize,
                 acquireTimeout: configuration.databaseAcquireTimeout,
-                connectTimeout: .seconds(2)),
+                connectTimeout: .seconds(2), deadPeerTimeout: configuration.databaseDeadPeerTimeout),
             logger: logger.labelled("issuerd.postgres"))
         self.database = database
         metrics.gauge("issuerd_db_pool_connections", help: "Database pool connections by state.", labels: ["state"]) {

@@ -13,6 +13,10 @@ public struct IssuerdConfiguration: Sendable {
     public var databasePoolSize: Int
     /// How long a request waits for a pooled connection (`ISSUERD_DB_ACQUIRE_TIMEOUT`, default 2s).
     public var databaseAcquireTimeout: Duration
+    /// Over TCP, how long a statement or keepalive probe may go unacknowledged before the
+    /// connection counts as dead (`ISSUERD_DB_DEAD_PEER_TIMEOUT`, default 3s): a network
+    /// partition then answers 503 within seconds instead of holding the request.
+    public var databaseDeadPeerTimeout: Duration
     /// `host:port` to listen on (`ISSUERD_LISTEN`, default `127.0.0.1:8080`).
     public var listen: String
     /// libmicrohttpd worker threads (`ISSUERD_HTTP_THREADS`, default: the pool size, since a
@@ -72,6 +76,7 @@ public struct IssuerdConfiguration: Sendable {
         databaseURL = Redacted(try reader.required("ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd"))
         databasePoolSize = try reader.integer("ISSUERD_DB_POOL_SIZE", default: 8, in: 1...256)
         databaseAcquireTimeout = try reader.duration("ISSUERD_DB_ACQUIRE_TIMEOUT", default: .seconds(2), in: .milliseconds(10)...(.seconds(60)))
+        databaseDeadPeerTimeout = try reader.duration("ISSUERD_DB_DEAD_PEER_TIMEOUT", default: .seconds(3), in: .seconds(1)...(.seconds(600)))
         listen = reader.string("ISSUERD_LISTEN") ?? "127.0.0.1:8080"
         httpThreads = try reader.integer("ISSUERD_HTTP_THREADS", default: databasePoolSize, in: 1...512)
         bodyLimit = try reader.integer("ISSUERD_BODY_LIMIT", default: 1 << 20, in: 1024...(64 << 20))

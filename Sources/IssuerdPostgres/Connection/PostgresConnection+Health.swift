@@ -43,3 +43,19 @@ extension PostgresConnection {
     /// The server process serving this connection, for logs and `pg_terminate_backend`.
     public var backendProcessID: Int32 { PQbackendPID(handle) }
 }
+
+extension PostgresConnection {
+    /// The value libpq uses for a connection option (`keepalives_idle`, `tcp_user_timeout`, …),
+    /// after defaults, this module's settings and the connection string are combined; `nil`
+    /// when unset. Never asked for `password`: it answers `nil` for it.
+    public func connectionOption(_ keyword: String) -> String? {
+        guard keyword != "password", let options = PQconninfo(handle) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let name = option.pointee.keyword {
+            if String(cString: name) == keyword { return option.pointee.val.map { String(cString: $0) } }
+            option += 1
+        }
+        return nil
+    }
+}

@@ -29,17 +29,26 @@ public final class PostgresConnection {
     ///   - logger: Receives debug lines; never parameter values.
     /// - Throws: ``PostgresError`` with code ``PostgresError/Code/unavailable`` when the server
     ///   cannot be reached or refuses the login.
-    public init(connectionString: String, connectTimeout: Duration = .seconds(2), logger: Logger = .silent) throws {
+    public init(connectionString: String, connectTimeout: Duration = .seconds(2), deadPeerTimeout: Duration? = nil,
+                logger: Logger = .silent) throws {
         let timeoutSeconds = max(2, Int(min(connectTimeout.timeInterval, 3600).rounded(.up)))
         // libpq reads the arrays front to back and the last value wins: entries before the
         // expanded `dbname` are defaults the connection string may override, entries after it
         // are requirements of this module (UTF8 text, the configured timeout).
-        let parameters: [(String, String)] = [
-            ("application_name", "issuerd"),
+        var parameters: [(String, String)] = [("application_name", "issuerd")]
+        if let deadPeerTimeout {
+            // Over TCP, give up a peer that went silent without a reset (a partition, a dead
+            // host) after `deadPeerTimeout`: probes after 1 s of silence, and the connection is
+            // dropped once a statement or probe stays unacknowledged that long. A busy server
+            // still acknowledges at the TCP level, so a long statement is not cut short.
+            let milliseconds = max(1_000, Int(min(deadPeerTimeout.timeInterval, 3600) * 1_000))
+            parameters += [("keepalives_idle", "1"), ("keepalives_interval", "1"), ("keepalives_count", "3"),
+                           ("tcp_user_timeout", String(milliseconds))]
+        } else {
             // Over TCP, notice a silently vanished peer within ~25 s instead of hours.
-            ("keepalives_idle", "10"),
-            ("keepalives_interval", "5"),
-            ("keepalives_count", "3"),
+            parameters += [("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3")]
+        }
+        parameters += [
             ("dbname", connectionString),
             ("connect_timeout", String(timeoutSeconds)),
             ("client_encoding", "UTF8"),

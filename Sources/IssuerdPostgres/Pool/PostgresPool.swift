@@ -128,7 +128,7 @@ public final class PostgresPool: @unchecked Sendable {
                 do {
                     let connection = try PostgresConnection(
                         connectionString: configuration.connectionString, connectTimeout: configuration.connectTimeout,
-                        logger: logger)
+                        deadPeerTimeout: configuration.deadPeerTimeout, logger: logger)
                     return connection
                 } catch {
                     slotFreed()

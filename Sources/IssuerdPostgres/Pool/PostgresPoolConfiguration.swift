@@ -9,6 +9,12 @@ public struct PostgresPoolConfiguration: Sendable, CustomStringConvertible {
     public var acquireTimeout: Duration
     /// How long one connection attempt may take; libpq rounds up to whole seconds, minimum 2.
     public var connectTimeout: Duration
+    /// Over TCP, how long sent data (a statement, a keepalive probe) may go unacknowledged
+    /// before the connection is given up as dead (libpq `tcp_user_timeout`, with keepalive
+    /// probes after one second of silence); `nil` keeps libpq's slower keepalives (10 s idle,
+    /// 3 × 5 s). A peer behind a network partition sends no reset, so without this a statement
+    /// waits for the kernel's retransmissions. A connection string's own values win.
+    public var deadPeerTimeout: Duration?
 
     /// Creates a configuration.
     ///
@@ -17,18 +23,20 @@ public struct PostgresPoolConfiguration: Sendable, CustomStringConvertible {
     ///   - size: Maximum open connections; values below 1 count as 1.
     ///   - acquireTimeout: Maximum wait for a free connection.
     ///   - connectTimeout: Maximum time to establish one connection.
+    ///   - deadPeerTimeout: How soon a silent peer is given up over TCP (see ``deadPeerTimeout``).
     public init(
         connectionString: String, size: Int = 10, acquireTimeout: Duration = .seconds(5),
-        connectTimeout: Duration = .seconds(2)
+        connectTimeout: Duration = .seconds(2), deadPeerTimeout: Duration? = nil
     ) {
         self.connectionString = connectionString
         self.size = max(1, size)
         self.acquireTimeout = acquireTimeout
         self.connectTimeout = connectTimeout
+        self.deadPeerTimeout = deadPeerTimeout
     }
 
     public var description: String {
         let target = (try? PostgresConnectionString(connectionString))?.description ?? "<unparseable connection string>"
-        return "PostgresPoolConfiguration(\(target), size: \(size), acquireTimeout: \(acquireTimeout), connectTimeout: \(connectTimeout))"
+        return "PostgresPoolConfiguration(\(target), size: \(size), acquireTimeout: \(acquireTimeout), connectTimeout: \(connectTimeout), deadPeerTimeout: \(deadPeerTimeout.map { "\($0)" } ?? "nil"))"
     }
 }

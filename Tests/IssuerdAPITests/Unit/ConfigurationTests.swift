@@ -24,6 +24,7 @@ struct ConfigurationTests {
         #expect(!configuration.enableRSAV2)
         #expect(configuration.masterKeys.map(\.version) == [1])
         #expect(configuration.activationValidity == .seconds(1800))
+        #expect(configuration.databaseDeadPeerTimeout == .seconds(3))
     }
 
     @Test(
@@ -34,6 +35,8 @@ struct ConfigurationTests {
             ("ISSUERD_MASTER_KEY", "c2hvcnQ=", "ISSUERD_MASTER_KEY: must decode to 32 bytes, not 5"),
             ("ISSUERD_MASTER_KEY", "***", "ISSUERD_MASTER_KEY: must be standard base64"),
             ("ISSUERD_DB_POOL_SIZE", "0", "ISSUERD_DB_POOL_SIZE: must be a whole number from 1 to 256"),
+            ("ISSUERD_DB_DEAD_PEER_TIMEOUT", "500ms", "ISSUERD_DB_DEAD_PEER_TIMEOUT: must be a duration"),
+            ("ISSUERD_DB_DEAD_PEER_TIMEOUT", "soon", "ISSUERD_DB_DEAD_PEER_TIMEOUT: must be a duration"),
             ("ISSUERD_APPLE_TRUST", "/nonexistent.pem", "ISSUERD_APPLE_TRUST: must be production, sandbox"),
             ("ISSUERD_APPLE_CHECK_VALIDITY", "maybe", "ISSUERD_APPLE_CHECK_VALIDITY: must be true or false"),
             ("ISSUERD_ACTIVATION_VALIDITY", "31d", "ISSUERD_ACTIVATION_VALIDITY: must be a duration"),
