@@ -8,11 +8,16 @@ extension CardImport {
     /// One line of the file: the body of `POST /v1/admin/cards` plus the optional `customer`.
     ///
     /// Decoded in one pass with the API's own decoder, so errors name the field as the API does.
-    struct Record: Decodable {
+    struct Record: Decodable, Equatable {
         var card: CardCreateRequest
         var customer: CustomerFields?
 
         private enum Keys: String, CodingKey { case customer }
+
+        init(card: CardCreateRequest, customer: CustomerFields?) {
+            self.card = card
+            self.customer = customer
+        }
 
         init(from decoder: Decoder) throws {
             card = try CardCreateRequest(from: decoder)
@@ -93,9 +98,15 @@ extension CardImport {
     private static func encodeLine(
         _ number: Int, _ bytes: [UInt8], now: Date, stamp: String, vault: PANVault, into slice: inout EncodedSlice
     ) throws {
-        // The same decoding as the API: errors name the field, never the value.
-        let request = HTTPRequest(method: .post, path: "/import", headers: ["Content-Type": "application/json"], body: bytes)
-        let record = try request.decodeJSON(Record.self)
+        // The same decoding as the API: errors name the field, never the value. Plain lines take
+        // the short way (the same record without JSONDecoder); any other goes the API's way.
+        let record: Record
+        if let decoded = LineDecoder.decode(bytes) {
+            record = decoded
+        } else {
+            let request = HTTPRequest(method: .post, path: "/import", headers: ["Content-Type": "application/json"], body: bytes)
+            record = try request.decodeJSON(Record.self)
+        }
         let card = try CardRegistration.validate(record.card, now: now)
         var customer: CustomerRecord?
         if let fields = record.customer {

@@ -39,7 +39,7 @@ public enum CardImport {
     }
 
     /// The optional `customer` member of a line.
-    struct CustomerFields: Decodable {
+    struct CustomerFields: Decodable, Equatable {
         var customerId: String?
         var phoneNumber: String?
         var email: String?
