@@ -23,35 +23,58 @@ extension CardImport {
         private enum Value {
             case string(String)
             case null
-            case object([(String, Value)])
+            case object([(Key, Value)])
         }
 
-        private static let cardKeys: Set<String> = [
-            "cardId", "customerId", "accountNumber", "expiration", "cardholderName", "paymentNetwork", "status",
-            "localizedDescription", "country", "customer",
-        ]
-        private static let customerKeys: Set<String> = [
-            "customerId", "phoneNumber", "email", "phoneChangedAt", "emailChangedAt", "addressChangedAt",
-        ]
+        /// The members a line may have: the card's, then the customer object's (a name that is
+        /// not one of them ends the short way).
+        private enum Key: Int {
+            case cardId, customerId, accountNumber, expiration, cardholderName, paymentNetwork, status, localizedDescription
+            case country, customer, phoneNumber, email, phoneChangedAt, emailChangedAt, addressChangedAt
 
-        private static func record(_ members: [(String, Value)]) -> Record? {
-            guard let values = dictionary(members, allowed: cardKeys) else { return nil }
+            static let names: [(name: [UInt8], key: Key)] = {
+                let pairs: [(String, Key)] = [
+                    ("cardId", .cardId), ("customerId", .customerId), ("accountNumber", .accountNumber), ("expiration", .expiration),
+                    ("cardholderName", .cardholderName), ("paymentNetwork", .paymentNetwork), ("status", .status),
+                    ("localizedDescription", .localizedDescription), ("country", .country), ("customer", .customer),
+                    ("phoneNumber", .phoneNumber), ("email", .email), ("phoneChangedAt", .phoneChangedAt),
+                    ("emailChangedAt", .emailChangedAt), ("addressChangedAt", .addressChangedAt),
+                ]
+                return pairs.map { (Array($0.0.utf8), $0.1) }
+            }()
+
+            init?(_ bytes: UnsafeBufferPointer<UInt8>) {
+                guard let match = Key.names.first(where: { $0.name.elementsEqual(bytes) }) else { return nil }
+                self = match.key
+            }
+        }
+
+        /// The keys of each object, as bits `1 << rawValue`.
+        private static let cardKeys: UInt32 = 0b11_1111_1111
+        private static let customerKeys: UInt32 = 0b111_1100_0000_0010
+
+        private static func record(_ members: [(Key, Value)]) -> Record? {
+            guard let values = table(members, allowed: cardKeys) else { return nil }
             // Required members: present and strings (null or absent is JSONDecoder's error to word).
-            guard case .string(let customerId)? = values["customerId"], case .string(let accountNumber)? = values["accountNumber"],
-                case .string(let expiration)? = values["expiration"], case .string(let cardholderName)? = values["cardholderName"],
-                case .string(let paymentNetwork)? = values["paymentNetwork"]
+            guard case .string(let customerId)? = values[Key.customerId.rawValue],
+                case .string(let accountNumber)? = values[Key.accountNumber.rawValue],
+                case .string(let expiration)? = values[Key.expiration.rawValue],
+                case .string(let cardholderName)? = values[Key.cardholderName.rawValue],
+                case .string(let paymentNetwork)? = values[Key.paymentNetwork.rawValue]
             else { return nil }
-            guard let cardId = optional(values["cardId"]), let status = optional(values["status"]),
-                let localizedDescription = optional(values["localizedDescription"]), let country = optional(values["country"])
+            guard let cardId = optional(values[Key.cardId.rawValue]), let status = optional(values[Key.status.rawValue]),
+                let localizedDescription = optional(values[Key.localizedDescription.rawValue]),
+                let country = optional(values[Key.country.rawValue])
             else { return nil }
             var customer: CustomerFields?
-            switch values["customer"] {
+            switch values[Key.customer.rawValue] {
             case nil, .null?: customer = nil
             case .object(let inner)?:
-                guard let fields = dictionary(inner, allowed: customerKeys) else { return nil }
-                guard let id = optional(fields["customerId"]), let phone = optional(fields["phoneNumber"]),
-                    let email = optional(fields["email"]), let phoneAt = optional(fields["phoneChangedAt"]),
-                    let emailAt = optional(fields["emailChangedAt"]), let addressAt = optional(fields["addressChangedAt"])
+                guard let fields = table(inner, allowed: customerKeys) else { return nil }
+                guard let id = optional(fields[Key.customerId.rawValue]), let phone = optional(fields[Key.phoneNumber.rawValue]),
+                    let email = optional(fields[Key.email.rawValue]), let phoneAt = optional(fields[Key.phoneChangedAt.rawValue]),
+                    let emailAt = optional(fields[Key.emailChangedAt.rawValue]),
+                    let addressAt = optional(fields[Key.addressChangedAt.rawValue])
                 else { return nil }
                 customer = CustomerFields(
                     customerId: id, phoneNumber: phone, email: email, phoneChangedAt: phoneAt, emailChangedAt: emailAt,
@@ -66,11 +89,12 @@ extension CardImport {
                 customer: customer)
         }
 
-        /// The members by key; nil for an unknown or repeated key.
-        private static func dictionary(_ members: [(String, Value)], allowed: Set<String>) -> [String: Value]? {
-            var values: [String: Value] = [:]
+        /// The members by key (indexed by `Key.rawValue`); nil for a key not allowed here or repeated.
+        private static func table(_ members: [(Key, Value)], allowed: UInt32) -> [Value?]? {
+            var values = [Value?](repeating: nil, count: Key.names.count)
             for (key, value) in members {
-                guard allowed.contains(key), values.updateValue(value, forKey: key) == nil else { return nil }
+                guard allowed & (1 << key.rawValue) != 0, values[key.rawValue] == nil else { return nil }
+                values[key.rawValue] = value
             }
             return values
         }
@@ -109,12 +133,13 @@ extension CardImport {
             }
 
             /// `{ "key": value, … }`; values are strings, null, or (when `nested`) one level of object.
-            mutating func object(nested: Bool) -> [(String, Value)]? {
+            mutating func object(nested: Bool) -> [(Key, Value)]? {
                 guard consume(0x7B) else { return nil }
-                var members: [(String, Value)] = []
+                var members: [(Key, Value)] = []
+                members.reserveCapacity(10)
                 if consume(0x7D) { return members }
                 repeat {
-                    guard let key = string(), consume(0x3A) else { return nil }
+                    guard let key = key(), consume(0x3A) else { return nil }
                     skipWhitespace()
                     guard index < bytes.count else { return nil }
                     switch bytes[index] {
@@ -133,6 +158,19 @@ extension CardImport {
                     }
                 } while consume(0x2C)
                 return consume(0x7D) ? members : nil
+            }
+
+            /// A member's name, if it is one a line may have.
+            mutating func key() -> Key? {
+                guard consume(0x22) else { return nil }
+                let start = index
+                while index < bytes.count, bytes[index] != 0x22 {
+                    if bytes[index] == 0x5C || bytes[index] < 0x20 { return nil }
+                    index += 1
+                }
+                guard index < bytes.count else { return nil }
+                defer { index += 1 }
+                return Key(UnsafeBufferPointer(rebasing: bytes[start..<index]))
             }
 
             /// A string without escapes or control characters, in valid UTF-8.
