@@ -35,6 +35,23 @@ enum AdminValidation {
 
     /// Free text shown to people (names, descriptions, reasons): bounded, no control characters.
     static func text(_ value: String, field: String, maxLength: Int, allowEmpty: Bool = false) throws -> String {
+        // Printable ASCII (the common case, and the bulk import's hot path): the only blank is
+        // the space and nothing is a control character, so trimming needs no CharacterSet.
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+            let bytes = value.utf8
+            let first = bytes.firstIndex { $0 != 0x20 } ?? bytes.endIndex
+            let last = bytes.lastIndex { $0 != 0x20 }.map { bytes.index(after: $0) } ?? first
+            let trimmed = first == bytes.startIndex && last == bytes.endIndex ? value : String(value[first..<last])
+            guard bytes.distance(from: first, to: last) <= maxLength, allowEmpty || first < last else {
+                throw invalid(field, allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
+            }
+            return trimmed
+        }
+        return try unicodeText(value, field: field, maxLength: maxLength, allowEmpty: allowEmpty)
+    }
+
+    /// ``text(_:field:maxLength:allowEmpty:)`` for any string (Unicode blanks and control characters).
+    static func unicodeText(_ value: String, field: String, maxLength: Int, allowEmpty: Bool = false) throws -> String {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         guard trimmed.count <= maxLength, allowEmpty || !trimmed.isEmpty else {
             throw invalid(field, allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
@@ -84,14 +101,34 @@ enum AdminValidation {
             bytes[0...1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), bytes[3...4].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
             (1...12).contains(month)
         else { throw invalid("expiration", "must be MM/YY") }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
-        let today = calendar.dateComponents([.year, .month], from: now)
-        let current = (today.year ?? 2000) * 12 + (today.month ?? 1)
+        let current = monthNumber(now)
         guard (2000 + year) * 12 + month >= current else {
             throw HTTPError(status: 422, code: AdminErrorCode.invalidCard, message: "the card has expired", context: ["detail": "expired"])
         }
         return value
+    }
+
+    /// `year * 12 + month` of `date` in UTC, as the Gregorian calendar counts them.
+    static func monthNumber(_ date: Date) -> Int {
+        let seconds = date.timeIntervalSince1970
+        // 1970 to 9999: days to a civil date (H. Hinnant's algorithm; the proleptic Gregorian
+        // calendar, which Foundation's agrees with after 1582). A Calendar per call cost more
+        // than the rest of a card's validation.
+        guard seconds.isFinite, seconds >= 0, seconds < 253_402_300_800 else {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
+            let today = calendar.dateComponents([.year, .month], from: date)
+            return (today.year ?? 2000) * 12 + (today.month ?? 1)
+        }
+        let days = Int((seconds / 86_400).rounded(.down)) + 719_468
+        let era = days / 146_097
+        let dayOfEra = days - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return year * 12 + month
     }
 
     private static func isIdentifierByte(_ byte: UInt8) -> Bool {

@@ -8,11 +8,16 @@ extension CardImport {
     /// One line of the file: the body of `POST /v1/admin/cards` plus the optional `customer`.
     ///
     /// Decoded in one pass with the API's own decoder, so errors name the field as the API does.
-    struct Record: Decodable {
+    struct Record: Decodable, Equatable {
         var card: CardCreateRequest
         var customer: CustomerFields?
 
         private enum Keys: String, CodingKey { case customer }
+
+        init(card: CardCreateRequest, customer: CustomerFields?) {
+            self.card = card
+            self.customer = customer
+        }
 
         init(from decoder: Decoder) throws {
             card = try CardCreateRequest(from: decoder)
@@ -26,20 +31,36 @@ extension CardImport {
         var message: String
     }
 
-    /// What one worker made of a slice of lines: staging rows in COPY text, the cards' ids (for
-    /// the audit digest) and where it stopped.
+    /// What one worker made of a slice of lines: for each card, its rows in COPY text for
+    /// `cards` and `card_status_history`, its line, its customer and customer object, and where
+    /// the slice stopped.
     struct EncodedSlice: Sendable {
-        var copy = PostgresCopyText()
+        /// `cards` rows in ``cardColumns`` order.
+        var cards = PostgresCopyText()
+        /// `card_status_history` rows in ``historyColumns`` order.
+        var history = PostgresCopyText()
+        /// Where each card's row ends in ``cards`` and in ``history``, to send a prefix of the slice.
+        var cardRowEnds: [Int] = []
+        var historyRowEnds: [Int] = []
+        /// Each card's line in the file.
+        var lines: [Int] = []
         var cardIDs: [String] = []
+        var customerIDs: [String] = []
+        /// Each card's validated `customer` object, if its line had one.
+        var customers: [CustomerRecord?] = []
         var failure: LineFailure?
+
+        var count: Int { lines.count }
     }
 
-    /// The staging table's columns, in the order ``encode(_:now:vault:)`` writes them.
-    static let stagingColumns = """
-        line, card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration, cardholder_name,
-        payment_network, status, localized_description, primary_account_identifier, country,
-        with_customer, phone_number, email, phone_changed_at, email_changed_at, address_changed_at
+    /// The columns of the `cards` rows ``encode(_:now:vault:)`` writes, in order.
+    static let cardColumns = """
+        card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration, cardholder_name,
+        payment_network, status, localized_description, primary_account_identifier, country, created_at, updated_at
         """
+
+    /// The columns of the `card_status_history` rows, in order: the API's `created` entry.
+    static let historyColumns = "card_id, old_status, new_status, reason, actor, at"
 
     /// Validates, seals and fingerprints each line of `lines`, stopping at the first bad one.
     ///
@@ -47,12 +68,19 @@ extension CardImport {
     /// - Throws: A failure of the vault or of the random source (not a property of the record).
     static func encode(_ lines: ArraySlice<(Int, [UInt8])>, now: Date, vault: PANVault) throws -> EncodedSlice {
         var slice = EncodedSlice()
-        slice.copy = PostgresCopyText(capacity: lines.count * 400)
+        slice.cards = PostgresCopyText(capacity: lines.count * 330)
+        slice.history = PostgresCopyText(capacity: lines.count * 64)
+        slice.cardRowEnds.reserveCapacity(lines.count)
+        slice.historyRowEnds.reserveCapacity(lines.count)
+        slice.lines.reserveCapacity(lines.count)
         slice.cardIDs.reserveCapacity(lines.count)
+        slice.customerIDs.reserveCapacity(lines.count)
+        slice.customers.reserveCapacity(lines.count)
+        let stamp = PostgresCopyText.timestampText(now)
         for (number, bytes) in lines {
             if isSkipped(bytes) { continue }
             do {
-                try encodeLine(number, bytes, now: now, vault: vault, into: &slice)
+                try encodeLine(number, bytes, now: now, stamp: stamp, vault: vault, into: &slice)
             } catch let error as HTTPError {
                 slice.failure = LineFailure(line: number, message: error.message)
                 return slice
@@ -67,10 +95,18 @@ extension CardImport {
         return bytes[first] == 0x23
     }
 
-    private static func encodeLine(_ number: Int, _ bytes: [UInt8], now: Date, vault: PANVault, into slice: inout EncodedSlice) throws {
-        // The same decoding as the API: errors name the field, never the value.
-        let request = HTTPRequest(method: .post, path: "/import", headers: ["Content-Type": "application/json"], body: bytes)
-        let record = try request.decodeJSON(Record.self)
+    private static func encodeLine(
+        _ number: Int, _ bytes: [UInt8], now: Date, stamp: String, vault: PANVault, into slice: inout EncodedSlice
+    ) throws {
+        // The same decoding as the API: errors name the field, never the value. Plain lines take
+        // the short way (the same record without JSONDecoder); any other goes the API's way.
+        let record: Record
+        if let decoded = LineDecoder.decode(bytes) {
+            record = decoded
+        } else {
+            let request = HTTPRequest(method: .post, path: "/import", headers: ["Content-Type": "application/json"], body: bytes)
+            record = try request.decodeJSON(Record.self)
+        }
         let card = try CardRegistration.validate(record.card, now: now)
         var customer: CustomerRecord?
         if let fields = record.customer {
@@ -81,30 +117,39 @@ extension CardImport {
                 CustomerUpsertRequest(
                     customerId: card.customerID, phoneNumber: fields.phoneNumber, email: fields.email, phoneChangedAt: fields.phoneChangedAt,
                     emailChangedAt: fields.emailChangedAt, addressChangedAt: fields.addressChangedAt))
+            customer?.createdAt = now
         }
         let sealed = try vault.seal(card.pan, context: CardStore.panContext(card.cardID))
         let fingerprint = try vault.fingerprint(card.pan)
-        slice.copy.integer(number)
-        slice.copy.text(card.cardID)
-        slice.copy.text(card.customerID)
-        slice.copy.bytea(sealed.bytes)
-        slice.copy.integer(sealed.keyVersion)
-        slice.copy.bytea(fingerprint)
-        slice.copy.text(card.pan.lastFour)
-        slice.copy.text(card.expiration)
-        slice.copy.text(card.cardholderName)
-        slice.copy.text(card.paymentNetwork)
-        slice.copy.text(card.status.rawValue)
-        slice.copy.text(card.localizedDescription)
-        slice.copy.text(CardStore.primaryAccountIdentifier(fingerprint: fingerprint, cardID: card.cardID))
-        slice.copy.text(card.country)
-        slice.copy.boolean(customer != nil)
-        slice.copy.text(customer?.phoneNumber)
-        slice.copy.text(customer?.email)
-        slice.copy.timestamp(customer?.phoneChangedAt)
-        slice.copy.timestamp(customer?.emailChangedAt)
-        slice.copy.timestamp(customer?.addressChangedAt)
-        slice.copy.endRow()
+        slice.cards.text(card.cardID)
+        slice.cards.text(card.customerID)
+        slice.cards.bytea(sealed.bytes)
+        slice.cards.integer(sealed.keyVersion)
+        slice.cards.bytea(fingerprint)
+        slice.cards.text(card.pan.lastFour)
+        slice.cards.text(card.expiration)
+        slice.cards.text(card.cardholderName)
+        slice.cards.text(card.paymentNetwork)
+        slice.cards.text(card.status.rawValue)
+        slice.cards.text(card.localizedDescription)
+        slice.cards.text(CardStore.primaryAccountIdentifier(fingerprint: fingerprint, cardID: card.cardID))
+        slice.cards.text(card.country)
+        slice.cards.text(stamp)
+        slice.cards.text(stamp)
+        slice.cards.endRow()
+        // What CardRegistration writes for a new card: no old status, reason "created", actor "system".
+        slice.history.text(card.cardID)
+        slice.history.text(nil)
+        slice.history.text(card.status.rawValue)
+        slice.history.text("created")
+        slice.history.text("system")
+        slice.history.text(stamp)
+        slice.history.endRow()
+        slice.cardRowEnds.append(slice.cards.bytes.count)
+        slice.historyRowEnds.append(slice.history.bytes.count)
+        slice.lines.append(number)
         slice.cardIDs.append(card.cardID)
+        slice.customerIDs.append(card.customerID)
+        slice.customers.append(customer)
     }
 }

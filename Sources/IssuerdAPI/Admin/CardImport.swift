@@ -14,10 +14,10 @@ import Synchronization
 /// nothing of the file stays. Blank lines and lines starting with `#` are skipped.
 ///
 /// How it goes at database speed: the file is read in chunks of a few thousand lines; each chunk
-/// is validated, sealed and fingerprinted on every core, then written by a second thread
-/// (``ChunkWriter``) through `COPY` into a temporary staging table and from there, in a few
-/// set-based statements, into customers, cards and status history, while the next chunk is
-/// being encoded. Memory holds about three chunks, whatever the file's size.
+/// is validated, sealed and fingerprinted on every core into `COPY` rows, then written by a
+/// second thread (``ChunkWriter``) while the next chunk is being encoded: one read of the
+/// chunk's customers, their upserts applied in issuerd, then `COPY` straight into customers,
+/// cards and status history. Memory holds about three chunks, whatever the file's size.
 /// The audit log gets one `cards.imported` entry naming the counts and a SHA-256 chained over
 /// the imported card ids in file order (one chained entry per card would serialise every other
 /// audited writer, the TSP path included, behind the import).
@@ -39,7 +39,7 @@ public enum CardImport {
     }
 
     /// The optional `customer` member of a line.
-    struct CustomerFields: Decodable {
+    struct CustomerFields: Decodable, Equatable {
         var customerId: String?
         var phoneNumber: String?
         var email: String?
@@ -74,7 +74,7 @@ public enum CardImport {
                 // row here: planning each check tripled the cost of writing a card. The setting
                 // ends with the transaction.
                 try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = auto")
-                try connection.execute(unsafeSQL: createStaging)
+                try connection.execute(unsafeSQL: createCustomerUpdates)
                 let writer = ChunkWriter(connection: connection, now: now)
                 defer { writer.drain() }
                 var digest = [UInt8](repeating: 0, count: 32)
@@ -95,8 +95,8 @@ public enum CardImport {
                     var chunk = Chunk()
                     for slice in try encodeInParallel(lines, workers: workers, now: now, vault: vault) {
                         for cardID in slice.cardIDs { digest = SHA256.hash(digest + Array(cardID.utf8)) }
-                        chunk.cards += slice.cardIDs.count
-                        chunk.bytes += slice.copy.bytes
+                        chunk.cards += slice.count
+                        chunk.slices.append(slice)
                         if let lineFailure = slice.failure {
                             failure = lineFailure
                             break
@@ -129,9 +129,9 @@ public enum CardImport {
         }
     }
 
-    /// Staging rows of consecutive lines, in COPY text.
+    /// The encoded cards of consecutive lines, in file order.
     struct Chunk: Sendable {
-        var bytes: [UInt8] = []
+        var slices: [EncodedSlice] = []
         var cards = 0
     }
 
@@ -161,12 +161,13 @@ private struct SendableLines: @unchecked Sendable {
 }
 
 /// Writes chunks into the database on one background thread, in order, at most two chunks
-/// ahead of the thread encoding them, so the server's work on a chunk (its COPY, customers,
-/// cards, history) overlaps the encoding of the next.
+/// ahead of the thread encoding them, so the server's work on a chunk (its customers, cards,
+/// history) overlaps the encoding of the next.
 ///
-/// Each chunk: empty the staging table, COPY the chunk into it, check that every card's
-/// customer exists by its line, upsert the chunk's customers, insert its cards. A chunk the
-/// database refuses stops the writer (later chunks are dropped) with the refused line.
+/// Each chunk: read its customers, apply its customer objects to them in file order, stop at
+/// the first card without a customer, `COPY` the customers, the cards before that one and
+/// their history. A chunk the database refuses stops the writer (later chunks are dropped)
+/// with the refused line.
 ///
 /// @unchecked Sendable: the connection is used only on `queue` between the first ``submit(_:)``
 /// and ``finish()``/``drain()``, while the thread that owns it waits in there before using it
@@ -218,19 +219,18 @@ private final class ChunkWriter: @unchecked Sendable {
     }
 
     private func write(_ chunk: CardImport.Chunk) throws -> Outcome {
-        try connection.execute(unsafeSQL: "TRUNCATE card_import")
-        try connection.copyIn(unsafeSQL: "COPY card_import (\(CardImport.stagingColumns)) FROM STDIN") { try $0.write(chunk.bytes) }
-        if try CardImport.customerProblem(connection: connection) {
-            let problem = try CardImport.firstStagedProblem(connection: connection)
-            return Outcome(refused: problem.map { .init(line: $0.line, message: $0.problem.message) } ?? .init(line: 0, message: "no such customer"))
+        let (stored, known) = try CardImport.storedCustomers(chunk, connection: connection)
+        let plan = CardImport.planCustomers(chunk, stored: stored, known: known, now: now)
+        try CardImport.writeCustomers(plan, now: now, connection: connection)
+        let count = plan.firstMissing ?? chunk.cards
+        // A refused card comes before the first card without a customer (only those are sent).
+        if let refused = try CardImport.writeCards(chunk, count: count, connection: connection) {
+            return Outcome(refused: .init(line: chunk.line(at: refused.index), message: refused.problem.message))
         }
-        var outcome = Outcome()
-        (outcome.customersCreated, outcome.customersUpdated) = try CardImport.upsertCustomers(now: now, connection: connection)
-        outcome.cards = try CardImport.insertCards(now: now, connection: connection)
-        if outcome.cards < chunk.cards, let skipped = try CardImport.firstSkipped(connection: connection) {
-            outcome.refused = .init(line: skipped.line, message: skipped.problem.message)
+        if let missing = plan.firstMissing {
+            return Outcome(refused: .init(line: chunk.line(at: missing), message: CardImport.LineProblem.customerNotFound.message))
         }
-        return outcome
+        return Outcome(cards: count, customersCreated: plan.created.count, customersUpdated: plan.objects - plan.created.count)
     }
 
     /// Waits until every queued chunk was written.

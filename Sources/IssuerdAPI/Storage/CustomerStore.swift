@@ -50,19 +50,7 @@ enum CustomerStore {
             created.createdAt = now
             return (created, true)
         }
-        if let phone = record.phoneNumber, phone != existing.phoneNumber {
-            existing.phoneNumber = phone
-            existing.phoneChangedAt = record.phoneChangedAt ?? now
-        } else if let changed = record.phoneChangedAt {
-            existing.phoneChangedAt = changed
-        }
-        if let email = record.email, email != existing.email {
-            existing.email = email
-            existing.emailChangedAt = record.emailChangedAt ?? now
-        } else if let changed = record.emailChangedAt {
-            existing.emailChangedAt = changed
-        }
-        if let changed = record.addressChangedAt { existing.addressChangedAt = changed }
+        existing = merge(record, into: existing, now: now)
         try connection.execute(
             """
             UPDATE customers SET phone_number = \(existing.phoneNumber), email = \(existing.email),
@@ -71,6 +59,29 @@ enum CustomerStore {
             WHERE customer_id = \(existing.customerID)
             """)
         return (existing, false)
+    }
+
+    /// What an upsert of `record` makes of the stored `existing` customer: a given phone number
+    /// or e-mail that differs replaces the stored one and stamps its change time (the given one,
+    /// else `now`); a change time given alone is set; a given address change time is set.
+    ///
+    /// Pure, so the bulk import applies exactly the API's rule without a round trip per line.
+    static func merge(_ record: CustomerRecord, into existing: CustomerRecord, now: Date) -> CustomerRecord {
+        var merged = existing
+        if let phone = record.phoneNumber, phone != existing.phoneNumber {
+            merged.phoneNumber = phone
+            merged.phoneChangedAt = record.phoneChangedAt ?? now
+        } else if let changed = record.phoneChangedAt {
+            merged.phoneChangedAt = changed
+        }
+        if let email = record.email, email != existing.email {
+            merged.email = email
+            merged.emailChangedAt = record.emailChangedAt ?? now
+        } else if let changed = record.emailChangedAt {
+            merged.emailChangedAt = changed
+        }
+        if let changed = record.addressChangedAt { merged.addressChangedAt = changed }
+        return merged
     }
 
     /// The customer in `row`, whose columns carry `prefix` (see ``columns(qualifiedBy:prefix:)``).

@@ -145,6 +145,10 @@ public struct PostgresCopyText: Sendable {
         text(PostgresTimestamp.format(value))
     }
 
+    /// A `timestamptz` as ``timestamp(_:)`` writes it, to format once and append with
+    /// ``text(_:)`` to many rows.
+    public static func timestampText(_ value: Date) -> String { PostgresTimestamp.format(value) }
+
     /// Appends a boolean column (`t`/`f`).
     public mutating func boolean(_ value: Bool) {
         separator()

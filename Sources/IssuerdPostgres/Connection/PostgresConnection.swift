@@ -269,7 +269,8 @@ public final class PostgresConnection {
         logger.debug("postgres statement failed", ["sqlstate": .string(sqlState ?? "none"), "code": .string(code.name)])
         throw PostgresError(
             code: code, sqlState: sqlState, message: PostgresError.safeMessage(primary, sqlState: sqlState),
-            detail: Self.field(result, "D"), constraint: Self.field(result, "n"), file: file, line: line)
+            detail: Self.field(result, "D"), constraint: Self.field(result, "n"), context: Self.field(result, "W"), file: file,
+            line: line)
     }
 
     /// One `PQresultErrorField`; the field codes are the protocol's one-letter tags

@@ -54,6 +54,9 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     public var detail: String?
     /// The violated constraint's name, for integrity violations.
     public var constraint: String?
+    /// The server's `CONTEXT` field (where the statement was: `COPY cards, line 12: …`). Like
+    /// ``detail`` it may quote row values: never log it; ``copyLine`` reads what is safe.
+    public var context: String?
     /// Where in issuerd the error was raised.
     public var file: String
     /// The line in ``file``.
@@ -62,13 +65,14 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     /// Creates an error.
     public init(
         code: Code, sqlState: String? = nil, message: String, detail: String? = nil, constraint: String? = nil,
-        file: String = #fileID, line: Int = #line
+        context: String? = nil, file: String = #fileID, line: Int = #line
     ) {
         self.code = code
         self.sqlState = sqlState
         self.message = message
         self.detail = detail
         self.constraint = constraint
+        self.context = context
         self.file = file
         self.line = line
     }
@@ -79,6 +83,22 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         text += ": \(message)"
         if let constraint { text += " [constraint \(constraint)]" }
         return text + " at \(file):\(line)"
+    }
+
+    /// For a row a `COPY … FROM STDIN` refused: its 1-based line in the COPY's data, read from
+    /// ``context``; nil for any other failure.
+    ///
+    /// The server words the context `COPY <table>, line <n>` followed by the column or the row's
+    /// text; translations keep `COPY <table>, ` and the number, so the first number after the
+    /// table's name is read (a table's name may itself hold digits, a row's text comes after).
+    public var copyLine: Int? {
+        guard let context else { return nil }
+        for text in context.split(separator: "\n") where text.hasPrefix("COPY ") {
+            guard let comma = text.firstIndex(of: ",") else { continue }
+            let digits = text[text.index(after: comma)...].drop { !$0.isASCII || !$0.isNumber }.prefix { $0.isASCII && $0.isNumber }
+            if let number = Int(digits) { return number }
+        }
+        return nil
     }
 
     /// True when the failure means the connection it happened on can no longer be used.

@@ -7,10 +7,10 @@ import Testing
 
 @testable import IssuerdAPI
 
-/// The bulk path of `issuerd cards import` (COPY into staging, set-based writes): the same
+/// The bulk path of `issuerd cards import` (customers read once per chunk, COPY into the tables): the same
 /// answers as registering the lines one by one, the first bad line of a big file, and nothing
 /// kept after an interruption.
-@Suite("Bulk card import: staging through COPY, first bad line, interruptions")
+@Suite("Bulk card import: COPY into the tables, first bad line, interruptions")
 struct CardImportTests {
     private static let masterKey = Data(repeating: 0x42, count: 32).base64EncodedString()
     private let vault = PANVault(keyRing: try! MasterKeyRing(settingValue: CardImportTests.masterKey))
@@ -127,6 +127,130 @@ struct CardImportTests {
             #expect(error.description.contains(message), "\(error)")
         }
         for table in ["cards", "customers", "card_status_history", "audit_log"] { #expect(try count(app, table) == 0, "\(table)") }
+    }
+
+    /// A stored customer "stored" with card "card-stored" (PAN serial 90,000), as the API registers them.
+    private func seedStoredCard(_ app: TestApplication, now: Date) throws {
+        let seed = CustomerRecord(
+            customerID: "stored", phoneNumber: "010-1111-2222", email: "stored@example.com", phoneChangedAt: nil, emailChangedAt: nil,
+            addressChangedAt: nil, createdAt: now)
+        try app.pool.withConnection { connection in
+            _ = try CustomerStore.upsert(seed, now: now, connection: connection)
+            _ = try CardStore.insert(
+                cardID: "card-stored", customerID: "stored", pan: PrimaryAccountNumber(AdminFixtures.pan(serial: 90_000))!,
+                expiration: AdminFixtures.futureExpiration, cardholderName: "KIM", paymentNetwork: "visa", status: .active,
+                localizedDescription: nil, country: nil, now: now, vault: vault, connection: connection)
+        }
+    }
+
+    @Test(
+        "A card id or PAN already stored is named on its line, in any chunk, and nothing of the file is kept",
+        arguments: [
+            (2, "existing-id", "a card with this cardId already exists"),
+            (11_000, "existing-id", "a card with this cardId already exists"),
+            (8_193, "existing-pan", "a card with this account number already exists"),
+            // Both an earlier line's id and its PAN: refused for the id, as the API checks it first.
+            (6_000, "repeat-both", "a card with this cardId already exists"),
+            // A card of a stored customer, without a customer object, is fine; the bad line after it is named.
+            (9_999, "stored-customer-then-luhn", "Luhn"),
+        ])
+    func firstBadLineAgainstTheDatabase(badLine: Int, problem: String, message: String) throws {
+        let app = try TestApplication()
+        let now = Date()
+        try seedStoredCard(app, now: now)
+        var replacing: [Int: String] = [:]
+        switch problem {
+        case "existing-id": replacing[badLine] = line(badLine, card: "card-stored", fields: "{}")
+        case "existing-pan": replacing[badLine] = line(badLine, pan: AdminFixtures.pan(serial: 90_000), fields: "{}")
+        case "repeat-both": replacing[badLine] = line(badLine, card: "card-40", pan: AdminFixtures.pan(serial: 40), fields: "{}")
+        default:
+            replacing[badLine - 1] = line(badLine - 1, customer: "stored")
+            let pan = AdminFixtures.pan(serial: badLine)
+            replacing[badLine] = line(badLine, pan: String(pan.dropLast()) + String((Int(String(pan.last!))! + 1) % 10), fields: "{}")
+        }
+        let file = try bigFile(app, count: 12_000, replacing: replacing)
+        do {
+            _ = try CardImport.run(file: file, actor: "cli:test", now: now, vault: vault, database: app.pool)
+            Issue.record("the import should have failed")
+        } catch let error as CommandInputError {
+            #expect(error.description.hasPrefix("\(file.lastPathComponent):\(badLine): "), "\(error)")
+            #expect(error.description.contains(message), "\(error)")
+        }
+        // Only the seeded rows.
+        #expect(try count(app, "cards") == 1)
+        #expect(try count(app, "customers") == 1)
+        #expect(try count(app, "card_status_history") == 1)
+        #expect(try count(app, "audit_log") == 0)
+        let stored = try app.pool.withConnection { try CustomerStore.find("stored", connection: $0) }
+        #expect(stored?.email == "stored@example.com")
+    }
+
+    @Test("Customer objects spread over several chunks, on stored and new customers, end as the API's upserts one by one would")
+    func customersAcrossChunks() throws {
+        let now = Date(timeIntervalSince1970: 1_750_000_000)
+        let given = "2025-01-02T03:04:05Z"
+        // One worker: a chunk is CardImport.linesPerSlice lines, so these land in three chunks.
+        let size = CardImport.linesPerSlice
+        let special: [Int: (String, String?)] = [
+            1: ("stored", #"{"phoneNumber":"010-9999-0000"}"#),
+            2: ("moving", #"{"email":"m1@example.com"}"#),
+            3: ("moving", nil),  // a card of a customer created on the line before
+            size: ("moving", #"{"email":"m1@example.com","emailChangedAt":"\#(given)"}"#),  // last line of chunk 1
+            size + 1: ("moving", #"{"email":"m2@example.com"}"#),  // first line of chunk 2: changed, stamped now
+            size + 2: ("stored", nil),
+            size + 3: ("stored", #"{"phoneNumber":"010-9999-0000","addressChangedAt":"\#(given)"}"#),
+            2 * size + 5: ("moving", #"{"phoneNumber":"010-3333-4444"}"#),
+            2 * size + 6: ("stored", #"{}"#),
+        ]
+        let total = 2 * size + 10
+        let seed = CustomerRecord(
+            customerID: "stored", phoneNumber: "010-1111-2222", email: "s@example.com", phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
+            emailChangedAt: nil, addressChangedAt: nil, createdAt: now)
+        let reference = try TestApplication()
+        _ = try reference.pool.withConnection { try CustomerStore.upsert(seed, now: now, connection: $0) }
+        var lines: [String] = []
+        var objects = 0
+        for serial in 1...total {
+            if let (customer, object) = special[serial] {
+                lines.append(line(serial, customer: customer, fields: object))
+                if let object {
+                    objects += 1
+                    let fields = try JSONDecoder().decode(CardImport.CustomerFields.self, from: Data(object.utf8))
+                    let record = try CustomerAdministration.validate(
+                        .init(customerId: customer, phoneNumber: fields.phoneNumber, email: fields.email, phoneChangedAt: fields.phoneChangedAt,
+                              emailChangedAt: fields.emailChangedAt, addressChangedAt: fields.addressChangedAt))
+                    _ = try reference.pool.withConnection { try CustomerStore.upsert(record, now: now, connection: $0) }
+                }
+            } else {
+                lines.append(line(serial, customer: "own-\(serial)", fields: "{}"))
+                objects += 1
+            }
+        }
+        let app = try TestApplication()
+        _ = try app.pool.withConnection { try CustomerStore.upsert(seed, now: now, connection: $0) }
+        let file = try write(app, lines)
+        let summary = try CardImport.run(file: file, actor: "cli:test", now: now, vault: vault, database: app.pool, workers: 1)
+        let own = total - special.count
+        #expect(summary == CardImport.Summary(cards: total, customersCreated: own + 1, customersUpdated: objects - own - 1))
+        for customer in ["stored", "moving"] {
+            let imported = try app.pool.withConnection { try CustomerStore.find(customer, connection: $0) }
+            let expected = try reference.pool.withConnection { try CustomerStore.find(customer, connection: $0) }
+            #expect(imported != nil)
+            #expect(imported?.phoneNumber == expected?.phoneNumber, "\(customer)")
+            #expect(imported?.email == expected?.email, "\(customer)")
+            #expect(imported?.phoneChangedAt == expected?.phoneChangedAt, "\(customer)")
+            #expect(imported?.emailChangedAt == expected?.emailChangedAt, "\(customer)")
+            #expect(imported?.addressChangedAt == expected?.addressChangedAt, "\(customer)")
+        }
+        #expect(try count(app, "cards") == Int64(total))
+        #expect(try count(app, "card_status_history") == Int64(total))
+        #expect(try count(app, "customers") == Int64(own + 2))
+        // Every history row is the API's "created" entry.
+        let history = try app.pool.withConnection {
+            try $0.query("SELECT count(*) AS n FROM card_status_history WHERE old_status IS NULL AND new_status = 'active' AND reason = 'created' AND actor = 'system'")
+                .first!.decode("n", as: Int64.self)
+        }
+        #expect(history == Int64(total))
     }
 
     @Test("An empty file imports nothing, and a file of exactly one read's worth of lines imports them all (no empty last read trapping)")

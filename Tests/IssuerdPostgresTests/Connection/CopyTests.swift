@@ -72,4 +72,51 @@ import Testing
             }
         }
     }
+
+    @Test func aRefusedRowIsNamedByItsLineInTheCopysData() throws {
+        try withTestPool { pool in
+            try pool.withConnection { connection in
+                // Digits in the table's name must not be taken for the line.
+                try connection.execute(unsafeSQL: "CREATE TABLE staged2025 (n int PRIMARY KEY, label text CHECK (label <> 'bad'))")
+                // Past COPY's batches of 1,000 rows, whose index entries are made when a batch is
+                // flushed: the line is still the refused row's own.
+                let rows = (1...2_500).map { "\($0)\tok\n" }.joined() + "17\tok\n"
+                let duplicate = postgresError {
+                    _ = try connection.transaction { try $0.copyIn(unsafeSQL: "COPY staged2025 FROM STDIN") { try $0.write(Array(rows.utf8)) } }
+                }
+                #expect(duplicate?.code == .uniqueViolation)
+                #expect(duplicate?.constraint == "staged2025_pkey")
+                #expect(duplicate?.copyLine == 2_501)
+                // A row refused before it is batched (a CHECK): the context quotes the row, the line is read all the same.
+                let check = postgresError {
+                    _ = try connection.transaction {
+                        try $0.copyIn(unsafeSQL: "COPY staged2025 FROM STDIN") { try $0.write(Array("1\tok\n2\tok\n3\tbad\n".utf8)) }
+                    }
+                }
+                #expect(check?.code == .checkViolation)
+                #expect(check?.copyLine == 3)
+                // Not a COPY: no line.
+                let other = postgresError { try connection.execute(unsafeSQL: "INSERT INTO staged2025 VALUES (1, 'bad')") }
+                #expect(other?.code == .checkViolation)
+                #expect(other?.copyLine == nil)
+            }
+        }
+    }
+
+    @Test(
+        "The COPY line is read from translated contexts and nested ones",
+        arguments: [
+            ("COPY cards, line 12", 12),
+            ("COPY cards, Zeile 7: \"x\t1\"", 7),
+            ("COPY cards, 行 3, 列 country: \"42\"", 3),
+            ("SQL statement \"SELECT 1\"\nCOPY t9, line 40", 40),
+        ])
+    func copyLineParsing(context: String, line: Int) {
+        #expect(PostgresError(code: .uniqueViolation, message: "m", context: context).copyLine == line)
+    }
+
+    @Test func noCopyLineWithoutACopyContext() {
+        #expect(PostgresError(code: .other, message: "m", context: "PL/pgSQL function f() line 3 at RAISE").copyLine == nil)
+        #expect(PostgresError(code: .other, message: "m").copyLine == nil)
+    }
 }

@@ -1,0 +1,222 @@
+import Foundation
+import IssuerdPostgres
+
+/// The SQL side of ``CardImport``: each chunk's customers are read once and brought up to date
+/// in issuerd (the API's upsert rule, line by line), then customers, cards and status history
+/// are written by `COPY` straight into their tables.
+///
+/// No staging table and no `ON CONFLICT`: the unique indexes themselves refuse a card id or PAN
+/// already stored or already on an earlier line, and the refused `COPY` row's line (the
+/// server's error context) maps back to the file's line. The refusal aborts the transaction,
+/// which is what a bad record must do anyway.
+extension CardImport {
+    /// Existing customers' new values for one chunk, joined into the `UPDATE`: a temporary table
+    /// (no WAL, gone at the end of the transaction, whatever its outcome).
+    static let createCustomerUpdates = """
+        CREATE TEMPORARY TABLE card_import_customers (
+            customer_id        text NOT NULL,
+            phone_number       text,
+            email              text,
+            phone_changed_at   timestamptz,
+            email_changed_at   timestamptz,
+            address_changed_at timestamptz
+        ) ON COMMIT DROP
+        """
+
+    /// Why a line cannot be registered, as the API would answer it.
+    enum LineProblem {
+        case customerNotFound
+        case cardIDExists
+        case accountNumberExists
+
+        var message: String {
+            switch self {
+            case .customerNotFound: "no such customer"
+            case .cardIDExists: "a card with this cardId already exists"
+            case .accountNumberExists: "a card with this account number already exists"
+            }
+        }
+    }
+
+    /// What a chunk does to customers: who is created, who is updated to what, and the first
+    /// card whose customer neither exists nor is created by an earlier (or the same) line.
+    struct CustomerPlan {
+        /// New customers, in the order of their first line, with the effect of all their lines.
+        var created: [CustomerRecord] = []
+        /// Stored customers (an earlier chunk's included) with the effect of this chunk's lines.
+        var updated: [CustomerRecord] = []
+        /// Lines with a customer object (before ``firstMissing``).
+        var objects = 0
+        /// The index in the chunk of the first card without a customer.
+        var firstMissing: Int?
+    }
+
+    /// Applies the chunk's customer objects in file order to the stored customers, as
+    /// `POST /v1/admin/customers` would one by one (``CustomerStore/merge(_:into:now:)``).
+    ///
+    /// - Parameters:
+    ///   - stored: The chunk's customers as stored before it (those with objects locked).
+    ///   - known: Further customer ids that exist (named by cards without objects).
+    static func planCustomers(_ chunk: Chunk, stored: [String: CustomerRecord], known: Set<String>, now: Date) -> CustomerPlan {
+        var plan = CustomerPlan()
+        var current = stored
+        var createdOrder: [String] = []
+        var index = 0
+        for slice in chunk.slices {
+            for row in 0..<slice.count {
+                let id = slice.customerIDs[row]
+                if let object = slice.customers[row] {
+                    plan.objects += 1
+                    if let existing = current[id] {
+                        current[id] = CustomerStore.merge(object, into: existing, now: now)
+                    } else {
+                        current[id] = object
+                        createdOrder.append(id)
+                    }
+                }
+                if current[id] == nil, !known.contains(id) {
+                    plan.firstMissing = index
+                    break
+                }
+                index += 1
+            }
+            if plan.firstMissing != nil { break }
+        }
+        plan.created = createdOrder.map { current[$0]! }
+        // Every stored customer here has an object in the chunk: the API would update each
+        // (updated_at included) even when its values did not change.
+        plan.updated = stored.keys.sorted().map { current[$0]! }
+        return plan
+    }
+
+    /// Reads the chunk's customers: those with a customer object in full, under `FOR UPDATE`
+    /// (as the API's upsert does), the others only for existence.
+    static func storedCustomers(
+        _ chunk: Chunk, connection: PostgresConnection
+    ) throws -> (stored: [String: CustomerRecord], known: Set<String>) {
+        var withObjects = Set<String>()
+        var without = Set<String>()
+        for slice in chunk.slices {
+            for row in 0..<slice.count {
+                if slice.customers[row] != nil { withObjects.insert(slice.customerIDs[row]) } else { without.insert(slice.customerIDs[row]) }
+            }
+        }
+        without.subtract(withObjects)
+        var stored: [String: CustomerRecord] = [:]
+        if !withObjects.isEmpty {
+            let rows = try connection.query(
+                """
+                SELECT customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at
+                FROM customers WHERE customer_id = ANY(\(Array(withObjects))) FOR UPDATE
+                """)
+            for row in rows {
+                let record = try CustomerStore.decode(row)
+                stored[record.customerID] = record
+            }
+        }
+        var known = Set<String>()
+        if !without.isEmpty {
+            for row in try connection.query("SELECT customer_id FROM customers WHERE customer_id = ANY(\(Array(without)))") {
+                known.insert(try row.decode("customer_id", as: String.self))
+            }
+        }
+        return (stored, known)
+    }
+
+    /// Writes the plan's customers: new ones by `COPY`, changed ones by one `UPDATE` joined to
+    /// their new values (copied into ``createCustomerUpdates``'s table).
+    static func writeCustomers(_ plan: CustomerPlan, now: Date, connection: PostgresConnection) throws {
+        let stamp = PostgresCopyText.timestampText(now)
+        if !plan.created.isEmpty {
+            var copy = PostgresCopyText(capacity: plan.created.count * 120)
+            for customer in plan.created {
+                customerRow(customer, into: &copy)
+                copy.text(stamp)
+                copy.text(stamp)
+                copy.endRow()
+            }
+            try connection.copyIn(
+                unsafeSQL: """
+                    COPY customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at, \
+                    updated_at) FROM STDIN
+                    """
+            ) { try $0.write(copy.bytes) }
+        }
+        if !plan.updated.isEmpty {
+            var copy = PostgresCopyText(capacity: plan.updated.count * 100)
+            for customer in plan.updated {
+                customerRow(customer, into: &copy)
+                copy.endRow()
+            }
+            try connection.execute(unsafeSQL: "TRUNCATE card_import_customers")
+            try connection.copyIn(unsafeSQL: "COPY card_import_customers FROM STDIN") { try $0.write(copy.bytes) }
+            try connection.execute(
+                """
+                UPDATE customers c SET phone_number = u.phone_number, email = u.email, phone_changed_at = u.phone_changed_at,
+                    email_changed_at = u.email_changed_at, address_changed_at = u.address_changed_at, updated_at = \(now)
+                FROM card_import_customers u WHERE c.customer_id = u.customer_id
+                """)
+        }
+    }
+
+    private static func customerRow(_ customer: CustomerRecord, into copy: inout PostgresCopyText) {
+        copy.text(customer.customerID)
+        copy.text(customer.phoneNumber)
+        copy.text(customer.email)
+        copy.timestamp(customer.phoneChangedAt)
+        copy.timestamp(customer.emailChangedAt)
+        copy.timestamp(customer.addressChangedAt)
+    }
+
+    /// `COPY`s the chunk's first `count` cards and then their status history rows.
+    ///
+    /// - Returns: The chunk's index of a card the unique indexes refused (a card id or PAN
+    ///   already stored or on an earlier line) and why; nil when all were written.
+    /// - Throws: Any other database failure.
+    static func writeCards(_ chunk: Chunk, count: Int, connection: PostgresConnection) throws -> (index: Int, problem: LineProblem)? {
+        guard count > 0 else { return nil }
+        do {
+            try connection.copyIn(unsafeSQL: "COPY cards (\(cardColumns)) FROM STDIN") { writer in
+                try chunk.send(\.cards, ends: \.cardRowEnds, count: count, to: writer)
+            }
+        } catch let error as PostgresError where error.code == .uniqueViolation {
+            // The unique indexes are checked in the order they were made, the primary key
+            // first: a line repeating both an id and a PAN is refused for its id, as the API does.
+            guard let line = error.copyLine, (1...count).contains(line) else { throw error }
+            return (line - 1, error.constraint == "cards_pkey" ? .cardIDExists : .accountNumberExists)
+        }
+        try connection.copyIn(unsafeSQL: "COPY card_status_history (\(historyColumns)) FROM STDIN") { writer in
+            try chunk.send(\.history, ends: \.historyRowEnds, count: count, to: writer)
+        }
+        return nil
+    }
+}
+
+extension CardImport.Chunk {
+    /// The line in the file of the chunk's card at `index`.
+    func line(at index: Int) -> Int {
+        var index = index
+        for slice in slices {
+            if index < slice.count { return slice.lines[index] }
+            index -= slice.count
+        }
+        preconditionFailure("card index beyond the chunk")
+    }
+
+    /// Sends the rows of the first `count` cards, one slice's buffer (or its prefix) at a time.
+    func send(
+        _ rows: KeyPath<CardImport.EncodedSlice, PostgresCopyText>, ends: KeyPath<CardImport.EncodedSlice, [Int]>, count: Int,
+        to writer: PostgresCopyWriter
+    ) throws {
+        var remaining = count
+        for slice in slices where remaining > 0 {
+            let bytes = slice[keyPath: rows].bytes
+            if remaining >= slice.count {
+                try writer.write(bytes)
+            } else {
+                try writer.write(Array(bytes[..<slice[keyPath: ends][remaining - 1]]))
+            }
+            remaining -= min(remaining, slice.count)
+        }
+    }
+}
