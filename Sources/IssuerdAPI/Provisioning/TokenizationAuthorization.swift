@@ -131,7 +131,7 @@ struct TokenizationAuthorization: Sendable {
     ) throws -> (value: Outcome, closing: [PostgresQuery]) {
         let body = input.body
         if let stored = tsp.storedAnswer {
-            return (.answer(try .json(stored), decided: nil), [])
+            return (.answer(Self.httpResponse(stored), decided: nil), [])
         }
         if tsp.tokenTaken {
             return (.refusal(APIErrors.invalidState("this tokenReference was already authorized by another request")), [])
@@ -144,7 +144,7 @@ struct TokenizationAuthorization: Sendable {
             rulesetVersion: ruleset.version, facts: facts(body, pan: input.pan), createdAt: now)
 
         guard let card = tsp.card else {
-            return try refuse(&record, reason: "card_not_found", values: ["card.bin": .string(input.pan.bin)], hits: [])
+            return refuse(&record, reason: "card_not_found", values: ["card.bin": .string(input.pan.bin)], hits: [])
         }
         record.cardID = card.cardID
         record.customerID = card.customerID
@@ -163,7 +163,7 @@ struct TokenizationAuthorization: Sendable {
         record.unknowns = decision.unknowns
         record.facts["unresolved"] = .array(decision.unresolved.map(DecisionJSON.hit))
         guard card.expiration == input.expiration.slashed else {
-            return try refuse(&record, reason: "expiry_mismatch", values: [:], hits: decision.hits)
+            return refuse(&record, reason: "expiry_mismatch", values: [:], hits: decision.hits)
         }
 
         var flow = decision.flow
@@ -196,7 +196,7 @@ struct TokenizationAuthorization: Sendable {
         let response = TokenizationAuthorizeResponse(
             decision: record.decision, flow: flow.description, attemptId: attemptText, reasons: reasons,
             activationMethods: activationMethods)
-        let answer = try JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(response))
+        let answer = response.jsonValue
         record.facts["response"] = answer
         var closing = [AttemptStore.insertion(record)]
         if flow != .orange {
@@ -211,23 +211,23 @@ struct TokenizationAuthorization: Sendable {
                 actor: "tsp", action: "token.created", subject: "token:\(body.tokenReference)",
                 details: ["cardId": card.cardID, "status": status.rawValue, "attemptId": attemptText], at: now))
         }
-        return (.answer(try .json(answer), decided: Decided(attemptID: attemptText, flow: flow, hits: decision.hits, logged: true)), closing)
+        return (.answer(Self.httpResponse(answer), decided: Decided(attemptID: attemptText, flow: flow, hits: decision.hits, logged: true)), closing)
     }
 
     /// A DECLINED attempt decided before (or beside) the rules, and its answer.
     private func refuse(
         _ record: inout AttemptRecord, reason: String, values: [String: JSONValue], hits: [RuleHit]
-    ) throws -> (value: Outcome, closing: [PostgresQuery]) {
+    ) -> (value: Outcome, closing: [PostgresQuery]) {
         record.flow = .orange
         record.decision = "DECLINED"
         record.hits.insert(DecisionJSON.pseudoHit(rule: reason, outcome: .orange, reason: reason, values: values), at: 0)
         let attemptText = record.attemptID.uuidString.lowercased()
         let response = TokenizationAuthorizeResponse(
             decision: "DECLINED", flow: "orange", attemptId: attemptText, reasons: [Reason(rule: reason, reason: reason)], activationMethods: [])
-        let answer = try JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(response))
+        let answer = response.jsonValue
         record.facts["response"] = answer
         return (
-            .answer(try .json(answer), decided: Decided(attemptID: attemptText, flow: .orange, hits: hits, logged: false)),
+            .answer(Self.httpResponse(answer), decided: Decided(attemptID: attemptText, flow: .orange, hits: hits, logged: false)),
             [AttemptStore.insertion(record)]
         )
     }
@@ -256,9 +256,7 @@ struct TokenizationAuthorization: Sendable {
             }
             facts["device"] = .object(object)
         }
-        if let wallet = body.wallet, let encoded = try? JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(wallet)) {
-            facts["wallet"] = encoded
-        }
+        if let wallet = body.wallet { facts["wallet"] = wallet.jsonValue }
         if let count = body.activeTokenCount { facts["activeTokenCount"] = .int(count) }
         return facts
     }
