@@ -8,7 +8,9 @@ import IssuerdPostgres
 /// Three checks, in order: the HMAC over `"<t>.<raw body>"` (constant-time), the timestamp
 /// within 300 s of now, and the signature never seen before. Seen signatures are kept in
 /// PostgreSQL, not in memory, so a replay to another instance behind the load balancer is
-/// refused too.
+/// refused too. ``verify(_:now:)`` makes the first two; the third is the signature's record
+/// (``VerifiedTSPSignature``), which the tokenization authorization writes in its own
+/// transaction and ``authenticate(_:database:now:)`` on its own.
 struct TSPAuthenticator: Sendable {
     static let headerName = "X-Issuerd-Signature"
     /// api.md: reject a timestamp more than 300 s off.
@@ -20,8 +22,9 @@ struct TSPAuthenticator: Sendable {
         key = try SymmetricKey(bytes: Array(secret.utf8))
     }
 
-    /// Verifies the request or throws 401.
-    func authenticate(_ request: HTTPRequest, database: PostgresPool, now: Date) throws {
+    /// Verifies the request's HMAC and timestamp, or throws 401; the replay check is left to the
+    /// returned signature's record.
+    func verify(_ request: HTTPRequest, now: Date) throws -> VerifiedTSPSignature {
         guard let header = request.headers[Self.headerName], let signature = TSPSignature(header: header) else {
             throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
         }
@@ -35,20 +38,13 @@ struct TSPAuthenticator: Sendable {
             request.logger.notice("TSP signature refused", ["reason": "timestamp outside window"])
             throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
         }
-        let fingerprint = BinaryEncoding.hexString(matched)
-        let inserted = try database.withConnection { connection in
-            // Old entries can never be replayed (outside the window), so they are pruned here,
-            // occasionally, rather than by a separate job.
-            if Int.random(in: 0..<100) == 0 {
-                _ = try connection.execute("DELETE FROM tsp_signatures_seen WHERE seen_at < now() - interval '15 minutes'")
-            }
-            return try connection.execute(
-                "INSERT INTO tsp_signatures_seen (signature) VALUES (\(fingerprint)) ON CONFLICT DO NOTHING")
-        }
-        guard inserted == 1 else {
-            request.logger.warning("TSP signature refused", ["reason": "replayed"])
-            throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
-        }
+        return VerifiedTSPSignature(fingerprint: BinaryEncoding.hexString(matched))
+    }
+
+    /// Verifies the request and records its signature before the work, or throws 401.
+    func authenticate(_ request: HTTPRequest, database: PostgresPool, now: Date) throws {
+        let signature = try verify(request, now: now)
+        guard try signature.recordAlone(database: database) else { throw VerifiedTSPSignature.replayed(logger: request.logger) }
     }
 
     /// The header value for `body` at `timestamp` (outbound webhooks and tests sign with it).

@@ -29,9 +29,17 @@ struct PushContext {
     /// it whole, or through the BRIN index on `created_at`, later. The settings end with the
     /// transaction; PostgreSQL re-plans when autovacuum refreshes a table's statistics.
     static func lockAndPlanSettings(customerID: String) -> PostgresQuery {
+        lockAndPlanSettings(key: "provision:" + customerID)
+    }
+
+    /// The same for a context statement locked by another `key` (the TSP authorization's token
+    /// reference, ``TokenizationContext``). The settings also give the transaction's later
+    /// statements generic plans, among them the foreign-key checks of its inserts, which the
+    /// connection's `force_custom_plan` would plan anew for every row.
+    static func lockAndPlanSettings(key: String) -> PostgresQuery {
         """
         SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-               set_config('enable_bitmapscan', 'off', true), pg_advisory_xact_lock(hashtextextended(\("provision:" + customerID), 0))
+               set_config('enable_bitmapscan', 'off', true), pg_advisory_xact_lock(hashtextextended(\(key), 0))
         """
     }
 

@@ -8,9 +8,16 @@ import IssuerdWire
 /// `POST /v1/tsp/tokenization/authorize`: card by PAN fingerprint → expiry → risk with the
 /// wallet signals → decision, activation methods, token, attempt; all in one transaction.
 ///
+/// One transaction on one pooled connection, in two round trips, as the in-app path
+/// (``InAppProvisioning``): `BEGIN`, the token reference's advisory lock, one statement reading
+/// everything the decision needs (``TokenizationContext``), the signature's replay record
+/// (``VerifiedTSPSignature``) and the `Idempotency-Key` claim's lock travel together; the
+/// attempt, the token, its events, the audit entry and the claim's answer travel with `COMMIT`.
+///
 /// Rules of this endpoint (documented in docs/openapi.yaml):
 /// - **Retries**: the same `requestId` and `tokenReference` get the stored answer, never a
-///   second token (a transaction-level advisory lock on the pair serialises concurrent retries).
+///   second token (a transaction-level advisory lock on the token reference serialises
+///   concurrent retries, and any other request for the same token reference).
 /// - **Tokens**: green → `active`, yellow → `pending_verification`, orange → no token row (the
 ///   attempt keeps the token reference). A token reference already recorded by another request
 ///   is 409 `invalid_state`.
@@ -27,29 +34,108 @@ struct TokenizationAuthorization: Sendable {
     /// How long a yellow push forces step-up on the TSP authorization that follows it.
     static let yellowPushWindow: TimeInterval = 24 * 3600
 
-    func authorize(_ request: HTTPRequest, now: Date) throws -> HTTPResponse {
-        let input = try TokenizationInput(request.decodeJSON(TokenizationAuthorizeRequest.self))
-        let (answer, counted) = try context.database.withConnection { connection in
-            try connection.transaction { connection in
-                try decide(input, request: request, now: now, connection: connection)
-            }
-        }
-        if let counted { risk.count(channel: "tsp", flow: counted.flow, hits: counted.hits) }
-        return try .json(answer)
+    /// What the transaction decided; a refusal is a value so that what the transaction recorded
+    /// (the signature, the claim's answer) commits before it is thrown.
+    private enum Outcome {
+        /// An answer; `decided` for a new decision (counted and logged once committed), nil for
+        /// the stored answer of an earlier one.
+        case answer(HTTPResponse, decided: Decided?)
+        case refusal(HTTPError)
     }
 
-    private func decide(
-        _ input: TokenizationInput, request: HTTPRequest, now: Date, connection: PostgresConnection
-    ) throws -> (JSONValue, (flow: Flow, hits: [RuleHit])?) {
+    private struct Decided {
+        var attemptID: String
+        var flow: Flow
+        var hits: [RuleHit]
+        /// False for a refusal before the rules' flow is final (unknown card, expiry mismatch),
+        /// which the log has never announced.
+        var logged: Bool
+    }
+
+    /// Decides one request.
+    ///
+    /// - Parameters:
+    ///   - signature: The request's verified signature, recorded in this transaction; a replay is
+    ///     401 and does nothing (nil only for in-process callers that checked nothing).
+    ///   - claim: The request's `Idempotency-Key` claim: the answer is stored with `COMMIT`, so it
+    ///     commits exactly with the attempt, and a holder whose claim a retry took over does nothing.
+    func authorize(
+        _ request: HTTPRequest, now: Date, signature: VerifiedTSPSignature? = nil, claim: IdempotencyClaim? = nil
+    ) throws -> HTTPResponse {
+        let input = try TokenizationInput(request.decodeJSON(TokenizationAuthorizeRequest.self))
         let body = input.body
-        try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\("tsp:\(body.requestId)|\(body.tokenReference)"), 0))")
-        if let stored = try AttemptStore.tspAnswer(requestID: body.requestId, tokenReference: body.tokenReference, connection: connection) {
-            return (stored, nil)
-        }
-        if try TokenStore.lock(body.tokenReference, connection: connection) != nil {
+        let ruleset = risk.rules.current
+        let fingerprint = try context.vault.fingerprint(input.pan)
+        let statement = TokenizationContext.statement(
+            requestID: body.requestId, tokenReference: body.tokenReference, fingerprint: fingerprint, deviceID: body.device?.id,
+            velocity: VelocityBatch(subject: VelocitySubject(deviceID: body.device?.id), time: now, queries: ruleset.velocityQueries),
+            pushesSince: now.addingTimeInterval(-Self.yellowPushWindow))
+        var opening = [TokenizationContext.lockAndPlanSettings(tokenReference: body.tokenReference), statement.query]
+        let signatureIndex = signature.map { opening.append($0.insertion()); return opening.count - 1 }
+        let claimIndex = claim.map { opening.append($0.holding()); return opening.count - 1 }
+        // Sent with COMMIT, so the rows it deletes stay locked only for the commit.
+        let pruning = signature == nil ? nil : VerifiedTSPSignature.pruningNowAndThen()
+        var answerInTransaction = false
+        let outcome: Outcome
+        do {
+            outcome = try context.database.withConnection { connection in
+                try connection.pipelinedTransaction(opening: opening) { _, rows in
+                    var decided: (value: Outcome, closing: [PostgresQuery])
+                    if let signatureIndex, rows[signatureIndex].isEmpty {
+                        // A replay: the original committed this signature. Nothing is decided, and a
+                        // claim this request took goes, so the original's own retry is not answered
+                        // with this refusal.
+                        decided = (.refusal(VerifiedTSPSignature.replayed(logger: request.logger)), claim.map { [$0.releasing()] } ?? [])
+                    } else if let claimIndex, rows[claimIndex].isEmpty {
+                        // The claim is locked with the context read: a holder whose claim a retry
+                        // took over does nothing, and no retry can take it over before this commits.
+                        decided = (.refusal(IdempotencyClaim.takenOver()), [])
+                    } else {
+                        decided = try decide(
+                            request, input: input, context: try TokenizationContext(rows: rows[1], statement: statement), ruleset: ruleset, now: now)
+                        if let claim {
+                            switch decided.value {
+                            case .answer(let response, _): decided.closing.append(claim.recording(response))
+                            case .refusal(let error): decided.closing.append(claim.recording(error.response(requestId: request.requestId)))
+                            }
+                            answerInTransaction = true
+                        }
+                    }
+                    return (decided.value, decided.closing + (pruning.map { [$0] } ?? []))
+                }
+            }
+        } catch let error as PostgresError where error.code == .uniqueViolation && error.constraint == "tokens_pkey" {
+            // Another request created the token reference after this one read the context (only
+            // possible for one that did not take the token reference's lock: an older instance).
             throw APIErrors.invalidState("this tokenReference was already authorized by another request")
         }
-        let ruleset = rules
+        signature?.markDecided()
+        if answerInTransaction { claim?.markRecorded() }
+        switch outcome {
+        case .answer(let response, let decided):
+            if let decided {
+                risk.count(channel: "tsp", flow: decided.flow, hits: decided.hits)
+                if decided.logged {
+                    request.logger.info("tokenization decided", ["attemptId": .string(decided.attemptID), "flow": .string(decided.flow.description)])
+                }
+            }
+            return response
+        case .refusal(let error):
+            throw error
+        }
+    }
+
+    /// The outcome, and the statements to commit with it.
+    private func decide(
+        _ request: HTTPRequest, input: TokenizationInput, context tsp: TokenizationContext, ruleset: Ruleset, now: Date
+    ) throws -> (value: Outcome, closing: [PostgresQuery]) {
+        let body = input.body
+        if let stored = tsp.storedAnswer {
+            return (.answer(Self.httpResponse(stored), decided: nil), [])
+        }
+        if tsp.tokenTaken {
+            return (.refusal(APIErrors.invalidState("this tokenReference was already authorized by another request")), [])
+        }
         let attemptID = UUID.random()
         var record = AttemptRecord(
             attemptID: attemptID, channel: "tsp", deviceID: body.device?.id, tokenReference: body.tokenReference,
@@ -57,17 +143,18 @@ struct TokenizationAuthorization: Sendable {
             inputs: [:], features: [:], hits: [], unknowns: [], flow: .orange, decision: "DECLINED", allowedMethods: [],
             rulesetVersion: ruleset.version, facts: facts(body, pan: input.pan), createdAt: now)
 
-        guard let card = try CardStore.find(pan: input.pan, vault: context.vault, connection: connection) else {
-            return (try refuse(&record, reason: "card_not_found", values: ["card.bin": .string(input.pan.bin)], connection: connection), (.orange, []))
+        guard let card = tsp.card else {
+            return refuse(&record, reason: "card_not_found", values: ["card.bin": .string(input.pan.bin)], hits: [])
         }
         record.cardID = card.cardID
         record.customerID = card.customerID
-        let customer = try CustomerStore.find(card.customerID, connection: connection)
+        let customer = tsp.customer
         let assessment = try risk.assess(
             RiskRequest(
                 channel: .tsp, card: card, customer: customer, device: body.device, wallet: body.wallet, tokenizationSource: input.source,
-                tokenRequestorID: body.tokenRequestorId, deviceActiveTokens: body.activeTokenCount, time: now),
-            connection: connection)
+                tokenRequestorID: body.tokenRequestorId, deviceActiveTokens: body.activeTokenCount, cardActiveTokens: tsp.cardActiveTokens,
+                time: now),
+            ruleset: ruleset, velocity: tsp.velocity)
         record.cardholderNameHash = assessment.cardholderNameHash
         record.inputs = assessment.attributes
         record.features = assessment.features
@@ -76,15 +163,13 @@ struct TokenizationAuthorization: Sendable {
         record.unknowns = decision.unknowns
         record.facts["unresolved"] = .array(decision.unresolved.map(DecisionJSON.hit))
         guard card.expiration == input.expiration.slashed else {
-            return (try refuse(&record, reason: "expiry_mismatch", values: [:], connection: connection), (.orange, decision.hits))
+            return refuse(&record, reason: "expiry_mismatch", values: [:], hits: decision.hits)
         }
 
         var flow = decision.flow
         var methods = decision.stepUpMethods
         var reasons = DecisionJSON.reasons(decision)
-        if flow != .orange, let push = try AttemptStore.pendingYellowPush(
-            cardID: card.cardID, deviceID: body.device?.id, since: now.addingTimeInterval(-Self.yellowPushWindow), connection: connection)
-        {
+        if flow != .orange, let push = tsp.pendingPush {
             let pushed = push.allowedMethods.compactMap(StepUpMethods.init(name:)).reduce(into: StepUpMethods()) { $0.formUnion($1) }
             methods = flow == .yellow ? methods.intersection(pushed) : pushed
             flow = .yellow
@@ -107,45 +192,44 @@ struct TokenizationAuthorization: Sendable {
         record.flow = flow
         record.decision = flow == .green ? "APPROVED" : flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "DECLINED"
         record.allowedMethods = flow == .yellow ? methods.methodNames : []
+        let attemptText = attemptID.uuidString.lowercased()
         let response = TokenizationAuthorizeResponse(
-            decision: record.decision, flow: flow.description, attemptId: attemptID.uuidString.lowercased(), reasons: reasons,
+            decision: record.decision, flow: flow.description, attemptId: attemptText, reasons: reasons,
             activationMethods: activationMethods)
-        let answer = try JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(response))
+        let answer = response.jsonValue
         record.facts["response"] = answer
-        try AttemptStore.insert(record, connection: connection)
+        var closing = [AttemptStore.insertion(record)]
         if flow != .orange {
             let status: TokenStatusValue = flow == .green ? .active : .pendingVerification
-            guard try TokenStore.insert(
+            closing.append(TokenStore.creation(
                 tokenReference: body.tokenReference, cardID: card.cardID, deviceID: body.device?.id, tokenRequestorID: body.tokenRequestorId,
-                status: status, attemptID: attemptID, now: now, connection: connection)
-            else { throw APIErrors.invalidState("this tokenReference was already authorized by another request") }
-            try TokenStore.recordEvent(.created, tokenReference: body.tokenReference, cardID: card.cardID, source: "issuer", at: now, now: now, connection: connection)
-            if status == .active {
-                try TokenStore.recordEvent(.activated, tokenReference: body.tokenReference, cardID: card.cardID, source: "issuer", at: now, now: now, connection: connection)
-            }
-            try AuditLog.append(
+                status: status, attemptID: attemptID, now: now))
+            closing.append(TokenStore.eventsInsertion(
+                status == .active ? [.created, .activated] : [.created], tokenReference: body.tokenReference, cardID: card.cardID,
+                source: "issuer", at: now, now: now))
+            closing.append(try AuditLog.appendQuery(
                 actor: "tsp", action: "token.created", subject: "token:\(body.tokenReference)",
-                details: ["cardId": card.cardID, "status": status.rawValue, "attemptId": attemptID.uuidString.lowercased()], at: now,
-                connection: connection)
+                details: ["cardId": card.cardID, "status": status.rawValue, "attemptId": attemptText], at: now))
         }
-        request.logger.info("tokenization decided", ["attemptId": .string(attemptID.uuidString.lowercased()), "flow": .string(flow.description)])
-        return (answer, (flow, decision.hits))
+        return (.answer(Self.httpResponse(answer), decided: Decided(attemptID: attemptText, flow: flow, hits: decision.hits, logged: true)), closing)
     }
 
-    private var rules: Ruleset { context.rules.current }
-
-    /// Records a DECLINED attempt decided before (or beside) the rules, and answers it.
-    private func refuse(_ record: inout AttemptRecord, reason: String, values: [String: JSONValue], connection: PostgresConnection) throws -> JSONValue {
+    /// A DECLINED attempt decided before (or beside) the rules, and its answer.
+    private func refuse(
+        _ record: inout AttemptRecord, reason: String, values: [String: JSONValue], hits: [RuleHit]
+    ) -> (value: Outcome, closing: [PostgresQuery]) {
         record.flow = .orange
         record.decision = "DECLINED"
         record.hits.insert(DecisionJSON.pseudoHit(rule: reason, outcome: .orange, reason: reason, values: values), at: 0)
+        let attemptText = record.attemptID.uuidString.lowercased()
         let response = TokenizationAuthorizeResponse(
-            decision: "DECLINED", flow: "orange", attemptId: record.attemptID.uuidString.lowercased(),
-            reasons: [Reason(rule: reason, reason: reason)], activationMethods: [])
-        let answer = try JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(response))
+            decision: "DECLINED", flow: "orange", attemptId: attemptText, reasons: [Reason(rule: reason, reason: reason)], activationMethods: [])
+        let answer = response.jsonValue
         record.facts["response"] = answer
-        try AttemptStore.insert(record, connection: connection)
-        return answer
+        return (
+            .answer(Self.httpResponse(answer), decided: Decided(attemptID: attemptText, flow: .orange, hits: hits, logged: false)),
+            [AttemptStore.insertion(record)]
+        )
     }
 
     /// The customer's step-up methods that `allowed` permits, destinations masked, stable ids.
@@ -172,9 +256,7 @@ struct TokenizationAuthorization: Sendable {
             }
             facts["device"] = .object(object)
         }
-        if let wallet = body.wallet, let encoded = try? JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(wallet)) {
-            facts["wallet"] = encoded
-        }
+        if let wallet = body.wallet { facts["wallet"] = wallet.jsonValue }
         if let count = body.activeTokenCount { facts["activeTokenCount"] = .int(count) }
         return facts
     }

@@ -41,6 +41,11 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
 /// (`PostgresConnection`'s default): a scalar subquery per velocity query cost more to plan
 /// than to run, and `LATERAL` subqueries, which join planning has to order, cost more still
 /// (docs/performance.md).
+///
+/// A subject key is compared with a bound parameter (the subject's id), or, for a statement that
+/// finds the subject itself (the TSP authorization finds the card by its PAN fingerprint), with
+/// a column of the enclosing query named in `keyColumns`: the subqueries are then correlated to
+/// the joined row and ask for the card and customer it found.
 struct VelocitySQL {
     private let batch: VelocityBatch
     private let groups: [Group]
@@ -57,24 +62,41 @@ struct VelocitySQL {
         }
     }
 
+    /// What a group's key column is compared with.
+    private enum Subject {
+        /// The subject's id, bound as a parameter.
+        case id(String)
+        /// A column of the enclosing query (trusted SQL from this module, never input).
+        case column(String)
+    }
+
     private struct Group {
         var source: Source
         var key: VelocityKey
-        var id: String
+        var subject: Subject
         /// Batch indices of the group's queries.
         var members: [Int]
     }
 
-    init(_ batch: VelocityBatch) {
+    /// The SQL for `batch`; a key in `keyColumns` is read from that column of the enclosing
+    /// query instead of the batch subject's id (so it is asked even when the subject has none).
+    init(_ batch: VelocityBatch, keyColumns: [VelocityKey: String] = [:]) {
         self.batch = batch
         var groups: [Group] = []
         for (index, query) in batch.queries.enumerated() {
-            guard let id = batch.subject.id(for: query.key) else { continue }
+            let subject: Subject
+            if let column = keyColumns[query.key] {
+                subject = .column(column)
+            } else if let id = batch.subject.id(for: query.key) {
+                subject = .id(id)
+            } else {
+                continue
+            }
             let source = Source(query.metric)
             if let existing = groups.firstIndex(where: { $0.source == source && $0.key == query.key }) {
                 groups[existing].members.append(index)
             } else {
-                groups.append(Group(source: source, key: query.key, id: id, members: [index]))
+                groups.append(Group(source: source, key: query.key, subject: subject, members: [index]))
             }
         }
         self.groups = groups
@@ -106,7 +128,10 @@ struct VelocitySQL {
                 sql.appendLiteral(")")
             }
             sql.appendLiteral("]::text[] FROM \(Self.from(group.source, key: group.key)) = ")
-            sql.appendInterpolation(group.id)
+            switch group.subject {
+            case .id(let id): sql.appendInterpolation(id)
+            case .column(let column): sql.appendLiteral(column)
+            }
             sql.appendLiteral(" AND \(time) >= ")
             sql.appendInterpolation(batch.time.addingTimeInterval(-Double(widest)))
             sql.appendLiteral(" AND \(time) < ")

@@ -8,9 +8,13 @@ enum TSPRoutes {
         let authorization = TokenizationAuthorization(context: context, risk: RiskService(context: context))
         table.add(.post, "/v1/tsp/tokenization/authorize") { request in
             let now = context.now
-            try context.tsp.authenticate(request, database: context.database, now: now)
-            return try context.idempotency.run(request, scope: "tsp:authorize") {
-                try authorization.authorize(request, now: now)
+            // The signature is recorded in the authorization's own transaction when it gets that
+            // far, and on its own otherwise: a replay is 401 either way (VerifiedTSPSignature).
+            let signature = try context.tsp.verify(request, now: now)
+            return try signature.guarding(database: context.database, logger: request.logger) {
+                try context.idempotency.run(request, scope: "tsp:authorize") { claim in
+                    try authorization.authorize(request, now: now, signature: signature, claim: claim)
+                }
             }
         }
 

@@ -81,38 +81,25 @@ enum AttemptStore {
         ).first?.decode("oldest", as: Date?.self) ?? nil
     }
 
-    /// The newest yellow in-app or Wallet-extension push of `cardID` on `deviceID` (or with no
-    /// device id) since `since` that no TSP authorization of that card and device followed yet:
-    /// the push whose step-up the next authorization must enforce.
-    static func pendingYellowPush(
-        cardID: String, deviceID: String?, since: Date, connection: PostgresConnection
-    ) throws -> (attemptID: UUID, allowedMethods: [String])? {
-        guard let row = try connection.query(
-            """
-            SELECT a.attempt_id, a.allowed_methods FROM provisioning_attempts a
-            WHERE a.card_id = \(cardID) AND a.channel IN ('in_app', 'wallet_extension') AND a.flow = 'yellow'
-              AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= \(since)
-              AND (a.device_id IS NULL OR \(deviceID)::text IS NULL OR a.device_id = \(deviceID))
-              AND NOT EXISTS (
-                SELECT 1 FROM provisioning_attempts t
-                WHERE t.channel = 'tsp' AND t.card_id = a.card_id AND t.created_at > a.created_at
-                  AND (a.device_id IS NULL OR t.device_id = a.device_id))
-            ORDER BY a.created_at DESC LIMIT 1
-            """
-        ).first else { return nil }
-        return (try row.decode("attempt_id"), try row.decode("allowed_methods"))
-    }
-
-    /// The answer already given to a TSP authorization with this request id and token reference.
-    static func tspAnswer(requestID: String, tokenReference: String, connection: PostgresConnection) throws -> JSONValue? {
-        guard let row = try connection.query(
-            """
-            SELECT facts FROM provisioning_attempts
-            WHERE channel = 'tsp' AND request_id = \(requestID) AND token_reference = \(tokenReference)
-            ORDER BY created_at LIMIT 1
-            """
-        ).first else { return nil }
-        return try decode(try row.decode("facts", as: PostgresJSON.self))["response"]
+    /// Appends a scalar subquery naming, as `ARRAY[attempt_id, allowed_methods…]`, the newest
+    /// yellow in-app or Wallet-extension push of the card in `cardColumn` (a column of the
+    /// enclosing query) on `deviceID` (or with no device id) since `since` that no TSP
+    /// authorization of that card and device followed yet: the push whose step-up the next
+    /// authorization must enforce. NULL when there is none.
+    static func appendPendingYellowPush(
+        cardColumn: String, deviceID: String?, since: Date, name: String, into sql: inout PostgresQuery.StringInterpolation
+    ) {
+        sql.appendLiteral("(SELECT ARRAY[a.attempt_id::text] || a.allowed_methods FROM provisioning_attempts a WHERE a.card_id = \(cardColumn)")
+        sql.appendLiteral(" AND a.channel IN ('in_app', 'wallet_extension') AND a.flow = 'yellow'")
+        sql.appendLiteral(" AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= ")
+        sql.appendInterpolation(since)
+        sql.appendLiteral(" AND (a.device_id IS NULL OR ")
+        sql.appendInterpolation(deviceID)
+        sql.appendLiteral("::text IS NULL OR a.device_id = ")
+        sql.appendInterpolation(deviceID)
+        sql.appendLiteral(") AND NOT EXISTS (SELECT 1 FROM provisioning_attempts t WHERE t.channel = 'tsp' AND t.card_id = a.card_id")
+        sql.appendLiteral(" AND t.created_at > a.created_at AND (a.device_id IS NULL OR t.device_id = a.device_id))")
+        sql.appendLiteral(" ORDER BY a.created_at DESC LIMIT 1) AS \(name)")
     }
 
     /// The whole stored attempt as JSON for `GET /v1/admin/attempts/{attemptId}`, or nil.

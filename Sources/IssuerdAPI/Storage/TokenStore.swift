@@ -28,17 +28,18 @@ enum TokenEventKind: String, Sendable, CaseIterable {
 
 /// Reads and writes `tokens` and `token_events`.
 enum TokenStore {
-    /// Creates a token; false when the token reference exists already.
-    static func insert(
+    /// The statement creating a token, for a caller that sends it in a pipeline with `COMMIT`.
+    ///
+    /// No `ON CONFLICT`: a token reference that exists already fails the statement
+    /// (`tokens_pkey`), and with it the transaction, so nothing the caller sent with it commits.
+    static func creation(
         tokenReference: String, cardID: String, deviceID: String?, tokenRequestorID: String?, status: TokenStatusValue,
-        attemptID: UUID, now: Date, connection: PostgresConnection
-    ) throws -> Bool {
-        try connection.execute(
-            """
-            INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, status, attempt_id, created_at, updated_at)
-            VALUES (\(tokenReference), \(cardID), \(deviceID), \(tokenRequestorID), \(status.rawValue), \(attemptID), \(now), \(now))
-            ON CONFLICT (token_reference) DO NOTHING
-            """) == 1
+        attemptID: UUID, now: Date
+    ) -> PostgresQuery {
+        """
+        INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, status, attempt_id, created_at, updated_at)
+        VALUES (\(tokenReference), \(cardID), \(deviceID), \(tokenRequestorID), \(status.rawValue), \(attemptID), \(now), \(now))
+        """
     }
 
     /// The token's card and status, locked for update.
@@ -51,6 +52,30 @@ enum TokenStore {
 
     static func setStatus(_ tokenReference: String, to status: TokenStatusValue, now: Date, connection: PostgresConnection) throws {
         try connection.execute("UPDATE tokens SET status = \(status.rawValue), updated_at = \(now) WHERE token_reference = \(tokenReference)")
+    }
+
+    /// The statement appending `events`, in order, to the token's history (for a pipeline).
+    static func eventsInsertion(
+        _ events: [TokenEventKind], tokenReference: String, cardID: String?, source: String, at time: Date, now: Date
+    ) -> PostgresQuery {
+        var sql = PostgresQuery.StringInterpolation(literalCapacity: 160, interpolationCount: events.count * 6)
+        sql.appendLiteral("INSERT INTO token_events (token_reference, card_id, event, source, at, recorded_at) VALUES ")
+        for (index, event) in events.enumerated() {
+            sql.appendLiteral(index == 0 ? "(" : ", (")
+            sql.appendInterpolation(tokenReference)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(cardID)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(event.rawValue)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(source)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(time)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(now)
+            sql.appendLiteral(")")
+        }
+        return PostgresQuery(stringInterpolation: sql)
     }
 
     /// Appends to the token's history (and to the `token_deletions` velocity when `deleted`).

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 import Testing
@@ -14,6 +15,66 @@ struct PostgresVelocityTests {
     @Test func everyMetricKeyAndWindowMatches() throws {
         let app = try TestApplication()
         let now = Date(timeIntervalSince1970: 1_900_000_000)
+        let (events, queries) = try Self.history(app, now: now)
+        let reference = InMemoryVelocityProvider(events: events)
+        for subject in [
+            VelocitySubject(cardID: "card-a1", deviceID: "dev-1", customerID: "cust-a"),
+            VelocitySubject(cardID: "card-a2", deviceID: "dev-2", customerID: "cust-a"),
+            VelocitySubject(cardID: "card-a2", deviceID: nil, customerID: "cust-b"),
+        ] {
+            let batch = VelocityBatch(subject: subject, time: now, queries: queries)
+            let expected = reference.values(for: batch)
+            let actual = try app.pool.withConnection { try PostgresVelocityProvider(connection: $0).values(for: batch) }
+            for (index, query) in queries.enumerated() {
+                #expect(actual[index] == expected[index], "\(query) for \(subject)")
+            }
+            // A sanity check on the fixture itself: the answers are not all zero.
+            #expect(expected.contains { ($0 ?? 0) > 1 } || subject.customerID == "cust-b")
+        }
+    }
+
+    /// The TSP context statement finds the card by its PAN fingerprint and takes the card and
+    /// customer of its velocity subqueries from the joined row: the same values as the reference
+    /// for that card, its owner and the request's device.
+    @Test func tspContextStatementMatches() throws {
+        let app = try TestApplication()
+        let now = Date(timeIntervalSince1970: 1_900_000_000)
+        let (events, queries) = try Self.history(app, now: now)
+        let reference = InMemoryVelocityProvider(events: events)
+        let vault = app.application.context.vault
+        for (pan, cardID, deviceID) in [
+            (DecisionFixtures.visaPAN, "card-a1", "dev-1"), (DecisionFixtures.mastercardPAN, "card-a2", "dev-2"),
+            (DecisionFixtures.mastercardPAN, "card-a2", nil),
+        ] as [(String, String, String?)] {
+            let statement = TokenizationContext.statement(
+                requestID: "r-1", tokenReference: "T-1", fingerprint: try vault.fingerprint(try #require(PrimaryAccountNumber(pan))),
+                deviceID: deviceID, velocity: VelocityBatch(subject: VelocitySubject(deviceID: deviceID), time: now, queries: queries),
+                pushesSince: now.addingTimeInterval(-86_400))
+            let context = try app.pool.withConnection { try TokenizationContext(rows: try $0.query(statement.query), statement: statement) }
+            #expect(context.card?.cardID == cardID)
+            #expect(context.customer?.customerID == "cust-a")
+            let expected = reference.values(for: VelocityBatch(
+                subject: VelocitySubject(cardID: cardID, deviceID: deviceID, customerID: "cust-a"), time: now, queries: queries))
+            #expect(context.velocity.count == queries.count)
+            for (index, query) in queries.enumerated() {
+                #expect(context.velocity[index] == expected[index], "\(query) for \(cardID) on \(deviceID ?? "no device")")
+            }
+            #expect(expected.contains { ($0 ?? 0) > 1 })
+        }
+        // No card with that PAN: one row all the same, with no card.
+        let missing = TokenizationContext.statement(
+            requestID: "r-1", tokenReference: "T-1", fingerprint: try vault.fingerprint(try #require(PrimaryAccountNumber("4000056655665556"))),
+            deviceID: "dev-1", velocity: VelocityBatch(subject: VelocitySubject(deviceID: "dev-1"), time: now, queries: queries),
+            pushesSince: now.addingTimeInterval(-86_400))
+        let context = try app.pool.withConnection { try TokenizationContext(rows: try $0.query(missing.query), statement: missing) }
+        #expect(context.card == nil)
+        #expect(!context.tokenTaken)
+        #expect(context.storedAnswer == nil)
+    }
+
+    /// Two cards of one customer with attempts, token deletions and step-up failures around the
+    /// windows' bounds; every metric, key and window as queries.
+    private static func history(_ app: TestApplication, now: Date) throws -> (events: [VelocityEvent], queries: [VelocityQuery]) {
         try DecisionFixtures.customer(app, "cust-a")
         try DecisionFixtures.customer(app, "cust-b")
         try DecisionFixtures.card(app, "card-a1", customer: "cust-a")
@@ -91,20 +152,6 @@ struct PostgresVelocityTests {
                 }
             }
         }
-        let reference = InMemoryVelocityProvider(events: events)
-        for subject in [
-            VelocitySubject(cardID: "card-a1", deviceID: "dev-1", customerID: "cust-a"),
-            VelocitySubject(cardID: "card-a2", deviceID: "dev-2", customerID: "cust-a"),
-            VelocitySubject(cardID: "card-a2", deviceID: nil, customerID: "cust-b"),
-        ] {
-            let batch = VelocityBatch(subject: subject, time: now, queries: queries)
-            let expected = reference.values(for: batch)
-            let actual = try app.pool.withConnection { try PostgresVelocityProvider(connection: $0).values(for: batch) }
-            for (index, query) in queries.enumerated() {
-                #expect(actual[index] == expected[index], "\(query) for \(subject)")
-            }
-            // A sanity check on the fixture itself: the answers are not all zero.
-            #expect(expected.contains { ($0 ?? 0) > 1 } || subject.customerID == "cust-b")
-        }
+        return (events, queries)
     }
 }
