@@ -27,8 +27,8 @@ struct BacktestHistory {
     /// History rows read, per kind and key, for the progress lines and the docs' figures.
     var historyRows: [String: Int] = [:]
 
-    /// Rows fetched per round trip.
-    static let fetchSize = 10_000
+    /// Rows fetched per round trip: small enough that parsing a page overlaps fetching the next.
+    static let fetchSize = 4_000
 
     /// A stored attempt whose attributes cannot be replayed.
     struct BadAttempt: Error, Sendable {
@@ -95,18 +95,10 @@ struct BacktestHistory {
 
     /// The attempts of the window, in the export's order (time, then id). The JSON columns come
     /// as stored and are parsed here: extracting them in SQL (`jsonb_each`, a lookup per query)
-    /// cost PostgreSQL ~45 µs a row, five times the parse.
+    /// cost PostgreSQL ~45 µs a row, five times the parse. Each page is decoded and parsed on
+    /// another core while the next one is fetched; all are done before this returns.
     private static func readAttempts(since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
                                      connection: PostgresConnection, progress: (String) -> Void) throws -> [(AttemptLog.Attempt, String?)] {
-        struct Row: Sendable {
-            var id: String
-            var time: Date
-            var subject: VelocitySubject
-            var name: String?
-            var inputs: String
-            var features: String
-        }
-        var rows: [Row] = []
         let query: PostgresQuery = """
             DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
             SELECT a.attempt_id::text, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
@@ -114,65 +106,77 @@ struct BacktestHistory {
             FROM provisioning_attempts a
             WHERE a.created_at >= \(since) AND a.created_at < \(until)
             """
+        let queries = recorded.queries
+        let pages = Mutex<[Int: Result<Page, Error>]>([:])
+        let group = DispatchGroup()
+        var pageCount = 0
+        var rowCount = 0
         // No count(*) first: a second scan of the window. Only a window over the limit is counted.
-        let complete = try stream(query, cursor: "issuerd_backtest_attempts", connection: connection) { row in
-            rows.append(Row(id: try row.decode(0), time: try row.decode(1),
-                            subject: VelocitySubject(cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4)),
-                            name: try row.decode(5), inputs: try row.decode(6), features: try row.decode(7)))
-            if rows.count % 50_000 == 0 { progress("backtest: \(rows.count) attempts read") }
-            return rows.count <= limit
+        let complete: Bool
+        do {
+            defer { group.wait() }
+            complete = try streamPages(query, cursor: "issuerd_backtest_attempts", connection: connection) { rows in
+                let index = pageCount
+                pageCount += 1
+                rowCount += rows.count
+                if rowCount / 50_000 > (rowCount - rows.count) / 50_000 { progress("backtest: \(rowCount) attempts read") }
+                guard rowCount <= limit else { return false }
+                group.enter()
+                DispatchQueue.global().async {
+                    let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded) }
+                    pages.withLock { $0[index] = page }
+                    group.leave()
+                }
+                return true
+            }
         }
         if !complete {
             throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connection))
         }
+        var parsed: [Page] = []
+        try pages.withLock { pages in
+            for index in 0..<pageCount { if let page = pages[index] { parsed.append(try page.get()) } }
+        }
         // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk.
-        rows.sort { ($0.time, $0.id) < ($1.time, $1.id) }
-        // The JSON of each row is parsed on every core, in contiguous slices kept in order.
-        struct Slice: Sendable {
-            var attempts: [(AttemptLog.Attempt, String?)] = []
-            var recorded: RecordedVelocity
-            var failure: BadAttempt?
-        }
-        let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, rows.count / 1_000))
-        let size = max(1, (rows.count + workers - 1) / workers)
-        let ranges = stride(from: 0, to: rows.count, by: size).map { $0..<min($0 + size, rows.count) }
-        let queries = recorded.queries
-        let parse: @Sendable (Range<Int>) -> Slice = { [rows] range in
-            var slice = Slice(recorded: RecordedVelocity(queries: queries))
-            slice.attempts.reserveCapacity(range.count)
-            for index in range {
-                let row = rows[index]
-                switch AttemptLog.input(storedInputs: row.inputs, time: row.time) {
-                case .success(let input):
-                    if useRecorded { slice.recorded.append(storedFeatures: row.features) }
-                    slice.attempts.append((AttemptLog.Attempt(id: row.id, time: row.time, subject: row.subject, input: input, line: index + 1),
-                                           row.name))
-                case .failure(let error):
-                    slice.failure = BadAttempt(id: row.id, message: error.message)
-                    return slice
-                }
-            }
-            return slice
-        }
-        var slices: [Slice]
-        if ranges.count <= 1 {
-            slices = ranges.map(parse)
-        } else {
-            let parsed = Mutex<[Int: Slice]>([:])
-            DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
-                let slice = parse(ranges[index])
-                parsed.withLock { $0[index] = slice }
-            }
-            slices = parsed.withLock { parsed in ranges.indices.compactMap { parsed[$0] } }
+        var order: [(page: Int, row: Int)] = []
+        order.reserveCapacity(rowCount)
+        for (page, content) in parsed.enumerated() { for row in content.attempts.indices { order.append((page, row)) } }
+        order.sort { a, b in
+            let left = parsed[a.page].attempts[a.row].0, right = parsed[b.page].attempts[b.row].0
+            return (left.time, left.id) < (right.time, right.id)
         }
         var attempts: [(AttemptLog.Attempt, String?)] = []
-        attempts.reserveCapacity(rows.count)
-        for slice in slices {
-            if let failure = slice.failure { throw failure }
-            attempts.append(contentsOf: slice.attempts)
-            if useRecorded { recorded.append(contentsOf: slice.recorded) }
+        attempts.reserveCapacity(order.count)
+        for (line, position) in order.enumerated() {
+            var (attempt, name) = parsed[position.page].attempts[position.row]
+            attempt.line = line + 1
+            attempts.append((attempt, name))
+            if useRecorded { recorded.append(parsed[position.page].recorded.row(position.row)) }
         }
         return attempts
+    }
+
+    /// One fetched page of window attempts, decoded and parsed.
+    private struct Page: Sendable {
+        var attempts: [(AttemptLog.Attempt, String?)] = []
+        var recorded: RecordedVelocity
+
+        init(_ rows: PostgresRows, queries: [VelocityQuery], useRecorded: Bool) throws {
+            recorded = RecordedVelocity(queries: queries)
+            attempts.reserveCapacity(rows.count)
+            for row in rows {
+                let id: String = try row.decode(0)
+                let time: Date = try row.decode(1)
+                let input: RiskInput
+                switch AttemptLog.input(storedInputs: try row.decode(6), time: time) {
+                case .success(let value): input = value
+                case .failure(let error): throw BadAttempt(id: id, message: error.message)
+                }
+                if useRecorded { recorded.append(storedFeatures: try row.decode(7)) }
+                let subject = VelocitySubject(cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4))
+                attempts.append((AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0), try row.decode(5)))
+            }
+        }
     }
 
     /// The events of `kind` whose `key` id is one of `ids`, in `[from, since)` for attempts
@@ -238,6 +242,21 @@ struct BacktestHistory {
             event(VelocityEvent(kind: kind, time: try row.decode(0), cardID: card, deviceID: key == .device ? id : nil,
                                 customerID: key == .customer ? id : nil, cardholderName: try row.decode(3)))
             return true
+        }
+    }
+
+    /// Runs `declare` (a `DECLARE cursor … FOR SELECT …`) and hands over its pages until `page`
+    /// returns false; inside a transaction.
+    ///
+    /// - Returns: False when `page` stopped it.
+    private static func streamPages(_ declare: PostgresQuery, cursor: String, connection: PostgresConnection,
+                                    page: (PostgresRows) throws -> Bool) throws -> Bool {
+        try connection.execute(declare)
+        defer { _ = try? connection.execute("CLOSE \(unsafeSQL: cursor)") }
+        while true {
+            let rows = try connection.query("FETCH FORWARD \(unsafeSQL: String(fetchSize)) FROM \(unsafeSQL: cursor)")
+            guard try page(rows) else { return false }
+            if rows.count < fetchSize { return true }
         }
     }
 

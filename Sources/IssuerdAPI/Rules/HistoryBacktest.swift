@@ -5,7 +5,7 @@ import IssuerdRisk
 /// A backtest over PostgreSQL history, the same path for `POST /v1/admin/rules/backtest` and
 /// `issuerd rules backtest --since … --until …`: ``BacktestHistory`` reads the window's attempts
 /// and the history their velocity needs in one REPEATABLE READ snapshot, then
-/// ``Backtest/run(current:candidate:attempts:recorded:history:sampleSize:progressEvery:progress:)``
+/// ``Backtest/run(current:candidate:attempts:recorded:history:sampleSize:progressEvery:workers:progress:)``
 /// replays them. A velocity value an attempt recorded at decision time is used as recorded;
 /// only the others are counted from history (docs/rules.md, "Backtest input").
 public enum HistoryBacktest {

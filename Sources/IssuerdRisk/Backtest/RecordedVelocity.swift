@@ -75,6 +75,11 @@ public struct RecordedVelocity: Sendable {
         return Int(number)
     }
 
+    /// Row `index`: one entry per query, nil where nothing usable was recorded.
+    public func row(_ index: Int) -> [Int?] {
+        (0..<queries.count).map { value(row: index, column: $0) }
+    }
+
     /// The value recorded for query `column` of attempt `row`, or nil.
     public func value(row: Int, column: Int) -> Int? {
         let index = row * queries.count + column
