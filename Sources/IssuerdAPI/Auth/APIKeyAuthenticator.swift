@@ -36,7 +36,7 @@ struct APIKeyAuthenticator: Sendable {
     /// - Throws: 401 for a missing, unknown or revoked key (or session); 403 for a key of
     ///   another role or a missing CSRF token.
     func authenticate(_ request: HTTPRequest, roles: Set<APIKeyRole>, consoleSession: Bool = false) throws -> APIKeyPrincipal {
-        if consoleSession, let sessions, !request.headers.contains("Authorization"), request.cookie(ConsoleSessions.cookieName) != nil {
+        if consoleSession, let sessions, !request.headers.contains("Authorization"), request.cookie(sessions.cookieName(for: request)) != nil {
             let principal = try sessions.authenticate(request).principal
             guard roles.contains(principal.role) else { throw HTTPError.forbidden() }
             return principal

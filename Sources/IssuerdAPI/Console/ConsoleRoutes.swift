@@ -44,7 +44,7 @@ enum ConsoleRoutes {
                     request.logger.notice("console session refused", ["reason": "expired"])
                     return redirect(to: signInLocation(reason: "expired", request: request))
                 case .unknown:
-                    let sent = request.cookie(ConsoleSessions.cookieName) != nil
+                    let sent = request.cookie(sessions.cookieName(for: request)) != nil
                     if sent { request.logger.notice("console session refused", ["reason": "unknown"]) }
                     return redirect(to: signInLocation(reason: sent ? "invalid" : nil, request: request))
                 }

@@ -18,8 +18,12 @@ struct ConsoleSession: Sendable {
 /// CSRF token and an absolute expiry. A session ends when it expires, when its analyst signs
 /// out, or when its API key is revoked (checked on every request).
 struct ConsoleSessions: Sendable {
-    /// The cookie's name.
+    /// The cookie's name over plain HTTP (development on loopback).
     static let cookieName = "issuerd_console"
+    /// The cookie's name when it is `Secure`: the `__Host-` prefix (RFC 6265bis, section 4.1.3.2)
+    /// makes browsers accept it only from a secure origin with `Path=/` and no `Domain`, so a
+    /// sibling subdomain cannot plant or overwrite it. Only this name is read then.
+    static let secureCookieName = "__Host-issuerd_console"
     /// The header a state-changing request carries its CSRF token in.
     static let csrfHeader = "X-CSRF-Token"
 
@@ -60,7 +64,7 @@ struct ConsoleSessions: Sendable {
 
     /// The session a request's cookie names, if any.
     func lookup(_ request: HTTPRequest) throws -> Lookup {
-        guard let value = request.cookie(Self.cookieName), Self.isWellFormed(value) else { return .unknown }
+        guard let value = request.cookie(cookieName(for: request)), Self.isWellFormed(value) else { return .unknown }
         let row = try database.withConnection { connection in
             try connection.query(
                 """
@@ -101,7 +105,7 @@ struct ConsoleSessions: Sendable {
 
     /// Ends the request's session (idempotent).
     func close(_ request: HTTPRequest) throws {
-        guard let value = request.cookie(Self.cookieName), Self.isWellFormed(value) else { return }
+        guard let value = request.cookie(cookieName(for: request)), Self.isWellFormed(value) else { return }
         try database.withConnection { connection in
             try connection.execute("DELETE FROM console_sessions WHERE session_hash = \(SHA256.hash(Array(value.utf8)))")
         }
@@ -113,10 +117,15 @@ struct ConsoleSessions: Sendable {
     /// request), `Path=/` (the console's scripts call `/v1/admin/…`), `Secure` per
     /// ``ConsoleSettings/secureCookies``. `Max-Age` mirrors the server-side expiry, which is what counts.
     func setCookie(_ value: String?, request: HTTPRequest) -> String {
-        var parts = ["\(Self.cookieName)=\(value ?? "")", "Path=/", "HttpOnly", "SameSite=Strict"]
+        var parts = ["\(cookieName(for: request))=\(value ?? "")", "Path=/", "HttpOnly", "SameSite=Strict"]
         parts.append("Max-Age=\(value == nil ? 0 : Int(Self.seconds(settings.sessionLifetime)))")
         if isSecure(request) { parts.append("Secure") }
         return parts.joined(separator: "; ")
+    }
+
+    /// ``secureCookieName`` when the cookie is `Secure` for this request, else ``cookieName``.
+    func cookieName(for request: HTTPRequest) -> String {
+        isSecure(request) ? Self.secureCookieName : Self.cookieName
     }
 
     /// Whether the request came over TLS, as configured or as the TLS-terminating proxy says.

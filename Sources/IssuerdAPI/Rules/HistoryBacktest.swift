@@ -2,12 +2,16 @@ import Foundation
 import IssuerdPostgres
 import IssuerdRisk
 
-/// A backtest over PostgreSQL history: ``HistoryExport`` then ``Backtest/run(current:candidate:log:sampleSize:progressEvery:progress:)``,
-/// the same path for `POST /v1/admin/rules/backtest` and `issuerd rules backtest --since … --until …`.
+/// A backtest over PostgreSQL history, the same path for `POST /v1/admin/rules/backtest` and
+/// `issuerd rules backtest --since … --until …`: ``BacktestHistory`` reads the window's attempts
+/// and the history their velocity needs in one REPEATABLE READ snapshot, then
+/// ``Backtest/run(current:candidate:attempts:recorded:history:sampleSize:progressEvery:workers:progress:)``
+/// replays them. A velocity value an attempt recorded at decision time is used as recorded;
+/// only the others are counted from history (docs/rules.md, "Backtest input").
 public enum HistoryBacktest {
     /// What a run gives.
     public enum Outcome: Sendable {
-        /// The replay.
+        /// The replay; `export` gives the window and how far back history may have been read.
         case report(Backtest.Report, export: HistoryExport)
         /// The window holds more attempts than allowed; nothing was replayed.
         case tooManyAttempts(found: Int, limit: Int)
@@ -15,9 +19,11 @@ public enum HistoryBacktest {
 
     /// A stored attempt could not be read back (an `inputs` value of the wrong type).
     public struct ExportError: Error, Sendable, CustomStringConvertible {
-        /// What the history parser said.
-        public var underlying: AttemptLogError
-        public var description: String { "stored history could not be replayed: \(underlying)" }
+        /// The attempt's id.
+        public var attemptID: String
+        /// What is wrong with it.
+        public var message: String
+        public var description: String { "stored attempt \(attemptID) could not be replayed: \(message)" }
     }
 
     /// Replays `[since, until)` with `current` and `candidate`, reading history in one
@@ -26,46 +32,32 @@ public enum HistoryBacktest {
     /// - Parameters:
     ///   - limit: The most attempts to replay; more is ``Outcome/tooManyAttempts(found:limit:)``.
     ///   - sampleSize: How many changed attempts to keep.
+    ///   - useRecordedVelocity: Take the velocity values attempts recorded (the default);
+    ///     `false` counts every value from history, as a replay of `issuerd rules export` does.
     ///   - progress: A line of progress for long runs (`issuerd` prints it on standard error).
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
     public static func run(current: Ruleset, candidate: Ruleset, since: Date, until: Date, limit: Int, sampleSize: Int = 20,
-                           database: PostgresPool, progress: (String) -> Void = { _ in }) throws -> Outcome {
+                           useRecordedVelocity: Bool = true, database: PostgresPool,
+                           progress: (String) -> Void = { _ in }) throws -> Outcome {
         let export = HistoryExport(since: since, until: until, lookbackSeconds: HistoryExport.lookback(for: [current, candidate]),
                                    windowKeysOnly: true)
-        let text: String
+        var queries: [VelocityQuery] = []
+        for query in current.velocityQueries + candidate.velocityQueries where !queries.contains(query) { queries.append(query) }
+        let input: BacktestHistory
         do {
-            text = try database.transaction(isolation: .repeatableRead) { connection -> String in
-                let found = try export.attemptCount(connection: connection)
-                guard found <= limit else { throw TooMany(found: found) }
-                progress("backtest: \(found) attempts to replay, history from \(HistoryExport.timestamp(export.historyStart))")
-                var text = ""
-                var reported = 0
-                try export.write(connection: connection, progress: { lines in
-                    guard lines - reported >= 50_000 else { return }
-                    reported = lines
-                    progress("backtest: \(lines) history lines read")
-                }) { line in
-                    text += line
-                    text += "\n"
-                }
-                return text
+            input = try database.transaction(isolation: .repeatableRead) { connection -> BacktestHistory in
+                try BacktestHistory.read(since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
+                                         connection: connection, progress: progress)
             }
-        } catch let error as TooMany {
+        } catch let error as BacktestHistory.TooMany {
             return .tooManyAttempts(found: error.found, limit: limit)
+        } catch let error as BacktestHistory.BadAttempt {
+            throw ExportError(attemptID: error.id, message: error.message)
         }
-        let log: AttemptLog
-        do {
-            log = try AttemptLog(jsonLines: text)
-        } catch {
-            throw ExportError(underlying: error)
-        }
-        let report = Backtest.run(current: current, candidate: candidate, log: log, sampleSize: sampleSize) { done, total in
+        let report = Backtest.run(current: current, candidate: candidate, attempts: input.attempts, recorded: input.recorded,
+                                  history: input.history, sampleSize: sampleSize) { done, total in
             progress("backtest: \(done)/\(total) attempts replayed")
         }
         return .report(report, export: export)
-    }
-
-    private struct TooMany: Error {
-        var found: Int
     }
 }

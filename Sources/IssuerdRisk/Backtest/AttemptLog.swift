@@ -23,8 +23,17 @@ public struct AttemptLog: Sendable {
         public var subject: VelocitySubject
         /// The attributes at decision time.
         public var input: RiskInput
-        /// The 1-based line in the file.
+        /// The 1-based line in the file (the row's position for attempts read from PostgreSQL).
         public var line: Int
+
+        /// An attempt.
+        public init(id: String, time: Date, subject: VelocitySubject, input: RiskInput, line: Int) {
+            self.id = id
+            self.time = time
+            self.subject = subject
+            self.input = input
+            self.line = line
+        }
     }
 
     /// The attempts, in time order.
@@ -77,18 +86,70 @@ public struct AttemptLog: Sendable {
         if let attributes = object["attributes"] {
             guard let attributes = attributes.object else { throw fail("\"attributes\" must be an object") }
             for (name, raw) in attributes.sorted(by: { $0.key < $1.key }) {
-                guard let attribute = AttributeCatalog.byName[name] else {
-                    let near = Suggestion.nearest(to: name, in: AttributeCatalog.all.map(\.name))
-                    throw fail("unknown attribute \"\(name)\"" + (near.map { "; did you mean '\($0)'?" } ?? ""))
-                }
-                guard let value = Self.value(raw, for: attribute.type), attribute.assign(value, to: &input) else {
-                    throw fail("\"\(name)\" must be a \(attribute.type)\(attribute.type == .duration ? " in seconds" : "")")
-                }
+                if let problem = Self.assign(name, raw, to: &input) { throw fail(problem) }
             }
         }
         let id = object["id"]?.string ?? "line \(number)"
         attempts.append(Attempt(id: id, time: time, subject: subject, input: input, line: number))
     }
+
+    /// Sets attribute `name` of `input` from its JSON value; returns what is wrong, or nil.
+    private static func assign(_ name: String, _ raw: JSONValue, to input: inout RiskInput) -> String? {
+        guard let attribute = AttributeCatalog.byName[name] else {
+            let near = Suggestion.nearest(to: name, in: AttributeCatalog.all.map(\.name))
+            return "unknown attribute \"\(name)\"" + (near.map { "; did you mean '\($0)'?" } ?? "")
+        }
+        guard let value = Self.value(raw, for: attribute.type), attribute.assign(value, to: &input) else {
+            return "\"\(name)\" must be a \(attribute.type)\(attribute.type == .duration ? " in seconds" : "")"
+        }
+        return nil
+    }
+
+    /// The input of a stored attempt from its `inputs` JSON text: the attribute object (or its
+    /// `attributes` member), keys that are not attribute names ignored, as the PostgreSQL export
+    /// writes `attributes` and this parser reads it.
+    ///
+    /// - Returns: The input, or what is wrong with a value.
+    public static func input(storedInputs text: String, time: Date) -> Result<RiskInput, AttemptLogError> {
+        var input = RiskInput()
+        input.time = time
+        let attributes: [String: JSONValue]
+        var text = text
+        if let fast = text.withUTF8({ bytes in Self.storedAttributes(bytes) }) {
+            attributes = fast
+        } else {
+            guard let stored = JSONValue.parse(text) else { return .failure(AttemptLogError(line: 0, message: "inputs are not JSON")) }
+            if case .object(let nested)? = stored.object?["attributes"] {
+                attributes = nested
+            } else {
+                attributes = stored.object ?? [:]
+            }
+        }
+        for (name, raw) in attributes where AttributeCatalog.byName[name] != nil {
+            guard assign(name, raw, to: &input) != nil else { continue }
+            // Name the first bad attribute in name order, as a JSONL line does.
+            var scratch = RiskInput()
+            for (name, raw) in attributes.sorted(by: { $0.key < $1.key }) where AttributeCatalog.byName[name] != nil {
+                if let problem = assign(name, raw, to: &scratch) { return .failure(AttemptLogError(line: 0, message: problem)) }
+            }
+        }
+        return .success(input)
+    }
+
+    /// The attribute members of stored `inputs` (its `attributes` object, or itself) through
+    /// ``JSONValue/members(of:keys:)``; nil when the fast pass declines it.
+    private static func storedAttributes(_ bytes: UnsafeBufferPointer<UInt8>) -> [String: JSONValue]? {
+        guard let found = JSONValue.members(of: bytes, keys: storedKeys) else { return nil }
+        if case .object(let nested)? = found[0] { return nested }
+        var attributes: [String: JSONValue] = [:]
+        for (index, value) in found.enumerated().dropFirst() {
+            if let value { attributes[AttributeCatalog.all[index - 1].name] = value }
+        }
+        return attributes
+    }
+
+    /// `attributes`, then every attribute name.
+    private static let storedKeys = [Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) }
 
     private static func value(_ raw: JSONValue, for type: RiskType) -> RiskValue? {
         switch (raw, type) {

@@ -1,3 +1,7 @@
+import Dispatch
+import Foundation
+import Synchronization
+
 /// Replays stored attempts through the current and a candidate ruleset, with velocity as of
 /// each attempt, and summarises the difference (`rules backtest`).
 public enum Backtest {
@@ -45,7 +49,7 @@ public enum Backtest {
         public var candidateUnresolved: Int
     }
 
-    /// Runs the replay.
+    /// Runs the replay of a JSONL history: every velocity value is counted from `log.events`.
     ///
     /// - Parameters:
     ///   - current: The ruleset serving today.
@@ -55,50 +59,145 @@ public enum Backtest {
     ///   - progress: Called every `progressEvery` attempts with (done, total).
     public static func run(current: Ruleset, candidate: Ruleset, log: AttemptLog, sampleSize: Int = 20,
                            progressEvery: Int = 10_000, progress: (Int, Int) -> Void = { _, _ in }) -> Report {
-        let provider = InMemoryVelocityProvider(events: log.events)
-        var currentCounter = HitCounter(current)
-        var candidateCounter = HitCounter(candidate)
-        var report = Report(attempts: 0, currentHits: [], candidateHits: [], currentMix: [:], candidateMix: [:], transitions: [:],
-                            sample: [], changed: 0, currentUnresolved: 0, candidateUnresolved: 0)
-        let total = log.attempts.count
-        for (index, attempt) in log.attempts.enumerated() {
-            let before = current.evaluate(attempt.input, velocity: provider.values(for: VelocityBatch(subject: attempt.subject, time: attempt.time, queries: current.velocityQueries)))
-            let after = candidate.evaluate(attempt.input, velocity: provider.values(for: VelocityBatch(subject: attempt.subject, time: attempt.time, queries: candidate.velocityQueries)))
-            currentCounter.count(before)
-            candidateCounter.count(after)
-            report.currentMix[before.flow, default: 0] += 1
-            report.candidateMix[after.flow, default: 0] += 1
-            report.transitions[before.flow, default: [:]][after.flow, default: 0] += 1
-            if !before.unresolved.isEmpty { report.currentUnresolved += 1 }
-            if !after.unresolved.isEmpty { report.candidateUnresolved += 1 }
-            if before.flow != after.flow {
-                report.changed += 1
-                if report.sample.count < sampleSize {
-                    report.sample.append(Change(attemptID: attempt.id, before: before, after: after))
+        run(current: current, candidate: candidate, attempts: log.attempts, recorded: nil,
+            history: InMemoryVelocityProvider(events: log.events), sampleSize: sampleSize, progressEvery: progressEvery,
+            progress: progress)
+    }
+
+    /// Runs the replay of `attempts` (in time order).
+    ///
+    /// A velocity value is the attempt's recorded one when `recorded` holds it (what its live
+    /// decision read, see ``RecordedVelocity``), otherwise counted from `history`. Attempts are
+    /// replayed `progressEvery` at a time, each batch split over `workers` threads (every
+    /// attempt is independent of the others' decisions); counts are summed and the sample keeps
+    /// the first changed attempts in time order, as a replay on one thread would.
+    ///
+    /// - Parameters:
+    ///   - current: The ruleset serving today.
+    ///   - candidate: The proposed ruleset.
+    ///   - attempts: The attempts to replay, in time order.
+    ///   - recorded: Recorded values, one row per attempt in the same order; nil counts every value from history.
+    ///   - history: The history events: at least those of every (metric, key, id) a value is counted for.
+    ///   - sampleSize: How many changed attempts to keep.
+    ///   - workers: Threads to replay on.
+    ///   - progress: Called every `progressEvery` attempts with (done, total), on the calling thread.
+    public static func run(current: Ruleset, candidate: Ruleset, attempts: [AttemptLog.Attempt], recorded: RecordedVelocity?,
+                           history: InMemoryVelocityProvider, sampleSize: Int = 20, progressEvery: Int = 10_000,
+                           workers: Int = ProcessInfo.processInfo.activeProcessorCount,
+                           progress: (Int, Int) -> Void = { _, _ in }) -> Report {
+        let replay = Replay(current: current, candidate: candidate, recorded: recorded, history: history, sampleSize: sampleSize)
+        var total = Partial()
+        let batch = progressEvery > 0 ? progressEvery : max(attempts.count, 1)
+        var start = 0
+        while start < attempts.count {
+            let end = min(start + batch, attempts.count)
+            // Below a few hundred attempts a slice costs less than a thread's start.
+            let slices = max(1, min(workers, (end - start) / 500))
+            let size = (end - start + slices - 1) / slices
+            let ranges = stride(from: start, to: end, by: size).map { $0..<min($0 + size, end) }
+            if ranges.count == 1 {
+                total.add(replay.run(attempts, ranges[0]), sampleSize: sampleSize)
+            } else {
+                let parts = Mutex<[Int: Partial]>([:])
+                DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
+                    let part = replay.run(attempts, ranges[index])
+                    parts.withLock { $0[index] = part }
+                }
+                parts.withLock { parts in
+                    for index in ranges.indices { if let part = parts[index] { total.add(part, sampleSize: sampleSize) } }
                 }
             }
-            if progressEvery > 0, (index + 1) % progressEvery == 0 { progress(index + 1, total) }
+            if progressEvery > 0, end % progressEvery == 0 { progress(end, attempts.count) }
+            start = end
         }
-        report.attempts = total
-        report.currentHits = currentCounter.counts
-        report.candidateHits = candidateCounter.counts
+        var report = Report(attempts: attempts.count, currentHits: HitCounter(current, hits: total.currentHits).counts,
+                            candidateHits: HitCounter(candidate, hits: total.candidateHits).counts, currentMix: total.currentMix,
+                            candidateMix: total.candidateMix, transitions: total.transitions, sample: total.sample,
+                            changed: total.changed, currentUnresolved: total.currentUnresolved,
+                            candidateUnresolved: total.candidateUnresolved)
+        report.attempts = attempts.count
         return report
     }
 
-    /// Counts hits per rule id, keeping the ruleset's order and the invariants first.
+    /// What one slice of attempts adds to the report.
+    private struct Partial: Sendable {
+        var currentHits: [String: Int] = [:]
+        var candidateHits: [String: Int] = [:]
+        var currentMix: [Flow: Int] = [:]
+        var candidateMix: [Flow: Int] = [:]
+        var transitions: [Flow: [Flow: Int]] = [:]
+        var sample: [Change] = []
+        var changed = 0
+        var currentUnresolved = 0
+        var candidateUnresolved = 0
+
+        /// Adds `other`, a later slice.
+        mutating func add(_ other: Partial, sampleSize: Int) {
+            currentHits.merge(other.currentHits, uniquingKeysWith: +)
+            candidateHits.merge(other.candidateHits, uniquingKeysWith: +)
+            currentMix.merge(other.currentMix, uniquingKeysWith: +)
+            candidateMix.merge(other.candidateMix, uniquingKeysWith: +)
+            for (before, row) in other.transitions { transitions[before, default: [:]].merge(row, uniquingKeysWith: +) }
+            sample.append(contentsOf: other.sample.prefix(max(0, sampleSize - sample.count)))
+            changed += other.changed
+            currentUnresolved += other.currentUnresolved
+            candidateUnresolved += other.candidateUnresolved
+        }
+    }
+
+    /// The replay of one attempt under both rulesets; shared read-only by the worker threads.
+    private struct Replay: Sendable {
+        let current: Ruleset
+        let candidate: Ruleset
+        let currentVelocity: RecordedVelocity.Lookup
+        let candidateVelocity: RecordedVelocity.Lookup
+        let history: InMemoryVelocityProvider
+        let sampleSize: Int
+
+        init(current: Ruleset, candidate: Ruleset, recorded: RecordedVelocity?, history: InMemoryVelocityProvider, sampleSize: Int) {
+            self.current = current
+            self.candidate = candidate
+            currentVelocity = RecordedVelocity.Lookup(current.velocityQueries, in: recorded)
+            candidateVelocity = RecordedVelocity.Lookup(candidate.velocityQueries, in: recorded)
+            self.history = history
+            self.sampleSize = sampleSize
+        }
+
+        func run(_ attempts: [AttemptLog.Attempt], _ range: Range<Int>) -> Partial {
+            var part = Partial()
+            for index in range {
+                let attempt = attempts[index]
+                let before = current.evaluate(attempt.input, velocity: currentVelocity.values(attempt: index, attempt, history: history))
+                let after = candidate.evaluate(attempt.input, velocity: candidateVelocity.values(attempt: index, attempt, history: history))
+                for hit in before.hits { part.currentHits[hit.ruleID, default: 0] += 1 }
+                for hit in after.hits { part.candidateHits[hit.ruleID, default: 0] += 1 }
+                part.currentMix[before.flow, default: 0] += 1
+                part.candidateMix[after.flow, default: 0] += 1
+                part.transitions[before.flow, default: [:]][after.flow, default: 0] += 1
+                if !before.unresolved.isEmpty { part.currentUnresolved += 1 }
+                if !after.unresolved.isEmpty { part.candidateUnresolved += 1 }
+                if before.flow != after.flow {
+                    part.changed += 1
+                    if part.sample.count < sampleSize {
+                        part.sample.append(Change(attemptID: attempt.id, before: before, after: after))
+                    }
+                }
+            }
+            return part
+        }
+    }
+
+    /// Hit counts per rule id in the ruleset's order, the invariants first.
     private struct HitCounter {
         var order: [String]
         var modes: [String: RuleMode]
-        var hits: [String: Int] = [:]
+        var hits: [String: Int]
 
-        init(_ ruleset: Ruleset) {
+        init(_ ruleset: Ruleset, hits: [String: Int]) {
             order = [Invariants.walletDeclined, Invariants.walletRequiresAuthentication, Invariants.cardUnusable, Invariants.noStepUpMethod]
                 + ruleset.rules.map(\.id)
             modes = Dictionary(uniqueKeysWithValues: ruleset.rules.map { ($0.id, $0.mode) })
-        }
-
-        mutating func count(_ decision: RiskDecision) {
-            for hit in decision.hits { hits[hit.ruleID, default: 0] += 1 }
+            self.hits = hits
         }
 
         var counts: [RuleCount] {

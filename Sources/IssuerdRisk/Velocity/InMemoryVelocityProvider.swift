@@ -21,6 +21,16 @@ public struct InMemoryVelocityProvider: VelocityProvider {
 
     /// Indexes `events` by kind and subject key; order does not matter.
     public init(events: [VelocityEvent]) {
+        self.init(events: events, keyed: [])
+    }
+
+    /// Indexes `events` under each key they carry, and each of `keyed` under its one key only.
+    ///
+    /// `keyed` is history read per key (the backtest reads, for each key a query needs, the
+    /// events of that key's ids): an event reached through its card is indexed under its card
+    /// alone, so reading it again through its device does not count it twice for the card. Its
+    /// `cardID` and `cardholderName` still count for the distinct metrics.
+    public init(events: [VelocityEvent], keyed: [(key: VelocityKey, event: VelocityEvent)]) {
         var buckets: [Bucket: [Entry]] = [:]
         for event in events {
             let entry = Entry(time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
@@ -28,6 +38,11 @@ public struct InMemoryVelocityProvider: VelocityProvider {
                 guard let id = event.id(for: key) else { continue }
                 buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(entry)
             }
+        }
+        for (key, event) in keyed {
+            guard let id = event.id(for: key) else { continue }
+            let entry = Entry(time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
+            buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(entry)
         }
         for bucket in buckets.keys {
             buckets[bucket]?.sort { $0.time < $1.time }

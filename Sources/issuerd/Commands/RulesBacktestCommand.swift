@@ -11,9 +11,11 @@ enum RulesBacktestCommand {
         Replays every attempt of FILE.jsonl through the current ruleset (default ./rules) and the
         candidate, with velocity recomputed from the file's own history as of each attempt.
         With --since/--until the attempts of [since, until) come from PostgreSQL (ISSUERD_DATABASE_URL),
-        with the history before --since that the longest velocity window needs, of their cards,
-        devices and customers only; at most N attempts (--limit, default 2000000).
-        `issuerd rules export` writes all of that history as JSONL (the same report from --input).
+        at most N (--limit, default 2000000): a velocity value an attempt's decision recorded is
+        used as recorded; the others are counted from the history of their cards, devices or
+        customers within the query's window (before --since too). `issuerd rules export` writes
+        all of the history as JSONL (the same report from --input wherever the recorded values
+        are the history's; docs/rules.md, "History from PostgreSQL").
         Prints the flow mix before and after, per-rule hit counts, and a sample of the attempts
         whose flow changed (N, default 20). Progress goes to standard error. The JSONL format is
         in docs/rules.md ("Backtest input").

@@ -70,6 +70,32 @@ struct ConsoleSessionTests {
         #expect(try signIn(always, key: try always.apiKey(role: .analyst)).header("Set-Cookie")?.contains("; Secure") == true)
     }
 
+    @Test("A Secure cookie is named __Host- (Path=/, no Domain) and only that name is honoured over TLS")
+    func hostPrefixedCookie() throws {
+        let app = try TestApplication()
+        let tls = ["X-Forwarded-Proto": "https"]
+        let response = try signIn(app, key: try app.apiKey(role: .analyst), headers: tls)
+        let setCookie = try #require(response.header("Set-Cookie"))
+        #expect(setCookie.hasPrefix("__Host-issuerd_console="))
+        #expect(setCookie.contains("; Path=/") && setCookie.contains("; Secure") && !setCookie.lowercased().contains("domain="))
+        let (plain, _) = try session(response)
+        let value = String(plain.dropFirst("issuerd_console=".count))
+        var headers = tls
+        headers["Cookie"] = "__Host-issuerd_console=\(value)"
+        #expect(try send(app, "GET", "/console/session", headers: headers).status == 200)
+        // The same session under the unprefixed name (what a sibling subdomain could plant) is not read over TLS.
+        headers["Cookie"] = "issuerd_console=\(value)"
+        #expect(try send(app, "GET", "/console/session", headers: headers).status == 401)
+        // Over plain HTTP (development) the cookie keeps the unprefixed name; signing out over TLS clears the prefixed one.
+        let http = try session(try signIn(app, key: try app.apiKey(role: .analyst)))
+        #expect(http.cookie.hasPrefix("issuerd_console="))
+        #expect(try send(app, "GET", "/console/session", headers: ["Cookie": http.cookie]).status == 200)
+        headers["Cookie"] = "__Host-issuerd_console=\(value)"
+        let out = try send(app, "DELETE", "/console/session", headers: headers.merging(["X-CSRF-Token": try #require(response.jsonObject()?["csrfToken"] as? String)]) { $1 })
+        #expect(out.header("Set-Cookie")?.hasPrefix("__Host-issuerd_console=;") == true)
+        #expect(try send(app, "GET", "/console/session", headers: headers).status == 401)
+    }
+
     @Test("A wrong key, an ivr key, a form post or a cross-origin post is refused and opens no session")
     func signInRefusals() throws {
         let app = try TestApplication()

@@ -1,0 +1,121 @@
+/// The velocity values stored attempts recorded at decision time, for a backtest's replay.
+///
+/// Every stored decision keeps the values its ruleset read (`provisioning_attempts.features`,
+/// keyed by ``VelocityQuery/description``). A value recorded for a query is exactly what the live
+/// system counted for that attempt, so the replay takes it as it is; a query an attempt has no
+/// recorded value for (a window or metric its deciding ruleset did not use, a recorded null,
+/// an attempt stored without features) is counted from history instead (docs/rules.md,
+/// "Backtest input"). Rows are in the replay's attempt order.
+public struct RecordedVelocity: Sendable {
+    /// The queries kept, in column order.
+    public let queries: [VelocityQuery]
+    private let descriptions: [String]
+    private let keys: [[UInt8]]
+    private var values: [Int] = []
+    private var present: [Bool] = []
+
+    /// An empty table for `queries`.
+    public init(queries: [VelocityQuery]) {
+        self.queries = queries
+        descriptions = queries.map(\.description)
+        keys = descriptions.map { Array($0.utf8) }
+    }
+
+    /// The number of rows.
+    public var count: Int { queries.isEmpty ? 0 : values.count / queries.count }
+
+    /// Appends one attempt's row: one entry per query, nil where nothing usable was recorded.
+    ///
+    /// - Precondition: `row.count == queries.count`.
+    public mutating func append(_ row: [Int?]) {
+        precondition(row.count == queries.count, "one value per query")
+        for value in row {
+            values.append(value ?? 0)
+            present.append(value != nil)
+        }
+    }
+
+    /// Appends the rows of `other`, a table of the same queries.
+    ///
+    /// - Precondition: `other.queries == queries`.
+    public mutating func append(contentsOf other: RecordedVelocity) {
+        precondition(other.queries == queries, "the same queries")
+        values.append(contentsOf: other.values)
+        present.append(contentsOf: other.present)
+    }
+
+    /// Appends one attempt's row from its stored `features` JSON text: `{"attempts(card, 24h)": 3, …}`
+    /// or `[{"query"|"name": …, "value": …}, …]`, as `issuerd rules explain` reads it. A query
+    /// counts as recorded when its value is a whole number; null (a recorded unknown), a
+    /// fraction, anything else or no entry leave it to history.
+    public mutating func append(storedFeatures text: String) {
+        var text = text
+        if let found = text.withUTF8({ JSONValue.members(of: $0, keys: keys) }) {
+            append(found.map(Self.count))
+            return
+        }
+        var byName: [String: JSONValue] = [:]
+        switch JSONValue.parse(text) {
+        case .object(let members)?:
+            byName = members
+        case .array(let items)?:
+            for item in items {
+                guard case .object(let members) = item, case .string(let name)? = members["query"] ?? members["name"] else { continue }
+                byName[name] = members["value"] ?? .null
+            }
+        default:
+            break
+        }
+        append(descriptions.map { Self.count(byName[$0]) })
+    }
+
+    /// A recorded value as a count: a whole number, or nil.
+    private static func count(_ value: JSONValue?) -> Int? {
+        guard case .number(let number)? = value, number.isFinite, number.rounded() == number, abs(number) < 1e15 else { return nil }
+        return Int(number)
+    }
+
+    /// Row `index`: one entry per query, nil where nothing usable was recorded.
+    public func row(_ index: Int) -> [Int?] {
+        (0..<queries.count).map { value(row: index, column: $0) }
+    }
+
+    /// The value recorded for query `column` of attempt `row`, or nil.
+    public func value(row: Int, column: Int) -> Int? {
+        let index = row * queries.count + column
+        guard index < present.count, present[index] else { return nil }
+        return values[index]
+    }
+
+    /// One ruleset's queries resolved against the table once, so each attempt costs array reads.
+    struct Lookup: Sendable {
+        let queries: [VelocityQuery]
+        let columns: [Int?]
+        let recorded: RecordedVelocity?
+
+        init(_ queries: [VelocityQuery], in recorded: RecordedVelocity?) {
+            self.queries = queries
+            self.recorded = recorded
+            let columnOf = Dictionary(recorded?.queries.enumerated().map { ($1, $0) } ?? [], uniquingKeysWith: { first, _ in first })
+            columns = queries.map { columnOf[$0] }
+        }
+
+        /// The values for attempt `index`: recorded where there is one, the rest from `history`
+        /// in one batch.
+        func values(attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider) -> [Int?] {
+            var values = [Int?](repeating: nil, count: queries.count)
+            var missing: [Int] = []
+            for (position, column) in columns.enumerated() {
+                if let column, let value = recorded?.value(row: index, column: column) {
+                    values[position] = value
+                } else {
+                    missing.append(position)
+                }
+            }
+            guard !missing.isEmpty else { return values }
+            let counted = history.values(for: VelocityBatch(subject: attempt.subject, time: attempt.time, queries: missing.map { queries[$0] }))
+            for (position, value) in zip(missing, counted) { values[position] = value }
+            return values
+        }
+    }
+}
