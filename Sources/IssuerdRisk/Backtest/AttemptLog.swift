@@ -113,8 +113,11 @@ public struct AttemptLog: Sendable {
     public static func input(storedInputs text: String, time: Date) -> Result<RiskInput, AttemptLogError> {
         var input = RiskInput()
         input.time = time
-        let attributes: [String: JSONValue]
         var text = text
+        if text.withUTF8({ bytes in Self.assignStoredAttributes(bytes, to: &input) }) { return .success(input) }
+        input = RiskInput()
+        input.time = time
+        let attributes: [String: JSONValue]
         if let fast = text.withUTF8({ bytes in Self.storedAttributes(bytes) }) {
             attributes = fast
         } else {
@@ -136,6 +139,20 @@ public struct AttemptLog: Sendable {
         return .success(input)
     }
 
+    /// The fast path of ``input(storedInputs:time:)``: a flat attribute object whose values all
+    /// fit, assigned straight from ``JSONValue/members(of:keys:)`` (no dictionary of names in
+    /// between, which was half of a backtest row's parse). False, with `input` partly set,
+    /// leaves the text to the general path (a nested `attributes`, a bad value to name).
+    private static func assignStoredAttributes(_ bytes: UnsafeBufferPointer<UInt8>, to input: inout RiskInput) -> Bool {
+        guard let found = JSONValue.members(of: bytes, keys: storedKeys), found[0] == nil else { return false }
+        for index in 1..<found.count {
+            guard let raw = found[index] else { continue }
+            let attribute = AttributeCatalog.all[index - 1]
+            guard let value = Self.value(raw, for: attribute.type), attribute.assign(value, to: &input) else { return false }
+        }
+        return true
+    }
+
     /// The attribute members of stored `inputs` (its `attributes` object, or itself) through
     /// ``JSONValue/members(of:keys:)``; nil when the fast pass declines it.
     private static func storedAttributes(_ bytes: UnsafeBufferPointer<UInt8>) -> [String: JSONValue]? {
@@ -149,7 +166,7 @@ public struct AttemptLog: Sendable {
     }
 
     /// `attributes`, then every attribute name.
-    private static let storedKeys = [Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) }
+    private static let storedKeys = JSONValue.KeySet([Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) })
 
     private static func value(_ raw: JSONValue, for type: RiskType) -> RiskValue? {
         switch (raw, type) {

@@ -86,7 +86,7 @@ public enum Backtest {
                            workers: Int = ProcessInfo.processInfo.activeProcessorCount,
                            progress: (Int, Int) -> Void = { _, _ in }) -> Report {
         let replay = Replay(current: current, candidate: candidate, recorded: recorded, history: history, sampleSize: sampleSize)
-        var total = Partial()
+        var total = Partial(current: current, candidate: candidate)
         let batch = progressEvery > 0 ? progressEvery : max(attempts.count, 1)
         var start = 0
         while start < attempts.count {
@@ -110,38 +110,64 @@ public enum Backtest {
             if progressEvery > 0, end % progressEvery == 0 { progress(end, attempts.count) }
             start = end
         }
-        var report = Report(attempts: attempts.count, currentHits: HitCounter(current, hits: total.currentHits).counts,
-                            candidateHits: HitCounter(candidate, hits: total.candidateHits).counts, currentMix: total.currentMix,
-                            candidateMix: total.candidateMix, transitions: total.transitions, sample: total.sample,
-                            changed: total.changed, currentUnresolved: total.currentUnresolved,
-                            candidateUnresolved: total.candidateUnresolved)
-        report.attempts = attempts.count
-        return report
+        return Report(attempts: attempts.count, currentHits: HitCounter(current, hits: total.currentHits).counts,
+                      candidateHits: HitCounter(candidate, hits: total.candidateHits).counts, currentMix: total.mix(\.current),
+                      candidateMix: total.mix(\.candidate), transitions: total.transitionTable, sample: total.sample,
+                      changed: total.changed, currentUnresolved: total.currentUnresolved,
+                      candidateUnresolved: total.candidateUnresolved)
     }
 
-    /// What one slice of attempts adds to the report.
+    /// What one slice of attempts adds to the report. Counters are arrays (hits by
+    /// ``Ruleset/invariantSlots`` position, `transitions[before][after]` by flow) rather than
+    /// dictionaries: hashing a rule id per hit was a large part of the replay.
     private struct Partial: Sendable {
-        var currentHits: [String: Int] = [:]
-        var candidateHits: [String: Int] = [:]
-        var currentMix: [Flow: Int] = [:]
-        var candidateMix: [Flow: Int] = [:]
-        var transitions: [Flow: [Flow: Int]] = [:]
+        var currentHits: [Int]
+        var candidateHits: [Int]
+        /// `transitions[before.rawValue * 3 + after.rawValue]`.
+        var transitions = [Int](repeating: 0, count: Flow.allCases.count * Flow.allCases.count)
         var sample: [Change] = []
         var changed = 0
         var currentUnresolved = 0
         var candidateUnresolved = 0
 
+        init(current: Ruleset, candidate: Ruleset) {
+            currentHits = [Int](repeating: 0, count: Ruleset.invariantSlots.count + current.rules.count)
+            candidateHits = [Int](repeating: 0, count: Ruleset.invariantSlots.count + candidate.rules.count)
+        }
+
         /// Adds `other`, a later slice.
         mutating func add(_ other: Partial, sampleSize: Int) {
-            currentHits.merge(other.currentHits, uniquingKeysWith: +)
-            candidateHits.merge(other.candidateHits, uniquingKeysWith: +)
-            currentMix.merge(other.currentMix, uniquingKeysWith: +)
-            candidateMix.merge(other.candidateMix, uniquingKeysWith: +)
-            for (before, row) in other.transitions { transitions[before, default: [:]].merge(row, uniquingKeysWith: +) }
+            for index in currentHits.indices { currentHits[index] += other.currentHits[index] }
+            for index in candidateHits.indices { candidateHits[index] += other.candidateHits[index] }
+            for index in transitions.indices { transitions[index] += other.transitions[index] }
             sample.append(contentsOf: other.sample.prefix(max(0, sampleSize - sample.count)))
             changed += other.changed
             currentUnresolved += other.currentUnresolved
             candidateUnresolved += other.candidateUnresolved
+        }
+
+        /// The flows seen under one ruleset (`\.current` or `\.candidate`), as the report's dictionary.
+        func mix(_ side: KeyPath<(current: Flow, candidate: Flow), Flow>) -> [Flow: Int] {
+            var mix: [Flow: Int] = [:]
+            for before in Flow.allCases {
+                for after in Flow.allCases {
+                    let count = transitions[before.rawValue * Flow.allCases.count + after.rawValue]
+                    if count > 0 { mix[(current: before, candidate: after)[keyPath: side], default: 0] += count }
+                }
+            }
+            return mix
+        }
+
+        /// The transitions seen, as the report's nested dictionary.
+        var transitionTable: [Flow: [Flow: Int]] {
+            var table: [Flow: [Flow: Int]] = [:]
+            for before in Flow.allCases {
+                for after in Flow.allCases {
+                    let count = transitions[before.rawValue * Flow.allCases.count + after.rawValue]
+                    if count > 0 { table[before, default: [:]][after] = count }
+                }
+            }
+            return table
         }
     }
 
@@ -163,23 +189,24 @@ public enum Backtest {
             self.sampleSize = sampleSize
         }
 
+        /// Counts through ``Ruleset/tally(_:velocity:hits:)``; only a sampled changed attempt
+        /// gets its two full decisions, from the same values.
         func run(_ attempts: [AttemptLog.Attempt], _ range: Range<Int>) -> Partial {
-            var part = Partial()
+            var part = Partial(current: current, candidate: candidate)
             for index in range {
                 let attempt = attempts[index]
-                let before = current.evaluate(attempt.input, velocity: currentVelocity.values(attempt: index, attempt, history: history))
-                let after = candidate.evaluate(attempt.input, velocity: candidateVelocity.values(attempt: index, attempt, history: history))
-                for hit in before.hits { part.currentHits[hit.ruleID, default: 0] += 1 }
-                for hit in after.hits { part.candidateHits[hit.ruleID, default: 0] += 1 }
-                part.currentMix[before.flow, default: 0] += 1
-                part.candidateMix[after.flow, default: 0] += 1
-                part.transitions[before.flow, default: [:]][after.flow, default: 0] += 1
-                if !before.unresolved.isEmpty { part.currentUnresolved += 1 }
-                if !after.unresolved.isEmpty { part.candidateUnresolved += 1 }
+                let beforeValues = currentVelocity.values(attempt: index, attempt, history: history)
+                let afterValues = candidateVelocity.values(attempt: index, attempt, history: history)
+                let before = current.tally(attempt.input, velocity: beforeValues, hits: &part.currentHits)
+                let after = candidate.tally(attempt.input, velocity: afterValues, hits: &part.candidateHits)
+                part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
+                if before.unresolved { part.currentUnresolved += 1 }
+                if after.unresolved { part.candidateUnresolved += 1 }
                 if before.flow != after.flow {
                     part.changed += 1
                     if part.sample.count < sampleSize {
-                        part.sample.append(Change(attemptID: attempt.id, before: before, after: after))
+                        part.sample.append(Change(attemptID: attempt.id, before: current.evaluate(attempt.input, velocity: beforeValues),
+                                                  after: candidate.evaluate(attempt.input, velocity: afterValues)))
                     }
                 }
             }
@@ -190,21 +217,21 @@ public enum Backtest {
     /// Hit counts per rule id in the ruleset's order, the invariants first.
     private struct HitCounter {
         var order: [String]
-        var modes: [String: RuleMode]
-        var hits: [String: Int]
+        var modes: [RuleMode]
+        var hits: [Int]
 
-        init(_ ruleset: Ruleset, hits: [String: Int]) {
-            order = [Invariants.walletDeclined, Invariants.walletRequiresAuthentication, Invariants.cardUnusable, Invariants.noStepUpMethod]
-                + ruleset.rules.map(\.id)
-            modes = Dictionary(uniqueKeysWithValues: ruleset.rules.map { ($0.id, $0.mode) })
+        /// `hits` by ``Ruleset/invariantSlots`` position.
+        init(_ ruleset: Ruleset, hits: [Int]) {
+            order = Ruleset.invariantSlots + ruleset.rules.map(\.id)
+            modes = Ruleset.invariantSlots.map { _ in .live } + ruleset.rules.map(\.mode)
             self.hits = hits
         }
 
         var counts: [RuleCount] {
-            order.compactMap { id in
-                let count = hits[id] ?? 0
+            order.indices.compactMap { index in
+                let id = order[index], count = hits[index]
                 if id.hasPrefix("invariant."), count == 0 { return nil }
-                return RuleCount(ruleID: id, mode: modes[id] ?? .live, hits: count)
+                return RuleCount(ruleID: id, mode: modes[index], hits: count)
             }
         }
     }

@@ -32,6 +32,40 @@ extension JSONValue {
     /// The backtest's per-row objects are read this way: building every key as a `String` and
     /// hashing it into a dictionary was most of their parse.
     static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: [[UInt8]]) -> [JSONValue?]? {
+        members(of: bytes, keys: KeySet(keys))
+    }
+
+    /// Member names to look up, bucketed by length once (a backtest looks up every member of
+    /// every row: a scan of all the names per member was a third of a row's parse).
+    struct KeySet: Sendable {
+        /// How many keys (``members(of:keys:)`` gives one entry each).
+        let count: Int
+        /// By length, the distinct keys of that length with their first index.
+        private let byLength: [[(bytes: [UInt8], index: Int)]]
+
+        init(_ keys: [[UInt8]]) {
+            count = keys.count
+            var table = [[(bytes: [UInt8], index: Int)]](repeating: [], count: (keys.map(\.count).max() ?? 0) + 1)
+            for (index, key) in keys.enumerated() where !table[key.count].contains(where: { $0.bytes == key }) {
+                table[key.count].append((key, index))
+            }
+            byLength = table
+        }
+
+        /// The index of the first key equal to `key`, or nil.
+        func index(of key: UnsafeBufferPointer<UInt8>) -> Int? {
+            guard key.count < byLength.count else { return nil }
+            for entry in byLength[key.count] {
+                if key.count == 0 { return entry.index }
+                let equal = entry.bytes.withUnsafeBufferPointer { candidate in memcmp(candidate.baseAddress!, key.baseAddress!, key.count) == 0 }
+                if equal { return entry.index }
+            }
+            return nil
+        }
+    }
+
+    /// ``members(of:keys:)`` with the names already bucketed.
+    static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: KeySet) -> [JSONValue?]? {
         var parser = FastJSONParser(bytes: bytes)
         var found = [JSONValue?](repeating: nil, count: keys.count)
         parser.skipWhitespace()
@@ -43,12 +77,7 @@ extension JSONValue {
                 guard let key = parser.rawKey() else { return nil }
                 parser.skipWhitespace()
                 guard parser.take(UInt8(ascii: ":")) else { return nil }
-                let index = keys.firstIndex { candidate in
-                    guard candidate.count == key.count else { return false }
-                    for offset in 0..<key.count where candidate[offset] != key[offset] { return false }
-                    return true
-                }
-                if let index {
+                if let index = keys.index(of: key) {
                     guard let value = parser.value(depth: 1) else { return nil }
                     found[index] = value
                 } else {

@@ -10,7 +10,7 @@ public struct RecordedVelocity: Sendable {
     /// The queries kept, in column order.
     public let queries: [VelocityQuery]
     private let descriptions: [String]
-    private let keys: [[UInt8]]
+    private let keys: JSONValue.KeySet
     private var values: [Int] = []
     private var present: [Bool] = []
 
@@ -18,7 +18,7 @@ public struct RecordedVelocity: Sendable {
     public init(queries: [VelocityQuery]) {
         self.queries = queries
         descriptions = queries.map(\.description)
-        keys = descriptions.map { Array($0.utf8) }
+        keys = JSONValue.KeySet(descriptions.map { Array($0.utf8) })
     }
 
     /// The number of rows.

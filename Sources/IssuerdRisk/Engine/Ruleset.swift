@@ -21,6 +21,12 @@ public struct Ruleset: Sendable {
     let reads: [[ValueRead]]
     /// Each rule's shared hit header.
     let headers: [RuleHit.Header]
+    /// Per block, the live rules' bits (for ``tally(_:velocity:hits:)``).
+    let liveMasks: [UInt64]
+    /// Per block, the orange rules' bits.
+    let orangeMasks: [UInt64]
+    /// Per rule, its step-up restriction (nil: none).
+    let stepUps: [StepUpMethods?]
 
     init(version: String, rules: [Rule], velocityQueries: [VelocityQuery], listSizes: [String: Int], files: [String],
          conditions: [RuleCondition], reads: [[ValueRead]]) {
@@ -34,6 +40,15 @@ public struct Ruleset: Sendable {
         self.headers = zip(rules, reads).map { rule, reads in
             RuleHit.Header(ruleID: rule.id, outcome: rule.outcome, reason: rule.reason, mode: rule.mode, stepUp: rule.stepUp, valueNames: reads.map(\.name))
         }
+        var live = [UInt64](repeating: 0, count: blocks.count), orange = live
+        for (index, rule) in rules.enumerated() {
+            let bit: UInt64 = 1 << UInt64(index % ConditionBlock.width)
+            if rule.mode == .live { live[index / ConditionBlock.width] |= bit }
+            if rule.outcome == .orange { orange[index / ConditionBlock.width] |= bit }
+        }
+        liveMasks = live
+        orangeMasks = orange
+        stepUps = rules.map(\.stepUp)
     }
 
     /// Decides one request, asking `provider` for the velocity values in one batch.
@@ -84,6 +99,67 @@ public struct Ruleset: Sendable {
         if let escalation = live.escalation { hits.append(escalation) }
         return RiskDecision(flow: live.flow, stepUpMethods: live.methods, hits: hits, unresolved: unresolved,
                             shadowFlow: shadowFlow, rulesetVersion: version)
+    }
+
+    /// The positions ``tally(_:velocity:hits:)`` counts hits at: the four invariants in this
+    /// order, then rule `i` at `invariantSlots.count + i`.
+    public static let invariantSlots = [Invariants.walletDeclined, Invariants.walletRequiresAuthentication, Invariants.cardUnusable,
+                                        Invariants.noStepUpMethod]
+
+    /// What a backtest counts of ``evaluate(_:velocity:)``'s decision, without building it: adds 1
+    /// to `hits` at each hit's position (``invariantSlots``; shadow hits and the
+    /// `invariant.no_step_up_method` escalation included, as in the decision's `hits`).
+    ///
+    /// - Parameters:
+    ///   - hits: At least `invariantSlots.count + rules.count` counters.
+    /// - Returns: The decision's flow, and whether its `unresolved` is non-empty.
+    public func tally(_ input: RiskInput, velocity: [Int?], hits: inout [Int]) -> (flow: Flow, unresolved: Bool) {
+        guard velocity.count == velocityQueries.count else {
+            return tally(input, velocity: [Int?](repeating: nil, count: velocityQueries.count), hits: &hits)
+        }
+        var flow = Flow.green
+        var unresolved = false
+        switch input.walletRecommendation {
+        case .decline?: hits[0] += 1; flow = .orange
+        case .requireAdditionalAuthentication?: hits[1] += 1; flow = max(flow, .yellow)
+        case .approve?: break
+        case nil: unresolved = true
+        }
+        switch input.cardStatus {
+        case .lost?, .stolen?, .closed?: hits[2] += 1; flow = .orange
+        case .active?, .blocked?: break
+        case nil: unresolved = true
+        }
+        var methods = StepUpMethods.all
+        let offset = Self.invariantSlots.count
+        for (blockIndex, block) in blocks.enumerated() {
+            let (fired, unknown) = block.evaluate(input, velocity)
+            if unknown != 0 { unresolved = true }
+            guard fired != 0 else { continue }
+            let base = blockIndex * ConditionBlock.width
+            var bits = fired
+            while bits != 0 {
+                hits[offset + base + bits.trailingZeroBitCount] += 1
+                bits &= bits - 1
+            }
+            let live = fired & liveMasks[blockIndex]
+            if live & orangeMasks[blockIndex] != 0 {
+                flow = .orange
+            } else if live != 0, flow == .green {
+                flow = .yellow
+            }
+            // Restrictions only count on a yellow decision; gathered anyway, they are few.
+            var yellow = live & ~orangeMasks[blockIndex]
+            while yellow != 0 {
+                if let allowed = stepUps[base + yellow.trailingZeroBitCount] { methods.formIntersection(allowed) }
+                yellow &= yellow - 1
+            }
+        }
+        if flow == .yellow, methods.isEmpty {
+            hits[3] += 1
+            flow = .orange
+        }
+        return (flow, unresolved)
     }
 
     private func hit(_ index: Int, _ input: RiskInput, _ velocity: [Int?]) -> RuleHit {
