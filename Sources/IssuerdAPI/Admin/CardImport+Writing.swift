@@ -89,8 +89,10 @@ extension CardImport {
         return plan
     }
 
-    /// Reads the chunk's customers: those with a customer object in full, under `FOR UPDATE`
-    /// (as the API's upsert does), the others only for existence.
+    /// Reads the chunk's customers: those with a customer object in full, under `FOR NO KEY
+    /// UPDATE` (the lock the API's upsert takes: it serialises with the upsert and another import,
+    /// but not with the `FOR KEY SHARE` of a foreign key, so a provisioning attempt or code for
+    /// one of these customers is not held until the import commits), the others only for existence.
     static func storedCustomers(
         _ chunk: Chunk, connection: PostgresConnection
     ) throws -> (stored: [String: CustomerRecord], known: Set<String>) {
@@ -107,7 +109,7 @@ extension CardImport {
             let rows = try connection.query(
                 """
                 SELECT customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at
-                FROM customers WHERE customer_id = ANY(\(Array(withObjects))) FOR UPDATE
+                FROM customers WHERE customer_id = ANY(\(Array(withObjects))) FOR NO KEY UPDATE
                 """)
             for row in rows {
                 let record = try CustomerStore.decode(row)
