@@ -12,8 +12,9 @@ import Synchronization
 /// even one racing the original, waits for the original's transaction and then finds the
 /// signature. Everything else (a bad body, an idempotent replay, a refusal that rolled back)
 /// records it on its own afterwards (``guarding(database:logger:_:)``), so a replayed signature
-/// is refused whatever the first request's answer was, as when the signature was recorded
-/// before the work.
+/// is refused once any request carrying it committed or was answered below 500. A request that
+/// failed with a server error and could not record it (the database away) leaves it unrecorded:
+/// a copy within the window is then decided once, as a first request.
 final class VerifiedTSPSignature: Sendable {
     /// The matched signature in hex (`tsp_signatures_seen.signature`).
     let fingerprint: String
@@ -66,9 +67,14 @@ final class VerifiedTSPSignature: Sendable {
         do {
             response = try work()
         } catch {
-            // The work's own error counts unless the signature turns out to be a replay; when it
-            // cannot be recorded either (PostgreSQL gone), the work's error is the answer.
-            if !isDecided, (try? recordAlone(database: database)) == false { throw Self.replayed(logger: logger) }
+            guard !isDecided else { throw error }
+            // A client's mistake (4xx) is answered 401 when the signature turns out to be a
+            // replay. Any other failure (the database away, a COMMIT whose acknowledgement was
+            // lost) keeps its own answer: the signature found may be this request's own commit,
+            // and a 401 would tell the TSP that an authorization which did commit was refused.
+            // The signature is still recorded when it can be, so a copy of these bytes is 401.
+            let recorded = try? recordAlone(database: database)
+            if recorded == false, let refusal = error as? HTTPError, refusal.status < 500 { throw Self.replayed(logger: logger) }
             throw error
         }
         if !isDecided, try !recordAlone(database: database) { throw Self.replayed(logger: logger) }

@@ -299,4 +299,48 @@ struct TokenizationEquivalenceTests {
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM idempotency_keys WHERE key = 'k-replay'") == 0)
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 0)
     }
+
+    @Test("A server-side failure after the signature committed keeps its own answer; a client mistake on a seen signature is 401")
+    func committedSignatureWithLostAcknowledgement() throws {
+        let app = try TestApplication()
+        let database = app.application.context.database
+        // The work committed its signature, then the acknowledgement was lost: the guard finds the
+        // signature recorded, but it is this request's own, so the answer stays the work's 503.
+        let committed = VerifiedTSPSignature(fingerprint: "committed-then-lost")
+        #expect(throws: PostgresError.self) {
+            try committed.guarding(database: database, logger: .silent) {
+                try app.pool.withConnection { try $0.execute(committed.insertion()) }
+                throw PostgresError(code: .unavailable, message: "server closed the connection unexpectedly")
+            }
+        }
+        // A 5xx of the work is kept the same way.
+        let failed = VerifiedTSPSignature(fingerprint: "committed-then-500")
+        do {
+            _ = try failed.guarding(database: database, logger: .silent) {
+                try app.pool.withConnection { try $0.execute(failed.insertion()) }
+                throw HTTPError.internalError(requestId: "r-1")
+            }
+            Issue.record("expected the work's error")
+        } catch let error as HTTPError {
+            #expect(error.status == 500)
+        }
+        // A client mistake (400) carrying a signature already seen is a replay: 401.
+        try app.pool.withConnection { try $0.execute("INSERT INTO tsp_signatures_seen (signature) VALUES ('seen-before')") }
+        do {
+            _ = try VerifiedTSPSignature(fingerprint: "seen-before").guarding(database: database, logger: .silent) {
+                throw HTTPError.malformedJSON("bad body")
+            }
+            Issue.record("expected a refusal")
+        } catch let error as HTTPError {
+            #expect(error.status == 401)
+        }
+        // A first 400 records the signature, so a copy of the same bytes is then 401.
+        let first = VerifiedTSPSignature(fingerprint: "first-bad-body")
+        do {
+            _ = try first.guarding(database: database, logger: .silent) { throw HTTPError.malformedJSON("bad body") }
+        } catch let error as HTTPError {
+            #expect(error.status == 400)
+        }
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM tsp_signatures_seen WHERE signature = 'first-bad-body'") == 1)
+    }
 }
