@@ -267,6 +267,51 @@ struct CardImportTests {
         #expect(try count(app, "cards") == Int64(CardImport.linesPerSlice))
     }
 
+    @Test("While an import holds a stored customer it updates, provisioning for that customer is not held (foreign keys still take their lock)")
+    func importDoesNotHoldForeignKeys() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "stored-card", customer: "cust-1")
+        // Two chunks of one worker; lines 2 and 3 update the stored cust-1 in the first.
+        let file = try bigFile(app, count: 2 * CardImport.linesPerSlice)
+        let other = try PostgresConnection(connectionString: app.database.connectionString)
+        var lockedSeen = false
+        var attemptInserted = false
+        _ = try CardImport.run(
+            file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, progressEvery: CardImport.linesPerSlice, workers: 1
+        ) { cards in
+            guard cards == CardImport.linesPerSlice else { return }
+            // The writer thread takes the first chunk's customers; wait until cust-1 is held.
+            let deadline = Date().addingTimeInterval(10)
+            while !lockedSeen, Date() < deadline {
+                do {
+                    try other.transaction { connection in
+                        _ = try connection.query("SELECT 1 FROM customers WHERE customer_id = 'cust-1' FOR UPDATE NOWAIT")
+                    }
+                    Thread.sleep(forTimeInterval: 0.02)
+                } catch {
+                    lockedSeen = true
+                }
+            }
+            // A provisioning attempt for that customer: its foreign keys' KEY SHARE must not wait.
+            do {
+                try other.transaction { connection in
+                    try connection.execute(unsafeSQL: "SET LOCAL lock_timeout = '2s'")
+                    try connection.execute(unsafeSQL: """
+                        INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, inputs, features, hits, flow, decision, ruleset_version)
+                        VALUES (gen_random_uuid(), 'in_app', 'stored-card', 'cust-1', 'd', '{}', '{}', '[]', 'green', 'APPROVED', 'test')
+                        """)
+                }
+                attemptInserted = true
+            } catch {
+                Issue.record("the attempt waited for the import: \(error)")
+            }
+        }
+        #expect(lockedSeen, "the import never held the stored customer")
+        #expect(attemptInserted)
+        #expect(try count(app, "cards") == Int64(2 * CardImport.linesPerSlice + 1))
+    }
+
     @Test("A connection lost in the middle of the COPY keeps nothing, and the same file then imports")
     func lostConnection() throws {
         let app = try TestApplication()
