@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdRisk
+import IssuerdTestSupport
 import Testing
 
 /// `Ruleset.tally`, the backtest's counts-only evaluation, agrees with the full decision of
@@ -7,21 +8,9 @@ import Testing
 /// "has unresolved rules", over the default policy and rulesets that exercise shadow rules,
 /// step-up escalation and more than one 64-rule block.
 struct RulesetTallyTests {
-    /// A small deterministic generator (SplitMix64), so a failure reproduces.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// An input with about one attribute in `1 / density` set to a value of its type (the
     /// rest unknown), the card and wallet usually clean, so every flow occurs.
-    static func randomInput(_ random: inout Generator, density: Int) -> RiskInput {
+    static func randomInput(_ random: inout SeededGenerator, density: Int) -> RiskInput {
         var input = Int.random(in: 0..<8, using: &random) == 0 ? RiskInput() : cleanInput()
         input.time = Date(timeIntervalSince1970: 1_740_000_000 + Double(Int.random(in: 0..<604_800, using: &random)))
         let texts = ["US", "GB", "FR", "en_US", "de_DE", "x", "JANE DOE"]
@@ -42,7 +31,7 @@ struct RulesetTallyTests {
 
     /// Checks `tally` against `evaluate` on `count` random inputs and velocity values.
     static func check(_ ruleset: Ruleset, count: Int, seed: UInt64, density: Int = 2) -> (flows: [Flow: Int], hits: Int) {
-        var random = Generator(state: seed)
+        var random = SeededGenerator(seed: seed)
         let slots = Ruleset.invariantSlots + ruleset.rules.map(\.id)
         var flows: [Flow: Int] = [:]
         var totalHits = 0

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdTestSupport
 import IssuerdWire
 import Testing
 
@@ -60,7 +61,7 @@ struct CardImportLineDecoderTests {
 
     @Test("Randomly damaged lines: whenever the plain-line decoder answers, JSONDecoder answers the same")
     func damagedLines() {
-        var generator = SplitMix(seed: 14)
+        var generator = SeededGenerator(seed: 14)
         let alphabet = Array(#"{}[]:,"\ nul0123abc"#.utf8) + [0x09, 0x0A, 0xC3, 0xA9, 0x7F, 0x00]
         var decoded = 0
         for _ in 0..<3_000 {
@@ -80,18 +81,5 @@ struct CardImportLineDecoderTests {
         }
         // Damage inside a string's text keeps a line plain (169 of the 3,000 with this seed): the comparison is not vacuous.
         #expect(decoded > 100)
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failure repeats.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
