@@ -42,12 +42,17 @@ struct BacktestHistory {
     ///   - queries: Every velocity query of the rulesets, deduplicated.
     ///   - useRecorded: Whether recorded values are used; `false` counts every value from history.
     /// - Throws: ``PostgresError``, or ``BadAttempt``.
-    static func read(since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int, connection: PostgresConnection,
-                     progress: (String) -> Void) throws -> BacktestHistory {
+    ///   - connections: One or more connections in the same snapshot
+    ///     (``PostgresPool/withSharedSnapshot(of:extra:_:)``); each reads a slice of the window
+    ///     and of each history query at the same time as the others, so PostgreSQL's part (most
+    ///     of it printing `jsonb` as text) runs on as many cores.
+    static func read(since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int, connections: [PostgresConnection],
+                     idsPerRowByTime: Double = HistoryBacktest.idsPerRowByTime, progress: (String) -> Void) throws -> BacktestHistory {
+        precondition(!connections.isEmpty, "at least one connection")
         var result = BacktestHistory()
         var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
         let window = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: useRecorded, limit: limit,
-                                      connection: connection, progress: progress)
+                                      connections: connections, progress: progress)
         result.attempts = window.map(\.0)
         result.recorded = useRecorded ? recorded : nil
         progress("backtest: \(window.count) attempts to replay")
@@ -78,15 +83,42 @@ struct BacktestHistory {
                                                  cardholderName: name)))
             }
         }
+        // Each query's range is cut into one slice per connection; the slices of all queries are
+        // shared out among the connections and read at the same time, then kept in their order.
+        var reads: [HistoryRead] = []
         for kind in VelocityEvent.Kind.allCases {
             for key in VelocityKey.allCases {
                 guard let need = needs[Group(kind: kind, key: key)], need.lookback > 0 else { continue }
                 let start = since.addingTimeInterval(-Double(need.lookback))
-                let before = keyed.count
-                try readHistory(kind: kind, key: key, ids: need.ids.sorted(), from: start, since: since, until: until,
-                                connection: connection) { keyed.append((key, $0)) }
-                result.historyRows["\(kind.rawValue) by \(key.rawValue)"] = keyed.count - before
-                progress("backtest: \(keyed.count - before) \(kind.rawValue) history rows for \(need.ids.count) \(key.rawValue) ids")
+                let end = kind == .attempt ? since : until  // the window's attempts are read already
+                // Attempts for most of the window's ids are read by time alone and kept here by
+                // id: the list of ids would cost more to send and plan than the rows it filters.
+                let expected = Double(window.count) * end.timeIntervalSince(start) / max(until.timeIntervalSince(since), 1)
+                let ids: HistoryRead.IDs =
+                    kind == .attempt && Double(need.ids.count) * idsPerRowByTime >= expected ? .kept(need.ids) : .sent(need.ids.sorted())
+                for (from, to) in slices(from: start, to: end, count: connections.count) {
+                    reads.append(HistoryRead(kind: kind, key: key, ids: ids, from: from, to: to))
+                }
+            }
+        }
+        let read = try inParallel(reads.count, connections: connections) { index, connection in
+            let item = reads[index]
+            var events: [VelocityEvent] = []
+            try readHistory(kind: item.kind, key: item.key, ids: item.ids, from: item.from, to: item.to, connection: connection) {
+                events.append($0)
+            }
+            return events
+        }
+        for (item, events) in zip(reads, read) {
+            let label = "\(item.kind.rawValue) by \(item.key.rawValue)"
+            keyed.append(contentsOf: events.lazy.map { (item.key, $0) })
+            result.historyRows[label, default: 0] += events.count
+        }
+        for kind in VelocityEvent.Kind.allCases {
+            for key in VelocityKey.allCases {
+                guard let rows = result.historyRows["\(kind.rawValue) by \(key.rawValue)"],
+                      let need = needs[Group(kind: kind, key: key)] else { continue }
+                progress("backtest: \(rows) \(kind.rawValue) history rows for \(need.ids.count) \(key.rawValue) ids")
             }
         }
         result.history = InMemoryVelocityProvider(events: [], keyed: keyed)
@@ -95,48 +127,60 @@ struct BacktestHistory {
 
     /// The attempts of the window, in the export's order (time, then id). The JSON columns come
     /// as stored and are parsed here: extracting them in SQL (`jsonb_each`, a lookup per query)
-    /// cost PostgreSQL ~45 µs a row, five times the parse. Each page is decoded and parsed on
-    /// another core while the next one is fetched; all are done before this returns.
+    /// cost PostgreSQL ~45 µs a row, five times the parse. The window is cut into one time slice
+    /// per connection, read at the same time; each page is decoded and parsed on another core
+    /// while the next one is fetched; all are done before this returns.
     private static func readAttempts(since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
-                                     connection: PostgresConnection, progress: (String) -> Void) throws -> [(AttemptLog.Attempt, String?)] {
-        let query: PostgresQuery = """
-            DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
-            SELECT a.attempt_id::text, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
-                   a.inputs::text, CASE WHEN \(useRecorded) THEN a.features::text ELSE '{}' END
-            FROM provisioning_attempts a
-            WHERE a.created_at >= \(since) AND a.created_at < \(until)
-            """
+                                     connections: [PostgresConnection], progress: (String) -> Void) throws -> [(AttemptLog.Attempt, String?)] {
         let queries = recorded.queries
-        let pages = Mutex<[Int: Result<Page, Error>]>([:])
+        let ranges = slices(from: since, to: until, count: connections.count)
+        // Pages by (slice, page in slice); every slice's pages are in time order within it.
+        let pages = Mutex<[Int: [Int: Result<Page, Error>]]>([:])
+        let rowTotal = Atomic<Int>(0)
         let group = DispatchGroup()
-        var pageCount = 0
-        var rowCount = 0
+        let progressLock = Mutex(())
         // No count(*) first: a second scan of the window. Only a window over the limit is counted.
-        let complete: Bool
+        let completes: [Bool]
         do {
             defer { group.wait() }
-            complete = try streamPages(query, cursor: "issuerd_backtest_attempts", connection: connection) { rows in
-                let index = pageCount
-                pageCount += 1
-                rowCount += rows.count
-                if rowCount / 50_000 > (rowCount - rows.count) / 50_000 { progress("backtest: \(rowCount) attempts read") }
-                guard rowCount <= limit else { return false }
-                group.enter()
-                DispatchQueue.global().async {
-                    let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded) }
-                    pages.withLock { $0[index] = page }
-                    group.leave()
+            completes = try inParallel(ranges.count, connections: connections) { slice, connection in
+                let (from, to) = ranges[slice]
+                let cursor = "issuerd_backtest_attempts"
+                let query: PostgresQuery = """
+                    DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
+                    SELECT a.attempt_id::text, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
+                           a.inputs::text, CASE WHEN \(useRecorded) THEN a.features::text ELSE '{}' END
+                    FROM provisioning_attempts a
+                    WHERE a.created_at >= \(from) AND a.created_at < \(to)
+                    """
+                var pageIndex = 0
+                return try streamPages(query, cursor: cursor, connection: connection) { rows in
+                    let index = pageIndex
+                    pageIndex += 1
+                    let total = rowTotal.add(rows.count, ordering: .relaxed).newValue
+                    if total / 50_000 > (total - rows.count) / 50_000 { progressLock.withLock { _ in progress("backtest: \(total) attempts read") } }
+                    guard total <= limit else { return false }
+                    group.enter()
+                    DispatchQueue.global().async {
+                        let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded) }
+                        pages.withLock { $0[slice, default: [:]][index] = page }
+                        group.leave()
+                    }
+                    return true
                 }
-                return true
             }
         }
-        if !complete {
-            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connection))
+        if completes.contains(false) {
+            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
         }
         var parsed: [Page] = []
         try pages.withLock { pages in
-            for index in 0..<pageCount { if let page = pages[index] { parsed.append(try page.get()) } }
+            for slice in ranges.indices {
+                let slicePages = pages[slice] ?? [:]
+                for index in 0..<slicePages.count { if let page = slicePages[index] { parsed.append(try page.get()) } }
+            }
         }
+        let rowCount = parsed.reduce(0) { $0 + $1.attempts.count }
         // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk.
         var order: [(page: Int, row: Int)] = []
         order.reserveCapacity(rowCount)
@@ -179,20 +223,33 @@ struct BacktestHistory {
         }
     }
 
-    /// The events of `kind` whose `key` id is one of `ids`, in `[from, since)` for attempts
-    /// (those of the window are already read) and `[from, until)` for the others, as the export
-    /// defines them (``HistoryExport``).
-    private static func readHistory(kind: VelocityEvent.Kind, key: VelocityKey, ids: [String], from start: Date, since: Date,
-                                    until: Date, connection: PostgresConnection, event: (VelocityEvent) -> Void) throws {
+    /// The events of `kind` whose `key` id is one of `ids`, in `[start, end)`: a slice of
+    /// `[since - look-back, since)` for attempts (those of the window are already read) and of
+    /// `[since - look-back, until)` for the others, as the export defines them (``HistoryExport``).
+    private static func readHistory(kind: VelocityEvent.Kind, key: VelocityKey, ids selection: HistoryRead.IDs, from start: Date,
+                                    to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Void) throws {
         let column = key.rawValue + "_id"  // card_id, device_id, customer_id: a fixed set
+        let ids: [String]
+        var kept: Set<String>?
+        switch selection {
+        case .sent(let list): ids = list
+        case .kept(let set): (ids, kept) = ([], set)
+        }
         let query: PostgresQuery
         switch kind {
+        case .attempt where kept != nil:
+            query = """
+                DECLARE issuerd_backtest_history NO SCROLL CURSOR FOR
+                SELECT a.created_at, a.card_id, a.\(unsafeSQL: column), a.cardholder_name_hash
+                FROM provisioning_attempts a
+                WHERE a.\(unsafeSQL: column) IS NOT NULL AND a.created_at >= \(start) AND a.created_at < \(end)
+                """
         case .attempt:
             query = """
                 DECLARE issuerd_backtest_history NO SCROLL CURSOR FOR
                 SELECT a.created_at, a.card_id, a.\(unsafeSQL: column), a.cardholder_name_hash
                 FROM provisioning_attempts a
-                WHERE a.\(unsafeSQL: column) = ANY(\(ids)) AND a.created_at >= \(start) AND a.created_at < \(since)
+                WHERE a.\(unsafeSQL: column) = ANY(\(ids)) AND a.created_at >= \(start) AND a.created_at < \(end)
                 """
         case .otpFailure, .stepUpFailure:
             guard key != .device else { return }  // failures carry no device
@@ -201,7 +258,7 @@ struct BacktestHistory {
                 DECLARE issuerd_backtest_history NO SCROLL CURSOR FOR
                 SELECT f.at, f.card_id, f.\(unsafeSQL: column), NULL::text
                 FROM challenge_failures f
-                WHERE f.\(unsafeSQL: column) = ANY(\(ids)) AND f.kind = ANY(\(kinds)) AND f.at >= \(start) AND f.at < \(until)
+                WHERE f.\(unsafeSQL: column) = ANY(\(ids)) AND f.kind = ANY(\(kinds)) AND f.at >= \(start) AND f.at < \(end)
                 """
         case .tokenDeletion:
             // A deletion's card is its own or its token's, its device the token's, its customer
@@ -228,16 +285,18 @@ struct BacktestHistory {
                 LEFT JOIN cards c ON c.card_id = coalesce(e.card_id, t.card_id)
                 WHERE e.id IN (
                     SELECT e.id FROM token_events e
-                    WHERE e.event = 'deleted' AND e.card_id IN (SELECT card_id FROM key_cards) AND e.at >= \(start) AND e.at < \(until)
+                    WHERE e.event = 'deleted' AND e.card_id IN (SELECT card_id FROM key_cards) AND e.at >= \(start) AND e.at < \(end)
                     UNION
                     SELECT e.id FROM token_events e
                     WHERE e.event = 'deleted' AND e.token_reference IN (SELECT token_reference FROM key_tokens)
-                      AND e.at >= \(start) AND e.at < \(until))
+                      AND e.at >= \(start) AND e.at < \(end))
                   AND \(unsafeSQL: keyExpression) = ANY(\(ids))
                 """
         }
+        precondition(kind == .attempt || kept == nil, "only attempts are read by time alone")
         try stream(query, cursor: "issuerd_backtest_history", connection: connection) { row in
             let id: String? = try row.decode(2)
+            if let kept, let id, !kept.contains(id) { return true }
             let card: String? = try row.decode(1)
             event(VelocityEvent(kind: kind, time: try row.decode(0), cardID: card, deviceID: key == .device ? id : nil,
                                 customerID: key == .customer ? id : nil, cardholderName: try row.decode(3)))
@@ -274,6 +333,78 @@ struct BacktestHistory {
             for item in rows where try !row(item) { return false }
             if rows.count < fetchSize { return true }
         }
+    }
+
+    /// One slice of one history query.
+    private struct HistoryRead {
+        /// How the ids select the rows.
+        enum IDs {
+            /// In the query (`= ANY(…)`), through the key's index.
+            case sent([String])
+            /// Not sent: every row of the range is read and those of other ids are dropped here.
+            case kept(Set<String>)
+        }
+        var kind: VelocityEvent.Kind
+        var key: VelocityKey
+        var ids: IDs
+        var from: Date
+        var to: Date
+    }
+
+
+    /// `[from, to)` cut into `count` consecutive slices of equal length (the last ends at `to`).
+    static func slices(from: Date, to: Date, count: Int) -> [(Date, Date)] {
+        guard count > 1, to > from else { return [(from, to)] }
+        let step = to.timeIntervalSince(from) / Double(count)
+        var bounds = (0..<count).map { from.addingTimeInterval(step * Double($0)) }
+        bounds.append(to)
+        return (0..<count).map { (bounds[$0], bounds[$0 + 1]) }
+    }
+
+    /// Runs `work(0..<count)` on `connections`, each connection on its own thread taking the
+    /// next index until none is left, and returns the results in index order. The first error
+    /// stops the others from taking more and is rethrown once all have stopped.
+    static func inParallel<T: Sendable>(
+        _ count: Int, connections: [PostgresConnection], _ work: (Int, PostgresConnection) throws -> T
+    ) throws -> [T] {
+        guard connections.count > 1, count > 1 else {
+            return try (0..<count).map { try work($0, connections[0]) }
+        }
+        let state = Mutex<(next: Int, results: [Int: T], error: (any Error)?)>((0, [:], nil))
+        let workers = min(connections.count, count)
+        withoutActuallyEscaping(work) { work in
+            // Each connection is used by exactly one worker, and `work` is called only until
+            // concurrentPerform returns, while this thread waits in it.
+            let lent = Lent(connections: connections, work: work)
+            DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                while true {
+                    let index: Int? = state.withLock { state in
+                        guard state.error == nil, state.next < count else { return nil }
+                        defer { state.next += 1 }
+                        return state.next
+                    }
+                    guard let index else { return }
+                    do {
+                        let value = try lent.work(index, lent.connections[worker])
+                        state.withLock { $0.results[index] = value }
+                    } catch {
+                        state.withLock { if $0.error == nil { $0.error = error } }
+                        return
+                    }
+                }
+            }
+        }
+        return try state.withLock { state in
+            if let error = state.error { throw error }
+            return (0..<count).map { state.results[$0]! }
+        }
+    }
+
+    /// @unchecked Sendable: carries the connections and the work into
+    /// ``inParallel(_:connections:_:)``'s workers, which share them as described there.
+    private struct Lent<T>: @unchecked Sendable {
+        let connections: [PostgresConnection]
+        let work: (Int, PostgresConnection) throws -> T
     }
 
     /// The window holds more attempts than the limit.

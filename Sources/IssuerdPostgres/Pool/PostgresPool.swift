@@ -100,8 +100,49 @@ public final class PostgresPool: @unchecked Sendable {
         if !idle.isEmpty { logger.debug("postgres pool closed", ["closed_connections": .int(idle.count)]) }
     }
 
-    private func acquire() throws -> PostgresConnection {
-        let deadline = Date().addingTimeInterval(configuration.acquireTimeout.timeInterval)
+    /// Runs `body` with `connection` (inside a REPEATABLE READ or SERIALIZABLE transaction) and
+    /// up to `extra` more connections that see the same snapshot (`pg_export_snapshot` and
+    /// `SET TRANSACTION SNAPSHOT`), so that one consistent read can use several server
+    /// processes at once. Only connections free at once are taken: with none free, `body` gets
+    /// `connection` alone; a borrower never waits for another one, so two callers cannot hold
+    /// one connection each while waiting for the other's.
+    ///
+    /// The extra connections are read only; their transactions end, and they return to the
+    /// pool, when `body` returns.
+    /// - Returns: What `body` returned.
+    /// - Throws: ``PostgresError`` from exporting the snapshot, or what `body` threw.
+    public func withSharedSnapshot<T>(
+        of connection: PostgresConnection, extra: Int, _ body: ([PostgresConnection]) throws -> T
+    ) throws -> T {
+        guard extra > 0 else { return try body([connection]) }
+        let snapshot: String = try connection.query("SELECT pg_export_snapshot() AS snapshot").first?.decode("snapshot") ?? ""
+        // An id is hex digits and dashes (e.g. 00000003-0000001B-1); never anything to quote.
+        guard !snapshot.isEmpty, snapshot.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { return try body([connection]) }
+        var joined: [PostgresConnection] = []
+        defer {
+            for spare in joined {
+                spare.rollbackQuietly()
+                release(spare)
+            }
+        }
+        for _ in 0..<extra {
+            guard let spare = try? acquire(waiting: false) else { break }
+            do {
+                try spare.execute(unsafeSQL: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try spare.execute(unsafeSQL: "SET TRANSACTION SNAPSHOT '\(snapshot)'")
+                joined.append(spare)
+            } catch {
+                logger.debug("postgres shared snapshot not joined", ["error": .string(String(describing: error))])
+                spare.rollbackQuietly()
+                release(spare)
+                break
+            }
+        }
+        return try body([connection] + joined)
+    }
+
+    private func acquire(waiting: Bool = true) throws -> PostgresConnection {
+        let deadline = waiting ? Date().addingTimeInterval(configuration.acquireTimeout.timeInterval) : Date()
         while true {
             condition.lock()
             var action = state.acquire()

@@ -167,7 +167,8 @@ enum RulesHistoryCommands {
             throw CommandFailure("ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
         }
         let logger = Logger(label: "issuerd.rules", minimumLevel: .warning, handler: JSONLogHandler.standardError)
-        return PostgresPool(configuration: PostgresPoolConfiguration(connectionString: url, size: 1), logger: logger)
+        // Two: a backtest reads its window on a second connection in the same snapshot.
+        return PostgresPool(configuration: PostgresPoolConfiguration(connectionString: url, size: 2), logger: logger)
     }
 
     /// Turns a database error into one clear line.

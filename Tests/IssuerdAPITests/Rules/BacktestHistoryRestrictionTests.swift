@@ -156,15 +156,23 @@ struct BacktestHistoryRestrictionTests {
         #expect(byQuery["token_deletions(customer)"] == 2)
     }
 
-    @Test("HistoryBacktest over the restricted export gives the report of a replay of the full export")
-    func sameReport() throws {
-        let app = try TestApplication()
+    /// Every way of reading: one connection or several in one snapshot (slices of the window
+    /// and of each history range, the last of three slices empty), attempt history through the
+    /// keys' indexes or by time alone.
+    static let readings: [(readers: Int, idsPerRowByTime: Double)] = [(1, 0), (2, 0), (3, 0), (1, .infinity), (2, .infinity)]
+
+    @Test("HistoryBacktest over the restricted export gives the report of a replay of the full export", arguments: Self.readings)
+    func sameReport(readers: Int, idsPerRowByTime: Double) throws {
+        let app = try TestApplication(poolSize: 3)
         try Self.seed(app.pool)
         let current = app.application.context.rules.current
         let candidate = try RulesetCompiler.compile([RulesetFile(path: "candidate.rules", contents: Self.candidate)],
                                                     contentHasher: RulesetContent.fnv1a64)
+        var lines: [String] = []
         let outcome = try HistoryBacktest.run(current: current, candidate: candidate, since: Self.since, until: Self.until, limit: 100,
-                                              database: app.pool)
+                                              database: app.pool, readers: readers, idsPerRowByTime: idsPerRowByTime) { lines.append($0) }
+        // The attempt history read: the attempts at −900…−500 before the window sharing a key.
+        #expect(lines.contains("backtest: 3 attempt history rows for 2 device ids"), "\(lines)")
         guard case .report(let restricted, let export) = outcome else {
             Issue.record("unexpected \(outcome)")
             return

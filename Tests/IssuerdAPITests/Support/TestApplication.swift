@@ -36,10 +36,11 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     ///   - logger: Where the application logs (default: nowhere).
     ///   - prepare: Runs on the fresh database before the application is built (e.g. to store
     ///     HSM data keys, which the application loads in its initialiser).
+    ///   - poolSize: Connections of ``pool``, the tests' own (the application has its own pool).
     init(
         environment: [String: String] = [:], rulesDirectory: String? = nil, sharing: TestApplication? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
-        prepare: ((TestDatabase) throws -> Void)? = nil, logger: Logger? = nil
+        prepare: ((TestDatabase) throws -> Void)? = nil, logger: Logger? = nil, poolSize: Int = 2
     ) throws {
         database = try sharing?.database ?? TestDatabase.create()
         ownsDatabase = sharing == nil
@@ -67,7 +68,7 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
             configuration: configuration, logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()), clock: clock)
         try application.start()
         client = HTTPTestClient(port: application.port)
-        pool = database.makePool(size: 2)
+        pool = database.makePool(size: poolSize)
     }
 
     deinit {
