@@ -57,7 +57,11 @@ extension CardImport {
     /// - Parameters:
     ///   - stored: The chunk's customers as stored before it (those with objects locked).
     ///   - known: Further customer ids that exist (named by cards without objects).
-    static func planCustomers(_ chunk: Chunk, stored: [String: CustomerRecord], known: Set<String>, now: Date) -> CustomerPlan {
+    ///   - stampedNow: Those of `stored` whose `updated_at` is already `now`: this import wrote
+    ///     them in an earlier chunk, so one whose lines here change nothing is left alone (the
+    ///     `UPDATE` would write the same row again and leave a dead one behind).
+    static func planCustomers(_ chunk: Chunk, stored: [String: CustomerRecord], known: Set<String>, stampedNow: Set<String> = [],
+                              now: Date) -> CustomerPlan {
         var plan = CustomerPlan()
         var current = stored
         var createdOrder: [String] = []
@@ -84,8 +88,9 @@ extension CardImport {
         }
         plan.created = createdOrder.map { current[$0]! }
         // Every stored customer here has an object in the chunk: the API would update each
-        // (updated_at included) even when its values did not change.
-        plan.updated = stored.keys.sorted().map { current[$0]! }
+        // (updated_at included) even when its values did not change. One this import already
+        // stamped and whose values did not change is that row already.
+        plan.updated = stored.keys.sorted().filter { !(stampedNow.contains($0) && current[$0] == stored[$0]) }.map { current[$0]! }
         return plan
     }
 
@@ -94,8 +99,8 @@ extension CardImport {
     /// but not with the `FOR KEY SHARE` of a foreign key, so a provisioning attempt or code for
     /// one of these customers is not held until the import commits), the others only for existence.
     static func storedCustomers(
-        _ chunk: Chunk, connection: PostgresConnection
-    ) throws -> (stored: [String: CustomerRecord], known: Set<String>) {
+        _ chunk: Chunk, now: Date, connection: PostgresConnection
+    ) throws -> (stored: [String: CustomerRecord], known: Set<String>, stampedNow: Set<String>) {
         var withObjects = Set<String>()
         var without = Set<String>()
         for slice in chunk.slices {
@@ -105,15 +110,19 @@ extension CardImport {
         }
         without.subtract(withObjects)
         var stored: [String: CustomerRecord] = [:]
+        var stampedNow = Set<String>()
         if !withObjects.isEmpty {
+            // `updated_at = now` is compared by PostgreSQL, at the precision both were stored in.
             let rows = try connection.query(
                 """
-                SELECT customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at
+                SELECT customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at,
+                       updated_at = \(now) AS stamped_now
                 FROM customers WHERE customer_id = ANY(\(Array(withObjects))) FOR NO KEY UPDATE
                 """)
             for row in rows {
                 let record = try CustomerStore.decode(row)
                 stored[record.customerID] = record
+                if try row.decode("stamped_now", as: Bool.self) { stampedNow.insert(record.customerID) }
             }
         }
         var known = Set<String>()
@@ -122,7 +131,7 @@ extension CardImport {
                 known.insert(try row.decode("customer_id", as: String.self))
             }
         }
-        return (stored, known)
+        return (stored, known, stampedNow)
     }
 
     /// Writes the plan's customers: new ones by `COPY`, changed ones by one `UPDATE` joined to

@@ -219,8 +219,8 @@ private final class ChunkWriter: @unchecked Sendable {
     }
 
     private func write(_ chunk: CardImport.Chunk) throws -> Outcome {
-        let (stored, known) = try CardImport.storedCustomers(chunk, connection: connection)
-        let plan = CardImport.planCustomers(chunk, stored: stored, known: known, now: now)
+        let (stored, known, stampedNow) = try CardImport.storedCustomers(chunk, now: now, connection: connection)
+        let plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, now: now)
         try CardImport.writeCustomers(plan, now: now, connection: connection)
         let count = plan.firstMissing ?? chunk.cards
         // A refused card comes before the first card without a customer (only those are sent).

@@ -253,6 +253,52 @@ struct CardImportTests {
         #expect(history == Int64(total))
     }
 
+    @Test("A customer object repeated in later chunks with nothing new is not written again; a stored customer is updated once")
+    func repeatedCustomerObjectsWriteOnce() throws {
+        let now = Date(timeIntervalSince1970: 1_750_000_000)
+        let size = CardImport.linesPerSlice  // one worker: three chunks
+        let app = try TestApplication()
+        let seed = CustomerRecord(
+            customerID: "stored", phoneNumber: "010-1111-2222", email: "s@example.com", phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
+            emailChangedAt: nil, addressChangedAt: nil, createdAt: Date(timeIntervalSince1970: 1_600_000_000))
+        _ = try app.pool.withConnection { try CustomerStore.upsert(seed, now: Date(timeIntervalSince1970: 1_600_000_000), connection: $0) }
+        // Every UPDATE of a customer row, whatever it changes.
+        try app.pool.withConnection { connection in
+            try connection.execute("CREATE TABLE customer_writes (customer_id text)")
+            try connection.execute(
+                """
+                CREATE FUNCTION log_customer_write() RETURNS trigger LANGUAGE plpgsql AS
+                $$ BEGIN INSERT INTO customer_writes VALUES (NEW.customer_id); RETURN NEW; END $$
+                """)
+            try connection.execute("CREATE TRIGGER customer_writes AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION log_customer_write()")
+        }
+        var lines: [String] = []
+        for serial in 1...(2 * size + 10) {
+            if serial % size == 1 {  // the first line of each chunk: the stored customer, same values
+                lines.append(line(serial, customer: "stored", fields: #"{"phoneNumber":"010-1111-2222","email":"s@example.com"}"#))
+            } else {
+                let customer = "repeat-\(serial % 3)"
+                lines.append(line(serial, customer: customer, fields: #"{"email":"\#(customer)@example.com","addressChangedAt":"2024-05-06T07:08:09Z"}"#))
+            }
+        }
+        let summary = try CardImport.run(file: try write(app, lines), actor: "cli:test", now: now, vault: vault, database: app.pool, workers: 1)
+        #expect(summary.cards == lines.count)
+        #expect(summary.customersCreated == 3)
+        let writes = try app.pool.withConnection { connection in
+            try connection.query("SELECT customer_id FROM customer_writes ORDER BY customer_id").map { try $0.decode("customer_id", as: String.self) }
+        }
+        // Before: "stored" in each of the 3 chunks and each "repeat-" customer in chunks 2 and 3.
+        #expect(writes == ["stored"])
+        let stamps = try app.pool.withConnection { connection in
+            try connection.query("SELECT customer_id, updated_at = \(now) AS now FROM customers ORDER BY customer_id")
+                .map { "\(try $0.decode("customer_id", as: String.self)) \(try $0.decode("now", as: Bool.self))" }
+        }
+        #expect(stamps == ["repeat-0 true", "repeat-1 true", "repeat-2 true", "stored true"])
+        let repeated = try app.pool.withConnection { try CustomerStore.find("repeat-1", connection: $0) }
+        #expect(repeated?.email == "repeat-1@example.com")
+        #expect(repeated?.addressChangedAt == Date(timeIntervalSince1970: 1_714_979_289))
+    }
+
     @Test("An empty file imports nothing, and a file of exactly one read's worth of lines imports them all (no empty last read trapping)")
     func emptyAndExactMultipleFiles() throws {
         let app = try TestApplication()
