@@ -125,6 +125,53 @@ struct RulesHistoryTests {
         #expect(ids.contains("t.burst"))
     }
 
+    @Test("`issuerd rules backtest --since/--until` over PostgreSQL prints the report the endpoint gives; bad windows are refused")
+    func commandLineBacktest() throws {
+        let app = try TestApplication()
+        _ = try Self.seed(app.pool)
+        // The candidate: the served rules plus one file, as the endpoint's overlay builds it.
+        let rules = TestApplication.repositoryRoot.appendingPathComponent("rules")
+        let candidate = app.directory.appendingPathComponent("candidate-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: app.directory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: rules, to: candidate)
+        try Data(Self.candidate.utf8).write(to: candidate.appendingPathComponent("policy/zz_extra.rules"))
+        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString]
+        let window = ["--since", "2025-03-01T10:00:00Z", "--until", "2025-03-01T11:00:00Z"]
+        let result = try CommandLineRunner.run(
+            ["rules", "backtest", "--candidate", candidate.path, "--current", rules.path] + window, environment: environment)
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardError.contains("backtest: 3 attempts to replay"), "\(result.standardError)")
+
+        let admin = ["Authorization": "Bearer \(try app.apiKey(role: .admin))"]
+        let overlay = #"{"rules":{"policy/zz_extra.rules":"\#(Self.candidate.replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n"))"},"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
+        let response = try app.client.postJSON("/v1/admin/rules/backtest", overlay, headers: admin)
+        #expect(response.status == 200, "\(response.text)")
+        let body = try #require(response.jsonObject())
+        let flows = try #require((body["candidate"] as? [String: Any])?["flows"] as? [String: Int])
+        let before = try #require((body["current"] as? [String: Any])?["flows"] as? [String: Int])
+        // The printed table: "flow  current  candidate", one line per flow.
+        for flow in ["green", "yellow", "orange"] {
+            let line = result.standardOutput.split(separator: "\n").first { $0.hasPrefix(flow + " ") }.map(String.init) ?? ""
+            let numbers = line.split(separator: " ").compactMap { Int($0) }
+            #expect(numbers == [before[flow] ?? -1, flows[flow] ?? -1], "\(flow): \(line)")
+        }
+        #expect(result.standardOutput.contains("changed: \(body["changed"] as? Int ?? -1) attempts"))
+        #expect(result.standardOutput.contains("t.burst"))
+
+        let reversed = try CommandLineRunner.run(
+            ["rules", "backtest", "--candidate", candidate.path, "--since", "2025-03-02T00:00:00Z", "--until", "2025-03-01T00:00:00Z"],
+            environment: environment)
+        #expect(reversed.status != 0)
+        #expect(reversed.standardError.contains("--since must be before --until"), "\(reversed.standardError)")
+        let tooMany = try CommandLineRunner.run(
+            ["rules", "backtest", "--candidate", candidate.path, "--current", rules.path, "--limit", "2"] + window, environment: environment)
+        #expect(tooMany.status != 0)
+        #expect(tooMany.standardError.contains("the window holds 3 attempts, more than --limit 2"), "\(tooMany.standardError)")
+        let noDatabase = try CommandLineRunner.run(["rules", "backtest", "--candidate", candidate.path] + window, environment: [:])
+        #expect(noDatabase.status != 0)
+        #expect(noDatabase.standardError.contains("ISSUERD_DATABASE_URL is not set"), "\(noDatabase.standardError)")
+    }
+
     @Test("The export reads back as an AttemptLog: replayed attempts, history-only attempts and every event kind")
     func exportRoundTrip() throws {
         let app = try TestApplication()
