@@ -28,6 +28,12 @@ struct IdempotencyStore: Sendable {
     /// How long a claim without an answer blocks retries. Far longer than any request holds one
     /// (pool wait 2 s by default, statements of milliseconds), short enough for a client's retry.
     static let claimExpiry: Duration = .seconds(15)
+
+    /// 409 for a key whose claim another request holds.
+    static var stillProcessing: HTTPError {
+        HTTPError(status: 409, code: .idempotencyKeyReused, message: "a request with this Idempotency-Key is still being processed")
+    }
+
     let database: PostgresPool
 
     /// Runs `work` at most once per `(scope, key)`; without the header it simply runs `work`.
@@ -42,6 +48,14 @@ struct IdempotencyStore: Sendable {
     /// Runs `work` at most once per `(scope, key)`, handing it the claim (nil without the header)
     /// so that it can store its answer in its own transaction (``IdempotencyClaim/recording(_:)``).
     func run(_ request: HTTPRequest, scope: String, _ work: (IdempotencyClaim?) throws -> HTTPResponse) throws -> HTTPResponse {
+        try run(request, scope: scope, rereads: 0, work)
+    }
+
+    /// How often one request reads the key's row again after another request changed it under
+    /// it (released, answered, or took it over): each needs another party's commit in between.
+    private static let maximumRereads = 3
+
+    private func run(_ request: HTTPRequest, scope: String, rereads: Int, _ work: (IdempotencyClaim?) throws -> HTTPResponse) throws -> HTTPResponse {
         guard let key = request.headers[Self.headerName] else { return try work(nil) }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
             throw APIErrors.invalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
@@ -65,7 +79,11 @@ struct IdempotencyStore: Sendable {
                     """
                 ).first
             }
-            guard let row else { return try run(request, scope: scope, work) }  // the claim was just released; try again
+            // The claim was just released: claim it again.
+            guard let row else {
+                guard rereads < Self.maximumRereads else { throw Self.stillProcessing }
+                return try run(request, scope: scope, rereads: rereads + 1, work)
+            }
             guard try row.decode("request_hash", as: [UInt8].self) == requestHash else {
                 throw HTTPError(status: 409, code: .idempotencyKeyReused, message: "this Idempotency-Key was used with a different request")
             }
@@ -79,11 +97,12 @@ struct IdempotencyStore: Sendable {
                         WHERE scope = \(scope) AND key = \(key) AND status = 0 AND created_at < now() - make_interval(secs => \(expiry))
                         """) == 1
                 }
+                // Matching no row, the claim changed since it was read: the late holder stored its
+                // answer (or released it) or another retry took it over. The row as it is now says which.
+                if !claimed, rereads < Self.maximumRereads { return try run(request, scope: scope, rereads: rereads + 1, work) }
             }
             if !claimed {
-                guard status != 0 else {
-                    throw HTTPError(status: 409, code: .idempotencyKeyReused, message: "a request with this Idempotency-Key is still being processed")
-                }
+                guard status != 0 else { throw Self.stillProcessing }
                 var response = HTTPResponse(status: status, body: try row.decode("response_body", as: [UInt8].self))
                 response.headers.set("Content-Type", HTTPResponse.jsonContentType)
                 response.headers.set("Idempotent-Replayed", "true")

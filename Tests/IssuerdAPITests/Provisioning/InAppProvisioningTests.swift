@@ -178,6 +178,53 @@ struct InAppProvisioningTests {
         #expect(replay.body == retried.body)
     }
 
+    @Test("A retry that finds an expired claim answered while it takes it over replays the stored answer (not 409)")
+    func expiredClaimAnsweredDuringTakeover() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let body = try DecisionFixtures.provisionBody(app)
+        let first = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
+        #expect(first.status == 200)
+        // A holder slower than the expiry: its claim looks abandoned, its answer is not in yet.
+        let expiry = Int(OutboxBackoff.seconds(IdempotencyStore.claimExpiry)) + 1
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                "UPDATE idempotency_keys SET status = 0, created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-3'")
+        }
+        // The late holder's transaction, about to store its answer, holds the row.
+        let holder = try PostgresConnection(connectionString: app.database.connectionString)
+        try holder.execute("BEGIN")
+        _ = try holder.query("SELECT key FROM idempotency_keys WHERE key = 'k-3' FOR UPDATE")
+        let done = DispatchSemaphore(value: 0)
+        let retried = Mutex<TestHTTPResponse?>(nil)
+        DispatchQueue.global().async {
+            let response = try? DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
+            retried.withLock { $0 = response }
+            done.signal()
+        }
+        // The retry read the bare, expired claim and now waits on the row in its takeover.
+        var waiting = false
+        for _ in 0..<200 where !waiting {
+            waiting = try holder.query(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).count == 1
+            if !waiting { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        let activity = try holder.query("SELECT coalesce(wait_event_type, '-') || ' ' || coalesce(wait_event, '-') || ' ' || state || ' ' || left(query, 200) AS a FROM pg_stat_activity WHERE datname = current_database()")
+            .map { try $0.decode("a", as: String.self) }
+        #expect(waiting, "the retry never reached the takeover: \(activity)")
+        try holder.execute(
+            "UPDATE idempotency_keys SET status = 200, response_body = \(first.body) WHERE key = 'k-3'")
+        try holder.execute("COMMIT")
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let response = try #require(retried.withLock { $0 })
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.header("Idempotent-Replayed") == "true")
+        #expect(response.body == first.body)
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
+    }
+
     @Test("A slow holder whose claim a retry took over neither records its answer nor does its work again")
     func takenOverClaimIsInert() throws {
         let app = try TestApplication()
