@@ -49,6 +49,7 @@ struct BacktestHistory {
     static func read(since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int, connections: [PostgresConnection],
                      idsPerRowByTime: Double = HistoryBacktest.idsPerRowByTime, progress: (String) -> Void) throws -> BacktestHistory {
         precondition(!connections.isEmpty, "at least one connection")
+        progress("backtest: reading on \(connections.count) connection\(connections.count == 1 ? "" : "s") in one snapshot")
         var result = BacktestHistory()
         var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
         let window = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: useRecorded, limit: limit,

@@ -103,21 +103,34 @@ public final class PostgresPool: @unchecked Sendable {
     /// Runs `body` with `connection` (inside a REPEATABLE READ or SERIALIZABLE transaction) and
     /// up to `extra` more connections that see the same snapshot (`pg_export_snapshot` and
     /// `SET TRANSACTION SNAPSHOT`), so that one consistent read can use several server
-    /// processes at once. Only connections free at once are taken: with none free, `body` gets
-    /// `connection` alone; a borrower never waits for another one, so two callers cannot hold
-    /// one connection each while waiting for the other's.
+    /// processes at once.
+    ///
+    /// Spare capacity only: a connection is taken only while nobody waits for one and another
+    /// stays free (or can still be opened) for the next borrower, and never by waiting, so a
+    /// long read cannot hold up the requests the pool serves, and two callers cannot hold one
+    /// connection each while waiting for the other's. Otherwise, and under READ COMMITTED
+    /// (whose snapshot is per statement), `body` gets `connection` alone.
     ///
     /// The extra connections are read only; their transactions end, and they return to the
-    /// pool, when `body` returns.
+    /// pool, when `body` returns or throws.
     /// - Returns: What `body` returned.
     /// - Throws: ``PostgresError`` from exporting the snapshot, or what `body` threw.
     public func withSharedSnapshot<T>(
         of connection: PostgresConnection, extra: Int, _ body: ([PostgresConnection]) throws -> T
     ) throws -> T {
         guard extra > 0 else { return try body([connection]) }
-        let snapshot: String = try connection.query("SELECT pg_export_snapshot() AS snapshot").first?.decode("snapshot") ?? ""
+        let row = try connection.query(
+            """
+            SELECT current_setting('transaction_isolation') IN ('repeatable read', 'serializable') AS shareable,
+                   CASE WHEN current_setting('transaction_isolation') IN ('repeatable read', 'serializable')
+                        THEN pg_export_snapshot() END AS snapshot
+            """
+        ).first
+        guard let row, try row.decode("shareable", as: Bool.self), let snapshot = try row.decode("snapshot", as: String?.self) else {
+            return try body([connection])
+        }
         // An id is hex digits and dashes (e.g. 00000003-0000001B-1); never anything to quote.
-        guard !snapshot.isEmpty, snapshot.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { return try body([connection]) }
+        guard !snapshot.isEmpty, snapshot.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == "-") }) else { return try body([connection]) }
         var joined: [PostgresConnection] = []
         defer {
             for spare in joined {
@@ -126,7 +139,7 @@ public final class PostgresPool: @unchecked Sendable {
             }
         }
         for _ in 0..<extra {
-            guard let spare = try? acquire(waiting: false) else { break }
+            guard hasSpareCapacity, let spare = try? acquire(waiting: false) else { break }
             do {
                 try spare.execute(unsafeSQL: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 try spare.execute(unsafeSQL: "SET TRANSACTION SNAPSHOT '\(snapshot)'")
@@ -139,6 +152,14 @@ public final class PostgresPool: @unchecked Sendable {
             }
         }
         return try body([connection] + joined)
+    }
+
+    /// Whether a connection can be lent without leaving the next borrower to wait: nobody
+    /// waits, and after lending one, another is idle or can be opened.
+    private var hasSpareCapacity: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.waiters == 0 && state.capacity - state.leased >= 2  // idle ones plus those not yet opened
     }
 
     private func acquire(waiting: Bool = true) throws -> PostgresConnection {

@@ -167,8 +167,9 @@ enum RulesHistoryCommands {
             throw CommandFailure("ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
         }
         let logger = Logger(label: "issuerd.rules", minimumLevel: .warning, handler: JSONLogHandler.standardError)
-        // Two: a backtest reads its window on a second connection in the same snapshot.
-        return PostgresPool(configuration: PostgresPoolConfiguration(connectionString: url, size: 2), logger: logger)
+        // A backtest reads its window on a second connection in the same snapshot, which the
+        // pool lends only while one more stays free (opened lazily: two are used).
+        return PostgresPool(configuration: PostgresPoolConfiguration(connectionString: url, size: 3), logger: logger)
     }
 
     /// Turns a database error into one clear line.

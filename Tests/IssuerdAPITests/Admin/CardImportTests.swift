@@ -276,6 +276,8 @@ struct CardImportTests {
         for serial in 1...(2 * size + 10) {
             if serial % size == 1 {  // the first line of each chunk: the stored customer, same values
                 lines.append(line(serial, customer: "stored", fields: #"{"phoneNumber":"010-1111-2222","email":"s@example.com"}"#))
+            } else if serial == 2 * size + 10 {  // the last line (chunk 3): a stamped customer whose line changes it
+                lines.append(line(serial, customer: "repeat-2", fields: #"{"email":"moved@example.com"}"#))
             } else {
                 let customer = "repeat-\(serial % 3)"
                 lines.append(line(serial, customer: customer, fields: #"{"email":"\#(customer)@example.com","addressChangedAt":"2024-05-06T07:08:09Z"}"#))
@@ -288,7 +290,11 @@ struct CardImportTests {
             try connection.query("SELECT customer_id FROM customer_writes ORDER BY customer_id").map { try $0.decode("customer_id", as: String.self) }
         }
         // Before: "stored" in each of the 3 chunks and each "repeat-" customer in chunks 2 and 3.
-        #expect(writes == ["stored"])
+        // Now: "stored" once (stored before the import) and repeat-2 in chunk 3, where it changed.
+        #expect(writes == ["repeat-2", "stored"])
+        let moved = try app.pool.withConnection { try CustomerStore.find("repeat-2", connection: $0) }
+        #expect(moved?.email == "moved@example.com")
+        #expect(moved?.emailChangedAt == now)
         let stamps = try app.pool.withConnection { connection in
             try connection.query("SELECT customer_id, updated_at = \(now) AS now FROM customers ORDER BY customer_id")
                 .map { "\(try $0.decode("customer_id", as: String.self)) \(try $0.decode("now", as: Bool.self))" }

@@ -163,7 +163,7 @@ struct BacktestHistoryRestrictionTests {
 
     @Test("HistoryBacktest over the restricted export gives the report of a replay of the full export", arguments: Self.readings)
     func sameReport(readers: Int, idsPerRowByTime: Double) throws {
-        let app = try TestApplication(poolSize: 3)
+        let app = try TestApplication(poolSize: 4)  // up to three readers, one connection left free
         try Self.seed(app.pool)
         let current = app.application.context.rules.current
         let candidate = try RulesetCompiler.compile([RulesetFile(path: "candidate.rules", contents: Self.candidate)],
@@ -171,6 +171,7 @@ struct BacktestHistoryRestrictionTests {
         var lines: [String] = []
         let outcome = try HistoryBacktest.run(current: current, candidate: candidate, since: Self.since, until: Self.until, limit: 100,
                                               database: app.pool, readers: readers, idsPerRowByTime: idsPerRowByTime) { lines.append($0) }
+        #expect(lines.first == "backtest: reading on \(readers) connection\(readers == 1 ? "" : "s") in one snapshot", "\(lines)")
         // The attempt history read: the attempts at −900…−500 before the window sharing a key.
         #expect(lines.contains("backtest: 3 attempt history rows for 2 device ids"), "\(lines)")
         guard case .report(let restricted, let export) = outcome else {

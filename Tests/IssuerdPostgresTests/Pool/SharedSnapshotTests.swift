@@ -14,7 +14,7 @@ import Testing
     @Test func extraConnectionsSeeTheFirstOnesSnapshotNotLaterCommits() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
-        let pool = database.makePool(size: 3)
+        let pool = database.makePool(size: 4)  // the first, two spares, one left free
         defer { pool.close() }
         let writer = try PostgresConnection(connectionString: database.connectionString)
         try writer.execute("CREATE TABLE shared_snapshot_rows (n int)")
@@ -54,10 +54,59 @@ import Testing
         #expect(Date().timeIntervalSince(started) < 10, "waited for a connection the pool could not give")
     }
 
+    @Test func aSpareIsTakenOnlyWhileAnotherConnectionStaysFree() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let pool = database.makePool(size: 3)
+        defer { pool.close() }
+        let counts = try pool.transaction(isolation: .repeatableRead) { connection -> [Int] in
+            let alone = try pool.withConnection { _ in  // a request holds one: only the last is free
+                try pool.withSharedSnapshot(of: connection, extra: 2) { $0.count }
+            }
+            let withOne = try pool.withSharedSnapshot(of: connection, extra: 2) { $0.count }  // two free: one lent
+            return [alone, withOne]
+        }
+        #expect(counts == [1, 2])
+    }
+
+    @Test func readCommittedGetsTheFirstConnectionAlone() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let pool = database.makePool(size: 4)
+        defer { pool.close() }
+        let count = try pool.transaction(isolation: .readCommitted) { connection in
+            try pool.withSharedSnapshot(of: connection, extra: 2) { $0.count }
+        }
+        #expect(count == 1)
+    }
+
+    @Test func theSparesGoBackWhenTheBodyThrows() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let pool = database.makePool(size: 4)
+        defer { pool.close() }
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try pool.transaction(isolation: .repeatableRead) { connection in
+                try pool.withSharedSnapshot(of: connection, extra: 2) { connections in
+                    #expect(connections.count == 3)
+                    _ = try connections[2].query("DECLARE left_open CURSOR FOR SELECT 1")
+                    throw Stop()
+                }
+            }
+        }
+        #expect(pool.statistics.inUse == 0)
+        try pool.withConnection { connection in
+            let open = try connection.query(
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'")
+            #expect(try open.first?.decode("n", as: Int32.self) == 0)
+        }
+    }
+
     @Test func extraConnectionsAreReadOnly() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
-        let pool = database.makePool(size: 2)
+        let pool = database.makePool(size: 3)
         defer { pool.close() }
         try pool.withConnection { try $0.execute("CREATE TABLE shared_snapshot_rows (n int)") }
         try pool.transaction(isolation: .repeatableRead) { connection in
