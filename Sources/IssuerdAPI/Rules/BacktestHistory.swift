@@ -102,11 +102,13 @@ struct BacktestHistory {
                 }
             }
         }
-        let read = try inParallel(reads.count, connections: connections) { index, connection in
+        if !reads.isEmpty { progress("backtest: reading \(reads.count) history ranges") }
+        let read = try inParallel(reads.count, connections: connections) { index, connection, failedElsewhere in
             let item = reads[index]
             var events: [VelocityEvent] = []
             try readHistory(kind: item.kind, key: item.key, ids: item.ids, from: item.from, to: item.to, connection: connection) {
                 events.append($0)
+                return !failedElsewhere()
             }
             return events
         }
@@ -137,14 +139,13 @@ struct BacktestHistory {
         let ranges = slices(from: since, to: until, count: connections.count)
         // Pages by (slice, page in slice); every slice's pages are in time order within it.
         let pages = Mutex<[Int: [Int: Result<Page, Error>]]>([:])
-        let rowTotal = Atomic<Int>(0)
+        let rowTotal = Mutex(0)
         let group = DispatchGroup()
-        let progressLock = Mutex(())
         // No count(*) first: a second scan of the window. Only a window over the limit is counted.
         let completes: [Bool]
         do {
             defer { group.wait() }
-            completes = try inParallel(ranges.count, connections: connections) { slice, connection in
+            completes = try inParallel(ranges.count, connections: connections) { slice, connection, failedElsewhere in
                 let (from, to) = ranges[slice]
                 let cursor = "issuerd_backtest_attempts"
                 let query: PostgresQuery = """
@@ -158,9 +159,13 @@ struct BacktestHistory {
                 return try streamPages(query, cursor: cursor, connection: connection) { rows in
                     let index = pageIndex
                     pageIndex += 1
-                    let total = rowTotal.add(rows.count, ordering: .relaxed).newValue
-                    if total / 50_000 > (total - rows.count) / 50_000 { progressLock.withLock { _ in progress("backtest: \(total) attempts read") } }
-                    guard total <= limit else { return false }
+                    // Counted and printed under one lock, so the lines go up in order.
+                    let total = rowTotal.withLock { total in
+                        total += rows.count
+                        if total / 50_000 > (total - rows.count) / 50_000 { progress("backtest: \(total) attempts read") }
+                        return total
+                    }
+                    guard total <= limit, !failedElsewhere() else { return false }
                     group.enter()
                     DispatchQueue.global().async {
                         let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded) }
@@ -228,7 +233,7 @@ struct BacktestHistory {
     /// `[since - look-back, since)` for attempts (those of the window are already read) and of
     /// `[since - look-back, until)` for the others, as the export defines them (``HistoryExport``).
     private static func readHistory(kind: VelocityEvent.Kind, key: VelocityKey, ids selection: HistoryRead.IDs, from start: Date,
-                                    to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Void) throws {
+                                    to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Bool) throws {
         let column = key.rawValue + "_id"  // card_id, device_id, customer_id: a fixed set
         let ids: [String]
         var kept: Set<String>?
@@ -299,9 +304,8 @@ struct BacktestHistory {
             let id: String? = try row.decode(2)
             if let kept, let id, !kept.contains(id) { return true }
             let card: String? = try row.decode(1)
-            event(VelocityEvent(kind: kind, time: try row.decode(0), cardID: card, deviceID: key == .device ? id : nil,
-                                customerID: key == .customer ? id : nil, cardholderName: try row.decode(3)))
-            return true
+            return event(VelocityEvent(kind: kind, time: try row.decode(0), cardID: card, deviceID: key == .device ? id : nil,
+                                       customerID: key == .customer ? id : nil, cardholderName: try row.decode(3)))
         }
     }
 
@@ -364,12 +368,13 @@ struct BacktestHistory {
 
     /// Runs `work(0..<count)` on `connections`, each connection on its own thread taking the
     /// next index until none is left, and returns the results in index order. The first error
-    /// stops the others from taking more and is rethrown once all have stopped.
+    /// stops the others from taking more, and `work`'s third argument (true once another one
+    /// failed) lets a long one stop early; the error is rethrown once all have stopped.
     static func inParallel<T: Sendable>(
-        _ count: Int, connections: [PostgresConnection], _ work: (Int, PostgresConnection) throws -> T
+        _ count: Int, connections: [PostgresConnection], _ work: (Int, PostgresConnection, () -> Bool) throws -> T
     ) throws -> [T] {
         guard connections.count > 1, count > 1 else {
-            return try (0..<count).map { try work($0, connections[0]) }
+            return try (0..<count).map { try work($0, connections[0], { false }) }
         }
         let state = Mutex<(next: Int, results: [Int: T], error: (any Error)?)>((0, [:], nil))
         let workers = min(connections.count, count)
@@ -386,7 +391,7 @@ struct BacktestHistory {
                     }
                     guard let index else { return }
                     do {
-                        let value = try lent.work(index, lent.connections[worker])
+                        let value = try lent.work(index, lent.connections[worker], { state.withLock { $0.error != nil } })
                         state.withLock { $0.results[index] = value }
                     } catch {
                         state.withLock { if $0.error == nil { $0.error = error } }
@@ -405,7 +410,7 @@ struct BacktestHistory {
     /// ``inParallel(_:connections:_:)``'s workers, which share them as described there.
     private struct Lent<T>: @unchecked Sendable {
         let connections: [PostgresConnection]
-        let work: (Int, PostgresConnection) throws -> T
+        let work: (Int, PostgresConnection, () -> Bool) throws -> T
     }
 
     /// The window holds more attempts than the limit.

@@ -46,7 +46,8 @@ public enum HistoryBacktest {
     ///     all in one snapshot; by default one per core, at most two.
     ///   - idsPerRowByTime: From how many ids per expected row an attempt history range is read
     ///     by time alone rather than through its key's index (the tests take each way).
-    ///   - progress: A line of progress for long runs (`issuerd` prints it on standard error).
+    ///   - progress: A line of progress for long runs (`issuerd` prints it on standard error);
+    ///     it may be called from the readers' threads, one call at a time.
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
     public static func run(current: Ruleset, candidate: Ruleset, since: Date, until: Date, limit: Int, sampleSize: Int = 20,
                            useRecordedVelocity: Bool = true, database: PostgresPool,
