@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdHTTP
+import IssuerdPostgres
 import IssuerdWire
 
 /// Routes for analysts and operators: customers, cards and card status.
@@ -17,29 +18,41 @@ enum AdminRoutes {
 
         table.add(.post, "/v1/admin/customers") { request in
             let principal = try context.apiKeys.authenticate(request, roles: [.admin])
-            return try context.idempotency.run(request, scope: "\(principal.auditActor):customers") {
+            return try context.idempotency.run(request, scope: "\(principal.auditActor):customers") { claim in
                 let record = try CustomerAdministration.validate(try request.decodeJSON(CustomerUpsertRequest.self))
                 let now = context.now
-                let (stored, created) = try context.database.transaction { connection in
-                    try CustomerAdministration.upsert(record, actor: principal.auditActor, now: now, connection: connection)
+                // The answer commits with the change: a retry after a lost acknowledgement gets the
+                // same 201, not a second upsert answered 200.
+                let (stored, created, response) = try context.database.transaction { connection in
+                    let (stored, created) = try CustomerAdministration.upsert(record, actor: principal.auditActor, now: now, connection: connection)
+                    let response = try HTTPResponse.json(CustomerAdministration.view(stored, created: created), status: created ? 201 : 200)
+                    try Self.record(response, claim: claim, connection: connection)
+                    return (stored, created, response)
                 }
+                claim?.markRecorded()
                 changes.increment(labels: [created ? "customer.created" : "customer.updated"])
                 request.logger.info("customer upserted", ["customerId": .string(stored.customerID), "created": .bool(created)])
-                return try .json(CustomerAdministration.view(stored, created: created), status: created ? 201 : 200)
+                return response
             }
         }
 
         table.add(.post, "/v1/admin/cards") { request in
             let principal = try context.apiKeys.authenticate(request, roles: [.admin])
-            return try context.idempotency.run(request, scope: "\(principal.auditActor):cards") {
+            return try context.idempotency.run(request, scope: "\(principal.auditActor):cards") { claim in
                 let now = context.now
                 let card = try CardRegistration.validate(try request.decodeJSON(CardCreateRequest.self), now: now)
-                let record = try context.database.transaction { connection in
-                    try CardRegistration.register(card, actor: principal.auditActor, now: now, vault: context.vault, connection: connection)
+                // The answer commits with the card: a retry after a lost acknowledgement gets the
+                // same 201, not 409 "already exists".
+                let (record, response) = try context.database.transaction { connection in
+                    let record = try CardRegistration.register(card, actor: principal.auditActor, now: now, vault: context.vault, connection: connection)
+                    let response = try HTTPResponse.json(CardRegistration.adminCard(record), status: 201)
+                    try Self.record(response, claim: claim, connection: connection)
+                    return (record, response)
                 }
+                claim?.markRecorded()
                 changes.increment(labels: ["card.created"])
                 request.logger.info("card registered", ["cardId": .string(record.cardID), "pan": card.pan.logValue])
-                return try .json(CardRegistration.adminCard(record), status: 201)
+                return response
             }
         }
 
@@ -75,6 +88,12 @@ enum AdminRoutes {
             }
             return try .json(CardStatusAnswer(card: CardRegistration.adminCard(outcome.card), tokensAffected: outcome.tokensAffected))
         }
+    }
+
+    /// Stores `response` as the claim's answer in the change's own transaction; zero rows means a
+    /// retry took the claim over, and the change rolls back.
+    static func record(_ response: HTTPResponse, claim: IdempotencyClaim?, connection: PostgresConnection) throws {
+        if let claim, try connection.execute(claim.recording(response)) != 1 { throw IdempotencyClaim.takenOver() }
     }
 
     /// The path's card id; one that could never exist is simply not found.

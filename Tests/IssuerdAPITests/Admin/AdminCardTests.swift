@@ -132,6 +132,37 @@ struct AdminCardTests {
         #expect(count == 0)
     }
 
+    @Test("An admin write's idempotent answer commits with the change, so a lost acknowledgement replays instead of 409 or a second upsert")
+    func adminAnswersCommitWithTheChange() throws {
+        let app = try TestApplication()
+        let admin = try app.apiKey(role: .admin)
+        var headers = AdminFixtures.bearer(admin)
+        headers["Idempotency-Key"] = "onboard-7"
+        let customer = try app.client.postJSON("/v1/admin/customers", #"{"customerId":"c7","email":"c7@example.com"}"#, headers: headers)
+        #expect(customer.status == 201, "\(customer.text)")
+        headers["Idempotency-Key"] = "card-7"
+        let body = #"{"cardId":"card-7","customerId":"c7","accountNumber":"\#(AdminFixtures.pan(serial: 7))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
+        let card = try app.client.postJSON("/v1/admin/cards", body, headers: headers)
+        #expect(card.status == 201, "\(card.text)")
+        // One transaction id on the answer and on the row it describes: neither exists without the other.
+        let together = try app.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT (SELECT count(*) FROM idempotency_keys k, customers c
+                        WHERE k.key = 'onboard-7' AND k.status = 201 AND c.customer_id = 'c7' AND k.xmin = c.xmin) AS customers,
+                       (SELECT count(*) FROM idempotency_keys k, cards c
+                        WHERE k.key = 'card-7' AND k.status = 201 AND c.card_id = 'card-7' AND k.xmin = c.xmin) AS cards
+                """
+            ).first.map { [try $0.decode("customers", as: Int64.self), try $0.decode("cards", as: Int64.self)] }
+        }
+        #expect(together == [1, 1])
+        // The retry a client sends when the acknowledgement was lost: the first answer, not 409.
+        let again = try app.client.postJSON("/v1/admin/cards", body, headers: headers)
+        #expect(again.status == 201)
+        #expect(again.header("Idempotent-Replayed") == "true")
+        #expect(again.body == card.body)
+    }
+
     @Test("A duplicate card id or PAN is 409 already_exists; an Idempotency-Key replays the first answer")
     func duplicatesAndIdempotency() throws {
         let app = try TestApplication()
