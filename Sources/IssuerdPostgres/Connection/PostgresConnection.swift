@@ -74,7 +74,19 @@ public final class PostgresConnection {
         // The decoders read ISO timestamps and hex bytea whatever the server's defaults are.
         // Prepared statements keep per-execution (custom) plans: measured on the provisioning
         // workload, generic plans for the velocity time windows doubled the server's CPU.
-        try execute(unsafeSQL: "SET DateStyle = 'ISO, MDY'; SET bytea_output = 'hex'; SET plan_cache_mode = force_custom_plan")
+        var settings = "SET DateStyle = 'ISO, MDY'; SET bytea_output = 'hex'; SET plan_cache_mode = force_custom_plan"
+        if let deadPeerTimeout {
+            // The server's side of the same: a backend whose client vanished in a partition
+            // while it held a transaction (a customer's lock, say) ends within seconds instead
+            // of hours, so other instances are not held behind its locks: keepalives when it sat
+            // waiting for the next statement, `tcp_user_timeout` when its last answer was still
+            // unacknowledged (retransmitted for ~15 min otherwise). A reachable client's kernel
+            // acknowledges both, however busy the client. Ignored (reads 0) over a Unix socket.
+            let milliseconds = max(1_000, Int(min(deadPeerTimeout.timeInterval, 3600) * 1_000))
+            settings += "; SET tcp_keepalives_idle = 1; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3"
+            settings += "; SET tcp_user_timeout = \(milliseconds)"
+        }
+        try execute(unsafeSQL: settings)
         logger.debug("postgres connection opened", ["backend_pid": .int(Int(PQbackendPID(handle)))])
     }
 

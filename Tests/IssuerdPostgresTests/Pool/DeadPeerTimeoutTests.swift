@@ -21,6 +21,26 @@ import Testing
         }
     }
 
+    @Test func aDeadPeerTimeoutAlsoSetsTheServersKeepalivesForTheSession() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        func sources(_ connection: PostgresConnection) throws -> [String] {
+            try connection.query(
+                """
+                SELECT name || '=' || source AS s FROM pg_settings
+                WHERE name IN ('tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout') ORDER BY name
+                """
+            ).map { try $0.decode("s", as: String.self) }
+        }
+        // Over the tests' Unix socket the values read 0; that the session set them shows in `source`.
+        let serving = try PostgresConnection(connectionString: database.connectionString, deadPeerTimeout: .seconds(3))
+        #expect(try sources(serving) == [
+            "tcp_keepalives_count=session", "tcp_keepalives_idle=session", "tcp_keepalives_interval=session", "tcp_user_timeout=session",
+        ])
+        let command = try PostgresConnection(connectionString: database.connectionString)
+        #expect(try sources(command).allSatisfy { !$0.hasSuffix("=session") })
+    }
+
     @Test func withoutOneLibpqKeepsTheSlowerKeepalives() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
