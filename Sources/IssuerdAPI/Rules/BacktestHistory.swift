@@ -140,6 +140,7 @@ struct BacktestHistory {
         // Pages by (slice, page in slice); every slice's pages are in time order within it.
         let pages = Mutex<[Int: [Int: Result<Page, Error>]]>([:])
         let rowTotal = Mutex(0)
+        let badPage = Atomic(false)
         let group = DispatchGroup()
         // No count(*) first: a second scan of the window. Only a window over the limit is counted.
         let completes: [Bool]
@@ -165,10 +166,11 @@ struct BacktestHistory {
                         if total / 50_000 > (total - rows.count) / 50_000 { progress("backtest: \(total) attempts read") }
                         return total
                     }
-                    guard total <= limit, !failedElsewhere() else { return false }
+                    guard total <= limit, !failedElsewhere(), !badPage.load(ordering: .relaxed) else { return false }
                     group.enter()
                     DispatchQueue.global().async {
                         let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded) }
+                        if case .failure = page { badPage.store(true, ordering: .relaxed) }  // the others stop at their next page
                         pages.withLock { $0[slice, default: [:]][index] = page }
                         group.leave()
                     }
@@ -176,15 +178,16 @@ struct BacktestHistory {
                 }
             }
         }
-        if completes.contains(false) {
-            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
-        }
+        // A page that did not parse names its attempt, before anything else (it stopped the reads).
         var parsed: [Page] = []
         try pages.withLock { pages in
             for slice in ranges.indices {
                 let slicePages = pages[slice] ?? [:]
                 for index in 0..<slicePages.count { if let page = slicePages[index] { parsed.append(try page.get()) } }
             }
+        }
+        if completes.contains(false) {
+            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
         }
         let rowCount = parsed.reduce(0) { $0 + $1.attempts.count }
         // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk.

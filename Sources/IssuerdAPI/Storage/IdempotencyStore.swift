@@ -29,11 +29,6 @@ struct IdempotencyStore: Sendable {
     /// (pool wait 2 s by default, statements of milliseconds), short enough for a client's retry.
     static let claimExpiry: Duration = .seconds(15)
 
-    /// 409 for a key whose claim another request holds.
-    static var stillProcessing: HTTPError {
-        HTTPError(status: 409, code: .idempotencyKeyReused, message: "a request with this Idempotency-Key is still being processed")
-    }
-
     let database: PostgresPool
 
     /// Runs `work` at most once per `(scope, key)`; without the header it simply runs `work`.
@@ -81,7 +76,7 @@ struct IdempotencyStore: Sendable {
             }
             // The claim was just released: claim it again.
             guard let row else {
-                guard rereads < Self.maximumRereads else { throw Self.stillProcessing }
+                guard rereads < Self.maximumRereads else { throw IdempotencyClaim.takenOver() }
                 return try run(request, scope: scope, rereads: rereads + 1, work)
             }
             guard try row.decode("request_hash", as: [UInt8].self) == requestHash else {
@@ -94,7 +89,8 @@ struct IdempotencyStore: Sendable {
                     try connection.execute(
                         """
                         UPDATE idempotency_keys SET created_at = now(), claim_token = \(claim.token)
-                        WHERE scope = \(scope) AND key = \(key) AND status = 0 AND created_at < now() - make_interval(secs => \(expiry))
+                        WHERE scope = \(scope) AND key = \(key) AND request_hash = \(requestHash) AND status = 0
+                          AND created_at < now() - make_interval(secs => \(expiry))
                         """) == 1
                 }
                 // Matching no row, the claim changed since it was read: the late holder stored its
@@ -102,7 +98,7 @@ struct IdempotencyStore: Sendable {
                 if !claimed, rereads < Self.maximumRereads { return try run(request, scope: scope, rereads: rereads + 1, work) }
             }
             if !claimed {
-                guard status != 0 else { throw Self.stillProcessing }
+                guard status != 0 else { throw IdempotencyClaim.takenOver() }
                 var response = HTTPResponse(status: status, body: try row.decode("response_body", as: [UInt8].self))
                 response.headers.set("Content-Type", HTTPResponse.jsonContentType)
                 response.headers.set("Idempotent-Replayed", "true")
@@ -179,8 +175,9 @@ final class IdempotencyClaim: Sendable {
         "DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key) AND status = 0 AND claim_token = \(token)"
     }
 
-    /// The refusal of work whose claim a retry took over (the first holder was slower than the
-    /// claim's expiry): nothing was done, and the retry's answer is the one that counts.
+    /// 409 for a key whose claim another request holds, and the refusal of work whose claim a
+    /// retry took over (the first holder was slower than the claim's expiry): nothing was done,
+    /// and the retry's answer is the one that counts.
     static func takenOver() -> HTTPError {
         HTTPError(status: 409, code: .idempotencyKeyReused, message: "a request with this Idempotency-Key is still being processed")
     }

@@ -80,9 +80,12 @@ public final class PostgresConnection {
             // while it held a transaction (a customer's lock, say) ends within seconds instead
             // of hours, so other instances are not held behind its locks: keepalives when it sat
             // waiting for the next statement, `tcp_user_timeout` when its last answer was still
-            // unacknowledged (retransmitted for ~15 min otherwise). A reachable client's kernel
-            // acknowledges both, however busy the client. Ignored (reads 0) over a Unix socket.
-            let milliseconds = max(1_000, Int(min(deadPeerTimeout.timeInterval, 3600) * 1_000))
+            // unacknowledged (retransmitted for ~15 min otherwise). Keepalives are answered by
+            // the client's kernel however busy the client is; `tcp_user_timeout` also ends a
+            // session whose client leaves a result unread that long (Linux counts zero-window
+            // time), so it is at least 10 s, and the serve path reads every result whole
+            // (`PQexec`, no streaming). Ignored (reads 0) over a Unix socket.
+            let milliseconds = max(10_000, Int(min(deadPeerTimeout.timeInterval, 3600) * 1_000))
             settings += "; SET tcp_keepalives_idle = 1; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3"
             settings += "; SET tcp_user_timeout = \(milliseconds)"
         }

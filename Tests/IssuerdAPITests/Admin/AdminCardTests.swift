@@ -156,7 +156,8 @@ struct AdminCardTests {
             ).first.map { [try $0.decode("customers", as: Int64.self), try $0.decode("cards", as: Int64.self)] }
         }
         #expect(together == [1, 1])
-        // The retry a client sends when the acknowledgement was lost: the first answer, not 409.
+        // And a retry replays that answer (this part held before too: there the answer came from
+        // the separate write after the transaction, which a crash in between would lose).
         let again = try app.client.postJSON("/v1/admin/cards", body, headers: headers)
         #expect(again.status == 201)
         #expect(again.header("Idempotent-Replayed") == "true")

@@ -194,20 +194,24 @@ struct InAppProvisioningTests {
         }
         // The late holder's transaction, about to store its answer, holds the row.
         let holder = try PostgresConnection(connectionString: app.database.connectionString)
+        let holderPID = try #require(try holder.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int32.self)
         try holder.execute("BEGIN")
         _ = try holder.query("SELECT key FROM idempotency_keys WHERE key = 'k-3' FOR UPDATE")
         let done = DispatchSemaphore(value: 0)
-        let retried = Mutex<TestHTTPResponse?>(nil)
+        let retried = Mutex<Result<TestHTTPResponse, any Error>?>(nil)
         DispatchQueue.global().async {
-            let response = try? DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
+            let response = Result { try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"]) }
             retried.withLock { $0 = response }
             done.signal()
         }
         // The retry read the bare, expired claim and now waits on the row in its takeover.
         var waiting = false
-        for _ in 0..<200 where !waiting {
+        for _ in 0..<500 where !waiting {
             waiting = try holder.query(
-                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                """
+                SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                  AND \(holderPID) = ANY(pg_blocking_pids(pid))
+                """
             ).count == 1
             if !waiting { Thread.sleep(forTimeInterval: 0.02) }
         }
@@ -218,7 +222,7 @@ struct InAppProvisioningTests {
             "UPDATE idempotency_keys SET status = 200, response_body = \(first.body) WHERE key = 'k-3'")
         try holder.execute("COMMIT")
         #expect(done.wait(timeout: .now() + 20) == .success)
-        let response = try #require(retried.withLock { $0 })
+        let response = try #require(retried.withLock { $0 }).get()
         #expect(response.status == 200, "\(response.text)")
         #expect(response.header("Idempotent-Replayed") == "true")
         #expect(response.body == first.body)
