@@ -178,8 +178,17 @@ struct InAppProvisioningTests {
         #expect(replay.body == retried.body)
     }
 
-    @Test("A retry that finds an expired claim answered while it takes it over replays the stored answer (not 409)")
-    func expiredClaimAnsweredDuringTakeover() throws {
+    /// What the late holder does while the retry waits on the row in its takeover.
+    enum LateHolder: String, CaseIterable, Sendable {
+        /// Stores its answer: the retry replays it.
+        case answers
+        /// Releases the claim (its work failed): the retry claims the key again and does the work.
+        case releases
+    }
+
+    @Test("A retry that finds an expired claim answered or released while it takes it over replays or redoes it (not 409)",
+          arguments: LateHolder.allCases)
+    func expiredClaimChangedDuringTakeover(holderDoes: LateHolder) throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
@@ -191,6 +200,8 @@ struct InAppProvisioningTests {
         try app.pool.withConnection { connection in
             try connection.execute(
                 "UPDATE idempotency_keys SET status = 0, created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-3'")
+            // A holder that will release its claim did not commit its work.
+            if holderDoes == .releases { try connection.execute("DELETE FROM provisioning_attempts") }
         }
         // The late holder's transaction, about to store its answer, holds the row.
         let holder = try PostgresConnection(connectionString: app.database.connectionString)
@@ -218,15 +229,26 @@ struct InAppProvisioningTests {
         let activity = try holder.query("SELECT coalesce(wait_event_type, '-') || ' ' || coalesce(wait_event, '-') || ' ' || state || ' ' || left(query, 200) AS a FROM pg_stat_activity WHERE datname = current_database()")
             .map { try $0.decode("a", as: String.self) }
         #expect(waiting, "the retry never reached the takeover: \(activity)")
-        try holder.execute(
-            "UPDATE idempotency_keys SET status = 200, response_body = \(first.body) WHERE key = 'k-3'")
+        switch holderDoes {
+        case .answers:
+            try holder.execute("UPDATE idempotency_keys SET status = 200, response_body = \(first.body) WHERE key = 'k-3'")
+        case .releases:
+            try holder.execute("DELETE FROM idempotency_keys WHERE key = 'k-3'")
+        }
         try holder.execute("COMMIT")
         #expect(done.wait(timeout: .now() + 20) == .success)
         let response = try #require(retried.withLock { $0 }).get()
         #expect(response.status == 200, "\(response.text)")
-        #expect(response.header("Idempotent-Replayed") == "true")
-        #expect(response.body == first.body)
-        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
+        switch holderDoes {
+        case .answers:
+            #expect(response.header("Idempotent-Replayed") == "true")
+            #expect(response.body == first.body)
+            #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
+        case .releases:
+            #expect(response.header("Idempotent-Replayed") == nil)  // done once, by the retry
+            #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
+            #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM idempotency_keys WHERE key = 'k-3' AND status = 200") == 1)
+        }
     }
 
     @Test("A slow holder whose claim a retry took over neither records its answer nor does its work again")
