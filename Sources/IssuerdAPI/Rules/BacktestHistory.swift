@@ -334,12 +334,9 @@ struct BacktestHistory {
     @discardableResult
     private static func stream(_ declare: PostgresQuery, cursor: String, connection: PostgresConnection,
                                row: (PostgresRow) throws -> Bool) throws -> Bool {
-        try connection.execute(declare)
-        defer { _ = try? connection.execute("CLOSE \(unsafeSQL: cursor)") }
-        while true {
-            let rows = try connection.query("FETCH FORWARD \(unsafeSQL: String(fetchSize)) FROM \(unsafeSQL: cursor)")
+        try streamPages(declare, cursor: cursor, connection: connection) { rows in
             for item in rows where try !row(item) { return false }
-            if rows.count < fetchSize { return true }
+            return true
         }
     }
 

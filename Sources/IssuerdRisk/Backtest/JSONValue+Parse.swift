@@ -173,50 +173,28 @@ private struct FastJSONParser {
             position += 1
             var members: [String: JSONValue] = [:]
             skipWhitespace()
-            if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
-                position += 1
-                return .object(members)
-            }
+            if take(UInt8(ascii: "}")) { return .object(members) }
             while true {
                 skipWhitespace()
                 guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), let key = string() else { return nil }
                 skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { return nil }
-                position += 1
-                guard let member = value(depth: depth + 1) else { return nil }
+                guard take(UInt8(ascii: ":")), let member = value(depth: depth + 1) else { return nil }
                 members[key] = member
                 skipWhitespace()
-                guard position < bytes.count else { return nil }
-                if bytes[position] == UInt8(ascii: ",") {
-                    position += 1
-                } else if bytes[position] == UInt8(ascii: "}") {
-                    position += 1
-                    return .object(members)
-                } else {
-                    return nil
-                }
+                if take(UInt8(ascii: ",")) { continue }
+                return take(UInt8(ascii: "}")) ? .object(members) : nil
             }
         case UInt8(ascii: "["):
             position += 1
             var items: [JSONValue] = []
             skipWhitespace()
-            if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
-                position += 1
-                return .array(items)
-            }
+            if take(UInt8(ascii: "]")) { return .array(items) }
             while true {
                 guard let item = value(depth: depth + 1) else { return nil }
                 items.append(item)
                 skipWhitespace()
-                guard position < bytes.count else { return nil }
-                if bytes[position] == UInt8(ascii: ",") {
-                    position += 1
-                } else if bytes[position] == UInt8(ascii: "]") {
-                    position += 1
-                    return .array(items)
-                } else {
-                    return nil
-                }
+                if take(UInt8(ascii: ",")) { continue }
+                return take(UInt8(ascii: "]")) ? .array(items) : nil
             }
         case UInt8(ascii: "\""):
             return string().map { .string($0) }
