@@ -1,7 +1,8 @@
 import Foundation
 
 /// SoftHSM2 tokens for tests: one configuration and token folder per test process, under the
-/// temporary directory, selected with `SOFTHSM2_CONF` before the module is first loaded.
+/// temporary directory, selected with `SOFTHSM2_CONF` before the module is first loaded, and
+/// removed when the process exits.
 ///
 /// SoftHSM reads its token folder once, in `C_Initialize`: a token initialised later stays
 /// invisible to a loaded module. So the first call initialises a stock of tokens
@@ -30,7 +31,15 @@ public enum SoftHSM {
         setenv("SOFTHSM2_CONF", configuration.path, 1)
         stock = try (0..<stockSize).map { _ in try initialise(in: root) }
         folder = root
+        // The tokens and PIN files go with the process (a test run left one folder per process).
+        atexit { SoftHSM.removeFolder() }
         return root
+    }
+
+    private static func removeFolder() {
+        lock.lock()
+        defer { lock.unlock() }
+        if let folder { try? FileManager.default.removeItem(at: folder) }
     }
 
     /// A fresh token of the stock, with a random user PIN written to a 0600 file.

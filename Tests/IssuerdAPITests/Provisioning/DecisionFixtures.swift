@@ -124,8 +124,7 @@ enum DecisionFixtures {
     /// A rules directory whose one rule steps up in-app pushes from a watch, so a test can make
     /// a yellow push whose TSP authorization would otherwise be green.
     static func pushStepUpRules() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-rules-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestScratch.directory("issuerd-rules")
         try """
         rule test.watch_push
           title   "In-app push to a watch"

@@ -44,7 +44,7 @@ enum RulesTestData {
     /// A copy of the repository's rules in a fresh temporary directory (tests that edit files
     /// never touch the repository's rules).
     static func copyOfRules() throws -> URL {
-        let target = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-rules-\(UUID().uuidString)")
+        let target = TestScratch.path("issuerd-rules")
         try FileManager.default.copyItem(at: TestApplication.repositoryRoot.appendingPathComponent("rules"), to: target)
         return target
     }

@@ -42,31 +42,46 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
         clock: @escaping @Sendable () -> Date = { Date() },
         prepare: ((TestDatabase) throws -> Void)? = nil, logger: Logger? = nil, poolSize: Int = 2
     ) throws {
-        database = try sharing?.database ?? TestDatabase.create()
-        ownsDatabase = sharing == nil
-        try prepare?(database)
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-api-\(UUID().uuidString)")
-        pki = try DevelopmentPKI.generate()
-        try pki.write(to: directory.appendingPathComponent("pki"))
-        var settings: [String: String] = [
-            "ISSUERD_DATABASE_URL": database.connectionString,
-            "ISSUERD_LISTEN": "127.0.0.1:0",
-            "ISSUERD_DB_POOL_SIZE": "6",
-            "ISSUERD_RULES_DIR": rulesDirectory ?? Self.repositoryRoot.appendingPathComponent("rules").path,
-            "ISSUERD_SQL_DIR": Self.repositoryRoot.appendingPathComponent("sql").path,
-            "ISSUERD_APPLE_TRUST": directory.appendingPathComponent("pki/root.pem").path,
-            "ISSUERD_TAV_SIGNING_KEY": directory.appendingPathComponent("pki/tav-signing-key.pem").path,
-            "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
-            "ISSUERD_APP_JWT_SECRET": appJWTSecret,
-            "ISSUERD_TSP_HMAC_SECRET": tspSecret,
-            "ISSUERD_NOTIFY_LOG_FILE": (sharing?.directory ?? directory).appendingPathComponent("notifications.jsonl").path,
-            "ISSUERD_LOG_LEVEL": "critical",
-        ]
-        settings.merge(environment) { _, new in new }
-        let configuration = try IssuerdConfiguration(ConfigurationReader(settings))
-        application = try IssuerdApplication(
-            configuration: configuration, logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()), clock: clock)
-        try application.start()
+        let database = try sharing?.database ?? TestDatabase.create()
+        let ownsDatabase = sharing == nil
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-api-\(UUID().uuidString)")
+        // A start that fails (many tests expect it to) never reaches deinit: remove what it made.
+        var started: IssuerdApplication?
+        do {
+            try prepare?(database)
+            pki = try DevelopmentPKI.generate()
+            try pki.write(to: directory.appendingPathComponent("pki"))
+            var settings: [String: String] = [
+                "ISSUERD_DATABASE_URL": database.connectionString,
+                "ISSUERD_LISTEN": "127.0.0.1:0",
+                "ISSUERD_DB_POOL_SIZE": "6",
+                "ISSUERD_RULES_DIR": rulesDirectory ?? Self.repositoryRoot.appendingPathComponent("rules").path,
+                "ISSUERD_SQL_DIR": Self.repositoryRoot.appendingPathComponent("sql").path,
+                "ISSUERD_APPLE_TRUST": directory.appendingPathComponent("pki/root.pem").path,
+                "ISSUERD_TAV_SIGNING_KEY": directory.appendingPathComponent("pki/tav-signing-key.pem").path,
+                "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
+                "ISSUERD_APP_JWT_SECRET": appJWTSecret,
+                "ISSUERD_TSP_HMAC_SECRET": tspSecret,
+                "ISSUERD_NOTIFY_LOG_FILE": (sharing?.directory ?? directory).appendingPathComponent("notifications.jsonl").path,
+                "ISSUERD_LOG_LEVEL": "critical",
+            ]
+            settings.merge(environment) { _, new in new }
+            let configuration = try IssuerdConfiguration(ConfigurationReader(settings))
+            let application = try IssuerdApplication(
+                configuration: configuration, logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()),
+                clock: clock)
+            started = application
+            try application.start()
+            self.application = application
+        } catch {
+            started?.shutdown(timeout: .seconds(2))
+            if ownsDatabase { database.drop() }
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        self.database = database
+        self.ownsDatabase = ownsDatabase
+        self.directory = directory
         client = HTTPTestClient(port: application.port)
         pool = database.makePool(size: poolSize)
     }

@@ -46,7 +46,7 @@ struct TokenizationEquivalenceTests {
     /// The repository's policy (its velocity rules ask for card, device and customer history)
     /// plus ``DecisionFixtures/pushStepUpRules()``'s rule making an in-app push to a watch yellow.
     private static func defaultPolicyWithWatchPushes() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-rules-\(UUID().uuidString)")
+        let directory = TestScratch.path("issuerd-rules")
         try FileManager.default.copyItem(at: TestApplication.repositoryRoot.appendingPathComponent("rules"), to: directory)
         let watch = URL(fileURLWithPath: try DecisionFixtures.pushStepUpRules()).appendingPathComponent("test.rules")
         try FileManager.default.copyItem(at: watch, to: directory.appendingPathComponent("policy/test.rules"))
