@@ -34,23 +34,43 @@ enum CustomerStore {
     /// change time is stamped `now`, so the risk rules see the change even when the caller
     /// forgot to say when it happened.
     ///
+    /// A writer that inserted the same new customer first and had not committed (an import's
+    /// `COPY`, a concurrent call) makes the insert wait on the key and then do nothing; the row it
+    /// committed is then read and updated, as if this call had come second. (Read committed:
+    /// each statement sees what committed before it.)
+    ///
     /// - Returns: The stored record and whether it was created.
     @discardableResult
     static func upsert(_ record: CustomerRecord, now: Date, connection: PostgresConnection) throws -> (CustomerRecord, created: Bool) {
-        guard var existing = try connection.query(
-            "SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(record.customerID) FOR UPDATE"
-        ).first.map({ try decode($0) }) else {
-            try connection.execute(
-                """
-                INSERT INTO customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at)
-                VALUES (\(record.customerID), \(record.phoneNumber), \(record.email), \(record.phoneChangedAt), \(record.emailChangedAt),
-                        \(record.addressChangedAt), \(now))
-                """)
+        if let existing = try lockedCustomer(record.customerID, connection: connection) {
+            return (try update(existing, with: record, now: now, connection: connection), false)
+        }
+        let inserted = try connection.query(
+            """
+            INSERT INTO customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at)
+            VALUES (\(record.customerID), \(record.phoneNumber), \(record.email), \(record.phoneChangedAt), \(record.emailChangedAt),
+                    \(record.addressChangedAt), \(now))
+            ON CONFLICT (customer_id) DO NOTHING
+            RETURNING customer_id
+            """)
+        if !inserted.isEmpty {
             var created = record
             created.createdAt = now
             return (created, true)
         }
-        existing = merge(record, into: existing, now: now)
+        guard let existing = try lockedCustomer(record.customerID, connection: connection) else {
+            // Inserted and deleted again between the two statements: a conflict, not a server fault.
+            throw PostgresError(code: .serializationFailure, sqlState: "40001", message: "customer \(record.customerID) changed during the upsert")
+        }
+        return (try update(existing, with: record, now: now, connection: connection), false)
+    }
+
+    private static func lockedCustomer(_ customerID: String, connection: PostgresConnection) throws -> CustomerRecord? {
+        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID) FOR UPDATE").first.map { try decode($0) }
+    }
+
+    private static func update(_ stored: CustomerRecord, with record: CustomerRecord, now: Date, connection: PostgresConnection) throws -> CustomerRecord {
+        let existing = merge(record, into: stored, now: now)
         try connection.execute(
             """
             UPDATE customers SET phone_number = \(existing.phoneNumber), email = \(existing.email),
@@ -58,7 +78,7 @@ enum CustomerStore {
                 address_changed_at = \(existing.addressChangedAt), updated_at = \(now)
             WHERE customer_id = \(existing.customerID)
             """)
-        return (existing, false)
+        return existing
     }
 
     /// What an upsert of `record` makes of the stored `existing` customer: a given phone number

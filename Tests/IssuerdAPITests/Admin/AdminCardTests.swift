@@ -2,6 +2,7 @@ import Foundation
 import IssuerdCrypto
 import IssuerdPostgres
 import IssuerdTestSupport
+import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -36,6 +37,52 @@ struct AdminCardTests {
         }
         #expect(actions == ["customer.created", "customer.updated"])
         #expect(try AuditChainCheck.verify(database: app.pool).isIntact)
+    }
+
+    @Test("An upsert racing another writer's insert of the same new customer (an import, a second call) updates it: 200, not a 500")
+    func customerUpsertRacingInsert() throws {
+        let app = try TestApplication()
+        let key = try app.apiKey(role: .admin)
+        // The other writer (an import's COPY, or a concurrent call) inserted the customer and has
+        // not committed yet: the upsert cannot see the row, and its insert waits on the key.
+        let other = try PostgresConnection(connectionString: app.database.connectionString)
+        let otherPID = try #require(try other.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int32.self)
+        try other.execute("BEGIN")
+        try other.execute("INSERT INTO customers (customer_id, phone_number) VALUES ('cust-race', '01011112222')")
+        let done = DispatchSemaphore(value: 0)
+        let answer = Mutex<Result<TestHTTPResponse, any Error>?>(nil)
+        DispatchQueue.global().async {
+            let response = Result {
+                try app.client.postJSON(
+                    "/v1/admin/customers", #"{"customerId":"cust-race","email":"race@example.com"}"#, headers: AdminFixtures.bearer(key))
+            }
+            answer.withLock { $0 = response }
+            done.signal()
+        }
+        var waiting = false
+        for _ in 0..<500 where !waiting {
+            waiting = try other.query(
+                """
+                SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                  AND \(otherPID) = ANY(pg_blocking_pids(pid))
+                """
+            ).count == 1
+            if !waiting { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        #expect(waiting, "the upsert never waited on the other writer's row")
+        try other.execute("COMMIT")
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let response = try #require(answer.withLock { $0 }).get()
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.jsonObject()?["created"] as? Bool == false)
+        // Both writes hold: the other writer's phone number and the upsert's e-mail.
+        let stored = try #require(try app.pool.withConnection { try CustomerStore.find("cust-race", connection: $0) })
+        #expect(stored.phoneNumber == "01011112222")
+        #expect(stored.email == "race@example.com")
+        let actions = try app.pool.withConnection { connection in
+            try connection.query("SELECT action FROM audit_log ORDER BY id").map { try $0.decode("action", as: String.self) }
+        }
+        #expect(actions == ["customer.updated"])
     }
 
     @Test(
