@@ -8,7 +8,9 @@ import IssuerdPostgres
 /// No staging table and no `ON CONFLICT`: the unique indexes themselves refuse a card id or PAN
 /// already stored or already on an earlier line, and the refused `COPY` row's line (the
 /// server's error context) maps back to the file's line. The refusal aborts the transaction,
-/// which is what a bad record must do anyway.
+/// which is what a bad record must do anyway. The one refusal that is not the file's fault, a
+/// new customer created through the API while the chunk was being written, is taken back to a
+/// savepoint and the chunk's customers planned again (``writeCustomers(_:now:connection:)``).
 extension CardImport {
     /// Existing customers' new values for one chunk, joined into the `UPDATE`: a temporary table
     /// (no WAL, gone at the end of the transaction, whatever its outcome).
@@ -136,7 +138,12 @@ extension CardImport {
 
     /// Writes the plan's customers: new ones by `COPY`, changed ones by one `UPDATE` joined to
     /// their new values (copied into ``createCustomerUpdates``'s table).
-    static func writeCustomers(_ plan: CustomerPlan, now: Date, connection: PostgresConnection) throws {
+    ///
+    /// - Returns: False, with nothing written, when a customer planned as new was created
+    ///   meanwhile by someone else (`POST /v1/admin/customers` committed after the chunk's read):
+    ///   the caller reads the chunk's customers again and plans it anew. The `COPY` runs in a
+    ///   savepoint for that, so the import goes on instead of failing on `customers_pkey`.
+    static func writeCustomers(_ plan: CustomerPlan, now: Date, connection: PostgresConnection) throws -> Bool {
         let stamp = PostgresCopyText.timestampText(now)
         if !plan.created.isEmpty {
             var copy = PostgresCopyText(capacity: plan.created.count * 120)
@@ -146,12 +153,19 @@ extension CardImport {
                 copy.text(stamp)
                 copy.endRow()
             }
-            try connection.copyIn(
-                unsafeSQL: """
-                    COPY customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at, \
-                    updated_at) FROM STDIN
-                    """
-            ) { try $0.write(copy.bytes) }
+            try connection.execute(unsafeSQL: "SAVEPOINT card_import_new_customers")
+            do {
+                try connection.copyIn(
+                    unsafeSQL: """
+                        COPY customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at, \
+                        updated_at) FROM STDIN
+                        """
+                ) { try $0.write(copy.bytes) }
+            } catch let error as PostgresError where error.code == .uniqueViolation && error.constraint == "customers_pkey" {
+                try connection.execute(unsafeSQL: "ROLLBACK TO SAVEPOINT card_import_new_customers")
+                return false
+            }
+            try connection.execute(unsafeSQL: "RELEASE SAVEPOINT card_import_new_customers")
         }
         if !plan.updated.isEmpty {
             var copy = PostgresCopyText(capacity: plan.updated.count * 100)
@@ -168,6 +182,7 @@ extension CardImport {
                 FROM card_import_customers u WHERE c.customer_id = u.customer_id
                 """)
         }
+        return true
     }
 
     private static func customerRow(_ customer: CustomerRecord, into copy: inout PostgresCopyText) {

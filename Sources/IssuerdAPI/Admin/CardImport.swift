@@ -28,6 +28,18 @@ public enum CardImport {
     /// hand-over, small enough that two chunks in flight stay a few megabytes.
     static let linesPerSlice = 4096
 
+    /// Rounds of reading and writing one chunk's customers before ``ConcurrentCustomers``.
+    static let customerRounds = 5
+
+    /// New customers of one chunk were created through the API between its read and its
+    /// write in every round: the import stops (nothing kept) rather than loop.
+    struct ConcurrentCustomers: Error, CustomStringConvertible {
+        var rounds: Int
+        var description: String {
+            "customers this import would create were created through the API meanwhile, \(rounds) times in a row; nothing imported, run it again"
+        }
+    }
+
     /// What an import did.
     public struct Summary: Sendable, Equatable {
         /// Cards registered.
@@ -219,9 +231,18 @@ private final class ChunkWriter: @unchecked Sendable {
     }
 
     private func write(_ chunk: CardImport.Chunk) throws -> Outcome {
-        let (stored, known, stampedNow) = try CardImport.storedCustomers(chunk, now: now, connection: connection)
-        let plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, now: now)
-        try CardImport.writeCustomers(plan, now: now, connection: connection)
+        var plan = CardImport.CustomerPlan()
+        // Again when a customer planned as new was created through the API meanwhile: it is
+        // stored now, and the chunk's lines apply to it as updates (a few times at most; each
+        // round needs another such customer created in the moment between read and write).
+        for round in 1... {
+            let (stored, known, stampedNow) = try CardImport.storedCustomers(chunk, now: now, connection: connection)
+            plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, now: now)
+            if try CardImport.writeCustomers(plan, now: now, connection: connection) { break }
+            guard round < CardImport.customerRounds else {
+                throw CardImport.ConcurrentCustomers(rounds: round)
+            }
+        }
         let count = plan.firstMissing ?? chunk.cards
         // A refused card comes before the first card without a customer (only those are sent).
         if let refused = try CardImport.writeCards(chunk, count: count, connection: connection) {

@@ -49,6 +49,39 @@ public struct TestDatabase: Sendable {
             logger: .silent)
     }
 
+    /// Polls every 20 ms until another session of this database waits on a lock that backend
+    /// `pid` holds, or `seconds` pass.
+    ///
+    /// From a connection of its own, one statement per transaction: `pg_stat_activity` is read
+    /// once per transaction, so polling from the holder's open transaction keeps seeing the
+    /// sessions as they were at its first look (a waiter that came later is never seen).
+    ///
+    /// - Returns: Whether one was seen waiting, and the sessions as they were at the end (for
+    ///   the failure message).
+    public func waitUntilBlocked(by pid: Int32, within seconds: Double = 60) throws -> (waiting: Bool, activity: [String]) {
+        let watcher = try PostgresConnection(connectionString: connectionString)
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let waiting = try watcher.query(
+                """
+                SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                  AND \(pid) = ANY(pg_blocking_pids(pid))
+                """
+            ).count == 1
+            if waiting || Date() >= deadline {
+                let activity = try watcher.query(
+                    """
+                    SELECT pid || ' ' || coalesce(wait_event_type, '-') || ' ' || coalesce(wait_event, '-') || ' ' || coalesce(state, '-')
+                           || ' ' || left(query, 200) AS a
+                    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                    """
+                ).map { try $0.decode("a", as: String.self) }
+                return (waiting, activity)
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
     /// Drops the database, disconnecting anything still connected to it. Failures are ignored:
     /// a leftover database disappears with the throwaway server.
     public func drop() {

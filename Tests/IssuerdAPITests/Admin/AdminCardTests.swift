@@ -59,17 +59,9 @@ struct AdminCardTests {
             answer.withLock { $0 = response }
             done.signal()
         }
-        var waiting = false
-        for _ in 0..<500 where !waiting {
-            waiting = try other.query(
-                """
-                SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-                  AND \(otherPID) = ANY(pg_blocking_pids(pid))
-                """
-            ).count == 1
-            if !waiting { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        #expect(waiting, "the upsert never waited on the other writer's row")
+        // The upsert's insert waits on the key; then the other writer commits.
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: otherPID, within: 120)
+        #expect(waiting, "the upsert never waited on the other writer's row: \(activity)")
         try other.execute("COMMIT")
         #expect(done.wait(timeout: .now() + 20) == .success)
         let response = try #require(answer.withLock { $0 }).get()

@@ -3,6 +3,7 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
 import IssuerdTestSupport
+import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -317,6 +318,43 @@ struct CardImportTests {
         let summary = try CardImport.run(file: exact, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1)
         #expect(summary.cards == CardImport.linesPerSlice)
         #expect(try count(app, "cards") == Int64(CardImport.linesPerSlice))
+    }
+
+    @Test("A customer the import would create, created through the API meanwhile, is updated by its lines instead of failing the import")
+    func customerCreatedThroughTheAPIMeanwhile() throws {
+        let app = try TestApplication()
+        // The API's upsert of cust-race, not committed when the import reads its chunk.
+        let api = try PostgresConnection(connectionString: app.database.connectionString)
+        let apiPID = try #require(try api.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int32.self)
+        try api.execute("BEGIN")
+        try api.execute("INSERT INTO customers (customer_id, phone_number) VALUES ('cust-race', '010-1111-2222')")
+        let file = try write(app, [
+            line(1, customer: "cust-new", fields: #"{"email":"new@example.com"}"#),
+            line(2, customer: "cust-race", fields: #"{"email":"race@example.com"}"#),
+            line(3, customer: "cust-race"),
+        ])
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<CardImport.Summary, any Error>?>(nil)
+        DispatchQueue.global().async { [vault] in
+            let summary = Result { try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1) }
+            result.withLock { $0 = summary }
+            done.signal()
+        }
+        // The import's COPY of its new customers waits on cust-race's key; then the API commits.
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: apiPID, within: 120)
+        #expect(waiting, "the import never waited on the API's customer: \(activity)")
+        try api.execute("COMMIT")
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let summary = try #require(result.withLock { $0 }).get()
+        #expect(summary.cards == 3)
+        #expect(summary.customersCreated == 1)
+        #expect(summary.customersUpdated == 1)
+        let stored = try #require(try app.pool.withConnection { try CustomerStore.find("cust-race", connection: $0) })
+        #expect(stored.phoneNumber == "010-1111-2222")  // the API's
+        #expect(stored.email == "race@example.com")  // the line's, applied on top
+        #expect(stored.emailChangedAt != nil)  // a changed address, stamped as the API's upsert would
+        #expect(try count(app, "customers") == 2)
+        #expect(try count(app, "cards") == 3)
     }
 
     @Test("While an import holds a stored customer it updates, provisioning for that customer is not held (foreign keys still take their lock)")

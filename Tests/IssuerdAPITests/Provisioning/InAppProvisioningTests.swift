@@ -216,18 +216,8 @@ struct InAppProvisioningTests {
             done.signal()
         }
         // The retry read the bare, expired claim and now waits on the row in its takeover.
-        var waiting = false
-        for _ in 0..<500 where !waiting {
-            waiting = try holder.query(
-                """
-                SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-                  AND \(holderPID) = ANY(pg_blocking_pids(pid))
-                """
-            ).count == 1
-            if !waiting { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        let activity = try holder.query("SELECT coalesce(wait_event_type, '-') || ' ' || coalesce(wait_event, '-') || ' ' || state || ' ' || left(query, 200) AS a FROM pg_stat_activity WHERE datname = current_database()")
-            .map { try $0.decode("a", as: String.self) }
+        // The retry waits on the row in its takeover; watched from outside the holder's transaction.
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: holderPID, within: 120)
         #expect(waiting, "the retry never reached the takeover: \(activity)")
         switch holderDoes {
         case .answers:
