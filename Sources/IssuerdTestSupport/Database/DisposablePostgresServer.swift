@@ -12,6 +12,10 @@ public final class DisposablePostgresServer: Sendable {
     public let directory: URL
     /// A conninfo string for the `postgres` database as the `postgres` superuser.
     public let connectionString: String
+    /// Over TCP on 127.0.0.1 (``init(loopbackTCP:)`` with `true`), for what only a TCP session
+    /// shows (the server's keepalive settings read 0 over a Unix socket); nil otherwise.
+    public let tcpConnectionString: String?
+    private let tcpPort: Int?
     private let binDirectory: String
     private let asRoot: Bool
 
@@ -20,14 +24,18 @@ public final class DisposablePostgresServer: Sendable {
 
     /// Initialises and starts a new cluster (about a second).
     ///
+    /// - Parameter loopbackTCP: Also listen on 127.0.0.1, on a port free when it starts.
     /// - Throws: ``TestEnvironmentError`` with the tail of the server log when a step fails.
-    public init() throws {
+    public init(loopbackTCP: Bool = false) throws {
         let environment = ProcessInfo.processInfo.environment
         binDirectory = environment["ISSUERD_TEST_PG_BIN"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/lib/postgresql/15/bin"
         asRoot = geteuid() == 0
         let suffix = UUID().uuidString.prefix(8).lowercased()
         directory = URL(fileURLWithPath: "/tmp/issuerd-pg-\(suffix)")
-        connectionString = "host=\(directory.path)/sock port=\(Self.port) user=postgres dbname=postgres"
+        let tcpPort = loopbackTCP ? try Self.freeLoopbackPort() : nil
+        self.tcpPort = tcpPort
+        connectionString = "host=\(directory.path)/sock port=\(tcpPort ?? Self.port) user=postgres dbname=postgres"
+        tcpConnectionString = tcpPort.map { "host=127.0.0.1 port=\($0) user=postgres dbname=postgres" }
 
         let data = directory.appendingPathComponent("data")
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
@@ -44,7 +52,9 @@ public final class DisposablePostgresServer: Sendable {
 
     /// Starts the server and waits until it accepts connections.
     public func start() throws {
-        let options = "-k \(directory.path)/sock -p \(Self.port) -c listen_addresses='' -c fsync=off -c max_connections=50"
+        // With TCP the socket file is named after the TCP port (one port for both).
+        let listen = tcpPort.map { "-p \($0) -c listen_addresses=127.0.0.1" } ?? "-p \(Self.port) -c listen_addresses=''"
+        let options = "-k \(directory.path)/sock \(listen) -c fsync=off -c max_connections=50"
         try runAsOwner(
             "pg_ctl",
             ["-D", directory.appendingPathComponent("data").path, "-l", directory.appendingPathComponent("server.log").path,
@@ -61,6 +71,23 @@ public final class DisposablePostgresServer: Sendable {
     public func destroy() {
         try? stop()
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A loopback port nothing listens on now (the kernel's choice for port 0).
+    private static func freeLoopbackPort() throws -> Int {
+        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw TestEnvironmentError("socket() failed: errno \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw TestEnvironmentError("bind(127.0.0.1:0) failed: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     private func runAsOwner(_ tool: String, _ arguments: [String], what: String) throws {

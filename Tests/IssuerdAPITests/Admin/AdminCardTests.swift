@@ -77,6 +77,49 @@ struct AdminCardTests {
         #expect(actions == ["customer.updated"])
     }
 
+    @Test("An admin write whose Idempotency-Key claim was taken over while it worked rolls its change back and answers 409")
+    func adminWriteTakenOverRollsBack() throws {
+        let app = try TestApplication()
+        let key = try app.apiKey(role: .admin)
+        #expect(try app.client.postJSON(
+            "/v1/admin/customers", #"{"customerId":"cust-t","email":"before@example.com"}"#, headers: AdminFixtures.bearer(key)).status == 201)
+        // Hold the customer, so the keyed upsert claims its key and then waits inside its work.
+        let other = try PostgresConnection(connectionString: app.database.connectionString)
+        let otherPID = try #require(try other.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int32.self)
+        try other.execute("BEGIN")
+        _ = try other.query("SELECT 1 FROM customers WHERE customer_id = 'cust-t' FOR UPDATE")
+        let done = DispatchSemaphore(value: 0)
+        let answer = Mutex<Result<TestHTTPResponse, any Error>?>(nil)
+        DispatchQueue.global().async {
+            let response = Result {
+                try app.client.postJSON(
+                    "/v1/admin/customers", #"{"customerId":"cust-t","email":"after@example.com"}"#,
+                    headers: AdminFixtures.bearer(key).merging(["Idempotency-Key": "k-admin"]) { _, new in new })
+            }
+            answer.withLock { $0 = response }
+            done.signal()
+        }
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: otherPID, within: 120)
+        #expect(waiting, "the upsert never waited on the customer: \(activity)")
+        // What a retry after the claim's expiry does: it takes the claim over with its own token.
+        let taken = try app.pool.withConnection {
+            try $0.execute("UPDATE idempotency_keys SET claim_token = gen_random_uuid() WHERE key = 'k-admin' AND status = 0")
+        }
+        #expect(taken == 1)
+        try other.execute("COMMIT")
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let response = try #require(answer.withLock { $0 }).get()
+        #expect(response.status == 409, "\(response.text)")
+        #expect(response.errorEnvelope()?["code"] as? String == "idempotency_key_reused")
+        // Its change went with it: the stored address and the audit log are as before.
+        let stored = try #require(try app.pool.withConnection { try CustomerStore.find("cust-t", connection: $0) })
+        #expect(stored.email == "before@example.com")
+        let actions = try app.pool.withConnection { connection in
+            try connection.query("SELECT action FROM audit_log ORDER BY id").map { try $0.decode("action", as: String.self) }
+        }
+        #expect(actions == ["customer.created"])
+    }
+
     @Test(
         "Customer fields out of bounds are 400 invalid_request naming the field",
         arguments: [

@@ -41,6 +41,32 @@ import Testing
         #expect(try sources(command).allSatisfy { !$0.hasSuffix("=session") })
     }
 
+    @Test("Over TCP the session's server-side values are the ones promised: keepalives 1/1/3 s, tcp_user_timeout the dead-peer timeout (at least 10 s)")
+    func theServersValuesOverTCP() throws {
+        let server = try DisposablePostgresServer(loopbackTCP: true)
+        defer { server.destroy() }
+        let tcp = try #require(server.tcpConnectionString)
+        func values(_ connection: PostgresConnection) throws -> [String] {
+            try connection.query(
+                """
+                SELECT name || '=' || setting AS s FROM pg_settings
+                WHERE name IN ('tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout') ORDER BY name
+                """
+            ).map { try $0.decode("s", as: String.self) }
+        }
+        let serving = try PostgresConnection(connectionString: tcp, deadPeerTimeout: .seconds(3))
+        #expect(try values(serving) == [
+            "tcp_keepalives_count=3", "tcp_keepalives_idle=1", "tcp_keepalives_interval=1", "tcp_user_timeout=10000",
+        ])
+        let longer = try PostgresConnection(connectionString: tcp, deadPeerTimeout: .seconds(25))
+        #expect(try values(longer).last == "tcp_user_timeout=25000")
+        // A command's session keeps the server's defaults: the kernel's keepalives, no user timeout.
+        let command = try PostgresConnection(connectionString: tcp)
+        let defaults = try values(command)
+        #expect(defaults.last == "tcp_user_timeout=0")
+        #expect(!defaults.contains("tcp_keepalives_idle=1"))
+    }
+
     @Test func withoutOneLibpqKeepsTheSlowerKeepalives() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
