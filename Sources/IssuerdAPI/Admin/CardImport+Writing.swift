@@ -5,15 +5,16 @@ import IssuerdPostgres
 /// in issuerd (the API's upsert rule, line by line), then customers, cards and status history
 /// are written by `COPY` straight into their tables.
 ///
-/// No staging table and no `ON CONFLICT`: the unique indexes themselves refuse a card id or PAN
-/// already stored or already on an earlier line, and the refused `COPY` row's line (the
+/// No staging table and no `ON CONFLICT` for cards: the unique indexes themselves refuse a card
+/// id or PAN already stored or already on an earlier line, and the refused `COPY` row's line (the
 /// server's error context) maps back to the file's line. The refusal aborts the transaction,
-/// which is what a bad record must do anyway. The one refusal that is not the file's fault, a
-/// new customer created through the API while the chunk was being written, is taken back to a
-/// savepoint and the chunk's customers planned again (``writeCustomers(_:now:connection:)``).
+/// which is what a bad record must do anyway. New customers go through a temporary table and
+/// `ON CONFLICT DO NOTHING`: one created through the API while the chunk was being written is
+/// not the file's fault (``writeCustomers(_:now:connection:)``).
 extension CardImport {
-    /// Existing customers' new values for one chunk, joined into the `UPDATE`: a temporary table
-    /// (no WAL, gone at the end of the transaction, whatever its outcome).
+    /// One chunk's new customers, inserted from it, or existing customers' new values, joined
+    /// into the `UPDATE`: a temporary table (no WAL, gone at the end of the transaction, whatever
+    /// its outcome).
     static let createCustomerUpdates = """
         CREATE TEMPORARY TABLE card_import_customers (
             customer_id        text NOT NULL,
@@ -136,45 +137,33 @@ extension CardImport {
         return (stored, known, stampedNow)
     }
 
-    /// Writes the plan's customers: new ones by `COPY`, changed ones by one `UPDATE` joined to
-    /// their new values (copied into ``createCustomerUpdates``'s table).
+    /// Writes the plan's customers: new ones `COPY`'d into ``createCustomerUpdates``'s table and
+    /// inserted from there, changed ones by one `UPDATE` joined to their new values (copied into
+    /// the same table).
     ///
-    /// - Returns: False, with nothing written, when a customer planned as new was created
-    ///   meanwhile by someone else (`POST /v1/admin/customers` committed after the chunk's read):
-    ///   the caller reads the chunk's customers again and plans it anew. The `COPY` runs in a
-    ///   savepoint for that, so the import goes on instead of failing on `customers_pkey`.
-    static func writeCustomers(_ plan: CustomerPlan, now: Date, connection: PostgresConnection) throws -> Bool {
-        let stamp = PostgresCopyText.timestampText(now)
+    /// The insert skips a customer that exists by then: one created through
+    /// `POST /v1/admin/customers` after the chunk's read (its insert waited for that call's
+    /// commit). No savepoint to take a failed `COPY` back: more than 64 subtransactions in the
+    /// import's one transaction would slow every other session's snapshots.
+    ///
+    /// - Returns: How many of the plan's new customers were inserted. Fewer than planned: the
+    ///   others exist now, nothing else was written, and the caller reads the chunk's customers
+    ///   again and plans them anew (then as updates of the stored rows).
+    static func writeCustomers(_ plan: CustomerPlan, now: Date, connection: PostgresConnection) throws -> Int {
         if !plan.created.isEmpty {
-            var copy = PostgresCopyText(capacity: plan.created.count * 120)
-            for customer in plan.created {
-                customerRow(customer, into: &copy)
-                copy.text(stamp)
-                copy.text(stamp)
-                copy.endRow()
-            }
-            try connection.execute(unsafeSQL: "SAVEPOINT card_import_new_customers")
-            do {
-                try connection.copyIn(
-                    unsafeSQL: """
-                        COPY customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at, \
-                        updated_at) FROM STDIN
-                        """
-                ) { try $0.write(copy.bytes) }
-            } catch let error as PostgresError where error.code == .uniqueViolation && error.constraint == "customers_pkey" {
-                try connection.execute(unsafeSQL: "ROLLBACK TO SAVEPOINT card_import_new_customers")
-                return false
-            }
-            try connection.execute(unsafeSQL: "RELEASE SAVEPOINT card_import_new_customers")
+            try copyIntoWorkTable(plan.created, connection: connection)
+            let inserted = try connection.execute(
+                """
+                INSERT INTO customers (customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, created_at,
+                                       updated_at)
+                SELECT customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, \(now), \(now)
+                FROM card_import_customers
+                ON CONFLICT (customer_id) DO NOTHING
+                """)
+            if inserted < plan.created.count { return inserted }
         }
         if !plan.updated.isEmpty {
-            var copy = PostgresCopyText(capacity: plan.updated.count * 100)
-            for customer in plan.updated {
-                customerRow(customer, into: &copy)
-                copy.endRow()
-            }
-            try connection.execute(unsafeSQL: "TRUNCATE card_import_customers")
-            try connection.copyIn(unsafeSQL: "COPY card_import_customers FROM STDIN") { try $0.write(copy.bytes) }
+            try copyIntoWorkTable(plan.updated, connection: connection)
             try connection.execute(
                 """
                 UPDATE customers c SET phone_number = u.phone_number, email = u.email, phone_changed_at = u.phone_changed_at,
@@ -182,7 +171,18 @@ extension CardImport {
                 FROM card_import_customers u WHERE c.customer_id = u.customer_id
                 """)
         }
-        return true
+        return plan.created.count
+    }
+
+    /// Replaces the rows of ``createCustomerUpdates``'s table with `customers`.
+    private static func copyIntoWorkTable(_ customers: [CustomerRecord], connection: PostgresConnection) throws {
+        var copy = PostgresCopyText(capacity: customers.count * 120)
+        for customer in customers {
+            customerRow(customer, into: &copy)
+            copy.endRow()
+        }
+        try connection.execute(unsafeSQL: "TRUNCATE card_import_customers")
+        try connection.copyIn(unsafeSQL: "COPY card_import_customers FROM STDIN") { try $0.write(copy.bytes) }
     }
 
     private static func customerRow(_ customer: CustomerRecord, into copy: inout PostgresCopyText) {

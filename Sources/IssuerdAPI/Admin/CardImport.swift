@@ -28,16 +28,10 @@ public enum CardImport {
     /// hand-over, small enough that two chunks in flight stay a few megabytes.
     static let linesPerSlice = 4096
 
-    /// Rounds of reading and writing one chunk's customers before ``ConcurrentCustomers``.
-    static let customerRounds = 5
-
-    /// New customers of one chunk were created through the API between its read and its
-    /// write in every round: the import stops (nothing kept) rather than loop.
-    struct ConcurrentCustomers: Error, CustomStringConvertible {
-        var rounds: Int
-        var description: String {
-            "customers this import would create were created through the API meanwhile, \(rounds) times in a row; nothing imported, run it again"
-        }
+    /// A customer the import had just seen stored was gone when its chunk was planned again
+    /// (nothing deletes customers; a defect if it happens): the import stops, nothing kept.
+    struct CustomersVanished: Error, CustomStringConvertible {
+        var description: String { "a customer of this import disappeared while its chunk was written; nothing imported" }
     }
 
     /// What an import did.
@@ -80,7 +74,9 @@ public enum CardImport {
         var reader = LineReader(handle: handle, limit: maximumLineBytes)
         let workers = max(1, workers)
         return try database.withConnection { connection in
-            try connection.transaction { connection in
+            // Read committed, which the customers' second read relies on (it sees what the API
+            // committed since the first).
+            try connection.transaction(isolation: .readCommitted) { connection in
                 // Connections plan every execution anew (force_custom_plan, for the provisioning
                 // statements); that includes the foreign-key checks' internal queries, run once per
                 // row here: planning each check tripled the cost of writing a card. The setting
@@ -231,17 +227,16 @@ private final class ChunkWriter: @unchecked Sendable {
     }
 
     private func write(_ chunk: CardImport.Chunk) throws -> Outcome {
-        var plan = CardImport.CustomerPlan()
-        // Again when a customer planned as new was created through the API meanwhile: it is
-        // stored now, and the chunk's lines apply to it as updates (a few times at most; each
-        // round needs another such customer created in the moment between read and write).
-        for round in 1... {
-            let (stored, known, stampedNow) = try CardImport.storedCustomers(chunk, now: now, connection: connection)
+        var (stored, known, stampedNow) = try CardImport.storedCustomers(chunk, now: now, connection: connection)
+        var plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, now: now)
+        let created = try CardImport.writeCustomers(plan, now: now, connection: connection)
+        if created < plan.created.count {
+            // Some were created through the API since the read: every customer of the chunk exists
+            // now, so the second plan applies their lines to the stored rows and creates none.
+            (stored, known, stampedNow) = try CardImport.storedCustomers(chunk, now: now, connection: connection)
             plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, now: now)
-            if try CardImport.writeCustomers(plan, now: now, connection: connection) { break }
-            guard round < CardImport.customerRounds else {
-                throw CardImport.ConcurrentCustomers(rounds: round)
-            }
+            guard plan.created.isEmpty else { throw CardImport.CustomersVanished() }
+            _ = try CardImport.writeCustomers(plan, now: now, connection: connection)
         }
         let count = plan.firstMissing ?? chunk.cards
         // A refused card comes before the first card without a customer (only those are sent).
@@ -251,7 +246,7 @@ private final class ChunkWriter: @unchecked Sendable {
         if let missing = plan.firstMissing {
             return Outcome(refused: .init(line: chunk.line(at: missing), message: CardImport.LineProblem.customerNotFound.message))
         }
-        return Outcome(cards: count, customersCreated: plan.created.count, customersUpdated: plan.objects - plan.created.count)
+        return Outcome(cards: count, customersCreated: created, customersUpdated: plan.objects - created)
     }
 
     /// Waits until every queued chunk was written.

@@ -59,14 +59,18 @@ enum CustomerStore {
             return (created, true)
         }
         guard let existing = try lockedCustomer(record.customerID, connection: connection) else {
-            // Inserted and deleted again between the two statements: a conflict, not a server fault.
-            throw PostgresError(code: .serializationFailure, sqlState: "40001", message: "customer \(record.customerID) changed during the upsert")
+            // Nothing deletes customers, so the row the insert waited for is there; were it gone,
+            // the whole transaction is retried as after a serialisation failure.
+            throw PostgresError(code: .serializationFailure, message: "customer \(record.customerID) vanished during the upsert")
         }
         return (try update(existing, with: record, now: now, connection: connection), false)
     }
 
+    /// `FOR NO KEY UPDATE`, what the `UPDATE` takes anyway (the key does not change): it does not
+    /// wait for, nor hold up, the `FOR KEY SHARE` of a provisioning attempt's foreign key.
     private static func lockedCustomer(_ customerID: String, connection: PostgresConnection) throws -> CustomerRecord? {
-        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID) FOR UPDATE").first.map { try decode($0) }
+        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID) FOR NO KEY UPDATE")
+            .first.map { try decode($0) }
     }
 
     private static func update(_ stored: CustomerRecord, with record: CustomerRecord, now: Date, connection: PostgresConnection) throws -> CustomerRecord {

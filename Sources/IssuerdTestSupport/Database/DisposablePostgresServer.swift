@@ -24,7 +24,8 @@ public final class DisposablePostgresServer: Sendable {
 
     /// Initialises and starts a new cluster (about a second).
     ///
-    /// - Parameter loopbackTCP: Also listen on 127.0.0.1, on a port free when it starts.
+    /// - Parameter loopbackTCP: Also listen on 127.0.0.1, on a port the kernel found free just
+    ///   before (another process taking it in that moment fails the start: "could not bind").
     /// - Throws: ``TestEnvironmentError`` with the tail of the server log when a step fails.
     public init(loopbackTCP: Bool = false) throws {
         let environment = ProcessInfo.processInfo.environment

@@ -49,8 +49,8 @@ public struct TestDatabase: Sendable {
             logger: .silent)
     }
 
-    /// Polls every 20 ms until another session of this database waits on a lock that backend
-    /// `pid` holds, or `seconds` pass.
+    /// Polls every 20 ms until another session of this database (one or more) waits on a lock
+    /// that backend `pid` holds, or `seconds` pass.
     ///
     /// From a connection of its own, one statement per transaction: `pg_stat_activity` is read
     /// once per transaction, so polling from the holder's open transaction keeps seeing the
@@ -67,7 +67,7 @@ public struct TestDatabase: Sendable {
                 SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
                   AND \(pid) = ANY(pg_blocking_pids(pid))
                 """
-            ).count == 1
+            ).count >= 1
             if waiting || Date() >= deadline {
                 let activity = try watcher.query(
                     """

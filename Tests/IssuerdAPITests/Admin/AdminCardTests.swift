@@ -46,7 +46,7 @@ struct AdminCardTests {
         // The other writer (an import's COPY, or a concurrent call) inserted the customer and has
         // not committed yet: the upsert cannot see the row, and its insert waits on the key.
         let other = try PostgresConnection(connectionString: app.database.connectionString)
-        let otherPID = try #require(try other.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int32.self)
+        let otherPID = other.backendProcessID
         try other.execute("BEGIN")
         try other.execute("INSERT INTO customers (customer_id, phone_number) VALUES ('cust-race', '01011112222')")
         let done = DispatchSemaphore(value: 0)
@@ -85,7 +85,7 @@ struct AdminCardTests {
             "/v1/admin/customers", #"{"customerId":"cust-t","email":"before@example.com"}"#, headers: AdminFixtures.bearer(key)).status == 201)
         // Hold the customer, so the keyed upsert claims its key and then waits inside its work.
         let other = try PostgresConnection(connectionString: app.database.connectionString)
-        let otherPID = try #require(try other.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int32.self)
+        let otherPID = other.backendProcessID
         try other.execute("BEGIN")
         _ = try other.query("SELECT 1 FROM customers WHERE customer_id = 'cust-t' FOR UPDATE")
         let done = DispatchSemaphore(value: 0)

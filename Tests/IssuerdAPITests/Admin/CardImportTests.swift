@@ -325,7 +325,7 @@ struct CardImportTests {
         let app = try TestApplication()
         // The API's upsert of cust-race, not committed when the import reads its chunk.
         let api = try PostgresConnection(connectionString: app.database.connectionString)
-        let apiPID = try #require(try api.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int32.self)
+        let apiPID = api.backendProcessID
         try api.execute("BEGIN")
         try api.execute("INSERT INTO customers (customer_id, phone_number) VALUES ('cust-race', '010-1111-2222')")
         let file = try write(app, [
