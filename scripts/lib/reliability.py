@@ -136,8 +136,8 @@ def psql(sql):
 class Instance:
     """One `issuerd serve` on its own port, restartable on that port."""
 
-    def __init__(self, name, port):
-        self.name, self.port = name, port
+    def __init__(self, name, port, database_url=None):
+        self.name, self.port, self.database_url = name, port, database_url
         self.process = None
         self.log = open(os.path.join(WORK, f"instance-{name}.log"), "ab")
         self.lock = threading.Lock()
@@ -145,6 +145,8 @@ class Instance:
     def start(self, wait=True):
         env = dict(ENV)
         env["ISSUERD_LISTEN"] = f"127.0.0.1:{self.port}"
+        if self.database_url:
+            env["ISSUERD_DATABASE_URL"] = self.database_url
         with self.lock:
             self.process = subprocess.Popen([BIN, "serve"], env=env, stdout=self.log, stderr=self.log, start_new_session=True)
         if wait:
@@ -472,6 +474,7 @@ class ProvisioningLoad:
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.tokens = {}
+        self.timeout = REQUEST_TIMEOUT
         self.t0 = time.monotonic()
 
     def now(self):
@@ -488,7 +491,7 @@ class ProvisioningLoad:
         customer = CARDS[card_id]["customerId"]
         token = self.tokens.setdefault(customer, app_token(customer))
         return call(port, "POST", f"/v1/cards/{card_id}/apple-pay/provision", self.body(n),
-                    {"Authorization": f"Bearer {token}", "Idempotency-Key": f"{self.prefix}-{n}"})
+                    {"Authorization": f"Bearer {token}", "Idempotency-Key": f"{self.prefix}-{n}"}, timeout=self.timeout)
 
     def run(self, fault, settle=6):
         """Load for 4 s, then `fault()` (which returns (fault_from, fault_until, healed_at) on
@@ -533,17 +536,21 @@ class ProvisioningLoad:
             stored[int(device.removeprefix(marker))] = int(count)
         return stored
 
-    def check(self, fault_from, fault_until, healed_at, slow_after, label):
-        """Prints and records the figures; `slow_after` is the promise on every answer's time."""
+    def check(self, fault_from, fault_until, healed_at, slow_after, label, cut_ports=None, slow_after_by_port=None):
+        """Prints and records the figures; `slow_after` is the promise on every answer's time
+        (`slow_after_by_port` overrides it per instance). The fault's own figures (503s, readyz)
+        count only the instances on `cut_ports` (default: all)."""
         records, readyz = self.records, self.readyz
+        cut = set(cut_ports or [instance.port for instance in self.instances])
+        bound = dict(slow_after_by_port or {})
         # While the database was certainly away: every provisioning answer a 503 envelope with Retry-After.
-        during = [r for r in records if r["t"] >= fault_from and r["t"] <= fault_until and r["t"] - r["elapsed"] >= fault_from]
+        during = [r for r in records if r["port"] in cut and r["t"] >= fault_from and r["t"] <= fault_until and r["t"] - r["elapsed"] >= fault_from]
         bad_503 = [r for r in during if not (r["status"] == 503 and r["code"] == "database_unavailable" and r["retry_after"] and r["json"])]
         other_5xx = [r for r in records if r["status"] is not None and r["status"] >= 500 and r["status"] != 503]
         transport = [r for r in records if r["status"] is None]
-        slow = [r for r in records if r["elapsed"] > slow_after] + [x for x in readyz if x[3] > slow_after]
+        slow = [r for r in records if r["elapsed"] > bound.get(r["port"], slow_after)] + [x for x in readyz if x[3] > bound.get(x[1], slow_after)]
         max_latency = max([r["elapsed"] for r in records] + [x[3] for x in readyz])
-        ready_while_down = [x for x in readyz if fault_from <= x[0] - x[3] and x[0] <= fault_until and x[2] == 200]
+        ready_while_down = [x for x in readyz if x[1] in cut and fault_from <= x[0] - x[3] and x[0] <= fault_until and x[2] == 200]
         readyz_5xx = [x for x in readyz if x[2] is not None and x[2] >= 500 and x[2] != 503]
         recovery = {}
         for instance in self.instances:
@@ -676,6 +683,92 @@ def scenario_partition(instances):
     promise_database_figures("partition_", load.check(*window, PARTITION_BOUND_S, "partitioned"), PARTITION_BOUND_S)
 
 
+SPLIT_TABLE = "issuerd_reliability_split"
+SPLIT_ADDRESS = "127.0.0.2"  # instance A's way to PostgreSQL in the split scenario (B keeps 127.0.0.1)
+# How the server tells A's sessions apart: their client address is 127.0.0.1 either way (the
+# kernel's source address for every loopback destination).
+SPLIT_APPLICATION = "reliability-A"
+# The server ends an orphaned session after tcp_user_timeout (at least 10 s; docs/reliability.md,
+# "A partition of one instance only"), 13.4 s measured with an answer in flight: B's requests for
+# a customer whose lock such a session held wait that long, plus their own work and slack.
+SPLIT_OTHER_BOUND_S = 18.0
+SPLIT_ORPHANS_BOUND_S = 15.0  # the server's tcp_user_timeout (10 s) and its keepalive rounds, plus slack
+# Longer than that: healing the path earlier ends the orphans at once (A's kernel answers their
+# next probe with a reset), which would measure the heal instead of the server's timeout.
+SPLIT_CUT_S = max(OUTAGE_SECONDS, SPLIT_ORPHANS_BOUND_S + 1)
+
+
+def scenario_split(instances):
+    """Only instance A's path to PostgreSQL silently dropped (its address, both directions), while
+    both provision for the same customers. A must answer 503 within PARTITION_BOUND_S, as in the
+    partition; B must go on deciding, and wait for a lock A's orphaned sessions held only until
+    the server ends those sessions; nothing may be lost or stored twice."""
+    cut_instance, other = instances[0], instances[1]
+    port = ENV["PGPORT"]
+    say(f"== one instance cut off: {cut_instance.name}'s path to PostgreSQL ({SPLIT_ADDRESS}:{port}) silently dropped "
+        f"for {SPLIT_CUT_S:.0f} s, {other.name} still connected")
+    load = ProvisioningLoad(instances, "split")
+    load.timeout = SPLIT_OTHER_BOUND_S + 5
+    orphans = {}
+
+    def nft(*words):
+        subprocess.run(["nft", *words], check=True)
+
+    def sessions_of_cut_instance():
+        rows = psql(f"SELECT pid, state, backend_xid IS NOT NULL FROM pg_stat_activity WHERE application_name = '{SPLIT_APPLICATION}'")
+        return [row.split("|") for row in rows]
+
+    def fault():
+        nft("add", "table", "inet", SPLIT_TABLE)
+        nft("add", "chain", "inet", SPLIT_TABLE, "input", "{ type filter hook input priority 0; policy accept; }")
+        nft("add", "rule", "inet", SPLIT_TABLE, "input", "ip", "daddr", SPLIT_ADDRESS, "tcp", "dport", port, "drop")
+        nft("add", "rule", "inet", SPLIT_TABLE, "input", "ip", "saddr", SPLIT_ADDRESS, "tcp", "sport", port, "drop")
+        cut_at = load.now()
+        at_cut = sessions_of_cut_instance()
+        orphans["at_cut"] = len(at_cut)
+        orphans["in_transaction"] = sum(1 for _, state, writing in at_cut if state != "idle" or writing == "t")
+        # The server's side: when it ended the last session of the cut instance.
+        orphans["ended_s"] = None
+        while load.now() - cut_at < SPLIT_CUT_S:
+            if orphans["ended_s"] is None and not sessions_of_cut_instance():
+                orphans["ended_s"] = load.now() - cut_at
+            time.sleep(0.2)
+        nft("delete", "table", "inet", SPLIT_TABLE)
+        healed_at = load.now()
+        say(f"  path restored after {healed_at - cut_at:.1f} s")
+        orphans["cut_at"] = cut_at
+        return cut_at + PARTITION_BOUND_S, healed_at, healed_at
+
+    try:
+        window = load.run(fault, settle=8)
+    finally:
+        subprocess.run(["nft", "delete", "table", "inet", SPLIT_TABLE], capture_output=True)
+    cut_at = orphans["cut_at"]
+    healed_at = window[1]
+    # B while A was cut off: how many it decided, and its slowest answer.
+    other_during = [r for r in load.records if r["port"] == other.port and r["t"] - r["elapsed"] >= cut_at and r["t"] <= healed_at]
+    other_decided = sum(1 for r in other_during if r["status"] in (200, 403))
+    other_slowest = max([r["elapsed"] for r in other_during] or [0.0])
+    ended = orphans["ended_s"]
+    say(f"  {cut_instance.name}'s sessions at the cut: {orphans['at_cut']}, {orphans['in_transaction']} of them in a transaction; "
+        f"the server ended the last one after " + (f"{ended:.1f} s" if ended is not None else "more than the cut's duration"))
+    say(f"  {other.name} while {cut_instance.name} was cut off: {len(other_during)} requests, {other_decided} decided, "
+        f"slowest {other_slowest:.2f} s")
+    names = {instance.port: instance.name for instance in instances}
+    for r in sorted(load.records, key=lambda r: -r["elapsed"])[:3]:
+        say(f"  slow: {names[r['port']]} answered {r['status']} after {r['elapsed']:.2f} s, sent at cut {r['t'] - r['elapsed'] - cut_at:+.2f} s")
+    found = load.check(*window, PARTITION_BOUND_S, f"{cut_instance.name} cut off", cut_ports=[cut_instance.port],
+                       slow_after_by_port={other.port: SPLIT_OTHER_BOUND_S})
+    figures.update({"split_orphans_at_cut": orphans["at_cut"], "split_orphans_in_transaction": orphans["in_transaction"],
+                    "split_orphans_ended_s": round(ended, 1) if ended is not None else "never",
+                    "split_other_decided": other_decided, "split_other_slowest_s": round(other_slowest, 2)})
+    promise("split_orphans_ended_s", ended is not None and ended <= SPLIT_ORPHANS_BOUND_S,
+            f"the server still had {cut_instance.name}'s sessions {SPLIT_CUT_S:.0f} s after the cut" if ended is None
+            else f"the server ended {cut_instance.name}'s sessions only after {ended:.1f} s")
+    promise("split_other_decided", other_decided > 0, f"{other.name} decided nothing while {cut_instance.name} was cut off")
+    promise_database_figures("split_", found, PARTITION_BOUND_S)
+
+
 # ---------------------------------------------------------------- scenario 3: one code, two instances
 
 
@@ -793,19 +886,26 @@ def main():
     receiver = Receiver()
     ENV["ISSUERD_NOTIFY_WEBHOOK_URL"] = f"http://127.0.0.1:{receiver.port}/notify"
     ENV["ISSUERD_TSP_WEBHOOK_URL"] = f"http://127.0.0.1:{receiver.port}/tsp"
-    instances = [Instance("A", free_port()), Instance("B", free_port())]
+    scenarios = ENV.get("RELIABILITY_SCENARIOS", "outbox,outage,race,fuzz").split(",")
+    database_a = None
+    if "split" in scenarios:
+        # A reaches the server through another loopback address, so that the split cuts its path alone.
+        database_a = ENV["ISSUERD_DATABASE_URL"].replace("host=127.0.0.1", f"host={SPLIT_ADDRESS}") + f" application_name={SPLIT_APPLICATION}"
+        assert database_a != ENV["ISSUERD_DATABASE_URL"], "the split scenario needs the database over TCP on 127.0.0.1"
+    instances = [Instance("A", free_port(), database_a), Instance("B", free_port())]
     started = time.monotonic()
     try:
         for instance in instances:
             instance.start()
         say(f"two instances on one database: A on port {instances[0].port}, B on port {instances[1].port}; receiver on {receiver.port}")
-        scenarios = ENV.get("RELIABILITY_SCENARIOS", "outbox,outage,race,fuzz").split(",")
         if "outbox" in scenarios:
             scenario_outbox(instances, receiver)
         if "outage" in scenarios:
             scenario_outage(instances)
         if "partition" in scenarios:
             scenario_partition(instances)
+        if "split" in scenarios:
+            scenario_split(instances)
         if "race" in scenarios:
             scenario_race(instances, receiver)
         if "fuzz" in scenarios:
