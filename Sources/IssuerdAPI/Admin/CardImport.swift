@@ -16,8 +16,9 @@ import Synchronization
 /// How it goes at database speed: the file is read in chunks of a few thousand lines; each chunk
 /// is validated, sealed and fingerprinted on every core into `COPY` rows, then written by a
 /// second thread (``ChunkWriter``) while the next chunk is being encoded: one read of the
-/// chunk's customers, their upserts applied in issuerd, then `COPY` straight into customers,
-/// cards and status history. Memory holds about three chunks, whatever the file's size.
+/// chunk's customers, their upserts applied in issuerd, new customers inserted from a `COPY`'d
+/// temporary table, then `COPY` straight into cards and status history. Memory holds about
+/// three chunks, whatever the file's size.
 /// The audit log gets one `cards.imported` entry naming the counts and a SHA-256 chained over
 /// the imported card ids in file order (one chained entry per card would serialise every other
 /// audited writer, the TSP path included, behind the import).
@@ -173,8 +174,8 @@ private struct SendableLines: @unchecked Sendable {
 /// history) overlaps the encoding of the next.
 ///
 /// Each chunk: read its customers, apply its customer objects to them in file order, stop at
-/// the first card without a customer, `COPY` the customers, the cards before that one and
-/// their history. A chunk the database refuses stops the writer (later chunks are dropped)
+/// the first card without a customer, write the customers (read and planned again when the API
+/// created one of the new ones meanwhile), `COPY` the cards before that one and their history. A chunk the database refuses stops the writer (later chunks are dropped)
 /// with the refused line.
 ///
 /// @unchecked Sendable: the connection is used only on `queue` between the first ``submit(_:)``
