@@ -63,7 +63,8 @@ public enum CardImport {
     ///   - workers: Threads validating and sealing; defaults to the number of cores.
     ///   - phase: Told when the import moves on after streaming (checking, writing, committing).
     /// - Throws: ``CommandInputError`` naming the line of the first bad record (nothing is
-    ///   imported then); ``PostgresError`` for a database failure (nothing is imported either).
+    ///   imported then); ``PostgresError`` for a database failure (nothing is imported either);
+    ///   `CustomersVanished` if a customer is deleted under the import (nothing deletes them).
     public static func run(
         file: URL, actor: String, now: Date, vault: PANVault, database: PostgresPool, progressEvery: Int = 1000,
         workers: Int = ProcessInfo.processInfo.activeProcessorCount, progress: (Int) -> Void = { _ in },
@@ -175,8 +176,8 @@ private struct SendableLines: @unchecked Sendable {
 ///
 /// Each chunk: read its customers, apply its customer objects to them in file order, stop at
 /// the first card without a customer, write the customers (read and planned again when the API
-/// created one of the new ones meanwhile), `COPY` the cards before that one and their history. A chunk the database refuses stops the writer (later chunks are dropped)
-/// with the refused line.
+/// created one of the new ones meanwhile), `COPY` the cards before that one and their history.
+/// A chunk the database refuses stops the writer (later chunks are dropped) with the refused line.
 ///
 /// @unchecked Sendable: the connection is used only on `queue` between the first ``submit(_:)``
 /// and ``finish()``/``drain()``, while the thread that owns it waits in there before using it
