@@ -457,13 +457,13 @@ def scenario_outbox(instances, receiver):
     promise("bad_signatures", bad_signatures == 0, "a delivery was not signed correctly")
 
 
-# ---------------------------------------------------------------- scenarios 2 and 5: the database away under load
+# ---------------------------------------------------------------- scenarios 2, 5 and 6: the database away under load
 
 
 class ProvisioningLoad:
     """Six loaders pushing provisioning requests at both instances (each request with its own
     Idempotency-Key and device) and a /readyz poller, while a fault is applied; then the checks
-    both database scenarios share: a retry of every undecided request must replay a committed
+    the database scenarios share: a retry of every undecided request must replay a committed
     answer or decide it now, and no attempt may be lost, unanswered or stored twice."""
 
     def __init__(self, instances, prefix):
@@ -592,7 +592,9 @@ class ProvisioningLoad:
         say(f"  {len(records)} provisioning requests by status {statuses}; readyz polls {len(readyz)}")
         say(f"  while {label} ({fault_until - fault_from:.1f} s): {len(during)} answers, {len(bad_503)} not a 503 envelope with Retry-After; "
             f"readyz 200 meanwhile: {len(ready_while_down)}")
-        say(f"  5xx other than 503: {len(other_5xx) + len(readyz_5xx)}, transport failures {len(transport)}, over {slow_after:.0f} s: {len(slow)}, "
+        limits = f"{slow_after:.0f} s" + "".join(f", {name} {bound[port]:.0f} s" for port, name in
+                                                 ((i.port, i.name) for i in self.instances) if port in bound)
+        say(f"  5xx other than 503: {len(other_5xx) + len(readyz_5xx)}, transport failures {len(transport)}, over {limits}: {len(slow)}, "
             f"slowest {max_latency:.2f} s")
         say(f"  recovery after the database was back: "
             + ", ".join(f"{k} {v:.2f} s" if v is not None else f"{k} never" for k, v in recovery.items()))
@@ -611,13 +613,13 @@ class ProvisioningLoad:
 
 
 def promise_database_figures(prefix, found, slow_after):
-    """The promises of both database scenarios; `prefix` names the figures of the second one."""
+    """The promises of the database scenarios; `prefix` names the figures of the partition and the split."""
     (other_5xx, readyz_5xx, bad_503, during, slow, transport, ready_while_down, recovery, lost_ack, unanswered, twice,
      ambiguous) = found.pop("_details")
     figures.update({f"{prefix}{k}": v for k, v in found.items()})
     promise(f"{prefix}5xx", not other_5xx and not readyz_5xx, "answers 5xx other than 503")
     promise(f"{prefix}bad_503", not bad_503 and during, "answers while the database was away that were not 503 database_unavailable with Retry-After")
-    promise(f"{prefix}hung", not slow and not transport, f"{len(slow)} answers over {slow_after:.0f} s, {len(transport)} transport failures")
+    promise(f"{prefix}hung", not slow and not transport, f"{len(slow)} answers over their bound ({slow_after:.0f} s for the cut), {len(transport)} transport failures")
     promise(f"{prefix}readyz_up_while_down", not ready_while_down, "/readyz said ready while the database was away")
     promise(f"{prefix}recovery_s", found["recovery_s"] != "never" and found["recovery_s"] <= 5.0, f"recovery {recovery}")
     promise(f"{prefix}lost_acknowledged", not lost_ack, f"acknowledged attempts missing: {lost_ack[:5]}")

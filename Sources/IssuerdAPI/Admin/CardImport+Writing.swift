@@ -2,8 +2,8 @@ import Foundation
 import IssuerdPostgres
 
 /// The SQL side of ``CardImport``: each chunk's customers are read once and brought up to date
-/// in issuerd (the API's upsert rule, line by line), then customers, cards and status history
-/// are written by `COPY` straight into their tables.
+/// in issuerd (the API's upsert rule, line by line), then written (new ones from a `COPY`'d
+/// temporary table), and cards and status history by `COPY` straight into their tables.
 ///
 /// No staging table and no `ON CONFLICT` for cards: the unique indexes themselves refuse a card
 /// id or PAN already stored or already on an earlier line, and the refused `COPY` row's line (the
@@ -63,14 +63,20 @@ extension CardImport {
     ///   - stampedNow: Those of `stored` whose `updated_at` is already `now`: this import wrote
     ///     them in an earlier chunk, so one whose lines here change nothing is left alone (the
     ///     `UPDATE` would write the same row again and leave a dead one behind).
+    ///   - missingAt: A card found without a customer by an earlier plan of this chunk: the plan
+    ///     stops there too, though the customer may exist by now (that plan's refusal stands).
     static func planCustomers(_ chunk: Chunk, stored: [String: CustomerRecord], known: Set<String>, stampedNow: Set<String> = [],
-                              now: Date) -> CustomerPlan {
+                              missingAt: Int? = nil, now: Date) -> CustomerPlan {
         var plan = CustomerPlan()
         var current = stored
         var createdOrder: [String] = []
         var index = 0
         for slice in chunk.slices {
             for row in 0..<slice.count {
+                if index == missingAt {
+                    plan.firstMissing = index
+                    break
+                }
                 let id = slice.customerIDs[row]
                 if let object = slice.customers[row] {
                     plan.objects += 1
@@ -158,6 +164,7 @@ extension CardImport {
                                        updated_at)
                 SELECT customer_id, phone_number, email, phone_changed_at, email_changed_at, address_changed_at, \(now), \(now)
                 FROM card_import_customers
+                ORDER BY customer_id  -- key locks in one order, as the updates take theirs
                 ON CONFLICT (customer_id) DO NOTHING
                 """)
             if inserted < plan.created.count { return inserted }

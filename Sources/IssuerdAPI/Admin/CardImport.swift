@@ -233,10 +233,12 @@ private final class ChunkWriter: @unchecked Sendable {
         var plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, now: now)
         let created = try CardImport.writeCustomers(plan, now: now, connection: connection)
         if created < plan.created.count {
-            // Some were created through the API since the read: every customer of the chunk exists
-            // now, so the second plan applies their lines to the stored rows and creates none.
+            // Some were created through the API since the read: every new customer of the first
+            // plan exists now, so the second plan, stopping where the first did, applies their
+            // lines to the stored rows and creates none.
+            let missingAt = plan.firstMissing
             (stored, known, stampedNow) = try CardImport.storedCustomers(chunk, now: now, connection: connection)
-            plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, now: now)
+            plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, missingAt: missingAt, now: now)
             guard plan.created.isEmpty else { throw CardImport.CustomersVanished() }
             _ = try CardImport.writeCustomers(plan, now: now, connection: connection)
         }

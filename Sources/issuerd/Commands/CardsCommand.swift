@@ -20,8 +20,8 @@ enum CardsCommand: CommandDefinition {
         first bad record stops the import with its line number and nothing of the file is kept;
         an interrupted import (Ctrl-C, a killed process, a lost connection) keeps nothing either,
         and can simply be run again. The file is streamed (memory stays flat whatever its size),
-        validated and sealed on every core, and sent through COPY into customers, cards and
-        status history. --workers N sets the encoding threads (default: one per core).
+        validated and sealed on every core, and sent through COPY (new customers through a
+        temporary table, so that one created through the API meanwhile is updated instead). --workers N sets the encoding threads (default: one per core).
         Progress goes to standard error every N cards (default 10000), then the phases and the
         peak memory use. PANs are never printed.
 

@@ -357,6 +357,42 @@ struct CardImportTests {
         #expect(try count(app, "cards") == 3)
     }
 
+    @Test("A card found without its customer stays refused when the API creates that customer and a new one of the chunk meanwhile")
+    func missingCustomerCreatedMeanwhileStaysRefused() throws {
+        let app = try TestApplication()
+        // The API's transaction creates cust-race (which line 1 creates too) and cust-late (which
+        // line 2 names without an object) and has not committed when the import reads its chunk.
+        let api = try PostgresConnection(connectionString: app.database.connectionString)
+        try api.execute("BEGIN")
+        try api.execute("INSERT INTO customers (customer_id) VALUES ('cust-race'), ('cust-late')")
+        let file = try write(app, [
+            line(1, customer: "cust-race", fields: #"{"email":"race@example.com"}"#),
+            line(2, customer: "cust-late"),
+            line(3, customer: "cust-after", fields: #"{"email":"after@example.com"}"#),
+        ])
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<CardImport.Summary, any Error>?>(nil)
+        DispatchQueue.global().async { [vault] in
+            let summary = Result { try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1) }
+            result.withLock { $0 = summary }
+            done.signal()
+        }
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: api.backendProcessID, within: 120)
+        #expect(waiting, "the import never waited on the API's customer: \(activity)")
+        try api.execute("COMMIT")
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        // The first read found line 2's customer missing: that refusal stands (before, the second
+        // plan ran on past it and stopped with "a customer disappeared" at cust-after).
+        #expect {
+            try #require(result.withLock { $0 }).get()
+        } throws: { error in
+            let text = "\(error)"
+            return error is CommandInputError && text.hasPrefix("\(file.lastPathComponent):2: ") && text.contains("no such customer")
+        }
+        #expect(try count(app, "cards") == 0)
+        #expect(try count(app, "customers") == 2)  // the API's two, nothing of the import
+    }
+
     @Test("While an import holds a stored customer it updates, provisioning for that customer is not held (foreign keys still take their lock)")
     func importDoesNotHoldForeignKeys() throws {
         let app = try TestApplication()
