@@ -33,7 +33,7 @@ public final class DisposablePostgresServer: Sendable {
         asRoot = geteuid() == 0
         let suffix = UUID().uuidString.prefix(8).lowercased()
         directory = URL(fileURLWithPath: "/tmp/issuerd-pg-\(suffix)")
-        let tcpPort = loopbackTCP ? try Self.freeLoopbackPort() : nil
+        let tcpPort = loopbackTCP ? try LoopbackPort.free() : nil
         self.tcpPort = tcpPort
         connectionString = "host=\(directory.path)/sock port=\(tcpPort ?? Self.port) user=postgres dbname=postgres"
         tcpConnectionString = tcpPort.map { "host=127.0.0.1 port=\($0) user=postgres dbname=postgres" }
@@ -72,23 +72,6 @@ public final class DisposablePostgresServer: Sendable {
     public func destroy() {
         try? stop()
         try? FileManager.default.removeItem(at: directory)
-    }
-
-    /// A loopback port nothing listens on now (the kernel's choice for port 0).
-    private static func freeLoopbackPort() throws -> Int {
-        let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw TestEnvironmentError("socket() failed: errno \(errno)") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
-        }
-        guard bound else { throw TestEnvironmentError("bind(127.0.0.1:0) failed: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     private func runAsOwner(_ tool: String, _ arguments: [String], what: String) throws {

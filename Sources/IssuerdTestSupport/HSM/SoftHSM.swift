@@ -1,8 +1,8 @@
 import Foundation
 
 /// SoftHSM2 tokens for tests: one configuration and token folder per test process, under the
-/// temporary directory, selected with `SOFTHSM2_CONF` before the module is first loaded, and
-/// removed when the process exits.
+/// process's ``TestScratch`` folder (removed when the process exits), selected with
+/// `SOFTHSM2_CONF` before the module is first loaded.
 ///
 /// SoftHSM reads its token folder once, in `C_Initialize`: a token initialised later stays
 /// invisible to a loaded module. So the first call initialises a stock of tokens
@@ -22,7 +22,7 @@ public enum SoftHSM {
         lock.lock()
         defer { lock.unlock() }
         if let folder { return folder }
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-softhsm-\(getpid())-\(UUID().uuidString.prefix(8))")
+        let root = try TestScratch.directory("issuerd-softhsm")  // removed with the process's scratch folder
         let tokens = root.appendingPathComponent("tokens")
         try FileManager.default.createDirectory(at: tokens, withIntermediateDirectories: true)
         let configuration = root.appendingPathComponent("softhsm2.conf")
@@ -31,15 +31,7 @@ public enum SoftHSM {
         setenv("SOFTHSM2_CONF", configuration.path, 1)
         stock = try (0..<stockSize).map { _ in try initialise(in: root) }
         folder = root
-        // The tokens and PIN files go with the process (a test run left one folder per process).
-        atexit { SoftHSM.removeFolder() }
         return root
-    }
-
-    private static func removeFolder() {
-        lock.lock()
-        defer { lock.unlock() }
-        if let folder { try? FileManager.default.removeItem(at: folder) }
     }
 
     /// A fresh token of the stock, with a random user PIN written to a 0600 file.

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCrypto
 import IssuerdPostgres
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -49,22 +48,15 @@ struct AdminCardTests {
         let otherPID = other.backendProcessID
         try other.execute("BEGIN")
         try other.execute("INSERT INTO customers (customer_id, phone_number) VALUES ('cust-race', '01011112222')")
-        let done = DispatchSemaphore(value: 0)
-        let answer = Mutex<Result<TestHTTPResponse, any Error>?>(nil)
-        DispatchQueue.global().async {
-            let response = Result {
-                try app.client.postJSON(
-                    "/v1/admin/customers", #"{"customerId":"cust-race","email":"race@example.com"}"#, headers: AdminFixtures.bearer(key))
-            }
-            answer.withLock { $0 = response }
-            done.signal()
+        let upsert = BackgroundCall {
+            try app.client.postJSON(
+                "/v1/admin/customers", #"{"customerId":"cust-race","email":"race@example.com"}"#, headers: AdminFixtures.bearer(key))
         }
         // The upsert's insert waits on the key; then the other writer commits.
         let (waiting, activity) = try app.database.waitUntilBlocked(by: otherPID, within: 120)
         #expect(waiting, "the upsert never waited on the other writer's row: \(activity)")
         try other.execute("COMMIT")
-        #expect(done.wait(timeout: .now() + 20) == .success)
-        let response = try #require(answer.withLock { $0 }).get()
+        let response = try #require(upsert.result(within: 20), "the upsert did not answer").get()
         #expect(response.status == 200, "\(response.text)")
         #expect(response.jsonObject()?["created"] as? Bool == false)
         // Both writes hold: the other writer's phone number and the upsert's e-mail.
@@ -88,16 +80,10 @@ struct AdminCardTests {
         let otherPID = other.backendProcessID
         try other.execute("BEGIN")
         _ = try other.query("SELECT 1 FROM customers WHERE customer_id = 'cust-t' FOR UPDATE")
-        let done = DispatchSemaphore(value: 0)
-        let answer = Mutex<Result<TestHTTPResponse, any Error>?>(nil)
-        DispatchQueue.global().async {
-            let response = Result {
-                try app.client.postJSON(
-                    "/v1/admin/customers", #"{"customerId":"cust-t","email":"after@example.com"}"#,
-                    headers: AdminFixtures.bearer(key).merging(["Idempotency-Key": "k-admin"]) { _, new in new })
-            }
-            answer.withLock { $0 = response }
-            done.signal()
+        let upsert = BackgroundCall {
+            try app.client.postJSON(
+                "/v1/admin/customers", #"{"customerId":"cust-t","email":"after@example.com"}"#,
+                headers: AdminFixtures.bearer(key).merging(["Idempotency-Key": "k-admin"]) { _, new in new })
         }
         let (waiting, activity) = try app.database.waitUntilBlocked(by: otherPID, within: 120)
         #expect(waiting, "the upsert never waited on the customer: \(activity)")
@@ -107,8 +93,7 @@ struct AdminCardTests {
         }
         #expect(taken == 1)
         try other.execute("COMMIT")
-        #expect(done.wait(timeout: .now() + 20) == .success)
-        let response = try #require(answer.withLock { $0 }).get()
+        let response = try #require(upsert.result(within: 20), "the upsert did not answer").get()
         #expect(response.status == 409, "\(response.text)")
         #expect(response.errorEnvelope()?["code"] as? String == "idempotency_key_reused")
         // Its change went with it: the stored address and the audit log are as before.

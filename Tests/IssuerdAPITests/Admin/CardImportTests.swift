@@ -3,7 +3,6 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -333,19 +332,13 @@ struct CardImportTests {
             line(2, customer: "cust-race", fields: #"{"email":"race@example.com"}"#),
             line(3, customer: "cust-race"),
         ])
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<CardImport.Summary, any Error>?>(nil)
-        DispatchQueue.global().async { [vault] in
-            let summary = Result { try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1) }
-            result.withLock { $0 = summary }
-            done.signal()
-        }
+        let vault = vault
+        let importing = BackgroundCall { try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1) }
         // The import's COPY of its new customers waits on cust-race's key; then the API commits.
         let (waiting, activity) = try app.database.waitUntilBlocked(by: apiPID, within: 120)
         #expect(waiting, "the import never waited on the API's customer: \(activity)")
         try api.execute("COMMIT")
-        #expect(done.wait(timeout: .now() + 30) == .success)
-        let summary = try #require(result.withLock { $0 }).get()
+        let summary = try #require(importing.result(within: 30), "the import did not finish").get()
         #expect(summary.cards == 3)
         #expect(summary.customersCreated == 1)
         #expect(summary.customersUpdated == 1)
@@ -370,21 +363,16 @@ struct CardImportTests {
             line(2, customer: "cust-late"),
             line(3, customer: "cust-after", fields: #"{"email":"after@example.com"}"#),
         ])
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<CardImport.Summary, any Error>?>(nil)
-        DispatchQueue.global().async { [vault] in
-            let summary = Result { try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1) }
-            result.withLock { $0 = summary }
-            done.signal()
-        }
+        let vault = vault
+        let importing = BackgroundCall { try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1) }
         let (waiting, activity) = try app.database.waitUntilBlocked(by: api.backendProcessID, within: 120)
         #expect(waiting, "the import never waited on the API's customer: \(activity)")
         try api.execute("COMMIT")
-        #expect(done.wait(timeout: .now() + 30) == .success)
+        let result = try #require(importing.result(within: 30), "the import did not finish")
         // The first read found line 2's customer missing: that refusal stands (before, the second
         // plan ran on past it and stopped with "a customer disappeared" at cust-after).
         #expect {
-            try #require(result.withLock { $0 }).get()
+            try result.get()
         } throws: { error in
             let text = "\(error)"
             return error is CommandInputError && text.hasPrefix("\(file.lastPathComponent):2: ") && text.contains("no such customer")

@@ -9,22 +9,6 @@ import Testing
 /// SIGHUP reloads without stopping, SIGTERM and SIGINT stop gracefully with exit status 0.
 @Suite("issuerd serve process lifecycle")
 struct ServeLifecycleTests {
-    /// A loopback port that was free a moment ago.
-    static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
-        }
-        guard bound else { throw TestFailure("cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     static func environment(database: TestDatabase, directory: URL, port: Int) throws -> [String: String] {
         let pki = try DevelopmentPKI.generate()
         try pki.write(to: directory.appendingPathComponent("pki"))
@@ -65,7 +49,7 @@ struct ServeLifecycleTests {
         defer { database.drop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-serve-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try Self.freePort()
+        let port = try LoopbackPort.free()
         let pid = try OutboxCrashTests.spawn(environment: try Self.environment(database: database, directory: directory, port: port))
         let client = HTTPTestClient(port: port)
         guard Self.waitUntilReady(client) else {

@@ -208,15 +208,11 @@ struct InAppProvisioningTests {
         let holderPID = try #require(try holder.query("SELECT pg_backend_pid() AS p").first).decode("p", as: Int32.self)
         try holder.execute("BEGIN")
         _ = try holder.query("SELECT key FROM idempotency_keys WHERE key = 'k-3' FOR UPDATE")
-        let done = DispatchSemaphore(value: 0)
-        let retried = Mutex<Result<TestHTTPResponse, any Error>?>(nil)
-        DispatchQueue.global().async {
-            let response = Result { try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"]) }
-            retried.withLock { $0 = response }
-            done.signal()
+        let retry = BackgroundCall {
+            try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
         }
-        // The retry read the bare, expired claim and now waits on the row in its takeover.
-        // The retry waits on the row in its takeover; watched from outside the holder's transaction.
+        // The retry read the bare, expired claim and now waits on the row in its takeover
+        // (watched from outside the holder's transaction).
         let (waiting, activity) = try app.database.waitUntilBlocked(by: holderPID, within: 120)
         #expect(waiting, "the retry never reached the takeover: \(activity)")
         switch holderDoes {
@@ -226,8 +222,7 @@ struct InAppProvisioningTests {
             try holder.execute("DELETE FROM idempotency_keys WHERE key = 'k-3'")
         }
         try holder.execute("COMMIT")
-        #expect(done.wait(timeout: .now() + 20) == .success)
-        let response = try #require(retried.withLock { $0 }).get()
+        let response = try #require(retry.result(within: 20), "the retry did not answer").get()
         #expect(response.status == 200, "\(response.text)")
         switch holderDoes {
         case .answers:
