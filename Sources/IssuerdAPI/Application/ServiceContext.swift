@@ -19,6 +19,8 @@ struct ServiceContext: Sendable {
     /// The analyst console's sessions (also accepted by ``apiKeys`` where a route allows them).
     let consoleSessions: ConsoleSessions
     let idempotency: IdempotencyStore
+    /// Parsed hours of stored attempts kept between backtests (`ISSUERD_BACKTEST_CACHE_ATTEMPTS`).
+    let backtestCache: BacktestWindowCache
     let metrics: MetricsRegistry
     let logger: Logger
     /// The time source; tests may pin it.
@@ -57,6 +59,16 @@ struct ServiceContext: Sendable {
         consoleSessions = ConsoleSessions(database: database, settings: configuration.console, clock: clock)
         apiKeys = APIKeyAuthenticator(database: database, sessions: consoleSessions)
         idempotency = IdempotencyStore(database: database)
+        let backtestCache = BacktestWindowCache(capacity: configuration.console.backtestCacheAttempts)
+        self.backtestCache = backtestCache
+        metrics.gauge("issuerd_backtest_cache_attempts", help: "Stored attempts kept parsed between backtests.") {
+            [([], Double(backtestCache.statistics.attempts))]
+        }
+        metrics.gauge("issuerd_backtest_cache_hours", help: "Backtest hours taken from memory (hit) or read (miss) since start.",
+                      labels: ["result"]) {
+            let statistics = backtestCache.statistics
+            return [(["hit"], Double(statistics.hits)), (["miss"], Double(statistics.misses))]
+        }
     }
 }
 

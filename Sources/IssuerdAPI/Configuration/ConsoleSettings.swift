@@ -18,6 +18,9 @@ public struct ConsoleSettings: Sendable {
     public var sessionLifetime: Duration
     /// `ISSUERD_CONSOLE_SECURE_COOKIES` (`auto`, `always`, `never`; default `auto`).
     public var secureCookies: SecureCookies
+    /// The most stored attempts a backtest keeps parsed in memory between runs
+    /// (`ISSUERD_BACKTEST_CACHE_ATTEMPTS`, default 200,000; 0 keeps none): ``BacktestWindowCache``.
+    public var backtestCacheAttempts: Int
 
     /// Reads and validates the console keys.
     ///
@@ -26,5 +29,6 @@ public struct ConsoleSettings: Sendable {
         sessionLifetime = try reader.duration("ISSUERD_CONSOLE_SESSION_TTL", default: .seconds(8 * 3600), in: .seconds(60)...(.seconds(86400)))
         let choice = try reader.choice("ISSUERD_CONSOLE_SECURE_COOKIES", default: "auto", from: ["auto", "always", "never"])
         secureCookies = SecureCookies(rawValue: choice) ?? .auto
+        backtestCacheAttempts = try reader.integer("ISSUERD_BACKTEST_CACHE_ATTEMPTS", default: 200_000, in: 0...10_000_000)
     }
 }

@@ -49,7 +49,7 @@ enum RulesRoutes {
             }
             let outcome = try HistoryBacktest.run(
                 current: current, candidate: candidate, since: window.since, until: window.until, limit: window.limit,
-                database: context.database)
+                database: context.database, cache: context.backtestCache, now: context.now)
             switch outcome {
             case .tooManyAttempts(let found, let limit):
                 throw HTTPError(

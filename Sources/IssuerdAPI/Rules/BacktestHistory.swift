@@ -46,14 +46,18 @@ struct BacktestHistory {
     ///     (``PostgresPool/withSharedSnapshot(of:extra:_:)``); each reads a slice of the window
     ///     and of each history query at the same time as the others, so PostgreSQL's part (most
     ///     of it printing `jsonb` as text) runs on as many cores.
+    ///   - cache: Parsed hours kept from earlier backtests (``BacktestWindowCache``), checked
+    ///     against this snapshot before use and filled with the complete hours read; nil reads all.
+    ///   - now: The time, for which hours are complete enough to keep.
     static func read(since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int, connections: [PostgresConnection],
-                     idsPerRowByTime: Double = HistoryBacktest.idsPerRowByTime, progress: (String) -> Void) throws -> BacktestHistory {
+                     idsPerRowByTime: Double = HistoryBacktest.idsPerRowByTime, cache: BacktestWindowCache? = nil, now: Date = Date(),
+                     progress: (String) -> Void) throws -> BacktestHistory {
         precondition(!connections.isEmpty, "at least one connection")
         progress("backtest: reading on \(connections.count) connection\(connections.count == 1 ? "" : "s") in one snapshot")
         var result = BacktestHistory()
         var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
         let window = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: useRecorded, limit: limit,
-                                      connections: connections, progress: progress)
+                                      connections: connections, cache: useRecorded ? cache : nil, now: now, progress: progress)
         result.attempts = window.map(\.0)
         result.recorded = useRecorded ? recorded : nil
         progress("backtest: \(window.count) attempts to replay")
@@ -130,16 +134,47 @@ struct BacktestHistory {
 
     /// The attempts of the window, in the export's order (time, then id). The JSON columns come
     /// as stored and are parsed here: extracting them in SQL (`jsonb_each`, a lookup per query)
-    /// cost PostgreSQL ~45 µs a row, five times the parse. The window is cut into one time slice
-    /// per connection, read at the same time; each page is decoded and parsed on another core
-    /// while the next one is fetched; all are done before this returns.
+    /// cost PostgreSQL ~45 µs a row, five times the parse. The window (less the hours `cache`
+    /// holds, unchanged in this snapshot) is cut into one time slice per connection, read at the
+    /// same time; each page is decoded and parsed on another core while the next one is fetched;
+    /// all are done before this returns, and the complete hours read are kept in `cache`.
     private static func readAttempts(since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
-                                     connections: [PostgresConnection], progress: (String) -> Void) throws -> [(AttemptLog.Attempt, String?)] {
+                                     connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date,
+                                     progress: (String) -> Void) throws -> [(AttemptLog.Attempt, String?)] {
         let queries = recorded.queries
-        let ranges = slices(from: since, to: until, count: connections.count)
-        // Pages by (slice, page in slice); every slice's pages are in time order within it.
+        // With a cache, the complete hours kept by earlier runs and still equal to this
+        // snapshot's rows are taken from memory; the rest of the window is read, in runs of time
+        // cut into one slice per connection, and its complete hours are kept afterwards.
+        var fromCache: [Int64: BacktestWindowCache.Hour] = [:]
+        var keepable: ClosedRange<Int64>?
+        if let cache, cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) {
+            keepable = hours
+            let kept = cache.lookup(hours)
+            if let first = kept.keys.min(), let last = kept.keys.max() {
+                let current = try fingerprints(hours: first...last, connections: connections)
+                for (hour, content) in kept where content.fingerprint == current[hour] ?? .init(count: 0, xminSum: 0) {
+                    fromCache[hour] = content
+                }
+            }
+            cache.touch(fromCache.keys.sorted(), misses: hours.count - fromCache.count)
+            progress("backtest: \(fromCache.count) of \(hours.count) complete hours already parsed")
+        }
+        let keepFeatures = keepable != nil
+        var ranges: [(Date, Date)] = []
+        var runStart = since
+        for hour in fromCache.keys.sorted() {
+            let start = Date(timeIntervalSince1970: Double(hour) * 3600)
+            if runStart < start { ranges += slices(from: runStart, to: start, count: connections.count) }
+            runStart = start.addingTimeInterval(3600)
+        }
+        if runStart < until { ranges += slices(from: runStart, to: until, count: connections.count) }
+        let cachedRows = fromCache.values.reduce(0) { $0 + $1.attempts.count }
+        if cachedRows > limit {
+            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
+        }
+        // Pages by (range, page in range); every range's pages are in time order within it.
         let pages = Mutex<[Int: [Int: Result<Page, Error>]]>([:])
-        let rowTotal = Mutex(0)
+        let rowTotal = Mutex(cachedRows)
         let badPage = Atomic(false)
         let group = DispatchGroup()
         // No count(*) first: a second scan of the window. Only a window over the limit is counted.
@@ -152,7 +187,7 @@ struct BacktestHistory {
                 let query: PostgresQuery = """
                     DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
                     SELECT a.attempt_id::text, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
-                           a.inputs::text, CASE WHEN \(useRecorded) THEN a.features::text ELSE '{}' END
+                           a.inputs::text, CASE WHEN \(useRecorded) THEN a.features::text ELSE '{}' END, a.xmin::text::bigint
                     FROM provisioning_attempts a
                     WHERE a.created_at >= \(from) AND a.created_at < \(to)
                     """
@@ -169,7 +204,7 @@ struct BacktestHistory {
                     guard total <= limit, !failedElsewhere(), !badPage.load(ordering: .relaxed) else { return false }
                     group.enter()
                     DispatchQueue.global().async {
-                        let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded) }
+                        let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded, keepFeatures: keepFeatures) }
                         if case .failure = page { badPage.store(true, ordering: .relaxed) }  // the others stop at their next page
                         pages.withLock { $0[slice, default: [:]][index] = page }
                         group.leave()
@@ -189,15 +224,34 @@ struct BacktestHistory {
         if completes.contains(false) {
             throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
         }
-        let rowCount = parsed.reduce(0) { $0 + $1.attempts.count }
-        // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk.
-        var order: [(page: Int, row: Int)] = []
-        order.reserveCapacity(rowCount)
-        for (page, content) in parsed.enumerated() { for row in content.attempts.indices { order.append((page, row)) } }
-        order.sort { a, b in
-            let left = parsed[a.page].attempts[a.row].0, right = parsed[b.page].attempts[b.row].0
-            return (left.time, left.id) < (right.time, right.id)
+        if let cache, let keepable {
+            keep(parsed, hours: keepable, except: fromCache, queries: queries, in: cache)
+            // The kept hours' recorded values for this run's queries: as kept when the last run
+            // had the same queries, else parsed from the kept text on every core (and kept).
+            let kept = fromCache.sorted { $0.key < $1.key }
+            let built = Mutex<[Int: Page]>([:])
+            DispatchQueue.concurrentPerform(iterations: kept.count) { index in
+                let (hour, content) = kept[index]
+                let page = Page(kept: content, queries: queries)
+                if content.recorded.queries != queries { cache.remember(page.recorded, hour: hour, fingerprint: content.fingerprint) }
+                built.withLock { $0[index] = page }
+            }
+            built.withLock { built in for index in kept.indices { parsed.append(built[index]!) } }
         }
+        // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk; by
+        // keys taken out once (comparing the attempts themselves copied one per comparison).
+        struct SortKey {
+            var time: Date
+            var id: String
+            var page: Int
+            var row: Int
+        }
+        var order: [SortKey] = []
+        order.reserveCapacity(parsed.reduce(0) { $0 + $1.attempts.count })
+        for (page, content) in parsed.enumerated() {
+            for (row, item) in content.attempts.enumerated() { order.append(SortKey(time: item.0.time, id: item.0.id, page: page, row: row)) }
+        }
+        order.sort { ($0.time, $0.id) < ($1.time, $1.id) }
         var attempts: [(AttemptLog.Attempt, String?)] = []
         attempts.reserveCapacity(order.count)
         for (line, position) in order.enumerated() {
@@ -209,14 +263,41 @@ struct BacktestHistory {
         return attempts
     }
 
-    /// One fetched page of window attempts, decoded and parsed.
+    /// Keeps in `cache` every hour of `hours` read whole in `pages` (all but those `except`
+    /// holds), as this snapshot holds it: an hour without rows too.
+    private static func keep(_ pages: [Page], hours: ClosedRange<Int64>, except: [Int64: BacktestWindowCache.Hour],
+                             queries: [VelocityQuery], in cache: BacktestWindowCache) {
+        var buckets: [Int64: BacktestWindowCache.Hour] = [:]
+        for hour in hours where except[hour] == nil {
+            buckets[hour] = .init(fingerprint: .init(count: 0, xminSum: 0), attempts: [], features: [], recorded: RecordedVelocity(queries: queries))
+        }
+        for page in pages {
+            for (row, item) in page.attempts.enumerated() {
+                let hour = Int64((item.0.time.timeIntervalSince1970 / 3600).rounded(.down))
+                guard buckets[hour] != nil else { continue }  // a partial hour at either end, or a recent one
+                buckets[hour]!.fingerprint.count += 1
+                buckets[hour]!.fingerprint.xminSum += page.xmins[row]
+                buckets[hour]!.attempts.append(item)
+                buckets[hour]!.features.append(page.features[row])
+                buckets[hour]!.recorded.append(page.recorded.row(row))
+            }
+        }
+        cache.store(buckets.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
+    }
+
+    /// One fetched page of window attempts, decoded and parsed (or a kept hour's attempts).
     private struct Page: Sendable {
         var attempts: [(AttemptLog.Attempt, String?)] = []
         var recorded: RecordedVelocity
+        /// The stored `features` text of each attempt, when its hour may be kept.
+        var features: [String] = []
+        /// Each row's `xmin`, when its hour may be kept (for the hour's fingerprint).
+        var xmins: [Int64] = []
 
-        init(_ rows: PostgresRows, queries: [VelocityQuery], useRecorded: Bool) throws {
+        init(_ rows: PostgresRows, queries: [VelocityQuery], useRecorded: Bool, keepFeatures: Bool) throws {
             recorded = RecordedVelocity(queries: queries)
             attempts.reserveCapacity(rows.count)
+            if keepFeatures { features.reserveCapacity(rows.count) }
             for row in rows {
                 let id: String = try row.decode(0)
                 let time: Date = try row.decode(1)
@@ -225,11 +306,53 @@ struct BacktestHistory {
                 case .success(let value): input = value
                 case .failure(let error): throw BadAttempt(id: id, message: error.message)
                 }
-                if useRecorded { recorded.append(storedFeatures: try row.decode(7)) }
+                if useRecorded || keepFeatures {
+                    let text: String = try row.decode(7)
+                    if useRecorded { recorded.append(storedFeatures: text) }
+                    if keepFeatures { features.append(text) }
+                }
+                if keepFeatures { xmins.append(try row.decode(8)) }
                 let subject = VelocitySubject(cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4))
                 attempts.append((AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0), try row.decode(5)))
             }
         }
+
+        /// A kept hour's attempts with their recorded values for `queries`.
+        init(kept: BacktestWindowCache.Hour, queries: [VelocityQuery]) {
+            attempts = kept.attempts
+            if kept.recorded.queries == queries {
+                recorded = kept.recorded
+            } else {
+                recorded = RecordedVelocity(queries: queries)
+                for text in kept.features { recorded.append(storedFeatures: text) }
+            }
+        }
+    }
+
+    /// Each hour's row count and `xmin` sum in `hours`, as this snapshot holds them (hours
+    /// without rows are absent); the hours are shared out among the connections.
+    private static func fingerprints(hours: ClosedRange<Int64>, connections: [PostgresConnection]) throws
+        -> [Int64: BacktestWindowCache.Fingerprint] {
+        let from = Date(timeIntervalSince1970: Double(hours.lowerBound) * 3600)
+        let to = Date(timeIntervalSince1970: Double(hours.upperBound + 1) * 3600)
+        // Slices on whole hours, so no hour is counted in two.
+        let bounds = slices(from: from, to: to, count: min(connections.count, hours.count)).map { slice in
+            (Date(timeIntervalSince1970: (slice.0.timeIntervalSince1970 / 3600).rounded() * 3600),
+             Date(timeIntervalSince1970: (slice.1.timeIntervalSince1970 / 3600).rounded() * 3600))
+        }
+        let parts = try inParallel(bounds.count, connections: connections) { index, connection, _ in
+            // date_trunc in UTC: cheaper than the numeric arithmetic of extract(epoch …).
+            try connection.query(
+                """
+                SELECT date_trunc('hour', a.created_at, 'UTC') AS hour, count(*) AS count, sum(a.xmin::text::int8)::int8 AS xmins
+                FROM provisioning_attempts a WHERE a.created_at >= \(bounds[index].0) AND a.created_at < \(bounds[index].1) GROUP BY 1
+                """
+            ).map { row -> (Int64, BacktestWindowCache.Fingerprint) in
+                let hour: Date = try row.decode("hour")
+                return (Int64((hour.timeIntervalSince1970 / 3600).rounded()), .init(count: try row.decode("count"), xminSum: try row.decode("xmins")))
+            }
+        }
+        return Dictionary(parts.joined(), uniquingKeysWith: { first, _ in first })
     }
 
     /// The events of `kind` whose `key` id is one of `ids`, in `[start, end)`: a slice of

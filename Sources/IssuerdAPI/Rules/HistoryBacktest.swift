@@ -46,13 +46,16 @@ public enum HistoryBacktest {
     ///     all in one snapshot; by default one per core, at most two.
     ///   - idsPerRowByTime: From how many ids per expected row an attempt history range is read
     ///     by time alone rather than through its key's index (the tests take each way).
+    ///   - cache: Hours parsed by earlier runs (``BacktestWindowCache``, the server's); nil reads
+    ///     and parses the whole window.
+    ///   - now: The time, for which hours are complete enough to keep.
     ///   - progress: A line of progress for long runs (`issuerd` prints it on standard error);
     ///     it may be called from the readers' threads, one call at a time.
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
     public static func run(current: Ruleset, candidate: Ruleset, since: Date, until: Date, limit: Int, sampleSize: Int = 20,
                            useRecordedVelocity: Bool = true, database: PostgresPool,
                            readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount),
-                           idsPerRowByTime: Double = Self.idsPerRowByTime,
+                           idsPerRowByTime: Double = Self.idsPerRowByTime, cache: BacktestWindowCache? = nil, now: Date = Date(),
                            progress: (String) -> Void = { _ in }) throws -> Outcome {
         let export = HistoryExport(since: since, until: until, lookbackSeconds: HistoryExport.lookback(for: [current, candidate]),
                                    windowKeysOnly: true)
@@ -64,7 +67,8 @@ public enum HistoryBacktest {
                 // One more connection in the same snapshot, when the pool has one free at once.
                 try database.withSharedSnapshot(of: connection, extra: readers - 1) { connections in
                     try BacktestHistory.read(since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
-                                             connections: connections, idsPerRowByTime: idsPerRowByTime, progress: progress)
+                                             connections: connections, idsPerRowByTime: idsPerRowByTime, cache: cache, now: now,
+                                             progress: progress)
                 }
             }
         } catch let error as BacktestHistory.TooMany {

@@ -82,6 +82,23 @@ struct RulesHistoryTests {
         #expect(changes.contains { $0["after"] as? String == "orange" })
     }
 
+    @Test("A second run of the same window answers the same report, its complete hour taken from memory")
+    func backtestKeepsHours() throws {
+        let app = try TestApplication()
+        _ = try Self.seed(app.pool)
+        let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        let first = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        #expect(first.status == 200, "\(first.text)")
+        var metrics = try app.client.get("/metrics").text
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="miss"} 1"#), "\(metrics)")
+        #expect(metrics.contains("issuerd_backtest_cache_attempts 3"), "\(metrics)")
+        let second = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        #expect(second.status == 200, "\(second.text)")
+        #expect(NSDictionary(dictionary: try #require(second.jsonObject())) == NSDictionary(dictionary: try #require(first.jsonObject())))
+        metrics = try app.client.get("/metrics").text
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="hit"} 1"#), "\(metrics)")
+    }
+
     @Test("Backtest refusals: a candidate that does not compile, a window over the limit, a reversed window, no key")
     func backtestRefusals() throws {
         let app = try TestApplication()

@@ -1,0 +1,217 @@
+import Foundation
+import IssuerdPostgres
+import IssuerdRisk
+import IssuerdTestSupport
+import Testing
+
+@testable import IssuerdAPI
+
+/// ``BacktestWindowCache``: a backtest that takes complete hours parsed by an earlier run gives
+/// the report of one that reads everything, and sees every row inserted into or changed in a
+/// kept hour since.
+@Suite("Backtest: parsed hours kept between runs")
+struct BacktestWindowCacheTests {
+    static let hour = Date(timeIntervalSince1970: 1_740_823_200)  // 2025-03-01T10:00:00Z
+    /// 09:30 to 13:30: a partial hour at each end, three complete hours (10, 11, 12).
+    static let since = hour.addingTimeInterval(-1_800)
+    static let until = hour.addingTimeInterval(3 * 3_600 + 1_800)
+    static let later = until.addingTimeInterval(86_400)
+    static let inputs = #"{"card.status":"active","wallet.recommendation":"approve","wallet.device_score":4}"#
+    static let riskyInputs = #"{"card.status":"active","wallet.recommendation":"approve","wallet.device_score":1}"#
+
+    static let candidateText = [
+        RulesTestData.rule("t.burst", outcome: "orange", when: "attempts(card, 72h) >= 2"),
+        RulesTestData.rule("t.low_score", when: "wallet.device_score < 3"),
+    ].joined()
+
+    static func candidate() throws -> Ruleset {
+        try RulesetCompiler.compile([RulesetFile(path: "candidate.rules", contents: candidateText)], contentHasher: RulesetContent.fnv1a64)
+    }
+
+    /// Three attempts in each of the five parts of the window (the burst rule's value recorded
+    /// for the second of each), and one before it.
+    static func seed(_ pool: PostgresPool, recorded description: String) throws {
+        try RulesTestData.insertCard("c1", customer: "u1", pool: pool)
+        try RulesTestData.insertCard("c2", customer: "u2", pool: pool)
+        _ = try RulesTestData.insertAttempt(at: since.addingTimeInterval(-600), card: "c1", device: "d1", customer: "u1", inputs: inputs,
+                                            pool: pool)
+        for part in 0..<5 {
+            let start = part == 0 ? since : hour.addingTimeInterval(Double(part - 1) * 3_600)
+            for index in 0..<3 {
+                let card = index == 2 ? "c2" : "c1"
+                let features = index == 1 ? #"{"\#(description)": \#(part)}"# : "{}"
+                _ = try RulesTestData.insertAttempt(
+                    at: start.addingTimeInterval(Double(index) * 300 + 60), card: card, device: "d\(index)", customer: card == "c1" ? "u1" : "u2",
+                    inputs: inputs, features: features, pool: pool)
+            }
+        }
+    }
+
+    /// Everything a report says, as one comparable text.
+    static func summary(_ outcome: HistoryBacktest.Outcome) -> String {
+        guard case .report(let report, _) = outcome else { return "\(outcome)" }
+        let mix = { (mix: [Flow: Int]) in mix.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: ",") }
+        let transitions = report.transitions.flatMap { before in before.value.map { "\(before.key)>\($0.key)=\($0.value)" } }.sorted()
+        return """
+            attempts \(report.attempts) changed \(report.changed) current \(mix(report.currentMix)) candidate \(mix(report.candidateMix)) \
+            transitions \(transitions) hits \(report.candidateHits.map { "\($0.ruleID)=\($0.hits)" }) \
+            current hits \(report.currentHits.map { "\($0.ruleID)=\($0.hits)" }) \
+            unresolved \(report.currentUnresolved)/\(report.candidateUnresolved) \
+            sample \(report.sample.map { "\($0.attemptID) \($0.before.flow)>\($0.after.flow)" })
+            """
+    }
+
+    struct Run {
+        var summary: String
+        var lines: [String]
+    }
+
+    static func run(_ app: TestApplication, cache: BacktestWindowCache?, now: Date = later, limit: Int = 100, readers: Int = 2,
+                    until: Date = until) throws -> Run {
+        var lines: [String] = []
+        let outcome = try HistoryBacktest.run(
+            current: app.application.context.rules.current, candidate: try candidate(), since: since, until: until, limit: limit,
+            database: app.pool, readers: readers, cache: cache, now: now) { lines.append($0) }
+        return Run(summary: summary(outcome), lines: lines)
+    }
+
+    static func recordedDescription() throws -> String {
+        try #require(try candidate().velocityQueries.first).description
+    }
+
+    @Test("A second run takes the complete hours from memory and gives the report of a run that reads them all", arguments: [1, 2])
+    func sameReport(readers: Int) throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let uncached = try Self.run(app, cache: nil, readers: readers)
+        #expect(uncached.summary.hasPrefix("attempts 15 "), "\(uncached.summary)")
+        let first = try Self.run(app, cache: cache, readers: readers)
+        #expect(first.lines.contains("backtest: 0 of 3 complete hours already parsed"), "\(first.lines)")
+        #expect(cache.statistics.hours == 3)
+        #expect(cache.statistics.attempts == 9)
+        let second = try Self.run(app, cache: cache, readers: readers)
+        #expect(second.lines.contains("backtest: 3 of 3 complete hours already parsed"), "\(second.lines)")
+        #expect(cache.statistics.hits == 3)
+        #expect(cache.statistics.misses == 3)
+        #expect(first.summary == uncached.summary)
+        #expect(second.summary == uncached.summary)
+        // Not trivially equal: the recorded values and the inputs both decide.
+        #expect(uncached.summary.contains("t.burst="), "\(uncached.summary)")
+        #expect(!uncached.summary.contains("t.burst=0"), "\(uncached.summary)")
+    }
+
+    @Test("An attempt inserted into a kept hour later, or a kept row changed, is read again")
+    func changesAreSeen() throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let before = try Self.run(app, cache: cache)
+
+        // A late insert stamped inside 11:00-12:00 (another instance's clock, a slow commit).
+        _ = try RulesTestData.insertAttempt(at: Self.hour.addingTimeInterval(3_600 + 1_500), card: "c2", device: "d9", customer: "u2",
+                                            inputs: Self.riskyInputs, pool: app.pool)
+        let inserted = try Self.run(app, cache: cache)
+        #expect(inserted.lines.contains("backtest: 2 of 3 complete hours already parsed"), "\(inserted.lines)")
+        #expect(inserted.summary.hasPrefix("attempts 16 "), "\(inserted.summary)")
+        #expect(inserted.summary == (try Self.run(app, cache: nil)).summary)
+        #expect(inserted.summary != before.summary)
+
+        // A row of 12:00-13:00 changed by hand: same count, new xmin.
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                """
+                UPDATE provisioning_attempts SET inputs = \(PostgresJSON(rawJSON: Self.riskyInputs))
+                WHERE attempt_id = (SELECT attempt_id FROM provisioning_attempts
+                                    WHERE created_at >= \(Self.hour.addingTimeInterval(7_200)) ORDER BY created_at LIMIT 1)
+                """)
+        }
+        let updated = try Self.run(app, cache: cache)
+        #expect(updated.lines.contains("backtest: 2 of 3 complete hours already parsed"), "\(updated.lines)")
+        #expect(updated.summary == (try Self.run(app, cache: nil)).summary)
+        #expect(updated.summary != inserted.summary)
+
+        // A kept hour's row deleted by hand.
+        try app.pool.withConnection { connection in
+            try connection.execute("DELETE FROM provisioning_attempts WHERE inputs = \(PostgresJSON(rawJSON: Self.riskyInputs))")
+        }
+        let deleted = try Self.run(app, cache: cache)
+        #expect(deleted.lines.contains("backtest: 1 of 3 complete hours already parsed"), "\(deleted.lines)")
+        #expect(deleted.summary.hasPrefix("attempts 14 "), "\(deleted.summary)")
+        #expect(deleted.summary == (try Self.run(app, cache: nil)).summary)
+    }
+
+    @Test("Hours that ended less than the lag ago are not kept, and no more than the capacity is")
+    func recentHoursAndCapacity() throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        // 13:04: the hour that ended at 13:00 is too recent.
+        let recent = BacktestWindowCache(capacity: 1_000)
+        let early = try Self.run(app, cache: recent, now: Self.hour.addingTimeInterval(3 * 3_600 + 240))
+        #expect(early.lines.contains("backtest: 0 of 2 complete hours already parsed"), "\(early.lines)")
+        #expect(recent.statistics.hours == 2)
+
+        // Room for one hour of three attempts: the last one read stays, the run gives the same report.
+        let small = BacktestWindowCache(capacity: 5)
+        let uncached = try Self.run(app, cache: nil)
+        #expect(try Self.run(app, cache: small).summary == uncached.summary)
+        #expect(small.statistics.hours == 1)
+        #expect(small.statistics.attempts == 3)
+        let again = try Self.run(app, cache: small)
+        #expect(again.lines.contains("backtest: 1 of 3 complete hours already parsed"), "\(again.lines)")
+        #expect(again.summary == uncached.summary)
+
+        // An hour larger than the capacity is never kept.
+        let tiny = BacktestWindowCache(capacity: 2)
+        _ = try Self.run(app, cache: tiny)
+        #expect(tiny.statistics.hours == 0)
+    }
+
+    @Test("An hour without attempts is kept too")
+    func emptyHour() throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        // To 15:30: hours 10 to 14 complete, 14:00-15:00 without attempts.
+        let until = Self.hour.addingTimeInterval(5 * 3_600 + 1_800)
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let first = try Self.run(app, cache: cache, until: until)
+        #expect(cache.statistics.hours == 5)
+        #expect(cache.statistics.attempts == 12)
+        let second = try Self.run(app, cache: cache, until: until)
+        #expect(second.lines.contains("backtest: 5 of 5 complete hours already parsed"), "\(second.lines)")
+        #expect(second.summary == first.summary)
+        #expect(first.summary.hasPrefix("attempts 15 "), "\(first.summary)")
+        // An attempt stamped later into the empty hour is seen.
+        _ = try RulesTestData.insertAttempt(at: Self.hour.addingTimeInterval(4 * 3_600 + 60), card: "c2", device: "d9", customer: "u2",
+                                            inputs: Self.riskyInputs, pool: app.pool)
+        let third = try Self.run(app, cache: cache, until: until)
+        #expect(third.lines.contains("backtest: 4 of 5 complete hours already parsed"), "\(third.lines)")
+        #expect(third.summary.hasPrefix("attempts 16 "), "\(third.summary)")
+    }
+
+    @Test("A window over the limit is refused with its count, whether its hours are kept or not")
+    func limit() throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let cache = BacktestWindowCache(capacity: 1_000)
+        _ = try Self.run(app, cache: cache)
+        #expect(try Self.run(app, cache: cache, limit: 8).summary == "tooManyAttempts(found: 15, limit: 8)")
+        #expect(try Self.run(app, cache: cache, limit: 14).summary == "tooManyAttempts(found: 15, limit: 14)")
+        #expect(try Self.run(app, cache: nil, limit: 14).summary == "tooManyAttempts(found: 15, limit: 14)")
+    }
+
+    @Test("The complete hours of a window")
+    func keptHours() {
+        let base = Self.hour
+        let hourNumber = Int64(base.timeIntervalSince1970 / 3_600)
+        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(7_200), now: Self.later)
+                == hourNumber...(hourNumber + 1))
+        #expect(BacktestWindowCache.keptHours(since: base.addingTimeInterval(1), until: base.addingTimeInterval(7_200), now: Self.later)
+                == (hourNumber + 1)...(hourNumber + 1))
+        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(3_599), now: Self.later) == nil)
+        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(7_200), now: base.addingTimeInterval(7_499))
+                == hourNumber...hourNumber)
+        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(7_200), now: base.addingTimeInterval(7_500))
+                == hourNumber...(hourNumber + 1))
+    }
+}
