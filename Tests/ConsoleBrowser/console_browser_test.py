@@ -233,6 +233,8 @@ end
 
 def run_backtest(c, text, since, until):
     c.open("/console/backtest")
+    # Opening the page reads its default period ahead (POST /v1/admin/rules/backtest/prepare).
+    c.wait.until(lambda d: "backtest period prepared" in open(SERVER_LOG).read())
     area = c.css("#files textarea")
     area.send_keys(text)
     c.css("[name=since]").send_keys(iso(since))
@@ -286,6 +288,9 @@ def test_csrf_refused(c):
     body = json.dumps({"rules": CANDIDATE, "since": iso(c.since), "until": iso(c.until)})
     answer = c.fetch("POST", "/v1/admin/rules/backtest", {"Content-Type": "application/json"}, body)
     check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a backtest without the CSRF token is refused: %r" % answer)
+    body = json.dumps({"since": iso(c.since), "until": iso(c.until)})
+    answer = c.fetch("POST", "/v1/admin/rules/backtest/prepare", {"Content-Type": "application/json"}, body)
+    check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a preparation without the CSRF token is refused: %r" % answer)
     answer = c.fetch("DELETE", "/console/session", {"X-CSRF-Token": "A" * 43})
     check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a sign-out with a wrong CSRF token is refused: %r" % answer)
     check(c.session_count() == 1, "nothing changed: the session is still there")

@@ -111,6 +111,7 @@ public final class IssuerdApplication: Sendable {
         server.shutdown(timeout: timeout)
         outbox.stop(timeout: timeout)
         auditSealer.stop(timeout: timeout)
+        context.backtestPreparation.wait(timeout: timeout)
         database.close()
         logger.info("issuerd stopped")
     }

@@ -21,6 +21,8 @@ struct ServiceContext: Sendable {
     let idempotency: IdempotencyStore
     /// Parsed hours of stored attempts kept between backtests (`ISSUERD_BACKTEST_CACHE_ATTEMPTS`).
     let backtestCache: BacktestWindowCache
+    /// Reads a period into ``backtestCache`` ahead of its backtest.
+    let backtestPreparation: BacktestPreparation
     let metrics: MetricsRegistry
     let logger: Logger
     /// The time source; tests may pin it.
@@ -61,6 +63,7 @@ struct ServiceContext: Sendable {
         idempotency = IdempotencyStore(database: database)
         let backtestCache = BacktestWindowCache(capacity: configuration.console.backtestCacheAttempts)
         self.backtestCache = backtestCache
+        backtestPreparation = BacktestPreparation(cache: backtestCache, database: database, logger: logger.labelled("issuerd.rules"))
         metrics.gauge("issuerd_backtest_cache_attempts", help: "Stored attempts kept parsed between backtests.") {
             [([], Double(backtestCache.statistics.attempts))]
         }

@@ -305,10 +305,9 @@ extension ConsoleAssets {
               let rulesBody;
               if (replace.checked && entries.length === 1) rulesBody = entries[0][1];
               else rulesBody = Object.fromEntries(entries.map(([p, t], i) => [p || `candidate-${i + 1}.rules`, t]));
-              const since = form.querySelector('[name=since]').value.trim(), until = form.querySelector('[name=until]').value.trim();
-              const hours = ranges[form.querySelector('[name=range]').value] || 24;
-              const end = until || new Date().toISOString();
-              const start = since || new Date(new Date(end).getTime() - hours * 3600e3).toISOString();
+              const { start, end } = chosenPeriod();
+              clearTimeout(pending);  // the run reads the period itself
+              prepared = periodKey();
               run.disabled = true;
               output.replaceChildren(el('div', { cls: 'notice', text: 'Replaying stored attempts…' }));
               const result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
@@ -321,7 +320,27 @@ extension ConsoleAssets {
               files, el('div', { cls: 'filters' }, el('button', { type: 'button', cls: 'secondary', text: 'Add a file', onclick: () => addFile('', '') }),
                 el('label', {}, 'Upload files', upload), el('label', {}, el('span', {}, replace, ' replace every current .rules file'))),
               el('h2', { text: 'Period' }), el('div', { cls: 'filters' }, periodFields(), run));
+            function chosenPeriod() {
+              const since = form.querySelector('[name=since]').value.trim(), until = form.querySelector('[name=until]').value.trim();
+              const hours = ranges[form.querySelector('[name=range]').value] || 24;
+              const end = until || new Date().toISOString();
+              const start = since || new Date(new Date(end).getTime() - hours * 3600e3).toISOString();
+              return { start, end };
+            }
+            // The server reads the period ahead while the candidate is written, so the first run
+            // takes its complete hours from memory (POST /v1/admin/rules/backtest/prepare): when
+            // the page opens and shortly after the period changes, unless a run starts first.
+            let prepared = null, pending = null;
+            const periodKey = () => ['range', 'since', 'until'].map((n) => form.querySelector('[name=' + n + ']').value.trim()).join(' ');
+            function prepare() {
+              if (periodKey() === prepared) return;
+              prepared = periodKey();
+              const { start, end } = chosenPeriod();
+              api('POST', '/v1/admin/rules/backtest/prepare', { since: start, until: end }).catch(() => {});
+            }
+            form.addEventListener('change', () => { clearTimeout(pending); pending = setTimeout(prepare, 400); });
             show(el('h1', { text: 'Backtest' }), el('div', { cls: 'sub', text: 'Replays stored attempts with the serving rules and with the candidate, velocity as of each attempt. Nothing is changed.' }), form, output);
+            prepare();
           }
           function renderBacktest(result) {
             if (result.status === 422 && result.json && result.json.error && result.json.error.code === 'ruleset_invalid') {

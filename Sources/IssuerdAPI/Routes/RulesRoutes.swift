@@ -3,8 +3,9 @@ import IssuerdHTTP
 import IssuerdRisk
 
 /// Routes for the rules: `GET /v1/admin/rules` (analyst, admin), `POST /v1/admin/rules/reload`
-/// (admin), `POST /v1/admin/rules/backtest` (analyst, admin). The analyst console calls the
-/// two analyst routes with its session cookie (and CSRF token) instead of a key.
+/// (admin), `POST /v1/admin/rules/backtest` and `POST /v1/admin/rules/backtest/prepare`
+/// (analyst, admin). The analyst console calls the analyst routes with its session cookie (and
+/// CSRF token) instead of a key.
 enum RulesRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/rules") { request in
@@ -32,6 +33,17 @@ enum RulesRoutes {
             }
             view.reload = reload
             return try .json(view)
+        }
+
+        // 202 whatever happens next: the preparation only saves the backtest time, and the
+        // backtest checks what it kept (BacktestPreparation).
+        table.add(.post, "/v1/admin/rules/backtest/prepare") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
+            let body = try request.decodeJSON(RulesBacktestPrepareRequest.self)
+            let window = try RulesBacktestRequest.window(since: body.since, until: body.until, limit: nil)
+            let started = context.backtestPreparation.start(
+                current: context.rules.current, since: window.since, until: window.until, limit: window.limit, now: context.now)
+            return try .json(["started": started], status: 202)
         }
 
         table.add(.post, "/v1/admin/rules/backtest") { request in

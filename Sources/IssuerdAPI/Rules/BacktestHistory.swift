@@ -132,6 +132,18 @@ struct BacktestHistory {
         return result
     }
 
+    /// Reads and parses the attempts of `[since, until)` into `cache` (their complete hours),
+    /// with their recorded values for `queries`, ahead of a backtest of that period; nothing else.
+    ///
+    /// - Returns: The attempts of the window.
+    /// - Throws: ``PostgresError``, ``BadAttempt``, or ``TooMany`` past `limit`.
+    static func prepare(since: Date, until: Date, queries: [VelocityQuery], limit: Int, connections: [PostgresConnection],
+                        cache: BacktestWindowCache, now: Date) throws -> Int {
+        var recorded = RecordedVelocity(queries: queries)
+        return try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: true, limit: limit, connections: connections,
+                                cache: cache, now: now, progress: { _ in }).count
+    }
+
     /// The attempts of the window, in the export's order (time, then id). The JSON columns come
     /// as stored and are parsed here: extracting them in SQL (`jsonb_each`, a lookup per query)
     /// cost PostgreSQL ~45 µs a row, five times the parse. The window (less the hours `cache`

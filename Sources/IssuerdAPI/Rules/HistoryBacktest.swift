@@ -82,4 +82,30 @@ public enum HistoryBacktest {
         }
         return .report(report, export: export)
     }
+
+    /// Reads and parses the attempts of `[since, until)` into `cache` ahead of a backtest of that
+    /// period with `current` and a candidate using the same velocity queries (an analyst opening
+    /// the Backtest page): the backtest then takes the period's complete hours from memory.
+    ///
+    /// - Returns: The attempts read, or ``Outcome/tooManyAttempts(found:limit:)``'s count.
+    /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
+    public static func prepare(current: Ruleset, since: Date, until: Date, limit: Int, database: PostgresPool,
+                               readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount), cache: BacktestWindowCache,
+                               now: Date = Date()) throws -> (attempts: Int, tooMany: Bool) {
+        var queries: [VelocityQuery] = []
+        for query in current.velocityQueries where !queries.contains(query) { queries.append(query) }
+        do {
+            let attempts = try database.transaction(isolation: .repeatableRead) { connection -> Int in
+                try database.withSharedSnapshot(of: connection, extra: readers - 1) { connections in
+                    try BacktestHistory.prepare(since: since, until: until, queries: queries, limit: limit, connections: connections,
+                                                cache: cache, now: now)
+                }
+            }
+            return (attempts, false)
+        } catch let error as BacktestHistory.TooMany {
+            return (error.found, true)
+        } catch let error as BacktestHistory.BadAttempt {
+            throw ExportError(attemptID: error.id, message: error.message)
+        }
+    }
 }

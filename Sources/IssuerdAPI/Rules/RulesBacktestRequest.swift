@@ -24,6 +24,11 @@ struct RulesBacktestRequest: Decodable, Sendable {
 
     /// The validated window and limit.
     func window() throws -> (since: Date, until: Date, limit: Int) {
+        try Self.window(since: since, until: until, limit: limit)
+    }
+
+    /// `since`, `until` and `limit` validated as a backtest takes them.
+    static func window(since: String, until: String, limit: Int?) throws -> (since: Date, until: Date, limit: Int) {
         guard let start = RFC3339.date(since) else { throw APIErrors.invalidRequest("'since' must be an RFC 3339 timestamp", field: "since") }
         guard let end = RFC3339.date(until) else { throw APIErrors.invalidRequest("'until' must be an RFC 3339 timestamp", field: "until") }
         guard start < end else { throw APIErrors.invalidRequest("'since' must be before 'until'", field: "since") }
@@ -70,4 +75,11 @@ struct RulesBacktestRequest: Decodable, Sendable {
             && path.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F && $0 != "\\" }
     }
 
+}
+
+/// `POST /v1/admin/rules/backtest/prepare`: `{"since", "until"}`, the period an analyst is about
+/// to backtest (the console sends it when the Backtest page opens and when its period changes).
+struct RulesBacktestPrepareRequest: Decodable, Sendable {
+    var since: String
+    var until: String
 }

@@ -99,6 +99,89 @@ struct RulesHistoryTests {
         #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="hit"} 1"#), "\(metrics)")
     }
 
+    static let prepareBody = #"{"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
+
+    /// Waits until `count` preparations have ended.
+    static func waitForPreparations(_ app: TestApplication, count: Int) throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while app.application.context.backtestPreparation.finishedCount < count {
+            guard ContinuousClock.now < deadline else { throw TestTimeout("the preparation did not end") }
+            usleep(10_000)
+        }
+    }
+
+    struct TestTimeout: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test("Preparing a period reads it ahead: the backtest that follows takes its complete hour from memory")
+    func prepareThenBacktest() throws {
+        let app = try TestApplication()
+        _ = try Self.seed(app.pool)
+        let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        let prepared = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
+        #expect(prepared.status == 202, "\(prepared.text)")
+        #expect(prepared.jsonObject()?["started"] as? Bool == true)
+        try Self.waitForPreparations(app, count: 1)
+        var metrics = try app.client.get("/metrics").text
+        #expect(metrics.contains("issuerd_backtest_cache_attempts 3"), "\(metrics)")
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="hit"} 0"#), "\(metrics)")
+        let response = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.jsonObject()?["attemptsEvaluated"] as? Int == 3)
+        metrics = try app.client.get("/metrics").text
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="hit"} 1"#), "\(metrics)")
+    }
+
+    @Test("One preparation at a time: another request while one runs starts nothing; none with the cache off")
+    func prepareOneAtATime() throws {
+        let app = try TestApplication()
+        _ = try Self.seed(app.pool)
+        let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        // Hold the first one on a lock of the attempts table.
+        let holder = try PostgresConnection(connectionString: app.database.connectionString)
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
+        let first = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
+        #expect(first.jsonObject()?["started"] as? Bool == true, "\(first.text)")
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
+        #expect(waiting, "the preparation never waited on the lock: \(activity)")
+        let second = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
+        #expect(second.status == 202)
+        #expect(second.jsonObject()?["started"] as? Bool == false, "\(second.text)")
+        try holder.execute("ROLLBACK")
+        try Self.waitForPreparations(app, count: 1)
+        let third = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
+        #expect(third.jsonObject()?["started"] as? Bool == true, "\(third.text)")
+        try Self.waitForPreparations(app, count: 2)
+
+        let off = try TestApplication(environment: ["ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"])
+        let offKey = ["Authorization": "Bearer \(try off.apiKey(role: .analyst))"]
+        let refused = try off.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: offKey)
+        #expect(refused.status == 202)
+        #expect(refused.jsonObject()?["started"] as? Bool == false, "\(refused.text)")
+    }
+
+    @Test("Prepare refusals: a malformed or reversed period, no key, a role that does not backtest")
+    func prepareRefusals() throws {
+        let app = try TestApplication()
+        let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        let malformed = try app.client.postJSON("/v1/admin/rules/backtest/prepare", #"{"since":"yesterday","until":"2025-03-01T11:00:00Z"}"#,
+                                                headers: analyst)
+        #expect(malformed.status == 400, "\(malformed.text)")
+        let reversed = try app.client.postJSON(
+            "/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-02T00:00:00Z","until":"2025-03-01T00:00:00Z"}"#, headers: analyst)
+        #expect(reversed.status == 400, "\(reversed.text)")
+        let missing = try app.client.postJSON("/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-01T10:00:00Z"}"#, headers: analyst)
+        #expect(missing.status == 400, "\(missing.text)")
+        #expect(try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody).status == 401)
+        let ivr = ["Authorization": "Bearer \(try app.apiKey(role: .ivr))"]
+        #expect(try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: ivr).status == 403)
+        #expect(app.application.context.backtestPreparation.finishedCount == 0)
+        #expect(!app.application.context.backtestPreparation.isRunning)
+    }
+
     @Test("Backtest refusals: a candidate that does not compile, a window over the limit, a reversed window, no key")
     func backtestRefusals() throws {
         let app = try TestApplication()
