@@ -61,16 +61,18 @@ struct ServiceContext: Sendable {
         consoleSessions = ConsoleSessions(database: database, settings: configuration.console, clock: clock)
         apiKeys = APIKeyAuthenticator(database: database, sessions: consoleSessions)
         idempotency = IdempotencyStore(database: database)
-        let backtestCache = BacktestWindowCache(capacity: configuration.console.backtestCacheAttempts)
+        let hours = metrics.counter(
+            "issuerd_backtest_cache_hours_total", help: "Complete hours backtests took from memory (hit) or read (miss).", labels: ["result"])
+        hours.increment(by: 0, labels: ["hit"])
+        hours.increment(by: 0, labels: ["miss"])
+        let backtestCache = BacktestWindowCache(capacity: configuration.console.backtestCacheAttempts) { hits, misses in
+            hours.increment(by: Double(hits), labels: ["hit"])
+            hours.increment(by: Double(misses), labels: ["miss"])
+        }
         self.backtestCache = backtestCache
         backtestPreparation = BacktestPreparation(cache: backtestCache, database: database, logger: logger.labelled("issuerd.rules"))
         metrics.gauge("issuerd_backtest_cache_attempts", help: "Stored attempts kept parsed between backtests.") {
             [([], Double(backtestCache.statistics.attempts))]
-        }
-        metrics.gauge("issuerd_backtest_cache_hours", help: "Backtest hours taken from memory (hit) or read (miss) since start.",
-                      labels: ["result"]) {
-            let statistics = backtestCache.statistics
-            return [(["hit"], Double(statistics.hits)), (["miss"], Double(statistics.misses))]
         }
     }
 }

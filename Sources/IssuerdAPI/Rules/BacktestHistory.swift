@@ -162,16 +162,15 @@ struct BacktestHistory {
         if let cache, cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) {
             keepable = hours
             let kept = cache.lookup(hours)
-            if let first = kept.keys.min(), let last = kept.keys.max() {
-                let current = try fingerprints(hours: first...last, connections: connections)
-                for (hour, content) in kept where content.fingerprint == current[hour] ?? .init(count: 0, xminSum: 0) {
-                    fromCache[hour] = content
-                }
+            if !kept.isEmpty {
+                let current = try fingerprints(of: kept.keys.sorted(), connections: connections)
+                for (hour, content) in kept where content.fingerprint == current[hour] ?? .empty { fromCache[hour] = content }
             }
             cache.touch(fromCache.keys.sorted(), misses: hours.count - fromCache.count)
             progress("backtest: \(fromCache.count) of \(hours.count) complete hours already parsed")
         }
-        let keepFeatures = keepable != nil
+        // Rows carry what keeping needs only when some complete hour is to be kept.
+        let keepFeatures = keepable.map { fromCache.count < $0.count } ?? false
         var ranges: [(Date, Date)] = []
         var runStart = since
         for hour in fromCache.keys.sorted() {
@@ -199,7 +198,8 @@ struct BacktestHistory {
                 let query: PostgresQuery = """
                     DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
                     SELECT a.attempt_id::text, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
-                           a.inputs::text, CASE WHEN \(useRecorded) THEN a.features::text ELSE '{}' END, a.xmin::text::bigint
+                           a.inputs::text, CASE WHEN \(useRecorded) THEN a.features::text ELSE '{}' END,
+                           \(unsafeSQL: BacktestWindowCache.rowHashSQL)
                     FROM provisioning_attempts a
                     WHERE a.created_at >= \(from) AND a.created_at < \(to)
                     """
@@ -237,7 +237,7 @@ struct BacktestHistory {
             throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
         }
         if let cache, let keepable {
-            keep(parsed, hours: keepable, except: fromCache, queries: queries, in: cache)
+            if keepFeatures { keep(parsed, hours: keepable, except: fromCache, queries: queries, in: cache) }
             // The kept hours' recorded values for this run's queries: as kept when the last run
             // had the same queries, else parsed from the kept text on every core (and kept).
             let kept = fromCache.sorted { $0.key < $1.key }
@@ -275,36 +275,14 @@ struct BacktestHistory {
         return attempts
     }
 
-    /// Keeps in `cache` every hour of `hours` read whole in `pages` (all but those `except`
-    /// holds), as this snapshot holds it: an hour without rows too.
-    private static func keep(_ pages: [Page], hours: ClosedRange<Int64>, except: [Int64: BacktestWindowCache.Hour],
-                             queries: [VelocityQuery], in cache: BacktestWindowCache) {
-        var buckets: [Int64: BacktestWindowCache.Hour] = [:]
-        for hour in hours where except[hour] == nil {
-            buckets[hour] = .init(fingerprint: .init(count: 0, xminSum: 0), attempts: [], features: [], recorded: RecordedVelocity(queries: queries))
-        }
-        for page in pages {
-            for (row, item) in page.attempts.enumerated() {
-                let hour = Int64((item.0.time.timeIntervalSince1970 / 3600).rounded(.down))
-                guard buckets[hour] != nil else { continue }  // a partial hour at either end, or a recent one
-                buckets[hour]!.fingerprint.count += 1
-                buckets[hour]!.fingerprint.xminSum += page.xmins[row]
-                buckets[hour]!.attempts.append(item)
-                buckets[hour]!.features.append(page.features[row])
-                buckets[hour]!.recorded.append(page.recorded.row(row))
-            }
-        }
-        cache.store(buckets.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
-    }
-
     /// One fetched page of window attempts, decoded and parsed (or a kept hour's attempts).
-    private struct Page: Sendable {
+    struct Page: Sendable {
         var attempts: [(AttemptLog.Attempt, String?)] = []
         var recorded: RecordedVelocity
         /// The stored `features` text of each attempt, when its hour may be kept.
         var features: [String] = []
-        /// Each row's `xmin`, when its hour may be kept (for the hour's fingerprint).
-        var xmins: [Int64] = []
+        /// Each row's hash of its id and `xmin`, when its hour may be kept (for the hour's fingerprint).
+        var hashes: [Int64] = []
 
         init(_ rows: PostgresRows, queries: [VelocityQuery], useRecorded: Bool, keepFeatures: Bool) throws {
             recorded = RecordedVelocity(queries: queries)
@@ -323,48 +301,11 @@ struct BacktestHistory {
                     if useRecorded { recorded.append(storedFeatures: text) }
                     if keepFeatures { features.append(text) }
                 }
-                if keepFeatures { xmins.append(try row.decode(8)) }
+                if keepFeatures { hashes.append(try row.decode(8)) }
                 let subject = VelocitySubject(cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4))
                 attempts.append((AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0), try row.decode(5)))
             }
         }
-
-        /// A kept hour's attempts with their recorded values for `queries`.
-        init(kept: BacktestWindowCache.Hour, queries: [VelocityQuery]) {
-            attempts = kept.attempts
-            if kept.recorded.queries == queries {
-                recorded = kept.recorded
-            } else {
-                recorded = RecordedVelocity(queries: queries)
-                for text in kept.features { recorded.append(storedFeatures: text) }
-            }
-        }
-    }
-
-    /// Each hour's row count and `xmin` sum in `hours`, as this snapshot holds them (hours
-    /// without rows are absent); the hours are shared out among the connections.
-    private static func fingerprints(hours: ClosedRange<Int64>, connections: [PostgresConnection]) throws
-        -> [Int64: BacktestWindowCache.Fingerprint] {
-        let from = Date(timeIntervalSince1970: Double(hours.lowerBound) * 3600)
-        let to = Date(timeIntervalSince1970: Double(hours.upperBound + 1) * 3600)
-        // Slices on whole hours, so no hour is counted in two.
-        let bounds = slices(from: from, to: to, count: min(connections.count, hours.count)).map { slice in
-            (Date(timeIntervalSince1970: (slice.0.timeIntervalSince1970 / 3600).rounded() * 3600),
-             Date(timeIntervalSince1970: (slice.1.timeIntervalSince1970 / 3600).rounded() * 3600))
-        }
-        let parts = try inParallel(bounds.count, connections: connections) { index, connection, _ in
-            // date_trunc in UTC: cheaper than the numeric arithmetic of extract(epoch …).
-            try connection.query(
-                """
-                SELECT date_trunc('hour', a.created_at, 'UTC') AS hour, count(*) AS count, sum(a.xmin::text::int8)::int8 AS xmins
-                FROM provisioning_attempts a WHERE a.created_at >= \(bounds[index].0) AND a.created_at < \(bounds[index].1) GROUP BY 1
-                """
-            ).map { row -> (Int64, BacktestWindowCache.Fingerprint) in
-                let hour: Date = try row.decode("hour")
-                return (Int64((hour.timeIntervalSince1970 / 3600).rounded()), .init(count: try row.decode("count"), xminSum: try row.decode("xmins")))
-            }
-        }
-        return Dictionary(parts.joined(), uniquingKeysWith: { first, _ in first })
     }
 
     /// The events of `kind` whose `key` id is one of `ids`, in `[start, end)`: a slice of

@@ -8,10 +8,11 @@ import Synchronization
 ///
 /// Why it is exact: an attempt row is only ever inserted (issuerd never updates or deletes one),
 /// and every use checks each kept hour against the snapshot the backtest reads: the hour's row
-/// count and the sum of its rows' `xmin` (the inserting transaction; an update or a delete and
-/// re-insert by hand changes it too) must equal what was kept, or the hour is read again. So a
-/// late insert stamped in a kept hour, or any change to its rows, is seen. Only hours that ended
-/// more than ``lag`` ago are kept (a recent hour would be read again at once).
+/// count and the sum of a hash of each row's id and `xmin` (its inserting transaction, which an
+/// update by hand changes too) must equal what was kept, or the hour is read again. So a late
+/// insert stamped in a kept hour, or a row changed or deleted by hand, is seen. Only hours that
+/// ended at least ``lag`` ago are kept (a recent hour would be read again at once), and only for
+/// windows of at most ``maximumHours`` hours.
 ///
 /// Bounded: at most ``capacity`` attempts over all kept hours (an empty hour counts as one); the
 /// hours used least recently go first (`ISSUERD_BACKTEST_CACHE_ATTEMPTS`, 0 keeps none).
@@ -20,8 +21,10 @@ public final class BacktestWindowCache: Sendable {
     struct Fingerprint: Equatable, Sendable {
         /// The hour's rows.
         var count: Int
-        /// The sum of their `xmin` values.
-        var xminSum: Int64
+        /// The wrapping sum of `hashtextextended(attempt_id::text, xmin)` over them.
+        var hashSum: Int64
+
+        static let empty = Fingerprint(count: 0, hashSum: 0)
     }
 
     /// One kept hour: its attempts with their stored `features` text, and those values for the
@@ -36,30 +39,41 @@ public final class BacktestWindowCache: Sendable {
     /// How long after an hour ends before it is kept (as ``ConsoleRollup/lag``).
     static let lag: TimeInterval = ConsoleRollup.lag
 
+    /// The longest window whose hours are kept or looked up: the console's longest period (90
+    /// days) and a little more. A longer one is read whole, as without a cache, so a window over
+    /// years (of few attempts) costs no per-hour work and does not fill the cache with empty hours.
+    static let maximumHours = 92 * 24
+
     /// The most attempts kept.
     let capacity: Int
+    /// Told the hits and misses of each backtest (the server's metrics).
+    private let counted: (@Sendable (_ hits: Int, _ misses: Int) -> Void)?
 
     private struct State {
         var hours: [Int64: Hour] = [:]
         /// Hours by last use, least recent first.
         var order: [Int64] = []
         /// The kept hours' weight (``BacktestWindowCache/weight(_:)``).
+        var weight = 0
+        /// The attempts in the kept hours.
         var attempts = 0
         var hits = 0
         var misses = 0
     }
     private let state = Mutex(State())
 
-    /// A cache of at most `capacity` attempts.
-    public init(capacity: Int) {
+    /// A cache of at most `capacity` attempts; `counted` is told each backtest's hits and misses.
+    public init(capacity: Int, counted: (@Sendable (_ hits: Int, _ misses: Int) -> Void)? = nil) {
         self.capacity = max(0, capacity)
+        self.counted = counted
     }
 
-    /// The complete hours of `[since, until)` that ended at least ``lag`` before `now`.
+    /// The complete hours of `[since, until)` that ended at least ``lag`` before `now`, when
+    /// there is one and at most ``maximumHours``.
     static func keptHours(since: Date, until: Date, now: Date) -> ClosedRange<Int64>? {
         let first = Int64((since.timeIntervalSince1970 / 3600).rounded(.up))
         let end = Int64((min(until, now.addingTimeInterval(-lag)).timeIntervalSince1970 / 3600).rounded(.down))
-        return first < end ? first...(end - 1) : nil
+        return first < end && end - first <= Int64(maximumHours) ? first...(end - 1) : nil
     }
 
     /// The kept hours among `hours` (nothing is checked here: the caller compares fingerprints).
@@ -71,15 +85,16 @@ public final class BacktestWindowCache: Sendable {
         }
     }
 
-    /// Marks `used` as used now and counts the hits and misses of one backtest.
+    /// Marks `used` as used now (those still kept) and counts the hits and misses of one backtest.
     func touch(_ used: [Int64], misses: Int) {
         state.withLock { state in
             let set = Set(used)
             state.order.removeAll { set.contains($0) }
-            state.order.append(contentsOf: used)
+            state.order.append(contentsOf: used.filter { state.hours[$0] != nil })
             state.hits += used.count
             state.misses += misses
         }
+        counted?(used.count, misses)
     }
 
     /// Keeps each of `hours` (replacing what was kept), then drops the least recently used hours
@@ -92,13 +107,20 @@ public final class BacktestWindowCache: Sendable {
             let replaced = Set(fitting.map(\.hour))
             state.order.removeAll { replaced.contains($0) }
             for (hour, content) in fitting {
-                if let old = state.hours.updateValue(content, forKey: hour) { state.attempts -= Self.weight(old) }
-                state.attempts += Self.weight(content)
+                if let old = state.hours.updateValue(content, forKey: hour) {
+                    state.weight -= Self.weight(old)
+                    state.attempts -= old.attempts.count
+                }
+                state.weight += Self.weight(content)
+                state.attempts += content.attempts.count
                 state.order.append(hour)
             }
             var dropped = 0
-            while state.attempts > capacity, dropped < state.order.count {
-                state.attempts -= state.hours.removeValue(forKey: state.order[dropped]).map(Self.weight) ?? 0
+            while state.weight > capacity, dropped < state.order.count {
+                if let old = state.hours.removeValue(forKey: state.order[dropped]) {
+                    state.weight -= Self.weight(old)
+                    state.attempts -= old.attempts.count
+                }
                 dropped += 1
             }
             state.order.removeFirst(dropped)
@@ -119,6 +141,6 @@ public final class BacktestWindowCache: Sendable {
     /// What is kept now (hours, and the attempts in them), and the hours found and not found
     /// since start.
     public var statistics: (hours: Int, attempts: Int, hits: Int, misses: Int) {
-        state.withLock { state in (state.hours.count, state.hours.values.reduce(0) { $0 + $1.attempts.count }, state.hits, state.misses) }
+        state.withLock { ($0.hours.count, $0.attempts, $0.hits, $0.misses) }
     }
 }

@@ -1,7 +1,9 @@
+import Dispatch
 import Foundation
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdTestSupport
+import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -24,8 +26,14 @@ struct BacktestWindowCacheTests {
         RulesTestData.rule("t.low_score", when: "wallet.device_score < 3"),
     ].joined()
 
-    static func candidate() throws -> Ruleset {
-        try RulesetCompiler.compile([RulesetFile(path: "candidate.rules", contents: candidateText)], contentHasher: RulesetContent.fnv1a64)
+    /// A candidate with a velocity query the first one does not have.
+    static let otherCandidateText = [
+        RulesTestData.rule("t.burst48", outcome: "orange", when: "attempts(card, 48h) >= 2"),
+        RulesTestData.rule("t.low_score", when: "wallet.device_score < 3"),
+    ].joined()
+
+    static func candidate(_ text: String = candidateText) throws -> Ruleset {
+        try RulesetCompiler.compile([RulesetFile(path: "candidate.rules", contents: text)], contentHasher: RulesetContent.fnv1a64)
     }
 
     /// Three attempts in each of the five parts of the window (the burst rule's value recorded
@@ -67,11 +75,11 @@ struct BacktestWindowCacheTests {
     }
 
     static func run(_ app: TestApplication, cache: BacktestWindowCache?, now: Date = later, limit: Int = 100, readers: Int = 2,
-                    until: Date = until) throws -> Run {
+                    until: Date = until, candidate text: String = candidateText, useRecorded: Bool = true) throws -> Run {
         var lines: [String] = []
         let outcome = try HistoryBacktest.run(
-            current: app.application.context.rules.current, candidate: try candidate(), since: since, until: until, limit: limit,
-            database: app.pool, readers: readers, cache: cache, now: now) { lines.append($0) }
+            current: app.application.context.rules.current, candidate: try candidate(text), since: since, until: until, limit: limit,
+            useRecordedVelocity: useRecorded, database: app.pool, readers: readers, cache: cache, now: now) { lines.append($0) }
         return Run(summary: summary(outcome), lines: lines)
     }
 
@@ -167,6 +175,90 @@ struct BacktestWindowCacheTests {
         #expect(tiny.statistics.hours == 0)
     }
 
+    @Test("A run with other velocity queries takes the kept hours too, parsing their features again, and the next run the same")
+    func otherQueries() throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let uncached = try Self.run(app, cache: nil)
+        let otherUncached = try Self.run(app, cache: nil, candidate: Self.otherCandidateText)
+        #expect(otherUncached.summary != uncached.summary)
+        #expect(try Self.run(app, cache: cache).summary == uncached.summary)
+        let other = try Self.run(app, cache: cache, candidate: Self.otherCandidateText)
+        #expect(other.lines.contains("backtest: 3 of 3 complete hours already parsed"), "\(other.lines)")
+        #expect(other.summary == otherUncached.summary)
+        // The kept hours now hold the other run's values (a third run with those queries parses nothing).
+        let current = app.application.context.rules.current
+        var otherQueries: [VelocityQuery] = []
+        for query in current.velocityQueries + (try Self.candidate(Self.otherCandidateText)).velocityQueries where !otherQueries.contains(query) {
+            otherQueries.append(query)
+        }
+        let hours = try #require(BacktestWindowCache.keptHours(since: Self.since, until: Self.until, now: Self.later))
+        #expect(cache.lookup(hours).values.allSatisfy { $0.recorded.queries == otherQueries })
+        #expect(try Self.run(app, cache: cache, candidate: Self.otherCandidateText).summary == otherUncached.summary)
+        let back = try Self.run(app, cache: cache)
+        #expect(back.lines.contains("backtest: 3 of 3 complete hours already parsed"), "\(back.lines)")
+        #expect(back.summary == uncached.summary)
+    }
+
+    @Test("A run counting every value from history neither uses nor fills the kept hours")
+    func countedFromHistory() throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let counted = try Self.run(app, cache: nil, useRecorded: false)
+        #expect(try Self.run(app, cache: cache, useRecorded: false).summary == counted.summary)
+        #expect(cache.statistics.hours == 0)
+        _ = try Self.run(app, cache: cache)
+        #expect(cache.statistics.hours == 3)
+        #expect(try Self.run(app, cache: cache, useRecorded: false).summary == counted.summary)
+        #expect(try Self.run(app, cache: cache).summary == (try Self.run(app, cache: nil)).summary)
+    }
+
+    @Test("Attempts at the first and the last microsecond of an hour are kept in that hour")
+    func hourBoundaries() throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let eleven = Self.hour.addingTimeInterval(3_600)
+        for time in [eleven, eleven.addingTimeInterval(3_600 - 0.000_001), eleven.addingTimeInterval(7_200 - 0.000_001)] {
+            _ = try RulesTestData.insertAttempt(at: time, card: "c2", device: "d8", customer: "u2", inputs: Self.riskyInputs, pool: app.pool)
+        }
+        let stamps = try app.pool.withConnection { connection in
+            try connection.query("SELECT to_char(created_at AT TIME ZONE 'UTC', 'HH24:MI:SS.US') AS t FROM provisioning_attempts WHERE device_id = 'd8' ORDER BY 1")
+                .map { try $0.decode("t", as: String.self) }
+        }
+        #expect(stamps == ["11:00:00.000000", "11:59:59.999999", "12:59:59.999999"])
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let first = try Self.run(app, cache: cache)
+        let kept = cache.lookup(try #require(BacktestWindowCache.keptHours(since: Self.since, until: Self.until, now: Self.later)))
+        #expect(kept.values.map(\.attempts.count).sorted() == [3, 5, 4].sorted(), "\(kept.mapValues(\.attempts.count))")
+        let second = try Self.run(app, cache: cache)
+        #expect(second.lines.contains("backtest: 3 of 3 complete hours already parsed"), "\(second.lines)")
+        #expect(second.summary == first.summary)
+        #expect(first.summary == (try Self.run(app, cache: nil)).summary)
+    }
+
+    @Test("Backtests at the same time on one cache all give the uncached report")
+    func concurrentRuns() throws {
+        let app = try TestApplication(poolSize: 8)
+        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let uncached = try Self.run(app, cache: nil, readers: 1)
+        let otherUncached = try Self.run(app, cache: nil, readers: 1, candidate: Self.otherCandidateText)
+        let cache = BacktestWindowCache(capacity: 7)  // two hours of three: evictions too
+        let results = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for round in 0..<4 {
+                let text = (worker + round) % 2 == 0 ? Self.candidateText : Self.otherCandidateText
+                let summary = (try? Self.run(app, cache: cache, readers: 1, candidate: text).summary) ?? "failed"
+                let expected = text == Self.candidateText ? uncached.summary : otherUncached.summary
+                results.withLock { $0.append(summary == expected ? "ok" : summary) }
+            }
+        }
+        #expect(results.withLock { $0 } == Array(repeating: "ok", count: 16))
+        #expect(cache.statistics.hits > 0)
+        #expect(cache.statistics.attempts <= 7)
+    }
+
     @Test("An hour without attempts is kept too")
     func emptyHour() throws {
         let app = try TestApplication(poolSize: 4)
@@ -213,5 +305,11 @@ struct BacktestWindowCacheTests {
                 == hourNumber...hourNumber)
         #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(7_200), now: base.addingTimeInterval(7_500))
                 == hourNumber...(hourNumber + 1))
+        // A window past the longest kept one keeps no hour.
+        let longest = Double(BacktestWindowCache.maximumHours) * 3_600
+        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(longest), now: Self.later.addingTimeInterval(longest))
+                == hourNumber...(hourNumber + Int64(BacktestWindowCache.maximumHours) - 1))
+        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(longest + 3_600),
+                                              now: Self.later.addingTimeInterval(longest)) == nil)
     }
 }

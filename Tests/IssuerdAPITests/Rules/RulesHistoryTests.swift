@@ -90,13 +90,13 @@ struct RulesHistoryTests {
         let first = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
         #expect(first.status == 200, "\(first.text)")
         var metrics = try app.client.get("/metrics").text
-        #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="miss"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="miss"} 1"#), "\(metrics)")
         #expect(metrics.contains("issuerd_backtest_cache_attempts 3"), "\(metrics)")
         let second = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
         #expect(second.status == 200, "\(second.text)")
         #expect(NSDictionary(dictionary: try #require(second.jsonObject())) == NSDictionary(dictionary: try #require(first.jsonObject())))
         metrics = try app.client.get("/metrics").text
-        #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="hit"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 1"#), "\(metrics)")
     }
 
     static let prepareBody = #"{"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
@@ -126,12 +126,12 @@ struct RulesHistoryTests {
         try Self.waitForPreparations(app, count: 1)
         var metrics = try app.client.get("/metrics").text
         #expect(metrics.contains("issuerd_backtest_cache_attempts 3"), "\(metrics)")
-        #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="hit"} 0"#), "\(metrics)")
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 0"#), "\(metrics)")
         let response = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
         #expect(response.status == 200, "\(response.text)")
         #expect(response.jsonObject()?["attemptsEvaluated"] as? Int == 3)
         metrics = try app.client.get("/metrics").text
-        #expect(metrics.contains(#"issuerd_backtest_cache_hours{result="hit"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 1"#), "\(metrics)")
     }
 
     @Test("One preparation at a time: another request while one runs starts nothing; none with the cache off")

@@ -1,0 +1,88 @@
+import Foundation
+import IssuerdPostgres
+import IssuerdRisk
+
+extension BacktestWindowCache {
+    /// Each window row's share of its hour's fingerprint (``Fingerprint/hashSum``): a hash of its
+    /// id seeded with its `xmin` (the inserting transaction), so a row replaced by hand, or rows
+    /// deleted and others inserted, change the sum.
+    static let rowHashSQL = "hashtextextended(a.attempt_id::text, a.xmin::text::int8)"
+}
+
+/// What ``BacktestHistory`` does with a ``BacktestWindowCache``: check kept hours against the
+/// snapshot, keep the hours it read, turn a kept hour back into a page.
+extension BacktestHistory {
+    /// Each hour's fingerprint among `hours` (ascending), as this snapshot holds them (hours
+    /// without rows are absent): one query per run of consecutive hours, so the hours between
+    /// kept ones are not scanned, shared out among the connections.
+    static func fingerprints(of hours: [Int64], connections: [PostgresConnection]) throws -> [Int64: BacktestWindowCache.Fingerprint] {
+        var runs: [ClosedRange<Int64>] = []
+        for hour in hours {
+            if let last = runs.last, last.upperBound + 1 == hour { runs[runs.count - 1] = last.lowerBound...hour } else { runs.append(hour...hour) }
+        }
+        // The longest runs cut in two when there are fewer runs than connections.
+        if runs.count < connections.count, let longest = runs.indices.max(by: { runs[$0].count < runs[$1].count }), runs[longest].count > 1 {
+            let run = runs.remove(at: longest)
+            let middle = run.lowerBound + Int64(run.count / 2)
+            runs += [run.lowerBound...(middle - 1), middle...run.upperBound]
+        }
+        let parts = try inParallel(runs.count, connections: connections) { index, connection, _ in
+            let from = Date(timeIntervalSince1970: Double(runs[index].lowerBound) * 3600)
+            let to = Date(timeIntervalSince1970: Double(runs[index].upperBound + 1) * 3600)
+            // date_trunc in UTC: cheaper than the numeric arithmetic of extract(epoch …). The
+            // sum wraps as Swift's &+ does: taken modulo 2^64, read back as the same bits.
+            return try connection.query(
+                """
+                SELECT date_trunc('hour', a.created_at, 'UTC') AS hour, count(*) AS count,
+                       ((sum(\(unsafeSQL: BacktestWindowCache.rowHashSQL)::numeric) % 18446744073709551616 + 18446744073709551616)
+                        % 18446744073709551616)::text AS hashes
+                FROM provisioning_attempts a WHERE a.created_at >= \(from) AND a.created_at < \(to) GROUP BY 1
+                """
+            ).map { row -> (Int64, BacktestWindowCache.Fingerprint) in
+                let hour: Date = try row.decode("hour")
+                let hashes: String = try row.decode("hashes")
+                guard let bits = UInt64(hashes) else {
+                    throw PostgresError(code: .decoding, message: "an hour's hash sum is not a 64-bit number: \(hashes)")
+                }
+                return (Int64((hour.timeIntervalSince1970 / 3600).rounded()),
+                        .init(count: try row.decode("count"), hashSum: Int64(bitPattern: bits)))
+            }
+        }
+        return Dictionary(parts.joined(), uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Keeps in `cache` every hour of `hours` read whole in `pages` (all but those `except`
+    /// holds), as this snapshot holds it: an hour without rows too.
+    static func keep(_ pages: [Page], hours: ClosedRange<Int64>, except: [Int64: BacktestWindowCache.Hour],
+                     queries: [VelocityQuery], in cache: BacktestWindowCache) {
+        let empty = BacktestWindowCache.Hour(fingerprint: .empty, attempts: [], features: [], recorded: RecordedVelocity(queries: queries))
+        var buckets: [Int64: BacktestWindowCache.Hour] = [:]
+        for hour in hours where except[hour] == nil { buckets[hour] = empty }
+        for page in pages {
+            for (row, item) in page.attempts.enumerated() {
+                let hour = Int64((item.0.time.timeIntervalSince1970 / 3600).rounded(.down))
+                guard buckets[hour] != nil else { continue }  // a partial hour at either end, or a recent one
+                buckets[hour]!.fingerprint.count += 1
+                buckets[hour]!.fingerprint.hashSum &+= page.hashes[row]
+                buckets[hour]!.attempts.append(item)
+                buckets[hour]!.features.append(page.features[row])
+                buckets[hour]!.recorded.append(page.recorded.row(row))
+            }
+        }
+        cache.store(buckets.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
+    }
+}
+
+extension BacktestHistory.Page {
+    /// A kept hour's attempts with their recorded values for `queries`: as kept when the last run
+    /// had the same queries, else parsed again from the kept `features` text.
+    init(kept: BacktestWindowCache.Hour, queries: [VelocityQuery]) {
+        attempts = kept.attempts
+        if kept.recorded.queries == queries {
+            recorded = kept.recorded
+        } else {
+            recorded = RecordedVelocity(queries: queries)
+            for text in kept.features { recorded.append(storedFeatures: text) }
+        }
+    }
+}
