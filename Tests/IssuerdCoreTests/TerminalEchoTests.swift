@@ -14,15 +14,19 @@ private final class PseudoTerminal {
         let libc = try #require(dlopen(nil, RTLD_NOW))
         typealias OpenPT = @convention(c) (Int32) -> Int32
         typealias OnController = @convention(c) (Int32) -> Int32
-        typealias Name = @convention(c) (Int32) -> UnsafeMutablePointer<CChar>?
+        // ptsname_r, not ptsname: ptsname returns a static buffer, and the suites run in
+        // parallel: two tests opening a terminal at once both got the later one's name, both read
+        // it, and both hung in read(2) (seen in a CI run).
+        typealias Name = @convention(c) (Int32, UnsafeMutablePointer<CChar>, Int) -> Int32
         let openpt = unsafeBitCast(try #require(dlsym(libc, "posix_openpt")), to: OpenPT.self)
         let grant = unsafeBitCast(try #require(dlsym(libc, "grantpt")), to: OnController.self)
         let unlock = unsafeBitCast(try #require(dlsym(libc, "unlockpt")), to: OnController.self)
-        let name = unsafeBitCast(try #require(dlsym(libc, "ptsname")), to: Name.self)
+        let name = unsafeBitCast(try #require(dlsym(libc, "ptsname_r")), to: Name.self)
         controller = openpt(O_RDWR | O_NOCTTY)
         try #require(controller >= 0)
         try #require(grant(controller) == 0 && unlock(controller) == 0)
-        let path = try #require(name(controller))
+        var path = [CChar](repeating: 0, count: 128)
+        try #require(name(controller, &path, path.count) == 0)
         terminal = open(path, O_RDWR | O_NOCTTY)
         try #require(terminal >= 0)
         let flags = fcntl(controller, F_GETFL)
