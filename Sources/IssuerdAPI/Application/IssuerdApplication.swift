@@ -111,7 +111,7 @@ public final class IssuerdApplication: Sendable {
         server.shutdown(timeout: timeout)
         outbox.stop(timeout: timeout)
         auditSealer.stop(timeout: timeout)
-        context.backtestPreparation.wait(timeout: timeout)
+        context.backtestPreparation.stop(timeout: timeout)
         database.close()
         logger.info("issuerd stopped")
     }

@@ -62,7 +62,7 @@ struct ServiceContext: Sendable {
         apiKeys = APIKeyAuthenticator(database: database, sessions: consoleSessions)
         idempotency = IdempotencyStore(database: database)
         let hours = metrics.counter(
-            "issuerd_backtest_cache_hours_total", help: "Complete hours backtests took from memory (hit) or read (miss).", labels: ["result"])
+            "issuerd_backtest_cache_hours_total", help: "Complete hours backtests and read-aheads took from memory (hit) or read (miss).", labels: ["result"])
         hours.increment(by: 0, labels: ["hit"])
         hours.increment(by: 0, labels: ["miss"])
         let backtestCache = BacktestWindowCache(capacity: configuration.console.backtestCacheAttempts) { hits, misses in

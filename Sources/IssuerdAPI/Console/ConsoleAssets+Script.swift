@@ -333,10 +333,14 @@ extension ConsoleAssets {
             let prepared = null, pending = null;
             const periodKey = () => ['range', 'since', 'until'].map((n) => form.querySelector('[name=' + n + ']').value.trim()).join(' ');
             function prepare() {
-              if (periodKey() === prepared) return;
+              const since = form.querySelector('[name=since]').value.trim(), until = form.querySelector('[name=until]').value.trim();
+              if (periodKey() === prepared || (since && !until)) return;  // a since without its until is still being typed
               prepared = periodKey();
               const { start, end } = chosenPeriod();
-              api('POST', '/v1/admin/rules/backtest/prepare', { since: start, until: end }).catch(() => {});
+              // Not api(): an expired session must not leave the page (and the pasted candidate) from here.
+              fetch('/v1/admin/rules/backtest/prepare', { method: 'POST', credentials: 'same-origin',
+                headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': session.csrfToken },
+                body: JSON.stringify({ since: start, until: end }) }).catch(() => {});
             }
             form.addEventListener('change', () => { clearTimeout(pending); pending = setTimeout(prepare, 400); });
             show(el('h1', { text: 'Backtest' }), el('div', { cls: 'sub', text: 'Replays stored attempts with the serving rules and with the candidate, velocity as of each attempt. Nothing is changed.' }), form, output);

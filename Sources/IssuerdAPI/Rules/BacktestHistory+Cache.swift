@@ -7,6 +7,17 @@ extension BacktestWindowCache {
     /// id seeded with its `xmin` (the inserting transaction), so a row replaced by hand, or rows
     /// deleted and others inserted, change the sum.
     static let rowHashSQL = "hashtextextended(a.attempt_id::text, a.xmin::text::int8)"
+
+    /// The SQL of the wrapping sum of the `int8` expression `value` over a group, as the text
+    /// of a number in [0, 2^64) whose bits are Swift's `&+` sum (``hashSum(text:)``).
+    static func hashSumSQL(_ value: String) -> String {
+        "((sum((\(value))::numeric) % 18446744073709551616 + 18446744073709551616) % 18446744073709551616)::text"
+    }
+
+    /// The `&+` sum whose ``hashSumSQL(_:)`` text this is, or nil.
+    static func hashSum(text: String) -> Int64? {
+        UInt64(text).map { Int64(bitPattern: $0) }
+    }
 }
 
 /// What ``BacktestHistory`` does with a ``BacktestWindowCache``: check kept hours against the
@@ -34,18 +45,16 @@ extension BacktestHistory {
             return try connection.query(
                 """
                 SELECT date_trunc('hour', a.created_at, 'UTC') AS hour, count(*) AS count,
-                       ((sum(\(unsafeSQL: BacktestWindowCache.rowHashSQL)::numeric) % 18446744073709551616 + 18446744073709551616)
-                        % 18446744073709551616)::text AS hashes
+                       \(unsafeSQL: BacktestWindowCache.hashSumSQL(BacktestWindowCache.rowHashSQL)) AS hashes
                 FROM provisioning_attempts a WHERE a.created_at >= \(from) AND a.created_at < \(to) GROUP BY 1
                 """
             ).map { row -> (Int64, BacktestWindowCache.Fingerprint) in
                 let hour: Date = try row.decode("hour")
                 let hashes: String = try row.decode("hashes")
-                guard let bits = UInt64(hashes) else {
+                guard let sum = BacktestWindowCache.hashSum(text: hashes) else {
                     throw PostgresError(code: .decoding, message: "an hour's hash sum is not a 64-bit number: \(hashes)")
                 }
-                return (Int64((hour.timeIntervalSince1970 / 3600).rounded()),
-                        .init(count: try row.decode("count"), hashSum: Int64(bitPattern: bits)))
+                return (Int64((hour.timeIntervalSince1970 / 3600).rounded()), .init(count: try row.decode("count"), hashSum: sum))
             }
         }
         return Dictionary(parts.joined(), uniquingKeysWith: { first, _ in first })

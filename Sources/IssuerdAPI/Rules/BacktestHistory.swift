@@ -133,15 +133,15 @@ struct BacktestHistory {
     }
 
     /// Reads and parses the attempts of `[since, until)` into `cache` (their complete hours),
-    /// with their recorded values for `queries`, ahead of a backtest of that period; nothing else.
+    /// with their recorded values for `queries`, ahead of a backtest of that period; nothing else
+    /// (kept hours are only checked, not rebuilt, and nothing is sorted).
     ///
-    /// - Returns: The attempts of the window.
     /// - Throws: ``PostgresError``, ``BadAttempt``, or ``TooMany`` past `limit`.
     static func prepare(since: Date, until: Date, queries: [VelocityQuery], limit: Int, connections: [PostgresConnection],
-                        cache: BacktestWindowCache, now: Date) throws -> Int {
+                        cache: BacktestWindowCache, now: Date) throws {
         var recorded = RecordedVelocity(queries: queries)
-        return try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: true, limit: limit, connections: connections,
-                                cache: cache, now: now, progress: { _ in }).count
+        _ = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: true, limit: limit, connections: connections,
+                             cache: cache, now: now, keepOnly: true, progress: { _ in })
     }
 
     /// The attempts of the window, in the export's order (time, then id). The JSON columns come
@@ -151,7 +151,7 @@ struct BacktestHistory {
     /// same time; each page is decoded and parsed on another core while the next one is fetched;
     /// all are done before this returns, and the complete hours read are kept in `cache`.
     private static func readAttempts(since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
-                                     connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date,
+                                     connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date, keepOnly: Bool = false,
                                      progress: (String) -> Void) throws -> [(AttemptLog.Attempt, String?)] {
         let queries = recorded.queries
         // With a cache, the complete hours kept by earlier runs and still equal to this
@@ -199,7 +199,7 @@ struct BacktestHistory {
                     DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
                     SELECT a.attempt_id::text, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
                            a.inputs::text, CASE WHEN \(useRecorded) THEN a.features::text ELSE '{}' END,
-                           \(unsafeSQL: BacktestWindowCache.rowHashSQL)
+                           \(unsafeSQL: keepFeatures ? BacktestWindowCache.rowHashSQL : "0::int8")
                     FROM provisioning_attempts a
                     WHERE a.created_at >= \(from) AND a.created_at < \(to)
                     """
@@ -237,7 +237,9 @@ struct BacktestHistory {
             throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
         }
         if let cache, let keepable {
+            // Before the kept hours' pages join `parsed`: those carry no hashes.
             if keepFeatures { keep(parsed, hours: keepable, except: fromCache, queries: queries, in: cache) }
+            if keepOnly { return [] }
             // The kept hours' recorded values for this run's queries: as kept when the last run
             // had the same queries, else parsed from the kept text on every core (and kept).
             let kept = fromCache.sorted { $0.key < $1.key }
@@ -250,6 +252,7 @@ struct BacktestHistory {
             }
             built.withLock { built in for index in kept.indices { parsed.append(built[index]!) } }
         }
+        if keepOnly { return [] }
         // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk; by
         // keys taken out once (comparing the attempts themselves copied one per comparison).
         struct SortKey {

@@ -9,15 +9,29 @@ import Synchronization
 /// when it opens and when its period changes): by the time the candidate is pasted, the period's
 /// complete hours are parsed, and the first backtest takes them from memory.
 ///
-/// One preparation at a time per instance (a request while one runs starts nothing), on a thread
-/// of its own (it blocks on PostgreSQL for about as long as a backtest's read), with the
-/// backtest's own limit; what it reads is checked again by the backtest like any kept hour.
+/// One preparation at a time per instance, on a thread of its own (it blocks on PostgreSQL for
+/// about as long as a backtest's read); a request while one runs replaces any other waiting and
+/// runs next (the analyst's latest period wins). Only the period's complete hours are read, and
+/// not at all when the console's hourly roll-up already shows more attempts than a backtest
+/// replays. What it keeps is checked again by the backtest like any kept hour.
 final class BacktestPreparation: Sendable {
+    private struct Request: Sendable {
+        var current: Ruleset
+        var hours: ClosedRange<Int64>
+        var limit: Int
+        var now: Date
+    }
+
+    private struct State {
+        var running = false
+        var next: Request?
+        var finished = 0
+    }
+
     private let cache: BacktestWindowCache
     private let database: PostgresPool
     private let logger: Logger
-    private let running = Mutex(false)
-    private let finished = Atomic(0)
+    private let state = Mutex(State())
 
     init(cache: BacktestWindowCache, database: PostgresPool, logger: Logger) {
         self.cache = cache
@@ -25,61 +39,102 @@ final class BacktestPreparation: Sendable {
         self.logger = logger
     }
 
-    /// Starts reading `[since, until)` for a backtest with `current`'s velocity queries, unless
-    /// a preparation is running already, the cache keeps nothing, or the period holds no complete
-    /// hour to keep.
+    /// Reads the complete hours of `[since, until)` for a backtest with `current`'s velocity
+    /// queries: now, or after the preparation running now (replacing any other waiting).
     ///
-    /// - Returns: Whether one was started.
+    /// - Returns: False when there is nothing to read: the cache keeps nothing, or the period
+    ///   holds no complete hour that ended at least 5 minutes ago, or spans more than 92 days.
     func start(current: Ruleset, since: Date, until: Date, limit: Int, now: Date) -> Bool {
-        guard cache.capacity > 0, BacktestWindowCache.keptHours(since: since, until: until, now: now) != nil else { return false }
-        let started = running.withLock { running in
-            guard !running else { return false }
-            running = true
+        guard cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else { return false }
+        let request = Request(current: current, hours: hours, limit: limit, now: now)
+        let launch = state.withLock { state -> Bool in
+            guard !state.running else {
+                state.next = request
+                return false
+            }
+            state.running = true
             return true
         }
-        guard started else { return false }
+        guard launch else { return true }
         let thread = Thread { [self] in
-            run(current: current, since: since, until: until, limit: limit, now: now)
-            running.withLock { $0 = false }
-            finished.add(1, ordering: .releasing)
+            var request = request
+            while true {
+                run(request)
+                let next = state.withLock { state -> Request? in
+                    state.finished += 1
+                    defer { state.next = nil }
+                    if state.next == nil { state.running = false }
+                    return state.next
+                }
+                guard let next else { return }
+                request = next
+            }
         }
         thread.name = "issuerd-backtest-prepare"
         thread.start()
         return true
     }
 
-    /// Whether a preparation is running.
-    var isRunning: Bool { running.withLock { $0 } }
+    /// Whether a preparation is running or waiting.
+    var isRunning: Bool { state.withLock { $0.running } }
 
-    /// How many preparations have ended since start (for tests and shutdown).
-    var finishedCount: Int { finished.load(ordering: .acquiring) }
+    /// How many preparations have ended since start (for tests).
+    var finishedCount: Int { state.withLock { $0.finished } }
 
-    /// Waits up to `timeout` for a running preparation to end (shutdown, before the pool closes).
-    func wait(timeout: Duration) {
+    /// Drops any waiting request and waits up to `timeout` for the running one to end
+    /// (shutdown, before the pool closes); logs when it is still running then.
+    func stop(timeout: Duration) {
+        state.withLock { $0.next = nil }
         let deadline = ContinuousClock.now + timeout
         while isRunning, ContinuousClock.now < deadline { usleep(5_000) }
+        if isRunning { logger.warning("a backtest read-ahead is still running at shutdown; it ends with the pool") }
     }
 
-    private func run(current: Ruleset, since: Date, until: Date, limit: Int, now: Date) {
+    private func run(_ request: Request) {
         let started = ContinuousClock.now
+        let since = Date(timeIntervalSince1970: Double(request.hours.lowerBound) * 3600)
+        let until = Date(timeIntervalSince1970: Double(request.hours.upperBound + 1) * 3600)
         let before = cache.statistics
         do {
-            let (attempts, tooMany) = try HistoryBacktest.prepare(
-                current: current, since: since, until: until, limit: limit, database: database, cache: cache, now: now)
+            if let rolledUp = try rolledUpAttempts(since: since, until: until), rolledUp > request.limit {
+                logger.info("backtest period not read ahead: more attempts than a backtest replays",
+                            ["attempts": .int(rolledUp), "limit": .int(request.limit)])
+                return
+            }
+            let outcome = try HistoryBacktest.prepare(
+                current: request.current, since: since, until: until, limit: request.limit, database: database, cache: cache,
+                now: request.now)
             let after = cache.statistics
-            let elapsed = ContinuousClock.now - started
-            let milliseconds = Int(elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-            if tooMany {
-                logger.info("backtest period not prepared: more attempts than a backtest replays",
-                            ["attempts": .int(attempts), "limit": .int(limit), "elapsedMs": .int(milliseconds)])
+            if let found = outcome {
+                logger.info("backtest period not read ahead: more attempts than a backtest replays",
+                            ["attempts": .int(found), "limit": .int(request.limit), "elapsedMs": .int(Self.milliseconds(since: started))])
             } else {
                 logger.info("backtest period prepared", [
-                    "attempts": .int(attempts), "hoursRead": .int(after.misses - before.misses), "hoursKept": .int(after.hits - before.hits),
-                    "elapsedMs": .int(milliseconds),
+                    "hours": .int(request.hours.count), "hoursRead": .int(after.misses - before.misses),
+                    "hoursAlreadyKept": .int(after.hits - before.hits), "elapsedMs": .int(Self.milliseconds(since: started)),
                 ])
             }
         } catch {
-            logger.warning("backtest period not prepared", ["error": "\(error)"])
+            logger.warning("backtest period not read ahead", ["error": "\(error)"])
         }
+    }
+
+    /// The attempts of `[since, until)` (whole hours) as the console's hourly roll-up counts
+    /// them, when it covers the whole period (nil otherwise: the read stops at the limit anyway).
+    private func rolledUpAttempts(since: Date, until: Date) throws -> Int? {
+        try database.withConnection { connection in
+            guard let row = try connection.query(
+                """
+                SELECT (SELECT rolled_from <= \(since) AND rolled_until >= \(until) FROM console_rollup_state) AS covered,
+                       (SELECT coalesce(sum(attempts), 0)::int8 FROM console_hourly_decisions WHERE hour >= \(since) AND hour < \(until)) AS attempts
+                """
+            ).first, try row.decode("covered", as: Bool?.self) == true else { return nil }
+            return try row.decode("attempts", as: Int.self)
+        }
+    }
+
+    private static func milliseconds(since start: ContinuousClock.Instant) -> Int {
+        let elapsed = ContinuousClock.now - start
+        return Int(elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
     }
 }

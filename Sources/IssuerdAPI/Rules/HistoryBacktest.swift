@@ -87,23 +87,23 @@ public enum HistoryBacktest {
     /// period with `current` and a candidate using the same velocity queries (an analyst opening
     /// the Backtest page): the backtest then takes the period's complete hours from memory.
     ///
-    /// - Returns: The attempts read, or ``Outcome/tooManyAttempts(found:limit:)``'s count.
+    /// - Returns: nil, or the attempts found when they are more than `limit` (nothing kept).
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
     public static func prepare(current: Ruleset, since: Date, until: Date, limit: Int, database: PostgresPool,
                                readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount), cache: BacktestWindowCache,
-                               now: Date = Date()) throws -> (attempts: Int, tooMany: Bool) {
+                               now: Date = Date()) throws -> Int? {
         var queries: [VelocityQuery] = []
         for query in current.velocityQueries where !queries.contains(query) { queries.append(query) }
         do {
-            let attempts = try database.transaction(isolation: .repeatableRead) { connection -> Int in
+            try database.transaction(isolation: .repeatableRead) { connection in
                 try database.withSharedSnapshot(of: connection, extra: readers - 1) { connections in
                     try BacktestHistory.prepare(since: since, until: until, queries: queries, limit: limit, connections: connections,
                                                 cache: cache, now: now)
                 }
             }
-            return (attempts, false)
+            return nil
         } catch let error as BacktestHistory.TooMany {
-            return (error.found, true)
+            return error.found
         } catch let error as BacktestHistory.BadAttempt {
             throw ExportError(attemptID: error.id, message: error.message)
         }

@@ -292,6 +292,25 @@ struct BacktestWindowCacheTests {
         #expect(try Self.run(app, cache: nil, limit: 14).summary == "tooManyAttempts(found: 15, limit: 14)")
     }
 
+    @Test("PostgreSQL's sum of the row hashes, taken modulo 2^64, is Swift's wrapping sum", arguments: [
+        [Int64.min, Int64.max, -1, 1],
+        [Int64.max, Int64.max, Int64.max],
+        [Int64.min, Int64.min],
+        [-5, -7, -9],
+        [0],
+        [Int64.max, 1],
+    ])
+    func hashSums(values: [Int64]) throws {
+        let app = try TestApplication()
+        let rows = values.map { "('\($0)'::int8)" }.joined(separator: ", ")
+        let text = try app.pool.withConnection { connection in
+            try connection.query("SELECT \(unsafeSQL: BacktestWindowCache.hashSumSQL("v")) AS s FROM (VALUES \(unsafeSQL: rows)) t(v)")
+                .first?.decode("s", as: String.self)
+        }
+        let swift = values.reduce(Int64(0)) { $0 &+ $1 }
+        #expect(BacktestWindowCache.hashSum(text: try #require(text)) == swift, "\(values): SQL \(text ?? "nil")")
+    }
+
     @Test("The complete hours of a window")
     func keptHours() {
         let base = Self.hour

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdTestSupport
@@ -132,13 +133,20 @@ struct RulesHistoryTests {
         #expect(response.jsonObject()?["attemptsEvaluated"] as? Int == 3)
         metrics = try app.client.get("/metrics").text
         #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 1"#), "\(metrics)")
+        // The report of a server keeping nothing, over the same database.
+        let uncached = try TestApplication(environment: ["ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"], sharing: app)
+        let plain = try uncached.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        #expect(plain.status == 200, "\(plain.text)")
+        #expect(NSDictionary(dictionary: try #require(plain.jsonObject())) == NSDictionary(dictionary: try #require(response.jsonObject())))
     }
 
-    @Test("One preparation at a time: another request while one runs starts nothing; none with the cache off")
+    @Test("One preparation at a time: requests while one runs wait, the latest replacing the others; none with the cache off")
     func prepareOneAtATime() throws {
         let app = try TestApplication()
         _ = try Self.seed(app.pool)
         let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        let cache = app.application.context.backtestCache
+        let noon = Int64(Self.since.timeIntervalSince1970 / 3_600) + 2  // 12:00, no attempts
         // Hold the first one on a lock of the attempts table.
         let holder = try PostgresConnection(connectionString: app.database.connectionString)
         try holder.execute("BEGIN")
@@ -147,20 +155,61 @@ struct RulesHistoryTests {
         #expect(first.jsonObject()?["started"] as? Bool == true, "\(first.text)")
         let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
         #expect(waiting, "the preparation never waited on the lock: \(activity)")
-        let second = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
-        #expect(second.status == 202)
-        #expect(second.jsonObject()?["started"] as? Bool == false, "\(second.text)")
+        // Two more while it waits: 12:00-13:00, then 13:00-14:00, which replaces it.
+        for body in [#"{"since":"2025-03-01T12:00:00Z","until":"2025-03-01T13:00:00Z"}"#,
+                     #"{"since":"2025-03-01T13:00:00Z","until":"2025-03-01T14:00:00Z"}"#] {
+            let queued = try app.client.postJSON("/v1/admin/rules/backtest/prepare", body, headers: analyst)
+            #expect(queued.status == 202)
+            #expect(queued.jsonObject()?["started"] as? Bool == true, "\(queued.text)")
+        }
+        #expect(app.application.context.backtestPreparation.finishedCount == 0)
         try holder.execute("ROLLBACK")
-        try Self.waitForPreparations(app, count: 1)
-        let third = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
-        #expect(third.jsonObject()?["started"] as? Bool == true, "\(third.text)")
         try Self.waitForPreparations(app, count: 2)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while app.application.context.backtestPreparation.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(!app.application.context.backtestPreparation.isRunning)
+        #expect(app.application.context.backtestPreparation.finishedCount == 2)
+        #expect(cache.lookup((noon - 2)...(noon - 2)).count == 1, "the first period (10:00) is kept")
+        #expect(cache.lookup(noon...noon).isEmpty, "the replaced request (12:00) never ran")
+        #expect(cache.lookup((noon + 1)...(noon + 1)).count == 1, "the latest (13:00) ran")
 
+        // Nothing to read: a period without a complete hour, or the cache off.
+        let partial = try app.client.postJSON(
+            "/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-01T10:10:00Z","until":"2025-03-01T10:50:00Z"}"#, headers: analyst)
+        #expect(partial.jsonObject()?["started"] as? Bool == false, "\(partial.text)")
         let off = try TestApplication(environment: ["ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"])
         let offKey = ["Authorization": "Bearer \(try off.apiKey(role: .analyst))"]
         let refused = try off.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: offKey)
         #expect(refused.status == 202)
         #expect(refused.jsonObject()?["started"] as? Bool == false, "\(refused.text)")
+    }
+
+    @Test("A period the hourly roll-up shows over the limit is not read ahead; within it, it is")
+    func prepareSkipsPeriodsOverTheLimit() throws {
+        let app = try TestApplication()
+        _ = try Self.seed(app.pool)
+        // Roll up the seeded history (3 attempts at 10:00-11:00), as a console page view does.
+        _ = try ConsoleRollup.catchUp(now: Self.since.addingTimeInterval(86_400), database: app.pool)
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let preparation = BacktestPreparation(
+            cache: cache, database: app.pool, logger: Logger(label: "t", minimumLevel: .critical, handler: DiscardingLogHandler()))
+        let current = app.application.context.rules.current
+        let later = Self.since.addingTimeInterval(86_400)
+        func prepared(limit: Int) throws {
+            let before = preparation.finishedCount
+            #expect(preparation.start(current: current, since: Self.since, until: Self.since.addingTimeInterval(3_600), limit: limit, now: later))
+            let deadline = ContinuousClock.now + .seconds(60)
+            while preparation.finishedCount == before {
+                guard ContinuousClock.now < deadline else { throw TestTimeout("the preparation did not end") }
+                usleep(10_000)
+            }
+        }
+        try prepared(limit: 2)
+        #expect(cache.statistics.misses == 0, "the attempts were read although the roll-up shows 3 > 2")
+        #expect(cache.statistics.hours == 0)
+        try prepared(limit: 3)
+        #expect(cache.statistics.misses == 1)
+        #expect(cache.statistics.attempts == 3)
     }
 
     @Test("Prepare refusals: a malformed or reversed period, no key, a role that does not backtest")
