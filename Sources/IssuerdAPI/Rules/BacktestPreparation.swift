@@ -24,6 +24,8 @@ final class BacktestPreparation: Sendable {
 
     private struct State {
         var running = false
+        /// The hours of the request being read now.
+        var reading: ClosedRange<Int64>?
         var next: Request?
         var finished = 0
     }
@@ -53,6 +55,7 @@ final class BacktestPreparation: Sendable {
                 return false
             }
             state.running = true
+            state.reading = request.hours
             return true
         }
         guard launch else { return true }
@@ -64,6 +67,7 @@ final class BacktestPreparation: Sendable {
                     state.finished += 1
                     defer { state.next = nil }
                     if state.next == nil { state.running = false }
+                    state.reading = state.next?.hours
                     return state.next
                 }
                 guard let next else { return }
@@ -73,6 +77,15 @@ final class BacktestPreparation: Sendable {
         thread.name = "issuerd-backtest-prepare"
         thread.start()
         return true
+    }
+
+    /// Waits, at most `timeout`, while the period being read now overlaps the complete hours of
+    /// `[since, until)`: a backtest sent while the page's read-ahead of its period is still under
+    /// way then takes those hours from memory instead of reading them a second time beside it.
+    func waitWhileReading(since: Date, until: Date, now: Date, timeout: Duration) {
+        guard let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else { return }
+        let deadline = ContinuousClock.now + timeout
+        while let reading = state.withLock({ $0.reading }), reading.overlaps(hours), ContinuousClock.now < deadline { usleep(5_000) }
     }
 
     /// Whether a preparation is running or waiting.

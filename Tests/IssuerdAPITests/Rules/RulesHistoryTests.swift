@@ -184,6 +184,46 @@ struct RulesHistoryTests {
         #expect(refused.jsonObject()?["started"] as? Bool == false, "\(refused.text)")
     }
 
+    @Test("A backtest sent while the read-ahead of its period runs waits for it, then takes the hour from memory")
+    func backtestWaitsForTheReadAhead() throws {
+        let app = try TestApplication()
+        _ = try Self.seed(app.pool)
+        let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        let holder = try PostgresConnection(connectionString: app.database.connectionString)
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
+        let prepared = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
+        #expect(prepared.jsonObject()?["started"] as? Bool == true, "\(prepared.text)")
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
+        #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
+        // The read-ahead's readers (one or two connections) wait on the lock; count them.
+        let watcher = try PostgresConnection(connectionString: app.database.connectionString)
+        func blocked() throws -> Int {
+            try watcher.query("SELECT count(*) AS n FROM pg_stat_activity WHERE \(holder.backendProcessID) = ANY(pg_blocking_pids(pid))")
+                .first?.decode("n", as: Int.self) ?? 0
+        }
+        var readers = try blocked()
+        for _ in 0..<25 {
+            usleep(20_000)
+            readers = max(readers, try blocked())
+        }
+        let body = try Self.backtestBody(Self.candidate)
+        let backtest = BackgroundCall { try app.client.postJSON("/v1/admin/rules/backtest", body, headers: analyst) }
+        // The backtest waits in issuerd, not on the lock beside the read-ahead.
+        let deadline = ContinuousClock.now + .seconds(1)
+        var most = readers
+        while ContinuousClock.now < deadline, most == readers {
+            most = max(most, try blocked())
+            usleep(20_000)
+        }
+        #expect(most == readers, "the backtest read beside the read-ahead (\(readers) readers, then \(most) waiting)")
+        try holder.execute("ROLLBACK")
+        let response = try #require(backtest.result(within: 60), "the backtest did not answer").get()
+        #expect(response.status == 200, "\(response.text)")
+        let metrics = try app.client.get("/metrics").text
+        #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 1"#), "\(metrics)")
+    }
+
     @Test("A period the hourly roll-up shows over the limit is not read ahead; within it, it is")
     func prepareSkipsPeriodsOverTheLimit() throws {
         let app = try TestApplication()
