@@ -307,7 +307,6 @@ extension ConsoleAssets {
               else rulesBody = Object.fromEntries(entries.map(([p, t], i) => [p || `candidate-${i + 1}.rules`, t]));
               const { start, end } = chosenPeriod();
               clearTimeout(pending);  // the run reads the period itself
-              prepared = periodKey();
               run.disabled = true;
               output.replaceChildren(el('div', { cls: 'notice', text: 'Replaying stored attempts…' }));
               const result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
@@ -336,7 +335,8 @@ extension ConsoleAssets {
               const since = form.querySelector('[name=since]').value.trim(), until = form.querySelector('[name=until]').value.trim();
               if (periodKey() === prepared || (since && !until)) return;  // a since without its until is still being typed
               prepared = periodKey();
-              const { start, end } = chosenPeriod();
+              let start, end;
+              try { ({ start, end } = chosenPeriod()); } catch (_) { return; }  // an until still being typed
               // Not api(): an expired session must not leave the page (and the pasted candidate) from here.
               fetch('/v1/admin/rules/backtest/prepare', { method: 'POST', credentials: 'same-origin',
                 headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': session.csrfToken },

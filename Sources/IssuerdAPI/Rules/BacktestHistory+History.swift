@@ -10,7 +10,7 @@ extension BacktestHistory {
     /// `[since - look-back, since)` for attempts (those of the window are already read) and of
     /// `[since - look-back, until)` for the others, as the export defines them (``HistoryExport``).
     static func readHistory(kind: VelocityEvent.Kind, key: VelocityKey, ids selection: HistoryRead.IDs, from start: Date,
-                                    to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Bool) throws {
+                            to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Bool) throws {
         let column = key.rawValue + "_id"  // card_id, device_id, customer_id: a fixed set
         let ids: [String]
         var kept: Set<String>?

@@ -11,7 +11,7 @@ extension BacktestHistory {
     ///
     /// - Returns: False when `page` stopped it.
     static func streamPages(_ declare: PostgresQuery, cursor: String, connection: PostgresConnection,
-                                    page: (PostgresRows) throws -> Bool) throws -> Bool {
+                            page: (PostgresRows) throws -> Bool) throws -> Bool {
         try connection.execute(declare)
         defer { _ = try? connection.execute("CLOSE \(unsafeSQL: cursor)") }
         while true {
@@ -27,7 +27,7 @@ extension BacktestHistory {
     /// - Returns: False when `row` stopped it.
     @discardableResult
     static func stream(_ declare: PostgresQuery, cursor: String, connection: PostgresConnection,
-                               row: (PostgresRow) throws -> Bool) throws -> Bool {
+                       row: (PostgresRow) throws -> Bool) throws -> Bool {
         try streamPages(declare, cursor: cursor, connection: connection) { rows in
             for item in rows where try !row(item) { return false }
             return true
@@ -86,7 +86,7 @@ extension BacktestHistory {
     /// What ``inParallel(_:connections:_:)``'s workers share: the next index, the results, the
     /// first error. (A struct, not a tuple: the TSan suppression for `Mutex` closures, see
     /// scripts/sanitizers/tsan.supp, matches the closure shape a named value type gets.)
-    struct ParallelState<T> {
+    private struct ParallelState<T> {
         var next = 0
         var results: [Int: T] = [:]
         var error: (any Error)?
@@ -94,7 +94,7 @@ extension BacktestHistory {
 
     /// @unchecked Sendable: carries the connections and the work into
     /// ``inParallel(_:connections:_:)``'s workers, which share them as described there.
-    struct Lent<T>: @unchecked Sendable {
+    private struct Lent<T>: @unchecked Sendable {
         let connections: [PostgresConnection]
         let work: (Int, PostgresConnection, () -> Bool) throws -> T
     }

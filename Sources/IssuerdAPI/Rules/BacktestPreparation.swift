@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// One preparation at a time per instance, on a thread of its own (it blocks on PostgreSQL for
 /// about as long as a backtest's read); a request while one runs replaces any other waiting and
-/// runs next (the analyst's latest period wins). Only the period's complete hours are read, and
+/// runs next (the instance's latest request wins). Only the period's complete hours are read, and
 /// not at all when the console's hourly roll-up already shows more attempts than a backtest
 /// replays. What it keeps is checked again by the backtest like any kept hour.
 final class BacktestPreparation: Sendable {
@@ -28,6 +28,10 @@ final class BacktestPreparation: Sendable {
         var reading: ClosedRange<Int64>?
         var next: Request?
         var finished = 0
+        /// Backtests that waited for a read-ahead (for tests).
+        var waits = 0
+        /// Set by ``stop(timeout:)``: nothing starts afterwards.
+        var stopped = false
     }
 
     private let cache: BacktestWindowCache
@@ -48,8 +52,10 @@ final class BacktestPreparation: Sendable {
     ///   holds no complete hour that ended at least 5 minutes ago, or spans more than 92 days.
     func start(current: Ruleset, since: Date, until: Date, limit: Int, now: Date) -> Bool {
         guard cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else { return false }
-        let request = Request(current: current, hours: hours, limit: limit, now: now)
-        let launch = state.withLock { state -> Bool in
+        // No more than the cache can keep: a larger period would evict hours for nothing.
+        let request = Request(current: current, hours: hours, limit: min(limit, cache.capacity), now: now)
+        let launch = state.withLock { state -> Bool? in
+            guard !state.stopped else { return nil }
             guard !state.running else {
                 state.next = request
                 return false
@@ -58,6 +64,7 @@ final class BacktestPreparation: Sendable {
             state.reading = request.hours
             return true
         }
+        guard let launch else { return false }
         guard launch else { return true }
         let thread = Thread { [self] in
             var request = request
@@ -79,14 +86,28 @@ final class BacktestPreparation: Sendable {
         return true
     }
 
-    /// Waits, at most `timeout`, while the period being read now overlaps the complete hours of
-    /// `[since, until)`: a backtest sent while the page's read-ahead of its period is still under
-    /// way then takes those hours from memory instead of reading them a second time beside it.
+    /// Waits, at most `timeout`, while the period being read now is the complete hours of
+    /// `[since, until)` (give or take an hour at either end, as `now` moved on): a backtest sent
+    /// while the page's read-ahead of its own period is still under way then takes those hours
+    /// from memory instead of reading them a second time beside it. A read-ahead of another
+    /// period (a longer one the analyst has since left) is not waited for.
     func waitWhileReading(since: Date, until: Date, now: Date, timeout: Duration) {
         guard let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else { return }
+        func same(_ reading: ClosedRange<Int64>?) -> Bool {
+            guard let reading else { return false }
+            return abs(reading.lowerBound - hours.lowerBound) <= 1 && abs(reading.upperBound - hours.upperBound) <= 1
+        }
+        guard state.withLock({ state in
+            guard same(state.reading) else { return false }
+            state.waits += 1
+            return true
+        }) else { return }
         let deadline = ContinuousClock.now + timeout
-        while let reading = state.withLock({ $0.reading }), reading.overlaps(hours), ContinuousClock.now < deadline { usleep(5_000) }
+        while same(state.withLock({ $0.reading })), ContinuousClock.now < deadline { usleep(5_000) }
     }
+
+    /// How many backtests waited for a read-ahead (for tests).
+    var waitCount: Int { state.withLock { $0.waits } }
 
     /// Whether a preparation is running or waiting.
     var isRunning: Bool { state.withLock { $0.running } }
@@ -97,7 +118,10 @@ final class BacktestPreparation: Sendable {
     /// Drops any waiting request and waits up to `timeout` for the running one to end
     /// (shutdown, before the pool closes); logs when it is still running then.
     func stop(timeout: Duration) {
-        state.withLock { $0.next = nil }
+        state.withLock { state in
+            state.next = nil
+            state.stopped = true
+        }
         let deadline = ContinuousClock.now + timeout
         while isRunning, ContinuousClock.now < deadline { usleep(5_000) }
         if isRunning { logger.warning("a backtest read-ahead is still running at shutdown; it ends with the pool") }

@@ -196,27 +196,13 @@ struct RulesHistoryTests {
         #expect(prepared.jsonObject()?["started"] as? Bool == true, "\(prepared.text)")
         let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
         #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
-        // The read-ahead's readers (one or two connections) wait on the lock; count them.
-        let watcher = try PostgresConnection(connectionString: app.database.connectionString)
-        func blocked() throws -> Int {
-            try watcher.query("SELECT count(*) AS n FROM pg_stat_activity WHERE \(holder.backendProcessID) = ANY(pg_blocking_pids(pid))")
-                .first?.decode("n", as: Int.self) ?? 0
-        }
-        var readers = try blocked()
-        for _ in 0..<25 {
-            usleep(20_000)
-            readers = max(readers, try blocked())
-        }
+        let preparation = app.application.context.backtestPreparation
         let body = try Self.backtestBody(Self.candidate)
         let backtest = BackgroundCall { try app.client.postJSON("/v1/admin/rules/backtest", body, headers: analyst) }
-        // The backtest waits in issuerd, not on the lock beside the read-ahead.
-        let deadline = ContinuousClock.now + .seconds(1)
-        var most = readers
-        while ContinuousClock.now < deadline, most == readers {
-            most = max(most, try blocked())
-            usleep(20_000)
-        }
-        #expect(most == readers, "the backtest read beside the read-ahead (\(readers) readers, then \(most) waiting)")
+        // The backtest waits in issuerd for the read-ahead of its period (not on the lock beside it).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while preparation.waitCount == 0, ContinuousClock.now < deadline { usleep(5_000) }
+        #expect(preparation.waitCount == 1, "the backtest did not wait for the read-ahead")
         try holder.execute("ROLLBACK")
         let response = try #require(backtest.result(within: 60), "the backtest did not answer").get()
         #expect(response.status == 200, "\(response.text)")
