@@ -171,7 +171,6 @@ final class BacktestPreparation: Sendable {
     }
 
     private static func milliseconds(since start: ContinuousClock.Instant) -> Int {
-        let elapsed = ContinuousClock.now - start
-        return Int(elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        Int(OutboxBackoff.seconds(ContinuousClock.now - start) * 1_000)
     }
 }

@@ -59,22 +59,16 @@ public enum HistoryBacktest {
                            progress: (String) -> Void = { _ in }) throws -> Outcome {
         let export = HistoryExport(since: since, until: until, lookbackSeconds: HistoryExport.lookback(for: [current, candidate]),
                                    windowKeysOnly: true)
-        var queries: [VelocityQuery] = []
-        for query in current.velocityQueries + candidate.velocityQueries where !queries.contains(query) { queries.append(query) }
+        let queries = velocityQueries(of: [current, candidate])
         let input: BacktestHistory
         do {
-            input = try database.transaction(isolation: .repeatableRead) { connection -> BacktestHistory in
-                // One more connection in the same snapshot, when the pool has one free at once.
-                try database.withSharedSnapshot(of: connection, extra: readers - 1) { connections in
-                    try BacktestHistory.read(since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
-                                             connections: connections, idsPerRowByTime: idsPerRowByTime, cache: cache, now: now,
-                                             progress: progress)
-                }
+            input = try inOneSnapshot(database: database, readers: readers) { connections in
+                try BacktestHistory.read(since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
+                                         connections: connections, idsPerRowByTime: idsPerRowByTime, cache: cache, now: now,
+                                         progress: progress)
             }
         } catch let error as BacktestHistory.TooMany {
             return .tooManyAttempts(found: error.found, limit: limit)
-        } catch let error as BacktestHistory.BadAttempt {
-            throw ExportError(attemptID: error.id, message: error.message)
         }
         let report = Backtest.run(current: current, candidate: candidate, attempts: input.attempts, recorded: input.recorded,
                                   history: input.history, sampleSize: sampleSize) { done, total in
@@ -92,18 +86,33 @@ public enum HistoryBacktest {
     public static func prepare(current: Ruleset, since: Date, until: Date, limit: Int, database: PostgresPool,
                                readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount), cache: BacktestWindowCache,
                                now: Date = Date()) throws -> Int? {
-        var queries: [VelocityQuery] = []
-        for query in current.velocityQueries where !queries.contains(query) { queries.append(query) }
+        let queries = velocityQueries(of: [current])
         do {
-            try database.transaction(isolation: .repeatableRead) { connection in
-                try database.withSharedSnapshot(of: connection, extra: readers - 1) { connections in
-                    try BacktestHistory.prepare(since: since, until: until, queries: queries, limit: limit, connections: connections,
-                                                cache: cache, now: now)
-                }
+            try inOneSnapshot(database: database, readers: readers) { connections in
+                try BacktestHistory.prepare(since: since, until: until, queries: queries, limit: limit, connections: connections,
+                                            cache: cache, now: now)
             }
             return nil
         } catch let error as BacktestHistory.TooMany {
             return error.found
+        }
+    }
+
+    /// Every velocity query of `rulesets`, each once, in their order.
+    static func velocityQueries(of rulesets: [Ruleset]) -> [VelocityQuery] {
+        var queries: [VelocityQuery] = []
+        for query in rulesets.flatMap(\.velocityQueries) where !queries.contains(query) { queries.append(query) }
+        return queries
+    }
+
+    /// Runs `read` in one REPEATABLE READ snapshot: on a connection of the pool and, when the pool
+    /// has them free at once, up to `readers - 1` more in the same snapshot. A stored attempt that
+    /// does not parse is rethrown as ``ExportError``.
+    private static func inOneSnapshot<T>(database: PostgresPool, readers: Int, _ read: ([PostgresConnection]) throws -> T) throws -> T {
+        do {
+            return try database.transaction(isolation: .repeatableRead) { connection in
+                try database.withSharedSnapshot(of: connection, extra: readers - 1, read)
+            }
         } catch let error as BacktestHistory.BadAttempt {
             throw ExportError(attemptID: error.id, message: error.message)
         }

@@ -83,14 +83,20 @@ struct BacktestWindowCacheTests {
         return Run(summary: summary(outcome), lines: lines)
     }
 
+    /// An application over ``seed(_:recorded:)``'s attempts, the burst rule's value recorded.
+    static func seededApplication(poolSize: Int = 4) throws -> TestApplication {
+        let app = try TestApplication(poolSize: poolSize)
+        try seed(app.pool, recorded: try recordedDescription())
+        return app
+    }
+
     static func recordedDescription() throws -> String {
         try #require(try candidate().velocityQueries.first).description
     }
 
     @Test("A second run takes the complete hours from memory and gives the report of a run that reads them all", arguments: [1, 2])
     func sameReport(readers: Int) throws {
-        let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication()
         let cache = BacktestWindowCache(capacity: 1_000)
         let uncached = try Self.run(app, cache: nil, readers: readers)
         #expect(uncached.summary.hasPrefix("attempts 15 "), "\(uncached.summary)")
@@ -111,8 +117,7 @@ struct BacktestWindowCacheTests {
 
     @Test("An attempt inserted into a kept hour later, or a kept row changed, is read again")
     func changesAreSeen() throws {
-        let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication()
         let cache = BacktestWindowCache(capacity: 1_000)
         let before = try Self.run(app, cache: cache)
 
@@ -151,8 +156,7 @@ struct BacktestWindowCacheTests {
 
     @Test("Hours that ended less than the lag ago are not kept, and no more than the capacity is")
     func recentHoursAndCapacity() throws {
-        let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication()
         // 13:04: the hour that ended at 13:00 is too recent.
         let recent = BacktestWindowCache(capacity: 1_000)
         let early = try Self.run(app, cache: recent, now: Self.hour.addingTimeInterval(3 * 3_600 + 240))
@@ -177,8 +181,7 @@ struct BacktestWindowCacheTests {
 
     @Test("A run with other velocity queries takes the kept hours too, parsing their features again, and the next run the same")
     func otherQueries() throws {
-        let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication()
         let cache = BacktestWindowCache(capacity: 1_000)
         let uncached = try Self.run(app, cache: nil)
         let otherUncached = try Self.run(app, cache: nil, candidate: Self.otherCandidateText)
@@ -189,10 +192,7 @@ struct BacktestWindowCacheTests {
         #expect(other.summary == otherUncached.summary)
         // The kept hours now hold the other run's values (a third run with those queries parses nothing).
         let current = app.application.context.rules.current
-        var otherQueries: [VelocityQuery] = []
-        for query in current.velocityQueries + (try Self.candidate(Self.otherCandidateText)).velocityQueries where !otherQueries.contains(query) {
-            otherQueries.append(query)
-        }
+        let otherQueries = HistoryBacktest.velocityQueries(of: [current, try Self.candidate(Self.otherCandidateText)])
         let hours = try #require(BacktestWindowCache.keptHours(since: Self.since, until: Self.until, now: Self.later))
         #expect(cache.lookup(hours).values.allSatisfy { $0.recorded.queries == otherQueries })
         #expect(try Self.run(app, cache: cache, candidate: Self.otherCandidateText).summary == otherUncached.summary)
@@ -203,8 +203,7 @@ struct BacktestWindowCacheTests {
 
     @Test("A run counting every value from history neither uses nor fills the kept hours")
     func countedFromHistory() throws {
-        let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication()
         let cache = BacktestWindowCache(capacity: 1_000)
         let counted = try Self.run(app, cache: nil, useRecorded: false)
         #expect(try Self.run(app, cache: cache, useRecorded: false).summary == counted.summary)
@@ -217,8 +216,7 @@ struct BacktestWindowCacheTests {
 
     @Test("Attempts at the first and the last microsecond of an hour are kept in that hour")
     func hourBoundaries() throws {
-        let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication()
         let eleven = Self.hour.addingTimeInterval(3_600)
         for time in [eleven, eleven.addingTimeInterval(3_600 - 0.000_001), eleven.addingTimeInterval(7_200 - 0.000_001)] {
             _ = try RulesTestData.insertAttempt(at: time, card: "c2", device: "d8", customer: "u2", inputs: Self.riskyInputs, pool: app.pool)
@@ -240,8 +238,7 @@ struct BacktestWindowCacheTests {
 
     @Test("Backtests at the same time on one cache all give the uncached report")
     func concurrentRuns() throws {
-        let app = try TestApplication(poolSize: 8)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication(poolSize: 8)
         let uncached = try Self.run(app, cache: nil, readers: 1)
         let otherUncached = try Self.run(app, cache: nil, readers: 1, candidate: Self.otherCandidateText)
         let cache = BacktestWindowCache(capacity: 7)  // two hours of three: evictions too
@@ -261,8 +258,7 @@ struct BacktestWindowCacheTests {
 
     @Test("An hour without attempts is kept too")
     func emptyHour() throws {
-        let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication()
         // To 15:30: hours 10 to 14 complete, 14:00-15:00 without attempts.
         let until = Self.hour.addingTimeInterval(5 * 3_600 + 1_800)
         let cache = BacktestWindowCache(capacity: 1_000)
@@ -283,8 +279,7 @@ struct BacktestWindowCacheTests {
 
     @Test("A window over the limit is refused with its count, whether its hours are kept or not")
     func limit() throws {
-        let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool, recorded: try Self.recordedDescription())
+        let app = try Self.seededApplication()
         let cache = BacktestWindowCache(capacity: 1_000)
         _ = try Self.run(app, cache: cache)
         #expect(try Self.run(app, cache: cache, limit: 8).summary == "tooManyAttempts(found: 15, limit: 8)")

@@ -102,10 +102,11 @@ struct RulesHistoryTests {
 
     static let prepareBody = #"{"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
 
-    /// Waits until `count` preparations have ended.
-    static func waitForPreparations(_ app: TestApplication, count: Int) throws {
+    /// Waits until `count` preparations have ended (the last one's end also clears `isRunning`
+    /// when nothing waits behind it: both change under one lock).
+    static func waitForPreparations(_ preparation: BacktestPreparation, count: Int) throws {
         let deadline = ContinuousClock.now + .seconds(60)
-        while app.application.context.backtestPreparation.finishedCount < count {
+        while preparation.finishedCount < count {
             guard ContinuousClock.now < deadline else { throw TestTimeout("the preparation did not end") }
             usleep(10_000)
         }
@@ -116,6 +117,19 @@ struct RulesHistoryTests {
         init(_ description: String) { self.description = description }
     }
 
+    /// Holds `provisioning_attempts` under an exclusive lock, then asks `app` to read the 10:00
+    /// hour ahead, and returns once that read waits on the lock (ROLLBACK the connection to let it go).
+    static func holdReadAheadOnLock(_ app: TestApplication, headers: [String: String]) throws -> PostgresConnection {
+        let holder = try PostgresConnection(connectionString: app.database.connectionString)
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
+        let prepared = try app.client.postJSON("/v1/admin/rules/backtest/prepare", prepareBody, headers: headers)
+        #expect(prepared.jsonObject()?["started"] as? Bool == true, "\(prepared.text)")
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
+        #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
+        return holder
+    }
+
     @Test("Preparing a period reads it ahead: the backtest that follows takes its complete hour from memory")
     func prepareThenBacktest() throws {
         let app = try TestApplication()
@@ -124,7 +138,7 @@ struct RulesHistoryTests {
         let prepared = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
         #expect(prepared.status == 202, "\(prepared.text)")
         #expect(prepared.jsonObject()?["started"] as? Bool == true)
-        try Self.waitForPreparations(app, count: 1)
+        try Self.waitForPreparations(app.application.context.backtestPreparation, count: 1)
         var metrics = try app.client.get("/metrics").text
         #expect(metrics.contains("issuerd_backtest_cache_attempts 3"), "\(metrics)")
         #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 0"#), "\(metrics)")
@@ -148,13 +162,7 @@ struct RulesHistoryTests {
         let cache = app.application.context.backtestCache
         let noon = Int64(Self.since.timeIntervalSince1970 / 3_600) + 2  // 12:00, no attempts
         // Hold the first one on a lock of the attempts table.
-        let holder = try PostgresConnection(connectionString: app.database.connectionString)
-        try holder.execute("BEGIN")
-        try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
-        let first = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
-        #expect(first.jsonObject()?["started"] as? Bool == true, "\(first.text)")
-        let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
-        #expect(waiting, "the preparation never waited on the lock: \(activity)")
+        let holder = try Self.holdReadAheadOnLock(app, headers: analyst)
         // Two more while it waits: 12:00-13:00, then 13:00-14:00, which replaces it.
         for body in [#"{"since":"2025-03-01T12:00:00Z","until":"2025-03-01T13:00:00Z"}"#,
                      #"{"since":"2025-03-01T13:00:00Z","until":"2025-03-01T14:00:00Z"}"#] {
@@ -164,9 +172,7 @@ struct RulesHistoryTests {
         }
         #expect(app.application.context.backtestPreparation.finishedCount == 0)
         try holder.execute("ROLLBACK")
-        try Self.waitForPreparations(app, count: 2)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while app.application.context.backtestPreparation.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
+        try Self.waitForPreparations(app.application.context.backtestPreparation, count: 2)
         #expect(!app.application.context.backtestPreparation.isRunning)
         #expect(app.application.context.backtestPreparation.finishedCount == 2)
         #expect(cache.lookup((noon - 2)...(noon - 2)).count == 1, "the first period (10:00) is kept")
@@ -189,13 +195,7 @@ struct RulesHistoryTests {
         let app = try TestApplication()
         _ = try Self.seed(app.pool)
         let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
-        let holder = try PostgresConnection(connectionString: app.database.connectionString)
-        try holder.execute("BEGIN")
-        try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
-        let prepared = try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: analyst)
-        #expect(prepared.jsonObject()?["started"] as? Bool == true, "\(prepared.text)")
-        let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
-        #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
+        let holder = try Self.holdReadAheadOnLock(app, headers: analyst)
         let preparation = app.application.context.backtestPreparation
         let body = try Self.backtestBody(Self.candidate)
         let backtest = BackgroundCall { try app.client.postJSON("/v1/admin/rules/backtest", body, headers: analyst) }
@@ -224,11 +224,7 @@ struct RulesHistoryTests {
         func prepared(limit: Int) throws {
             let before = preparation.finishedCount
             #expect(preparation.start(current: current, since: Self.since, until: Self.since.addingTimeInterval(3_600), limit: limit, now: later))
-            let deadline = ContinuousClock.now + .seconds(60)
-            while preparation.finishedCount == before {
-                guard ContinuousClock.now < deadline else { throw TestTimeout("the preparation did not end") }
-                usleep(10_000)
-            }
+            try Self.waitForPreparations(preparation, count: before + 1)
         }
         try prepared(limit: 2)
         #expect(cache.statistics.misses == 0, "the attempts were read although the roll-up shows 3 > 2")
