@@ -97,6 +97,10 @@ public final class IssuerdApplication: Sendable {
         rulesWatcher.start()
         if configuration.outbox.dispatch { outbox.start() }
         if configuration.audit.seal { auditSealer.start() }
+        let rules = context.rules
+        context.backtestPreparation.keepRecent(
+            hours: configuration.console.backtestKeepRecentHours, limit: RulesBacktestRequest.maximumAttempts, current: { rules.current },
+            clock: context.clock)
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
     }
 

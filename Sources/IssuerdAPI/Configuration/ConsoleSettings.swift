@@ -21,6 +21,10 @@ public struct ConsoleSettings: Sendable {
     /// The most stored attempts a backtest keeps parsed in memory between runs
     /// (`ISSUERD_BACKTEST_CACHE_ATTEMPTS`, default 200,000; 0 keeps none): ``BacktestWindowCache``.
     public var backtestCacheAttempts: Int
+    /// How many of the most recent hours the server keeps parsed on its own, read at start and
+    /// each time another hour is complete (`ISSUERD_BACKTEST_KEEP_RECENT_HOURS`, default 24; 0 reads
+    /// only what backtests and the Backtest page's read-ahead ask for): ``BacktestPreparation``.
+    public var backtestKeepRecentHours: Int
 
     /// Reads and validates the console keys.
     ///
@@ -30,5 +34,7 @@ public struct ConsoleSettings: Sendable {
         let choice = try reader.choice("ISSUERD_CONSOLE_SECURE_COOKIES", default: "auto", from: ["auto", "always", "never"])
         secureCookies = SecureCookies(rawValue: choice) ?? .auto
         backtestCacheAttempts = try reader.integer("ISSUERD_BACKTEST_CACHE_ATTEMPTS", default: 200_000, in: 0...10_000_000)
+        backtestKeepRecentHours = try reader.integer(
+            "ISSUERD_BACKTEST_KEEP_RECENT_HOURS", default: 24, in: 0...BacktestWindowCache.maximumHours)
     }
 }

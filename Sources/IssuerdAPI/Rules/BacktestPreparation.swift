@@ -14,12 +14,20 @@ import Synchronization
 /// runs next (the instance's latest request wins). Only the period's complete hours are read, and
 /// not at all when the console's hourly roll-up already shows more attempts than a backtest
 /// replays. What it keeps is checked again by the backtest like any kept hour.
+///
+/// It also keeps the most recent hours parsed on its own (``keepRecent(hours:limit:current:clock:)``,
+/// `ISSUERD_BACKTEST_KEEP_RECENT_HOURS`): at start and each time another hour is complete, so a
+/// backtest of the last day is answered from memory even when nobody opened the page first (an
+/// API script, or the page run at once). Those rounds go through the same one-at-a-time queue
+/// and never replace an analyst's request waiting in it.
 final class BacktestPreparation: Sendable {
     private struct Request: Sendable {
         var current: Ruleset
         var hours: ClosedRange<Int64>
         var limit: Int
         var now: Date
+        /// A round of ``keepRecent(hours:limit:current:clock:)``, not an analyst's request.
+        var recent = false
     }
 
     private struct State {
@@ -32,12 +40,18 @@ final class BacktestPreparation: Sendable {
         var waits = 0
         /// Set by ``stop(timeout:)``: nothing starts afterwards.
         var stopped = false
+        /// How many recent hours the rounds keep: halved each time a round finds more attempts
+        /// than it may keep.
+        var recentHours = 0
+        /// Rounds of recent hours offered to the queue (for tests).
+        var recentRounds = 0
     }
 
     private let cache: BacktestWindowCache
     private let database: PostgresPool
     private let logger: Logger
     private let state = Mutex(State())
+    private let recentRounds = BackgroundThread(name: "issuerd-backtest-recent")
 
     init(cache: BacktestWindowCache, database: PostgresPool, logger: Logger) {
         self.cache = cache
@@ -51,12 +65,18 @@ final class BacktestPreparation: Sendable {
     /// - Returns: False when there is nothing to read: the cache keeps nothing, or the period
     ///   holds no complete hour that ended at least 5 minutes ago, or spans more than 92 days.
     func start(current: Ruleset, since: Date, until: Date, limit: Int, now: Date) -> Bool {
+        start(current: current, since: since, until: until, limit: limit, now: now, recent: false)
+    }
+
+    private func start(current: Ruleset, since: Date, until: Date, limit: Int, now: Date, recent: Bool) -> Bool {
         guard cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else { return false }
         // No more than the cache can keep: a larger period would evict hours for nothing.
-        let request = Request(current: current, hours: hours, limit: min(limit, cache.capacity), now: now)
+        let request = Request(current: current, hours: hours, limit: min(limit, cache.capacity), now: now, recent: recent)
         let launch = state.withLock { state -> Bool? in
             guard !state.stopped else { return nil }
             guard !state.running else {
+                // A round of recent hours waits only when nothing else does.
+                guard !recent || state.next == nil else { return nil }
                 state.next = request
                 return false
             }
@@ -115,9 +135,49 @@ final class BacktestPreparation: Sendable {
     /// How many preparations have ended since start (for tests).
     var finishedCount: Int { state.withLock { $0.finished } }
 
-    /// Drops any waiting request and waits up to `timeout` for the running one to end
-    /// (shutdown, before the pool closes); logs when it is still running then.
+    /// Keeps the complete hours of the last `hours` parsed: reads them now (after any read-ahead
+    /// running), then each time another hour has become complete (``BacktestWindowCache/lag``
+    /// after it ends), reading only that hour and checking the others as any backtest does.
+    /// A round that finds more attempts than it may keep halves the hours of the next ones.
+    ///
+    /// - Parameters:
+    ///   - current: The live ruleset, asked each round (its velocity queries are memoised).
+    ///   - clock: The time.
+    /// - Returns: False when nothing is kept this way: `hours` is 0, the cache keeps nothing, or
+    ///   the rounds run already.
+    @discardableResult
+    func keepRecent(hours: Int, limit: Int, current: @escaping @Sendable () -> Ruleset, clock: @escaping @Sendable () -> Date) -> Bool {
+        guard hours > 0, cache.capacity > 0 else { return false }
+        state.withLock { $0.recentHours = hours }
+        return recentRounds.start { [self] in
+            while !recentRounds.stopRequested {
+                let now = clock()
+                let span = state.withLock { $0.recentHours }
+                _ = start(current: current(), since: now.addingTimeInterval(-Double(span) * 3600), until: now, limit: limit, now: now,
+                          recent: true)
+                state.withLock { $0.recentRounds += 1 }
+                recentRounds.sleep(seconds: Self.secondsUntilNextHourIsKept(after: now))
+            }
+        }
+    }
+
+    /// From `now` to the moment the next hour becomes keepable (one second past its ``BacktestWindowCache/lag``).
+    static func secondsUntilNextHourIsKept(after now: Date) -> TimeInterval {
+        let lag = BacktestWindowCache.lag
+        let next = (((now.timeIntervalSince1970 - lag) / 3600).rounded(.down) + 1) * 3600 + lag + 1
+        return max(1, next - now.timeIntervalSince1970)
+    }
+
+    /// How many rounds of recent hours have been offered to the queue (for tests).
+    var recentRoundCount: Int { state.withLock { $0.recentRounds } }
+
+    /// How many recent hours the rounds keep now (halved from the setting after a round found too many).
+    var recentHours: Int { state.withLock { $0.recentHours } }
+
+    /// Stops the rounds of recent hours, drops any waiting request and waits up to `timeout` for
+    /// the running one to end (shutdown, before the pool closes); logs when it is still running then.
     func stop(timeout: Duration) {
+        _ = recentRounds.stop(timeout: timeout)
         state.withLock { state in
             state.next = nil
             state.stopped = true
@@ -131,11 +191,24 @@ final class BacktestPreparation: Sendable {
         let started = ContinuousClock.now
         let since = Date(timeIntervalSince1970: Double(request.hours.lowerBound) * 3600)
         let until = Date(timeIntervalSince1970: Double(request.hours.upperBound + 1) * 3600)
+        // The rounds of recent hours log apart from the page's read-ahead ("backtest period …").
+        let what = request.recent ? "recent backtest hours" : "backtest period"
         let before = cache.statistics
+        func tooMany(_ found: Int, elapsed: Bool) {
+            var fields: [String: LogValue] = ["attempts": .int(found), "limit": .int(request.limit)]
+            if elapsed { fields["elapsedMs"] = .int(Self.milliseconds(since: started)) }
+            if request.recent {
+                let hours = state.withLock { state in
+                    state.recentHours = max(1, min(state.recentHours, request.hours.count) / 2)
+                    return state.recentHours
+                }
+                fields["nextHours"] = .int(hours)
+            }
+            logger.info("\(what) not read ahead: more attempts than a backtest replays", fields)
+        }
         do {
             if let rolledUp = try rolledUpAttempts(since: since, until: until), rolledUp > request.limit {
-                logger.info("backtest period not read ahead: more attempts than a backtest replays",
-                            ["attempts": .int(rolledUp), "limit": .int(request.limit)])
+                tooMany(rolledUp, elapsed: false)
                 return
             }
             let outcome = try HistoryBacktest.prepare(
@@ -143,16 +216,15 @@ final class BacktestPreparation: Sendable {
                 now: request.now)
             let after = cache.statistics
             if let found = outcome {
-                logger.info("backtest period not read ahead: more attempts than a backtest replays",
-                            ["attempts": .int(found), "limit": .int(request.limit), "elapsedMs": .int(Self.milliseconds(since: started))])
+                tooMany(found, elapsed: true)
             } else {
-                logger.info("backtest period prepared", [
+                logger.info(request.recent ? "recent backtest hours kept" : "backtest period prepared", [
                     "hours": .int(request.hours.count), "hoursRead": .int(after.misses - before.misses),
                     "hoursAlreadyKept": .int(after.hits - before.hits), "elapsedMs": .int(Self.milliseconds(since: started)),
                 ])
             }
         } catch {
-            logger.warning("backtest period not read ahead", ["error": "\(error)"])
+            logger.warning("\(what) not read ahead", ["error": "\(error)"])
         }
     }
 

@@ -64,6 +64,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
                 "ISSUERD_TSP_HMAC_SECRET": tspSecret,
                 "ISSUERD_NOTIFY_LOG_FILE": (sharing?.directory ?? directory).appendingPathComponent("notifications.jsonl").path,
                 "ISSUERD_LOG_LEVEL": "critical",
+                // Off unless a test turns it on: its rounds would count in the cache's metrics.
+                "ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "0",
             ]
             settings.merge(environment) { _, new in new }
             let configuration = try IssuerdConfiguration(ConfigurationReader(settings))

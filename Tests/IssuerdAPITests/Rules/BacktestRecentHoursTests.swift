@@ -1,0 +1,124 @@
+import Foundation
+import IssuerdCore
+import IssuerdPostgres
+import IssuerdRisk
+import Testing
+
+@testable import IssuerdAPI
+
+/// The most recent hours kept parsed on the server's own initiative
+/// (`ISSUERD_BACKTEST_KEEP_RECENT_HOURS`, ``BacktestPreparation/keepRecent(hours:limit:current:clock:)``),
+/// over RulesHistoryTests' seeded attempts (09:50, 10:00, 10:01, 10:02 and 12:00 on 2025-03-01).
+@Suite("Backtest: the most recent hours kept parsed")
+struct BacktestRecentHoursTests {
+    /// 13:10 on the seed's day: the hours 10:00, 11:00 and 12:00 are complete.
+    static let now = RulesHistoryTests.since.addingTimeInterval(3 * 3_600 + 600)
+    static let hour10 = Int64(RulesHistoryTests.since.timeIntervalSince1970 / 3_600)
+
+    static func quietLogger() -> Logger { Logger(label: "t", minimumLevel: .critical, handler: DiscardingLogHandler()) }
+
+    @Test("At start the server reads the last hours it is told to keep: the first backtest of them reads no complete hour")
+    func keptAtStart() throws {
+        // The attempts exist before the server starts, as on a restart.
+        let seeding = try TestApplication()
+        _ = try RulesHistoryTests.seed(seeding.pool)
+        let app = try TestApplication(environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "4"], sharing: seeding, clock: { Self.now })
+        let preparation = app.application.context.backtestPreparation
+        try RulesHistoryTests.waitForPreparations(preparation, count: 1)
+        let cache = app.application.context.backtestCache
+        // 09:10-13:10 holds the complete hours 10:00-12:00 (4 attempts); 09:50 is in a partial hour.
+        #expect(cache.lookup(Self.hour10...(Self.hour10 + 2)).count == 3)
+        #expect(cache.statistics.attempts == 4)
+        #expect(cache.statistics.misses == 3)
+        let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        let response = try app.client.postJSON(
+            "/v1/admin/rules/backtest", try RulesHistoryTests.backtestBody(RulesHistoryTests.candidate), headers: analyst)
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.jsonObject()?["attemptsEvaluated"] as? Int == 3)
+        #expect(cache.statistics.hits == 1, "the backtest's hour was not taken from memory")
+        #expect(cache.statistics.misses == 3, "the backtest read a complete hour again")
+        // The same report as a server keeping nothing.
+        let uncached = try TestApplication(environment: ["ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"], sharing: seeding)
+        let plain = try uncached.client.postJSON(
+            "/v1/admin/rules/backtest", try RulesHistoryTests.backtestBody(RulesHistoryTests.candidate), headers: analyst)
+        #expect(NSDictionary(dictionary: try #require(plain.jsonObject())) == NSDictionary(dictionary: try #require(response.jsonObject())))
+    }
+
+    @Test("Off by 0 or with the cache off; a malformed or too long setting refuses to start")
+    func settings() throws {
+        let off = try TestApplication(environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "0"], clock: { Self.now })
+        let noCache = try TestApplication(
+            environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "24", "ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"], sharing: off, clock: { Self.now })
+        usleep(200_000)
+        for app in [off, noCache] {
+            #expect(app.application.context.backtestPreparation.finishedCount == 0)
+            #expect(!app.application.context.backtestPreparation.isRunning)
+        }
+        for value in ["-1", "24h", String(BacktestWindowCache.maximumHours + 1)] {
+            #expect(throws: ConfigurationError.self, "\(value)") {
+                _ = try IssuerdConfiguration(ConfigurationReader(
+                    ConfigurationTests.minimal.merging(["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": value]) { _, new in new }))
+            }
+        }
+        let configured = try IssuerdConfiguration(ConfigurationReader(ConfigurationTests.minimal))
+        #expect(configured.console.backtestKeepRecentHours == 24)
+    }
+
+    @Test("A round never replaces an analyst's read-ahead waiting in the queue")
+    func analystsGoFirst() throws {
+        let app = try TestApplication()
+        _ = try RulesHistoryTests.seed(app.pool)
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        let current = app.application.context.rules.current
+        let holder = try PostgresConnection(connectionString: app.database.connectionString)
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
+        // The analyst's 10:00 read waits on the lock; their 11:00 request waits behind it.
+        let hour = RulesHistoryTests.since
+        #expect(preparation.start(current: current, since: hour, until: hour.addingTimeInterval(3_600), limit: 100, now: Self.now))
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
+        #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
+        #expect(preparation.start(
+            current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200), limit: 100, now: Self.now))
+        // The first round (11:10-13:10: the hour 12:00) comes now: it must not take the 11:00 request's place.
+        let started = preparation.keepRecent(hours: 2, limit: 100, current: { current }, clock: { Self.now })
+        #expect(started)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while preparation.recentRoundCount == 0, ContinuousClock.now < deadline { usleep(5_000) }
+        try holder.execute("ROLLBACK")
+        try RulesHistoryTests.waitForPreparations(preparation, count: 2)
+        preparation.stop(timeout: .seconds(5))
+        #expect(preparation.finishedCount == 2)
+        #expect(cache.lookup((Self.hour10 + 1)...(Self.hour10 + 1)).count == 1, "the analyst's 11:00 request ran")
+        #expect(cache.lookup((Self.hour10 + 2)...(Self.hour10 + 2)).isEmpty, "the round took a place in the queue")
+        let again = preparation.keepRecent(hours: 1, limit: 100, current: { current }, clock: { Self.now })
+        #expect(!again, "started twice")
+    }
+
+    @Test("A round that finds more attempts than it may keep halves the hours of the next ones")
+    func tooManyHalves() throws {
+        let app = try TestApplication()
+        _ = try RulesHistoryTests.seed(app.pool)
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        let current = app.application.context.rules.current
+        // 09:10-13:10: three complete hours, 4 attempts, over a limit of 2.
+        let started = preparation.keepRecent(hours: 4, limit: 2, current: { current }, clock: { Self.now })
+        #expect(started)
+        try RulesHistoryTests.waitForPreparations(preparation, count: 1)
+        preparation.stop(timeout: .seconds(5))
+        #expect(preparation.recentHours == 1)
+        #expect(cache.statistics.attempts == 0, "a round over the limit kept hours")
+    }
+
+    @Test("The next round is due one second after the next hour has been complete for the lag")
+    func nextRound() {
+        let hour = Date(timeIntervalSince1970: 1_740_834_000)  // 13:00
+        let lag = BacktestWindowCache.lag
+        #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour) == lag + 1)
+        #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour.addingTimeInterval(lag - 1)) == 2)
+        #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour.addingTimeInterval(lag + 1)) == 3_600)
+        #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour.addingTimeInterval(3_599)) == lag + 2)
+    }
+}
