@@ -9,9 +9,11 @@ extension BacktestWindowCache {
     static let rowHashSQL = "hashtextextended(a.attempt_id::text, a.xmin::text::int8)"
 
     /// The SQL of the wrapping sum of the `int8` expression `value` over a group, as the text
-    /// of a number in [0, 2^64) whose bits are Swift's `&+` sum (``hashSum(text:)``).
+    /// of a number in [0, 2^64) whose bits are Swift's `&+` sum (``hashSum(text:)``). `sum(int8)`
+    /// is exact (a 128-bit accumulator, a `numeric` result); casting each row to `numeric` first
+    /// cost more than the hash.
     static func hashSumSQL(_ value: String) -> String {
-        "((sum((\(value))::numeric) % 18446744073709551616 + 18446744073709551616) % 18446744073709551616)::text"
+        "((sum(\(value)) % 18446744073709551616 + 18446744073709551616) % 18446744073709551616)::text"
     }
 
     /// The `&+` sum whose ``hashSumSQL(_:)`` text this is, or nil.
@@ -64,18 +66,19 @@ extension BacktestHistory {
     /// holds), as this snapshot holds it: an hour without rows too.
     static func keep(_ pages: [Page], hours: ClosedRange<Int64>, except: [Int64: BacktestWindowCache.Hour],
                      queries: [VelocityQuery], in cache: BacktestWindowCache) {
-        let empty = BacktestWindowCache.Hour(fingerprint: .empty, attempts: [], features: [], recorded: RecordedVelocity(queries: queries))
+        let empty = BacktestWindowCache.Hour(fingerprint: .empty, attempts: [], names: [], features: [], recorded: RecordedVelocity(queries: queries))
         var buckets: [Int64: BacktestWindowCache.Hour] = [:]
         for hour in hours where except[hour] == nil { buckets[hour] = empty }
         for page in pages {
-            for (row, item) in page.attempts.enumerated() {
-                let hour = Int64((item.0.time.timeIntervalSince1970 / 3600).rounded(.down))
+            for row in page.attempts.indices {
+                let hour = Int64((page.attempts[row].time.timeIntervalSince1970 / 3600).rounded(.down))
                 guard buckets[hour] != nil else { continue }  // a partial hour at either end, or a recent one
                 buckets[hour]!.fingerprint.count += 1
                 buckets[hour]!.fingerprint.hashSum &+= page.hashes[row]
-                buckets[hour]!.attempts.append(item)
+                buckets[hour]!.attempts.append(page.attempts[row])
+                buckets[hour]!.names.append(page.names[row])
                 buckets[hour]!.features.append(page.features[row])
-                buckets[hour]!.recorded.append(page.recorded.row(row))
+                buckets[hour]!.recorded.append(row: row, of: page.recorded)
             }
         }
         cache.store(buckets.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
@@ -87,6 +90,7 @@ extension BacktestHistory.Page {
     /// had the same queries, else parsed again from the kept `features` text.
     init(kept: BacktestWindowCache.Hour, queries: [VelocityQuery]) {
         attempts = kept.attempts
+        names = kept.names
         if kept.recorded.queries == queries {
             recorded = kept.recorded
         } else {

@@ -18,19 +18,21 @@ extension BacktestHistory {
         case .sent(let list): ids = list
         case .kept(let set): (ids, kept) = ([], set)
         }
+        // By card, the card is the key's own column, sent once (the rows' card is read from it).
+        let cardColumn = key == .card ? "NULL::text" : "a.card_id"
         let query: PostgresQuery
         switch kind {
         case .attempt where kept != nil:
             query = """
                 DECLARE issuerd_backtest_history NO SCROLL CURSOR FOR
-                SELECT a.created_at, a.card_id, a.\(unsafeSQL: column), a.cardholder_name_hash
+                SELECT a.created_at, \(unsafeSQL: cardColumn), a.\(unsafeSQL: column), a.cardholder_name_hash
                 FROM provisioning_attempts a
                 WHERE a.\(unsafeSQL: column) IS NOT NULL AND a.created_at >= \(start) AND a.created_at < \(end)
                 """
         case .attempt:
             query = """
                 DECLARE issuerd_backtest_history NO SCROLL CURSOR FOR
-                SELECT a.created_at, a.card_id, a.\(unsafeSQL: column), a.cardholder_name_hash
+                SELECT a.created_at, \(unsafeSQL: cardColumn), a.\(unsafeSQL: column), a.cardholder_name_hash
                 FROM provisioning_attempts a
                 WHERE a.\(unsafeSQL: column) = ANY(\(ids)) AND a.created_at >= \(start) AND a.created_at < \(end)
                 """
@@ -80,7 +82,8 @@ extension BacktestHistory {
         try stream(query, cursor: "issuerd_backtest_history", connection: connection) { row in
             let id: String? = try row.decode(2)
             if let kept, let id, !kept.contains(id) { return true }
-            let card: String? = try row.decode(1)
+            // The key's own column when the key is the card (the same value, decoded once).
+            let card: String? = key == .card ? id : try row.decode(1)
             return event(VelocityEvent(kind: kind, time: try row.decode(0), cardID: card, deviceID: key == .device ? id : nil,
                                        customerID: key == .customer ? id : nil, cardholderName: try row.decode(3)))
         }

@@ -58,34 +58,41 @@ struct BacktestHistory {
         var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
         let window = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: useRecorded, limit: limit,
                                       connections: connections, cache: useRecorded ? cache : nil, now: now, progress: progress)
-        result.attempts = window.map(\.0)
+        result.attempts = window.attempts
         result.recorded = useRecorded ? recorded : nil
-        progress("backtest: \(window.count) attempts to replay")
+        progress("backtest: \(window.attempts.count) attempts to replay")
 
         // Which ids each (event kind, key) must be read for, and how far back.
         struct Group: Hashable {
             var kind: VelocityEvent.Kind
             var key: VelocityKey
         }
+        // Each group's ids are inserted in place (a set per query and a union copied them all).
         var needs: [Group: (ids: Set<String>, lookback: Int)] = [:]
         for (column, query) in queries.enumerated() {
-            var ids = Set<String>()
-            for (row, attempt) in result.attempts.enumerated() {
-                guard let id = attempt.subject.id(for: query.key) else { continue }  // unknown either way
-                if useRecorded, recorded.value(row: row, column: column) != nil { continue }
-                ids.insert(id)
-            }
-            guard !ids.isEmpty else { continue }
             let group = Group(kind: query.metric.eventKind, key: query.key)
-            needs[group] = (needs[group, default: ([], 0)].ids.union(ids), max(needs[group]?.lookback ?? 0, query.windowSeconds))
+            var need = needs.removeValue(forKey: group) ?? (ids: [], lookback: 0)
+            var missing = false
+            for row in result.attempts.indices {  // by index: iterating copied each attempt whole
+                if useRecorded, recorded.value(row: row, column: column) != nil { continue }
+                guard let id = result.attempts[row].subject.id(for: query.key) else { continue }  // unknown either way
+                if !missing {
+                    missing = true
+                    need.ids.reserveCapacity(need.ids.count + result.attempts.count - row)
+                }
+                need.ids.insert(id)
+            }
+            if missing { need.lookback = max(need.lookback, query.windowSeconds) }
+            if !need.ids.isEmpty { needs[group] = need }
         }
         // The window's attempts count for the later ones, under the keys a counted value reads.
         var keyed: [(key: VelocityKey, event: VelocityEvent)] = []
         for key in VelocityKey.allCases where needs[Group(kind: .attempt, key: key)] != nil {
-            for (attempt, name) in window {
-                keyed.append((key, VelocityEvent(kind: .attempt, time: attempt.time, cardID: attempt.subject.cardID,
-                                                 deviceID: attempt.subject.deviceID, customerID: attempt.subject.customerID,
-                                                 cardholderName: name)))
+            // By index, each field read in place (iterating copied each attempt whole).
+            for row in window.attempts.indices {
+                keyed.append((key, VelocityEvent(kind: .attempt, time: window.attempts[row].time, cardID: window.attempts[row].subject.cardID,
+                                                 deviceID: window.attempts[row].subject.deviceID,
+                                                 customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row])))
             }
         }
         // Each query's range is cut into one slice per connection; the slices of all queries are
@@ -98,7 +105,7 @@ struct BacktestHistory {
                 let end = kind == .attempt ? since : until  // the window's attempts are read already
                 // Attempts for most of the window's ids are read by time alone and kept here by
                 // id: the list of ids would cost more to send and plan than the rows it filters.
-                let expected = Double(window.count) * end.timeIntervalSince(start) / max(until.timeIntervalSince(since), 1)
+                let expected = Double(window.attempts.count) * end.timeIntervalSince(start) / max(until.timeIntervalSince(since), 1)
                 let ids: HistoryRead.IDs =
                     kind == .attempt && Double(need.ids.count) * idsPerRowByTime >= expected ? .kept(need.ids) : .sent(need.ids.sorted())
                 for (from, to) in slices(from: start, to: end, count: connections.count) {
@@ -116,6 +123,7 @@ struct BacktestHistory {
             }
             return events
         }
+        keyed.reserveCapacity(keyed.count + read.reduce(0) { $0 + $1.count })  // one copy of ~100,000 events, not one per doubling
         for (item, events) in zip(reads, read) {
             let label = "\(item.kind.rawValue) by \(item.key.rawValue)"
             keyed.append(contentsOf: events.lazy.map { (item.key, $0) })
@@ -152,7 +160,7 @@ struct BacktestHistory {
     /// all are done before this returns, and the complete hours read are kept in `cache`.
     private static func readAttempts(since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
                                      connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date, keepOnly: Bool = false,
-                                     progress: (String) -> Void) throws -> [(AttemptLog.Attempt, String?)] {
+                                     progress: (String) -> Void) throws -> (attempts: [AttemptLog.Attempt], names: [String?]) {
         let queries = recorded.queries
         // With a cache, the complete hours kept by earlier runs and still equal to this
         // snapshot's rows are taken from memory; the rest of the window is read, in runs of time
@@ -239,7 +247,7 @@ struct BacktestHistory {
         if let cache, let keepable {
             // Before the kept hours' pages join `parsed`: those carry no hashes.
             if keepFeatures { keep(parsed, hours: keepable, except: fromCache, queries: queries, in: cache) }
-            if keepOnly { return [] }
+            if keepOnly { return ([], []) }
             // The kept hours' recorded values for this run's queries: as kept when the last run
             // had the same queries, else parsed from the kept text on every core (and kept).
             let kept = fromCache.sorted { $0.key < $1.key }
@@ -252,7 +260,7 @@ struct BacktestHistory {
             }
             built.withLock { built in for index in kept.indices { parsed.append(built[index]!) } }
         }
-        if keepOnly { return [] }
+        if keepOnly { return ([], []) }
         // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk; by
         // keys taken out once (comparing the attempts themselves copied one per comparison).
         struct SortKey {
@@ -263,24 +271,31 @@ struct BacktestHistory {
         }
         var order: [SortKey] = []
         order.reserveCapacity(parsed.reduce(0) { $0 + $1.attempts.count })
-        for (page, content) in parsed.enumerated() {
-            for (row, item) in content.attempts.enumerated() { order.append(SortKey(time: item.0.time, id: item.0.id, page: page, row: row)) }
+        for page in parsed.indices {
+            for row in parsed[page].attempts.indices {
+                order.append(SortKey(time: parsed[page].attempts[row].time, id: parsed[page].attempts[row].id, page: page, row: row))
+            }
         }
         order.sort { ($0.time, $0.id) < ($1.time, $1.id) }
-        var attempts: [(AttemptLog.Attempt, String?)] = []
+        var attempts: [AttemptLog.Attempt] = []
+        var names: [String?] = []
         attempts.reserveCapacity(order.count)
+        names.reserveCapacity(order.count)
         for (line, position) in order.enumerated() {
-            var (attempt, name) = parsed[position.page].attempts[position.row]
-            attempt.line = line + 1
-            attempts.append((attempt, name))
-            if useRecorded { recorded.append(parsed[position.page].recorded.row(position.row)) }
+            attempts.append(parsed[position.page].attempts[position.row])
+            attempts[line].line = line + 1
+            names.append(parsed[position.page].names[position.row])
+            if useRecorded { recorded.append(row: position.row, of: parsed[position.page].recorded) }
         }
-        return attempts
+        return (attempts, names)
     }
 
     /// One fetched page of window attempts, decoded and parsed (or a kept hour's attempts).
     struct Page: Sendable {
-        var attempts: [(AttemptLog.Attempt, String?)] = []
+        // Attempts and their cardholder name hashes apart: arrays of (attempt, name) tuples were
+        // copied through the runtime's generic tuple witnesses, a third of the merge's time.
+        var attempts: [AttemptLog.Attempt] = []
+        var names: [String?] = []
         var recorded: RecordedVelocity
         /// The stored `features` text of each attempt, when its hour may be kept.
         var features: [String] = []
@@ -290,6 +305,7 @@ struct BacktestHistory {
         init(_ rows: PostgresRows, queries: [VelocityQuery], useRecorded: Bool, keepFeatures: Bool) throws {
             recorded = RecordedVelocity(queries: queries)
             attempts.reserveCapacity(rows.count)
+            names.reserveCapacity(rows.count)
             if keepFeatures { features.reserveCapacity(rows.count) }
             for row in rows {
                 let id: String = try row.decode(0)
@@ -306,7 +322,8 @@ struct BacktestHistory {
                 }
                 if keepFeatures { hashes.append(try row.decode(8)) }
                 let subject = VelocitySubject(cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4))
-                attempts.append((AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0), try row.decode(5)))
+                attempts.append(AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0))
+                names.append(try row.decode(5))
             }
         }
     }

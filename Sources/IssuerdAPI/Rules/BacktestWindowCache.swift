@@ -31,7 +31,9 @@ public final class BacktestWindowCache: Sendable {
     /// queries of the last run that used it (a next run with the same queries parses nothing).
     struct Hour: Sendable {
         var fingerprint: Fingerprint
-        var attempts: [(AttemptLog.Attempt, String?)]
+        var attempts: [AttemptLog.Attempt]
+        /// Each attempt's cardholder name hash (distinct-name history), by the same index.
+        var names: [String?]
         var features: [String]
         var recorded: RecordedVelocity
     }

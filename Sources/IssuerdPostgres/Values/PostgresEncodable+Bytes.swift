@@ -1,5 +1,8 @@
 import Foundation
 
+/// The column type bytes decode from (a constant: a set literal at the call builds one per cell).
+private let byteaTypes: Set<PostgresDataType> = [.bytea]
+
 // bytea goes out in binary format with an explicit length, so zero bytes survive and no
 // escaping is involved. It comes back as text in the `hex` output format, which the
 // connection selects at start-up (`bytea_output = hex`).
@@ -10,7 +13,7 @@ extension UInt8: PostgresArrayElement {
     public static func postgresBindValue(of array: [UInt8]) -> PostgresBindValue { .binary(array) }
 
     public static func postgresArray(from cell: PostgresCell) throws(PostgresDecodingFailure) -> [UInt8] {
-        try cell.require([.bytea])
+        try cell.require(byteaTypes)
         return try ByteaHex.decode(cell.text)
     }
 }
@@ -20,7 +23,7 @@ extension Data: PostgresEncodable, PostgresDecodable {
     public var postgresBindValue: PostgresBindValue { .binary([UInt8](self)) }
 
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
-        try cell.require([.bytea])
+        try cell.require(byteaTypes)
         self = Data(try ByteaHex.decode(cell.text))
     }
 }

@@ -3,6 +3,10 @@
 
 /// PostgreSQL's integer types, which every Swift integer accepts when the value fits.
 private let integerTypes: Set<PostgresDataType> = [.int2, .int4, .int8, .oid]
+/// The types `Double` accepts; the column types of `Bool`. (Each a constant: a set literal at the
+/// call builds a set for every cell decoded.)
+private let floatingPointTypes: Set<PostgresDataType> = [.float4, .float8, .numeric, .int2, .int4, .int8]
+private let boolTypes: Set<PostgresDataType> = [.bool]
 
 extension FixedWidthInteger {
     fileprivate init(postgresInteger cell: PostgresCell) throws(PostgresDecodingFailure) {
@@ -43,7 +47,7 @@ extension Bool: PostgresEncodable, PostgresDecodable {
     public var postgresBindValue: PostgresBindValue { .text(self ? "t" : "f") }
 
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
-        try cell.require([.bool])
+        try cell.require(boolTypes)
         switch cell.text {
         case "t": self = true
         case "f": self = false
@@ -64,7 +68,7 @@ extension Double: PostgresEncodable, PostgresDecodable {
     }
 
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
-        try cell.require([.float4, .float8, .numeric, .int2, .int4, .int8])
+        try cell.require(floatingPointTypes)
         // PostgreSQL 12+ prints float8 with the shortest exact digits, so this round-trips.
         guard let value = Double(cell.text) else { throw .malformed(reason: "not a floating-point number") }
         self = value

@@ -1,5 +1,10 @@
 import Foundation
 
+/// The column types a `UUID` and a `[String]` decode from (constants: a set literal at the call
+/// builds a set for every cell decoded).
+private let uuidTypes: Set<PostgresDataType> = [.uuid, .text, .varchar, .bpchar, .unknown]
+private let textArrayTypes: Set<PostgresDataType> = [.textArray, .varcharArray, .bpcharArray, .nameArray]
+
 extension String: PostgresEncodable, PostgresDecodable {
     /// Unspecified rather than `text`, so that the server infers the column's own type: a
     /// `text` parameter compared with an enum or `citext` column finds no operator.
@@ -19,7 +24,7 @@ extension UUID: PostgresEncodable, PostgresDecodable {
     public var postgresBindValue: PostgresBindValue { .text(uuidString.lowercased()) }
 
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
-        try cell.require([.uuid, .text, .varchar, .bpchar, .unknown])
+        try cell.require(uuidTypes)
         guard let uuid = UUID(uuidString: cell.text) else { throw .malformed(reason: "not a UUID") }
         self = uuid
     }
@@ -56,7 +61,7 @@ extension String: PostgresArrayElement {
     }
 
     public static func postgresArray(from cell: PostgresCell) throws(PostgresDecodingFailure) -> [String] {
-        try cell.require([.textArray, .varcharArray, .bpcharArray, .nameArray])
+        try cell.require(textArrayTypes)
         let elements = try PostgresArrayLiteral.parse(cell.text)
         var strings: [String] = []
         strings.reserveCapacity(elements.count)

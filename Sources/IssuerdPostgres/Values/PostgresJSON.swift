@@ -1,5 +1,8 @@
 import Foundation
 
+/// The column types JSON decodes from (a constant: a set literal at the call builds one per cell).
+private let jsonTypes: Set<PostgresDataType> = [.jsonb, .json]
+
 /// A `jsonb` value: raw JSON text, or any `Encodable` encoded with `JSONEncoder`.
 ///
 /// The server validates the text when it is bound (SQLSTATE 22P02 for invalid JSON), so no
@@ -46,7 +49,7 @@ public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Hashable, Cust
     public var postgresBindValue: PostgresBindValue { .text(rawJSON) }
 
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
-        try cell.require([.jsonb, .json])
+        try cell.require(jsonTypes)
         rawJSON = cell.text
     }
 }

@@ -1,5 +1,8 @@
 import Foundation
 
+/// The column types a `Date` decodes from (a constant: a set literal at the call builds one per cell).
+private let timestampTypes: Set<PostgresDataType> = [.timestamptz, .timestamp]
+
 extension Date: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .timestamptz }
 
@@ -11,7 +14,7 @@ extension Date: PostgresEncodable, PostgresDecodable {
     /// `timestamp` without time zone is taken as UTC. `infinity` and `-infinity` become
     /// `Date.distantFuture` and `Date.distantPast`.
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
-        try cell.require([.timestamptz, .timestamp])
+        try cell.require(timestampTypes)
         self = try PostgresTimestamp.parse(cell.text)
     }
 }
@@ -41,14 +44,25 @@ enum PostgresTimestamp {
         return bc ? text + " BC" : text
     }
 
+    /// Parses over the text's UTF-8 bytes in place (a backtest decodes a timestamp per history
+    /// row: copying the bytes into arrays first was most of its cost).
     static func parse(_ text: String) throws(PostgresDecodingFailure) -> Date {
         if text == "infinity" { return .distantFuture }
         if text == "-infinity" { return .distantPast }
-        var scanner = DigitScanner(Array(text.utf8))
+        var text = text
+        let result = text.withUTF8 { bytes -> Result<Date, PostgresDecodingFailure> in
+            do throws(PostgresDecodingFailure) { return .success(try parse(bytes: bytes)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    private static func parse(bytes: UnsafeBufferPointer<UInt8>) throws(PostgresDecodingFailure) -> Date {
+        var scanner = DigitScanner(bytes)
         var bc = false
-        if scanner.bytes.count > 3, scanner.bytes.suffix(3) == Array(" BC".utf8) {
+        let count = bytes.count
+        if count > 3, bytes[count - 3] == UInt8(ascii: " "), bytes[count - 2] == UInt8(ascii: "B"), bytes[count - 1] == UInt8(ascii: "C") {
             bc = true
-            scanner.bytes.removeLast(3)
+            scanner.end -= 3
         }
         let malformed = PostgresDecodingFailure.malformed(reason: "not an ISO timestamp")
         guard let rawYear = scanner.number(maxDigits: 7), scanner.take("-"),
@@ -131,14 +145,19 @@ enum PostgresTimestamp {
 
 /// A cursor over ASCII digits and punctuation with bounded number lengths.
 private struct DigitScanner {
-    var bytes: [UInt8]
+    let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
+    /// Where the scan ends (before a trailing ` BC`).
+    var end: Int
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+        end = bytes.count
+    }
 
-    var atEnd: Bool { index == bytes.count }
+    var atEnd: Bool { index == end }
 
-    func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+    func peek() -> UInt8? { index < end ? bytes[index] : nil }
 
     mutating func take(_ character: Unicode.Scalar) -> Bool {
         guard peek() == UInt8(ascii: character) else { return false }

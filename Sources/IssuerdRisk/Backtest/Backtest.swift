@@ -193,20 +193,24 @@ public enum Backtest {
         /// gets its two full decisions, from the same values.
         func run(_ attempts: [AttemptLog.Attempt], _ range: Range<Int>) -> Partial {
             var part = Partial(current: current, candidate: candidate)
-            for index in range {
-                let attempt = attempts[index]
-                let beforeValues = currentVelocity.values(attempt: index, attempt, history: history)
-                let afterValues = candidateVelocity.values(attempt: index, attempt, history: history)
-                let before = current.tally(attempt.input, velocity: beforeValues, hits: &part.currentHits)
-                let after = candidate.tally(attempt.input, velocity: afterValues, hits: &part.candidateHits)
-                part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
-                if before.unresolved { part.currentUnresolved += 1 }
-                if after.unresolved { part.candidateUnresolved += 1 }
-                if before.flow != after.flow {
-                    part.changed += 1
-                    if part.sample.count < sampleSize {
-                        part.sample.append(Change(attemptID: attempt.id, before: current.evaluate(attempt.input, velocity: beforeValues),
-                                                  after: candidate.evaluate(attempt.input, velocity: afterValues)))
+            // Each attempt is read in place (`attempts[index]` at each use, borrowed): a local copy
+            // of it retained and released its every field.
+            attempts.withUnsafeBufferPointer { attempts in
+                for index in range {
+                    let beforeValues = currentVelocity.values(attempt: index, attempts[index], history: history)
+                    let afterValues = candidateVelocity.values(attempt: index, attempts[index], history: history)
+                    let before = current.tally(attempts[index].input, velocity: beforeValues, hits: &part.currentHits)
+                    let after = candidate.tally(attempts[index].input, velocity: afterValues, hits: &part.candidateHits)
+                    part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
+                    if before.unresolved { part.currentUnresolved += 1 }
+                    if after.unresolved { part.candidateUnresolved += 1 }
+                    if before.flow != after.flow {
+                        part.changed += 1
+                        if part.sample.count < sampleSize {
+                            let attempt = attempts[index]
+                            part.sample.append(Change(attemptID: attempt.id, before: current.evaluate(attempt.input, velocity: beforeValues),
+                                                      after: candidate.evaluate(attempt.input, velocity: afterValues)))
+                        }
                     }
                 }
             }

@@ -44,6 +44,16 @@ public struct RecordedVelocity: Sendable {
         present.append(contentsOf: other.present)
     }
 
+    /// Appends row `index` of `other`, a table of the same queries (no array per row in between).
+    ///
+    /// - Precondition: `other.queries == queries` (only their number is checked: this runs per row).
+    public mutating func append(row index: Int, of other: RecordedVelocity) {
+        precondition(other.queries.count == queries.count, "the same queries")
+        let start = index * queries.count
+        values.append(contentsOf: other.values[start..<(start + queries.count)])
+        present.append(contentsOf: other.present[start..<(start + queries.count)])
+    }
+
     /// Appends one attempt's row from its stored `features` JSON text: `{"attempts(card, 24h)": 3, …}`
     /// or `[{"query"|"name": …, "value": …}, …]`, as `issuerd rules explain` reads it. A query
     /// counts as recorded when its value is a whole number; null (a recorded unknown), a
@@ -104,17 +114,14 @@ public struct RecordedVelocity: Sendable {
         /// in one batch.
         func values(attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider) -> [Int?] {
             var values = [Int?](repeating: nil, count: queries.count)
-            var missing: [Int] = []
             for (position, column) in columns.enumerated() {
                 if let column, let value = recorded?.value(row: index, column: column) {
                     values[position] = value
                 } else {
-                    missing.append(position)
+                    // One query at a time: a batch per attempt cost three arrays for one value.
+                    values[position] = history.value(of: queries[position], subject: attempt.subject, at: attempt.time)
                 }
             }
-            guard !missing.isEmpty else { return values }
-            let counted = history.values(for: VelocityBatch(subject: attempt.subject, time: attempt.time, queries: missing.map { queries[$0] }))
-            for (position, value) in zip(missing, counted) { values[position] = value }
             return values
         }
     }

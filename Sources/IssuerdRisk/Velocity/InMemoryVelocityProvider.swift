@@ -32,6 +32,7 @@ public struct InMemoryVelocityProvider: VelocityProvider {
     /// `cardID` and `cardholderName` still count for the distinct metrics.
     public init(events: [VelocityEvent], keyed: [(key: VelocityKey, event: VelocityEvent)]) {
         var buckets: [Bucket: [Entry]] = [:]
+        buckets.reserveCapacity(keyed.count + events.count)  // at most one bucket per keyed event
         for event in events {
             let entry = Entry(time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
             for key in VelocityKey.allCases {
@@ -44,27 +45,34 @@ public struct InMemoryVelocityProvider: VelocityProvider {
             let entry = Entry(time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
             buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(entry)
         }
-        for bucket in buckets.keys {
-            buckets[bucket]?.sort { $0.time < $1.time }
+        // In place through the values view (iterating `keys` while assigning copied the whole table).
+        var index = buckets.values.startIndex
+        while index != buckets.values.endIndex {
+            if buckets.values[index].count > 1 { buckets.values[index].sort { $0.time < $1.time } }
+            index = buckets.values.index(after: index)
         }
         self.buckets = buckets
     }
 
     /// Answers every query from the events in `[time − window, time)`.
     public func values(for batch: VelocityBatch) -> [Int?] {
-        let now = batch.time.timeIntervalSince1970
-        return batch.queries.map { query -> Int? in
-            guard let id = batch.subject.id(for: query.key) else { return nil }
-            guard let entries = buckets[Bucket(kind: query.metric.eventKind, key: query.key, id: id)] else { return 0 }
-            let lower = Self.firstIndex(in: entries, notBefore: now - Double(query.windowSeconds))
-            let upper = Self.firstIndex(in: entries, notBefore: now)
-            guard lower < upper else { return 0 }
-            let window = entries[lower..<upper]
-            switch query.metric {
-            case .distinctCards: return Set(window.compactMap(\.cardID)).count
-            case .distinctNames: return Set(window.compactMap { $0.cardholderName.map(Self.normalizedName) }).count
-            default: return window.count
-            }
+        batch.queries.map { value(of: $0, subject: batch.subject, at: batch.time) }
+    }
+
+    /// Answers one query for `subject` as of `time` from the events in `[time − window, time)`
+    /// (a backtest asks this for each value its attempt did not record, without a batch).
+    public func value(of query: VelocityQuery, subject: VelocitySubject, at time: Date) -> Int? {
+        guard let id = subject.id(for: query.key) else { return nil }
+        guard let entries = buckets[Bucket(kind: query.metric.eventKind, key: query.key, id: id)] else { return 0 }
+        let now = time.timeIntervalSince1970
+        let lower = Self.firstIndex(in: entries, notBefore: now - Double(query.windowSeconds))
+        let upper = Self.firstIndex(in: entries, notBefore: now)
+        guard lower < upper else { return 0 }
+        let window = entries[lower..<upper]
+        switch query.metric {
+        case .distinctCards: return Set(window.compactMap(\.cardID)).count
+        case .distinctNames: return Set(window.compactMap { $0.cardholderName.map(Self.normalizedName) }).count
+        default: return window.count
         }
     }
 
