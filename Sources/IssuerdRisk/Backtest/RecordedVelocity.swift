@@ -54,6 +54,23 @@ public struct RecordedVelocity: Sendable {
         present.append(contentsOf: other.present[start..<(start + queries.count)])
     }
 
+    /// Appends row `index` of `other`, a table of other queries: column `c` of the new row is
+    /// `other`'s column `columns[c]`, or nil (not recorded) where that is nil.
+    ///
+    /// - Precondition: `columns.count == queries.count`, each index one of `other`'s columns.
+    public mutating func append(row index: Int, of other: RecordedVelocity, columns: [Int?]) {
+        precondition(columns.count == queries.count, "one column per query")
+        for column in columns {
+            append(column.flatMap { other.value(row: index, column: $0) })
+        }
+    }
+
+    /// Appends one value (one column of the row being appended).
+    private mutating func append(_ value: Int?) {
+        values.append(value ?? 0)
+        present.append(value != nil)
+    }
+
     /// Appends one attempt's row from its stored `features` JSON text: `{"attempts(card, 24h)": 3, …}`
     /// or `[{"query"|"name": …, "value": …}, …]`, as `issuerd rules explain` reads it. A query
     /// counts as recorded when its value is a whole number; null (a recorded unknown), a

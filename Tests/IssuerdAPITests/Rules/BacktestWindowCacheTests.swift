@@ -326,4 +326,47 @@ struct BacktestWindowCacheTests {
         #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(longest + 3_600),
                                               now: Self.later.addingTimeInterval(longest)) == nil)
     }
+
+    @Test("A kept hour read for other queries: the shared ones copied, a new one parsed only where a text names it, as a full parse gives")
+    func keptHourForOtherQueries() {
+        let day = VelocityQuery(metric: .attempts, key: .card, windowSeconds: 86_400)
+        let week = VelocityQuery(metric: .attempts, key: .device, windowSeconds: 604_800)
+        let new = VelocityQuery(metric: .attempts, key: .card, windowSeconds: 172_800)  // attempts(card, 48h)
+        let texts = [
+            #"{"attempts(card, 24h)": 2, "attempts(device, 7d)": 5}"#,
+            #"{"attempts(card, 24h)": 1, "attempts(card, 48h)": 4}"#,  // the new query as a key
+            #"[{"query": "attempts(card, 48h)", "value": 7}, {"query": "attempts(card, 24h)", "value": 3}]"#,  // as an entry
+            #"{"attempts(card, 24h)": null}"#,
+            #"{"attempts(card, 48h)": 9, "attempts(card, 24h)": 6}"#,  // escaped: parsed, whatever it spells
+            "{}",
+            #"{"note": "attempts(card, 48h) is not a key here", "attempts(device, 7d)": 1}"#,  // named in a value: parsed, not found
+        ]
+        var kept = RecordedVelocity(queries: [day, week])
+        for text in texts { kept.append(storedFeatures: text) }
+        let hour = BacktestWindowCache.Hour(fingerprint: .empty, attempts: [], names: [], features: texts, recorded: kept)
+        for queries in [[day, new, week], [new], [week, day], [day, week]] {
+            var parsed = RecordedVelocity(queries: queries)
+            for text in texts { parsed.append(storedFeatures: text) }
+            let page = BacktestHistory.Page(kept: hour, queries: queries)
+            #expect(page.recorded.count == texts.count)
+            for row in texts.indices {
+                #expect(page.recorded.row(row) == parsed.row(row), "\(queries) row \(row): \(texts[row])")
+            }
+        }
+        #expect(BacktestHistory.Page(kept: hour, queries: [day, new]).recorded.row(1) == [1, 4])
+        #expect(BacktestHistory.Page(kept: hour, queries: [new]).recorded.row(2) == [7])
+    }
+
+    @Test("The byte search behind it: a name anywhere in the text, at either end, or any backslash")
+    func mayName() {
+        let needle = [Array(#""attempts(card, 48h)""#.utf8)]
+        #expect(BacktestHistory.Page.mayName(#"{"attempts(card, 48h)": 1}"#, any: needle))
+        #expect(BacktestHistory.Page.mayName(#""attempts(card, 48h)""#, any: needle))
+        #expect(BacktestHistory.Page.mayName(#"{"a": "\n"}"#, any: needle))
+        #expect(!BacktestHistory.Page.mayName(#"{"attempts(card, 24h)": 1, "attempts(card, 48h": 2}"#, any: needle))
+        #expect(!BacktestHistory.Page.mayName(#""attempts(card, 48h)"#, any: needle), "the closing quote is missing")
+        #expect(!BacktestHistory.Page.mayName("", any: needle))
+        #expect(!BacktestHistory.Page.mayName("{}", any: needle))
+        #expect(BacktestHistory.Page.mayName(#"{"x": 1, "y": "attempts(card, 48h)"}"#, any: [Array(#""y""#.utf8), needle[0]]))
+    }
 }
