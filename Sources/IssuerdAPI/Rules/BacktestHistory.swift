@@ -145,11 +145,14 @@ struct BacktestHistory {
     /// (kept hours are only checked, not rebuilt, and nothing is sorted).
     ///
     /// - Throws: ``PostgresError``, ``BadAttempt``, or ``TooMany`` past `limit`.
+    /// - Returns: The period's complete hours found kept and unchanged, and those read.
     static func prepare(since: Date, until: Date, queries: [VelocityQuery], limit: Int, connections: [PostgresConnection],
-                        cache: BacktestWindowCache, now: Date) throws {
+                        cache: BacktestWindowCache, now: Date) throws -> (kept: Int, read: Int) {
         var recorded = RecordedVelocity(queries: queries)
+        var hours = (kept: 0, read: 0)
         _ = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: true, limit: limit, connections: connections,
-                             cache: cache, now: now, keepOnly: true, progress: { _ in })
+                             cache: cache, now: now, keepOnly: true, progress: { _ in }, hours: { hours = ($0, $1) })
+        return hours
     }
 
     /// The attempts of the window, in the export's order (time, then id). The JSON columns come
@@ -160,7 +163,9 @@ struct BacktestHistory {
     /// all are done before this returns, and the complete hours read are kept in `cache`.
     private static func readAttempts(since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
                                      connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date, keepOnly: Bool = false,
-                                     progress: (String) -> Void) throws -> (attempts: [AttemptLog.Attempt], names: [String?]) {
+                                     progress: (String) -> Void,
+                                     hours counted: (_ kept: Int, _ read: Int) -> Void = { _, _ in }) throws
+        -> (attempts: [AttemptLog.Attempt], names: [String?]) {
         let queries = recorded.queries
         // With a cache, the complete hours kept by earlier runs and still equal to this
         // snapshot's rows are taken from memory; the rest of the window is read, in runs of time
@@ -175,6 +180,7 @@ struct BacktestHistory {
                 for (hour, content) in kept where content.fingerprint == current[hour] ?? .empty { fromCache[hour] = content }
             }
             cache.touch(fromCache.keys.sorted(), misses: hours.count - fromCache.count)
+            counted(fromCache.count, hours.count - fromCache.count)
             progress("backtest: \(fromCache.count) of \(hours.count) complete hours already parsed")
         }
         // Rows carry what keeping needs only when some complete hour is to be kept.

@@ -193,7 +193,6 @@ final class BacktestPreparation: Sendable {
         let until = Date(timeIntervalSince1970: Double(request.hours.upperBound + 1) * 3600)
         // The rounds of recent hours log apart from the page's read-ahead ("backtest period …").
         let what = request.recent ? "recent backtest hours" : "backtest period"
-        let before = cache.statistics
         func tooMany(_ found: Int, elapsed: Bool) {
             var fields: [String: LogValue] = ["attempts": .int(found), "limit": .int(request.limit)]
             if elapsed { fields["elapsedMs"] = .int(Self.milliseconds(since: started)) }
@@ -211,16 +210,16 @@ final class BacktestPreparation: Sendable {
                 tooMany(rolledUp, elapsed: false)
                 return
             }
-            let outcome = try HistoryBacktest.prepare(
+            switch try HistoryBacktest.prepare(
                 current: request.current, since: since, until: until, limit: request.limit, database: database, cache: cache,
                 now: request.now)
-            let after = cache.statistics
-            if let found = outcome {
+            {
+            case .tooManyAttempts(let found):
                 tooMany(found, elapsed: true)
-            } else {
+            case .prepared(let kept, let read):
                 logger.info(request.recent ? "recent backtest hours kept" : "backtest period prepared", [
-                    "hours": .int(request.hours.count), "hoursRead": .int(after.misses - before.misses),
-                    "hoursAlreadyKept": .int(after.hits - before.hits), "elapsedMs": .int(Self.milliseconds(since: started)),
+                    "hours": .int(request.hours.count), "hoursRead": .int(read), "hoursAlreadyKept": .int(kept),
+                    "elapsedMs": .int(Self.milliseconds(since: started)),
                 ])
             }
         } catch {

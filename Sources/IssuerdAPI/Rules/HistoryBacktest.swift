@@ -81,20 +81,27 @@ public enum HistoryBacktest {
     /// period with `current` and a candidate using the same velocity queries (an analyst opening
     /// the Backtest page): the backtest then takes the period's complete hours from memory.
     ///
-    /// - Returns: nil, or the attempts found when they are more than `limit` (nothing kept).
+    /// What ``prepare(current:since:until:limit:database:readers:cache:now:)`` did.
+    public enum Preparation: Sendable, Equatable {
+        /// The period's complete hours: found kept and unchanged, and read (and kept).
+        case prepared(hoursKept: Int, hoursRead: Int)
+        /// The attempts found, more than `limit`: nothing kept.
+        case tooManyAttempts(found: Int)
+    }
+
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
     public static func prepare(current: Ruleset, since: Date, until: Date, limit: Int, database: PostgresPool,
                                readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount), cache: BacktestWindowCache,
-                               now: Date = Date()) throws -> Int? {
+                               now: Date = Date()) throws -> Preparation {
         let queries = velocityQueries(of: [current])
         do {
-            try inOneSnapshot(database: database, readers: readers) { connections in
+            let hours = try inOneSnapshot(database: database, readers: readers) { connections in
                 try BacktestHistory.prepare(since: since, until: until, queries: queries, limit: limit, connections: connections,
                                             cache: cache, now: now)
             }
-            return nil
+            return .prepared(hoursKept: hours.kept, hoursRead: hours.read)
         } catch let error as BacktestHistory.TooMany {
-            return error.found
+            return .tooManyAttempts(found: error.found)
         }
     }
 

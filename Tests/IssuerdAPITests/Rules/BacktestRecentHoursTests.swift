@@ -112,6 +112,27 @@ struct BacktestRecentHoursTests {
         #expect(cache.statistics.attempts == 0, "a round over the limit kept hours")
     }
 
+    @Test("A read-ahead reports the hours it found kept and the hours it read (its log's fields), or the attempts over its limit")
+    func preparationCounts() throws {
+        let app = try TestApplication()
+        _ = try RulesHistoryTests.seed(app.pool)
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let current = app.application.context.rules.current
+        // 10:00-13:00: three complete hours (10:00 with 3 attempts, 11:00 empty, 12:00 with 1).
+        func prepare(limit: Int) throws -> HistoryBacktest.Preparation {
+            try HistoryBacktest.prepare(current: current, since: RulesHistoryTests.since, until: RulesHistoryTests.since.addingTimeInterval(10_800),
+                                        limit: limit, database: app.pool, cache: cache, now: Self.now)
+        }
+        #expect(try prepare(limit: 3) == .tooManyAttempts(found: 4))
+        #expect(try prepare(limit: 100) == .prepared(hoursKept: 0, hoursRead: 3))
+        #expect(try prepare(limit: 100) == .prepared(hoursKept: 3, hoursRead: 0))
+        // A backtest in between (the cache's own counters move) does not change what a read-ahead reports.
+        _ = try HistoryBacktest.run(current: current, candidate: current, since: RulesHistoryTests.since,
+                                    until: RulesHistoryTests.since.addingTimeInterval(3_600), limit: 100, database: app.pool, cache: cache,
+                                    now: Self.now)
+        #expect(try prepare(limit: 100) == .prepared(hoursKept: 3, hoursRead: 0))
+    }
+
     @Test("The next round is due one second after the next hour has been complete for the lag")
     func nextRound() {
         let hour = Date(timeIntervalSince1970: 1_740_834_000)  // 13:00
