@@ -24,11 +24,11 @@ final class BackgroundThread: Sendable {
         self.name = name
     }
 
-    /// Runs `body` on a new thread, once; false when it was started already.
+    /// Runs `body` on a new thread, once; false when it was started already, or stopped.
     @discardableResult
     func start(_ body: @escaping @Sendable () -> Void) -> Bool {
         let shouldStart = state.withLock { state -> Bool in
-            guard !state.running else { return false }
+            guard !state.running, !state.stopRequested else { return false }
             state.running = true
             return true
         }
@@ -58,9 +58,14 @@ final class BackgroundThread: Sendable {
 
     /// Asks the loop to stop and waits for its thread, at most `timeout`.
     ///
-    /// - Returns: False when the thread was still running at the deadline (never started: true).
+    /// - Returns: False when the thread was still running at the deadline (never started: true,
+    ///   and it never starts afterwards).
     func stop(timeout: Duration) -> Bool {
-        guard state.withLock({ $0.running }) else { return true }
+        let running = state.withLock { state -> Bool in
+            if !state.running { state.stopRequested = true }
+            return state.running
+        }
+        guard running else { return true }
         condition.lock()
         state.withLock { $0.stopRequested = true }
         condition.broadcast()

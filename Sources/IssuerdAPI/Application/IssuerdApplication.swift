@@ -111,6 +111,8 @@ public final class IssuerdApplication: Sendable {
 
     /// Stops accepting, lets in-flight requests finish (at most `timeout`), then closes the pool.
     public func shutdown(timeout: Duration = .seconds(5)) {
+        // First, so no round of recent backtest hours starts a read while requests drain.
+        context.backtestPreparation.stopRecentRounds(timeout: timeout)
         rulesWatcher.stop()
         server.shutdown(timeout: timeout)
         outbox.stop(timeout: timeout)

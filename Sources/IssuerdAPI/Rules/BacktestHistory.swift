@@ -78,7 +78,7 @@ struct BacktestHistory {
                 guard let id = result.attempts[row].subject.id(for: query.key) else { continue }  // unknown either way
                 if !missing {
                     missing = true
-                    need.ids.reserveCapacity(need.ids.count + result.attempts.count - row)
+                    if need.ids.isEmpty { need.ids.reserveCapacity(result.attempts.count - row) }  // once per group
                 }
                 need.ids.insert(id)
             }

@@ -40,8 +40,11 @@ final class BacktestPreparation: Sendable {
         var waits = 0
         /// Set by ``stop(timeout:)``: nothing starts afterwards.
         var stopped = false
-        /// How many recent hours the rounds keep: halved each time a round finds more attempts
-        /// than it may keep.
+        /// How many recent hours the rounds keep, as configured.
+        var recentConfigured = 0
+        /// How many they keep now: halved each time a round finds more attempts than it may keep,
+        /// doubled back (up to the setting) after a round that kept at most half of them; 0 once
+        /// a single hour held too many (the rounds stop).
         var recentHours = 0
         /// Rounds of recent hours offered to the queue (for tests).
         var recentRounds = 0
@@ -65,27 +68,38 @@ final class BacktestPreparation: Sendable {
     /// - Returns: False when there is nothing to read: the cache keeps nothing, or the period
     ///   holds no complete hour that ended at least 5 minutes ago, or spans more than 92 days.
     func start(current: Ruleset, since: Date, until: Date, limit: Int, now: Date) -> Bool {
-        start(current: current, since: since, until: until, limit: limit, now: now, recent: false)
+        switch offer(current: current, since: since, until: until, limit: limit, now: now, recent: false) {
+        case .started, .queued: true
+        case .nothing, .refused: false
+        }
     }
 
-    private func start(current: Ruleset, since: Date, until: Date, limit: Int, now: Date, recent: Bool) -> Bool {
-        guard cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else { return false }
+    /// What became of a request.
+    private enum Offer {
+        case started, queued
+        /// Nothing to read (or stopped).
+        case nothing
+        /// A round of recent hours while an analyst's request waits.
+        case refused
+    }
+
+    private func offer(current: Ruleset, since: Date, until: Date, limit: Int, now: Date, recent: Bool) -> Offer {
+        guard cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else { return .nothing }
         // No more than the cache can keep: a larger period would evict hours for nothing.
         let request = Request(current: current, hours: hours, limit: min(limit, cache.capacity), now: now, recent: recent)
-        let launch = state.withLock { state -> Bool? in
-            guard !state.stopped else { return nil }
+        let launch = state.withLock { state -> Offer in
+            guard !state.stopped else { return .nothing }
             guard !state.running else {
                 // A round of recent hours waits only when nothing else does.
-                guard !recent || state.next == nil else { return nil }
+                guard !recent || state.next == nil else { return .refused }
                 state.next = request
-                return false
+                return .queued
             }
             state.running = true
             state.reading = request.hours
-            return true
+            return .started
         }
-        guard let launch else { return false }
-        guard launch else { return true }
+        guard launch == .started else { return launch }
         let thread = Thread { [self] in
             var request = request
             while true {
@@ -103,7 +117,7 @@ final class BacktestPreparation: Sendable {
         }
         thread.name = "issuerd-backtest-prepare"
         thread.start()
-        return true
+        return .started
     }
 
     /// Waits, at most `timeout`, while the period being read now is the complete hours of
@@ -135,30 +149,48 @@ final class BacktestPreparation: Sendable {
     /// How many preparations have ended since start (for tests).
     var finishedCount: Int { state.withLock { $0.finished } }
 
-    /// Keeps the complete hours of the last `hours` parsed: reads them now (after any read-ahead
-    /// running), then each time another hour has become complete (``BacktestWindowCache/lag``
-    /// after it ends), reading only that hour and checking the others as any backtest does.
-    /// A round that finds more attempts than it may keep halves the hours of the next ones.
+    /// Keeps the last `hours` complete hours parsed (those that ended at least
+    /// ``BacktestWindowCache/lag`` ago): reads them now (after any read-ahead running), then each
+    /// time another hour has become complete, reading only that hour and checking the others as
+    /// any backtest does. Each instance's rounds come at its own moment within two minutes of
+    /// that, so instances do not all scan at once. A round refused because an analyst's read-ahead
+    /// waits is offered again a minute later. A round that finds more attempts than it may keep
+    /// halves the hours of the next ones; one that kept at most half as many doubles them back,
+    /// up to `hours`; when a single hour holds too many, the rounds stop (logged).
     ///
     /// - Parameters:
     ///   - current: The live ruleset, asked each round (its velocity queries are memoised).
     ///   - clock: The time.
     /// - Returns: False when nothing is kept this way: `hours` is 0, the cache keeps nothing, or
-    ///   the rounds run already.
+    ///   the rounds were started already.
     @discardableResult
     func keepRecent(hours: Int, limit: Int, current: @escaping @Sendable () -> Ruleset, clock: @escaping @Sendable () -> Date) -> Bool {
         guard hours > 0, cache.capacity > 0 else { return false }
-        state.withLock { $0.recentHours = hours }
+        let first = state.withLock { state -> Bool in
+            guard state.recentConfigured == 0, !state.stopped else { return false }
+            state.recentConfigured = hours
+            state.recentHours = hours
+            return true
+        }
+        guard first else { return false }
+        let jitter = Double.random(in: 0...120)
         return recentRounds.start { [self] in
             while !recentRounds.stopRequested {
                 let now = clock()
                 let span = state.withLock { $0.recentHours }
-                _ = start(current: current(), since: now.addingTimeInterval(-Double(span) * 3600), until: now, limit: limit, now: now,
-                          recent: true)
+                guard span > 0 else { return }
+                let offered = offer(current: current(), since: Self.recentStart(hours: span, now: now), until: now, limit: limit, now: now,
+                                    recent: true)
                 state.withLock { $0.recentRounds += 1 }
-                recentRounds.sleep(seconds: Self.secondsUntilNextHourIsKept(after: now))
+                recentRounds.sleep(seconds: offered == .refused ? 60 : Self.secondsUntilNextHourIsKept(after: now) + jitter)
             }
         }
+    }
+
+    /// The start of the last `hours` complete hours at `now` (the newest one ended ``BacktestWindowCache/lag`` ago or more).
+    static func recentStart(hours: Int, now: Date) -> Date {
+        let lastEnd = ((now.timeIntervalSince1970 - BacktestWindowCache.lag) / 3600).rounded(.down)
+        return Date(timeIntervalSince1970: (lastEnd - Double(hours)) * 3600)
     }
 
     /// From `now` to the moment the next hour becomes keepable (one second past its ``BacktestWindowCache/lag``).
@@ -171,13 +203,22 @@ final class BacktestPreparation: Sendable {
     /// How many rounds of recent hours have been offered to the queue (for tests).
     var recentRoundCount: Int { state.withLock { $0.recentRounds } }
 
-    /// How many recent hours the rounds keep now (halved from the setting after a round found too many).
+    /// Whether rounds of recent hours were started (``keepRecent(hours:limit:current:clock:)``).
+    var keepsRecentHours: Bool { state.withLock { $0.recentConfigured > 0 } }
+
+    /// How many recent hours the rounds keep now (0: not kept, or stopped).
     var recentHours: Int { state.withLock { $0.recentHours } }
+
+    /// Stops the rounds of recent hours (the first thing at shutdown, so none starts a read
+    /// while requests drain); waits for their thread at most `timeout`. Never started: none start after.
+    func stopRecentRounds(timeout: Duration) {
+        _ = recentRounds.stop(timeout: timeout)
+    }
 
     /// Stops the rounds of recent hours, drops any waiting request and waits up to `timeout` for
     /// the running one to end (shutdown, before the pool closes); logs when it is still running then.
     func stop(timeout: Duration) {
-        _ = recentRounds.stop(timeout: timeout)
+        stopRecentRounds(timeout: timeout)
         state.withLock { state in
             state.next = nil
             state.stopped = true
@@ -198,10 +239,15 @@ final class BacktestPreparation: Sendable {
             if elapsed { fields["elapsedMs"] = .int(Self.milliseconds(since: started)) }
             if request.recent {
                 let hours = state.withLock { state in
-                    state.recentHours = max(1, min(state.recentHours, request.hours.count) / 2)
+                    state.recentHours = request.hours.count <= 1 ? 0 : max(1, min(state.recentHours, request.hours.count) / 2)
                     return state.recentHours
                 }
                 fields["nextHours"] = .int(hours)
+                if hours == 0 {
+                    logger.warning("recent backtest hours no longer kept: one hour holds more attempts than a backtest replays or the cache keeps",
+                                   fields)
+                    return
+                }
             }
             logger.info("\(what) not read ahead: more attempts than a backtest replays", fields)
         }
@@ -217,6 +263,7 @@ final class BacktestPreparation: Sendable {
             case .tooManyAttempts(let found):
                 tooMany(found, elapsed: true)
             case .prepared(let kept, let read):
+                if request.recent { growRecentHours(after: request) }
                 logger.info(request.recent ? "recent backtest hours kept" : "backtest period prepared", [
                     "hours": .int(request.hours.count), "hoursRead": .int(read), "hoursAlreadyKept": .int(kept),
                     "elapsedMs": .int(Self.milliseconds(since: started)),
@@ -225,6 +272,15 @@ final class BacktestPreparation: Sendable {
         } catch {
             logger.warning("\(what) not read ahead", ["error": "\(error)"])
         }
+    }
+
+    /// After a round of recent hours that kept `request`'s hours: doubles the hours of the next
+    /// rounds back towards the setting when these held at most half of what a round may keep.
+    private func growRecentHours(after request: Request) {
+        guard state.withLock({ $0.recentHours < $0.recentConfigured }) else { return }
+        let attempts = cache.lookup(request.hours).values.reduce(0) { $0 + $1.attempts.count }
+        guard attempts <= request.limit / 2 else { return }
+        state.withLock { state in state.recentHours = min(state.recentConfigured, max(1, state.recentHours) * 2) }
     }
 
     /// The attempts of `[since, until)` (whole hours) as the console's hourly roll-up counts

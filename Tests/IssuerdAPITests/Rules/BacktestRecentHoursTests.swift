@@ -26,17 +26,17 @@ struct BacktestRecentHoursTests {
         let preparation = app.application.context.backtestPreparation
         try RulesHistoryTests.waitForPreparations(preparation, count: 1)
         let cache = app.application.context.backtestCache
-        // 09:10-13:10 holds the complete hours 10:00-12:00 (4 attempts); 09:50 is in a partial hour.
-        #expect(cache.lookup(Self.hour10...(Self.hour10 + 2)).count == 3)
-        #expect(cache.statistics.attempts == 4)
-        #expect(cache.statistics.misses == 3)
+        // The last 4 complete hours at 13:10: 09:00-12:00, with 5 attempts (09:50 among them).
+        #expect(cache.lookup((Self.hour10 - 1)...(Self.hour10 + 2)).count == 4)
+        #expect(cache.statistics.attempts == 5)
+        #expect(cache.statistics.misses == 4)
         let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
         let response = try app.client.postJSON(
             "/v1/admin/rules/backtest", try RulesHistoryTests.backtestBody(RulesHistoryTests.candidate), headers: analyst)
         #expect(response.status == 200, "\(response.text)")
         #expect(response.jsonObject()?["attemptsEvaluated"] as? Int == 3)
         #expect(cache.statistics.hits == 1, "the backtest's hour was not taken from memory")
-        #expect(cache.statistics.misses == 3, "the backtest read a complete hour again")
+        #expect(cache.statistics.misses == 4, "the backtest read a complete hour again")
         // The same report as a server keeping nothing.
         let uncached = try TestApplication(environment: ["ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"], sharing: seeding)
         let plain = try uncached.client.postJSON(
@@ -49,10 +49,9 @@ struct BacktestRecentHoursTests {
         let off = try TestApplication(environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "0"], clock: { Self.now })
         let noCache = try TestApplication(
             environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "24", "ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"], sharing: off, clock: { Self.now })
-        usleep(200_000)
         for app in [off, noCache] {
+            #expect(!app.application.context.backtestPreparation.keepsRecentHours)
             #expect(app.application.context.backtestPreparation.finishedCount == 0)
-            #expect(!app.application.context.backtestPreparation.isRunning)
         }
         for value in ["-1", "24h", String(BacktestWindowCache.maximumHours + 1)] {
             #expect(throws: ConfigurationError.self, "\(value)") {
@@ -70,6 +69,7 @@ struct BacktestRecentHoursTests {
         _ = try RulesHistoryTests.seed(app.pool)
         let cache = BacktestWindowCache(capacity: 1_000)
         let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        defer { preparation.stop(timeout: .seconds(5)) }
         let current = app.application.context.rules.current
         let holder = try PostgresConnection(connectionString: app.database.connectionString)
         try holder.execute("BEGIN")
@@ -81,8 +81,8 @@ struct BacktestRecentHoursTests {
         #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
         #expect(preparation.start(
             current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200), limit: 100, now: Self.now))
-        // The first round (11:10-13:10: the hour 12:00) comes now: it must not take the 11:00 request's place.
-        let started = preparation.keepRecent(hours: 2, limit: 100, current: { current }, clock: { Self.now })
+        // The first round (the last complete hour, 12:00) comes now: it must not take the 11:00 request's place.
+        let started = preparation.keepRecent(hours: 1, limit: 100, current: { current }, clock: { Self.now })
         #expect(started)
         let deadline = ContinuousClock.now + .seconds(60)
         while preparation.recentRoundCount == 0, ContinuousClock.now < deadline { usleep(5_000) }
@@ -101,15 +101,24 @@ struct BacktestRecentHoursTests {
         let app = try TestApplication()
         _ = try RulesHistoryTests.seed(app.pool)
         let cache = BacktestWindowCache(capacity: 1_000)
-        let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
         let current = app.application.context.rules.current
-        // 09:10-13:10: three complete hours, 4 attempts, over a limit of 2.
+        // The last 4 complete hours at 13:10 (09:00-12:00) hold 5 attempts, over a limit of 2.
+        let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        defer { preparation.stop(timeout: .seconds(5)) }
         let started = preparation.keepRecent(hours: 4, limit: 2, current: { current }, clock: { Self.now })
         #expect(started)
         try RulesHistoryTests.waitForPreparations(preparation, count: 1)
-        preparation.stop(timeout: .seconds(5))
-        #expect(preparation.recentHours == 1)
+        #expect(preparation.recentHours == 2)
         #expect(cache.statistics.attempts == 0, "a round over the limit kept hours")
+        // One hour over the limit (10:00, 3 attempts, at 11:10) stops the rounds.
+        let single = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        defer { single.stop(timeout: .seconds(5)) }
+        let elevenTen = RulesHistoryTests.since.addingTimeInterval(3_600 + 600)
+        let singleStarted = single.keepRecent(hours: 1, limit: 2, current: { current }, clock: { elevenTen })
+        #expect(singleStarted)
+        try RulesHistoryTests.waitForPreparations(single, count: 1)
+        #expect(single.recentHours == 0)
+        #expect(cache.statistics.attempts == 0)
     }
 
     @Test("A read-ahead reports the hours it found kept and the hours it read (its log's fields), or the attempts over its limit")
@@ -133,7 +142,7 @@ struct BacktestRecentHoursTests {
         #expect(try prepare(limit: 100) == .prepared(hoursKept: 3, hoursRead: 0))
     }
 
-    @Test("The next round is due one second after the next hour has been complete for the lag")
+    @Test("The next round is due one second after the next hour has been complete for the lag; a round reads the last N complete hours")
     func nextRound() {
         let hour = Date(timeIntervalSince1970: 1_740_834_000)  // 13:00
         let lag = BacktestWindowCache.lag
@@ -141,5 +150,10 @@ struct BacktestRecentHoursTests {
         #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour.addingTimeInterval(lag - 1)) == 2)
         #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour.addingTimeInterval(lag + 1)) == 3_600)
         #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour.addingTimeInterval(3_599)) == lag + 2)
+        // 13:10: the last complete hour is 12:00; 13:04:59: it is still 11:00 (12:00 ended under the lag ago).
+        #expect(BacktestPreparation.recentStart(hours: 3, now: hour.addingTimeInterval(600)) == hour.addingTimeInterval(-3 * 3_600))
+        #expect(BacktestPreparation.recentStart(hours: 1, now: hour.addingTimeInterval(lag - 1)) == hour.addingTimeInterval(-2 * 3_600))
+        let now = hour.addingTimeInterval(600)
+        #expect(BacktestWindowCache.keptHours(since: BacktestPreparation.recentStart(hours: 1, now: now), until: now, now: now)?.count == 1)
     }
 }

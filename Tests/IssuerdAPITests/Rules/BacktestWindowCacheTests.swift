@@ -337,7 +337,7 @@ struct BacktestWindowCacheTests {
             #"{"attempts(card, 24h)": 1, "attempts(card, 48h)": 4}"#,  // the new query as a key
             #"[{"query": "attempts(card, 48h)", "value": 7}, {"query": "attempts(card, 24h)", "value": 3}]"#,  // as an entry
             #"{"attempts(card, 24h)": null}"#,
-            #"{"attempts(card, 48h)": 9, "attempts(card, 24h)": 6}"#,  // escaped: parsed, whatever it spells
+            #"{"attempts(card, 48\u0068)": 9, "attempts(card, 24h)": 6}"#,  // escaped: parsed, whatever it spells
             "{}",
             #"{"note": "attempts(card, 48h) is not a key here", "attempts(device, 7d)": 1}"#,  // named in a value: parsed, not found
         ]
@@ -355,6 +355,7 @@ struct BacktestWindowCacheTests {
         }
         #expect(BacktestHistory.Page(kept: hour, queries: [day, new]).recorded.row(1) == [1, 4])
         #expect(BacktestHistory.Page(kept: hour, queries: [new]).recorded.row(2) == [7])
+        #expect(texts[4].utf8.contains(UInt8(ascii: "\\")), "the escaped text has its backslash")
     }
 
     @Test("The byte search behind it: a name anywhere in the text, at either end, or any backslash")
