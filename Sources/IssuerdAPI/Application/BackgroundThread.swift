@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// One long-lived background thread with a cooperative stop, shared by the instance's
-/// background workers (``OutboxDispatcher``, ``AuditSealer``).
+/// background workers (``OutboxDispatcher``, ``AuditSealer``, the recent hours' rounds of
+/// ``BacktestPreparation``).
 ///
 /// The worker's loop asks ``stopRequested`` between rounds, sleeps with ``sleep(seconds:)``
 /// (woken early by a stop) and ends by returning; ``stop(timeout:)`` then waits for it.

@@ -15,7 +15,7 @@ import Synchronization
 /// not at all when the console's hourly roll-up already shows more attempts than a backtest
 /// replays. What it keeps is checked again by the backtest like any kept hour.
 ///
-/// It also keeps the most recent hours parsed on its own (``keepRecent(hours:limit:current:clock:)``,
+/// It also keeps the most recent hours parsed on its own (``keepRecent(hours:limit:current:clock:retry:)``,
 /// `ISSUERD_BACKTEST_KEEP_RECENT_HOURS`): at start and each time another hour is complete, so a
 /// backtest of the last day is answered from memory even when nobody opened the page first (an
 /// API script, or the page run at once). Those rounds go through the same one-at-a-time queue
@@ -40,14 +40,14 @@ final class BacktestPreparation: Sendable {
         var waits = 0
         /// Set by ``stop(timeout:)``: nothing starts afterwards.
         var stopped = false
-        /// How many recent hours the rounds keep, as configured.
-        var recentConfigured = 0
-        /// How many they keep now: halved each time a round finds more attempts than it may keep,
-        /// doubled back (up to the setting) after a round that kept at most half of them; 0 once
-        /// a single hour held too many (the rounds stop).
+        /// How many recent hours the rounds keep (0: none).
         var recentHours = 0
         /// Rounds of recent hours offered to the queue (for tests).
         var recentRounds = 0
+        /// A queued round was replaced by an analyst's request: offer it again soon.
+        var recentDisplaced = false
+        /// Set by ``stopRecentRounds(timeout:)``: no round is offered or started afterwards.
+        var recentStopped = false
     }
 
     private let cache: BacktestWindowCache
@@ -88,10 +88,12 @@ final class BacktestPreparation: Sendable {
         // No more than the cache can keep: a larger period would evict hours for nothing.
         let request = Request(current: current, hours: hours, limit: min(limit, cache.capacity), now: now, recent: recent)
         let launch = state.withLock { state -> Offer in
-            guard !state.stopped else { return .nothing }
+            guard !state.stopped, !(recent && state.recentStopped) else { return .nothing }
             guard !state.running else {
-                // A round of recent hours waits only when nothing else does.
+                // A round of recent hours waits only when nothing else does; an analyst's
+                // request takes a waiting round's place, and the round is offered again soon.
                 guard !recent || state.next == nil else { return .refused }
+                if !recent, state.next?.recent == true { state.recentDisplaced = true }
                 state.next = request
                 return .queued
             }
@@ -154,37 +156,46 @@ final class BacktestPreparation: Sendable {
     /// time another hour has become complete, reading only that hour and checking the others as
     /// any backtest does. Each instance's rounds come at its own moment within two minutes of
     /// that, so instances do not all scan at once. A round refused because an analyst's read-ahead
-    /// waits is offered again a minute later. A round that finds more attempts than it may keep
-    /// halves the hours of the next ones; one that kept at most half as many doubles them back,
-    /// up to `hours`; when a single hour holds too many, the rounds stop (logged).
+    /// waits, or put out of the queue by one, is offered again after `retry`. A round that finds
+    /// more attempts than a backtest replays (or the cache keeps) keeps nothing and logs a warning
+    /// with the count, for the operator to lower the setting; the next round tries again.
     ///
     /// - Parameters:
     ///   - current: The live ruleset, asked each round (its velocity queries are memoised).
     ///   - clock: The time.
+    ///   - retry: How long before a refused or displaced round is offered again.
     /// - Returns: False when nothing is kept this way: `hours` is 0, the cache keeps nothing, or
-    ///   the rounds were started already.
+    ///   the rounds were started or stopped already.
     @discardableResult
-    func keepRecent(hours: Int, limit: Int, current: @escaping @Sendable () -> Ruleset, clock: @escaping @Sendable () -> Date) -> Bool {
+    func keepRecent(hours: Int, limit: Int, current: @escaping @Sendable () -> Ruleset, clock: @escaping @Sendable () -> Date,
+                    retry: TimeInterval = 60) -> Bool {
         guard hours > 0, cache.capacity > 0 else { return false }
         let first = state.withLock { state -> Bool in
-            guard state.recentConfigured == 0, !state.stopped else { return false }
-            state.recentConfigured = hours
+            guard state.recentHours == 0, !state.stopped, !state.recentStopped else { return false }
             state.recentHours = hours
             return true
         }
         guard first else { return false }
         let jitter = Double.random(in: 0...120)
-        return recentRounds.start { [self] in
+        let started = recentRounds.start { [self] in
             while !recentRounds.stopRequested {
                 let now = clock()
-                let span = state.withLock { $0.recentHours }
-                guard span > 0 else { return }
-                let offered = offer(current: current(), since: Self.recentStart(hours: span, now: now), until: now, limit: limit, now: now,
+                state.withLock { $0.recentDisplaced = false }
+                let offered = offer(current: current(), since: Self.recentStart(hours: hours, now: now), until: now, limit: limit, now: now,
                                     recent: true)
                 state.withLock { $0.recentRounds += 1 }
-                recentRounds.sleep(seconds: offered == .refused ? 60 : Self.secondsUntilNextHourIsKept(after: now) + jitter)
+                // Until the next hour is complete, in steps of `retry`, sooner when displaced.
+                let due = offered == .refused ? retry : Self.secondsUntilNextHourIsKept(after: now) + jitter
+                var slept: TimeInterval = 0
+                while slept < due, !recentRounds.stopRequested, !state.withLock({ $0.recentDisplaced }) {
+                    let step = min(retry, due - slept)
+                    recentRounds.sleep(seconds: step)
+                    slept += step
+                }
             }
         }
+        if !started { state.withLock { $0.recentHours = 0 } }
+        return started
     }
 
     /// The start of the last `hours` complete hours at `now` (the newest one ended ``BacktestWindowCache/lag`` ago or more).
@@ -203,15 +214,17 @@ final class BacktestPreparation: Sendable {
     /// How many rounds of recent hours have been offered to the queue (for tests).
     var recentRoundCount: Int { state.withLock { $0.recentRounds } }
 
-    /// Whether rounds of recent hours were started (``keepRecent(hours:limit:current:clock:)``).
-    var keepsRecentHours: Bool { state.withLock { $0.recentConfigured > 0 } }
-
-    /// How many recent hours the rounds keep now (0: not kept, or stopped).
-    var recentHours: Int { state.withLock { $0.recentHours } }
+    /// Whether rounds of recent hours were started (``keepRecent(hours:limit:current:clock:retry:)``).
+    var keepsRecentHours: Bool { state.withLock { $0.recentHours > 0 } }
 
     /// Stops the rounds of recent hours (the first thing at shutdown, so none starts a read
-    /// while requests drain); waits for their thread at most `timeout`. Never started: none start after.
+    /// while requests drain): a waiting round is dropped, none is offered afterwards, and their
+    /// thread is waited for at most `timeout`. Never started: none start after.
     func stopRecentRounds(timeout: Duration) {
+        state.withLock { state in
+            state.recentStopped = true
+            if state.next?.recent == true { state.next = nil }
+        }
         _ = recentRounds.stop(timeout: timeout)
     }
 
@@ -238,16 +251,10 @@ final class BacktestPreparation: Sendable {
             var fields: [String: LogValue] = ["attempts": .int(found), "limit": .int(request.limit)]
             if elapsed { fields["elapsedMs"] = .int(Self.milliseconds(since: started)) }
             if request.recent {
-                let hours = state.withLock { state in
-                    state.recentHours = request.hours.count <= 1 ? 0 : max(1, min(state.recentHours, request.hours.count) / 2)
-                    return state.recentHours
-                }
-                fields["nextHours"] = .int(hours)
-                if hours == 0 {
-                    logger.warning("recent backtest hours no longer kept: one hour holds more attempts than a backtest replays or the cache keeps",
-                                   fields)
-                    return
-                }
+                fields["hours"] = .int(request.hours.count)
+                logger.warning("recent backtest hours not kept: more attempts than a backtest replays or the cache keeps; "
+                               + "lower ISSUERD_BACKTEST_KEEP_RECENT_HOURS or raise ISSUERD_BACKTEST_CACHE_ATTEMPTS", fields)
+                return
             }
             logger.info("\(what) not read ahead: more attempts than a backtest replays", fields)
         }
@@ -263,7 +270,6 @@ final class BacktestPreparation: Sendable {
             case .tooManyAttempts(let found):
                 tooMany(found, elapsed: true)
             case .prepared(let kept, let read):
-                if request.recent { growRecentHours(after: request) }
                 logger.info(request.recent ? "recent backtest hours kept" : "backtest period prepared", [
                     "hours": .int(request.hours.count), "hoursRead": .int(read), "hoursAlreadyKept": .int(kept),
                     "elapsedMs": .int(Self.milliseconds(since: started)),
@@ -272,15 +278,6 @@ final class BacktestPreparation: Sendable {
         } catch {
             logger.warning("\(what) not read ahead", ["error": "\(error)"])
         }
-    }
-
-    /// After a round of recent hours that kept `request`'s hours: doubles the hours of the next
-    /// rounds back towards the setting when these held at most half of what a round may keep.
-    private func growRecentHours(after request: Request) {
-        guard state.withLock({ $0.recentHours < $0.recentConfigured }) else { return }
-        let attempts = cache.lookup(request.hours).values.reduce(0) { $0 + $1.attempts.count }
-        guard attempts <= request.limit / 2 else { return }
-        state.withLock { state in state.recentHours = min(state.recentConfigured, max(1, state.recentHours) * 2) }
     }
 
     /// The attempts of `[since, until)` (whole hours) as the console's hourly roll-up counts

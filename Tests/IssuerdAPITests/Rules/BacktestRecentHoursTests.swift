@@ -63,7 +63,31 @@ struct BacktestRecentHoursTests {
         #expect(configured.console.backtestKeepRecentHours == 24)
     }
 
-    @Test("A round never replaces an analyst's read-ahead waiting in the queue")
+    /// Holds `provisioning_attempts` under an exclusive lock and starts the analyst's read of the
+    /// 10:00 hour on `preparation`; returns once that read waits on the lock (ROLLBACK to let it go).
+    static func holdAnalystRead(_ app: TestApplication, _ preparation: BacktestPreparation, current: Ruleset) throws -> PostgresConnection {
+        let holder = try PostgresConnection(connectionString: app.database.connectionString)
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
+        let hour = RulesHistoryTests.since
+        #expect(preparation.start(current: current, since: hour, until: hour.addingTimeInterval(3_600), limit: 100, now: Self.now))
+        let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
+        #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
+        return holder
+    }
+
+    /// Starts the rounds of the last complete hour (12:00 at 13:10) and waits for the first offer.
+    static func startRounds(_ preparation: BacktestPreparation, current: Ruleset) throws {
+        let started = preparation.keepRecent(hours: 1, limit: 100, current: { current }, clock: { Self.now }, retry: 0.2)
+        #expect(started)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while preparation.recentRoundCount == 0 {
+            guard ContinuousClock.now < deadline else { throw RulesHistoryTests.TestTimeout("no round was offered") }
+            usleep(5_000)
+        }
+    }
+
+    @Test("A round never replaces an analyst's read-ahead waiting in the queue; refused, it is offered again")
     func analystsGoFirst() throws {
         let app = try TestApplication()
         _ = try RulesHistoryTests.seed(app.pool)
@@ -71,33 +95,46 @@ struct BacktestRecentHoursTests {
         let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
         defer { preparation.stop(timeout: .seconds(5)) }
         let current = app.application.context.rules.current
-        let holder = try PostgresConnection(connectionString: app.database.connectionString)
-        try holder.execute("BEGIN")
-        try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
         // The analyst's 10:00 read waits on the lock; their 11:00 request waits behind it.
+        let holder = try Self.holdAnalystRead(app, preparation, current: current)
         let hour = RulesHistoryTests.since
-        #expect(preparation.start(current: current, since: hour, until: hour.addingTimeInterval(3_600), limit: 100, now: Self.now))
-        let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
-        #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
         #expect(preparation.start(
             current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200), limit: 100, now: Self.now))
-        // The first round (the last complete hour, 12:00) comes now: it must not take the 11:00 request's place.
-        let started = preparation.keepRecent(hours: 1, limit: 100, current: { current }, clock: { Self.now })
-        #expect(started)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while preparation.recentRoundCount == 0, ContinuousClock.now < deadline { usleep(5_000) }
+        // The first round (12:00) comes now, and is refused: the 11:00 request keeps its place.
+        try Self.startRounds(preparation, current: current)
         try holder.execute("ROLLBACK")
-        try RulesHistoryTests.waitForPreparations(preparation, count: 2)
-        preparation.stop(timeout: .seconds(5))
-        #expect(preparation.finishedCount == 2)
+        // 10:00, 11:00, then the round offered again (every 0.2 s) once the queue was free.
+        try RulesHistoryTests.waitForPreparations(preparation, count: 3)
         #expect(cache.lookup((Self.hour10 + 1)...(Self.hour10 + 1)).count == 1, "the analyst's 11:00 request ran")
-        #expect(cache.lookup((Self.hour10 + 2)...(Self.hour10 + 2)).isEmpty, "the round took a place in the queue")
+        #expect(cache.lookup((Self.hour10 + 2)...(Self.hour10 + 2)).count == 1, "the refused round was not offered again")
+        #expect(preparation.recentRoundCount >= 2)
         let again = preparation.keepRecent(hours: 1, limit: 100, current: { current }, clock: { Self.now })
         #expect(!again, "started twice")
     }
 
-    @Test("A round that finds more attempts than it may keep halves the hours of the next ones")
-    func tooManyHalves() throws {
+    @Test("A waiting round an analyst's request puts out of the queue is offered again after it")
+    func displacedRoundComesBack() throws {
+        let app = try TestApplication()
+        _ = try RulesHistoryTests.seed(app.pool)
+        let cache = BacktestWindowCache(capacity: 1_000)
+        let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        defer { preparation.stop(timeout: .seconds(5)) }
+        let current = app.application.context.rules.current
+        // The analyst's 10:00 read waits on the lock; the round (12:00) waits behind it.
+        let holder = try Self.holdAnalystRead(app, preparation, current: current)
+        try Self.startRounds(preparation, current: current)
+        // The analyst's 11:00 request takes the round's place.
+        let hour = RulesHistoryTests.since
+        #expect(preparation.start(
+            current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200), limit: 100, now: Self.now))
+        try holder.execute("ROLLBACK")
+        try RulesHistoryTests.waitForPreparations(preparation, count: 3)
+        #expect(cache.lookup((Self.hour10 + 1)...(Self.hour10 + 1)).count == 1, "the analyst's 11:00 request ran")
+        #expect(cache.lookup((Self.hour10 + 2)...(Self.hour10 + 2)).count == 1, "the displaced round did not come back")
+    }
+
+    @Test("A round that finds more attempts than it may keep keeps nothing; stopped rounds start nothing")
+    func overTheLimit() throws {
         let app = try TestApplication()
         _ = try RulesHistoryTests.seed(app.pool)
         let cache = BacktestWindowCache(capacity: 1_000)
@@ -108,17 +145,16 @@ struct BacktestRecentHoursTests {
         let started = preparation.keepRecent(hours: 4, limit: 2, current: { current }, clock: { Self.now })
         #expect(started)
         try RulesHistoryTests.waitForPreparations(preparation, count: 1)
-        #expect(preparation.recentHours == 2)
         #expect(cache.statistics.attempts == 0, "a round over the limit kept hours")
-        // One hour over the limit (10:00, 3 attempts, at 11:10) stops the rounds.
-        let single = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
-        defer { single.stop(timeout: .seconds(5)) }
-        let elevenTen = RulesHistoryTests.since.addingTimeInterval(3_600 + 600)
-        let singleStarted = single.keepRecent(hours: 1, limit: 2, current: { current }, clock: { elevenTen })
-        #expect(singleStarted)
-        try RulesHistoryTests.waitForPreparations(single, count: 1)
-        #expect(single.recentHours == 0)
-        #expect(cache.statistics.attempts == 0)
+        // Stopped before they start: never started afterwards.
+        let stopped = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        stopped.stopRecentRounds(timeout: .seconds(1))
+        let late = stopped.keepRecent(hours: 4, limit: 100, current: { current }, clock: { Self.now })
+        #expect(!late)
+        #expect(!stopped.keepsRecentHours)
+        let thread = BackgroundThread(name: "t")
+        #expect(thread.stop(timeout: .seconds(1)))
+        #expect(!thread.start {}, "a thread stopped before it started started")
     }
 
     @Test("A read-ahead reports the hours it found kept and the hours it read (its log's fields), or the attempts over its limit")

@@ -356,6 +356,7 @@ struct BacktestWindowCacheTests {
         #expect(BacktestHistory.Page(kept: hour, queries: [day, new]).recorded.row(1) == [1, 4])
         #expect(BacktestHistory.Page(kept: hour, queries: [new]).recorded.row(2) == [7])
         #expect(texts[4].utf8.contains(UInt8(ascii: "\\")), "the escaped text has its backslash")
+        #expect(BacktestHistory.Page(kept: hour, queries: [new]).recorded.row(4) == [9], "the escaped name is the query's")
     }
 
     @Test("The byte search behind it: a name anywhere in the text, at either end, or any backslash")
