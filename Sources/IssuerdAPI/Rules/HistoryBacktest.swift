@@ -77,10 +77,6 @@ public enum HistoryBacktest {
         return .report(report, export: export)
     }
 
-    /// Reads and parses the attempts of `[since, until)` into `cache` ahead of a backtest of that
-    /// period with `current` and a candidate using the same velocity queries (an analyst opening
-    /// the Backtest page): the backtest then takes the period's complete hours from memory.
-    ///
     /// What ``prepare(current:since:until:limit:database:readers:cache:now:)`` did.
     public enum Preparation: Sendable, Equatable {
         /// The period's complete hours: found kept and unchanged, and read (and kept).
@@ -89,6 +85,11 @@ public enum HistoryBacktest {
         case tooManyAttempts(found: Int)
     }
 
+    /// Reads and parses the attempts of `[since, until)` into `cache` ahead of a backtest of that
+    /// period with `current` and a candidate using the same velocity queries (an analyst opening
+    /// the Backtest page): the backtest then takes the period's complete hours from memory.
+    ///
+    /// - Returns: The hours found kept and read, or the attempts found when more than `limit`.
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
     public static func prepare(current: Ruleset, since: Date, until: Date, limit: Int, database: PostgresPool,
                                readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount), cache: BacktestWindowCache,

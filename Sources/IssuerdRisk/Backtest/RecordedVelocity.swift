@@ -127,8 +127,8 @@ public struct RecordedVelocity: Sendable {
             columns = queries.map { columnOf[$0] }
         }
 
-        /// The values for attempt `index`: recorded where there is one, the rest from `history`
-        /// in one batch.
+        /// The values for attempt `index`: recorded where there is one, the rest counted from
+        /// `history`, one query at a time.
         func values(attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider) -> [Int?] {
             var values = [Int?](repeating: nil, count: queries.count)
             for (position, column) in columns.enumerated() {
