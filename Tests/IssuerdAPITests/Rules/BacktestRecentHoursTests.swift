@@ -76,30 +76,38 @@ struct BacktestRecentHoursTests {
         return holder
     }
 
+    /// The seeded attempts, a cache and a read-ahead queue of its own over them (stop it when done).
+    static func seededQueue() throws -> (TestApplication, BacktestWindowCache, BacktestPreparation) {
+        let app = try TestApplication()
+        _ = try RulesHistoryTests.seed(app.pool)
+        let cache = BacktestWindowCache(capacity: 1_000)
+        return (app, cache, BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger()))
+    }
+
+    /// The analyst's read-ahead of the 11:00 hour (it waits in the queue behind the 10:00 one).
+    static func requestElevenOClock(_ preparation: BacktestPreparation, current: Ruleset) {
+        let hour = RulesHistoryTests.since
+        #expect(preparation.start(
+            current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200), limit: 100, now: Self.now))
+    }
+
     /// Starts the rounds of the last complete hour (12:00 at 13:10) and waits for the first offer.
     static func startRounds(_ preparation: BacktestPreparation, current: Ruleset) throws {
         let started = preparation.keepRecent(hours: 1, limit: 100, current: { current }, clock: { Self.now }, retry: 0.2)
         #expect(started)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while preparation.recentRoundCount == 0 {
-            guard ContinuousClock.now < deadline else { throw RulesHistoryTests.TestTimeout("no round was offered") }
-            usleep(5_000)
+        guard RulesTestData.eventually(within: 60, { preparation.recentRoundCount > 0 }) else {
+            throw RulesHistoryTests.TestTimeout("no round was offered")
         }
     }
 
     @Test("A round never replaces an analyst's read-ahead waiting in the queue; refused, it is offered again")
     func analystsGoFirst() throws {
-        let app = try TestApplication()
-        _ = try RulesHistoryTests.seed(app.pool)
-        let cache = BacktestWindowCache(capacity: 1_000)
-        let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        let (app, cache, preparation) = try Self.seededQueue()
         defer { preparation.stop(timeout: .seconds(5)) }
         let current = app.application.context.rules.current
         // The analyst's 10:00 read waits on the lock; their 11:00 request waits behind it.
         let holder = try Self.holdAnalystRead(app, preparation, current: current)
-        let hour = RulesHistoryTests.since
-        #expect(preparation.start(
-            current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200), limit: 100, now: Self.now))
+        Self.requestElevenOClock(preparation, current: current)
         // The first round (12:00) comes now, and is refused: the 11:00 request keeps its place.
         try Self.startRounds(preparation, current: current)
         try holder.execute("ROLLBACK")
@@ -114,19 +122,14 @@ struct BacktestRecentHoursTests {
 
     @Test("A waiting round an analyst's request puts out of the queue is offered again after it")
     func displacedRoundComesBack() throws {
-        let app = try TestApplication()
-        _ = try RulesHistoryTests.seed(app.pool)
-        let cache = BacktestWindowCache(capacity: 1_000)
-        let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
+        let (app, cache, preparation) = try Self.seededQueue()
         defer { preparation.stop(timeout: .seconds(5)) }
         let current = app.application.context.rules.current
         // The analyst's 10:00 read waits on the lock; the round (12:00) waits behind it.
         let holder = try Self.holdAnalystRead(app, preparation, current: current)
         try Self.startRounds(preparation, current: current)
         // The analyst's 11:00 request takes the round's place.
-        let hour = RulesHistoryTests.since
-        #expect(preparation.start(
-            current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200), limit: 100, now: Self.now))
+        Self.requestElevenOClock(preparation, current: current)
         try holder.execute("ROLLBACK")
         try RulesHistoryTests.waitForPreparations(preparation, count: 3)
         #expect(cache.lookup((Self.hour10 + 1)...(Self.hour10 + 1)).count == 1, "the analyst's 11:00 request ran")
@@ -135,13 +138,10 @@ struct BacktestRecentHoursTests {
 
     @Test("A round that finds more attempts than it may keep keeps nothing; stopped rounds start nothing")
     func overTheLimit() throws {
-        let app = try TestApplication()
-        _ = try RulesHistoryTests.seed(app.pool)
-        let cache = BacktestWindowCache(capacity: 1_000)
+        let (app, cache, preparation) = try Self.seededQueue()
+        defer { preparation.stop(timeout: .seconds(5)) }
         let current = app.application.context.rules.current
         // The last 4 complete hours at 13:10 (09:00-12:00) hold 5 attempts, over a limit of 2.
-        let preparation = BacktestPreparation(cache: cache, database: app.pool, logger: Self.quietLogger())
-        defer { preparation.stop(timeout: .seconds(5)) }
         let started = preparation.keepRecent(hours: 4, limit: 2, current: { current }, clock: { Self.now })
         #expect(started)
         try RulesHistoryTests.waitForPreparations(preparation, count: 1)

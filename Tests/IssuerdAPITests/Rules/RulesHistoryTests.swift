@@ -105,10 +105,8 @@ struct RulesHistoryTests {
     /// Waits until `count` preparations have ended (the last one's end also clears `isRunning`
     /// when nothing waits behind it: both change under one lock).
     static func waitForPreparations(_ preparation: BacktestPreparation, count: Int) throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while preparation.finishedCount < count {
-            guard ContinuousClock.now < deadline else { throw TestTimeout("the preparation did not end") }
-            usleep(10_000)
+        guard RulesTestData.eventually(within: 60, { preparation.finishedCount >= count }) else {
+            throw TestTimeout("the preparation did not end")
         }
     }
 
@@ -200,8 +198,7 @@ struct RulesHistoryTests {
         let body = try Self.backtestBody(Self.candidate)
         let backtest = BackgroundCall { try app.client.postJSON("/v1/admin/rules/backtest", body, headers: analyst) }
         // The backtest waits in issuerd for the read-ahead of its period (not on the lock beside it).
-        let deadline = ContinuousClock.now + .seconds(60)
-        while preparation.waitCount == 0, ContinuousClock.now < deadline { usleep(5_000) }
+        _ = RulesTestData.eventually(within: 60) { preparation.waitCount > 0 }
         #expect(preparation.waitCount == 1, "the backtest did not wait for the read-ahead")
         try holder.execute("ROLLBACK")
         let response = try #require(backtest.result(within: 60), "the backtest did not answer").get()
