@@ -5,8 +5,9 @@ import IssuerdRisk
 extension BacktestWindowCache {
     /// Each window row's share of its hour's fingerprint (``Fingerprint/hashSum``): a hash of its
     /// id seeded with its `xmin` (the inserting transaction), so a row replaced by hand, or rows
-    /// deleted and others inserted, change the sum.
-    static let rowHashSQL = "hashtextextended(a.attempt_id::text, a.xmin::text::int8)"
+    /// deleted and others inserted, change the sum. The uuid is hashed as it is (its hash
+    /// opclass's function): printing it as text first was a sixth of the fingerprint query.
+    static let rowHashSQL = "uuid_hash_extended(a.attempt_id, a.xmin::text::int8)"
 
     /// The SQL of the wrapping sum of the `int8` expression `value` over a group, as the text
     /// of a number in [0, 2^64) whose bits are Swift's `&+` sum (``hashSum(text:)``). `sum(int8)`
@@ -42,11 +43,13 @@ extension BacktestHistory {
         let parts = try inParallel(runs.count, connections: connections) { index, connection, _ in
             let from = Date(timeIntervalSince1970: Double(runs[index].lowerBound) * 3600)
             let to = Date(timeIntervalSince1970: Double(runs[index].upperBound + 1) * 3600)
-            // date_trunc in UTC: cheaper than the numeric arithmetic of extract(epoch …). The
-            // sum wraps as Swift's &+ does: taken modulo 2^64, read back as the same bits.
+            // date_bin from a UTC hour: no time zone conversion per row, which date_trunc(…,
+            // 'UTC') did (a third of the query), and no numeric arithmetic, which extract(epoch
+            // …) does. The sum wraps as Swift's &+ does: taken modulo 2^64, read back as the
+            // same bits.
             return try connection.query(
                 """
-                SELECT date_trunc('hour', a.created_at, 'UTC') AS hour, count(*) AS count,
+                SELECT date_bin('1 hour', a.created_at, '2000-01-01 00:00:00+00') AS hour, count(*) AS count,
                        \(unsafeSQL: BacktestWindowCache.hashSumSQL(BacktestWindowCache.rowHashSQL)) AS hashes
                 FROM provisioning_attempts a WHERE a.created_at >= \(from) AND a.created_at < \(to) GROUP BY 1
                 """
