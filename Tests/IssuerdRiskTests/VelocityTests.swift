@@ -67,4 +67,38 @@ struct VelocityTests {
         let unknownDevice = provider.values(for: VelocityBatch(subject: VelocitySubject(cardID: "c9", deviceID: "d9", customerID: "u9"), time: Self.at(0), queries: queries))
         #expect(unknownDevice == [0, 0, 0, 0, 0, 0], "no history is zero, not unknown")
     }
+
+    /// Keyed groups count under their one key only, whatever order they come in: a group out of
+    /// time order, or groups of one key one after another out of order, give the same values as
+    /// the same events in order.
+    @Test func keyedGroupsInAnyOrder() {
+        let history = [
+            VelocityEvent(kind: .attempt, time: Self.at(-50), cardID: "c1", deviceID: "d1"),
+            VelocityEvent(kind: .attempt, time: Self.at(-40), cardID: "c1", deviceID: "d2"),
+            VelocityEvent(kind: .attempt, time: Self.at(-20), cardID: "c2", deviceID: "d1"),
+        ]
+        let window = [
+            VelocityEvent(kind: .attempt, time: Self.at(-10), cardID: "c1", deviceID: "d1"),
+            VelocityEvent(kind: .attempt, time: Self.at(-5), cardID: "c1", deviceID: "d1"),
+        ]
+        let queries = [
+            VelocityQuery(metric: .attempts, key: .card, windowSeconds: 3_600),
+            VelocityQuery(metric: .attempts, key: .card, windowSeconds: 900),
+            VelocityQuery(metric: .distinctCards, key: .device, windowSeconds: 3_600),
+            VelocityQuery(metric: .attempts, key: .device, windowSeconds: 1_800),
+        ]
+        let subject = VelocitySubject(cardID: "c1", deviceID: "d1")
+        func values(_ keyed: [(key: VelocityKey, events: [VelocityEvent])]) -> [[Int?]] {
+            let provider = InMemoryVelocityProvider(events: [], keyed: keyed)
+            return [Self.at(-30), Self.at(-7), Self.at(0)].map { provider.values(for: VelocityBatch(subject: subject, time: $0, queries: queries)) }
+        }
+        let inOrder = values([(.card, history), (.device, history), (.card, window), (.device, window)])
+        // c1 by card: −50, −40, −10, −5; d1 by device: −50 (c1), −20 (c2), −10, −5 (c1).
+        #expect(inOrder == [[2, 1, 1, 1], [3, 1, 2, 2], [4, 2, 2, 3]])
+        #expect(values([(.card, window), (.card, history), (.device, window), (.device, history)]) == inOrder)
+        #expect(values([(.card, history.reversed()), (.card, window.reversed()), (.device, (window + history).reversed())]) == inOrder)
+        // Under one key only: the card's events do not count for the device, nor the other way round.
+        #expect(values([(.card, history + window)]).map { [$0[0], $0[1]] } == inOrder.map { [$0[0], $0[1]] })
+        #expect(values([(.card, history + window)]).map { [$0[2], $0[3]] } == [[0, 0], [0, 0], [0, 0]])
+    }
 }

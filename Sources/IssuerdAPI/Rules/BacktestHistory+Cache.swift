@@ -106,6 +106,7 @@ extension BacktestHistory.Page {
             return
         }
         recorded = RecordedVelocity(queries: queries)
+        recorded.reserveCapacity(rows: kept.attempts.count)
         let columnOf = Dictionary(kept.recorded.queries.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         let columns = queries.map { columnOf[$0] }
         let needles = zip(queries, columns).compactMap { query, column in column == nil ? Array("\"\(query.description)\"".utf8) : nil }

@@ -9,7 +9,10 @@ extension BacktestHistory {
     /// The events of `kind` whose `key` id is one of `ids`, in `[start, end)`: a slice of
     /// `[since - look-back, since)` for attempts (those of the window are already read) and of
     /// `[since - look-back, until)` for the others, as the export defines them (``HistoryExport``).
-    static func readHistory(kind: VelocityEvent.Kind, key: VelocityKey, ids selection: HistoryRead.IDs, from start: Date,
+    /// Attempts carry their cardholder name hash only with `names` (a `distinct_names` query):
+    /// without it, the time and the keys are all an attempt read by time needs, and the
+    /// `attempts_time_keys` index holds them (an index-only scan, not the 1.2 KB heap rows).
+    static func readHistory(kind: VelocityEvent.Kind, key: VelocityKey, ids selection: HistoryRead.IDs, names: Bool, from start: Date,
                             to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Bool) throws {
         let column = key.rawValue + "_id"  // card_id, device_id, customer_id: a fixed set
         let ids: [String]
@@ -20,19 +23,20 @@ extension BacktestHistory {
         }
         // By card, the card is the key's own column, sent once (the rows' card is read from it).
         let cardColumn = key == .card ? "NULL::text" : "a.card_id"
+        let nameColumn = names ? "a.cardholder_name_hash" : "NULL::text"
         let query: PostgresQuery
         switch kind {
         case .attempt where kept != nil:
             query = """
                 DECLARE issuerd_backtest_history NO SCROLL CURSOR FOR
-                SELECT a.created_at, \(unsafeSQL: cardColumn), a.\(unsafeSQL: column), a.cardholder_name_hash
+                SELECT a.created_at, \(unsafeSQL: cardColumn), a.\(unsafeSQL: column), \(unsafeSQL: nameColumn)
                 FROM provisioning_attempts a
                 WHERE a.\(unsafeSQL: column) IS NOT NULL AND a.created_at >= \(start) AND a.created_at < \(end)
                 """
         case .attempt:
             query = """
                 DECLARE issuerd_backtest_history NO SCROLL CURSOR FOR
-                SELECT a.created_at, \(unsafeSQL: cardColumn), a.\(unsafeSQL: column), a.cardholder_name_hash
+                SELECT a.created_at, \(unsafeSQL: cardColumn), a.\(unsafeSQL: column), \(unsafeSQL: nameColumn)
                 FROM provisioning_attempts a
                 WHERE a.\(unsafeSQL: column) = ANY(\(ids)) AND a.created_at >= \(start) AND a.created_at < \(end)
                 """
@@ -101,6 +105,8 @@ extension BacktestHistory {
         var kind: VelocityEvent.Kind
         var key: VelocityKey
         var ids: IDs
+        /// Whether attempts carry their cardholder name hash (some query of the key counts names).
+        var names: Bool
         var from: Date
         var to: Date
     }

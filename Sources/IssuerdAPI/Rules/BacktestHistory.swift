@@ -68,10 +68,10 @@ struct BacktestHistory {
             var key: VelocityKey
         }
         // Each group's ids are inserted in place (a set per query and a union copied them all).
-        var needs: [Group: (ids: Set<String>, lookback: Int)] = [:]
+        var needs: [Group: (ids: Set<String>, lookback: Int, names: Bool)] = [:]
         for (column, query) in queries.enumerated() {
             let group = Group(kind: query.metric.eventKind, key: query.key)
-            var need = needs.removeValue(forKey: group) ?? (ids: [], lookback: 0)
+            var need = needs.removeValue(forKey: group) ?? (ids: [], lookback: 0, names: false)
             var missing = false
             for row in result.attempts.indices {  // by index: iterating copied each attempt whole
                 if useRecorded, recorded.value(row: row, column: column) != nil { continue }
@@ -82,17 +82,22 @@ struct BacktestHistory {
                 }
                 need.ids.insert(id)
             }
-            if missing { need.lookback = max(need.lookback, query.windowSeconds) }
+            if missing {
+                need.lookback = max(need.lookback, query.windowSeconds)
+                need.names = need.names || query.metric == .distinctNames
+            }
             if !need.ids.isEmpty { needs[group] = need }
         }
-        // The window's attempts count for the later ones, under the keys a counted value reads.
-        var keyed: [(key: VelocityKey, event: VelocityEvent)] = []
-        for key in VelocityKey.allCases where needs[Group(kind: .attempt, key: key)] != nil {
+        // The window's attempts count for the later ones, under the keys a counted value reads
+        // (one array, shared by those keys).
+        var windowEvents: [VelocityEvent] = []
+        if VelocityKey.allCases.contains(where: { needs[Group(kind: .attempt, key: $0)] != nil }) {
+            windowEvents.reserveCapacity(window.attempts.count)
             // By index, each field read in place (iterating copied each attempt whole).
             for row in window.attempts.indices {
-                keyed.append((key, VelocityEvent(kind: .attempt, time: window.attempts[row].time, cardID: window.attempts[row].subject.cardID,
-                                                 deviceID: window.attempts[row].subject.deviceID,
-                                                 customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row])))
+                windowEvents.append(VelocityEvent(kind: .attempt, time: window.attempts[row].time, cardID: window.attempts[row].subject.cardID,
+                                                  deviceID: window.attempts[row].subject.deviceID,
+                                                  customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row]))
             }
         }
         // Each query's range is cut into one slice per connection; the slices of all queries are
@@ -109,7 +114,7 @@ struct BacktestHistory {
                 let ids: HistoryRead.IDs =
                     kind == .attempt && Double(need.ids.count) * idsPerRowByTime >= expected ? .kept(need.ids) : .sent(need.ids.sorted())
                 for (from, to) in slices(from: start, to: end, count: connections.count) {
-                    reads.append(HistoryRead(kind: kind, key: key, ids: ids, from: from, to: to))
+                    reads.append(HistoryRead(kind: kind, key: key, ids: ids, names: need.names, from: from, to: to))
                 }
             }
         }
@@ -117,18 +122,22 @@ struct BacktestHistory {
         let read = try inParallel(reads.count, connections: connections) { index, connection, failedElsewhere in
             let item = reads[index]
             var events: [VelocityEvent] = []
-            try readHistory(kind: item.kind, key: item.key, ids: item.ids, from: item.from, to: item.to, connection: connection) {
+            try readHistory(kind: item.kind, key: item.key, ids: item.ids, names: item.names, from: item.from, to: item.to,
+                            connection: connection) {
                 events.append($0)
                 return !failedElsewhere()
             }
             return events
         }
-        keyed.reserveCapacity(keyed.count + read.reduce(0) { $0 + $1.count })  // one copy of ~100,000 events, not one per doubling
+        // Each slice's events as they were read, in time order, and the window's after a key's
+        // history: so the index finds its buckets in time order (no copy into one array).
+        var keyed: [(key: VelocityKey, events: [VelocityEvent])] = []
         for (item, events) in zip(reads, read) {
             let label = "\(item.kind.rawValue) by \(item.key.rawValue)"
-            keyed.append(contentsOf: events.lazy.map { (item.key, $0) })
+            keyed.append((item.key, events))
             result.historyRows[label, default: 0] += events.count
         }
+        for key in VelocityKey.allCases where needs[Group(kind: .attempt, key: key)] != nil { keyed.append((key, windowEvents)) }
         for kind in VelocityEvent.Kind.allCases {
             for key in VelocityKey.allCases {
                 guard let rows = result.historyRows["\(kind.rawValue) by \(key.rawValue)"],
@@ -287,6 +296,7 @@ struct BacktestHistory {
         var names: [String?] = []
         attempts.reserveCapacity(order.count)
         names.reserveCapacity(order.count)
+        if useRecorded { recorded.reserveCapacity(rows: order.count) }
         for (line, position) in order.enumerated() {
             attempts.append(parsed[position.page].attempts[position.row])
             attempts[line].line = line + 1
@@ -310,6 +320,7 @@ struct BacktestHistory {
 
         init(_ rows: PostgresRows, queries: [VelocityQuery], useRecorded: Bool, keepFeatures: Bool) throws {
             recorded = RecordedVelocity(queries: queries)
+            if useRecorded { recorded.reserveCapacity(rows: rows.count) }
             attempts.reserveCapacity(rows.count)
             names.reserveCapacity(rows.count)
             if keepFeatures { features.reserveCapacity(rows.count) }

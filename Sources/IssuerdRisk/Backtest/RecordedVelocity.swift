@@ -35,6 +35,13 @@ public struct RecordedVelocity: Sendable {
         }
     }
 
+    /// Makes room for `rows` more rows (a table filled row by row otherwise regrows, and each
+    /// regrowth of a large one touches fresh pages).
+    public mutating func reserveCapacity(rows: Int) {
+        values.reserveCapacity(values.count + rows * queries.count)
+        present.reserveCapacity(present.count + rows * queries.count)
+    }
+
     /// Appends the rows of `other`, a table of the same queries.
     ///
     /// - Precondition: `other.queries == queries`.
