@@ -12,6 +12,7 @@ extension BacktestHistory {
     /// Attempts carry their cardholder name hash only with `names` (a `distinct_names` query):
     /// without it, the time and the keys are all an attempt read by time needs, and the
     /// `attempts_time_keys` index holds them (an index-only scan, not the 1.2 KB heap rows).
+    /// That index is partial on ``timeKeysPredicate``, which the query states for it.
     static func readHistory(kind: VelocityEvent.Kind, key: VelocityKey, ids selection: HistoryRead.IDs, names: Bool, from start: Date,
                             to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Bool) throws {
         let column = key.rawValue + "_id"  // card_id, device_id, customer_id: a fixed set
@@ -32,6 +33,7 @@ extension BacktestHistory {
                 SELECT a.created_at, \(unsafeSQL: cardColumn), a.\(unsafeSQL: column), \(unsafeSQL: nameColumn)
                 FROM provisioning_attempts a
                 WHERE a.\(unsafeSQL: column) IS NOT NULL AND a.created_at >= \(start) AND a.created_at < \(end)
+                  AND \(unsafeSQL: timeKeysPredicate)
                 """
         case .attempt:
             query = """
@@ -92,6 +94,11 @@ extension BacktestHistory {
                                        customerID: key == .customer ? id : nil, cardholderName: try row.decode(3)))
         }
     }
+
+    /// The predicate of the partial index `attempts_time_keys` (sql/0017): true of every
+    /// attempt, and stated only by the history read by time, so that only it is planned through
+    /// the index.
+    static let timeKeysPredicate = "a.created_at > '-infinity'"
 
     /// One slice of one history query.
     struct HistoryRead {

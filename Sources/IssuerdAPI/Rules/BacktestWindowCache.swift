@@ -21,7 +21,7 @@ public final class BacktestWindowCache: Sendable {
     struct Fingerprint: Equatable, Sendable {
         /// The hour's rows.
         var count: Int
-        /// The wrapping sum of `hashtextextended(attempt_id::text, xmin)` over them.
+        /// The wrapping sum of `uuid_hash_extended(attempt_id, xmin)` over them.
         var hashSum: Int64
 
         static let empty = Fingerprint(count: 0, hashSum: 0)

@@ -95,6 +95,8 @@ struct BacktestHistoryRestrictionTests {
         RulesTestData.rule("t.device_attempts", outcome: "orange", when: "attempts(device, 24h) >= 2"),
         RulesTestData.rule("t.device_cards", when: "distinct_cards(device, 24h) >= 2"),
         RulesTestData.rule("t.device_names", when: "distinct_names(device, 24h) >= 2"),
+        // After distinct_names in its (attempt, device) group: the names it needs stay read.
+        RulesTestData.rule("t.device_recent", when: "attempts(device, 2h) >= 2"),
         RulesTestData.rule("t.customer_cards", outcome: "orange", when: "distinct_cards(customer, 24h) >= 2"),
         RulesTestData.rule("t.customer_otps", when: "failed_otps(customer, 24h) >= 2"),
         RulesTestData.rule("t.card_stepups", when: "failed_stepups(card, 24h) >= 1"),
