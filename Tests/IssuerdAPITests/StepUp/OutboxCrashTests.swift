@@ -18,8 +18,15 @@ struct OutboxCrashTests {
         return TestApplication.repositoryRoot.appendingPathComponent(".build/debug/issuerd").path
     }
 
-    /// Starts `issuerd serve` with `environment` only, output discarded.
+    /// Starts `issuerd serve` with `environment` only, output discarded, plus this process's
+    /// sanitizer options: under `scripts/test --sanitize` the child is the same sanitized build
+    /// and needs the same suppressions (without them a child exited 66, TSan's status for a
+    /// report, once in a full run; the report went with its discarded output).
     static func spawn(environment: [String: String]) throws -> pid_t {
+        var environment = environment
+        for name in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"] where environment[name] == nil {
+            if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
