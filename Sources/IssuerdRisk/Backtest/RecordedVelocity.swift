@@ -29,10 +29,7 @@ public struct RecordedVelocity: Sendable {
     /// - Precondition: `row.count == queries.count`.
     public mutating func append(_ row: [Int?]) {
         precondition(row.count == queries.count, "one value per query")
-        for value in row {
-            values.append(value ?? 0)
-            present.append(value != nil)
-        }
+        for value in row { append(value) }
     }
 
     /// Makes room for `rows` more rows (a table filled row by row otherwise regrows, and each
