@@ -90,8 +90,9 @@ struct BacktestHistory {
         }
         // The window's attempts count for the later ones, under the keys a counted value reads
         // (one array, shared by those keys).
+        let windowKeys = VelocityKey.allCases.filter { needs[Group(kind: .attempt, key: $0)] != nil }
         var windowEvents: [VelocityEvent] = []
-        if VelocityKey.allCases.contains(where: { needs[Group(kind: .attempt, key: $0)] != nil }) {
+        if !windowKeys.isEmpty {
             windowEvents.reserveCapacity(window.attempts.count)
             // By index, each field read in place (iterating copied each attempt whole).
             for row in window.attempts.indices {
@@ -137,7 +138,7 @@ struct BacktestHistory {
             keyed.append((item.key, events))
             result.historyRows[label, default: 0] += events.count
         }
-        for key in VelocityKey.allCases where needs[Group(kind: .attempt, key: key)] != nil { keyed.append((key, windowEvents)) }
+        for key in windowKeys { keyed.append((key, windowEvents)) }
         for kind in VelocityEvent.Kind.allCases {
             for key in VelocityKey.allCases {
                 guard let rows = result.historyRows["\(kind.rawValue) by \(key.rawValue)"],
