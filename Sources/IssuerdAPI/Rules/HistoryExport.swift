@@ -98,7 +98,6 @@ public struct HistoryExport: Sendable {
 
     /// The attempts of `[from, until)`, those before `since` as history only.
     private func writeAttempts(from start: Date, connection: PostgresConnection, line: (String) throws -> Void, page: () -> Void) throws {
-        let names = AttributeCatalog.all.map(\.name)
         var after: (time: Date, id: String)?
         while true {
             let cursorTime = after?.time ?? Date.distantPast
@@ -107,12 +106,7 @@ public struct HistoryExport: Sendable {
                 """
                 SELECT a.attempt_id::text AS id, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
                        a.created_at >= \(since) AS replay,
-                       CASE WHEN a.created_at >= \(since) THEN (
-                           SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)::text
-                           FROM jsonb_each(CASE WHEN jsonb_typeof(a.inputs -> 'attributes') = 'object' THEN a.inputs -> 'attributes'
-                                                WHEN jsonb_typeof(a.inputs) = 'object' THEN a.inputs ELSE '{}'::jsonb END) e
-                           WHERE e.key = ANY(\(names)))
-                       END AS attributes
+                       CASE WHEN a.created_at >= \(since) THEN \(storedAttributesOf: "a.inputs") END AS attributes
                 FROM provisioning_attempts a
                 WHERE a.created_at >= \(start) AND a.created_at < \(until)
                   AND (a.created_at, a.attempt_id::text) > (\(cursorTime), \(cursorID))

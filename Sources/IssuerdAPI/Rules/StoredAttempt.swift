@@ -40,16 +40,12 @@ public struct StoredAttempt: Sendable {
     ///
     /// - Throws: ``PostgresError``.
     public static func load(id: UUID, connection: PostgresConnection) throws -> StoredAttempt? {
-        let names = AttributeCatalog.all.map(\.name)
         guard let row = try connection.query(
             """
             SELECT a.attempt_id, a.created_at, a.channel, a.card_id, a.device_id, a.customer_id,
                    a.inputs::text AS inputs, a.features::text AS features, a.hits::text AS hits, a.unknowns::text AS unknowns,
                    a.flow, a.decision, a.allowed_methods, a.ruleset_version,
-                   (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)::text
-                    FROM jsonb_each(CASE WHEN jsonb_typeof(a.inputs -> 'attributes') = 'object' THEN a.inputs -> 'attributes'
-                                         WHEN jsonb_typeof(a.inputs) = 'object' THEN a.inputs ELSE '{}'::jsonb END) e
-                    WHERE e.key = ANY(\(names))) AS attributes
+                   \(storedAttributesOf: "a.inputs") AS attributes
             FROM provisioning_attempts a WHERE a.attempt_id = \(id)
             """
         ).first else { return nil }
@@ -120,5 +116,26 @@ public struct StoredAttempt: Sendable {
         default: break
         }
         return result
+    }
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// A scalar subquery giving, as `jsonb` text, the rule attributes an attempt's stored
+    /// `inputs` (a `json` column, sql/0018) hold: those of `inputs.attributes` when it is an
+    /// object, else of `inputs` itself, only the names ``AttributeCatalog`` knows.
+    ///
+    /// The document is parsed into `jsonb` once (`OFFSET 0` keeps PostgreSQL from inlining the
+    /// cast into each of its three uses); the text is `jsonb`'s rendering, as before the column
+    /// was `json`.
+    mutating func appendInterpolation(storedAttributesOf column: String) {
+        appendLiteral("""
+            (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)::text
+             FROM (SELECT \(column)::jsonb AS doc OFFSET 0) d,
+                  jsonb_each(CASE WHEN jsonb_typeof(d.doc -> 'attributes') = 'object' THEN d.doc -> 'attributes'
+                                  WHEN jsonb_typeof(d.doc) = 'object' THEN d.doc ELSE '{}'::jsonb END) e
+             WHERE e.key = ANY(
+            """)
+        appendInterpolation(AttributeCatalog.all.map(\.name))
+        appendLiteral("))")
     }
 }

@@ -48,7 +48,7 @@ enum AttemptStore {
             flow, decision, allowed_methods, ruleset_version, facts, created_at)
         VALUES (\(record.attemptID), \(record.channel), \(record.cardID), \(record.customerID), \(record.deviceID),
             \(record.cardholderNameHash), \(record.tokenReference), \(record.tokenRequestorID), \(record.tokenizationSource),
-            \(record.requestID), \(json(.object(record.inputs))), \(json(.object(record.features))), \(json(.array(record.hits))),
+            \(record.requestID), \(document(record.inputs)), \(document(record.features)), \(json(.array(record.hits))),
             \(json(.array(record.unknowns.map(JSONValue.string)))), \(record.flow.description), \(record.decision), \(record.allowedMethods),
             \(record.rulesetVersion), \(json(.object(record.facts))), \(record.createdAt))
         """
@@ -133,6 +133,13 @@ enum AttemptStore {
     /// runs for every decision, and `jsonb` orders keys its own way.
     static func json(_ value: JSONValue) -> PostgresJSON {
         PostgresJSON(rawJSON: value.unorderedJSONText)
+    }
+
+    /// The inputs and features, `json` columns (sql/0018) kept as written: with sorted keys, so
+    /// an attempt's stored text, its explanation and the history export read the same way
+    /// whichever process wrote them.
+    static func document(_ members: [String: JSONValue]) -> PostgresTextJSON {
+        PostgresTextJSON(rawJSON: JSONValue.object(members).jsonText)
     }
 
     static func decode(_ value: PostgresJSON) throws -> JSONValue {

@@ -53,3 +53,29 @@ public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Hashable, Cust
         rawJSON = cell.text
     }
 }
+
+/// A `json` value: PostgreSQL checks the text is JSON and stores it as sent, and reads it back
+/// byte for byte.
+///
+/// For documents written once and read whole, such as an attempt's inputs: `jsonb` parses the
+/// text into its binary form on the way in and renders it again on the way out, which was most
+/// of PostgreSQL's time reading a day of attempts for a backtest (docs/performance.md, "Eighth
+/// session"). `->` and `->>` work on `json` too, parsing the text as they go.
+public struct PostgresTextJSON: PostgresEncodable, PostgresDecodable, Hashable, CustomStringConvertible {
+    /// The JSON document as text.
+    public var rawJSON: String
+
+    /// Wraps JSON text as is.
+    public init(rawJSON: String) { self.rawJSON = rawJSON }
+
+    /// The JSON may hold anything, so it prints masked like every other bound value.
+    public var description: String { "PostgresTextJSON(****)" }
+
+    public static var postgresDataType: PostgresDataType { .json }
+    public var postgresBindValue: PostgresBindValue { .text(rawJSON) }
+
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try cell.require(jsonTypes)
+        rawJSON = cell.text
+    }
+}

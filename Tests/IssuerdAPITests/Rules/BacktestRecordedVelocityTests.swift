@@ -96,7 +96,7 @@ struct BacktestRecordedVelocityTests {
         let candidate = try Self.compile(Seed.candidate)
         let recordedRules = try #require(Seed.candidate.components(separatedBy: "rule t.customer_deletions").first)
         try Self.record(try Self.compile(recordedRules), pool: app.pool)
-        let stored = try app.pool.withConnection { try $0.query("SELECT features::text AS f FROM provisioning_attempts WHERE features <> '{}'") }
+        let stored = try app.pool.withConnection { try $0.query("SELECT features::text AS f FROM provisioning_attempts WHERE features::jsonb <> '{}'") }
         #expect(stored.count == 4)
         #expect(try stored.allSatisfy { try !($0.decode("f", as: String.self)).contains("attempts(card, 1h)") })
         #expect(try stored.allSatisfy { try ($0.decode("f", as: String.self)).contains("token_deletions(device, 24h)") })

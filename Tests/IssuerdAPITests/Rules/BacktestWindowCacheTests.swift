@@ -146,7 +146,7 @@ struct BacktestWindowCacheTests {
 
         // A kept hour's row deleted by hand.
         try app.pool.withConnection { connection in
-            try connection.execute("DELETE FROM provisioning_attempts WHERE inputs = \(PostgresJSON(rawJSON: Self.riskyInputs))")
+            try connection.execute("DELETE FROM provisioning_attempts WHERE inputs::jsonb = \(PostgresJSON(rawJSON: Self.riskyInputs))")
         }
         let deleted = try Self.run(app, cache: cache)
         #expect(deleted.lines.contains("backtest: 1 of 3 complete hours already parsed"), "\(deleted.lines)")

@@ -33,8 +33,8 @@ enum RulesTestData {
                 """
                 INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, cardholder_name_hash,
                                                    inputs, features, hits, flow, decision, ruleset_version, created_at)
-                VALUES (\(id), 'tsp', \(card), \(customer), \(device), \(nameHash), \(PostgresJSON(rawJSON: inputs)),
-                        \(PostgresJSON(rawJSON: features)), \(PostgresJSON(rawJSON: hits)), \(flow),
+                VALUES (\(id), 'tsp', \(card), \(customer), \(device), \(nameHash), \(PostgresTextJSON(rawJSON: inputs)),
+                        \(PostgresTextJSON(rawJSON: features)), \(PostgresJSON(rawJSON: hits)), \(flow),
                         \(flow == "orange" ? "DECLINED" : "APPROVED"), \(version), \(time))
                 """)
         }

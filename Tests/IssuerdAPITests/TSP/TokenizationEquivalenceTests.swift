@@ -163,7 +163,8 @@ struct TokenizationEquivalenceTests {
         let oldRows = try Self.written(old)
         // The policy's velocity was asked, by card, device and customer.
         for feature in ["attempts(card, 24h)", "attempts(device, 24h)", "attempts(customer, 7d)"] {
-            #expect(newRows["attempts"]?.contains("\"\(feature)\" : ") == true || newRows["attempts"]?.contains("\"\(feature)\": ") == true, "\(feature)")
+            // features is json kept as written (compact); the aggregate around it adds its own spacing elsewhere.
+            #expect(newRows["attempts"]?.contains("\"\(feature)\":") == true, "\(feature)")
         }
         for table in ["attempts", "tokens", "events", "audit"] {
             #expect(newRows[table] == oldRows[table], "\(table)")

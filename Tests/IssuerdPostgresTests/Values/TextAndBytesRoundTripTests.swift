@@ -72,4 +72,26 @@ import Testing
             }
         }
     }
+
+    /// `json` keeps the text as sent: no `jsonb` parse on the way in, no re-rendering on the way
+    /// out (key order, spacing and duplicate keys as written).
+    @Test func jsonKeepsTheTextAsWritten() throws {
+        try withTestPool { pool in
+            try pool.withConnection { connection in
+                let text = #"{"b":[1,2.50,{"c":null}],"a":"é\u00e9","a":1}"#
+                let value = PostgresTextJSON(rawJSON: text)
+                let rows = try connection.query("SELECT \(value) AS j, pg_typeof(\(value))::text AS type, \(value) -> 'b' ->> 1 AS second")
+                #expect(try rows[0].decode("j", as: PostgresTextJSON.self).rawJSON == text)
+                #expect(try rows[0].decode("type", as: String.self) == "json")
+                #expect(try rows[0].decode("second", as: String.self) == "2.50")
+                // A jsonb column's text is PostgreSQL's rendering, not what was sent.
+                let jsonb = try connection.query("SELECT \(PostgresJSON(rawJSON: text)) AS j")
+                #expect(try jsonb[0].decode("j", as: PostgresTextJSON.self).rawJSON != text)
+                let invalid = postgresError { _ = try connection.query("SELECT \(PostgresTextJSON(rawJSON: "{nope")) AS j") }
+                #expect(invalid?.sqlState == "22P02")
+                #expect(invalid?.message.contains("nope") == false)
+                #expect(String(describing: value) == "PostgresTextJSON(****)")
+            }
+        }
+    }
 }
