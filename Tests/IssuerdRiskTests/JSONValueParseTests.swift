@@ -34,6 +34,8 @@ struct JSONValueParseTests {
         // Escapes, surrogate pairs, raw UTF-8, whitespace, empty containers, nesting.
         #"{"a\"b": "tab\there \\ \/ \b\f\n\r \u00e9 \u20AC \ud83d\ude00 😀", "": [], "e": {}, "n": [[[1]], {"k": [true, null]}]}"#,
         " \t\r\n[1 , 2 ,\"x\"] \n",
+        // Integers either side of the 15-digit fast path, and zeros.
+        "[0, -0, 7, -7, 999999999999999, -999999999999999, 1000000000000000, 9007199254740993, 12345678901234567890, 10, 1e0, -0.0]",
         // Not taken by the fast pass, accepted by JSONDecoder: the same value either way.
         "{\"a\": 1,}",
         "\"just a string\"", "true", "null", "-12", "1.0e+308",

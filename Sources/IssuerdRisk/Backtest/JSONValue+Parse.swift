@@ -225,10 +225,18 @@ private struct FastJSONParser {
             while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) { position += 1 }
             return position - first
         }
-        if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
+        let negative = position < bytes.count && bytes[position] == UInt8(ascii: "-")
+        if negative { position += 1 }
         let integerStart = position
         let integerDigits = digits()
         guard integerDigits > 0, integerDigits == 1 || bytes[integerStart] != UInt8(ascii: "0") else { return nil }
+        // A plain integer of up to 15 digits (every velocity value, most attributes) is exact
+        // as a Double: summed here, without a string for strtod (a few percent of a backtest).
+        if integerDigits <= 15, position == bytes.count || (bytes[position] != UInt8(ascii: ".") && bytes[position] | 0x20 != UInt8(ascii: "e")) {
+            var value: Int64 = 0
+            for index in integerStart..<position { value = value * 10 + Int64(bytes[index] &- UInt8(ascii: "0")) }
+            return .number(negative ? -Double(value) : Double(value))  // -0 stays -0.0, as strtod gives it
+        }
         if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
             position += 1
             guard digits() > 0 else { return nil }
