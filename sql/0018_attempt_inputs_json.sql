@@ -8,9 +8,14 @@
 -- walks hits with jsonb_array_elements. docs/performance.md, "Eighth session", has the figures.
 --
 -- The change rewrites provisioning_attempts and rebuilds its indexes (about 23 s per million
--- attempts on the 2-core development machine), holding off attempt writes meanwhile: on a large
--- table, run `issuerd migrate` in a quiet hour before starting the new version (deploy/README.md).
+-- attempts on the 2-core development machine), holding off every statement on the table meanwhile:
+-- on a large table, run `issuerd migrate` in a quiet hour (deploy/README.md).
 -- A type change resets a column's compression, so lz4 (sql/0008) is set again in the same pass.
+--
+-- The rewrite needs the table to itself (ACCESS EXCLUSIVE): it waits for running statements on
+-- it (a backtest's cursor, say), and every statement that arrives meanwhile waits behind it.
+-- So it waits at most 10 s for the lock, then fails (nothing changed); run `issuerd migrate` again.
+SET LOCAL lock_timeout = '10s';
 DO $$
 BEGIN
     IF 'lz4' = ANY (SELECT unnest(enumvals) FROM pg_settings WHERE name = 'default_toast_compression') THEN

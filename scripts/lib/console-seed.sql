@@ -6,7 +6,9 @@
 -- the BRIN index on created_at stays tight), over :attempts/20 customers with one card each.
 -- Hits are shaped as issuerd writes them (DecisionJSON): rule ids of the default policy with
 -- their outcomes, some shadow hits (device.crowded), the values read, and the velocity values
--- read (features, which the backtest uses as recorded). Card numbers never exist:
+-- read (features, which the backtest uses as recorded). inputs and features are json columns
+-- (sql/0018) given jsonb values here, so their text is jsonb's spaced rendering, as in rows
+-- stored before that migration, not issuerd's compact one. Card numbers never exist:
 -- the PAN columns hold placeholders. Everything is generated in SQL: one statement per table.
 \set ON_ERROR_STOP on
 SET synchronous_commit = off;

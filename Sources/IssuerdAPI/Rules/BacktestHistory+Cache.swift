@@ -97,7 +97,8 @@ extension BacktestHistory.Page {
     /// it), so its first run parses nothing: parsing every kept hour's text again was a third of
     /// that run. The check is a byte search for the query as a JSON string, which finds it both
     /// as a key and as an array entry's `"query"`; a text with an escape in it is parsed anyway
-    /// (jsonb's text never escapes what a query name holds, but a hand-written one could).
+    /// (neither issuerd's writer nor jsonb's rendering of older rows escapes what a query name
+    /// holds, but a hand-written one could).
     init(kept: BacktestWindowCache.Hour, queries: [VelocityQuery]) {
         attempts = kept.attempts
         names = kept.names

@@ -44,8 +44,8 @@ struct BacktestHistory {
     /// - Throws: ``PostgresError``, or ``BadAttempt``.
     ///   - connections: One or more connections in the same snapshot
     ///     (``PostgresPool/withSharedSnapshot(of:extra:_:)``); each reads a slice of the window
-    ///     and of each history query at the same time as the others, so PostgreSQL's part (most
-    ///     of it printing `jsonb` as text) runs on as many cores.
+    ///     and of each history query at the same time as the others, so PostgreSQL's part
+    ///     (reading the rows and sending their JSON text) runs on as many cores.
     ///   - cache: Parsed hours kept from earlier backtests (``BacktestWindowCache``), checked
     ///     against this snapshot before use and filled with the complete hours read; nil reads all.
     ///   - now: The time, for which hours are complete enough to keep.

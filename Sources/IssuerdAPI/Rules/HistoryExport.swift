@@ -106,7 +106,7 @@ public struct HistoryExport: Sendable {
                 """
                 SELECT a.attempt_id::text AS id, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
                        a.created_at >= \(since) AS replay,
-                       CASE WHEN a.created_at >= \(since) THEN \(storedAttributesOf: "a.inputs") END AS attributes
+                       CASE WHEN a.created_at >= \(since) THEN \(storedAttributesOf: .a) END AS attributes
                 FROM provisioning_attempts a
                 WHERE a.created_at >= \(start) AND a.created_at < \(until)
                   AND (a.created_at, a.attempt_id::text) > (\(cursorTime), \(cursorID))

@@ -45,7 +45,7 @@ public struct StoredAttempt: Sendable {
             SELECT a.attempt_id, a.created_at, a.channel, a.card_id, a.device_id, a.customer_id,
                    a.inputs::text AS inputs, a.features::text AS features, a.hits::text AS hits, a.unknowns::text AS unknowns,
                    a.flow, a.decision, a.allowed_methods, a.ruleset_version,
-                   \(storedAttributesOf: "a.inputs") AS attributes
+                   \(storedAttributesOf: .a) AS attributes
             FROM provisioning_attempts a WHERE a.attempt_id = \(id)
             """
         ).first else { return nil }
@@ -119,6 +119,11 @@ public struct StoredAttempt: Sendable {
     }
 }
 
+/// The alias a query gives `provisioning_attempts`, for SQL fragments that read its columns.
+enum AttemptsAlias: String {
+    case a
+}
+
 extension PostgresQuery.StringInterpolation {
     /// A scalar subquery giving, as `jsonb` text, the rule attributes an attempt's stored
     /// `inputs` (a `json` column, sql/0018) hold: those of `inputs.attributes` when it is an
@@ -127,10 +132,10 @@ extension PostgresQuery.StringInterpolation {
     /// The document is parsed into `jsonb` once (`OFFSET 0` keeps PostgreSQL from inlining the
     /// cast into each of its three uses); the text is `jsonb`'s rendering, as before the column
     /// was `json`.
-    mutating func appendInterpolation(storedAttributesOf column: String) {
+    mutating func appendInterpolation(storedAttributesOf alias: AttemptsAlias) {
         appendLiteral("""
             (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)::text
-             FROM (SELECT \(column)::jsonb AS doc OFFSET 0) d,
+             FROM (SELECT \(alias.rawValue).inputs::jsonb AS doc OFFSET 0) d,
                   jsonb_each(CASE WHEN jsonb_typeof(d.doc -> 'attributes') = 'object' THEN d.doc -> 'attributes'
                                   WHEN jsonb_typeof(d.doc) = 'object' THEN d.doc ELSE '{}'::jsonb END) e
              WHERE e.key = ANY(

@@ -135,11 +135,17 @@ enum AttemptStore {
         PostgresJSON(rawJSON: value.unorderedJSONText)
     }
 
-    /// The inputs and features, `json` columns (sql/0018) kept as written: with sorted keys, so
-    /// an attempt's stored text, its explanation and the history export read the same way
-    /// whichever process wrote them.
+    /// The inputs and features, `json` columns (sql/0018) kept as written, keys sorted so the
+    /// text this version writes is the same for the same values (rows stored before sql/0018
+    /// keep `jsonb`'s rendering; nothing compares the text).
+    ///
+    /// `json` accepts `\u0000`, which `jsonb` and `text` cannot hold: one such row would make
+    /// every `->>` and `::jsonb` read of it fail (the roll-up, explain, the export). No input
+    /// that reaches a decision carries a NUL today; one that did is stored as U+FFFD.
     static func document(_ members: [String: JSONValue]) -> PostgresTextJSON {
-        PostgresTextJSON(rawJSON: JSONValue.object(members).jsonText)
+        let text = JSONValue.object(members).jsonText
+        guard text.contains("\\u0000") else { return PostgresTextJSON(rawJSON: text) }
+        return PostgresTextJSON(rawJSON: JSONValue.object(members).replacingNUL.jsonText)
     }
 
     static func decode(_ value: PostgresJSON) throws -> JSONValue {
@@ -151,4 +157,18 @@ enum AttemptStore {
 enum RateLimitSubject: String, Sendable {
     case customer = "customer_id"
     case card = "card_id"
+}
+
+extension JSONValue {
+    /// This value with every NUL in its strings and keys replaced by U+FFFD.
+    fileprivate var replacingNUL: JSONValue {
+        func clean(_ text: String) -> String { text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") }
+        switch self {
+        case .null, .bool, .int, .double: return self
+        case .string(let text): return .string(clean(text))
+        case .array(let items): return .array(items.map(\.replacingNUL))
+        case .object(let members):
+            return .object(Dictionary(members.map { (clean($0.key), $0.value.replacingNUL) }, uniquingKeysWith: { first, _ in first }))
+        }
+    }
 }

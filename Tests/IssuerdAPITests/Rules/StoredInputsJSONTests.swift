@@ -45,7 +45,8 @@ struct StoredInputsJSONTests {
         #expect(text.hasPrefix(#"{"card.is_virtual":false,"card.network":"visa","customer.name_match_score":97,"#))
         #expect(try stored.decode("features", as: String.self) == #"{"attempts(card, 24h)":3,"attempts(device, 1h)":0}"#)
         #expect(try stored.decode("network", as: String.self) == "visa")
-        #expect(try stored.decode("compression", as: String?.self) == "lz4")
+        let lz4 = try app.pool.withConnection { try Self.hasLZ4($0) }
+        #expect(try stored.decode("compression", as: String?.self) == (lz4 ? "lz4" : "pglz"))
         // The explanation reads the same values back, and picks only catalogued attributes.
         let explained = try #require(try app.pool.withConnection { try StoredAttempt.load(id: record.attemptID, connection: $0) })
         #expect(try Self.value(explained.inputsJSON) == .object(inputs))
@@ -55,21 +56,95 @@ struct StoredInputsJSONTests {
         #expect(attributes["device.locale"] == .string(long))
     }
 
-    @Test("Rows stored as jsonb before sql/0018 keep their values, and attributes nested under `attributes` are found")
-    func migratedRowsKeepTheirValues() throws {
-        let app = try TestApplication()
+    /// Whether the server can compress with lz4 (sql/0008 and sql/0018 fall back to pglz).
+    static func hasLZ4(_ connection: PostgresConnection) throws -> Bool {
+        try connection.query(
+            "SELECT 'lz4' = ANY (SELECT unnest(enumvals) FROM pg_settings WHERE name = 'default_toast_compression') AS lz4"
+        ).first?.decode("lz4", as: Bool.self) ?? false
+    }
+
+    @Test("sql/0018 on a table written before it: values kept, lz4 and NOT NULL kept, indexes valid; this version reads and writes either schema")
+    func migration() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let pool = database.makePool(size: 2)
+        defer { pool.close() }
+        let sql = TestApplication.repositoryRoot.appendingPathComponent("sql")
+        let folder = TestScratch.path("issuerd-migrations")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: sql.path).sorted() where name.hasSuffix(".sql") && name < "0018" {
+            try FileManager.default.copyItem(at: sql.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        try Migrator(directory: folder, logger: .silent).migrate(using: pool)
+
+        // Rows as the schema before 0018 holds them: one written by this version's writer (its
+        // json bound into jsonb), one nested under `attributes`, one large enough to be compressed.
+        let long = String(repeating: "wxyz", count: 1500)
         let nested = #"{"attributes": {"card.network": "amex", "not.an.attribute": 1}, "other": [1, 2]}"#
-        let id = UUID()
-        try app.pool.withConnection { connection in
-            // The type change's own conversion: jsonb's rendering, as the migration's USING clause writes it.
+        let written = AttemptRecord(
+            attemptID: UUID(), channel: "tsp", inputs: ["card.network": .string("visa"), "device.locale": .string(long)],
+            features: ["attempts(card, 24h)": .int(2)], hits: [], unknowns: [], flow: .green, decision: "APPROVED", allowedMethods: [],
+            rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
+        let nestedID = UUID()
+        try pool.withConnection { connection in
+            try AttemptStore.insert(written, connection: connection)
             try connection.execute(
                 """
                 INSERT INTO provisioning_attempts (attempt_id, channel, inputs, features, hits, flow, decision, ruleset_version)
-                VALUES (\(id), 'tsp', \(PostgresJSON(rawJSON: nested))::json, '{}', '[]', 'green', 'APPROVED', 'sha256:test')
+                VALUES (\(nestedID), 'tsp', \(PostgresJSON(rawJSON: nested)), '{"attempts(card, 24h)": 5}', '[]', 'green', 'APPROVED', 'sha256:test')
                 """)
         }
-        let explained = try #require(try app.pool.withConnection { try StoredAttempt.load(id: id, connection: $0) })
-        #expect(try Self.value(explained.attributesJSON) == .object(["card.network": .string("amex")]))
-        #expect(try Self.value(explained.inputsJSON) == (try Self.value(nested)))
+        func check(_ stage: String) throws {
+            let explained = try #require(try pool.withConnection { try StoredAttempt.load(id: nestedID, connection: $0) }, "\(stage)")
+            #expect(try Self.value(explained.attributesJSON) == .object(["card.network": .string("amex")]), "\(stage)")
+            #expect(try Self.value(explained.inputsJSON) == (try Self.value(nested)), "\(stage)")
+            #expect(try Self.value(explained.featuresJSON) == .object(["attempts(card, 24h)": .int(5)]), "\(stage)")
+            let mine = try #require(try pool.withConnection { try StoredAttempt.load(id: written.attemptID, connection: $0) }, "\(stage)")
+            #expect(try Self.value(mine.inputsJSON) == .object(written.inputs), "\(stage)")
+            #expect(try Self.value(mine.attributesJSON)["device.locale"] == .string(long), "\(stage)")
+        }
+        try check("before sql/0018")
+        let types = "SELECT atttypid::regtype::text || ' ' || attnotnull || ' ' || attcompression::text AS t FROM pg_attribute "
+            + "WHERE attrelid = 'provisioning_attempts'::regclass AND attname IN ('inputs', 'features') ORDER BY attname"
+        let lz4 = try pool.withConnection { try Self.hasLZ4($0) }
+        #expect(try pool.withConnection { try $0.query(.init(unsafeSQL: types)).map { try $0.decode("t", as: String.self) } }
+                == (lz4 ? ["jsonb true l", "jsonb true l"] : ["jsonb true ", "jsonb true "]))
+
+        try FileManager.default.copyItem(at: sql.appendingPathComponent("0018_attempt_inputs_json.sql"),
+                                        to: folder.appendingPathComponent("0018_attempt_inputs_json.sql"))
+        #expect(try Migrator(directory: folder, logger: .silent).migrate(using: pool).map(\.version) == [18])
+        #expect(try pool.withConnection { try $0.query(.init(unsafeSQL: types)).map { try $0.decode("t", as: String.self) } }
+                == (lz4 ? ["json true l", "json true l"] : ["json true ", "json true "]))
+        try check("after sql/0018")
+        let (invalid, compression): (Int, String?) = try pool.withConnection { connection in
+            let invalid = try connection.query(
+                "SELECT count(*) AS n FROM pg_index WHERE indrelid = 'provisioning_attempts'::regclass AND NOT (indisvalid AND indisready)"
+            ).first?.decode("n", as: Int.self) ?? -1
+            let compression = try connection.query(
+                "SELECT pg_column_compression(inputs) AS c FROM provisioning_attempts WHERE attempt_id = \(written.attemptID)"
+            ).first?.decode("c", as: String?.self) ?? nil
+            return (invalid, compression)
+        }
+        #expect(invalid == 0)
+        #expect(compression == (lz4 ? "lz4" : "pglz"))
+    }
+
+    @Test("A NUL, which json would take and every later read refuse, is stored as U+FFFD")
+    func nulIsReplaced() throws {
+        let app = try TestApplication()
+        let record = AttemptRecord(
+            attemptID: UUID(), channel: "tsp", inputs: ["device.locale": .string("fr\u{0}FR"), "a\u{0}b": .array([.string("\u{0}")])],
+            features: [:], hits: [], unknowns: [], flow: .green, decision: "APPROVED", allowedMethods: [],
+            rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
+        let locale: String? = try app.pool.withConnection { connection in
+            try AttemptStore.insert(record, connection: connection)
+            return try connection.query("SELECT inputs ->> 'device.locale' AS l FROM provisioning_attempts WHERE attempt_id = \(record.attemptID)")
+                .first?.decode("l", as: String?.self) ?? nil
+        }
+        #expect(locale == "fr\u{FFFD}FR")
+        let explained = try #require(try app.pool.withConnection { try StoredAttempt.load(id: record.attemptID, connection: $0) })
+        #expect(try Self.value(explained.inputsJSON) == .object(["device.locale": .string("fr\u{FFFD}FR"), "a\u{FFFD}b": .array([.string("\u{FFFD}")])]))
+        // Without a NUL the text is the writer's, untouched.
+        #expect(AttemptStore.document(["k": .string("a\\u0000")]).rawJSON == #"{"k":"a\\u0000"}"#)
     }
 }
