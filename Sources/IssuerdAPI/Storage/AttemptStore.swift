@@ -135,17 +135,26 @@ enum AttemptStore {
         PostgresJSON(rawJSON: value.unorderedJSONText)
     }
 
-    /// The inputs and features, `json` columns (sql/0018) kept as written, keys sorted so the
-    /// text this version writes is the same for the same values (rows stored before sql/0018
-    /// keep `jsonb`'s rendering; nothing compares the text).
+    /// The inputs and features, `json` columns (sql/0018) kept as written: unsorted, like the
+    /// `jsonb` columns (sorting the keys was 1–2 % of a provisioning request's CPU in `perf`,
+    /// and nothing reads the text's order: every reader parses it).
     ///
     /// `json` accepts `\u0000`, which `jsonb` and `text` cannot hold: one such row would make
     /// every `->>` and `::jsonb` read of it fail (the roll-up, explain, the export). No input
     /// that reaches a decision carries a NUL today; one that did is stored as U+FFFD.
     static func document(_ members: [String: JSONValue]) -> PostgresTextJSON {
-        let text = JSONValue.object(members).jsonText
-        guard text.contains("\\u0000") else { return PostgresTextJSON(rawJSON: text) }
-        return PostgresTextJSON(rawJSON: JSONValue.object(members).replacingNUL.jsonText)
+        var text = JSONValue.object(members).unorderedJSONText
+        // `\u0000`, as the writer escapes a NUL, found over the bytes (`String.contains`
+        // compares characters, grapheme by grapheme, on every decision).
+        let escaped = text.withUTF8 { bytes in
+            guard bytes.count >= 6 else { return false }
+            for index in 0...(bytes.count - 6) where bytes[index] == UInt8(ascii: "\\") && bytes[index + 1] == UInt8(ascii: "u")
+                && bytes[index + 2] == UInt8(ascii: "0") && bytes[index + 3] == UInt8(ascii: "0") && bytes[index + 4] == UInt8(ascii: "0")
+                && bytes[index + 5] == UInt8(ascii: "0") { return true }
+            return false
+        }
+        guard escaped else { return PostgresTextJSON(rawJSON: text) }
+        return PostgresTextJSON(rawJSON: JSONValue.object(members).replacingNUL.unorderedJSONText)
     }
 
     static func decode(_ value: PostgresJSON) throws -> JSONValue {

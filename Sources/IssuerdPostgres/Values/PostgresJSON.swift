@@ -8,7 +8,7 @@ private let jsonTypes: Set<PostgresDataType> = [.jsonb, .json]
 /// The server validates the text when it is bound (SQLSTATE 22P02 for invalid JSON), so no
 /// second parser runs here. `jsonb` normalises what it stores (key order, whitespace), so
 /// compare decoded values rather than text.
-public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Hashable, CustomStringConvertible {
+public struct PostgresJSON: PostgresJSONDocument, Hashable {
     /// The JSON document as text.
     public var rawJSON: String
 
@@ -42,16 +42,7 @@ public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Hashable, Cust
         return encoder
     }
 
-    /// The JSON may hold anything, so it prints masked like every other bound value.
-    public var description: String { "PostgresJSON(****)" }
-
     public static var postgresDataType: PostgresDataType { .jsonb }
-    public var postgresBindValue: PostgresBindValue { .text(rawJSON) }
-
-    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
-        try cell.require(jsonTypes)
-        rawJSON = cell.text
-    }
 }
 
 /// A `json` value: PostgreSQL checks the text is JSON and stores it as sent, and reads it back
@@ -61,21 +52,33 @@ public struct PostgresJSON: PostgresEncodable, PostgresDecodable, Hashable, Cust
 /// text into its binary form on the way in and renders it again on the way out, which was most
 /// of PostgreSQL's time reading a day of attempts for a backtest (docs/performance.md, "Eighth
 /// session"). `->` and `->>` work on `json` too, parsing the text as they go.
-public struct PostgresTextJSON: PostgresEncodable, PostgresDecodable, Hashable, CustomStringConvertible {
+public struct PostgresTextJSON: PostgresJSONDocument, Hashable {
     /// The JSON document as text.
     public var rawJSON: String
 
     /// Wraps JSON text as is.
     public init(rawJSON: String) { self.rawJSON = rawJSON }
 
-    /// The JSON may hold anything, so it prints masked like every other bound value.
-    public var description: String { "PostgresTextJSON(****)" }
-
     public static var postgresDataType: PostgresDataType { .json }
+}
+
+/// What ``PostgresJSON`` (`jsonb`) and ``PostgresTextJSON`` (`json`) share: JSON text bound as
+/// text, read from a column of either type.
+public protocol PostgresJSONDocument: PostgresEncodable, PostgresDecodable, CustomStringConvertible {
+    /// The JSON document as text.
+    var rawJSON: String { get }
+    /// Wraps JSON text as is.
+    init(rawJSON: String)
+}
+
+extension PostgresJSONDocument {
+    /// The JSON may hold anything, so it prints masked like every other bound value.
+    public var description: String { "\(Self.self)(****)" }
+
     public var postgresBindValue: PostgresBindValue { .text(rawJSON) }
 
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
         try cell.require(jsonTypes)
-        rawJSON = cell.text
+        self.init(rawJSON: cell.text)
     }
 }

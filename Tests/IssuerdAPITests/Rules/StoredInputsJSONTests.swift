@@ -12,7 +12,7 @@ import Testing
 struct StoredInputsJSONTests {
     static func value(_ text: String) throws -> JSONValue { try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) }
 
-    @Test("The decision path's text is stored byte for byte, keys sorted; lz4 is kept across the type change")
+    @Test("The decision path's text is stored byte for byte; lz4 is kept across the type change")
     func storedAsWritten() throws {
         let app = try TestApplication()
         try RulesTestData.insertCard("card-json", customer: "cust-json", pool: app.pool)
@@ -41,9 +41,9 @@ struct StoredInputsJSONTests {
         #expect(try stored.decode("inputs_type", as: String.self) == "json")
         #expect(try stored.decode("features_type", as: String.self) == "json")
         let text: String = try stored.decode("inputs")
-        #expect(text == JSONValue.object(inputs).jsonText)
-        #expect(text.hasPrefix(#"{"card.is_virtual":false,"card.network":"visa","customer.name_match_score":97,"#))
-        #expect(try stored.decode("features", as: String.self) == #"{"attempts(card, 24h)":3,"attempts(device, 1h)":0}"#)
+        #expect(text == JSONValue.object(inputs).unorderedJSONText)
+        #expect(text.contains(#""card.network":"visa""#) && text.contains(#""customer.name_match_score":97"#))
+        #expect(try stored.decode("features", as: String.self) == JSONValue.object(features).unorderedJSONText)
         #expect(try stored.decode("network", as: String.self) == "visa")
         let lz4 = try app.pool.withConnection { try Self.hasLZ4($0) }
         #expect(try stored.decode("compression", as: String?.self) == (lz4 ? "lz4" : "pglz"))
