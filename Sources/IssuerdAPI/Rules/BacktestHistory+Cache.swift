@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 
@@ -122,24 +123,8 @@ extension BacktestHistory.Page {
 
     /// Whether `text` holds one of `needles` (or a backslash: an escape could spell one differently).
     static func mayName(_ text: String, any needles: [[UInt8]]) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
-            if memchr(base, Int32(UInt8(ascii: "\\")), bytes.count) != nil { return true }
-            return needles.contains { needle in
-                needle.withUnsafeBufferPointer { needle in
-                    // memchr for the needle's first byte, memcmp for the rest (glibc's memmem is not imported).
-                    guard let first = needle.first, needle.count <= bytes.count else { return false }
-                    var offset = 0
-                    while offset + needle.count <= bytes.count,
-                          let hit = memchr(base + offset, Int32(first), bytes.count - needle.count - offset + 1) {
-                        offset = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                        if memcmp(base + offset, needle.baseAddress!, needle.count) == 0 { return true }
-                        offset += 1
-                    }
-                    return false
-                }
-            }
-        }
+        text.containsUTF8(backslash) || needles.contains { text.containsUTF8($0) }
     }
+
+    private static let backslash = [UInt8(ascii: "\\")]
 }

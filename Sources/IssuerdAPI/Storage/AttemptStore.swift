@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
@@ -143,19 +144,14 @@ enum AttemptStore {
     /// every `->>` and `::jsonb` read of it fail (the roll-up, explain, the export). No input
     /// that reaches a decision carries a NUL today; one that did is stored as U+FFFD.
     static func document(_ members: [String: JSONValue]) -> PostgresTextJSON {
-        var text = JSONValue.object(members).unorderedJSONText
-        // `\u0000`, as the writer escapes a NUL, found over the bytes (`String.contains`
-        // compares characters, grapheme by grapheme, on every decision).
-        let escaped = text.withUTF8 { bytes in
-            guard bytes.count >= 6 else { return false }
-            for index in 0...(bytes.count - 6) where bytes[index] == UInt8(ascii: "\\") && bytes[index + 1] == UInt8(ascii: "u")
-                && bytes[index + 2] == UInt8(ascii: "0") && bytes[index + 3] == UInt8(ascii: "0") && bytes[index + 4] == UInt8(ascii: "0")
-                && bytes[index + 5] == UInt8(ascii: "0") { return true }
-            return false
-        }
-        guard escaped else { return PostgresTextJSON(rawJSON: text) }
+        let text = JSONValue.object(members).unorderedJSONText
+        // Over the bytes: `String.contains` compares characters, grapheme by grapheme, on every decision.
+        guard text.containsUTF8(nulEscape) else { return PostgresTextJSON(rawJSON: text) }
         return PostgresTextJSON(rawJSON: JSONValue.object(members).replacingNUL.unorderedJSONText)
     }
+
+    /// How the writer escapes a NUL (`JSONText.appendString`).
+    private static let nulEscape = Array("\\u0000".utf8)
 
     static func decode(_ value: PostgresJSON) throws -> JSONValue {
         try value.decode(JSONValue.self)

@@ -15,6 +15,12 @@ public struct InMemoryVelocityProvider: VelocityProvider {
         var time: Double
         var cardID: String?
         var cardholderName: String?
+
+        init(_ event: VelocityEvent) {
+            time = event.time.timeIntervalSince1970
+            cardID = event.cardID
+            cardholderName = event.cardholderName
+        }
     }
 
     private let buckets: [Bucket: [Entry]]
@@ -36,7 +42,7 @@ public struct InMemoryVelocityProvider: VelocityProvider {
         var buckets: [Bucket: [Entry]] = [:]
         buckets.reserveCapacity(keyed.reduce(events.count) { $0 + $1.events.count })  // at most one bucket per keyed event
         for event in events {
-            let entry = Entry(time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
+            let entry = Entry(event)
             for key in VelocityKey.allCases {
                 guard let id = event.id(for: key) else { continue }
                 buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(entry)
@@ -47,7 +53,7 @@ public struct InMemoryVelocityProvider: VelocityProvider {
             for index in keyed[group].events.indices {
                 let event = keyed[group].events[index]
                 guard let id = event.id(for: key) else { continue }
-                let entry = Entry(time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
+                let entry = Entry(event)
                 buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(entry)
             }
         }
@@ -107,4 +113,3 @@ public struct InMemoryVelocityProvider: VelocityProvider {
         return low
     }
 }
-
