@@ -4,11 +4,12 @@ import CPostgres
 ///
 /// @unchecked Sendable: immutable after init, and libpq only reads a PGresult once
 /// `PQexecParams` has returned it, so concurrent reads from several threads are safe.
+@usableFromInline
 final class PostgresResult: @unchecked Sendable {
     private let handle: OpaquePointer
     let rowCount: Int
-    let columnNames: [String]
-    let columnTypes: [PostgresDataType]
+    @usableFromInline let columnNames: [String]
+    @usableFromInline let columnTypes: [PostgresDataType]
     let columnIndex: [String: Int]
     let commandTag: String
     let affectedRows: Int
@@ -37,6 +38,18 @@ final class PostgresResult: @unchecked Sendable {
     }
 
     deinit { PQclear(handle) }
+
+    /// Calls `body` with the text-format bytes at a row and column where libpq holds them (nil
+    /// for SQL NULL), valid only during the call.
+    @usableFromInline
+    func withBytes<R, E: Error>(row: Int, column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws(E) -> R) throws(E) -> R {
+        let row32 = Int32(row), column32 = Int32(column)
+        guard PQgetisnull(handle, row32, column32) == 0, let value = PQgetvalue(handle, row32, column32) else { return try body(nil) }
+        let length = Int(PQgetlength(handle, row32, column32))
+        return try value.withMemoryRebound(to: UInt8.self, capacity: length) { start throws(E) in
+            try body(UnsafeBufferPointer(start: start, count: length))
+        }
+    }
 
     /// The value at a row and column, or nil for SQL NULL.
     func text(row: Int, column: Int) -> String? {

@@ -17,6 +17,12 @@ extension Date: PostgresEncodable, PostgresDecodable {
         try cell.require(timestampTypes)
         self = try PostgresTimestamp.parse(cell.text)
     }
+
+    /// As ``init(postgresCell:)``, parsed where libpq holds the text (a backtest decodes one per row).
+    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        guard timestampTypes.contains(dataType) else { throw .typeMismatch }
+        self = try PostgresTimestamp.parse(text: bytes)
+    }
 }
 
 /// Conversion between `Date` and PostgreSQL's ISO timestamp text, by civil-calendar arithmetic
@@ -47,13 +53,18 @@ enum PostgresTimestamp {
     /// Parses over the text's UTF-8 bytes in place (a backtest decodes a timestamp per history
     /// row: copying the bytes into arrays first was most of its cost).
     static func parse(_ text: String) throws(PostgresDecodingFailure) -> Date {
-        if text == "infinity" { return .distantFuture }
-        if text == "-infinity" { return .distantPast }
         var text = text
         let result = text.withUTF8 { bytes -> Result<Date, PostgresDecodingFailure> in
-            do throws(PostgresDecodingFailure) { return .success(try parse(bytes: bytes)) } catch { return .failure(error) }
+            do throws(PostgresDecodingFailure) { return .success(try parse(text: bytes)) } catch { return .failure(error) }
         }
         return try result.get()
+    }
+
+    /// ``parse(_:)`` over UTF-8 bytes.
+    static func parse(text bytes: UnsafeBufferPointer<UInt8>) throws(PostgresDecodingFailure) -> Date {
+        if bytes.elementsEqual("infinity".utf8) { return .distantFuture }
+        if bytes.elementsEqual("-infinity".utf8) { return .distantPast }
+        return try parse(bytes: bytes)
     }
 
     private static func parse(bytes: UnsafeBufferPointer<UInt8>) throws(PostgresDecodingFailure) -> Date {

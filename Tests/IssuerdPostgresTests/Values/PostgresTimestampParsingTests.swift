@@ -17,6 +17,21 @@ import Testing
     func parsesISOText(text: String, epoch: Double) throws {
         let date = try PostgresTimestamp.parse(text)
         #expect(abs(date.timeIntervalSince1970 - epoch) < 0.000_001)
+        // A row's cells are parsed from their bytes, to the same instant.
+        let fromBytes = try Array(text.utf8).withUnsafeBufferPointer { bytes throws(PostgresDecodingFailure) in
+            try Date(postgresBytes: bytes, dataType: .timestamptz)
+        }
+        #expect(fromBytes == date)
+    }
+
+    @Test func bytesDecodeInfinityAndRefuseOtherTypes() throws {
+        func decode(_ text: String, _ type: PostgresDataType) throws(PostgresDecodingFailure) -> Date {
+            try Array(text.utf8).withUnsafeBufferPointer { bytes throws(PostgresDecodingFailure) in try Date(postgresBytes: bytes, dataType: type) }
+        }
+        #expect(try decode("infinity", .timestamptz) == .distantFuture)
+        #expect(try decode("-infinity", .timestamp) == .distantPast)
+        #expect(throws: PostgresDecodingFailure.typeMismatch) { try decode("2024-03-05 12:34:56+00", .text) }
+        #expect(throws: PostgresDecodingFailure.self) { try decode("infinityx", .timestamptz) }
     }
 
     @Test(arguments: ["", "2024-3-5 12:00:00+00", "2024-13-01 00:00:00+00", "2024-01-01 00:00:00+0", "2024-01-01 00:00:00.+00",

@@ -95,3 +95,37 @@ import Testing
         }
     }
 }
+
+/// ``PostgresRow/withBytes(_:_:)``: a cell's text bytes where libpq holds them, for parsing in
+/// place (the backtest's JSON documents), and the same text `decode` gives.
+@Suite struct RowBytesTests {
+    @Test func bytesAreTheCellsTextAndNilForNull() throws {
+        try withTestPool { pool in
+            try pool.withConnection { connection in
+                let document = #"{"device.locale": "한국어", "emoji": "🃏"}"#
+                let row = try connection.query(
+                    "SELECT \(document)::json AS j, NULL::text AS n, ''::text AS e, \(TextAndBytesRoundTripTests.strings.last!)::text AS long")[0]
+                #expect(try row.withBytes(0) { $0.map { Array($0) } } == Array(document.utf8))
+                #expect(try row.withBytes(0) { $0.map { String(decoding: $0, as: UTF8.self) } } == (try row.decode(0, as: String.self)))
+                #expect(try row.withBytes(1) { $0 == nil })
+                #expect(try row.withBytes(2) { $0?.count } == 0)
+                #expect(try row.withBytes(3) { $0?.count } == TextAndBytesRoundTripTests.strings.last!.utf8.count)
+                // What the body throws comes out as it is.
+                struct Stop: Error {}
+                #expect(throws: Stop.self) { try row.withBytes(0) { _ in throw Stop() } }
+            }
+        }
+    }
+
+    @Test func aMissingColumnIsADecodingError() throws {
+        try withTestPool { pool in
+            let error = postgresError {
+                try pool.withConnection { connection in
+                    _ = try connection.query("SELECT 1 AS one")[0].withBytes(3) { $0?.count }
+                }
+            }
+            #expect(error?.code == .decoding)
+            #expect(error?.message.contains("no column at index 3 (1 columns)") == true)
+        }
+    }
+}
