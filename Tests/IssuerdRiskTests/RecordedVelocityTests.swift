@@ -38,4 +38,41 @@ struct RecordedVelocityTests {
         #expect(lookup.values(attempt: 0, attempt, history: history) == [3, 9, 1])
         #expect(RecordedVelocity.Lookup([Self.hour, Self.day, Self.devices], in: nil).values(attempt: 0, attempt, history: history) == [3, 3, 1])
     }
+
+    @Test("Rows appended one after another from bytes: each row holds only its own document's values")
+    func rowsInSequenceKeepNothingOfTheLast() {
+        let documents = [
+            #"{"attempts(card, 24h)": 4, "attempts(card, 1h)": 2, "distinct_cards(device, 24h)": 1}"#,
+            #"{"attempts(card, 1h)": 5}"#,  // after a fuller one: the other two are not recorded here
+            "not json",
+            #"[{"query": "attempts(card, 24h)", "value": 7}]"#,
+            #"{}"#,
+        ]
+        var table = RecordedVelocity(queries: [Self.day, Self.hour, Self.devices])
+        for document in documents { Array(document.utf8).withUnsafeBufferPointer { table.append(storedFeatures: $0) } }
+        var one = RecordedVelocity(queries: [Self.day, Self.hour, Self.devices])
+        for document in documents { one.append(storedFeatures: document) }
+        #expect(table.count == documents.count)
+        #expect((0..<documents.count).map { table.row($0) } == [[4, 2, 1], [nil, 5, nil], [nil, nil, nil], [7, nil, nil], [nil, nil, nil]])
+        #expect((0..<documents.count).map { table.row($0) } == (0..<documents.count).map { one.row($0) })
+    }
+
+    @Test("Values filled into one buffer per attempt are each attempt's own")
+    func filledValuesAreEachAttemptsOwn() {
+        let start = Date(timeIntervalSince1970: 1_740_823_200)
+        let history = InMemoryVelocityProvider(events: [VelocityEvent(kind: .attempt, time: start, cardID: "c1", deviceID: "d1")])
+        var table = RecordedVelocity(queries: [Self.day])
+        table.append(storedFeatures: #"{"attempts(card, 24h)": 9}"#)
+        table.append(storedFeatures: #"{}"#)
+        let lookup = RecordedVelocity.Lookup([Self.day, Self.hour], in: table)
+        let first = AttemptLog.Attempt(id: "a", time: start.addingTimeInterval(60), subject: VelocitySubject(cardID: "c1"), input: RiskInput(), line: 1)
+        let second = AttemptLog.Attempt(id: "b", time: start.addingTimeInterval(120), subject: VelocitySubject(cardID: "c2"), input: RiskInput(),
+                                        line: 2)
+        var values: [Int?] = []
+        lookup.fill(&values, attempt: 0, first, history: history)
+        #expect(values == [9, 1])
+        lookup.fill(&values, attempt: 1, second, history: history)
+        #expect(values == [0, 0])  // c2 has no history; nothing of the first attempt's is left
+        #expect(values == lookup.values(attempt: 1, second, history: history))
+    }
 }

@@ -101,4 +101,34 @@ struct VelocityTests {
         #expect(values([(.card, history + window)]).map { [$0[0], $0[1]] } == inOrder.map { [$0[0], $0[1]] })
         #expect(values([(.card, history + window)]).map { [$0[2], $0[3]] } == [[0, 0], [0, 0], [0, 0]])
     }
+
+    /// Over 10,000 events the index is built in shards on several threads: every value is the one
+    /// a single shard gives, for ids ending in any byte (a shard is chosen by the last one).
+    @Test func shardedIndexAnswersAsOneShard() {
+        let cards = (0..<400).map { "card-\($0)" } + ["", "é", "x🃏", "card-0 "]
+        var events: [VelocityEvent] = []
+        for index in 0..<12_000 {
+            let card = cards[index * 7 % cards.count]
+            events.append(VelocityEvent(kind: index % 5 == 0 ? .otpFailure : .attempt, time: Self.at(-Double(index % 3_000)),
+                                        cardID: card, deviceID: "device-\(index % 97)", customerID: index % 3 == 0 ? nil : "cu\(index % 31)",
+                                        cardholderName: "name \(index % 4)"))
+        }
+        let keyed: [(key: VelocityKey, events: [VelocityEvent])] = [(.card, Array(events[0..<6_000])), (.device, Array(events[6_000...]))]
+        let queries = VelocityKey.allCases.flatMap { key in
+            [VelocityQuery(metric: .attempts, key: key, windowSeconds: 3_600), VelocityQuery(metric: .failedOTPs, key: key, windowSeconds: 86_400),
+             VelocityQuery(metric: .distinctNames, key: key, windowSeconds: 7_200)]
+        }
+        let one = InMemoryVelocityProvider(events: events, keyed: keyed, workers: 1)
+        for workers in [2, 3, 8] {
+            let sharded = InMemoryVelocityProvider(events: events, keyed: keyed, workers: workers)
+            for (index, card) in cards.enumerated() {
+                let subject = VelocitySubject(cardID: card, deviceID: "device-\(index % 97)", customerID: "cu\(index % 31)")
+                let batch = VelocityBatch(subject: subject, time: Self.at(-Double(index)), queries: queries)
+                #expect(sharded.values(for: batch) == one.values(for: batch), "\(workers) workers, \(card)")
+            }
+        }
+        // Not every value is 0: the comparison reads counts.
+        let some = VelocityBatch(subject: VelocitySubject(cardID: "card-7"), time: Self.at(0), queries: queries)
+        #expect(one.values(for: some).contains { ($0 ?? 0) > 0 })
+    }
 }

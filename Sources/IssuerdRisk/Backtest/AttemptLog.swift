@@ -94,7 +94,7 @@ public struct AttemptLog: Sendable {
     }
 
     /// Sets attribute `name` of `input` from its JSON value; returns what is wrong, or nil.
-    private static func assign(_ name: String, _ raw: JSONValue, to input: inout RiskInput) -> String? {
+    fileprivate static func assign(_ name: String, _ raw: JSONValue, to input: inout RiskInput) -> String? {
         guard let attribute = AttributeCatalog.byName[name] else {
             let near = Suggestion.nearest(to: name, in: AttributeCatalog.all.map(\.name))
             return "unknown attribute \"\(name)\"" + (near.map { "; did you mean '\($0)'?" } ?? "")
@@ -111,64 +111,80 @@ public struct AttemptLog: Sendable {
     ///
     /// - Returns: The input, or what is wrong with a value.
     public static func input(storedInputs text: String, time: Date) -> Result<RiskInput, AttemptLogError> {
-        var input = RiskInput()
-        input.time = time
         var text = text
-        if text.withUTF8({ bytes in Self.assignStoredAttributes(bytes, to: &input) }) { return .success(input) }
-        input = RiskInput()
-        input.time = time
-        let attributes: [String: JSONValue]
-        if let fast = text.withUTF8({ bytes in Self.storedAttributes(bytes) }) {
-            attributes = fast
-        } else {
-            guard let stored = JSONValue.parse(text) else { return .failure(AttemptLogError(line: 0, message: "inputs are not JSON")) }
-            if case .object(let nested)? = stored.object?["attributes"] {
-                attributes = nested
+        var reader = StoredInputReader()
+        return text.withUTF8 { reader.input(storedInputs: $0, time: time) }
+    }
+
+    /// Reads the `inputs` of stored attempts one after another, as ``AttemptLog/input(storedInputs:time:)``
+    /// does, from their UTF-8 bytes (a backtest's read parses them where libpq holds them, with
+    /// no `String` per document) into one buffer of members reused for each.
+    public struct StoredInputReader {
+        private var found: [JSONValue?] = []
+
+        public init() {}
+
+        /// The input of one stored attempt; see ``AttemptLog/input(storedInputs:time:)``.
+        public mutating func input(storedInputs bytes: UnsafeBufferPointer<UInt8>, time: Date) -> Result<RiskInput, AttemptLogError> {
+            var input = RiskInput()
+            input.time = time
+            // The fast path: a flat attribute object whose values all fit, assigned straight
+            // from the members found (no dictionary of names in between, which was half of a
+            // backtest row's parse). Anything else (a nested `attributes`, a bad value to name)
+            // takes the general path below.
+            let flat = JSONValue.members(of: bytes, keys: AttemptLog.storedKeys, into: &found)
+            if flat, found[0] == nil, assignFound(to: &input) { return .success(input) }
+            input = RiskInput()
+            input.time = time
+            let attributes: [String: JSONValue]
+            if flat {
+                attributes = storedAttributes()
             } else {
-                attributes = stored.object ?? [:]
+                guard let stored = JSONValue.parse(String(decoding: bytes, as: UTF8.self)) else {
+                    return .failure(AttemptLogError(line: 0, message: "inputs are not JSON"))
+                }
+                if case .object(let nested)? = stored.object?["attributes"] {
+                    attributes = nested
+                } else {
+                    attributes = stored.object ?? [:]
+                }
             }
-        }
-        for (name, raw) in attributes where AttributeCatalog.byName[name] != nil {
-            guard assign(name, raw, to: &input) != nil else { continue }
-            // Name the first bad attribute in name order, as a JSONL line does.
-            var scratch = RiskInput()
-            for (name, raw) in attributes.sorted(by: { $0.key < $1.key }) where AttributeCatalog.byName[name] != nil {
-                if let problem = assign(name, raw, to: &scratch) { return .failure(AttemptLogError(line: 0, message: problem)) }
+            for (name, raw) in attributes where AttributeCatalog.byName[name] != nil {
+                guard AttemptLog.assign(name, raw, to: &input) != nil else { continue }
+                // Name the first bad attribute in name order, as a JSONL line does.
+                var scratch = RiskInput()
+                for (name, raw) in attributes.sorted(by: { $0.key < $1.key }) where AttributeCatalog.byName[name] != nil {
+                    if let problem = AttemptLog.assign(name, raw, to: &scratch) { return .failure(AttemptLogError(line: 0, message: problem)) }
+                }
             }
+            return .success(input)
         }
-        return .success(input)
-    }
 
-    /// The fast path of ``input(storedInputs:time:)``: a flat attribute object whose values all
-    /// fit, assigned straight from ``JSONValue/members(of:keys:)`` (no dictionary of names in
-    /// between, which was half of a backtest row's parse). False, with `input` partly set,
-    /// leaves the text to the general path (a nested `attributes`, a bad value to name).
-    private static func assignStoredAttributes(_ bytes: UnsafeBufferPointer<UInt8>, to input: inout RiskInput) -> Bool {
-        guard let found = JSONValue.members(of: bytes, keys: storedKeys), found[0] == nil else { return false }
-        for index in 1..<found.count {
-            guard let raw = found[index] else { continue }
-            let attribute = AttributeCatalog.all[index - 1]
-            guard let value = Self.value(raw, for: attribute.type), attribute.assign(value, to: &input) else { return false }
+        /// Assigns every attribute found; false, with `input` partly set, at the first value that does not fit.
+        private func assignFound(to input: inout RiskInput) -> Bool {
+            for index in 1..<found.count {
+                guard let raw = found[index] else { continue }
+                let attribute = AttributeCatalog.all[index - 1]
+                guard let value = AttemptLog.value(raw, for: attribute.type), attribute.assign(value, to: &input) else { return false }
+            }
+            return true
         }
-        return true
-    }
 
-    /// The attribute members of stored `inputs` (its `attributes` object, or itself) through
-    /// ``JSONValue/members(of:keys:)``; nil when the fast pass declines it.
-    private static func storedAttributes(_ bytes: UnsafeBufferPointer<UInt8>) -> [String: JSONValue]? {
-        guard let found = JSONValue.members(of: bytes, keys: storedKeys) else { return nil }
-        if case .object(let nested)? = found[0] { return nested }
-        var attributes: [String: JSONValue] = [:]
-        for (index, value) in found.enumerated().dropFirst() {
-            if let value { attributes[AttributeCatalog.all[index - 1].name] = value }
+        /// The attribute members found (the `attributes` object's, or the document's own).
+        private func storedAttributes() -> [String: JSONValue] {
+            if case .object(let nested)? = found[0] { return nested }
+            var attributes: [String: JSONValue] = [:]
+            for (index, value) in found.enumerated().dropFirst() {
+                if let value { attributes[AttributeCatalog.all[index - 1].name] = value }
+            }
+            return attributes
         }
-        return attributes
     }
 
     /// `attributes`, then every attribute name.
-    private static let storedKeys = JSONValue.KeySet([Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) })
+    fileprivate static let storedKeys = JSONValue.KeySet([Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) })
 
-    private static func value(_ raw: JSONValue, for type: RiskType) -> RiskValue? {
+    fileprivate static func value(_ raw: JSONValue, for type: RiskType) -> RiskValue? {
         switch (raw, type) {
         case (.null, _): .unknown
         case (.bool(let flag), .bool): .bool(flag)

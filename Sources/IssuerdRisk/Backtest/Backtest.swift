@@ -195,10 +195,11 @@ public enum Backtest {
             var part = Partial(current: current, candidate: candidate)
             // Each attempt is read in place (`attempts[index]` at each use, borrowed): a local copy
             // of it retained and released its every field.
+            var beforeValues: [Int?] = [], afterValues: [Int?] = []  // filled per attempt, allocated once
             attempts.withUnsafeBufferPointer { attempts in
                 for index in range {
-                    let beforeValues = currentVelocity.values(attempt: index, attempts[index], history: history)
-                    let afterValues = candidateVelocity.values(attempt: index, attempts[index], history: history)
+                    currentVelocity.fill(&beforeValues, attempt: index, attempts[index], history: history)
+                    candidateVelocity.fill(&afterValues, attempt: index, attempts[index], history: history)
                     let before = current.tally(attempts[index].input, velocity: beforeValues, hits: &part.currentHits)
                     let after = candidate.tally(attempts[index].input, velocity: afterValues, hits: &part.candidateHits)
                     part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1

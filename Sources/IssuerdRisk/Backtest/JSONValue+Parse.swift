@@ -66,31 +66,41 @@ extension JSONValue {
 
     /// ``members(of:keys:)`` with the names already bucketed.
     static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: KeySet) -> [JSONValue?]? {
-        var parser = FastJSONParser(bytes: bytes)
         var found = [JSONValue?](repeating: nil, count: keys.count)
+        return members(of: bytes, keys: keys, into: &found) ? found : nil
+    }
+
+    /// ``members(of:keys:)`` into `found`, reused from one document to the next (an array per
+    /// document was an allocation and a run-time metadata look-up for each of a backtest's
+    /// rows): every entry is set, nil where the key is absent. False when the fast pass
+    /// declines `bytes` (`found` then holds nothing to use).
+    static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: KeySet, into found: inout [JSONValue?]) -> Bool {
+        if found.count != keys.count { found = [JSONValue?](repeating: nil, count: keys.count) }
+        for index in found.indices { found[index] = nil }
+        var parser = FastJSONParser(bytes: bytes)
         parser.skipWhitespace()
-        guard parser.take(UInt8(ascii: "{")) else { return nil }
+        guard parser.take(UInt8(ascii: "{")) else { return false }
         parser.skipWhitespace()
         if !parser.take(UInt8(ascii: "}")) {
             while true {
                 parser.skipWhitespace()
-                guard let key = parser.rawKey() else { return nil }
+                guard let key = parser.rawKey() else { return false }
                 parser.skipWhitespace()
-                guard parser.take(UInt8(ascii: ":")) else { return nil }
+                guard parser.take(UInt8(ascii: ":")) else { return false }
                 if let index = keys.index(of: key) {
-                    guard let value = parser.value(depth: 1) else { return nil }
+                    guard let value = parser.value(depth: 1) else { return false }
                     found[index] = value
                 } else {
-                    guard parser.skipValue(depth: 1) else { return nil }
+                    guard parser.skipValue(depth: 1) else { return false }
                 }
                 parser.skipWhitespace()
                 if parser.take(UInt8(ascii: ",")) { continue }
-                guard parser.take(UInt8(ascii: "}")) else { return nil }
+                guard parser.take(UInt8(ascii: "}")) else { return false }
                 break
             }
         }
         parser.skipWhitespace()
-        return parser.position == bytes.count ? found : nil
+        return parser.position == bytes.count
     }
 }
 

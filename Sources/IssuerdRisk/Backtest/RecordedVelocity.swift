@@ -13,6 +13,8 @@ public struct RecordedVelocity: Sendable {
     private let keys: JSONValue.KeySet
     private var values: [Int] = []
     private var present: [Bool] = []
+    /// The members of the document being appended, reused from one row to the next.
+    private var scratch: [JSONValue?] = []
 
     /// An empty table for `queries`.
     public init(queries: [VelocityQuery]) {
@@ -81,12 +83,18 @@ public struct RecordedVelocity: Sendable {
     /// fraction, anything else or no entry leave it to history.
     public mutating func append(storedFeatures text: String) {
         var text = text
-        if let found = text.withUTF8({ JSONValue.members(of: $0, keys: keys) }) {
-            append(found.map(Self.count))
+        text.withUTF8 { append(storedFeatures: $0) }
+    }
+
+    /// The same from the text's UTF-8 bytes (a backtest's read
+    /// parses them where libpq holds them).
+    public mutating func append(storedFeatures bytes: UnsafeBufferPointer<UInt8>) {
+        if JSONValue.members(of: bytes, keys: keys, into: &scratch) {
+            for value in scratch { append(Self.count(value)) }
             return
         }
         var byName: [String: JSONValue] = [:]
-        switch JSONValue.parse(text) {
+        switch JSONValue.parse(String(decoding: bytes, as: UTF8.self)) {
         case .object(let members)?:
             byName = members
         case .array(let items)?:
@@ -134,7 +142,15 @@ public struct RecordedVelocity: Sendable {
         /// The values for attempt `index`: recorded where there is one, the rest counted from
         /// `history`, one query at a time.
         func values(attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider) -> [Int?] {
-            var values = [Int?](repeating: nil, count: queries.count)
+            var values: [Int?] = []
+            fill(&values, attempt: index, attempt, history: history)
+            return values
+        }
+
+        /// ``values(attempt:_:history:)`` into `values`, reused from one attempt to the next (an
+        /// array per attempt and ruleset was an allocation and a run-time metadata look-up).
+        func fill(_ values: inout [Int?], attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider) {
+            if values.count != queries.count { values = [Int?](repeating: nil, count: queries.count) }
             for (position, column) in columns.enumerated() {
                 if let column, let value = recorded?.value(row: index, column: column) {
                     values[position] = value
@@ -143,7 +159,6 @@ public struct RecordedVelocity: Sendable {
                     values[position] = history.value(of: queries[position], subject: attempt.subject, at: attempt.time)
                 }
             }
-            return values
         }
     }
 }
