@@ -44,7 +44,7 @@ struct StoredInputReaderTests {
         if case .failure(let error) = results[5] { #expect(error.message == "inputs are not JSON") } else { Issue.record("not JSON passed") }
         #expect(input(6)?.deviceID == "dev-4")
         #expect(input(7)?.deviceID == nil)
-        // The same as each text read on its own.
+        // The same as each text read on its own, by a reader that read nothing before.
         for (document, result) in zip(Self.documents, results) {
             let alone = AttemptLog.input(storedInputs: document, time: Self.time)
             switch (result, alone) {

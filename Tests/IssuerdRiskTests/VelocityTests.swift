@@ -131,4 +131,27 @@ struct VelocityTests {
         let some = VelocityBatch(subject: VelocitySubject(cardID: "card-7"), time: Self.at(0), queries: queries)
         #expect(one.values(for: some).contains { ($0 ?? 0) > 0 })
     }
+
+    /// Ids equal as strings share a bucket however the index is sharded: "K" and the Kelvin sign
+    /// (U+212A), or a precomposed "Å" and "A" with a combining ring, are one card each, as they
+    /// were before the index had shards.
+    @Test func canonicallyEquivalentIdsShareABucketInEveryShardCount() {
+        let pairs = [("card-K", "card-\u{212A}"), ("card-\u{C5}", "card-A\u{30A}"), ("card-\u{E9}", "card-e\u{301}")]
+        var events: [VelocityEvent] = []
+        for index in 0..<12_000 {
+            let pair = pairs[index % pairs.count]
+            let card = index % 4 == 0 ? pair.0 : index % 4 == 1 ? pair.1 : "card-\(index)"
+            events.append(VelocityEvent(kind: .attempt, time: Self.at(-1 - Double(index % 50)), cardID: card))
+        }
+        let query = VelocityQuery(metric: .attempts, key: .card, windowSeconds: 3_600)
+        for workers in [1, 2, 3, 8] {
+            let provider = InMemoryVelocityProvider(events: events, keyed: [], workers: workers)
+            for (precomposed, decomposed) in pairs {
+                #expect(precomposed == decomposed)
+                // 12,000 / 3 pairs / 2 of every 4 indices: 2,000 events of each pair, all within the hour.
+                #expect(provider.value(of: query, subject: VelocitySubject(cardID: precomposed), at: Self.at(0)) == 2_000, "\(workers) workers")
+                #expect(provider.value(of: query, subject: VelocitySubject(cardID: decomposed), at: Self.at(0)) == 2_000, "\(workers) workers")
+            }
+        }
+    }
 }

@@ -361,7 +361,7 @@ struct BacktestHistory {
                 }
                 if useRecorded || keepFeatures {
                     try row.withBytes(7) { bytes in
-                        guard let bytes else { throw BadAttempt(id: id, message: "features are NULL") }
+                        guard let bytes else { throw BadAttempt(id: id, message: "features are NULL") }  // NOT NULL in the schema
                         if useRecorded { recorded.append(storedFeatures: bytes) }
                         if keepFeatures { features.append(String(decoding: bytes, as: UTF8.self)) }
                     }

@@ -50,18 +50,4 @@ final class PostgresResult: @unchecked Sendable {
             try body(UnsafeBufferPointer(start: start, count: length))
         }
     }
-
-    /// The value at a row and column, or nil for SQL NULL.
-    func text(row: Int, column: Int) -> String? {
-        let row32 = Int32(row), column32 = Int32(column)
-        guard PQgetisnull(handle, row32, column32) == 0, let value = PQgetvalue(handle, row32, column32) else {
-            return nil
-        }
-        let length = Int(PQgetlength(handle, row32, column32))
-        // Results are requested in text format, which PostgreSQL sends in the client encoding
-        // (UTF8, fixed at connect); decoding repairs rather than traps on anything else.
-        return value.withMemoryRebound(to: UInt8.self, capacity: length) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-        }
-    }
 }

@@ -52,13 +52,15 @@ public struct PostgresRow: Sendable {
     ///
     /// - Throws: ``PostgresError`` with code ``PostgresError/Code/decoding`` when there is no
     ///   such column, or what `body` throws.
-    public func withBytes<R>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) throws -> R {
-        guard result.columnNames.indices.contains(index) else { throw Self.noColumn(index, of: result.columnNames.count) }
+    public func withBytes<R>(_ index: Int, file: String = #fileID, line: Int = #line, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) throws -> R {
+        guard result.columnNames.indices.contains(index) else {
+            throw Self.noColumn(index, of: result.columnNames.count, file: file, line: line)
+        }
         return try result.withBytes(row: row, column: index, body)
     }
 
     @usableFromInline
-    static func noColumn(_ index: Int, of count: Int, file: String = #fileID, line: Int = #line) -> PostgresError {
+    static func noColumn(_ index: Int, of count: Int, file: String, line: Int) -> PostgresError {
         PostgresError(code: .decoding, message: "no column at index \(index) (\(count) columns)", file: file, line: line)
     }
 
@@ -78,6 +80,6 @@ public struct PostgresRow: Sendable {
     /// True when the column at `index` is SQL NULL (or does not exist).
     public func isNull(_ index: Int) -> Bool {
         guard result.columnNames.indices.contains(index) else { return true }
-        return result.text(row: row, column: index) == nil
+        return result.withBytes(row: row, column: index) { $0 == nil }
     }
 }

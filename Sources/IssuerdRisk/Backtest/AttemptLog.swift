@@ -140,7 +140,7 @@ public struct AttemptLog: Sendable {
             if flat {
                 attributes = storedAttributes()
             } else {
-                guard let stored = JSONValue.parse(String(decoding: bytes, as: UTF8.self)) else {
+                guard let stored = JSONValue.parse(bytes: bytes) else {
                     return .failure(AttemptLogError(line: 0, message: "inputs are not JSON"))
                 }
                 if case .object(let nested)? = stored.object?["attributes"] {

@@ -12,15 +12,17 @@ extension JSONValue {
     /// - Returns: The value, or nil when the text is not JSON.
     static func parse(_ text: String) -> JSONValue? {
         var copy = text
-        if let value = copy.withUTF8({ bytes -> JSONValue? in
-            var parser = FastJSONParser(bytes: bytes)
-            guard let value = parser.value(depth: 0) else { return nil }
+        return copy.withUTF8 { parse(bytes: $0) }
+    }
+
+    /// ``parse(_:)`` over UTF-8 bytes (a stored document where libpq holds it).
+    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> JSONValue? {
+        var parser = FastJSONParser(bytes: bytes)
+        if let value = parser.value(depth: 0) {
             parser.skipWhitespace()
-            return parser.position == bytes.count ? value : nil
-        }) {
-            return value
+            if parser.position == bytes.count { return value }
         }
-        return try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        return try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: bytes))
     }
 }
 
@@ -270,7 +272,8 @@ private struct FastJSONParser {
             if byte == UInt8(ascii: "\"") {
                 let raw = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
-                // Split at ASCII quotes out of a Swift String: already valid UTF-8.
+                // Split at ASCII quotes, so no character is cut; bytes that are not UTF-8 are
+                // repaired here (U+FFFD), as decoding the whole document first would.
                 return String(decoding: raw, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") {

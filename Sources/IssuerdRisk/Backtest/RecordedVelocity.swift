@@ -94,7 +94,7 @@ public struct RecordedVelocity: Sendable {
             return
         }
         var byName: [String: JSONValue] = [:]
-        switch JSONValue.parse(String(decoding: bytes, as: UTF8.self)) {
+        switch JSONValue.parse(bytes: bytes) {
         case .object(let members)?:
             byName = members
         case .array(let items)?:

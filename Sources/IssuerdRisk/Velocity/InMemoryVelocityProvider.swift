@@ -25,7 +25,7 @@ public struct InMemoryVelocityProvider: VelocityProvider {
         }
     }
 
-    /// The buckets, in shards by the last byte of their id (``shard(of:)``), built at the same
+    /// The buckets, in shards by the hash of their id (``shard(of:count:)``), built at the same
     /// time on as many cores: a day's backtest indexes ~70,000 events, which on one core was
     /// a tenth of its wall time.
     private let shards: [[Bucket: [Entry]]]
@@ -47,26 +47,23 @@ public struct InMemoryVelocityProvider: VelocityProvider {
     /// - Parameter workers: How many shards are built at once (one below 10,000 events).
     public init(events: [VelocityEvent], keyed: [(key: VelocityKey, events: [VelocityEvent])],
                 workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
-        let total = keyed.reduce(events.count) { $0 + $1.events.count }
+        // `events` under each key they carry: one group per key (the arrays are shared, not copied).
+        let groups = (events.isEmpty ? [] : VelocityKey.allCases.map { (key: $0, events: events) }) + keyed
+        let total = groups.reduce(0) { $0 + $1.events.count }
         let count = total < 10_000 ? 1 : max(1, min(workers, 8))
+        // Each event's shard, from its id's hash (so ids equal as strings, canonically
+        // equivalent ones included, share a shard), computed once on every core; 255: no id.
+        let shardOf = count == 1 ? [] : groups.map { group in Self.shards(of: group.events, key: group.key, count: count) }
         let built = Mutex([[Bucket: [Entry]]](repeating: [:], count: count))
-        // Each worker passes over every event and keeps those of its shard: the shard is one
-        // byte read, so the passes cost little beside the hashing each shard does on its own.
         DispatchQueue.concurrentPerform(iterations: count) { shard in
             var buckets: [Bucket: [Entry]] = [:]
-            // At most one bucket per keyed event; shards by a last byte come out uneven by a little.
+            // At most one bucket per event; shards by hash come out uneven by a little.
             buckets.reserveCapacity(count == 1 ? total : total / count + total / (4 * count))
-            for event in events {
-                for key in VelocityKey.allCases {
-                    guard let id = event.id(for: key), Self.shard(of: id, count: count) == shard else { continue }
-                    buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(Entry(event))
-                }
-            }
-            for group in keyed.indices {
-                let key = keyed[group].key
-                for index in keyed[group].events.indices {
-                    guard let id = keyed[group].events[index].id(for: key), Self.shard(of: id, count: count) == shard else { continue }
-                    let event = keyed[group].events[index]
+            for group in groups.indices {
+                let key = groups[group].key
+                for index in groups[group].events.indices {
+                    guard count == 1 || Int(shardOf[group][index]) == shard, let id = groups[group].events[index].id(for: key) else { continue }
+                    let event = groups[group].events[index]
                     buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(Entry(event))
                 }
             }
@@ -81,9 +78,31 @@ public struct InMemoryVelocityProvider: VelocityProvider {
         shards = built.withLock { $0 }
     }
 
-    /// The shard of the buckets of `id`: its last UTF-8 byte (the varying end of a sequence or a UUID).
+    /// The shard of the buckets of `id` among `count`.
     private static func shard(of id: String, count: Int) -> Int {
-        count == 1 ? 0 : Int(id.utf8.last ?? 0) % count
+        count == 1 ? 0 : Int(UInt(bitPattern: id.hashValue) % UInt(count))
+    }
+
+    /// The shard of each event's `key` id (255 where it has none), in slices on every core.
+    private static func shards(of events: [VelocityEvent], key: VelocityKey, count: Int) -> [UInt8] {
+        let slices = max(1, min(count, events.count / 5_000))
+        let size = (events.count + slices - 1) / max(slices, 1)
+        return [UInt8](unsafeUninitializedCapacity: events.count) { buffer, initialized in
+            let target = DisjointWrites(buffer: buffer)
+            DispatchQueue.concurrentPerform(iterations: slices) { slice in
+                for index in (slice * size)..<min(events.count, (slice + 1) * size) {
+                    let shard = events[index].id(for: key).map { UInt8(Self.shard(of: $0, count: count)) } ?? 255
+                    (target.buffer.baseAddress! + index).initialize(to: shard)
+                }
+            }
+            initialized = events.count
+        }
+    }
+
+    /// @unchecked Sendable: the slices of ``shards(of:key:count:)`` write disjoint ranges of the
+    /// buffer, read only once they are all done.
+    private struct DisjointWrites: @unchecked Sendable {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
     }
 
     /// Answers every query from the events in `[time − window, time)`.
