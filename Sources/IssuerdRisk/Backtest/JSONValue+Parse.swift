@@ -27,20 +27,10 @@ extension JSONValue {
 }
 
 extension JSONValue {
-    /// The values of `keys` in the JSON object `bytes` (nil where absent; the last one of a
-    /// repeated key), parsed as ``parse(_:)`` parses them, other members skipped unbuilt; nil
-    /// when `bytes` is not an object the fast pass takes (the caller then parses it whole).
-    ///
-    /// The backtest's per-row objects are read this way: building every key as a `String` and
-    /// hashing it into a dictionary was most of their parse.
-    static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: [[UInt8]]) -> [JSONValue?]? {
-        members(of: bytes, keys: KeySet(keys))
-    }
-
     /// Member names to look up, bucketed by length once (a backtest looks up every member of
     /// every row: a scan of all the names per member was a third of a row's parse).
     struct KeySet: Sendable {
-        /// How many keys (``members(of:keys:)`` gives one entry each).
+        /// How many keys (``members(of:keys:into:)`` gives one entry each).
         let count: Int
         /// By length, the distinct keys of that length with their first index.
         private let byLength: [[(bytes: [UInt8], index: Int)]]
@@ -66,16 +56,15 @@ extension JSONValue {
         }
     }
 
-    /// ``members(of:keys:)`` with the names already bucketed.
-    static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: KeySet) -> [JSONValue?]? {
-        var found = [JSONValue?](repeating: nil, count: keys.count)
-        return members(of: bytes, keys: keys, into: &found) ? found : nil
-    }
-
-    /// ``members(of:keys:)`` into `found`, reused from one document to the next (an array per
-    /// document was an allocation and a run-time metadata look-up for each of a backtest's
-    /// rows): every entry is set, nil where the key is absent. False when the fast pass
-    /// declines `bytes` (`found` then holds nothing to use).
+    /// The values of `keys` in the JSON object `bytes` into `found`, one entry per key (nil
+    /// where absent; the last one of a repeated key), parsed as ``parse(_:)`` parses them, other
+    /// members skipped unbuilt. False when `bytes` is not an object the fast pass takes (the
+    /// caller then parses it whole; `found` holds nothing to use).
+    ///
+    /// The backtest's per-row objects are read this way: building every key as a `String` and
+    /// hashing it into a dictionary was most of their parse. `found` is reused from one document
+    /// to the next (an array per document was an allocation and a run-time metadata look-up for
+    /// each of a backtest's rows).
     static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: KeySet, into found: inout [JSONValue?]) -> Bool {
         if found.count != keys.count { found = [JSONValue?](repeating: nil, count: keys.count) }
         for index in found.indices { found[index] = nil }
