@@ -85,24 +85,9 @@ public struct InMemoryVelocityProvider: VelocityProvider {
 
     /// The shard of each event's `key` id (255 where it has none), in slices on every core.
     private static func shards(of events: [VelocityEvent], key: VelocityKey, count: Int) -> [UInt8] {
-        let slices = max(1, min(count, events.count / 5_000))
-        let size = (events.count + slices - 1) / max(slices, 1)
-        return [UInt8](unsafeUninitializedCapacity: events.count) { buffer, initialized in
-            let target = DisjointWrites(buffer: buffer)
-            DispatchQueue.concurrentPerform(iterations: slices) { slice in
-                for index in (slice * size)..<min(events.count, (slice + 1) * size) {
-                    let shard = events[index].id(for: key).map { UInt8(Self.shard(of: $0, count: count)) } ?? 255
-                    (target.buffer.baseAddress! + index).initialize(to: shard)
-                }
-            }
-            initialized = events.count
+        [UInt8](count: events.count, inSlices: min(count, events.count / 5_000)) { index in
+            events[index].id(for: key).map { UInt8(Self.shard(of: $0, count: count)) } ?? 255
         }
-    }
-
-    /// @unchecked Sendable: the slices of ``shards(of:key:count:)`` write disjoint ranges of the
-    /// buffer, read only once they are all done.
-    private struct DisjointWrites: @unchecked Sendable {
-        let buffer: UnsafeMutableBufferPointer<UInt8>
     }
 
     /// Answers every query from the events in `[time − window, time)`.
