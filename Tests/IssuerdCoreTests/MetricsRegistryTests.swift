@@ -1,3 +1,4 @@
+import Dispatch
 import IssuerdCore
 import Testing
 
@@ -26,5 +27,40 @@ struct MetricsRegistryTests {
         #expect(text.contains("issuerd_latency_seconds_count{route=\"a\"} 3\n"))
         #expect(text.contains("issuerd_pool{state=\"in_use\"} 1\n"))
         #expect(registry.value(of: "issuerd_requests_total", labels: ["/v1/cards", "200"]) == 3)
+    }
+
+    @Test("Samples recorded on many threads at once add up in the scrape")
+    func concurrentRecording() {
+        let registry = MetricsRegistry()
+        let decisions = registry.counter("issuerd_decisions_total", help: "Decisions.", labels: ["flow"])
+        let latency = registry.histogram("issuerd_latency_seconds", help: "Latency.", labels: ["route"], buckets: [0.01, 1])
+        let level = registry.gauge("issuerd_level", help: "Level.")
+        let threads = 12, perThread = 5_000
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<perThread {
+                decisions.increment(labels: [index % 2 == 0 ? "green" : "yellow"])
+                latency.observe(index % 4 == 0 ? 0.5 : 0.005, labels: ["p"])
+                level.set(Double(thread), labels: [])
+            }
+        }
+        #expect(registry.value(of: "issuerd_decisions_total", labels: ["green"]) == Double(threads * perThread / 2))
+        #expect(registry.value(of: "issuerd_decisions_total", labels: ["yellow"]) == Double(threads * perThread / 2))
+        let text = registry.render()
+        #expect(text.contains("issuerd_latency_seconds_bucket{route=\"p\",le=\"0.01\"} \(threads * perThread * 3 / 4)\n"))
+        #expect(text.contains("issuerd_latency_seconds_bucket{route=\"p\",le=\"+Inf\"} \(threads * perThread)\n"))
+        #expect(text.contains("issuerd_latency_seconds_count{route=\"p\"} \(threads * perThread)\n"))
+        // One gauge sample, whichever thread set it last.
+        let gaugeLines = text.split(separator: "\n").filter { $0.hasPrefix("issuerd_level ") }
+        #expect(gaugeLines.count == 1)
+        #expect((0..<threads).map { "issuerd_level \($0)" }.contains(gaugeLines.first.map(String.init) ?? ""))
+    }
+
+    @Test("Registering a family again hands out the same samples")
+    func reregistering() {
+        let registry = MetricsRegistry()
+        registry.counter("issuerd_x_total", help: "X.").increment(by: 2)
+        registry.counter("issuerd_x_total", help: "X.").increment()
+        #expect(registry.value(of: "issuerd_x_total") == 3)
+        #expect(registry.render().components(separatedBy: "# TYPE issuerd_x_total counter").count == 2)
     }
 }

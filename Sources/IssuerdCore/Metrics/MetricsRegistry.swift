@@ -1,12 +1,18 @@
+import Glibc
 import Synchronization
 
 /// Holds the process's metrics and renders them in the Prometheus text exposition format 0.0.4.
 ///
-/// Metric families are registered once at start-up; recording is a dictionary update under a
-/// `Mutex`, cheap next to a request. Gauges that mirror another component's state (pool
-/// in-use/idle, outbox backlog) are registered as closures read at scrape time.
+/// Metric families are registered once at start-up and handed out as handles that point at the
+/// family itself, so recording looks nothing up by name. A counter's or histogram's samples are
+/// kept in several shards, each under its own `Mutex`, and a thread records into the shard its
+/// identity picks: server threads recording the same sample at once (every request counts its
+/// route and decision) would otherwise queue on one lock, which the provisioning profile showed
+/// as futex sleeps and context switches. A scrape adds the shards up. Gauges set explicitly keep
+/// one shard (the last value set wins); gauges that mirror another component's state (pool
+/// in-use/idle, outbox backlog) are closures read at scrape time.
 public final class MetricsRegistry: Sendable {
-    // Guarded by Mutex: every family's samples live in this one state value.
+    // Guarded by Mutex: which families exist, in registration order.
     private let state = Mutex(State())
 
     private struct State {
@@ -14,20 +20,65 @@ public final class MetricsRegistry: Sendable {
         var families: [String: Family] = [:]
     }
 
-    private enum Kind: String { case counter, gauge, histogram }
+    fileprivate enum Kind: String { case counter, gauge, histogram }
 
-    private struct Family {
-        var name: String
-        var help: String
-        var kind: Kind
-        var labelNames: [String]
-        var buckets: [Double] = []
-        var values: [[String]: Double] = [:]
-        var histograms: [[String]: HistogramSample] = [:]
-        var reader: (@Sendable () -> [([String], Double)])?
+    /// Shards per counter or histogram family: more than the cores of a typical host, few
+    /// enough that a scrape's merge stays trivial.
+    private static let shardCount = 16
+
+    fileprivate final class Family: Sendable {
+        let name: String
+        let help: String
+        let kind: Kind
+        let labelNames: [String]
+        let buckets: [Double]
+        let reader: (@Sendable () -> [([String], Double)])?
+        let shards: [Shard]
+
+        init(name: String, help: String, kind: Kind, labelNames: [String], buckets: [Double] = [],
+             reader: (@Sendable () -> [([String], Double)])? = nil) {
+            self.name = name
+            self.help = help
+            self.kind = kind
+            self.labelNames = labelNames
+            self.buckets = buckets
+            self.reader = reader
+            // A gauge's `set` must land where the previous one did.
+            let count = kind == .gauge ? 1 : MetricsRegistry.shardCount
+            shards = (0..<count).map { _ in Shard() }
+        }
+
+        /// The calling thread's shard.
+        var shard: Shard {
+            guard shards.count > 1 else { return shards[0] }
+            // pthread_t is the thread's address: mix it so neighbouring stacks spread out.
+            let mixed = UInt64(UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))) &* 0x9E37_79B9_7F4A_7C15
+            return shards[Int(truncatingIfNeeded: mixed >> 60) % shards.count]
+        }
+
+        /// Every shard's samples added up.
+        func merged() -> Samples {
+            var total = Samples()
+            for shard in shards {
+                shard.samples.withLock { samples in
+                    total.values.merge(samples.values, uniquingKeysWith: +)
+                    total.histograms.merge(samples.histograms) { $0.adding($1) }
+                }
+            }
+            return total
+        }
     }
 
-    private struct HistogramSample {
+    fileprivate final class Shard: Sendable {
+        let samples = Mutex(Samples())
+    }
+
+    fileprivate struct Samples {
+        var values: [[String]: Double] = [:]
+        var histograms: [[String]: HistogramSample] = [:]
+    }
+
+    fileprivate struct HistogramSample {
         var counts: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
@@ -38,87 +89,68 @@ public final class MetricsRegistry: Sendable {
             sum += value
             count += 1
         }
+
+        func adding(_ other: HistogramSample) -> HistogramSample {
+            HistogramSample(counts: zip(counts, other.counts).map(+), sum: sum + other.sum, count: count + other.count)
+        }
     }
 
     public init() {}
 
     /// Registers a counter family. Registering the same name again returns the same family.
     public func counter(_ name: String, help: String, labels: [String] = []) -> Counter {
-        register(Family(name: name, help: help, kind: .counter, labelNames: labels))
-        return Counter(registry: self, name: name)
+        Counter(family: register(Family(name: name, help: help, kind: .counter, labelNames: labels)))
     }
 
     /// Registers a gauge family set explicitly with ``Gauge/set(_:labels:)``.
     public func gauge(_ name: String, help: String, labels: [String] = []) -> Gauge {
-        register(Family(name: name, help: help, kind: .gauge, labelNames: labels))
-        return Gauge(registry: self, name: name)
+        Gauge(family: register(Family(name: name, help: help, kind: .gauge, labelNames: labels)))
     }
 
     /// Registers a gauge family whose samples are read from `read` at every scrape.
     ///
     /// - Parameter read: Returns `(label values, value)` pairs; it must not block for long.
     public func gauge(_ name: String, help: String, labels: [String] = [], read: @escaping @Sendable () -> [([String], Double)]) {
-        var family = Family(name: name, help: help, kind: .gauge, labelNames: labels)
-        family.reader = read
-        register(family)
+        register(Family(name: name, help: help, kind: .gauge, labelNames: labels, reader: read))
     }
 
     /// Registers a histogram family with ascending upper bounds (`+Inf` is implicit).
     public func histogram(_ name: String, help: String, labels: [String] = [], buckets: [Double]) -> Histogram {
-        var family = Family(name: name, help: help, kind: .histogram, labelNames: labels)
-        family.buckets = buckets.sorted()
-        register(family)
-        return Histogram(registry: self, name: name)
+        Histogram(family: register(Family(name: name, help: help, kind: .histogram, labelNames: labels, buckets: buckets.sorted())))
     }
 
-    private func register(_ family: Family) {
+    /// The registered family: an existing one of the same kind is kept (its samples with it),
+    /// unless `family` reads its samples from a closure, which replaces it.
+    @discardableResult
+    private func register(_ family: Family) -> Family {
         state.withLock { state in
             if state.families[family.name] == nil { state.order.append(family.name) }
-            if let existing = state.families[family.name], existing.kind == family.kind, family.reader == nil { return }
+            if let existing = state.families[family.name], existing.kind == family.kind, family.reader == nil { return existing }
             state.families[family.name] = family
-        }
-    }
-
-    fileprivate func add(_ name: String, labels: [String], value: Double, replace: Bool) {
-        // Mutated in place: copying the family out and back would copy its whole sample
-        // dictionary on every increment (copy-on-write with two references).
-        state.withLock { state in
-            if replace {
-                state.families[name]?.values[labels] = value
-            } else {
-                state.families[name]?.values[labels, default: 0] += value
-            }
-        }
-    }
-
-    fileprivate func observe(_ name: String, labels: [String], value: Double) {
-        state.withLock { state in
-            guard let buckets = state.families[name]?.buckets else { return }
-            state.families[name]?.histograms[labels, default: HistogramSample(counts: Array(repeating: 0, count: buckets.count))]
-                .record(value, buckets: buckets)
+            return family
         }
     }
 
     /// The current value of a counter or explicitly set gauge sample, for tests and summaries.
     public func value(of name: String, labels: [String] = []) -> Double? {
-        state.withLock { $0.families[name]?.values[labels] }
+        state.withLock { $0.families[name] }?.merged().values[labels]
     }
 
     /// Renders every family in registration order.
     public func render() -> String {
-        let (order, families) = state.withLock { ($0.order, $0.families) }
+        let families = state.withLock { state in state.order.compactMap { state.families[$0] } }
         var out = ""
-        for name in order {
-            guard let family = families[name] else { continue }
+        for family in families {
+            let name = family.name
             out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.kind.rawValue)\n"
             switch family.kind {
             case .counter, .gauge:
-                let samples = family.reader?() ?? family.values.map { ($0.key, $0.value) }
+                let samples = family.reader?() ?? family.merged().values.map { ($0.key, $0.value) }
                 for (labels, value) in samples.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
                     out += name + Self.labelText(family.labelNames, labels) + " " + Self.number(value) + "\n"
                 }
             case .histogram:
-                for (labels, sample) in family.histograms.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+                for (labels, sample) in family.merged().histograms.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
                     for (index, bound) in family.buckets.enumerated() {
                         out += name + "_bucket" + Self.labelText(family.labelNames + ["le"], labels + [Self.number(bound)])
                             + " \(sample.counts[index])\n"
@@ -151,36 +183,36 @@ public final class MetricsRegistry: Sendable {
 
 /// A monotonically increasing count, e.g. requests by route and status.
 public struct Counter: Sendable {
-    let registry: MetricsRegistry
-    let name: String
+    fileprivate let family: MetricsRegistry.Family
 
     /// Adds `amount` to the sample with these label values (in registration order).
     public func increment(by amount: Double = 1, labels: [String] = []) {
-        registry.add(name, labels: labels, value: amount, replace: false)
+        family.shard.samples.withLock { $0.values[labels, default: 0] += amount }
     }
 }
 
 /// A value that goes up and down.
 public struct Gauge: Sendable {
-    let registry: MetricsRegistry
-    let name: String
+    fileprivate let family: MetricsRegistry.Family
 
     /// Sets the sample with these label values.
     public func set(_ value: Double, labels: [String] = []) {
-        registry.add(name, labels: labels, value: value, replace: true)
+        family.shard.samples.withLock { $0.values[labels] = value }
     }
 }
 
 /// A distribution of observations in cumulative buckets, e.g. request latency in seconds.
 public struct Histogram: Sendable {
-    let registry: MetricsRegistry
-    let name: String
+    fileprivate let family: MetricsRegistry.Family
 
     /// The default latency buckets in seconds, from 1 ms to 10 s.
     public static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
     /// Records one observation.
     public func observe(_ value: Double, labels: [String] = []) {
-        registry.observe(name, labels: labels, value: value)
+        let buckets = family.buckets
+        family.shard.samples.withLock { samples in
+            samples.histograms[labels, default: MetricsRegistry.HistogramSample(counts: Array(repeating: 0, count: buckets.count))].record(value, buckets: buckets)
+        }
     }
 }
