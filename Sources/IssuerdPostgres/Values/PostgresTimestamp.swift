@@ -44,10 +44,48 @@ enum PostgresTimestamp {
         let (days, secondOfDay) = floorDivision(seconds, 86_400)
         let (year, month, day) = civil(fromDays: days)
         let bc = year <= 0
-        var text = pad(bc ? 1 - year : year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
-        text += " " + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
-        text += "." + pad(fraction, 6) + "+00"
-        return bc ? text + " BC" : text
+        // Written digit by digit into one buffer: concatenating padded pieces was most of the
+        // cost of binding a timestamp, and a decision binds several.
+        return String(unsafeUninitializedCapacity: 40) { out in
+            var index = 0
+            func put(_ byte: UInt8) {
+                out[index] = byte
+                index += 1
+            }
+            func digits(_ value: Int64, _ width: Int) {
+                var scratch: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                              UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                withUnsafeMutableBytes(of: &scratch) { reversed in
+                    var rest = value, count = 0
+                    repeat {
+                        reversed[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                        rest /= 10
+                        count += 1
+                    } while rest > 0
+                    for _ in count..<max(count, width) { put(UInt8(ascii: "0")) }
+                    while count > 0 {
+                        count -= 1
+                        put(reversed[count])
+                    }
+                }
+            }
+            digits(bc ? 1 - year : year, 4)
+            put(UInt8(ascii: "-"))
+            digits(month, 2)
+            put(UInt8(ascii: "-"))
+            digits(day, 2)
+            put(UInt8(ascii: " "))
+            digits(secondOfDay / 3600, 2)
+            put(UInt8(ascii: ":"))
+            digits(secondOfDay / 60 % 60, 2)
+            put(UInt8(ascii: ":"))
+            digits(secondOfDay % 60, 2)
+            put(UInt8(ascii: "."))
+            digits(fraction, 6)
+            for byte in "+00".utf8 { put(byte) }
+            if bc { for byte in " BC".utf8 { put(byte) } }
+            return index
+        }
     }
 
     /// Parses over the text's UTF-8 bytes in place (a backtest decodes a timestamp per history
@@ -124,11 +162,6 @@ enum PostgresTimestamp {
     private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
         let quotient = value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
         return (quotient, value - quotient * divisor)
-    }
-
-    private static func pad(_ value: Int64, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 
     /// Days since 1970-01-01 for a proleptic Gregorian date (year 0 is 1 BC).

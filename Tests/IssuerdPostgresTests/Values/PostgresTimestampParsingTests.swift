@@ -46,5 +46,19 @@ import Testing
         #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -62_167_219_200)) == "0001-01-01 00:00:00.000000+00 BC")
         #expect(PostgresTimestamp.format(Date(timeIntervalSinceReferenceDate: 1e300)) == "infinity")
         #expect(PostgresTimestamp.format(Date(timeIntervalSinceReferenceDate: -.infinity)) == "-infinity")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 327_403_382_400)) == "12345-01-01 00:00:00.000000+00")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -62_167_219_200.5)) == "0002-12-31 23:59:59.500000+00 BC")
+    }
+
+    @Test func formattedTextParsesBackToTheSameMicrosecond() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            // From 4713 BC (PostgreSQL's first day) to about 287,000 AD, in whole microseconds.
+            let micros = Int64.random(in: -210_866_803_200_000_000...9_000_000_000_000_000_000, using: &generator)
+            let date = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+            let text = PostgresTimestamp.format(date)
+            let parsed = try PostgresTimestamp.parse(text)
+            #expect(abs(parsed.timeIntervalSince1970 - date.timeIntervalSince1970) <= 1e-6 * max(1, abs(date.timeIntervalSince1970) / 1e9), "\(text)")
+        }
     }
 }
