@@ -17,10 +17,20 @@ extension PostgresConnection {
         guard !queries.isEmpty else { return [] }
         // Preparing is synchronous, so new statements are prepared before the pipeline starts.
         let bound = try queries.map { try bind($0, file: file, line: line) }
+        try enterPipelineMode(file: file, line: line)
+        defer { PQexitPipelineMode(handle) }
+        try send(bound, file: file, line: line)
+        guard PQpipelineSync(handle) == 1 else { throw abandonPipeline(file: file, line: line) }
+        return try collect(bound, throughSync: true, file: file, line: line).map(PostgresRows.init(result:))
+    }
+
+    private func enterPipelineMode(file: String, line: Int) throws {
         guard PQenterPipelineMode(handle) == 1 else {
             throw PostgresError(code: isConnected ? .other : .unavailable, message: Self.errorMessage(of: handle), file: file, line: line)
         }
-        defer { PQexitPipelineMode(handle) }
+    }
+
+    private func send(_ bound: [BoundQuery], file: String, line: Int) throws {
         for query in bound {
             let sent = query.withPointers { pointers, lengths, formats -> Int32 in
                 if let name = query.preparedName {
@@ -30,14 +40,19 @@ extension PostgresConnection {
             }
             guard sent == 1 else { throw abandonPipeline(file: file, line: line) }
         }
-        guard PQpipelineSync(handle) == 1 else { throw abandonPipeline(file: file, line: line) }
+    }
 
+    /// Reads the results of `bound`, sent last; with `throughSync`, also the sync point that
+    /// follows them, without it (after a flush request) only the statements' own results.
+    /// The first failure is thrown once every result is read (libpq answers the statements a
+    /// failure skipped with `PGRES_PIPELINE_ABORTED`, without waiting for the server).
+    private func collect(_ bound: [BoundQuery], throughSync: Bool, file: String, line: Int) throws -> [PostgresResult] {
         // Each statement's results end with a NULL; the sync point ends the pipeline.
         var results: [PostgresResult?] = Array(repeating: nil, count: bound.count)
         var firstError: PostgresError?
         var failedStatement: String?
         var index = 0
-        while true {
+        while throughSync || index < bound.count {
             guard let result = PQgetResult(handle) else {
                 index += 1
                 // More NULLs than statements: the connection broke before the sync point.
@@ -54,7 +69,7 @@ extension PostgresConnection {
                 continue
             }
             do {
-                let checked = try check(result, file: file, line: line)
+                let checked = try check(result, statement: index < bound.count ? bound[index].preparedName : nil, file: file, line: line)
                 if index < results.count { results[index] = checked }
             } catch let error as PostgresError {
                 if firstError == nil {
@@ -64,6 +79,13 @@ extension PostgresConnection {
             }
         }
         if let firstError {
+            if !throughSync {
+                // The server skips everything up to a sync point, which ends the (failed)
+                // implicit transaction: send one, and read to it.
+                implicitTransactionOpen = false
+                guard PQpipelineSync(handle) == 1 else { throw firstError }
+                _ = try? collect([], throughSync: true, file: file, line: line)
+            }
             // Out of pipeline mode first: forgetting may free the statement with a plain command.
             PQexitPipelineMode(handle)
             forgetInvalidated(failedStatement, after: firstError)
@@ -73,7 +95,7 @@ extension PostgresConnection {
             guard let result else {
                 throw PostgresError(code: .other, message: "a pipelined statement returned no result", file: file, line: line)
             }
-            return PostgresRows(result: result)
+            return result
         }
     }
 
@@ -88,17 +110,100 @@ extension PostgresConnection {
         PostgresError(code: .unavailable, message: "connection lost in a pipeline: \(Self.errorMessage(of: handle))", file: file, line: line)
     }
 
-    /// A transaction whose first and last statements travel with `BEGIN` and `COMMIT`: two round
-    /// trips for a read-decide-write transaction instead of one per statement.
+    /// A transaction in two round trips for a read-decide-write transaction: `opening` is sent
+    /// at once, `body` runs with their rows (it may run more statements only at other isolation
+    /// levels, see below), and the statements `body` returns are sent together and committed.
+    /// Any error rolls the transaction back and is rethrown, as ``transaction(isolation:_:)``
+    /// does.
     ///
-    /// Sends `BEGIN` and `opening` together, runs `body` with their rows (it may run more
-    /// statements), then sends the statements `body` returns together with `COMMIT`. Any error
-    /// rolls the transaction back and is rethrown, as ``transaction(isolation:_:)`` does.
+    /// At READ COMMITTED the transaction is the pipeline's implicit one, with no `BEGIN` or
+    /// `COMMIT` statement: `opening` is followed by a flush request (the server answers them and
+    /// the transaction stays open), the closing statements by the sync point, at which the
+    /// server commits (durably, before it answers the sync). A `body` that throws sends
+    /// `ROLLBACK`, which ends an implicit transaction without committing it. The isolation is
+    /// then the session's `default_transaction_isolation` (READ COMMITTED unless the server is
+    /// configured otherwise). `body` must not run statements of its own on the connection in
+    /// this mode (they would end the implicit transaction); at other levels, `BEGIN` and
+    /// `COMMIT` travel with the first and last statements and `body` may.
+    ///
     /// - Returns: The value `body` returned, once committed.
     public func pipelinedTransaction<T>(
         isolation: IsolationLevel = .readCommitted, opening: [PostgresQuery],
         _ body: (PostgresConnection, [PostgresRows]) throws -> (value: T, closing: [PostgresQuery]),
         file: String = #fileID, line: Int = #line
+    ) throws -> T {
+        guard isolation == .readCommitted else {
+            return try explicitPipelinedTransaction(isolation: isolation, opening: opening, body, file: file, line: line)
+        }
+        let bound = try opening.map { try bind($0, file: file, line: line) }
+        try enterPipelineMode(file: file, line: line)
+        defer {
+            implicitTransactionOpen = false
+            PQexitPipelineMode(handle)
+        }
+        // A failure to send leaves the connection busy or broken: the pool discards it.
+        try send(bound, file: file, line: line)
+        try flushRequest(file: file, line: line)
+        implicitTransactionOpen = true
+        let opened = try collect(bound, throughSync: false, file: file, line: line).map(PostgresRows.init(result:))
+        let value: T
+        let closing: [BoundQuery]
+        do {
+            let decided = try body(self, opened)
+            // A statement of `body` failed (and `body` went on): the server already ended the
+            // transaction without committing, so the closing statements must not run alone.
+            guard implicitTransactionOpen else {
+                throw PostgresError(code: .other, message: "transaction was rolled back because a statement inside it failed", file: file, line: line)
+            }
+            value = decided.value
+            // Not prepared inside the transaction: preparing is a round trip ending in a sync
+            // point, which would commit it. A new statement runs unnamed and is prepared after.
+            closing = try decided.closing.map { try bind($0, preparing: false, file: file, line: line) }
+        } catch {
+            endImplicitTransactionWithRollback()
+            throw error
+        }
+        try send(closing, file: file, line: line)
+        guard PQpipelineSync(handle) == 1 else { throw abandonPipeline(file: file, line: line) }
+        implicitTransactionOpen = false
+        _ = try collect(closing, throughSync: true, file: file, line: line)
+        PQexitPipelineMode(handle)
+        for query in closing where query.preparedName == nil { prepareForNextTime(query) }
+        return value
+    }
+
+    /// Asks the server to send what it has answered so far without ending the implicit
+    /// transaction (a sync point would commit it), and sends everything queued.
+    private func flushRequest(file: String, line: Int) throws {
+        guard PQsendFlushRequest(handle) == 1, PQflush(handle) == 0 else { throw abandonPipeline(file: file, line: line) }
+    }
+
+    /// A statement `body` runs inside an implicit pipelined transaction (``query(_:file:line:)``
+    /// routes here): sent with a flush request, so the transaction stays open.
+    func runInImplicitTransaction(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresResult {
+        let bound = try bind(query, preparing: false, file: file, line: line)
+        try send([bound], file: file, line: line)
+        try flushRequest(file: file, line: line)
+        return try collect([bound], throughSync: false, file: file, line: line)[0]
+    }
+
+    /// Sends `ROLLBACK` and the sync point after a failed decision: the implicit transaction
+    /// ends with nothing committed. A connection where even that fails is left to the pool to
+    /// discard (it is not idle).
+    private func endImplicitTransactionWithRollback() {
+        guard implicitTransactionOpen else { return }  // a failed statement already ended it
+        implicitTransactionOpen = false
+        let rollback = BoundQuery(sql: "ROLLBACK", storage: [0])
+        guard (try? send([rollback], file: #fileID, line: #line)) != nil, PQpipelineSync(handle) == 1 else { return }
+        _ = try? collect([rollback], throughSync: true, file: #fileID, line: #line)
+    }
+
+    /// The explicit form, for isolation levels above READ COMMITTED: `BEGIN` travels with the
+    /// opening statements, `COMMIT` with the closing ones.
+    private func explicitPipelinedTransaction<T>(
+        isolation: IsolationLevel, opening: [PostgresQuery],
+        _ body: (PostgresConnection, [PostgresRows]) throws -> (value: T, closing: [PostgresQuery]),
+        file: String, line: Int
     ) throws -> T {
         do {
             let opened = try pipeline([PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)] + opening, file: file, line: line)

@@ -18,6 +18,12 @@ public final class PostgresConnection {
     /// exactly as long as the server session that holds the statements.
     private var prepared: [PreparedKey: String] = [:]
     private var preparedCounter = 0
+    /// True while ``pipelinedTransaction(isolation:opening:_:file:line:)`` holds the pipeline's
+    /// implicit transaction open: statements then travel in the pipeline, never by a
+    /// synchronous call whose sync point would commit it.
+    var implicitTransactionOpen = false
+    /// The result columns of each prepared statement that returned rows, by statement name.
+    private var preparedColumns: [String: PostgresColumns] = [:]
     /// Beyond this many, statements run unprepared (dynamic SQL must not grow the cache forever).
     public static let preparedStatementLimit = 256
 
@@ -132,6 +138,7 @@ public final class PostgresConnection {
     }
 
     private func run(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresResult {
+        if implicitTransactionOpen { return try runInImplicitTransaction(query, file: file, line: line) }
         do {
             return try runOnce(query, file: file, line: line)
         } catch let error as PostgresError where error.sqlState == "0A000" && PQtransactionStatus(handle) == PQTRANS_IDLE {
@@ -150,7 +157,7 @@ public final class PostgresConnection {
             return PQexecParams(handle, query.sql, Int32(bound.count), bound.types, pointers, lengths, formats, 0)
         }
         do {
-            return try check(result, file: file, line: line)
+            return try check(result, statement: bound.preparedName, file: file, line: line)
         } catch let error as PostgresError {
             forgetInvalidated(bound.preparedName, after: error)
             throw error
@@ -162,6 +169,7 @@ public final class PostgresConnection {
     func forgetInvalidated(_ name: String?, after error: PostgresError) {
         guard let name, error.sqlState == "0A000" || error.sqlState == "26000" else { return }
         prepared = prepared.filter { $0.value != name }
+        preparedColumns[name] = nil
         if PQtransactionStatus(handle) == PQTRANS_IDLE { _ = try? executeReturningTag(unsafeSQL: "DEALLOCATE \(name)") }
     }
 
@@ -191,7 +199,9 @@ public final class PostgresConnection {
         }
     }
 
-    func bind(_ query: PostgresQuery, file: String, line: Int) throws -> BoundQuery {
+    /// - Parameter preparing: Whether a statement not yet prepared on this connection is
+    ///   prepared now (a synchronous round trip); without, it is sent unnamed this time.
+    func bind(_ query: PostgresQuery, preparing: Bool = true, file: String, line: Int) throws -> BoundQuery {
         let bindings = query.bindings
         guard bindings.count <= Int(UInt16.max) else {
             throw PostgresError(code: .invalidParameter, message: "\(bindings.count) parameters exceed the protocol limit of 65535", file: file, line: line)
@@ -230,21 +240,27 @@ public final class PostgresConnection {
             }
         }
         bound.storage.append(0)  // never empty, so the buffer always has a base address
-        bound.preparedName = try preparedName(for: query.sql, types: bound.types, file: file, line: line)
+        bound.preparedName = try preparedName(for: query.sql, types: bound.types, preparing: preparing, file: file, line: line)
         return bound
     }
 
     /// The name of the prepared statement for `sql` with these parameter types, preparing it on
     /// first use; nil when the cache is full (the statement then runs unprepared).
-    private func preparedName(for sql: String, types: [Oid], file: String, line: Int) throws -> String? {
+    private func preparedName(for sql: String, types: [Oid], preparing: Bool = true, file: String, line: Int) throws -> String? {
         let key = PreparedKey(sql: sql, types: types)
         if let name = prepared[key] { return name }
-        guard prepared.count < Self.preparedStatementLimit else { return nil }
+        guard preparing, prepared.count < Self.preparedStatementLimit else { return nil }
         preparedCounter += 1
         let name = "issuerd_\(preparedCounter)"
         _ = try check(PQprepare(handle, name, sql, Int32(types.count), types), file: file, line: line)
         prepared[key] = name
         return name
+    }
+
+    /// Prepares a statement that was sent unnamed inside a transaction, for its next use; a
+    /// failure only means it stays unprepared.
+    func prepareForNextTime(_ query: BoundQuery) {
+        _ = try? preparedName(for: query.sql, types: query.types, file: #fileID, line: #line)
     }
 
     /// A prepared statement is its text and its parameter types.
@@ -263,14 +279,21 @@ public final class PostgresConnection {
     }
 
     /// Turns a result into a value or a typed error, freeing failed results.
-    func check(_ result: OpaquePointer?, file: String, line: Int) throws -> PostgresResult {
+    ///
+    /// - Parameter statement: The prepared statement that made the result: its columns are
+    ///   built once and reused.
+    func check(_ result: OpaquePointer?, statement: String? = nil, file: String, line: Int) throws -> PostgresResult {
         guard let result else {
             let lost = PQstatus(handle) != CONNECTION_OK
             throw PostgresError(code: lost ? .unavailable : .other, message: Self.errorMessage(of: handle), file: file, line: line)
         }
         let status = PQresultStatus(result)
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
-            return PostgresResult(owning: result)
+            guard let statement else { return PostgresResult(owning: result) }
+            let known = preparedColumns[statement]
+            let checked = PostgresResult(owning: result, columns: known)
+            if known !== checked.columns { preparedColumns[statement] = checked.columns }
+            return checked
         }
         defer { PQclear(result) }
         let sqlState = Self.field(result, "C")

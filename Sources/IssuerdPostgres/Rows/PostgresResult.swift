@@ -14,25 +14,22 @@ final class PostgresResult: @unchecked Sendable {
     let commandTag: String
     let affectedRows: Int
 
+    /// The column names, types and name lookup, shared by the results of one prepared statement.
+    let columns: PostgresColumns
+
     /// Takes ownership of a successful result.
-    init(owning handle: OpaquePointer) {
+    ///
+    /// - Parameter known: The columns of an earlier result of the same prepared statement; used
+    ///   when this result has the same column types (building names and their lookup for
+    ///   every result was a measurable part of a provisioning request).
+    init(owning handle: OpaquePointer, columns known: PostgresColumns? = nil) {
         self.handle = handle
         rowCount = Int(PQntuples(handle))
-        let columnCount = Int(PQnfields(handle))
-        var names: [String] = []
-        var types: [PostgresDataType] = []
-        var index: [String: Int] = [:]
-        for column in 0..<columnCount {
-            let name = PQfname(handle, Int32(column)).map { String(cString: $0) } ?? ""
-            names.append(name)
-            types.append(PostgresDataType(rawValue: PQftype(handle, Int32(column))))
-            // The first column of a name wins, as in SQL's own resolution of `SELECT a, a`.
-            if index[name] == nil { index[name] = column }
-        }
-        columnNames = names
-        columnTypes = types
-        // PQfnumber is avoided on purpose: it folds unquoted names to lower case.
-        columnIndex = index
+        let columns = known.flatMap { $0.describes(handle) ? $0 : nil } ?? PostgresColumns(of: handle)
+        self.columns = columns
+        columnNames = columns.names
+        columnTypes = columns.types
+        columnIndex = columns.index
         commandTag = PQcmdStatus(handle).map { String(cString: $0) } ?? ""
         affectedRows = PQcmdTuples(handle).flatMap { Int(String(cString: $0)) } ?? 0
     }
@@ -49,5 +46,38 @@ final class PostgresResult: @unchecked Sendable {
         return try value.withMemoryRebound(to: UInt8.self, capacity: length) { start throws(E) in
             try body(UnsafeBufferPointer(start: start, count: length))
         }
+    }
+}
+
+/// A result's column names, types and name lookup.
+final class PostgresColumns: Sendable {
+    let names: [String]
+    let types: [PostgresDataType]
+    let index: [String: Int]
+
+    init(of handle: OpaquePointer) {
+        let count = Int(PQnfields(handle))
+        var names: [String] = []
+        var types: [PostgresDataType] = []
+        var index: [String: Int] = [:]
+        for column in 0..<count {
+            let name = PQfname(handle, Int32(column)).map { String(cString: $0) } ?? ""
+            names.append(name)
+            types.append(PostgresDataType(rawValue: PQftype(handle, Int32(column))))
+            // The first column of a name wins, as in SQL's own resolution of `SELECT a, a`.
+            if index[name] == nil { index[name] = column }
+        }
+        self.names = names
+        self.types = types
+        // PQfnumber is avoided on purpose: it folds unquoted names to lower case.
+        self.index = index
+    }
+
+    /// True when `handle` has these columns' count and types (a prepared statement's result
+    /// shape cannot change without the server refusing to run it: 0A000).
+    func describes(_ handle: OpaquePointer) -> Bool {
+        guard Int(PQnfields(handle)) == types.count else { return false }
+        for (column, type) in types.enumerated() where PQftype(handle, Int32(column)) != type.rawValue { return false }
+        return true
     }
 }

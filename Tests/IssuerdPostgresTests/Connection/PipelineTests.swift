@@ -55,6 +55,12 @@ import Testing
                 }
                 #expect(seen == 0)
                 #expect(try connection.query("SELECT n FROM ledger").map { try $0.decode("n", as: Int32.self) } == [5])
+                // Above READ COMMITTED, BEGIN and COMMIT travel with the halves.
+                let level = try connection.pipelinedTransaction(isolation: .repeatableRead, opening: ["SHOW transaction_isolation"]) { _, rows in
+                    (value: try rows[0][0].decode("transaction_isolation", as: String.self), closing: ["INSERT INTO ledger VALUES (\(Int32(6)))"])
+                }
+                #expect(level == "repeatable read")
+                #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 2)
             }
         }
     }
@@ -109,6 +115,92 @@ import Testing
                 }
             }
             #expect(counted == 1)
+        }
+    }
+
+    /// At READ COMMITTED the transaction is the pipeline's implicit one: both halves and any
+    /// statement `body` runs are one transaction (one transaction id, the advisory lock held
+    /// throughout), committed at the sync point, and nothing of it is visible before.
+    @Test func implicitTransactionSpansBothHalvesAndTheBodysStatements() throws {
+        try withTestPool(size: 2) { pool in
+            try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int, xid bigint)") }
+            try pool.withConnection { connection in
+                let seenInside = try connection.pipelinedTransaction(
+                    opening: ["SELECT pg_advisory_xact_lock(\(Int64(43)))", "INSERT INTO ledger VALUES (\(Int32(1)), txid_current())"]
+                ) { connection, _ in
+                    let inside = try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self)
+                    // Another session sees nothing yet, and cannot take the lock.
+                    let outside = try pool.withConnection { other in
+                        (
+                            rows: try other.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self),
+                            locked: try other.query("SELECT pg_try_advisory_lock(\(Int64(43))) AS got")[0].decode("got", as: Bool.self)
+                        )
+                    }
+                    #expect(outside.rows == 0)
+                    #expect(outside.locked == false)
+                    return (value: inside, closing: ["INSERT INTO ledger VALUES (\(Int32(2)), txid_current())"])
+                }
+                #expect(seenInside == 1)
+                let rows = try connection.query("SELECT n, xid FROM ledger ORDER BY n").map { (try $0.decode("n", as: Int32.self), try $0.decode("xid", as: Int64.self)) }
+                #expect(rows.map(\.0) == [1, 2])
+                #expect(Set(rows.map(\.1)).count == 1)
+                // The lock ended with the transaction.
+                #expect(try connection.query("SELECT pg_try_advisory_xact_lock(\(Int64(43))) AS got")[0].decode("got", as: Bool.self))
+            }
+        }
+    }
+
+    /// A statement of `body` that fails ends the transaction on the server; a `body` that
+    /// goes on anyway gets an error, and its closing statements never run on their own.
+    @Test func bodyStatementFailureRollsEverythingBackEvenIfCaught() throws {
+        try withTestPool(size: 1) { pool in
+            try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int PRIMARY KEY)") }
+            let error = postgresError {
+                try pool.withConnection { connection in
+                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) { connection, _ in
+                        #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO ledger VALUES (\(Int32(1)))") }
+                        return (value: (), closing: ["INSERT INTO ledger VALUES (\(Int32(3)))"])
+                    }
+                }
+            }
+            #expect(error?.message.contains("rolled back") == true)
+            try pool.withConnection { connection in
+                #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
+                // The connection is usable again, in and out of pipelined transactions.
+                let n = try connection.pipelinedTransaction(opening: ["SELECT count(*) AS n FROM ledger"]) { _, rows in
+                    (value: try rows[0][0].decode("n", as: Int.self), closing: ["INSERT INTO ledger VALUES (\(Int32(4)))"])
+                }
+                #expect(n == 0)
+                #expect(try connection.query("SELECT n FROM ledger").map { try $0.decode("n", as: Int32.self) } == [4])
+            }
+            #expect(pool.statistics.idle == 1)
+        }
+    }
+
+    /// A failing opening statement: its error, nothing committed, the connection reusable;
+    /// closing statements first sent unnamed are prepared afterwards and keep working.
+    @Test func failedOpeningAndRepeatedClosingStatements() throws {
+        try withTestPool(size: 1) { pool in
+            try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int PRIMARY KEY)") }
+            let error = postgresError {
+                try pool.withConnection { connection in
+                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))", "SELECT 1 / \(Int32(0)) AS boom"]) { _, _ in
+                        (value: (), closing: ["INSERT INTO ledger VALUES (\(Int32(2)))"])
+                    }
+                }
+            }
+            #expect(error?.sqlState == "22012")
+            try pool.withConnection { connection in
+                #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
+                for n in Int32(10)..<Int32(14) {
+                    try connection.pipelinedTransaction(opening: ["SELECT \(n) AS n"]) { _, _ in
+                        (value: (), closing: ["INSERT INTO ledger VALUES (\(n))", "INSERT INTO ledger VALUES (\(n + 100))"])
+                    }
+                }
+                #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 8)
+                #expect(try connection.query("SELECT count(*) AS n FROM pg_prepared_statements WHERE statement LIKE 'INSERT INTO ledger%'")[0].decode("n", as: Int.self) == 1)
+            }
+            #expect(pool.statistics.idle == 1)
         }
     }
 }

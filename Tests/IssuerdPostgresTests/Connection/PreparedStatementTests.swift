@@ -39,6 +39,17 @@ struct PreparedStatementTests {
                 #expect(try connection.query("SELECT v FROM shape").first?.decode("v", as: Int.self) == 1)
                 try connection.execute(unsafeSQL: "DROP TABLE shape; CREATE TEMP TABLE shape (v text); INSERT INTO shape VALUES ('x')")
                 #expect(try connection.query("SELECT v FROM shape").first?.decode("v", as: String.self) == "x")
+                // Results of one prepared statement share their column names: a rename with the
+                // same types must still show the new name (the server re-prepares, 0A000).
+                #expect(try connection.query("SELECT * FROM shape").first?.decode("v", as: String.self) == "x")
+                try connection.execute(unsafeSQL: "ALTER TABLE shape RENAME COLUMN v TO w")
+                let renamed = try #require(try connection.query("SELECT * FROM shape").first)
+                #expect(renamed.columns == ["w"])
+                #expect(try renamed.decode("w", as: String.self) == "x")
+                try connection.execute(unsafeSQL: "ALTER TABLE shape ADD COLUMN n int DEFAULT 7")
+                let widened = try #require(try connection.query("SELECT * FROM shape").first)
+                #expect(widened.columns == ["w", "n"])
+                #expect(try widened.decode("n", as: Int.self) == 7)
             }
         }
     }
