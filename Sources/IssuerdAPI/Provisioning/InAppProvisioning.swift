@@ -10,9 +10,10 @@ import IssuerdWire
 /// (orange: 403) → chain → payload, seal, activation data → 200, the attempt stored in every
 /// decided case (orange, chain invalid, green, yellow).
 ///
-/// One transaction on one pooled connection, in two round trips: `BEGIN`, a transaction-level
-/// advisory lock per customer and one statement reading everything the decision needs
-/// (``PushContext``) travel together; the attempt's `INSERT` travels with `COMMIT`. The lock
+/// One transaction on one pooled connection, in two round trips: a transaction-level advisory
+/// lock per customer and one statement reading everything the decision needs (``PushContext``)
+/// travel together; the attempt's `INSERT` travels with the commit (the pipeline's implicit
+/// transaction, ``PostgresConnection/pipelinedTransaction(isolation:opening:_:file:line:)``). The lock
 /// makes the PostgreSQL-counted rate limits and velocity exact under concurrent requests and
 /// on every instance: the reading statement takes its snapshot once the lock is held. The
 /// decision and the crypto in between cost well under a millisecond.
@@ -54,16 +55,16 @@ struct InAppProvisioning: Sendable {
             cardID: cardID, customerID: customerID, velocity: VelocityBatch(subject: subject, time: now, queries: ruleset.velocityQueries),
             customerWindow: context.configuration.rateLimitCustomer.window, cardWindow: context.configuration.rateLimitCard.window, now: now)
         var answerInTransaction = false
+        let lock = PushContext.lockAndPlanSettings(customerID: customerID)
+        let contextIndex = lock.count, claimIndex = lock.count + 1
         let outcome = try context.database.withConnection { connection in
-            try connection.pipelinedTransaction(
-                opening: [PushContext.lockAndPlanSettings(customerID: customerID), statement.query] + (claim.map { [$0.holding()] } ?? [])
-            ) { connection, rows in
+            try connection.pipelinedTransaction(opening: lock + [statement.query] + (claim.map { [$0.holding()] } ?? [])) { connection, rows in
                 // The claim is locked with the context read: a holder whose claim a retry took
                 // over does nothing, and no retry can take it over before this commits.
-                if claim != nil, rows[2].isEmpty {
+                if claim != nil, rows[claimIndex].isEmpty {
                     return (value: Outcome.refusal(IdempotencyClaim.takenOver(), counted: nil, log: nil), closing: [])
                 }
-                guard let pushContext = try PushContext(rows: rows[1], statement: statement) else {
+                guard let pushContext = try PushContext(rows: rows[contextIndex], statement: statement) else {
                     return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil, log: nil), closing: [])
                 }
                 if let refusal = try rateLimit(pushContext, now: now, connection: connection) {

@@ -70,7 +70,8 @@ struct TokenizationAuthorization: Sendable {
             requestID: body.requestId, tokenReference: body.tokenReference, fingerprint: fingerprint, deviceID: body.device?.id,
             velocity: VelocityBatch(subject: VelocitySubject(deviceID: body.device?.id), time: now, queries: ruleset.velocityQueries),
             pushesSince: now.addingTimeInterval(-Self.yellowPushWindow))
-        var opening = [TokenizationContext.lockAndPlanSettings(tokenReference: body.tokenReference), statement.query]
+        var opening = TokenizationContext.lockAndPlanSettings(tokenReference: body.tokenReference) + [statement.query]
+        let contextIndex = opening.count - 1
         let signatureIndex = signature.map { opening.append($0.insertion()); return opening.count - 1 }
         let claimIndex = claim.map { opening.append($0.holding()); return opening.count - 1 }
         // Sent with COMMIT, so the rows it deletes stay locked only for the commit.
@@ -92,7 +93,7 @@ struct TokenizationAuthorization: Sendable {
                         decided = (.refusal(IdempotencyClaim.takenOver()), [])
                     } else {
                         decided = try decide(
-                            request, input: input, context: try TokenizationContext(rows: rows[1], statement: statement), ruleset: ruleset, now: now)
+                            request, input: input, context: try TokenizationContext(rows: rows[contextIndex], statement: statement), ruleset: ruleset, now: now)
                         if let claim {
                             switch decided.value {
                             case .answer(let response, _): decided.closing.append(claim.recording(response))

@@ -34,7 +34,7 @@ struct TokenizationContext {
     /// Locking the token reference (not only the `requestId` and `tokenReference` pair) serialises
     /// a retry with its original and any other request for the same token reference, so the
     /// context statement, whose snapshot is taken once the lock is held, sees what they committed.
-    static func lockAndPlanSettings(tokenReference: String) -> PostgresQuery {
+    static func lockAndPlanSettings(tokenReference: String) -> [PostgresQuery] {
         PushContext.lockAndPlanSettings(key: "tsp:" + tokenReference)
     }
 
