@@ -42,7 +42,7 @@ struct InAppProvisioning: Sendable {
     func provision(_ request: HTTPRequest, customerID: String, cardID: String, now: Date, claim: IdempotencyClaim? = nil) throws -> HTTPResponse {
         let input: ProvisioningInput
         do {
-            input = try ProvisioningInput(request.decodeJSON(ProvisioningRequest.self), rsaEnabled: context.crypto.rsaV2 != nil)
+            input = try ProvisioningInput(request.decodeJSON(ProvisioningRequest.self, fast: ProvisioningRequest.init(json:)), rsaEnabled: context.crypto.rsaV2 != nil)
         } catch {
             // Another customer's card is 404 whatever the body says.
             let card = try context.database.withConnection { try CardStore.find(cardID, ownedBy: customerID, connection: $0) }
