@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdCrypto
+import IssuerdHTTP
 
 /// A compact JWS (RFC 7515 §7.1) split into its parts, with the claims issuerd reads.
 ///
@@ -24,22 +25,68 @@ struct JWT {
     /// Splits and decodes a compact token; `nil` for anything malformed.
     init?(compact token: String) {
         guard token.utf8.count <= Self.maximumLength else { return nil }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // Split over the bytes: splitting a String compares characters, grapheme by grapheme.
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3,
-            let headerBytes = try? BinaryEncoding.decodeBase64URL(parts[0]),
-            let payloadBytes = try? BinaryEncoding.decodeBase64URL(parts[1]),
-            let signature = try? BinaryEncoding.decodeBase64URL(parts[2]),
-            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
-            let payload = try? JSONSerialization.jsonObject(with: Data(payloadBytes)) as? [String: Any],
-            let algorithm = header["alg"] as? String
+            let headerBytes = try? BinaryEncoding.decodeBase64URL(Substring(parts[0])),
+            let payloadBytes = try? BinaryEncoding.decodeBase64URL(Substring(parts[1])),
+            let signature = try? BinaryEncoding.decodeBase64URL(Substring(parts[2])),
+            let header = Members(headerBytes), let payload = Members(payloadBytes),
+            let algorithm = header.string("alg")
         else { return nil }
         // RFC 7515 §4.1.11: a token naming a critical extension we do not understand is invalid.
-        if header["crit"] != nil { return nil }
-        self.signingInput = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
+        if header.contains("crit") { return nil }
+        self.signingInput = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])
         self.signature = signature
         self.algorithm = algorithm
-        self.subject = payload["sub"] as? String
-        self.expiresAt = (payload["exp"] as? NSNumber)?.doubleValue
-        self.notBefore = (payload["nbf"] as? NSNumber)?.doubleValue
+        self.subject = payload.string("sub")
+        self.expiresAt = payload.number("exp")
+        self.notBefore = payload.number("nbf")
+    }
+
+    /// A header or claims object, parsed in one pass (``JSONValue/parse(bytes:)``: every request
+    /// carries a token, and `JSONSerialization` was most of reading one), or by
+    /// `JSONSerialization` where that declines, so the same tokens are read the same way.
+    private enum Members {
+        case parsed([String: JSONValue])
+        case foundation([String: Any])
+
+        init?(_ bytes: [UInt8]) {
+            if let value = bytes.withUnsafeBufferPointer({ JSONValue.parse(bytes: $0) }) {
+                guard case .object(let members) = value else { return nil }
+                self = .parsed(members)
+            } else {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return nil }
+                self = .foundation(object)
+            }
+        }
+
+        func contains(_ key: String) -> Bool {
+            switch self {
+            case .parsed(let members): members[key] != nil
+            case .foundation(let object): object[key] != nil
+            }
+        }
+
+        func string(_ key: String) -> String? {
+            switch self {
+            case .parsed(let members): if case .string(let text)? = members[key] { text } else { nil }
+            case .foundation(let object): object[key] as? String
+            }
+        }
+
+        /// A NumericDate (RFC 7519 §2). `JSONSerialization` also reads a boolean as 1 or 0;
+        /// either way such a token is expired, or its `nbf` long past.
+        func number(_ key: String) -> Double? {
+            switch self {
+            case .parsed(let members):
+                switch members[key] {
+                case .int(let seconds)?: Double(seconds)
+                case .double(let seconds)?: seconds
+                default: nil
+                }
+            case .foundation(let object): (object[key] as? NSNumber)?.doubleValue
+            }
+        }
     }
 }

@@ -21,6 +21,23 @@ struct AuthParsingTests {
         #expect(jwt.notBefore == 1)
         #expect(jwt.signature == [1, 2, 3])
         #expect(String(decoding: jwt.signingInput, as: UTF8.self) == compact.split(separator: ".").prefix(2).joined(separator: "."))
+        let fractional = try #require(JWT(compact: Self.token(header: #"{"alg":"ES256"}"#, payload: #"{"sub":"c\u00e9","exp":1.9e9,"nbf":1.5}"#)))
+        #expect(fractional.subject == "c\u{e9}")
+        #expect(fractional.expiresAt == 1_900_000_000)
+        #expect(fractional.notBefore == 1.5)
+    }
+
+    @Test("Claims of another JSON type are absent; a repeated name is read as JSONSerialization reads it")
+    func claimTypes() throws {
+        let typed = try #require(JWT(compact: Self.token(header: #"{"alg":"HS256"}"#, payload: #"{"sub":7,"exp":"1900000000","nbf":null}"#)))
+        #expect(typed.subject == nil)
+        #expect(typed.expiresAt == nil)
+        #expect(typed.notBefore == nil)
+        let payload = #"{"sub":"first","sub":"second","exp":5}"#
+        let repeated = try #require(JWT(compact: Self.token(header: #"{"alg":"HS256"}"#, payload: payload)))
+        let foundation = try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any]
+        #expect(repeated.subject == foundation?["sub"] as? String)
+        #expect(repeated.expiresAt == 5)
     }
 
     @Test(
@@ -30,6 +47,10 @@ struct AuthParsingTests {
             token(header: "not json", payload: "{}"),
             token(header: #"{"alg":"HS256","crit":["x"]}"#, payload: #"{"sub":"a"}"#),
             token(header: #"{"typ":"JWT"}"#, payload: #"{"sub":"a"}"#),
+            token(header: #"{"alg":7}"#, payload: #"{"sub":"a"}"#),
+            token(header: #"["HS256"]"#, payload: #"{"sub":"a"}"#),
+            token(header: #"{"alg":"HS256"}"#, payload: #"["sub"]"#),
+            token(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"a"} trailing"#),
             String(repeating: "a", count: 9000),
         ])
     func refusesMalformedJWT(token: String) {
