@@ -111,9 +111,9 @@ struct InAppProvisioning: Sendable {
         var record = AttemptRecord(
             attemptID: attemptID, channel: channel, cardID: card.cardID, customerID: card.customerID, deviceID: input.device?.id,
             cardholderNameHash: assessment.cardholderNameHash, requestID: request.requestId, inputs: assessment.attributes,
-            features: assessment.features, hits: decision.hits.map(DecisionJSON.hit), unknowns: decision.unknowns, flow: decision.flow,
+            features: assessment.features, ruleHits: decision.hits, hits: [], unknowns: decision.unknowns, flow: decision.flow,
             decision: "APPROVED", allowedMethods: decision.stepUpMethods.methodNames, rulesetVersion: decision.rulesetVersion,
-            facts: facts(input, decision: decision), createdAt: now)
+            facts: facts(input, decision: decision), unresolved: decision.unresolved, createdAt: now)
         let counted = (channel: channel, flow: decision.flow, hits: decision.hits)
 
         if decision.flow == .orange {
@@ -200,7 +200,8 @@ struct InAppProvisioning: Sendable {
         }
     }
 
-    /// The request facts explain needs (never the PAN, nonce or certificates).
+    /// The request facts explain needs (never the PAN, nonce or certificates); the unresolved
+    /// rules join them as `unresolved` when the attempt is written (``AttemptRecord/unresolved``).
     private func facts(_ input: ProvisioningInput, decision: RiskDecision) -> [String: JSONValue] {
         var facts: [String: JSONValue] = ["channel": .string(input.channel.name), "scheme": .string(input.scheme.rawValue)]
         if let device = input.device {
@@ -211,7 +212,6 @@ struct InAppProvisioning: Sendable {
             }
             facts["device"] = .object(object)
         }
-        facts["unresolved"] = .array(decision.unresolved.map(DecisionJSON.hit))
         facts["shadowFlow"] = .string(decision.shadowFlow.description)
         return facts
     }

@@ -160,9 +160,10 @@ struct TokenizationAuthorization: Sendable {
         record.inputs = assessment.attributes
         record.features = assessment.features
         let decision = assessment.decision
+        // As JSON values: refusals put their pseudo-hit first (``AttemptRecord/ruleHits`` come first).
         record.hits = decision.hits.map(DecisionJSON.hit)
         record.unknowns = decision.unknowns
-        record.facts["unresolved"] = .array(decision.unresolved.map(DecisionJSON.hit))
+        record.unresolved = decision.unresolved
         guard card.expiration == input.expiration.slashed else {
             return refuse(&record, reason: "expiry_mismatch", values: [:], hits: decision.hits)
         }

@@ -21,7 +21,9 @@ struct AttemptRecord: Sendable {
     var inputs: [String: JSONValue]
     /// Velocity values by rule-language description.
     var features: [String: JSONValue]
-    /// Every hit, live and shadow, with the values it read.
+    /// Every hit, live and shadow, with the values it read: `ruleHits` written as
+    /// ``DecisionJSON/hit(_:)`` writes them, then `hits` (pseudo-hits, or hits already as JSON).
+    var ruleHits: [RuleHit] = []
     var hits: [JSONValue]
     var unknowns: [String]
     var flow: Flow
@@ -31,6 +33,9 @@ struct AttemptRecord: Sendable {
     var rulesetVersion: String
     /// Request facts for explain (never a PAN): device, wallet, chain failure, the answer sent.
     var facts: [String: JSONValue]
+    /// The rules that could not be decided, stored in `facts` as `unresolved` (a key `facts`
+    /// itself must not hold), written as ``DecisionJSON/hit(_:)`` writes them.
+    var unresolved: [RuleHit] = []
     var createdAt: Date
 }
 
@@ -49,9 +54,9 @@ enum AttemptStore {
             flow, decision, allowed_methods, ruleset_version, facts, created_at)
         VALUES (\(record.attemptID), \(record.channel), \(record.cardID), \(record.customerID), \(record.deviceID),
             \(record.cardholderNameHash), \(record.tokenReference), \(record.tokenRequestorID), \(record.tokenizationSource),
-            \(record.requestID), \(document(record.inputs)), \(document(record.features)), \(json(.array(record.hits))),
+            \(record.requestID), \(document(record.inputs)), \(document(record.features)), \(hitsJSON(record)),
             \(json(.array(record.unknowns.map(JSONValue.string)))), \(record.flow.description), \(record.decision), \(record.allowedMethods),
-            \(record.rulesetVersion), \(json(.object(record.facts))), \(record.createdAt))
+            \(record.rulesetVersion), \(factsJSON(record)), \(record.createdAt))
         """
     }
 
@@ -128,6 +133,40 @@ enum AttemptStore {
             "rulesetVersion": try text("ruleset_version"), "facts": try decode(try row.decode("facts")),
             "createdAt": .string(ISO8601DateFormatter().string(from: created)),
         ]
+    }
+
+    /// The `hits` array: the rule hits written straight from the decision, then the rest.
+    static func hitsJSON(_ record: AttemptRecord) -> PostgresJSON {
+        var out: [UInt8] = []
+        out.reserveCapacity(256 * (record.ruleHits.count + record.hits.count) + 2)
+        out.append(UInt8(ascii: "["))
+        for (index, hit) in record.ruleHits.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            DecisionJSON.appendHit(hit, to: &out)
+        }
+        for (index, hit) in record.hits.enumerated() {
+            if index > 0 || !record.ruleHits.isEmpty { out.append(UInt8(ascii: ",")) }
+            hit.appendJSON(to: &out, sortedKeys: false)
+        }
+        out.append(UInt8(ascii: "]"))
+        return PostgresJSON(rawJSON: String(decoding: out, as: UTF8.self))
+    }
+
+    /// The `facts` object, with `unresolved` (when there is any) written straight from the decision.
+    static func factsJSON(_ record: AttemptRecord) -> PostgresJSON {
+        guard !record.unresolved.isEmpty else { return json(.object(record.facts)) }
+        var out: [UInt8] = []
+        out.reserveCapacity(512 + 256 * record.unresolved.count)
+        JSONValue.object(record.facts).appendJSON(to: &out, sortedKeys: false)
+        out.removeLast()  // the closing brace
+        if !record.facts.isEmpty { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: #""unresolved":["#.utf8)
+        for (index, hit) in record.unresolved.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            DecisionJSON.appendHit(hit, to: &out)
+        }
+        out.append(contentsOf: "]}".utf8)
+        return PostgresJSON(rawJSON: String(decoding: out, as: UTF8.self))
     }
 
     /// JSON values are written directly, unsorted (see ``JSONValue/unorderedJSONText``): this
