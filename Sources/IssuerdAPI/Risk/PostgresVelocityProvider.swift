@@ -114,29 +114,29 @@ struct VelocitySQL {
             for (position, index) in group.members.enumerated() {
                 let query = batch.queries[index]
                 if position > 0 { sql.appendLiteral(", ") }
-                sql.appendLiteral(Self.aggregate(query.metric))
+                sql.appendText(Self.aggregate(query.metric))
                 // Only the rows of this query: its kinds of failure, and its narrower window.
                 let kinds = Self.kinds(query.metric)
                 let narrower = query.windowSeconds < widest
                 guard kinds != nil || narrower else { continue }
                 sql.appendLiteral(" FILTER (WHERE ")
-                if let kinds { sql.appendLiteral("kind IN \(kinds)" + (narrower ? " AND " : "")) }
+                if let kinds { sql.appendText("kind IN \(kinds)" + (narrower ? " AND " : "")) }
                 if narrower {
-                    sql.appendLiteral("\(time) >= ")
+                    sql.appendText("\(time) >= ")
                     sql.appendInterpolation(batch.time.addingTimeInterval(-Double(query.windowSeconds)))
                 }
                 sql.appendLiteral(")")
             }
-            sql.appendLiteral("]::text[] FROM \(Self.from(group.source, key: group.key)) = ")
+            sql.appendText("]::text[] FROM \(Self.from(group.source, key: group.key)) = ")
             switch group.subject {
             case .id(let id): sql.appendInterpolation(id)
-            case .column(let column): sql.appendLiteral(column)
+            case .column(let column): sql.appendText(column)
             }
-            sql.appendLiteral(" AND \(time) >= ")
+            sql.appendText(" AND \(time) >= ")
             sql.appendInterpolation(batch.time.addingTimeInterval(-Double(widest)))
-            sql.appendLiteral(" AND \(time) < ")
+            sql.appendText(" AND \(time) < ")
             sql.appendInterpolation(batch.time)
-            sql.appendLiteral(") AS velocity\(number)")
+            sql.appendText(") AS velocity\(number)")
         }
     }
 

@@ -69,11 +69,11 @@ enum AttemptStore {
     static func appendRecentPushCount(
         column: RateLimitSubject, id: String, since: Date, name: String, into sql: inout PostgresQuery.StringInterpolation
     ) {
-        sql.appendLiteral("(SELECT count(*) FROM provisioning_attempts WHERE \(column.rawValue) = ")
+        sql.appendText("(SELECT count(*) FROM provisioning_attempts WHERE \(column.rawValue) = ")
         sql.appendInterpolation(id)
         sql.appendLiteral(" AND channel IN ('in_app', 'wallet_extension') AND created_at >= ")
         sql.appendInterpolation(since)
-        sql.appendLiteral(") AS \(name)")
+        sql.appendText(") AS \(name)")
     }
 
     /// The oldest in-app or Wallet-extension attempt of a customer, or of a card, since

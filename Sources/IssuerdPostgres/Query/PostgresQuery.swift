@@ -32,6 +32,16 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
         self.bindings = stringInterpolation.bindings
     }
 
+    /// A statement whose text was built before, with the bindings of a build that wrote only
+    /// bindings (``StringInterpolation/init(bindingsOnly:)``): for a statement built for every
+    /// request whose text changes only with its shape. `sql` must be the text the same builder
+    /// wrote for the same shape.
+    package init(reusing sql: String, bindings: StringInterpolation) {
+        precondition(!bindings.writesText, "the bindings must come from a bindings-only build")
+        self.sql = sql
+        self.bindings = bindings.bindings
+    }
+
     /// The SQL with every bound value shown as `****`.
     public var description: String {
         bindings.isEmpty ? sql : sql + " [" + bindings.map { _ in "****" }.joined(separator: ", ") + "]"
@@ -41,6 +51,8 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
     public struct StringInterpolation: StringInterpolationProtocol {
         var sql: String
         var bindings: [PostgresBinding] = []
+        /// False for a build that collects only the bindings (see ``PostgresQuery/init(reusing:bindings:)``).
+        package private(set) var writesText = true
 
         public init(literalCapacity: Int, interpolationCount: Int) {
             sql = ""
@@ -48,26 +60,43 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
             bindings.reserveCapacity(interpolationCount)
         }
 
+        /// A build that writes no text, only the bindings, in the order a full build binds them.
+        package init(bindingsOnly interpolationCount: Int) {
+            sql = ""
+            writesText = false
+            bindings.reserveCapacity(interpolationCount)
+        }
+
         public mutating func appendLiteral(_ literal: String) {
-            sql += literal
+            if writesText { sql += literal }
+        }
+
+        /// Trusted SQL text made only when it is written: a bindings-only build skips making it.
+        package mutating func appendText(_ text: @autoclosure () -> String) {
+            if writesText { sql += text() }
         }
 
         /// Binds `value` as the next `$n` parameter.
         public mutating func appendInterpolation(_ value: some PostgresEncodable) {
             bindings.append(PostgresBinding(value))
-            sql += "$\(bindings.count)"
+            if writesText { appendPlaceholder() }
         }
 
         /// Binds an optional as the next `$n` parameter; `nil` is SQL NULL. (An explicit
         /// overload: through the generic one, Swift warns about interpolating an optional.)
         public mutating func appendInterpolation<Value: PostgresEncodable>(_ value: Value?) {
             bindings.append(PostgresBinding(value))
-            sql += "$\(bindings.count)"
+            if writesText { appendPlaceholder() }
         }
 
         /// Inserts trusted SQL text verbatim. Never pass input from outside the program.
         public mutating func appendInterpolation(unsafeSQL text: String) {
-            sql += text
+            if writesText { sql += text }
+        }
+
+        private mutating func appendPlaceholder() {
+            sql.append("$")
+            sql.append(String(bindings.count))
         }
     }
 }

@@ -1,0 +1,45 @@
+import Foundation
+import IssuerdPostgres
+import IssuerdRisk
+import Testing
+
+@testable import IssuerdAPI
+
+/// The context statement's text is written once per shape and reused; each request builds
+/// only its bindings through the same code. A reused build must equal a fresh one.
+@Suite("Context statement text, kept per shape", .serialized)
+struct PushContextTextTests {
+    static let queries: [VelocityQuery] = VelocityMetric.allCases.flatMap { metric in
+        metric.allowedKeys.flatMap { key in [3_600, 86_400].map { VelocityQuery(metric: metric, key: key, windowSeconds: $0) } }
+    }
+
+    static func build(card: String, customer: String, device: String?, now: Date, queries: [VelocityQuery] = queries) -> PostgresQuery {
+        PushContext.statement(
+            cardID: card, customerID: customer,
+            velocity: VelocityBatch(subject: VelocitySubject(cardID: card, deviceID: device, customerID: customer), time: now, queries: queries),
+            customerWindow: 60, cardWindow: 300, now: now
+        ).query
+    }
+
+    @Test("A reused text with new bindings is what a fresh build writes, for each shape")
+    func reusedEqualsFresh() {
+        let first = Date(timeIntervalSince1970: 1_790_000_000), later = first.addingTimeInterval(12.345)
+        for device in [nil, "dev-1"] as [String?] {
+            PushContext.forgetTexts()
+            _ = Self.build(card: "card-a", customer: "cust-a", device: device, now: first)  // writes and keeps the text
+            let reused = Self.build(card: "card-b", customer: "cust-b", device: device.map { $0 + "x" }, now: later)
+            PushContext.forgetTexts()
+            let fresh = Self.build(card: "card-b", customer: "cust-b", device: device.map { $0 + "x" }, now: later)
+            #expect(reused.sql == fresh.sql)
+            #expect(reused.bindings == fresh.bindings)
+            #expect(reused.sql.contains("$\(fresh.bindings.count)") && !reused.sql.contains("$\(fresh.bindings.count + 1)"))
+        }
+        // Another shape (no device; other queries) gets its own text.
+        let withDevice = Self.build(card: "c", customer: "u", device: "d", now: first)
+        let without = Self.build(card: "c", customer: "u", device: nil, now: first)
+        let fewer = Self.build(card: "c", customer: "u", device: "d", now: first, queries: Array(Self.queries.prefix(2)))
+        #expect(withDevice.sql != without.sql)
+        #expect(withDevice.sql != fewer.sql)
+        #expect(withDevice.bindings.count > without.bindings.count)
+    }
+}
