@@ -25,6 +25,18 @@ public struct RiskDecision: Sendable, Hashable {
 
     /// Every value that was unknown in a hit or unresolved rule, sorted and deduplicated.
     public var unknowns: [String] {
-        Array(Set((hits + unresolved).flatMap(\.unknowns))).sorted()
+        // Collected, sorted and deduplicated in one array (a Set of every name, then sorted,
+        // was 1 % of a provisioning request).
+        var names: [String] = []
+        for rule in [hits, unresolved] {
+            for hit in rule {
+                for (name, value) in zip(hit.header.valueNames, hit.readValues) where value.isUnknown { names.append(name) }
+            }
+        }
+        names.sort()
+        var unique: [String] = []
+        unique.reserveCapacity(names.count)
+        for name in names where unique.last != name { unique.append(name) }
+        return unique
     }
 }
