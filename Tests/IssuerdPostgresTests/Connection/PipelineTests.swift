@@ -190,6 +190,15 @@ import Testing
                 }
             }
             #expect(error?.sqlState == "22012")
+            // A failure in the first of several opening statements: the rest are skipped, not waited for.
+            let first = postgresError {
+                try pool.withConnection { connection in
+                    try connection.pipelinedTransaction(
+                        opening: ["SELECT 1 / \(Int32(0)) AS boom", "INSERT INTO ledger VALUES (\(Int32(5)))", "SELECT \(Int32(1)) AS one"]
+                    ) { _, _ in (value: (), closing: ["INSERT INTO ledger VALUES (\(Int32(6)))"]) }
+                }
+            }
+            #expect(first?.sqlState == "22012")
             try pool.withConnection { connection in
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
                 for n in Int32(10)..<Int32(14) {
