@@ -34,8 +34,9 @@ struct AttemptRecord: Sendable {
     /// Request facts for explain (never a PAN): device, wallet, chain failure, the answer sent.
     var facts: [String: JSONValue]
     /// The rules that could not be decided, stored in `facts` as `unresolved` (a key `facts`
-    /// itself must not hold), written as ``DecisionJSON/hit(_:)`` writes them.
-    var unresolved: [RuleHit] = []
+    /// itself must not hold), written as ``DecisionJSON/hit(_:)`` writes them; nil (no key) for
+    /// an attempt refused before the rules ran.
+    var unresolved: [RuleHit]?
     var createdAt: Date
 }
 
@@ -152,16 +153,16 @@ enum AttemptStore {
         return PostgresJSON(rawJSON: String(decoding: out, as: UTF8.self))
     }
 
-    /// The `facts` object, with `unresolved` (when there is any) written straight from the decision.
+    /// The `facts` object, with `unresolved` (when the rules ran, `[]` if none) written straight from the decision.
     static func factsJSON(_ record: AttemptRecord) -> PostgresJSON {
-        guard !record.unresolved.isEmpty else { return json(.object(record.facts)) }
+        guard let unresolved = record.unresolved else { return json(.object(record.facts)) }
         var out: [UInt8] = []
-        out.reserveCapacity(512 + 256 * record.unresolved.count)
+        out.reserveCapacity(512 + 256 * unresolved.count)
         JSONValue.object(record.facts).appendJSON(to: &out, sortedKeys: false)
         out.removeLast()  // the closing brace
         if !record.facts.isEmpty { out.append(UInt8(ascii: ",")) }
         out.append(contentsOf: #""unresolved":["#.utf8)
-        for (index, hit) in record.unresolved.enumerated() {
+        for (index, hit) in unresolved.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             DecisionJSON.appendHit(hit, to: &out)
         }

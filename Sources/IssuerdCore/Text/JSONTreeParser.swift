@@ -20,8 +20,8 @@ package protocol JSONTree {
 /// directly. It declines (nil) rather than decide anything it does not take: nesting deeper
 /// than 64, a lone surrogate, a member name repeated in an object, malformed text (and the
 /// leniencies `JSONDecoder` allows, such as a trailing comma). Callers fall back to Foundation there, so that
-/// what is accepted and every error stay Foundation's (``JSONValueParseTests``). Bytes that
-/// are not UTF-8 inside strings become U+FFFD, as decoding the document first would.
+/// what is accepted and every error stay Foundation's (``JSONValueParseTests``). A string
+/// holding bytes that are not UTF-8 is declined too.
 package struct JSONTreeParser<Tree: JSONTree> {
     package let bytes: UnsafeBufferPointer<UInt8>
     package var position = 0
@@ -198,9 +198,9 @@ package struct JSONTreeParser<Tree: JSONTree> {
             if byte == UInt8(ascii: "\"") {
                 let raw = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
-                // Split at ASCII quotes, so no character is cut; bytes that are not UTF-8 are
-                // repaired here (U+FFFD), as decoding the whole document first would.
-                return String(decoding: raw, as: UTF8.self)
+                // Split at ASCII quotes, so no character is cut. Bytes that are not UTF-8 are
+                // declined: Foundation refuses them (a provisioning body with one is a 400).
+                return String(validating: raw, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") {
                 position = start
@@ -220,7 +220,7 @@ package struct JSONTreeParser<Tree: JSONTree> {
             position += 1
             switch byte {
             case UInt8(ascii: "\""):
-                return String(decoding: utf8, as: UTF8.self)
+                return String(validating: utf8, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 guard position < bytes.count else { return nil }
                 let escape = bytes[position]

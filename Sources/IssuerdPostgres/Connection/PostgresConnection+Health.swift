@@ -13,7 +13,7 @@ extension PostgresConnection {
     /// - Returns: false when the connection must be discarded: lost, stuck mid-statement
     ///   (COPY), or left in a transaction that would not roll back.
     func prepareForReuse() -> Bool {
-        guard isConnected else { return false }
+        guard isConnected, !mustDiscard else { return false }
         switch PQtransactionStatus(handle) {
         case PQTRANS_IDLE:
             return true

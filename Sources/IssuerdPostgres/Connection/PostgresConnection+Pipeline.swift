@@ -15,6 +15,7 @@ extension PostgresConnection {
     @discardableResult
     public func pipeline(_ queries: [PostgresQuery], file: String = #fileID, line: Int = #line) throws -> [PostgresRows] {
         guard !queries.isEmpty else { return [] }
+        try refuseInsideImplicitTransaction(file: file, line: line)
         // Preparing is synchronous, so new statements are prepared before the pipeline starts.
         let bound = try queries.map { try bind($0, file: file, line: line) }
         try enterPipelineMode(file: file, line: line)
@@ -81,9 +82,10 @@ extension PostgresConnection {
         if let firstError {
             if !throughSync {
                 // The server skips everything up to a sync point, which ends the (failed)
-                // implicit transaction: send one, and read to it.
-                implicitTransactionOpen = false
+                // implicit transaction: send one, and read to it. (If it cannot be sent, the
+                // transaction stays open and the connection is discarded.)
                 guard PQpipelineSync(handle) == 1 else { throw firstError }
+                if implicitTransaction == .open { implicitTransaction = .failed }
                 _ = try? collect([], throughSync: true, file: file, line: line)
             }
             // Out of pipeline mode first: forgetting may free the statement with a plain command.
@@ -122,9 +124,10 @@ extension PostgresConnection {
     /// server commits (durably, before it answers the sync). A `body` that throws sends
     /// `ROLLBACK`, which ends an implicit transaction without committing it. The isolation is
     /// then the session's `default_transaction_isolation` (READ COMMITTED unless the server is
-    /// configured otherwise). `body` must not run statements of its own on the connection in
-    /// this mode (they would end the implicit transaction); at other levels, `BEGIN` and
-    /// `COMMIT` travel with the first and last statements and `body` may.
+    /// configured otherwise; issuerd's sessions set it). Statements `body` runs on the
+    /// connection travel in the pipeline too; once one fails, the transaction has ended and no
+    /// further statement runs (nor a pipeline, nor another transaction, at any time inside
+    /// `body`). At other levels, `BEGIN` and `COMMIT` travel with the first and last statements.
     ///
     /// - Returns: The value `body` returned, once committed.
     public func pipelinedTransaction<T>(
@@ -132,19 +135,22 @@ extension PostgresConnection {
         _ body: (PostgresConnection, [PostgresRows]) throws -> (value: T, closing: [PostgresQuery]),
         file: String = #fileID, line: Int = #line
     ) throws -> T {
+        try refuseInsideImplicitTransaction(file: file, line: line)
         guard isolation == .readCommitted else {
             return try explicitPipelinedTransaction(isolation: isolation, opening: opening, body, file: file, line: line)
         }
         let bound = try opening.map { try bind($0, file: file, line: line) }
         try enterPipelineMode(file: file, line: line)
         defer {
-            implicitTransactionOpen = false
+            // Left without a sync point: the server may hold the transaction open.
+            if implicitTransaction == .open { mustDiscard = true }
+            implicitTransaction = .none
             PQexitPipelineMode(handle)
         }
-        // A failure to send leaves the connection busy or broken: the pool discards it.
+        // From the first statement sent, the transaction is open until a sync point is sent.
+        implicitTransaction = .open
         try send(bound, file: file, line: line)
         try flushRequest(file: file, line: line)
-        implicitTransactionOpen = true
         let opened = try collect(bound, throughSync: false, file: file, line: line).map(PostgresRows.init(result:))
         let value: T
         let closing: [BoundQuery]
@@ -152,7 +158,7 @@ extension PostgresConnection {
             let decided = try body(self, opened)
             // A statement of `body` failed (and `body` went on): the server already ended the
             // transaction without committing, so the closing statements must not run alone.
-            guard implicitTransactionOpen else {
+            guard implicitTransaction == .open else {
                 throw PostgresError(code: .other, message: "transaction was rolled back because a statement inside it failed", file: file, line: line)
             }
             value = decided.value
@@ -165,7 +171,7 @@ extension PostgresConnection {
         }
         try send(closing, file: file, line: line)
         guard PQpipelineSync(handle) == 1 else { throw abandonPipeline(file: file, line: line) }
-        implicitTransactionOpen = false
+        implicitTransaction = .none
         _ = try collect(closing, throughSync: true, file: file, line: line)
         PQexitPipelineMode(handle)
         for query in closing where query.preparedName == nil { prepareForNextTime(query) }
@@ -188,14 +194,22 @@ extension PostgresConnection {
     }
 
     /// Sends `ROLLBACK` and the sync point after a failed decision: the implicit transaction
-    /// ends with nothing committed. A connection where even that fails is left to the pool to
-    /// discard (it is not idle).
+    /// ends with nothing committed. A connection where even that fails stays marked open and
+    /// is discarded (``mustDiscard``).
     private func endImplicitTransactionWithRollback() {
-        guard implicitTransactionOpen else { return }  // a failed statement already ended it
-        implicitTransactionOpen = false
+        guard implicitTransaction == .open else { return }  // a failed statement already ended it
         let rollback = BoundQuery(sql: "ROLLBACK", storage: [0])
         guard (try? send([rollback], file: #fileID, line: #line)) != nil, PQpipelineSync(handle) == 1 else { return }
+        implicitTransaction = .none
         _ = try? collect([rollback], throughSync: true, file: #fileID, line: #line)
+    }
+
+    /// A pipeline's sync point, or another transaction, inside a pipelined transaction's body
+    /// would end (commit) that transaction: refused.
+    private func refuseInsideImplicitTransaction(file: String, line: Int) throws {
+        guard implicitTransaction == .none else {
+            throw PostgresError(code: .other, message: "a pipeline cannot run inside a pipelined transaction's body", file: file, line: line)
+        }
     }
 
     /// The explicit form, for isolation levels above READ COMMITTED: `BEGIN` travels with the

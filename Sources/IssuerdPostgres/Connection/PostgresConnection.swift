@@ -18,10 +18,16 @@ public final class PostgresConnection {
     /// exactly as long as the server session that holds the statements.
     private var prepared: [PreparedKey: String] = [:]
     private var preparedCounter = 0
-    /// True while ``pipelinedTransaction(isolation:opening:_:file:line:)`` holds the pipeline's
-    /// implicit transaction open: statements then travel in the pipeline, never by a
-    /// synchronous call whose sync point would commit it.
-    var implicitTransactionOpen = false
+    /// Where ``pipelinedTransaction(isolation:opening:_:file:line:)`` stands in the pipeline's
+    /// implicit transaction. While it is open, statements travel in the pipeline, never by a
+    /// synchronous call whose sync point would commit it; once a statement inside it failed
+    /// (the server ended it), no statement runs until the transaction call returns.
+    enum ImplicitTransaction { case none, open, failed }
+    var implicitTransaction = ImplicitTransaction.none
+    /// Set when a pipelined transaction ended without its sync point reaching the server: the
+    /// session may still hold it open, with its locks and writes, while libpq reports it idle
+    /// (it learns the state only at a sync). The pool must not hand such a session out again.
+    var mustDiscard = false
     /// The result columns of each prepared statement that returned rows, by statement name.
     private var preparedColumns: [String: PostgresColumns] = [:]
     /// Beyond this many, statements run unprepared (dynamic SQL must not grow the cache forever).
@@ -80,7 +86,11 @@ public final class PostgresConnection {
         // The decoders read ISO timestamps and hex bytea whatever the server's defaults are.
         // Prepared statements keep per-execution (custom) plans: measured on the provisioning
         // workload, generic plans for the velocity time windows doubled the server's CPU.
+        // READ COMMITTED by default whatever the server's default: a pipelined transaction is
+        // the pipeline's implicit one and takes the session default, and its lock-then-read
+        // order needs each statement's own snapshot (``pipelinedTransaction``).
         var settings = "SET DateStyle = 'ISO, MDY'; SET bytea_output = 'hex'; SET plan_cache_mode = force_custom_plan"
+        settings += "; SET default_transaction_isolation = 'read committed'"
         if let deadPeerTimeout {
             // The server's side of the same: a backend whose client vanished in a partition
             // while it held a transaction (a customer's lock, say) ends within seconds instead
@@ -138,7 +148,14 @@ public final class PostgresConnection {
     }
 
     private func run(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresResult {
-        if implicitTransactionOpen { return try runInImplicitTransaction(query, file: file, line: line) }
+        switch implicitTransaction {
+        case .none: break
+        case .open: return try runInImplicitTransaction(query, file: file, line: line)
+        case .failed:
+            throw PostgresError(
+                code: .other, message: "transaction was rolled back because a statement inside it failed; no statement runs until it ends",
+                file: file, line: line)
+        }
         do {
             return try runOnce(query, file: file, line: line)
         } catch let error as PostgresError where error.sqlState == "0A000" && PQtransactionStatus(handle) == PQTRANS_IDLE {

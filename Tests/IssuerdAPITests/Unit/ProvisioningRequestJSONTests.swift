@@ -49,6 +49,14 @@ struct ProvisioningRequestJSONTests {
         #expect(Self.fast(body) == nil)
     }
 
+    @Test("A body with bytes that are not UTF-8 is left to JSONDecoder, which refuses it")
+    func invalidUTF8() {
+        var body = Array(#"{"certificates":["a"],"nonce":"n","nonceSignature":"s","device":{"name":"ab"}}"#.utf8)
+        body.insert(0xFF, at: body.count - 4)
+        #expect(body.withUnsafeBufferPointer { JSONValue.parse(bytes: $0) } == nil)
+        #expect((try? JSONDecoder().decode(ProvisioningRequest.self, from: Data(body))) == nil)
+    }
+
     @Test("Leniencies and repeated names are left to JSONDecoder")
     func declined() {
         for body in [#"{"certificates":["a"],"nonce":"n","nonceSignature":"s",}"#, #"{"certificates":["a"],"nonce":"n","nonce":"m","nonceSignature":"s"}"#] {

@@ -159,6 +159,9 @@ import Testing
                 try pool.withConnection { connection in
                     try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) { connection, _ in
                         #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO ledger VALUES (\(Int32(1)))") }
+                        // Nothing more runs on its own (it would commit outside the transaction and its lock).
+                        #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO ledger VALUES (\(Int32(9)))") }
+                        #expect(throws: PostgresError.self) { try connection.pipeline(["INSERT INTO ledger VALUES (\(Int32(10)))"]) }
                         return (value: (), closing: ["INSERT INTO ledger VALUES (\(Int32(3)))"])
                     }
                 }
@@ -172,6 +175,32 @@ import Testing
                 }
                 #expect(n == 0)
                 #expect(try connection.query("SELECT n FROM ledger").map { try $0.decode("n", as: Int32.self) } == [4])
+            }
+            #expect(pool.statistics.idle == 1)
+        }
+    }
+
+    /// A pipeline or another transaction inside the body would commit the open one at its
+    /// sync point: refused, and the body's error rolls everything back.
+    @Test func pipelinesInsideTheBodyAreRefused() throws {
+        try withTestPool(size: 1) { pool in
+            try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int)") }
+            try pool.withConnection { connection throws in
+                #expect(throws: PostgresError.self) {
+                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) { connection, _ in
+                        try connection.pipeline(["INSERT INTO ledger VALUES (\(Int32(2)))"])
+                        return (value: (), closing: [])
+                    }
+                }
+                #expect(throws: PostgresError.self) {
+                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) { connection, _ in
+                        try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(2)))"]) { _, _ in (value: (), closing: []) }
+                        return (value: (), closing: [])
+                    }
+                }
+                #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
+                // Sessions run READ COMMITTED whatever the server's default (the implicit transaction takes it).
+                #expect(try connection.query("SHOW default_transaction_isolation")[0].decode("default_transaction_isolation", as: String.self) == "read committed")
             }
             #expect(pool.statistics.idle == 1)
         }
