@@ -159,7 +159,7 @@ extension PostgresConnection {
             // A statement of `body` failed (and `body` went on): the server already ended the
             // transaction without committing, so the closing statements must not run alone.
             guard implicitTransaction == .open else {
-                throw PostgresError(code: .other, message: "transaction was rolled back because a statement inside it failed", file: file, line: line)
+                throw PostgresError.rolledBackByFailedStatement(file: file, line: line)
             }
             value = decided.value
             // Not prepared inside the transaction: preparing is a round trip ending in a sync
@@ -225,7 +225,7 @@ extension PostgresConnection {
             let closed = try pipeline(closing + [PostgresQuery(unsafeSQL: "COMMIT")], file: file, line: line)
             // COMMIT of a failed transaction answers ROLLBACK: that is a failure, not a commit.
             guard closed.last?.commandTag == "COMMIT" else {
-                throw PostgresError(code: .other, message: "transaction was rolled back because a statement inside it failed", file: file, line: line)
+                throw PostgresError.rolledBackByFailedStatement(file: file, line: line)
             }
             return value
         } catch {

@@ -17,7 +17,7 @@ extension PostgresConnection {
             // error) succeeds with the tag ROLLBACK: that is a failure, not a commit.
             let tag = try executeReturningTag(unsafeSQL: "COMMIT")
             guard tag == "COMMIT" else {
-                throw PostgresError(code: .other, message: "transaction was rolled back because a statement inside it failed")
+                throw PostgresError.rolledBackByFailedStatement()
             }
             return value
         } catch {

@@ -151,10 +151,7 @@ public final class PostgresConnection {
         switch implicitTransaction {
         case .none: break
         case .open: return try runInImplicitTransaction(query, file: file, line: line)
-        case .failed:
-            throw PostgresError(
-                code: .other, message: "transaction was rolled back because a statement inside it failed; no statement runs until it ends",
-                file: file, line: line)
+        case .failed: throw PostgresError.rolledBackByFailedStatement(file: file, line: line)
         }
         do {
             return try runOnce(query, file: file, line: line)

@@ -150,3 +150,11 @@ extension PostgresError {
         return result
     }
 }
+
+extension PostgresError {
+    /// A statement inside a transaction failed, so the server ended it without committing:
+    /// nothing of it is kept, and nothing more runs in it.
+    static func rolledBackByFailedStatement(file: String = #fileID, line: Int = #line) -> PostgresError {
+        PostgresError(code: .other, message: "transaction was rolled back because a statement inside it failed", file: file, line: line)
+    }
+}

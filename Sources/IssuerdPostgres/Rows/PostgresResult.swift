@@ -8,14 +8,14 @@ import CPostgres
 final class PostgresResult: @unchecked Sendable {
     private let handle: OpaquePointer
     let rowCount: Int
-    @usableFromInline let columnNames: [String]
-    @usableFromInline let columnTypes: [PostgresDataType]
-    let columnIndex: [String: Int]
     let commandTag: String
     let affectedRows: Int
 
     /// The column names, types and name lookup, shared by the results of one prepared statement.
-    let columns: PostgresColumns
+    @usableFromInline let columns: PostgresColumns
+    @usableFromInline var columnNames: [String] { columns.names }
+    @usableFromInline var columnTypes: [PostgresDataType] { columns.types }
+    var columnIndex: [String: Int] { columns.index }
 
     /// Takes ownership of a successful result.
     ///
@@ -25,11 +25,7 @@ final class PostgresResult: @unchecked Sendable {
     init(owning handle: OpaquePointer, columns known: PostgresColumns? = nil) {
         self.handle = handle
         rowCount = Int(PQntuples(handle))
-        let columns = known.flatMap { $0.describes(handle) ? $0 : nil } ?? PostgresColumns(of: handle)
-        self.columns = columns
-        columnNames = columns.names
-        columnTypes = columns.types
-        columnIndex = columns.index
+        columns = known.flatMap { $0.describes(handle) ? $0 : nil } ?? PostgresColumns(of: handle)
         commandTag = PQcmdStatus(handle).map { String(cString: $0) } ?? ""
         affectedRows = PQcmdTuples(handle).flatMap { Int(String(cString: $0)) } ?? 0
     }
@@ -50,9 +46,10 @@ final class PostgresResult: @unchecked Sendable {
 }
 
 /// A result's column names, types and name lookup.
+@usableFromInline
 final class PostgresColumns: Sendable {
-    let names: [String]
-    let types: [PostgresDataType]
+    @usableFromInline let names: [String]
+    @usableFromInline let types: [PostgresDataType]
     let index: [String: Int]
 
     init(of handle: OpaquePointer) {
