@@ -17,7 +17,7 @@ struct TSPSignature: Equatable {
         var timestamp: Int64?
         var signatures: [[UInt8]] = []
         for item in header.split(separator: ",") {
-            let pair = item.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+            let pair = Self.trimmingBlanks(item).split(separator: "=", maxSplits: 1)
             guard pair.count == 2 else { return nil }
             switch pair[0] {
             case "t":
@@ -33,6 +33,14 @@ struct TSPSignature: Equatable {
         guard let timestamp, !signatures.isEmpty, signatures.count <= 4 else { return nil }
         self.timestamp = timestamp
         self.signatures = signatures
+    }
+
+    /// `text` without the spaces and tabs around it (optional whitespace in a header's list,
+    /// RFC 9110 section 5.6.1; `trimmingCharacters(in:)` went through `NSString` on every request).
+    private static func trimmingBlanks(_ text: Substring) -> Substring {
+        let isBlank = { (character: Character) in character == " " || character == "\t" }
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) }) else { return "" }
+        return text[first...last]
     }
 
     /// The bytes the HMAC covers: `"<t>." + raw body`.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import IssuerdPostgres
 import IssuerdRisk
 
@@ -68,42 +67,19 @@ struct PushContext {
         cardID: String, customerID: String, velocity: VelocityBatch, customerWindow: TimeInterval, cardWindow: TimeInterval, now: Date
     ) -> Statement {
         let velocitySQL = VelocitySQL(velocity)
-        let subject = velocity.subject
-        let shape = TextShape(queries: velocity.queries, card: subject.cardID != nil, device: subject.deviceID != nil, customer: subject.customerID != nil)
-        let build = { (sql: inout PostgresQuery.StringInterpolation) in
+        let query = texts.query(VelocitySQL.TextShape(velocity), literalCapacity: 2048, interpolations: 8 + velocity.queries.count * 3) { sql in
             appendStatement(
                 cardID: cardID, customerID: customerID, velocitySQL: velocitySQL, customerWindow: customerWindow, cardWindow: cardWindow,
                 now: now, into: &sql)
         }
-        let interpolations = 8 + velocity.queries.count * 3
-        if let text = texts.withLock({ $0[shape] }) {
-            var bindings = PostgresQuery.StringInterpolation(bindingsOnly: interpolations)
-            build(&bindings)
-            return Statement(query: PostgresQuery(reusing: text, bindings: bindings), velocity: velocitySQL)
-        }
-        var sql = PostgresQuery.StringInterpolation(literalCapacity: 2048, interpolationCount: interpolations)
-        build(&sql)
-        let query = PostgresQuery(stringInterpolation: sql)
-        texts.withLock { texts in
-            if texts.count >= 64 { texts.removeAll() }  // rulesets reloaded many times: keep it bounded
-            texts[shape] = query.sql
-        }
         return Statement(query: query, velocity: velocitySQL)
     }
 
-    /// What the statement's text depends on.
-    private struct TextShape: Hashable {
-        var queries: [VelocityQuery]
-        var card: Bool
-        var device: Bool
-        var customer: Bool
-    }
-
     /// Texts by shape: a handful per ruleset (with and without a device id).
-    private static let texts = Mutex<[TextShape: String]>([:])
+    private static let texts = PostgresStatementTexts<VelocitySQL.TextShape>()
 
     /// Forgets every kept text (tests: the next build of each shape writes it again).
-    static func forgetTexts() { texts.withLock { $0.removeAll() } }
+    static func forgetTexts() { texts.removeAll() }
 
     private static let selectedColumns =
         "SELECT \(CardStore.columns(qualifiedBy: "c")), \(CustomerStore.columns(qualifiedBy: "cu", prefix: "cu_")), "

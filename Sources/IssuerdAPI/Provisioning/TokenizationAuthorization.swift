@@ -62,7 +62,7 @@ struct TokenizationAuthorization: Sendable {
     func authorize(
         _ request: HTTPRequest, now: Date, signature: VerifiedTSPSignature? = nil, claim: IdempotencyClaim? = nil
     ) throws -> HTTPResponse {
-        let input = try TokenizationInput(request.decodeJSON(TokenizationAuthorizeRequest.self))
+        let input = try TokenizationInput(request.decodeJSON(TokenizationAuthorizeRequest.self, fast: TokenizationAuthorizeRequest.init(json:)))
         let body = input.body
         let ruleset = risk.rules.current
         let fingerprint = try context.vault.fingerprint(input.pan)
@@ -209,7 +209,7 @@ struct TokenizationAuthorization: Sendable {
             closing.append(TokenStore.eventsInsertion(
                 status == .active ? [.created, .activated] : [.created], tokenReference: body.tokenReference, cardID: card.cardID,
                 source: "issuer", at: now, now: now))
-            closing.append(try AuditLog.appendQuery(
+            closing.append(AuditLog.appendQuery(
                 actor: "tsp", action: "token.created", subject: "token:\(body.tokenReference)",
                 details: ["cardId": card.cardID, "status": status.rawValue, "attemptId": attemptText], at: now))
         }

@@ -47,27 +47,42 @@ struct TokenizationContext {
     /// The statement for a request's pair, card fingerprint and device, asking `velocity` (for
     /// the card and customer the statement finds; its subject's card and customer are ignored)
     /// and looking for a yellow push since `pushesSince`.
+    ///
+    /// The text depends only on the velocity queries and which subject keys are known (the
+    /// device id itself is a binding either way), so it is written once per shape and kept, as
+    /// the push context's is (``PushContext/statement(cardID:customerID:velocity:customerWindow:cardWindow:now:)``).
     static func statement(
         requestID: String, tokenReference: String, fingerprint: [UInt8], deviceID: String?, velocity: VelocityBatch, pushesSince: Date
     ) -> Statement {
-        var sql = PostgresQuery.StringInterpolation(literalCapacity: 4096, interpolationCount: 8 + velocity.queries.count * 3)
-        sql.appendLiteral("SELECT (SELECT p.facts -> 'response' FROM provisioning_attempts p WHERE p.channel = 'tsp' AND p.request_id = ")
-        sql.appendInterpolation(requestID)
-        sql.appendLiteral(" AND p.token_reference = ")
-        sql.appendInterpolation(tokenReference)
-        sql.appendLiteral(" ORDER BY p.created_at LIMIT 1) AS stored_answer, EXISTS (SELECT 1 FROM tokens k WHERE k.token_reference = ")
-        sql.appendInterpolation(tokenReference)
-        sql.appendLiteral(") AS token_taken, \(CardStore.columns(qualifiedBy: "c")), \(CustomerStore.columns(qualifiedBy: "cu", prefix: "cu_")), ")
-        sql.appendLiteral("(SELECT count(*) FROM tokens t WHERE t.card_id = c.card_id AND t.status = 'active') AS active_tokens")
         let velocitySQL = VelocitySQL(velocity, keyColumns: [.card: "c.card_id", .customer: "c.customer_id"])
-        velocitySQL.appendSelectList(into: &sql)
-        sql.appendLiteral(", ")
-        AttemptStore.appendPendingYellowPush(cardColumn: "c.card_id", deviceID: deviceID, since: pushesSince, name: "pending_push", into: &sql)
-        sql.appendLiteral(" FROM (VALUES (1)) AS one (n) LEFT JOIN cards c ON c.pan_fingerprint = ")
-        sql.appendInterpolation(fingerprint)
-        sql.appendLiteral(" LEFT JOIN customers cu ON cu.customer_id = c.customer_id")
-        return Statement(query: PostgresQuery(stringInterpolation: sql), velocity: velocitySQL)
+        let query = texts.query(VelocitySQL.TextShape(velocity), literalCapacity: 4096, interpolations: 8 + velocity.queries.count * 3) { sql in
+            sql.appendLiteral(
+                "SELECT (SELECT p.facts -> 'response' FROM provisioning_attempts p WHERE p.channel = 'tsp' AND p.request_id = ")
+            sql.appendInterpolation(requestID)
+            sql.appendLiteral(" AND p.token_reference = ")
+            sql.appendInterpolation(tokenReference)
+            sql.appendLiteral(" ORDER BY p.created_at LIMIT 1) AS stored_answer, EXISTS (SELECT 1 FROM tokens k WHERE k.token_reference = ")
+            sql.appendInterpolation(tokenReference)
+            sql.appendLiteral(Self.selectedColumns)
+            sql.appendLiteral("(SELECT count(*) FROM tokens t WHERE t.card_id = c.card_id AND t.status = 'active') AS active_tokens")
+            velocitySQL.appendSelectList(into: &sql)
+            sql.appendLiteral(", ")
+            AttemptStore.appendPendingYellowPush(cardColumn: "c.card_id", deviceID: deviceID, since: pushesSince, name: "pending_push", into: &sql)
+            sql.appendLiteral(" FROM (VALUES (1)) AS one (n) LEFT JOIN cards c ON c.pan_fingerprint = ")
+            sql.appendInterpolation(fingerprint)
+            sql.appendLiteral(" LEFT JOIN customers cu ON cu.customer_id = c.customer_id")
+        }
+        return Statement(query: query, velocity: velocitySQL)
     }
+
+    /// Texts by shape: a handful per ruleset (with and without a device id).
+    private static let texts = PostgresStatementTexts<VelocitySQL.TextShape>()
+
+    /// Forgets every kept text (tests: the next build of each shape writes it again).
+    static func forgetTexts() { texts.removeAll() }
+
+    private static let selectedColumns =
+        ") AS token_taken, \(CardStore.columns(qualifiedBy: "c")), \(CustomerStore.columns(qualifiedBy: "cu", prefix: "cu_")), "
 
     /// The context from the statement's one row.
     init(rows: PostgresRows, statement: Statement) throws {

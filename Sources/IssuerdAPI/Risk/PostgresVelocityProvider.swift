@@ -102,6 +102,24 @@ struct VelocitySQL {
         self.groups = groups
     }
 
+    /// What a statement asking a batch writes as text, beside its values: the queries, and
+    /// which subject keys are known (a query whose key is missing is left out). A statement
+    /// kept by this shape (``PostgresStatementTexts``) must add to it whatever else its own text
+    /// depends on.
+    struct TextShape: Hashable, Sendable {
+        var queries: [VelocityQuery]
+        var card: Bool
+        var device: Bool
+        var customer: Bool
+
+        init(_ batch: VelocityBatch) {
+            queries = batch.queries
+            card = batch.subject.cardID != nil
+            device = batch.subject.deviceID != nil
+            customer = batch.subject.customerID != nil
+        }
+    }
+
     /// True when no query can be asked (every subject key it needs is missing).
     var isEmpty: Bool { groups.isEmpty }
 

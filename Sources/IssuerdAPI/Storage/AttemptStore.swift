@@ -96,7 +96,7 @@ enum AttemptStore {
     static func appendPendingYellowPush(
         cardColumn: String, deviceID: String?, since: Date, name: String, into sql: inout PostgresQuery.StringInterpolation
     ) {
-        sql.appendLiteral("(SELECT ARRAY[a.attempt_id::text] || a.allowed_methods FROM provisioning_attempts a WHERE a.card_id = \(cardColumn)")
+        sql.appendText("(SELECT ARRAY[a.attempt_id::text] || a.allowed_methods FROM provisioning_attempts a WHERE a.card_id = \(cardColumn)")
         sql.appendLiteral(" AND a.channel IN ('in_app', 'wallet_extension') AND a.flow = 'yellow'")
         sql.appendLiteral(" AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= ")
         sql.appendInterpolation(since)
@@ -106,7 +106,7 @@ enum AttemptStore {
         sql.appendInterpolation(deviceID)
         sql.appendLiteral(") AND NOT EXISTS (SELECT 1 FROM provisioning_attempts t WHERE t.channel = 'tsp' AND t.card_id = a.card_id")
         sql.appendLiteral(" AND t.created_at > a.created_at AND (a.device_id IS NULL OR t.device_id = a.device_id))")
-        sql.appendLiteral(" ORDER BY a.created_at DESC LIMIT 1) AS \(name)")
+        sql.appendText(" ORDER BY a.created_at DESC LIMIT 1) AS \(name)")
     }
 
     /// The whole stored attempt as JSON for `GET /v1/admin/attempts/{attemptId}`, or nil.

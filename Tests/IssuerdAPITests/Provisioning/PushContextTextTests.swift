@@ -42,4 +42,33 @@ struct PushContextTextTests {
         #expect(withDevice.sql != fewer.sql)
         #expect(withDevice.bindings.count > without.bindings.count)
     }
+
+    static func buildTSP(request: String, token: String, device: String?, now: Date, queries: [VelocityQuery] = queries) -> PostgresQuery {
+        TokenizationContext.statement(
+            requestID: request, tokenReference: token, fingerprint: Array(request.utf8), deviceID: device,
+            velocity: VelocityBatch(subject: VelocitySubject(deviceID: device), time: now, queries: queries),
+            pushesSince: now.addingTimeInterval(-900)
+        ).query
+    }
+
+    @Test("The TSP authorization's context statement: a reused text with new bindings is a fresh build")
+    func tspReusedEqualsFresh() {
+        let first = Date(timeIntervalSince1970: 1_790_000_000), later = first.addingTimeInterval(7.5)
+        for device in [nil, "dev-1"] as [String?] {
+            TokenizationContext.forgetTexts()
+            _ = Self.buildTSP(request: "req-a", token: "DNITHE1", device: device, now: first)
+            let reused = Self.buildTSP(request: "req-b", token: "DNITHE2", device: device.map { $0 + "x" }, now: later)
+            TokenizationContext.forgetTexts()
+            let fresh = Self.buildTSP(request: "req-b", token: "DNITHE2", device: device.map { $0 + "x" }, now: later)
+            #expect(reused.sql == fresh.sql)
+            #expect(reused.bindings == fresh.bindings)
+            #expect(reused.sql.contains("$\(fresh.bindings.count)") && !reused.sql.contains("$\(fresh.bindings.count + 1)"))
+        }
+        let withDevice = Self.buildTSP(request: "r", token: "t", device: "d", now: first)
+        let without = Self.buildTSP(request: "r", token: "t", device: nil, now: first)
+        let fewer = Self.buildTSP(request: "r", token: "t", device: "d", now: first, queries: Array(Self.queries.prefix(2)))
+        #expect(withDevice.sql != without.sql)
+        #expect(withDevice.sql != fewer.sql)
+        #expect(withDevice.bindings.count > without.bindings.count)
+    }
 }

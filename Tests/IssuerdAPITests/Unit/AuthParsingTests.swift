@@ -64,6 +64,11 @@ struct AuthParsingTests {
         #expect(parsed.timestamp == 1_700_000_000)
         #expect(parsed.signatures == [Array(repeating: 0xAB, count: 32)])
         #expect(TSPSignature(header: "t=1700000000, v1=\(hex), v0=zz")?.signatures.count == 1)
+        // Spaces and tabs around the list's items are optional whitespace; inside an item they are not.
+        #expect(TSPSignature(header: "\tt=1700000000 ,\t v1=\(hex)\t") == parsed)
+        #expect(TSPSignature(header: "t =1700000000,v1=\(hex)") == nil)
+        #expect(TSPSignature(header: "t=1700000000,v1= \(hex)") == nil)
+        #expect(TSPSignature(header: "t=1700000000, ,v1=\(hex)") == nil)
         for bad in ["", "t=1", "v1=\(hex)", "t=x,v1=\(hex)", "t=1,v1=abc", "t=1,v1=\(hex.dropLast(2))", "t=-5,v1=\(hex)", "t=1,t=2,v1=\(hex)", "t=1,v1"] {
             #expect(TSPSignature(header: bad) == nil, "\(bad)")
         }
