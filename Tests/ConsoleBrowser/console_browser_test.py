@@ -312,6 +312,20 @@ def test_forged_cookie(c):
     c.driver.add_cookie({"name": "issuerd_console", "value": good["value"], "path": "/", "sameSite": "Strict", "httpOnly": True})
 
 
+def test_session_ended_while_open(c):
+    # The session ends (signed out elsewhere) while a page is open: the page's next request is
+    # refused, and the sign-in page says the session is not valid, not that it expired.
+    c.open("/console/backtest")
+    c.css("#files textarea").send_keys(CANDIDATE)
+    sql("DELETE FROM console_sessions")
+    c.css("#run").click()
+    c.wait.until(EC.url_contains("/console/sign-in?reason=invalid"))
+    check("next=%2Fconsole%2Fbacktest" in c.driver.current_url, "the refused page is where the analyst returns: " + c.driver.current_url)
+    check("not valid" in c.css("#message .notice").text, "an ended session is said to be not valid")
+    c.sign_in(KEY)
+    c.wait.until(EC.url_to_be(BASE + "/console/rules"))
+
+
 def test_expired_session(c):
     c.open("/console/rules")
     c.css("#version")
@@ -347,7 +361,7 @@ def test_security_headers(c):
 
 
 TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_decisions, test_rule_hits, test_attempts, test_attempt_page,
-         test_backtest, test_csrf_refused, test_forged_cookie, test_expired_session, test_sign_out, test_security_headers]
+         test_backtest, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
 
 
 def main():

@@ -23,6 +23,8 @@ struct ServiceContext: Sendable {
     let backtestCache: BacktestWindowCache
     /// Reads a period into ``backtestCache`` ahead of its backtest.
     let backtestPreparation: BacktestPreparation
+    /// One backtest at a time on this instance.
+    let backtestGate = BacktestGate()
     let metrics: MetricsRegistry
     let logger: Logger
     /// The time source; tests may pin it.

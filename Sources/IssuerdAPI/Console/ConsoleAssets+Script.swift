@@ -45,7 +45,8 @@ extension ConsoleAssets {
             let json = null;
             try { json = await response.json(); } catch (_) { json = null; }
             if (response.status === 401 && page !== 'sign-in') {
-              location.assign('/console/sign-in?reason=expired&next=' + encodeURIComponent(location.pathname + location.search));
+              const expired = json && json.error && json.error.code === 'session_expired';
+              location.assign('/console/sign-in?reason=' + (expired ? 'expired' : 'invalid') + '&next=' + encodeURIComponent(location.pathname + location.search));
               throw new Error('signed out');
             }
             return { status: response.status, ok: response.ok, json };
@@ -309,7 +310,13 @@ extension ConsoleAssets {
               clearTimeout(pending);  // the run reads the period itself
               run.disabled = true;
               output.replaceChildren(el('div', { cls: 'notice', text: 'Replaying stored attempts…' }));
-              const result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
+              let result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
+              // One backtest at a time per server (429 backtest_busy): wait as asked and try again, a few times.
+              for (let tries = 0; result.status === 429 && tries < 10; tries += 1) {
+                output.replaceChildren(el('div', { cls: 'notice', text: 'Another backtest is running on this server; waiting…' }));
+                await new Promise((resolve) => setTimeout(resolve, 1000));  // the answer's Retry-After: 1
+                result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
+              }
               run.disabled = false;
               output.replaceChildren(renderBacktest(result));
               output.scrollIntoView({ block: 'start' });

@@ -53,7 +53,13 @@ enum ConsoleRoutes {
 
         table.add(.post, "/console/session") { request in
             try checkOrigin(request)
-            let body = try request.decodeJSON(SignIn.self)
+            let body: SignIn
+            do {
+                body = try request.decodeJSON(SignIn.self)
+            } catch let error as HTTPError {
+                request.logger.notice("console sign-in refused", ["reason": .string(error.code.rawValue)])
+                throw error
+            }
             guard let principal = try context.apiKeys.principal(key: body.key) else {
                 request.logger.notice("console sign-in refused", ["reason": "unknown key"])
                 throw HTTPError(status: 401, code: .unauthenticated, message: "this API key is unknown or revoked")

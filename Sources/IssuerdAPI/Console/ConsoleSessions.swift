@@ -40,7 +40,13 @@ struct ConsoleSessions: Sendable {
         case unknown
     }
 
-    /// Opens a session for `principal`; expired sessions of every key are pruned on the way.
+    /// How long an expired session's row is kept, so that its cookie is still answered
+    /// "expired" (not "invalid") for a while; pruned by the next sign-in after that.
+    static let expiredRetention: TimeInterval = 7 * 86_400
+
+    /// Opens a session for `principal`, ending the one the request's cookie names, if any (a
+    /// sign-in replaces the browser's session: a copy of the old cookie must not outlive it);
+    /// sessions expired for longer than ``expiredRetention`` are pruned on the way.
     ///
     /// - Returns: The cookie value (the only time it exists in clear) and the session.
     func open(for principal: APIKeyPrincipal, request: HTTPRequest) throws -> (cookie: String, session: ConsoleSession) {
@@ -48,8 +54,10 @@ struct ConsoleSessions: Sendable {
         let csrf = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
         let now = clock()
         let expiresAt = now.addingTimeInterval(Self.seconds(settings.sessionLifetime))
+        let previous = request.cookie(cookieName(for: request)).flatMap { Self.isWellFormed($0) ? SHA256.hash(Array($0.utf8)) : nil }
         try database.transaction { connection in
-            try connection.execute("DELETE FROM console_sessions WHERE expires_at < \(now)")
+            try connection.execute("DELETE FROM console_sessions WHERE expires_at < \(now.addingTimeInterval(-Self.expiredRetention))")
+            if let previous { try connection.execute("DELETE FROM console_sessions WHERE session_hash = \(previous)") }
             try connection.execute(
                 """
                 INSERT INTO console_sessions (session_hash, key_id, csrf_token, created_at, expires_at)

@@ -248,9 +248,10 @@ struct TokenizationAuthorization: Sendable {
         return methods
     }
 
-    /// The request facts explain needs; the PAN only as its BIN and last four.
+    /// The request facts explain needs; of the card only its last four digits (no BIN, no
+    /// expiry: analysts see attempts, and only the last four of a PAN may reach them).
     private func facts(_ body: TokenizationAuthorizeRequest, pan: PrimaryAccountNumber) -> [String: JSONValue] {
-        var facts: [String: JSONValue] = ["channel": "tsp", "panMasked": .string(pan.masked), "expiration": .string(body.card.expiration)]
+        var facts: [String: JSONValue] = ["channel": "tsp", "lastFour": .string(pan.lastFour)]
         if let device = body.device {
             var object: [String: JSONValue] = [:]
             for (key, value) in [("id", device.id), ("type", device.type), ("name", device.name), ("locale", device.locale), ("ipAddress", device.ipAddress)] {

@@ -15,6 +15,7 @@ enum AttemptRoutes {
             }
             let body = try context.database.withConnection { connection -> [String: JSONValue]? in
                 guard var attempt = try AttemptStore.find(attemptID, connection: connection) else { return nil }
+                attempt["facts"] = attempt["facts"].map(onlyLastFour)
                 attempt["token"] = try token(of: attemptID, connection: connection)
                 attempt["lastFour"] = try lastFour(of: attempt["cardId"], connection: connection)
                 attempt["replay"] = try replay(attemptID, with: context.rules.current, connection: connection)
@@ -24,6 +25,18 @@ enum AttemptRoutes {
             guard let body else { throw DecisionErrors.attemptNotFound() }
             return try .json(JSONValue.object(body))
         }
+    }
+
+    /// Facts with no more of the card than its last four digits. TSP attempts stored before
+    /// 2026-12-02 kept the PAN masked to its BIN and last four, and the card's expiry: shown
+    /// here as their last four only.
+    static func onlyLastFour(_ facts: JSONValue) -> JSONValue {
+        guard case .object(var members) = facts else { return facts }
+        if case .string(let masked)? = members.removeValue(forKey: "panMasked"), members["lastFour"] == nil {
+            members["lastFour"] = .string(String(masked.suffix(4)))
+        }
+        members["expiration"] = nil
+        return .object(members)
     }
 
     /// The decision re-run with the serving ruleset, velocity as stored, as `issuerd rules explain`

@@ -7,7 +7,23 @@ import IssuerdPostgres
 /// A database that is down or saturated is not the client's fault and not a bug: it is a 503
 /// `database_unavailable` with `Retry-After`, so load balancers and apps back off and retry.
 struct RouteTable {
-    private(set) var router = Router()
+    private(set) var router: Router = {
+        var router = Router()
+        router.finishing = RouteTable.finish
+        return router
+    }()
+
+    /// Headers by path, on every answer, errors included: nothing under `/v1/` may be kept by a
+    /// browser or a proxy (every answer is for one authenticated caller, and the console reads
+    /// attempts through these routes with its cookie), and everything under `/console` carries
+    /// the console's security headers (``ConsoleRoutes/secured(_:cache:)``), its refusals too.
+    @Sendable static func finish(_ request: HTTPRequest, _ response: inout HTTPResponse) {
+        if request.path.hasPrefix("/v1/") {
+            if response.headers["Cache-Control"] == nil { response.headers.set("Cache-Control", "no-store") }
+        } else if request.path == "/console" || request.path.hasPrefix("/console/") {
+            response = ConsoleRoutes.secured(response, cache: response.headers["Cache-Control"] ?? "no-store")
+        }
+    }
 
     /// Registers a handler behind the error mapping.
     mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Router.Handler) {

@@ -59,11 +59,13 @@ enum RulesRoutes {
                 let failure = RulesetFailureView(at: context.now, message: error.description, diagnostics: error.diagnostics)
                 throw rulesetInvalid(failure, message: "the candidate rules do not compile")
             }
-            // The page's read-ahead of this period may be under way: its hours are then kept soon.
-            context.backtestPreparation.waitWhileReading(since: window.since, until: window.until, now: context.now, timeout: .seconds(3))
-            let outcome = try HistoryBacktest.run(
-                current: current, candidate: candidate, since: window.since, until: window.until, limit: window.limit,
-                database: context.database, cache: context.backtestCache, now: context.now)
+            let outcome = try context.backtestGate.run {
+                // The page's read-ahead of this period may be under way: its hours are then kept soon.
+                context.backtestPreparation.waitWhileReading(since: window.since, until: window.until, now: context.now, timeout: .seconds(3))
+                return try HistoryBacktest.run(
+                    current: current, candidate: candidate, since: window.since, until: window.until, limit: window.limit,
+                    database: context.database, cache: context.backtestCache, now: context.now)
+            }
             switch outcome {
             case .tooManyAttempts(let found, let limit):
                 throw HTTPError(

@@ -22,6 +22,11 @@ public struct Router: Sendable {
 
     private var entries: [Entry] = []
 
+    /// Called with every response before it leaves, whatever produced it (a handler, a thrown
+    /// error, a 404 or 405): headers that depend on the path rather than on the outcome
+    /// (caching, a page's security policy) belong here, so that no error answer goes without them.
+    public var finishing: @Sendable (HTTPRequest, inout HTTPResponse) -> Void = { _, _ in }
+
     /// Creates a router with no routes.
     public init() {}
 
@@ -107,6 +112,7 @@ public struct Router: Sendable {
             routed.logger = request.logger.with(["route": .string(pattern)])
             response = Self.invoke(handler, with: routed)
         }
+        finishing(request, &response)
         response.headers.set(RequestIdentifier.headerName, request.requestId)
         return (response, route)
     }

@@ -226,4 +226,90 @@ struct ConsoleSessionTests {
         #expect(!ConsoleSessions.csrfMatches(String(token.dropLast()) + "u", token))
         #expect(!ConsoleSessions.csrfMatches(token + "t", token))
     }
+
+    @Test("Nothing under /v1/ may be cached, and console refusals carry the console's headers")
+    func cachingAndRefusalHeaders() throws {
+        let app = try TestApplication()
+        let (cookie, _) = try session(try signIn(app, key: try app.apiKey(role: .analyst)))
+        for path in ["/v1/admin/attempts", "/v1/admin/rules", "/v1/admin/attempts/00000000-0000-0000-0000-000000000000"] {
+            #expect(try send(app, "GET", path, headers: ["Cookie": cookie]).header("Cache-Control") == "no-store", "\(path)")
+        }
+        #expect(try send(app, "GET", "/v1/admin/rules").header("Cache-Control") == "no-store", "a 401 too")
+        for refusal in [try signIn(app, key: "not a key"), try send(app, "DELETE", "/console/session", headers: ["Cookie": cookie]),
+                        try send(app, "GET", "/console/no-such-page")] {
+            #expect(refusal.status >= 400)
+            #expect(refusal.header("Content-Security-Policy") == ConsoleRoutes.contentSecurityPolicy)
+            #expect(refusal.header("Cache-Control") == "no-store")
+            #expect(refusal.header("X-Frame-Options") == "DENY")
+        }
+        #expect(try send(app, "GET", "/console/assets/console.js").header("Cache-Control") == "no-cache")
+    }
+
+    @Test("An attempt reaches the console with the card's last four only: no BIN, no expiry, also for older rows")
+    func attemptShowsOnlyLastFour() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let answer = try app.postAsTSP("/v1/tsp/tokenization/authorize", DecisionFixtures.authorizeBody(expiration: "12/30"))
+        let attemptID = try #require(answer.jsonObject()?["attemptId"] as? String)
+        let (cookie, _) = try session(try signIn(app, key: try app.apiKey(role: .analyst)))
+        func facts() throws -> [String: Any] {
+            let detail = try send(app, "GET", "/v1/admin/attempts/\(attemptID)", headers: ["Cookie": cookie])
+            #expect(detail.status == 200)
+            #expect(!detail.text.contains(String(DecisionFixtures.visaPAN.prefix(6))) && !detail.text.contains("12/30"), "\(detail.text)")
+            return try #require(detail.jsonObject()?["facts"] as? [String: Any])
+        }
+        #expect(try facts()["lastFour"] as? String == String(DecisionFixtures.visaPAN.suffix(4)))
+        // A row written before: its masked PAN and expiry are stored, and still not shown.
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                """
+                UPDATE provisioning_attempts SET facts = (facts - 'lastFour')
+                    || jsonb_build_object('panMasked', \(String(DecisionFixtures.visaPAN.prefix(6)) + "******" + String(DecisionFixtures.visaPAN.suffix(4)))::text, 'expiration', '12/30')
+                WHERE attempt_id = \(try #require(UUID(uuidString: attemptID)))
+                """)
+        }
+        let old = try facts()
+        #expect(old["lastFour"] as? String == String(DecisionFixtures.visaPAN.suffix(4)))
+        #expect(old["panMasked"] == nil && old["expiration"] == nil)
+    }
+
+    @Test("Signing in again ends the session the browser had; an expired cookie still reads as expired after others sign in")
+    func signInReplacesSession() throws {
+        let app = try TestApplication()
+        let key = try app.apiKey(role: .analyst)
+        let (first, _) = try session(try signIn(app, key: key))
+        let second = try signIn(app, key: key, headers: ["Cookie": first])
+        #expect(second.status == 201)
+        #expect(try send(app, "GET", "/console/session", headers: ["Cookie": first]).status == 401)
+        let (current, _) = try session(second)
+        #expect(try send(app, "GET", "/console/session", headers: ["Cookie": current]).status == 200)
+        // Expired, then someone else signs in (which prunes long-expired rows only).
+        try app.pool.withConnection { try $0.execute("UPDATE console_sessions SET expires_at = now() - interval '1 hour'") }
+        _ = try signIn(app, key: key)
+        let expired = try send(app, "GET", "/v1/admin/rules", headers: ["Cookie": current])
+        #expect(expired.status == 401)
+        #expect(expired.text.contains("session_expired"))
+        try app.pool.withConnection { try $0.execute("UPDATE console_sessions SET expires_at = now() - interval '8 days'") }
+        _ = try signIn(app, key: key)
+        #expect(try count(app, "SELECT count(*) AS n FROM console_sessions") == 1)
+    }
+
+    @Test("One backtest at a time per instance: another is 429 backtest_busy with Retry-After, nothing run")
+    func oneBacktestAtATime() throws {
+        let app = try TestApplication()
+        let (cookie, csrf) = try session(try signIn(app, key: try app.apiKey(role: .analyst)))
+        let body = #"{"rules":"rule x.y\n  title \"t\"\n  outcome orange\n  reason R\n  owner o\n  when card.country == \"FR\"\nend\n","since":"2020-01-01T00:00:00Z","until":"2020-01-02T00:00:00Z"}"#
+        let headers = ["Cookie": cookie, "Content-Type": "application/json", "X-CSRF-Token": csrf]
+        let gate = app.application.context.backtestGate
+        #expect(gate.enter())
+        let busy = try send(app, "POST", "/v1/admin/rules/backtest", headers: headers, body: body)
+        gate.leave()
+        #expect(busy.status == 429)
+        #expect(busy.header("Retry-After") == "1")
+        #expect(busy.jsonObject().flatMap { ($0["error"] as? [String: Any])?["code"] as? String } == "backtest_busy")
+        #expect(try send(app, "POST", "/v1/admin/rules/backtest", headers: headers, body: body).status == 200)
+        #expect(gate.enter(), "the finished run gave its place back")
+        gate.leave()
+    }
 }

@@ -142,7 +142,7 @@ struct SequentialTokenizationReference {
     }
 
     private func facts(_ body: TokenizationAuthorizeRequest, pan: PrimaryAccountNumber) -> [String: JSONValue] {
-        var facts: [String: JSONValue] = ["channel": "tsp", "panMasked": .string(pan.masked), "expiration": .string(body.card.expiration)]
+        var facts: [String: JSONValue] = ["channel": "tsp", "lastFour": .string(pan.lastFour)]
         if let device = body.device {
             var object: [String: JSONValue] = [:]
             for (key, value) in [("id", device.id), ("type", device.type), ("name", device.name), ("locale", device.locale), ("ipAddress", device.ipAddress)] {
