@@ -53,7 +53,9 @@ enum AdminValidation {
     /// ``text(_:field:maxLength:allowEmpty:)`` for any string (Unicode blanks and control characters).
     static func unicodeText(_ value: String, field: String, maxLength: Int, allowEmpty: Bool = false) throws -> String {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard trimmed.count <= maxLength, allowEmpty || !trimmed.isEmpty else {
+        // Counted in Unicode scalars, as PostgreSQL's length() counts the column's CHECK: in
+        // characters as people see them, "e" + U+0301 is one, and 128 of them are 256 for the table.
+        guard trimmed.unicodeScalars.count <= maxLength, allowEmpty || !trimmed.isEmpty else {
             throw invalid(field, allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
         }
         guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {

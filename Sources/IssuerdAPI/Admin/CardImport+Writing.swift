@@ -31,12 +31,16 @@ extension CardImport {
         case customerNotFound
         case cardIDExists
         case accountNumberExists
+        /// A value the table's CHECK or type refused that the line's validation let through
+        /// (a defect of that validation; named by the constraint, never by the value).
+        case valueRefused(constraint: String?)
 
         var message: String {
             switch self {
             case .customerNotFound: "no such customer"
             case .cardIDExists: "a card with this cardId already exists"
             case .accountNumberExists: "a card with this account number already exists"
+            case .valueRefused(let constraint): "a value is refused by the database" + (constraint.map { " (\($0))" } ?? "")
             }
         }
     }
@@ -217,6 +221,9 @@ extension CardImport {
             // first: a line repeating both an id and a PAN is refused for its id, as the API does.
             guard let line = error.copyLine, (1...count).contains(line) else { throw error }
             return (line - 1, error.constraint == "cards_pkey" ? .cardIDExists : .accountNumberExists)
+        } catch let error as PostgresError where error.isRejectedValue {
+            guard let line = error.copyLine, (1...count).contains(line) else { throw error }
+            return (line - 1, .valueRefused(constraint: error.constraint))
         }
         try connection.copyIn(unsafeSQL: "COPY card_status_history (\(historyColumns)) FROM STDIN") { writer in
             try chunk.send(\.history, ends: \.historyRowEnds, count: count, to: writer)

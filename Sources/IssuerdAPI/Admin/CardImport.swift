@@ -28,6 +28,12 @@ public enum CardImport {
     /// Lines encoded per worker and chunk: big enough that a chunk's COPY write dwarfs the
     /// hand-over, small enough that two chunks in flight stay a few megabytes.
     static let linesPerSlice = 4096
+    /// The phase told last, just before the transaction's COMMIT is sent.
+    public static let committingPhase = "committing"
+    /// The most lines in one chunk (of the three alive at once: read, encoded, written) …
+    static let maximumChunkLines = 64 * 1024
+    /// … and the most bytes of lines: memory stays flat whatever `workers` or the lines' length.
+    static let maximumChunkBytes = 32 * 1024 * 1024
 
     /// A customer the import had just seen stored was gone when its chunk was planned again
     /// (nothing deletes customers; a defect if it happens): the import stops, nothing kept.
@@ -92,14 +98,28 @@ public enum CardImport {
                 var sent = 0
                 var reported = 0
                 var ended = false
+                // A chunk is bounded in lines and in bytes, whatever `workers` asks for.
+                let chunkLines = min(workers * linesPerSlice, maximumChunkLines)
                 while !ended, failure == nil, !writer.hasStopped {
                     var lines: [(Int, [UInt8])] = []
-                    lines.reserveCapacity(workers * linesPerSlice)
-                    while lines.count < workers * linesPerSlice {
-                        guard let line = try reader.next() else {
+                    lines.reserveCapacity(chunkLines)
+                    var bytes = 0
+                    // A line too long to read ends the reading, but the lines before it are still
+                    // checked: the first bad record may be one of them (or in the database's answer).
+                    var tooLong: LineFailure?
+                    while lines.count < chunkLines, bytes < maximumChunkBytes {
+                        let line: (Int, [UInt8])?
+                        do {
+                            line = try reader.next()
+                        } catch let error as LineReader.LineTooLong {
+                            tooLong = LineFailure(line: error.line, message: error.message)
+                            line = nil
+                        }
+                        guard let line else {
                             ended = true
                             break
                         }
+                        bytes += line.1.count
                         lines.append(line)
                     }
                     var chunk = Chunk()
@@ -112,6 +132,7 @@ public enum CardImport {
                             break
                         }
                     }
+                    if failure == nil { failure = tooLong }
                     if chunk.cards > 0 { try writer.submit(chunk) }
                     sent += chunk.cards
                     while sent - reported >= max(progressEvery, 1) {
@@ -133,7 +154,7 @@ public enum CardImport {
                         "customersUpdated": String(summary.customersUpdated), "cardIdsSHA256": BinaryEncoding.hexString(digest),
                     ],
                     at: now, connection: connection)
-                phase("committing")
+                phase(committingPhase)
                 return summary
             }
         }

@@ -12,28 +12,44 @@ struct LineReader {
     private var start = 0
     private var lineNumber = 0
     private var finished = false
+    private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
     init(handle: FileHandle, limit: Int) {
         self.handle = handle
         self.limit = limit
     }
 
-    /// The next line (1-based number, bytes without the newline or a trailing `\r`), or nil at the end.
+    /// A line longer than the reader's limit: where it is, so the caller can tell whether an
+    /// earlier line was already bad.
+    struct LineTooLong: Error {
+        let line: Int
+        let limit: Int
+        var message: String { "longer than \(limit) bytes" }
+    }
+
+    /// The next line (1-based number, bytes without the newline or a trailing `\r`), or nil at
+    /// the end. A UTF-8 byte order mark before the first line is not part of it.
     ///
-    /// - Throws: ``CommandInputError`` for a line longer than `limit`.
+    /// - Throws: ``LineTooLong`` for a line longer than `limit` (the reader cannot go on past it).
     mutating func next() throws -> (Int, [UInt8])? {
         var searchFrom = start
         while true {
+            if lineNumber == 0, start == 0, buffer.count >= 3 || finished, buffer.starts(with: Self.byteOrderMark) {
+                start = Self.byteOrderMark.count
+                searchFrom = max(searchFrom, start)
+            }
             if let newline = buffer[searchFrom...].firstIndex(of: 0x0A) {
                 lineNumber += 1
                 var end = newline
                 if end > start, buffer[end - 1] == 0x0D { end -= 1 }
-                guard end - start <= limit else { throw CommandInputError("line \(lineNumber) is longer than \(limit) bytes") }
+                guard end - start <= limit else { throw LineTooLong(line: lineNumber, limit: limit) }
                 let line = Array(buffer[start..<end])
                 start = newline + 1
                 return (lineNumber, line)
             }
-            guard buffer.count - start <= limit else { throw CommandInputError("line \(lineNumber + 1) is longer than \(limit) bytes") }
+            // A read may end between a line's `\r` and its `\n`: the `\r` is not the line's.
+            let pending = buffer.count - start - (buffer.last == 0x0D ? 1 : 0)
+            guard pending <= limit else { throw LineTooLong(line: lineNumber + 1, limit: limit) }
             if finished {
                 guard start < buffer.count else { return nil }
                 lineNumber += 1

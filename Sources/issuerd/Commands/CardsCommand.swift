@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdAPI
+import Synchronization
 
 /// `issuerd cards import FILE.jsonl`: bulk card registration, all or nothing.
 enum CardsCommand: CommandDefinition {
@@ -61,7 +62,10 @@ enum CardsCommand: CommandDefinition {
             try CardImport.run(
                 file: URL(fileURLWithPath: path), actor: OperatorCommandSupport.actor, now: Date(), vault: vault, database: pool,
                 progressEvery: every, workers: workers, progress: { standardError("cards import: \($0) cards") },
-                phase: { standardError("cards import: \($0)") })
+                phase: { phase in
+                    if phase == CardImport.committingPhase { InterruptHandler.committing.store(true, ordering: .sequentiallyConsistent) }
+                    standardError("cards import: \(phase)")
+                })
         }
         standardError("cards import: peak resident memory \(ResourceUsage.peakResidentMebibytes()) MiB")
         print(
@@ -71,12 +75,16 @@ enum CardsCommand: CommandDefinition {
 }
 
 /// Ctrl-C during an import: say so and leave at once. Exiting closes the connection, and the
-/// server rolls the open transaction back, so nothing of the file is kept.
+/// server rolls the open transaction back, so nothing of the file is kept; once the COMMIT is
+/// on its way, the server may finish it whatever the client does, and the message says so.
 ///
 /// Installed explicitly because a process started in the background of a non-interactive
 /// shell inherits SIGINT as ignored (and some parents start children with it blocked), and an
 /// operator's Ctrl-C must still stop the import.
 enum InterruptHandler {
+    /// Set when the import's COMMIT is about to be sent (read by the handler: lock-free).
+    static let committing = Atomic<Bool>(false)
+
     static func install() {
         // Inherited as blocked, SIGINT would stay pending for ever: unblock it too.
         var set = sigset_t()
@@ -85,7 +93,9 @@ enum InterruptHandler {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
         signal(SIGINT) { _ in
             // Only async-signal-safe calls here: write(2) of static bytes, and _exit(2).
-            let message: StaticString = "\ncards import: interrupted: nothing was imported\n"
+            let message: StaticString = InterruptHandler.committing.load(ordering: .sequentiallyConsistent)
+                ? "\ncards import: interrupted while committing: the import may have been kept; look for its cards.imported audit entry (or count the file's cards) before running it again\n"
+                : "\ncards import: interrupted: nothing was imported\n"
             _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
             _exit(130)
         }

@@ -178,6 +178,9 @@ struct AdminCardTests {
             ("cardholderName", "", 400, "invalid_request"),
             ("cardholderName", String(repeating: "N", count: 129), 400, "invalid_request"),
             ("cardholderName", "KIM\u{7}", 400, "invalid_request"),
+            // 100 characters as people see them, 200 Unicode scalars as the table's CHECK counts them.
+            ("cardholderName", String(repeating: "e\u{301}", count: 100), 400, "invalid_request"),
+            ("localizedDescription", String(repeating: "🇰🇷", count: 65), 400, "invalid_request"),
             ("customerId", "nobody", 404, "customer_not_found"),
             ("cardId", "bad id", 400, "invalid_request"),
         ])

@@ -101,6 +101,12 @@ struct CardImportTests {
             ([5: "customer-later"], 5, "no such customer"),
             // A customer that exists nowhere, after a record the database refuses only at the end.
             ([11_000: "unknown-customer"], 11_000, "no such customer"),
+            // A line too long to read, alone; after a bad record of its chunk; after one the database refuses.
+            ([11_999: "too-long"], 11_999, "longer than 16384 bytes"),
+            ([10: "luhn", 20: "too-long"], 10, "Luhn"),
+            ([7: "duplicate-id", 11_999: "too-long"], 7, "a card with this cardId already exists"),
+            // A name of 100 characters as people see them, 200 Unicode scalars as PostgreSQL counts them.
+            ([5: "combining-name"], 5, "cardholderName must be 1 to 128 characters"),
         ])
     func firstBadLine(problems: [Int: String], expectedLine: Int, message: String) throws {
         let app = try TestApplication()
@@ -112,6 +118,9 @@ struct CardImportTests {
                 replacing[number] = line(number, pan: String(pan.dropLast()) + String((Int(String(pan.last!))! + 1) % 10), fields: "{}")
             case "duplicate-id": replacing[number] = line(number, card: "card-1", fields: "{}")
             case "duplicate-pan": replacing[number] = line(number, pan: AdminFixtures.pan(serial: 3), fields: "{}")
+            case "too-long": replacing[number] = String(repeating: "x", count: 20_000)
+            case "combining-name":
+                replacing[number] = line(number, fields: "{}").replacingOccurrences(of: #""KIM""#, with: "\"" + String(repeating: "e\u{301}", count: 100) + "\"")
             case "customer-later":
                 replacing[number] = line(number, customer: "late")
                 replacing[number + 2] = line(number + 2, customer: "late", fields: "{}")
@@ -490,5 +499,94 @@ struct CardImportTests {
         #expect(again.standardOutput.contains("imported 20000 card(s); customers created 10001, updated 9999"), "\(again.standardOutput)")
         #expect(again.standardError.contains("peak resident memory"))
         #expect(try count(app, "cards") == 20_000)
+    }
+
+    @Test("A byte order mark before the first line is not part of it, whether that line is a record, a comment or blank")
+    func byteOrderMark() throws {
+        for first in [line(1, fields: "{}"), "# cards of 2026-12-02", ""] {
+            let app = try TestApplication()
+            let url = app.directory.appendingPathComponent("bom.jsonl")
+            try FileManager.default.createDirectory(at: app.directory, withIntermediateDirectories: true)
+            try Data([0xEF, 0xBB, 0xBF] + Array((first + "\n" + line(2, fields: "{}") + "\n").utf8)).write(to: url)
+            let summary = try CardImport.run(file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool)
+            #expect(summary.cards == (first.hasPrefix("{") ? 2 : 1), "\(first)")
+        }
+    }
+
+    @Test("A CRLF line of exactly the limit is taken whether or not a read ends between its \\r and \\n")
+    func crlfAtTheLimit() throws {
+        let app = try TestApplication()
+        // Comment lines, then a comment line of exactly the limit whose "\r" is the first read's last byte (64 KiB).
+        let limit = CardImport.maximumLineBytes
+        var prefix = ""
+        while 65_535 - limit - prefix.utf8.count > limit {
+            prefix += "#" + String(repeating: "p", count: limit - 2) + "\r\n"
+        }
+        let filler = 65_535 - limit - prefix.utf8.count
+        if filler > 0 { prefix += "#" + String(repeating: "f", count: filler - 3) + "\r\n" }
+        #expect(prefix.utf8.count == 65_535 - limit)
+        let atLimit = "#" + String(repeating: "x", count: limit - 1)
+        let text = prefix + atLimit + "\r\n" + line(1, fields: "{}") + "\r\n"
+        #expect(Array(text.utf8)[65_535] == 0x0D)
+        let url = app.directory.appendingPathComponent("crlf.jsonl")
+        try FileManager.default.createDirectory(at: app.directory, withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+        #expect(try CardImport.run(file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool).cards == 1)
+        // One byte more is refused, naming the line.
+        try Data((prefix + atLimit + "y\r\n" + line(1, fields: "{}") + "\r\n").utf8).write(to: url)
+        #expect(throws: CommandInputError.self) { try CardImport.run(file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool) }
+    }
+
+    @Test("Ctrl-C once the COMMIT is on its way says the import may have been kept, and it is all or nothing")
+    func interruptedWhileCommitting() throws {
+        let app = try TestApplication()
+        let file = try bigFile(app, count: 3_000)
+        // A deferred trigger on one card holds the COMMIT for 3 s, long enough to interrupt it.
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                """
+                CREATE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$
+                """)
+            try connection.execute(
+                """
+                CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON cards DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW WHEN (NEW.card_id = 'card-1') EXECUTE FUNCTION test_slow_commit()
+                """)
+        }
+        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
+        let process = Process()
+        process.executableURL = CommandLineRunner.executable
+        process.arguments = ["cards", "import", file.path]
+        process.environment = ["PATH": "/usr/bin:/bin", "USER": "tester"].merging(environment) { $1 }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        var seen = ""
+        while !seen.contains("cards import: committing") {
+            let data = errors.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            seen += String(decoding: data, as: UTF8.self)
+        }
+        #expect(seen.contains("cards import: committing"), "\(seen)")
+        Thread.sleep(forTimeInterval: 0.5)  // the COMMIT sent, the server in the trigger
+        kill(process.processIdentifier, SIGINT)
+        seen += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        #expect(seen.contains("interrupted while committing: the import may have been kept"), "\(seen)")
+        #expect(!seen.contains("nothing was imported"), "\(seen)")
+        // All or nothing, once the server is done with the session.
+        var cards: Int64 = -1
+        for _ in 0..<100 {
+            let busy = try app.pool.withConnection {
+                try $0.query("SELECT count(*) AS n FROM pg_stat_activity WHERE query LIKE 'COMMIT%' AND pid <> pg_backend_pid()").first!.decode("n", as: Int64.self)
+            }
+            cards = try count(app, "cards")
+            if busy == 0 { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(cards == 0 || cards == 3_000, "\(cards)")
     }
 }
