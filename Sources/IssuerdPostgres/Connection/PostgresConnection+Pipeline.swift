@@ -136,6 +136,11 @@ extension PostgresConnection {
         file: String = #fileID, line: Int = #line
     ) throws -> T {
         try refuseInsideImplicitTransaction(file: file, line: line)
+        // Inside ``transaction(isolation:_:)`` its statements would join the open transaction
+        // and a failing body's ROLLBACK would end that one: a transaction cannot nest.
+        guard PQtransactionStatus(handle) != PQTRANS_INTRANS, PQtransactionStatus(handle) != PQTRANS_INERROR else {
+            throw PostgresError(code: .other, message: "a pipelined transaction cannot run inside another transaction", file: file, line: line)
+        }
         guard isolation == .readCommitted else {
             return try explicitPipelinedTransaction(isolation: isolation, opening: opening, body, file: file, line: line)
         }

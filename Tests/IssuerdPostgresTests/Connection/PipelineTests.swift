@@ -199,6 +199,17 @@ import Testing
                     }
                 }
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
+                // Nor inside an explicit transaction, whose work a failing body's ROLLBACK would end.
+                try connection.transaction { connection in
+                    try connection.execute("INSERT INTO ledger VALUES (\(Int32(3)))")
+                    #expect(throws: PostgresError.self) {
+                        try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(4)))"]) { _, _ -> (value: Void, closing: [PostgresQuery]) in
+                            throw PostgresError(code: .other, message: "the body fails")
+                        }
+                    }
+                }
+                #expect(try connection.query("SELECT string_agg(n::text, ',') AS n FROM ledger")[0].decode("n", as: String?.self) == "3")
+                try connection.execute("DELETE FROM ledger")
                 // Sessions run READ COMMITTED whatever the server's default (the implicit transaction takes it).
                 #expect(try connection.query("SHOW default_transaction_isolation")[0].decode("default_transaction_isolation", as: String.self) == "read committed")
             }
