@@ -221,8 +221,8 @@ struct BacktestHistory {
                 let cursor = "issuerd_backtest_attempts"
                 let query: PostgresQuery = """
                     DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
-                    SELECT a.attempt_id::text, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
-                           a.inputs::text, CASE WHEN \(useRecorded) THEN a.features::text ELSE '{}' END,
+                    SELECT a.attempt_id, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
+                           a.inputs, CASE WHEN \(useRecorded) THEN a.features ELSE '{}'::json END,
                            \(unsafeSQL: keepFeatures ? BacktestWindowCache.rowHashSQL : "0::int8")
                     FROM provisioning_attempts a
                     WHERE a.created_at >= \(from) AND a.created_at < \(to)

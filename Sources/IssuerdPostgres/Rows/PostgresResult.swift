@@ -10,6 +10,9 @@ final class PostgresResult: @unchecked Sendable {
     let rowCount: Int
     let commandTag: String
     let affectedRows: Int
+    /// True when the values are in binary format (a `BINARY` cursor's rows), each column in its
+    /// type's send format; false for text, the format of every other result.
+    @usableFromInline let isBinary: Bool
 
     /// The column names, types and name lookup, shared by the results of one prepared statement.
     @usableFromInline let columns: PostgresColumns
@@ -28,12 +31,13 @@ final class PostgresResult: @unchecked Sendable {
         columns = known.flatMap { $0.describes(handle) ? $0 : nil } ?? PostgresColumns(of: handle)
         commandTag = PQcmdStatus(handle).map { String(cString: $0) } ?? ""
         affectedRows = PQcmdTuples(handle).flatMap { Int(String(cString: $0)) } ?? 0
+        isBinary = PQbinaryTuples(handle) == 1
     }
 
     deinit { PQclear(handle) }
 
-    /// Calls `body` with the text-format bytes at a row and column where libpq holds them (nil
-    /// for SQL NULL), valid only during the call.
+    /// Calls `body` with the bytes at a row and column where libpq holds them, in the result's
+    /// format (``isBinary``; nil for SQL NULL), valid only during the call.
     @usableFromInline
     func withBytes<R, E: Error>(row: Int, column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws(E) -> R) throws(E) -> R {
         let row32 = Int32(row), column32 = Int32(column)

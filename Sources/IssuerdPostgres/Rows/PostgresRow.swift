@@ -6,6 +6,9 @@ public struct PostgresRow: Sendable {
     /// Column names in result order.
     public var columns: [String] { result.columnNames }
 
+    /// True when the row's values are in binary format (a `BINARY` cursor's rows).
+    public var isBinary: Bool { result.isBinary }
+
     /// Decodes the column called `column`.
     ///
     /// - Parameters:
@@ -39,6 +42,7 @@ public struct PostgresRow: Sendable {
         do throws(PostgresDecodingFailure) {
             return try result.withBytes(row: row, column: index) { bytes throws(PostgresDecodingFailure) in
                 guard let bytes else { return try T.postgresNull() }
+                if result.isBinary { return try T(postgresBinary: bytes, dataType: result.columnTypes[index]) }
                 return try T(postgresBytes: bytes, dataType: result.columnTypes[index])
             }
         } catch {
@@ -46,9 +50,10 @@ public struct PostgresRow: Sendable {
         }
     }
 
-    /// Calls `body` with the text-format bytes of the column at `index` where libpq holds them
-    /// (nil for SQL NULL), valid only during the call: for parsing a large value in place (a
-    /// backtest's JSON documents) instead of through a `String`.
+    /// Calls `body` with the bytes of the column at `index` where libpq holds them (nil for SQL
+    /// NULL), valid only during the call: for parsing a large value in place (a backtest's JSON
+    /// documents) instead of through a `String`. They are in the result's format: text, or in a
+    /// binary result (``isBinary``) the type's send format (for `text` and `json`, the same bytes).
     ///
     /// - Throws: ``PostgresError`` with code ``PostgresError/Code/decoding`` when there is no
     ///   such column, or what `body` throws.

@@ -18,28 +18,49 @@ extension FixedWidthInteger {
     }
 }
 
+extension FixedWidthInteger {
+    fileprivate init(postgresBinaryInteger bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        guard let value = Self(exactly: try PostgresBinary.integer(bytes, dataType: dataType)) else {
+            throw .malformed(reason: "integer out of range for \(Self.self)")
+        }
+        self = value
+    }
+}
+
 extension Int: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int8 }
     public var postgresBindValue: PostgresBindValue { .text(String(self)) }
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        try self.init(postgresBinaryInteger: bytes, dataType: dataType)
+    }
 }
 
 extension Int64: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int8 }
     public var postgresBindValue: PostgresBindValue { .text(String(self)) }
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        try self.init(postgresBinaryInteger: bytes, dataType: dataType)
+    }
 }
 
 extension Int32: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int4 }
     public var postgresBindValue: PostgresBindValue { .text(String(self)) }
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        try self.init(postgresBinaryInteger: bytes, dataType: dataType)
+    }
 }
 
 extension Int16: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int2 }
     public var postgresBindValue: PostgresBindValue { .text(String(self)) }
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        try self.init(postgresBinaryInteger: bytes, dataType: dataType)
+    }
 }
 
 extension Bool: PostgresEncodable, PostgresDecodable {
@@ -53,6 +74,12 @@ extension Bool: PostgresEncodable, PostgresDecodable {
         case "f": self = false
         default: throw .malformed(reason: "boolean is neither t nor f")
         }
+    }
+
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        guard dataType == .bool else { throw .typeMismatch }
+        guard bytes.count == 1, bytes[0] <= 1 else { throw .malformed(reason: "boolean is neither 0 nor 1") }
+        self = bytes[0] == 1
     }
 }
 

@@ -17,6 +17,37 @@ extension String: PostgresEncodable, PostgresDecodable {
         guard cell.dataType != .bytea else { throw .typeMismatch }
         self = cell.text
     }
+
+    /// In binary, the text types and `json` are their UTF-8 text (`jsonb` after a version
+    /// byte), and a `uuid` its 16 bytes, written here as PostgreSQL prints it. Other types'
+    /// binary forms are not text: refused.
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        switch dataType {
+        case .text, .varchar, .bpchar, .name, .json, .unknown:
+            self = String(decoding: bytes, as: UTF8.self)
+        case .jsonb:
+            guard bytes.first == 1 else { throw .malformed(reason: "unknown jsonb version") }
+            self = String(decoding: UnsafeBufferPointer(rebasing: bytes.dropFirst()), as: UTF8.self)
+        case .uuid:
+            guard bytes.count == 16 else { throw .malformed(reason: "a uuid is 16 bytes") }
+            self = String(unsafeUninitializedCapacity: 36) { text in
+                let digits = Array("0123456789abcdef".utf8)
+                var at = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[at] = UInt8(ascii: "-")
+                        at += 1
+                    }
+                    text[at] = digits[Int(byte >> 4)]
+                    text[at + 1] = digits[Int(byte & 0x0F)]
+                    at += 2
+                }
+                return at
+            }
+        default:
+            throw .typeMismatch
+        }
+    }
 }
 
 extension UUID: PostgresEncodable, PostgresDecodable {
@@ -27,6 +58,13 @@ extension UUID: PostgresEncodable, PostgresDecodable {
         try cell.require(uuidTypes)
         guard let uuid = UUID(uuidString: cell.text) else { throw .malformed(reason: "not a UUID") }
         self = uuid
+    }
+
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        guard dataType == .uuid else { throw .typeMismatch }
+        guard bytes.count == 16 else { throw .malformed(reason: "a uuid is 16 bytes") }
+        self = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 }
 

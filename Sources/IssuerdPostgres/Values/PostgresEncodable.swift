@@ -40,6 +40,12 @@ public protocol PostgresDecodable {
     /// bytes (`Date`) reads them in place, without a `String` in between.
     init(postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure)
 
+    /// Decodes a non-NULL column value from PostgreSQL's binary send format for `dataType`,
+    /// where libpq holds it (valid only during the call): for a result read in binary (a
+    /// `BINARY` cursor, ``PostgresRows/isBinary``). The default refuses; the types a backtest
+    /// reads in bulk (text, uuid, timestamps, integers, booleans) read it.
+    init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure)
+
     /// The value for SQL NULL; non-optional types throw ``PostgresDecodingFailure/unexpectedNull``.
     static func postgresNull() throws(PostgresDecodingFailure) -> Self
 }
@@ -54,13 +60,40 @@ extension PostgresDecodable {
     public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
         try self.init(postgresCell: PostgresCell(dataType: dataType, text: String(decoding: bytes, as: UTF8.self)))
     }
+
+    /// No binary form is read for this type: refused, rather than misread as text.
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        throw .malformed(reason: "read in binary format, which \(Self.self) does not decode")
+    }
+}
+
+/// Reading PostgreSQL's binary send formats: big-endian integers of the column's width.
+enum PostgresBinary {
+    /// The big-endian integer in `bytes` (2, 4 or 8 of them, as `dataType` says).
+    static func integer(_ bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) -> Int64 {
+        let width: Int
+        switch dataType {
+        case .int2: width = 2
+        case .int4, .oid: width = 4
+        case .int8: width = 8
+        default: throw .typeMismatch
+        }
+        guard bytes.count == width else { throw .malformed(reason: "\(bytes.count) bytes for a \(width)-byte integer") }
+        var value: UInt64 = 0
+        for byte in bytes { value = value << 8 | UInt64(byte) }
+        // Sign-extend from the column's width (oid is unsigned).
+        if dataType == .oid { return Int64(value) }
+        let shift = UInt64(64 - 8 * width)
+        return Int64(bitPattern: value << shift) >> Int64(shift)
+    }
 }
 
 /// A non-NULL column value handed to ``PostgresDecodable/init(postgresCell:)``.
 public struct PostgresCell: Sendable {
     /// The column's type as reported by the server.
     public let dataType: PostgresDataType
-    /// The value in PostgreSQL's text output syntax (results are always requested as text).
+    /// The value in PostgreSQL's text output syntax (results are read as text, except those of
+    /// ``PostgresConnection/queryBinary(_:file:line:)``, which never make a cell).
     public let text: String
 
     /// Creates a cell.
@@ -108,6 +141,11 @@ extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
     @inlinable
     public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
         self = .some(try Wrapped(postgresBytes: bytes, dataType: dataType))
+    }
+
+    @inlinable
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        self = .some(try Wrapped(postgresBinary: bytes, dataType: dataType))
     }
 
     @inlinable

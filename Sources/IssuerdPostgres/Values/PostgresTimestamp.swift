@@ -23,6 +23,16 @@ extension Date: PostgresEncodable, PostgresDecodable {
         guard timestampTypes.contains(dataType) else { throw .typeMismatch }
         self = try PostgresTimestamp.parse(text: bytes)
     }
+
+    /// Microseconds since 2000-01-01 00:00 UTC, big-endian; the extremes are `±infinity`. The
+    /// same `Date` as the text form gives (both count microseconds from the reference date).
+    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+        guard timestampTypes.contains(dataType) else { throw .typeMismatch }
+        let micros = try PostgresBinary.integer(bytes, dataType: .int8)
+        if micros == .max { self = .distantFuture; return }
+        if micros == .min { self = .distantPast; return }
+        self = Date(timeIntervalSinceReferenceDate: Double(micros - PostgresTimestamp.postgresEpochMicroseconds) / 1_000_000)
+    }
 }
 
 /// Conversion between `Date` and PostgreSQL's ISO timestamp text, by civil-calendar arithmetic
@@ -31,6 +41,8 @@ extension Date: PostgresEncodable, PostgresDecodable {
 enum PostgresTimestamp {
     /// Seconds from 1970-01-01 to 2001-01-01, Foundation's reference date.
     private static let referenceOffset: Int64 = 978_307_200
+    /// Microseconds from PostgreSQL's epoch (2000-01-01) to Foundation's reference date (366 days).
+    static let postgresEpochMicroseconds: Int64 = 366 * 86_400 * 1_000_000
     /// PostgreSQL accepts years up to 294276 AD; anything beyond is sent as `infinity`.
     private static let limitMicroseconds: Double = 9.2e18
 
