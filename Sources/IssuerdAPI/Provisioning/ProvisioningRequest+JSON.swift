@@ -12,23 +12,11 @@ extension ProvisioningRequest {
             case .string(let nonce)? = members["nonce"],
             case .string(let nonceSignature)? = members["nonceSignature"]
         else { return nil }
-        var certificates: [String] = []
-        certificates.reserveCapacity(items.count)
-        for item in items {
-            guard case .string(let certificate) = item else { return nil }
-            certificates.append(certificate)
-        }
-        guard let encryptionScheme = JSONValue.optionalString(members["encryptionScheme"]),
-            let channel = JSONValue.optionalString(members["channel"])
+        guard let certificates = JSONValue.strings(items),
+            let encryptionScheme = JSONValue.optionalString(members["encryptionScheme"]),
+            let channel = JSONValue.optionalString(members["channel"]),
+            let device = JSONValue.optionalObject(members["device"], DeviceInfo.init(fields:))
         else { return nil }
-        var device: DeviceInfo?
-        switch members["device"] {
-        case nil, .null?: device = nil
-        case .object(let fields)?:
-            guard let parsed = DeviceInfo(fields: fields) else { return nil }
-            device = parsed
-        default: return nil
-        }
         self.init(
             certificates: certificates, nonce: nonce, nonceSignature: nonceSignature, encryptionScheme: encryptionScheme,
             channel: channel, device: device)
@@ -56,5 +44,27 @@ extension JSONValue {
         case .string(let text)?: .some(text)
         default: nil
         }
+    }
+
+    /// An optional object member read by `read`, as `decodeIfPresent` reads a nested
+    /// `Decodable`: absent or null is `.some(nil)`, an object `read` takes `.some(value)`, an
+    /// object it declines or any other type nil (refused).
+    static func optionalObject<T>(_ value: JSONValue?, _ read: ([String: JSONValue]) -> T?) -> T?? {
+        switch value {
+        case nil, .null?: .some(nil)
+        case .object(let fields)?: read(fields).map { .some($0) }
+        default: nil
+        }
+    }
+
+    /// The items as strings, or nil when one is not a string.
+    static func strings(_ items: [JSONValue]) -> [String]? {
+        var strings: [String] = []
+        strings.reserveCapacity(items.count)
+        for item in items {
+            guard case .string(let text) = item else { return nil }
+            strings.append(text)
+        }
+        return strings
     }
 }

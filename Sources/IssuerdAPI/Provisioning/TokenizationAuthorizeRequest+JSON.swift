@@ -15,24 +15,10 @@ extension TokenizationAuthorizeRequest {
             case .string(let expiration)? = cardFields["expiration"],
             let tokenRequestorId = JSONValue.optionalString(members["tokenRequestorId"]),
             let tokenizationSource = JSONValue.optionalString(members["tokenizationSource"]),
-            let activeTokenCount = JSONValue.optionalInt(members["activeTokenCount"])
+            let activeTokenCount = JSONValue.optionalInt(members["activeTokenCount"]),
+            let device = JSONValue.optionalObject(members["device"], DeviceInfo.init(fields:)),
+            let wallet = JSONValue.optionalObject(members["wallet"], WalletSignals.init(fields:))
         else { return nil }
-        var device: DeviceInfo?
-        switch members["device"] {
-        case nil, .null?: device = nil
-        case .object(let fields)?:
-            guard let parsed = DeviceInfo(fields: fields) else { return nil }
-            device = parsed
-        default: return nil
-        }
-        var wallet: WalletSignals?
-        switch members["wallet"] {
-        case nil, .null?: wallet = nil
-        case .object(let fields)?:
-            guard let parsed = WalletSignals(fields: fields) else { return nil }
-            wallet = parsed
-        default: return nil
-        }
         self.init(
             requestId: requestId, tokenReference: tokenReference, tokenRequestorId: tokenRequestorId,
             tokenizationSource: tokenizationSource, card: CardCredentials(accountNumber: accountNumber, expiration: expiration),
@@ -49,16 +35,11 @@ extension WalletSignals {
             let recommendedDecision = JSONValue.optionalString(fields["recommendedDecision"]),
             let tokenRiskScore = JSONValue.optionalInt(fields["tokenRiskScore"])
         else { return nil }
-        var reasonCodes: [String]?
+        let reasonCodes: [String]?
         switch fields["reasonCodes"] {
         case nil, .null?: reasonCodes = nil
         case .array(let items)?:
-            var codes: [String] = []
-            codes.reserveCapacity(items.count)
-            for item in items {
-                guard case .string(let code) = item else { return nil }
-                codes.append(code)
-            }
+            guard let codes = JSONValue.strings(items) else { return nil }
             reasonCodes = codes
         default: return nil
         }
