@@ -462,30 +462,41 @@ struct CardImportTests {
         #expect(try count(app, "cards") == 6_000)
     }
 
-    @Test("An import process killed half-way (SIGINT, SIGKILL) keeps nothing, and running it again imports everything", arguments: [SIGINT, SIGKILL])
-    func killedProcess(signal: Int32) throws {
-        let app = try TestApplication()
-        let file = try bigFile(app, count: 20_000)
-        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
+    /// Runs `issuerd cards import` with `arguments`, sends it `signal` `after` seconds once its
+    /// standard error showed `progress`, and returns the exited process with all it wrote there.
+    private func interruptedImport(
+        _ arguments: [String], environment: [String: String], once progress: String, after delay: TimeInterval = 0, signal: Int32
+    ) throws -> (process: Process, standardError: String) {
         let process = Process()
         process.executableURL = CommandLineRunner.executable
-        process.arguments = ["cards", "import", "--progress-every", "1000", file.path]
+        process.arguments = ["cards", "import"] + arguments
         process.environment = ["PATH": "/usr/bin:/bin", "USER": "tester"].merging(environment) { $1 }
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        // Wait until the COPY is under way, then interrupt it.
         var seen = ""
-        while !seen.contains("cards import: 2000 cards") {
+        while !seen.contains(progress) {
             let data = errors.fileHandleForReading.availableData
             if data.isEmpty { break }
             seen += String(decoding: data, as: UTF8.self)
         }
-        #expect(seen.contains("cards import: 2000 cards"), "\(seen)")
+        #expect(seen.contains(progress), "\(seen)")
+        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
         kill(process.processIdentifier, signal)
         seen += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        return (process, seen)
+    }
+
+    @Test("An import process killed half-way (SIGINT, SIGKILL) keeps nothing, and running it again imports everything", arguments: [SIGINT, SIGKILL])
+    func killedProcess(signal: Int32) throws {
+        let app = try TestApplication()
+        let file = try bigFile(app, count: 20_000)
+        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
+        // Interrupted once the COPY is under way.
+        let (process, seen) = try interruptedImport(
+            ["--progress-every", "1000", file.path], environment: environment, once: "cards import: 2000 cards", signal: signal)
         if signal == SIGINT {
             // Ctrl-C: a message and the shell's exit status for it, even where SIGINT was ignored.
             #expect(process.terminationReason == .exit && process.terminationStatus == 130)
@@ -555,25 +566,9 @@ struct CardImportTests {
                 """)
         }
         let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
-        let process = Process()
-        process.executableURL = CommandLineRunner.executable
-        process.arguments = ["cards", "import", file.path]
-        process.environment = ["PATH": "/usr/bin:/bin", "USER": "tester"].merging(environment) { $1 }
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        var seen = ""
-        while !seen.contains("cards import: committing") {
-            let data = errors.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            seen += String(decoding: data, as: UTF8.self)
-        }
-        #expect(seen.contains("cards import: committing"), "\(seen)")
-        Thread.sleep(forTimeInterval: 0.5)  // the COMMIT sent, the server in the trigger
-        kill(process.processIdentifier, SIGINT)
-        seen += String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        // 0.5 s after "committing": the COMMIT sent, the server in the trigger.
+        let (process, seen) = try interruptedImport(
+            [file.path], environment: environment, once: "cards import: committing", after: 0.5, signal: SIGINT)
         #expect(process.terminationStatus == 130)
         #expect(seen.contains("interrupted while committing: the import may have been kept"), "\(seen)")
         #expect(!seen.contains("nothing was imported"), "\(seen)")
