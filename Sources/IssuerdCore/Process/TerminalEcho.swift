@@ -72,11 +72,21 @@ public enum TerminalEcho {
 
 // The handler may only touch what is async-signal-safe: these two globals, `tcsetattr`,
 // `signal` and `raise`. They are written before the handlers are installed and read only by them.
+//
+// The settings live on the heap, not in a `termios` global: Swift 6.3 emits a global of an
+// imported C struct that it can initialise statically (`= termios()`) as a packed constant
+// without the struct's interior padding, 57 bytes for glibc's 60-byte `termios`, so every store
+// of a whole `termios` into it wrote 3 bytes past its end (AddressSanitizer's
+// global-buffer-overflow, docs/reliability.md "Sanitizers").
 nonisolated(unsafe) private var restoreDescriptor: Int32 = -1
-nonisolated(unsafe) private var restoreSettings = termios()
+nonisolated(unsafe) private let restoreSettings: UnsafeMutablePointer<termios> = {
+    let settings = UnsafeMutablePointer<termios>.allocate(capacity: 1)
+    settings.initialize(to: termios())
+    return settings
+}()
 
 private func restoreTerminalAndReraise(_ signalNumber: Int32) {
-    _ = tcsetattr(restoreDescriptor, TCSANOW, &restoreSettings)
+    _ = tcsetattr(restoreDescriptor, TCSANOW, restoreSettings)
     signal(signalNumber, SIG_DFL)
     raise(signalNumber)
 }
@@ -84,7 +94,7 @@ private func restoreTerminalAndReraise(_ signalNumber: Int32) {
 extension TerminalEcho {
     fileprivate static func installRestoringHandlers(descriptor: Int32, saved: termios) -> [(Int32, sigaction)] {
         restoreDescriptor = descriptor
-        restoreSettings = saved
+        restoreSettings.pointee = saved  // the first use also allocates it, before any handler runs
         var previous: [(Int32, sigaction)] = []
         for number in signals {
             // A signal the process ignores stays ignored; one it handles keeps its handler
