@@ -126,7 +126,8 @@ enum ConsoleRollup {
     /// One row per hit of every attempt (hits as DecisionJSON writes them, and the older
     /// `ruleId` and plain-string shapes ``RulesetStatusView`` always read): rule, mode, outcome, the attempt's flow and whether
     /// the hit decided the flow (live, not green, and the only live hit with the flow's outcome:
-    /// without it the flow would have been milder). Filter on `created_at` outside.
+    /// without it the flow would have been milder). A hit naming no rule (`"rule": null`, a row
+    /// edited by hand) is left out: `rule_id` is never null. Filter on `created_at` outside.
     static let hitRowsSQL = """
         SELECT a.created_at, a.channel, a.flow, a.ruleset_version,
                CASE jsonb_typeof(h) WHEN 'string' THEN h #>> '{}' ELSE coalesce(h ->> 'rule', h ->> 'ruleId', h ->> 'id') END AS rule_id,
@@ -136,7 +137,7 @@ enum ConsoleRollup {
                      WHERE coalesce(o ->> 'mode', 'live') = 'live' AND o ->> 'outcome' = a.flow) = 1) AS decisive
         FROM provisioning_attempts a
         CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
-        WHERE (jsonb_typeof(h) = 'string' OR (jsonb_typeof(h) = 'object' AND (h ? 'rule' OR h ? 'ruleId' OR h ? 'id')))
+        WHERE (jsonb_typeof(h) = 'string' OR (jsonb_typeof(h) = 'object' AND coalesce(h ->> 'rule', h ->> 'ruleId', h ->> 'id') IS NOT NULL))
         """
 
     /// How a period splits between the roll-up and the raw table.

@@ -145,7 +145,8 @@ struct TokenizationAuthorization: Sendable {
             rulesetVersion: ruleset.version, facts: facts(body, pan: input.pan), createdAt: now)
 
         guard let card = tsp.card else {
-            return refuse(&record, reason: "card_not_found", values: ["card.bin": .string(input.pan.bin)], hits: [])
+            // No value: the facts hold the last four, and no more of the PAN is kept (the console's rule).
+            return refuse(&record, reason: "card_not_found", values: [:], hits: [])
         }
         record.cardID = card.cardID
         record.customerID = card.customerID

@@ -16,6 +16,7 @@ enum AttemptRoutes {
             let body = try context.database.withConnection { connection -> [String: JSONValue]? in
                 guard var attempt = try AttemptStore.find(attemptID, connection: connection) else { return nil }
                 attempt["facts"] = attempt["facts"].map(onlyLastFour)
+                attempt["hits"] = attempt["hits"].map(withoutBIN)
                 attempt["token"] = try token(of: attemptID, connection: connection)
                 attempt["lastFour"] = try lastFour(of: attempt["cardId"], connection: connection)
                 attempt["replay"] = try replay(attemptID, with: context.rules.current, connection: connection)
@@ -37,6 +38,20 @@ enum AttemptRoutes {
         }
         members["expiration"] = nil
         return .object(members)
+    }
+
+    /// Hits without the `card.bin` value that TSP attempts for an unknown card recorded before
+    /// 2026-12-02 (with the facts' last four it made the first-six-last-four masked PAN).
+    static func withoutBIN(_ hits: JSONValue) -> JSONValue {
+        guard case .array(let items) = hits else { return hits }
+        return .array(items.map { hit in
+            guard case .object(var members) = hit, case .array(let values)? = members["values"] else { return hit }
+            members["values"] = .array(values.filter { value in
+                guard case .object(let pair) = value, case .string("card.bin")? = pair["name"] else { return true }
+                return false
+            })
+            return .object(members)
+        })
     }
 
     /// The decision re-run with the serving ruleset, velocity as stored, as `issuerd rules explain`

@@ -110,6 +110,32 @@ struct ConsoleRollupTests {
         }
     }
 
+    @Test("A stored hit naming no rule (a row edited by hand) is left out; the roll-up and the pages still answer")
+    func hitWithoutRule() throws {
+        let app = try TestApplication()
+        try seed(app.pool)
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                """
+                INSERT INTO provisioning_attempts (attempt_id, channel, inputs, features, hits, flow, decision, ruleset_version, created_at)
+                VALUES (md5('rule-null')::uuid, 'tsp', '{}', '{}',
+                        '[{"rule":null,"outcome":"orange","mode":"live"},{"ruleId":null},{"rule":"a.orange","outcome":"orange","mode":"live"}]',
+                        'orange', 'X', 'v1', \(Self.end) - interval '3 hours 30 minutes')
+                """)
+        }
+        let since = Self.end.addingTimeInterval(-8 * 3600 - 600)
+        let until = Self.end
+        var named = 1  // the edited row's named hit
+        for i in 0..<Self.count where time(i) >= since && time(i) < until && i % 4 < 2 { named += 1 }
+        // Long after the history: every hour is rolled up, so the INSERT into the roll-up ran over the row.
+        let view = try ConsoleQueries.ruleHits(
+            .init(since: since, until: until), ruleset: app.application.context.rules.current, now: Self.end.addingTimeInterval(7200), database: app.pool)
+        #expect(view.rules.first { $0.id == "a.orange" }?.hits == named)
+        #expect(!view.rules.contains { $0.id.isEmpty })
+        let decisions = try ConsoleQueries.decisions(.init(since: since, until: until), channel: "tsp", network: nil, now: Self.end.addingTimeInterval(7200), database: app.pool)
+        #expect(decisions.totals.orange == expected(since, until, channel: "tsp")["orange", default: 0] + 1)
+    }
+
     @Test("A period splits into rolled-up whole hours and raw edges")
     func split() {
         let hour = 3600.0

@@ -274,6 +274,36 @@ struct ConsoleSessionTests {
         #expect(old["panMasked"] == nil && old["expiration"] == nil)
     }
 
+    @Test("An attempt for an unknown card keeps no BIN in its hits, and one stored with it before is shown without it")
+    func unknownCardAttemptShowsNoBIN() throws {
+        let app = try TestApplication()
+        let pan = "4000056655665556"
+        let answer = try app.postAsTSP("/v1/tsp/tokenization/authorize", DecisionFixtures.authorizeBody(pan: pan))
+        let attemptID = try #require(answer.jsonObject()?["attemptId"] as? String)
+        let id = try #require(UUID(uuidString: attemptID))
+        let stored = try app.pool.withConnection {
+            try $0.query("SELECT hits::text || facts::text || inputs::text || features::text AS t FROM provisioning_attempts WHERE attempt_id = \(id)")
+                .first!.decode("t", as: String.self)
+        }
+        #expect(!stored.contains(String(pan.prefix(6))) && stored.contains("card_not_found"), "\(stored)")
+        let (cookie, _) = try session(try signIn(app, key: try app.apiKey(role: .analyst)))
+        // A row written before: its pseudo-hit read the BIN.
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                """
+                UPDATE provisioning_attempts SET hits = jsonb_set(hits, '{0,values}',
+                    jsonb_build_array(jsonb_build_object('name', 'card.bin', 'value', \(String(pan.prefix(6)))::text)))
+                WHERE attempt_id = \(id)
+                """)
+        }
+        let detail = try send(app, "GET", "/v1/admin/attempts/\(attemptID)", headers: ["Cookie": cookie])
+        #expect(detail.status == 200)
+        #expect(!detail.text.contains(String(pan.prefix(6))), "\(detail.text)")
+        let hits = try #require(detail.jsonObject()?["hits"] as? [[String: Any]])
+        #expect(hits.first?["rule"] as? String == "card_not_found")
+        #expect((hits.first?["values"] as? [Any])?.isEmpty == true)
+    }
+
     @Test("Signing in again ends the session the browser had; an expired cookie still reads as expired after others sign in")
     func signInReplacesSession() throws {
         let app = try TestApplication()

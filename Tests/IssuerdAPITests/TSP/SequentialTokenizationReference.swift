@@ -51,7 +51,7 @@ struct SequentialTokenizationReference {
             rulesetVersion: ruleset.version, facts: facts(body, pan: input.pan), createdAt: now)
 
         guard let card = try CardStore.find(pan: input.pan, vault: context.vault, connection: connection) else {
-            return (try refuse(&record, reason: "card_not_found", values: ["card.bin": .string(input.pan.bin)], connection: connection), (.orange, []))
+            return (try refuse(&record, reason: "card_not_found", values: [:], connection: connection), (.orange, []))
         }
         record.cardID = card.cardID
         record.customerID = card.customerID
