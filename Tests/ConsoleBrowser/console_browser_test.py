@@ -2,7 +2,8 @@
 
 Run by scripts/test-console, which starts issuerd over a seeded database and passes:
 ISSUERD_CONSOLE_URL, ISSUERD_CONSOLE_KEY (analyst), ISSUERD_CONSOLE_IVR_KEY, ISSUERD_CONSOLE_VERSION,
-ISSUERD_CONSOLE_SCREENSHOTS, ISSUERD_CONSOLE_SERVER_LOG and ISSUERD_DATABASE_URL (checked with psql).
+ISSUERD_CONSOLE_RULES_DIR (the server's copy of the rules), ISSUERD_CONSOLE_SCREENSHOTS,
+ISSUERD_CONSOLE_SERVER_LOG and ISSUERD_DATABASE_URL (checked with psql).
 Every check compares what the page shows with what the database holds.
 """
 import json
@@ -12,7 +13,9 @@ import secrets
 import string
 import subprocess
 import sys
+import time
 import traceback
+import urllib.error
 import urllib.request
 from datetime import datetime, timedelta, timezone
 
@@ -21,12 +24,13 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 BASE = os.environ["ISSUERD_CONSOLE_URL"]
 KEY = os.environ["ISSUERD_CONSOLE_KEY"]
 IVR_KEY = os.environ["ISSUERD_CONSOLE_IVR_KEY"]
 VERSION = os.environ["ISSUERD_CONSOLE_VERSION"]
+RULES_DIR = os.environ["ISSUERD_CONSOLE_RULES_DIR"]
 SHOTS = os.environ["ISSUERD_CONSOLE_SCREENSHOTS"]
 SERVER_LOG = os.environ["ISSUERD_CONSOLE_SERVER_LOG"]
 DATABASE = os.environ["ISSUERD_DATABASE_URL"]
@@ -106,8 +110,16 @@ def test_sign_in_refusals(c):
     message = c.wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#message .error").text if "analyst" in d.find_element(By.CSS_SELECTOR, "#message").text else False)
     check("analyst and admin" in message, "an ivr key may not sign in: " + message)
     check(c.session_count() == 0, "refused sign-ins create no session")
+    request = urllib.request.Request(BASE + "/v1/admin/rules", headers={"Authorization": "Bearer " + IVR_KEY})
+    try:
+        urllib.request.urlopen(request)
+        check(False, "an ivr key may not read the analyst routes")
+    except urllib.error.HTTPError as error:
+        check(error.code == 403, "a key of another role is refused with 403: %d" % error.code)
     log = open(SERVER_LOG).read()
     check("console sign-in refused" in log, "refusals are logged")
+    check(re.search(r'"API key refused".*"reason":"role"', log) or re.search(r'"reason":"role".*"API key refused"', log),
+          "a role refusal is logged with its reason")
     check(KEY not in log and IVR_KEY not in log and "x" * 43 not in log, "no key reaches the log")
 
 
@@ -133,8 +145,53 @@ def test_ruleset(c):
     crowded = c.css('#rules-table tr[data-rule="device.crowded"]').text
     check("shadow" in crowded and "yellow" in crowded and "policy/device.rules:" in crowded and "fraud_ops" in crowded,
           "a rule shows mode, outcome, owner and file:line: " + crowded)
-    check(c.css("#reload-ok"), "the last reload result is shown")
+    check("No reload on this instance" in c.css("#reload-ok").text, "no reload yet since start-up: " + c.css("#reload-ok").text)
+    check(c.css('#rules-table tr[data-rule="device.blocked"]').find_elements(By.TAG_NAME, "td")[3].text == "—",
+          "an orange rule offers no step-up")
     c.driver.save_screenshot(os.path.join(SHOTS, "console-ruleset.png"))
+
+
+BROKEN = """rule browser.broken
+  title   "A rule file the browser test breaks"
+  outcome purple
+  reason  BROKEN
+  owner   browser_test
+  when    request.channel == "tsp"
+end
+"""
+
+
+def ruleset_panel(c, selector, contains, seconds=30):
+    """Reloads the Ruleset page until `selector` shows `contains` (the server's file watcher
+    reloads about a second after a rule file changes)."""
+    deadline = datetime.now() + timedelta(seconds=seconds)
+    while True:
+        c.open("/console/rules")
+        c.css("#version")
+        panels = c.all(selector)
+        if panels and contains in panels[0].text:
+            return panels[0].text
+        if datetime.now() > deadline:
+            raise AssertionError("%s never showed %r: %s" % (selector, contains, [p.text for p in c.all(".panel")][:2]))
+        time.sleep(0.5)
+
+
+def test_failed_reload(c):
+    broken = os.path.join(RULES_DIR, "policy", "zz_browser_broken.rules")
+    with open(broken, "w") as handle:
+        handle.write(BROKEN)
+    try:
+        shown = ruleset_panel(c, "#reload-failure", "zz_browser_broken.rules")
+        check("policy/zz_browser_broken.rules:3:" in shown, "the failed reload names the file and line: " + shown)
+        check("watcher via watcher" in shown and "keeps serving" in shown, "who reloaded, and that the version kept serving: " + shown)
+        check(c.css("#version").text == VERSION, "the refused files changed nothing")
+        check("rules reload failed" in open(SERVER_LOG).read(), "the refusal is logged")
+    finally:
+        os.remove(broken)
+    shown = ruleset_panel(c, "#reload-ok", "unchanged")
+    check("watcher via watcher" in shown, "the next reload, back to the same files, is shown with who ran it: " + shown)
+    audited = sql("SELECT count(*) FROM audit_log WHERE action = 'rules.reloaded' AND subject = 'ruleset:%s'" % VERSION)
+    check(int(audited) >= 1, "the successful reload is audited")
 
 
 def test_decisions(c):
@@ -155,6 +212,13 @@ def test_decisions(c):
     shown = sum(int(c.css("#totals .tile.%s" % flow).get_attribute("data-count")) for flow in ("green", "yellow", "orange"))
     check(shown == total, "all channels: page %d, database %d" % (shown, total))
     c.driver.save_screenshot(os.path.join(SHOTS, "console.png"))
+    # From a custom period back to a range: choosing it clears since and until.
+    Select(c.css("select[name=range]")).select_by_value("7d")
+    check(c.css("[name=since]").get_attribute("value") == "" and c.css("[name=until]").get_attribute("value") == "", "a range clears since/until")
+    c.css("form.filters button[type=submit]").click()
+    c.wait.until(EC.url_contains("range=7d"))
+    check("since=" not in c.driver.current_url, "the range is what is asked for: " + c.driver.current_url)
+    c.css("#totals .tile.green")
 
 
 def test_rule_hits(c):
@@ -189,10 +253,12 @@ def test_attempts(c):
     expected = int(sql("SELECT count(*) FROM provisioning_attempts WHERE card_id IN (SELECT card_id FROM cards WHERE last_four = '%s')" % last_four))
     check(len(rows) == min(50, expected), "attempts of cards ending in %s: page %d, database %d" % (last_four, len(rows), expected))
     check(all(("•••• " + last_four) in row.text for row in rows), "each row shows the last four only")
-    for query in (card, sql("SELECT customer_id FROM cards WHERE card_id = '%s'" % card)):
+    device = sql("SELECT device_id FROM provisioning_attempts WHERE device_id IS NOT NULL ORDER BY created_at DESC LIMIT 1")
+    for query in (card, sql("SELECT customer_id FROM cards WHERE card_id = '%s'" % card), device):
         c.open("/console/attempts?q=" + query)
         rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attempts-table tbody tr"))
-        expected = int(sql("SELECT count(*) FROM provisioning_attempts WHERE card_id = '%s' OR customer_id = '%s'" % (query, query)))
+        expected = int(sql("SELECT count(*) FROM provisioning_attempts WHERE card_id = '%s' OR customer_id = '%s' OR device_id = '%s'"
+                           % (query, query, query)))
         check(len(rows) == min(50, expected), "attempts for %s: page %d, database %d" % (query, len(rows), expected))
     c.open("/console/attempts?q=nothing-matches-this")
     check(c.css("#no-attempts"), "an empty search says so")
@@ -212,9 +278,26 @@ def test_attempt_page(c):
     check("device.id = seed-dev" in c.css("#hits-table").text, "the values a rule read are shown")
     check(c.css("#methods").text.startswith("none"), "an orange attempt offered no step-up")
     c.driver.save_screenshot(os.path.join(SHOTS, "console-attempt.png"))
-    yellow = sql("SELECT attempt_id FROM provisioning_attempts WHERE flow = 'yellow' LIMIT 1")
+    yellow, card, customer = sql("SELECT attempt_id, card_id, customer_id FROM provisioning_attempts "
+                                 "WHERE flow = 'yellow' AND card_id IS NOT NULL LIMIT 1").split("|")
     c.open("/console/attempts/" + yellow)
     check(c.css("#methods").text == "sms, email", "a yellow attempt names the step-up methods offered")
+    check("No one-time code was requested" in c.css("#step-up").text, "before any code: " + c.css("#step-up").text)
+    # What happened to the step-up: the token the attempt created, a locked SMS code, then a verified e-mail one.
+    sql("INSERT INTO tokens (token_reference, card_id, status, attempt_id) VALUES ('BROWSER-TOKEN', '%s', 'active', '%s')" % (card, yellow))
+    sql("INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, key_version, status, "
+        "failed_attempts, max_attempts, expires_at, created_at, verified_at) VALUES "
+        "(gen_random_uuid(), 'BROWSER-TOKEN', '{0}', '{1}', 'sms', '+44 •••• ••12', 1, 'locked', 3, 3, now(), now() - interval '2 minutes', NULL), "
+        "(gen_random_uuid(), 'BROWSER-TOKEN', '{0}', '{1}', 'email', 'c•••@example.test', 1, 'verified', 0, 3, now(), now() - interval '1 minute', now())"
+        .format(card, customer))
+    c.open("/console/attempts/" + yellow)
+    panel = c.css("#step-up").text
+    check("BROWSER-TOKEN (active)" in panel and "The cardholder completed a step-up." in panel, "the token and the outcome: " + panel)
+    rows = [row.text for row in c.all("#step-up tbody tr")]
+    stored = sql("SELECT string_agg(method || ' ' || status || ' ' || failed_attempts, ',' ORDER BY created_at) FROM challenges "
+                 "WHERE token_reference = 'BROWSER-TOKEN'").split(",")
+    check(len(rows) == len(stored) and all(m in row and st in row and n in row for row, (m, st, n) in zip(rows, (x.split(" ") for x in stored))),
+          "each code sent, in order, as stored: page %r, database %r" % (rows, stored))
     body = c.css("body").text
     check(not re.search(r"\d{12,19}", body), "no card number on the page")
     c.open("/console/attempts/00000000-0000-0000-0000-000000000000")
@@ -272,7 +355,7 @@ def test_backtest(c):
     c.css("[name=since]").send_keys(iso(since))
     c.css("[name=until]").send_keys(iso(until))
     c.css("#run").click()
-    c.css("#backtest-report")
+    WebDriverWait(c.driver, 120).until(EC.presence_of_element_located((By.ID, "backtest-report")))  # as long as the first run may take
     uploaded = {row.get_attribute("data-flow"): int(row.find_elements(By.TAG_NAME, "td")[2].text.replace(",", ""))
                 for row in c.all("#flows-table tbody tr")}
     check(uploaded == candidate, "an uploaded candidate gives the pasted one's answer: %r, %r" % (uploaded, candidate))
@@ -360,7 +443,7 @@ def test_security_headers(c):
     check(not violations, "no CSP violation while walking the console: %r" % violations)
 
 
-TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_decisions, test_rule_hits, test_attempts, test_attempt_page,
+TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_failed_reload, test_decisions, test_rule_hits, test_attempts, test_attempt_page,
          test_backtest, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
 
 

@@ -59,24 +59,28 @@ struct ActiveRulesetTests {
         let loader = RulesetLoader(directory: root, contentHasher: RulesetContent.fnv1a64)
         let active = ActiveRuleset(try loader.load(), loadedAt: Date(timeIntervalSince1970: 1))
         let good = active.status.version
+        #expect(active.status.loadedBy == "start-up" && active.status.lastReload == nil)
 
-        #expect(active.reload(from: loader) == .unchanged(version: good))
+        #expect(active.reload(from: loader, now: Date(timeIntervalSince1970: 50), by: "watcher via watcher") == .unchanged(version: good))
+        #expect(active.status.lastReload == ReloadRecord(time: Date(timeIntervalSince1970: 50), by: "watcher via watcher", result: .unchanged(version: good)))
+        #expect(active.status.loadedBy == "start-up", "an unchanged reload swaps nothing in")
 
         try rule(when: "wallet.devise_score <= 2").write(to: file, atomically: true, encoding: .utf8)
         let failedAt = Date(timeIntervalSince1970: 100)
-        guard case .failed(let failure) = active.reload(from: loader, now: failedAt) else {
+        guard case .failed(let failure) = active.reload(from: loader, now: failedAt, by: "signal via SIGHUP") else {
             Issue.record("a bad file must not load")
             return
         }
         #expect(failure.message.hasPrefix("policy.rules:6:8: error: unknown attribute 'wallet.devise_score'"))
         #expect(active.status.version == good)
         #expect(active.status.lastFailure?.time == failedAt)
+        #expect(active.status.lastReload == ReloadRecord(time: failedAt, by: "signal via SIGHUP", result: .failed(failure)))
         var input = cleanInput()
         input.walletDeviceScore = 1
         #expect(active.current.evaluate(input, velocity: []).flow == .yellow, "the last good ruleset keeps deciding")
 
         try rule(when: "wallet.device_score <= 3").write(to: file, atomically: true, encoding: .utf8)
-        guard case .replaced(let previous, let current) = active.reload(from: loader, now: Date(timeIntervalSince1970: 200)) else {
+        guard case .replaced(let previous, let current) = active.reload(from: loader, now: Date(timeIntervalSince1970: 200), by: "apikey:k1 via api") else {
             Issue.record("a fixed file must load")
             return
         }
@@ -84,6 +88,8 @@ struct ActiveRulesetTests {
         #expect(current == active.status.version)
         #expect(active.status.lastFailure == nil)
         #expect(active.status.loadedAt == Date(timeIntervalSince1970: 200))
+        #expect(active.status.loadedBy == "apikey:k1 via api", "who loaded it is set with the swap")
+        #expect(active.status.lastReload?.result == .replaced(previous: good, current: current))
     }
 
     @Test func aMissingDirectoryIsAnUnreadableFailure() {

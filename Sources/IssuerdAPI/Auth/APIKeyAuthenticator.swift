@@ -38,15 +38,21 @@ struct APIKeyAuthenticator: Sendable {
     func authenticate(_ request: HTTPRequest, roles: Set<APIKeyRole>, consoleSession: Bool = false) throws -> APIKeyPrincipal {
         if consoleSession, let sessions, !request.headers.contains("Authorization"), request.cookie(sessions.cookieName(for: request)) != nil {
             let principal = try sessions.authenticate(request).principal
-            guard roles.contains(principal.role) else { throw HTTPError.forbidden() }
+            guard roles.contains(principal.role) else { throw refusedRole(principal, request: request) }
             return principal
         }
         guard let credential = request.bearerCredential, let principal = try principal(key: credential) else {
             request.logger.notice("API key refused")
             throw HTTPError.unauthenticated()
         }
-        guard roles.contains(principal.role) else { throw HTTPError.forbidden() }
+        guard roles.contains(principal.role) else { throw refusedRole(principal, request: request) }
         return principal
+    }
+
+    /// The 403 for a key whose role the route does not allow, logged with the key's id and role.
+    private func refusedRole(_ principal: APIKeyPrincipal, request: HTTPRequest) -> HTTPError {
+        request.logger.notice("API key refused", ["reason": "role", "keyId": .string(principal.keyID), "role": .string(principal.role.rawValue)])
+        return HTTPError.forbidden()
     }
 
     /// The principal of an unrevoked key, or nil (the key is never logged).

@@ -55,19 +55,36 @@ extension ConsoleAssets {
 
           // Periods: explicit since/until (RFC 3339) or a range relative to now.
           const ranges = { '24h': 24, '48h': 48, '7d': 168, '30d': 720, '90d': 2160 };
+          // A since alone runs until now; an until alone goes back the chosen range from it.
+          function resolvePeriod(since, until, range) {
+            const hours = ranges[range] || 24;
+            const end = until ? new Date(until) : new Date();
+            const start = since ? new Date(since) : new Date(end.getTime() - hours * 3600e3);
+            if (isNaN(end.getTime()) || isNaN(start.getTime())) throw new Error('since and until are RFC 3339 times, e.g. 2025-03-01T00:00:00Z');
+            return { since: since || start.toISOString(), until: until || end.toISOString() };
+          }
           function period() {
-            if (params.get('since') && params.get('until')) return { since: params.get('since'), until: params.get('until') };
-            const hours = ranges[params.get('range')] || 24;
-            const until = new Date();
-            return { since: new Date(until.getTime() - hours * 3600e3).toISOString(), until: until.toISOString() };
+            try { return resolvePeriod(params.get('since'), params.get('until'), params.get('range')); }
+            catch (_) { return { since: params.get('since') || params.get('until'), until: params.get('until') || params.get('since') }; }  // the server names the bad value
           }
           function periodFields() {
-            const custom = params.get('since') && params.get('until');
-            const range = el('select', { name: 'range' }, custom ? el('option', { value: '', selected: true, text: 'since → until' }) : null,
+            const custom = !!(params.get('since') || params.get('until'));
+            // Choosing a range clears since and until; typing either selects "since → until".
+            const since = el('input', { name: 'since', size: 22, value: params.get('since') || '', placeholder: '2025-03-01T00:00:00Z', oninput: () => typed() });
+            const until = el('input', { name: 'until', size: 22, value: params.get('until') || '', placeholder: '2025-03-08T00:00:00Z', oninput: () => typed() });
+            const range = el('select', { name: 'range', onchange: () => { if (range.value) { since.value = ''; until.value = ''; } } },
+              el('option', { value: '', selected: custom, text: 'since → until' }),
               Object.keys(ranges).map((r) => el('option', { value: r, selected: !custom && (params.get('range') || '24h') === r, text: 'last ' + r })));
-            return [el('label', {}, 'Period', range),
-              el('label', {}, 'or since (RFC 3339)', el('input', { name: 'since', size: 22, value: params.get('since') || '', placeholder: '2025-03-01T00:00:00Z' })),
-              el('label', {}, 'until', el('input', { name: 'until', size: 22, value: params.get('until') || '', placeholder: '2025-03-08T00:00:00Z' }))];
+            function typed() { if (since.value.trim() || until.value.trim()) range.value = ''; }
+            return [el('label', {}, 'Period', range), el('label', {}, 'or since (RFC 3339)', since), el('label', {}, 'until', until)];
+          }
+          // A GET filter form sends only the fields that hold something (disabled fields are not
+          // sent), so a shared link reads ?range=7d, not ?range=7d&since=&until=.
+          function sendingOnlyFilled(form) {
+            form.addEventListener('submit', () => {
+              for (const field of form.querySelectorAll('input, select')) if (!field.value.trim()) field.disabled = true;
+            });
+            return form;
           }
           function query(object) {
             const q = new URLSearchParams();
@@ -113,15 +130,20 @@ extension ConsoleAssets {
             const result = await api('GET', '/v1/admin/rules');
             if (!result.ok) return show(fail(errorText(result)));
             const r = result.json;
-            const failure = r.lastFailedReload;
+            const failure = r.lastFailedReload, last = r.lastReload;
+            const by = last ? ' by ' + last.by : '';
             const reload = failure
-              ? el('div', { cls: 'panel', id: 'reload-failure' }, el('h2', {}, 'Last reload ', badge('failed', 'orange'), el('span', { cls: 'muted', text: ' at ' + when(failure.at) + ' — the version below keeps serving' })),
+              ? el('div', { cls: 'panel', id: 'reload-failure' }, el('h2', {}, 'Last reload ', badge('failed', 'orange'), el('span', { cls: 'muted', text: ' at ' + when(failure.at) + by + ' — the version below keeps serving' })),
                   table(['Where', 'Error'], failure.diagnostics.map((d) => el('tr', {}, td(el('span', { cls: 'mono', text: d.file + ':' + d.line + ':' + d.column })), td([d.message, d.suggestion ? el('div', { cls: 'muted', text: d.suggestion }) : null])))),
                   el('pre', { cls: 'diag', text: failure.message }))
-              : el('div', { cls: 'panel', id: 'reload-ok' }, el('h2', {}, 'Last reload ', badge('ok', 'green')), el('div', { cls: 'muted', text: 'No failed reload since this version was loaded.' }));
+              : last
+                ? el('div', { cls: 'panel', id: 'reload-ok' }, el('h2', {}, 'Last reload ', badge(last.result, 'green'), el('span', { cls: 'muted', text: ' at ' + when(last.at) + by })),
+                    el('div', { cls: 'muted', text: last.result === 'replaced' ? 'It compiled; the version below replaced the one before.' : 'It compiled to the version already serving.' }))
+                : el('div', { cls: 'panel', id: 'reload-ok' }, el('h2', {}, 'Last reload ', badge('none', 'green')),
+                    el('div', { cls: 'muted', text: 'No reload on this instance since it started; the version below was loaded at start-up.' }));
             const rows = r.rules.map((rule) => el('tr', { 'data-rule': rule.id },
               td([el('div', { cls: 'mono', text: rule.id }), el('div', { cls: 'muted', text: rule.title })]),
-              td(badge(rule.mode)), td(badge(rule.outcome)), td(rule.stepUp ? rule.stepUp.join(', ') : 'any'),
+              td(badge(rule.mode)), td(badge(rule.outcome)), td(rule.outcome !== 'yellow' ? '—' : rule.stepUp ? rule.stepUp.join(', ') : 'any'),
               td(rule.owner), td(el('span', { cls: 'mono', text: rule.location })), td(fmt(rule.hits), 'num'), td(fmt(rule.hitsLast24h), 'num')));
             show(el('h1', { text: 'Ruleset' }), el('div', { cls: 'sub', text: 'The version serving decisions on this instance. Rules change only through the rule files in git.' }),
               el('div', { cls: 'tiles' },
@@ -170,7 +192,7 @@ extension ConsoleAssets {
               ['in_app', 'wallet_extension', 'tsp'].map((c) => el('option', { value: c, selected: params.get('channel') === c, text: channelNames[c] })));
             const network = el('select', { name: 'network' }, el('option', { value: '', text: 'all networks' }),
               ['visa', 'mastercard', 'amex', 'discover', 'jcb', 'unionpay', 'other', 'unknown'].map((n) => el('option', { value: n, selected: params.get('network') === n, text: n })));
-            const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/decisions' }, periodFields(), el('label', {}, 'Channel', channel), el('label', {}, 'Network', network), el('button', { type: 'submit', text: 'Apply' }));
+            const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/decisions' }, periodFields(), el('label', {}, 'Channel', channel), el('label', {}, 'Network', network), el('button', { type: 'submit', text: 'Apply' })));
             if (!result.ok) return show(el('h1', { text: 'Decisions' }), form, fail(errorText(result)));
             const d = result.json;
             const total = d.totals.green + d.totals.yellow + d.totals.orange;
@@ -191,7 +213,7 @@ extension ConsoleAssets {
           async function ruleHits() {
             const p = period();
             const result = await api('GET', '/v1/admin/rule-hits?' + query({ since: p.since, until: p.until }));
-            const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/rule-hits' }, periodFields(), el('button', { type: 'submit', text: 'Apply' }));
+            const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/rule-hits' }, periodFields(), el('button', { type: 'submit', text: 'Apply' })));
             if (!result.ok) return show(el('h1', { text: 'Rule hits' }), form, fail(errorText(result)));
             const d = result.json;
             const live = d.rules.filter((r) => r.mode !== 'shadow').sort((a, b) => b.hits - a.hits);
@@ -220,7 +242,7 @@ extension ConsoleAssets {
             const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/attempts' }, el('label', {}, 'Search', input), el('button', { type: 'submit', text: 'Search' }), refused);
             // A full card number typed here must not travel in a URL (history, proxy logs).
             form.addEventListener('submit', (event) => {
-              if (/^[0-9]{12,19}$/.test(input.value.replace(/[ -]/g, ''))) {
+              if (/^[0-9]{12,19}$/.test(input.value.replace(/[^\p{L}\p{N}]/gu, ''))) {  // any separator: spaces, dashes, dots…
                 event.preventDefault();
                 input.value = '';
                 refused.textContent = 'Search by the last four digits: a full card number is never searched or sent.';
@@ -306,7 +328,8 @@ extension ConsoleAssets {
               let rulesBody;
               if (replace.checked && entries.length === 1) rulesBody = entries[0][1];
               else rulesBody = Object.fromEntries(entries.map(([p, t], i) => [p || `candidate-${i + 1}.rules`, t]));
-              const { start, end } = chosenPeriod();
+              let start, end;
+              try { ({ start, end } = chosenPeriod()); } catch (error) { output.replaceChildren(fail(error.message)); return; }
               clearTimeout(pending);  // the run reads the period itself
               run.disabled = true;
               output.replaceChildren(el('div', { cls: 'notice', text: 'Replaying stored attempts…' }));
@@ -328,10 +351,8 @@ extension ConsoleAssets {
               el('h2', { text: 'Period' }), el('div', { cls: 'filters' }, periodFields(), run));
             function chosenPeriod() {
               const since = form.querySelector('[name=since]').value.trim(), until = form.querySelector('[name=until]').value.trim();
-              const hours = ranges[form.querySelector('[name=range]').value] || 24;
-              const end = until || new Date().toISOString();
-              const start = since || new Date(new Date(end).getTime() - hours * 3600e3).toISOString();
-              return { start, end };
+              const chosen = resolvePeriod(since, until, form.querySelector('[name=range]').value);
+              return { start: chosen.since, end: chosen.until };
             }
             // The server reads the period ahead while the candidate is written, so the first run
             // takes its complete hours from memory (POST /v1/admin/rules/backtest/prepare): when

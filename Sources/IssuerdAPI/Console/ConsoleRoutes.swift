@@ -80,9 +80,23 @@ enum ConsoleRoutes {
         }
 
         table.add(.delete, "/console/session") { request in
-            let session = try sessions.authenticate(request)
-            try sessions.close(request)
-            request.logger.info("console signed out", ["keyId": .string(session.principal.keyID)])
+            // An expired session has nothing left to protect: signing out of it ends its row and
+            // clears the cookie (a 401 would leave the browser holding it). A live one needs
+            // its CSRF token; a cookie that matches no session is refused, and cleared too.
+            switch try sessions.lookup(request) {
+            case .valid:
+                let session = try sessions.authenticate(request)
+                try sessions.close(request)
+                request.logger.info("console signed out", ["keyId": .string(session.principal.keyID)])
+            case .expired:
+                try sessions.close(request)
+                request.logger.info("console signed out of an expired session")
+            case .unknown:
+                request.logger.notice("console session refused", ["reason": "unknown"])
+                var refusal = HTTPError.unauthenticated(scheme: "Cookie")
+                refusal.headers.add("Set-Cookie", sessions.setCookie(nil, request: request))
+                throw refusal
+            }
             var response = HTTPResponse.noContent()
             response.headers.add("Set-Cookie", sessions.setCookie(nil, request: request))
             return secured(response)

@@ -4,6 +4,21 @@ import IssuerdHTTP
 /// Read-only analyst views (analyst or admin key, or the console's session):
 /// `GET /v1/admin/decisions`, `GET /v1/admin/rule-hits`, `GET /v1/admin/attempts`.
 enum AnalystRoutes {
+    /// Whether `text` is a full card number however it is written: 12 to 19 ASCII digits and
+    /// nothing else but separators (no letter, no other digit). An attempt id, a card id or
+    /// a customer id holds letters; a last four is too short.
+    static func looksLikeCardNumber(_ text: String) -> Bool {
+        var digits = 0
+        for scalar in text.unicodeScalars {
+            if (0x30...0x39).contains(scalar.value) {
+                digits += 1
+            } else if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+                return false
+            }
+        }
+        return (12...19).contains(digits)
+    }
+
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/decisions") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
@@ -27,9 +42,9 @@ enum AnalystRoutes {
             guard text.utf8.count <= 64, text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
                 throw APIErrors.invalidRequest("'q' must be at most 64 printable characters", field: "q")
             }
-            // A full card number is refused, never searched (no PAN column exists) nor echoed.
-            let digits = text.utf8.filter { $0 != 0x20 && $0 != 0x2D }
-            if (12...19).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }) {
+            // A full card number is refused, never searched (no PAN column exists) nor echoed:
+            // 12-19 digits with nothing else but separators (spaces, dashes, dots, slashes…).
+            if Self.looksLikeCardNumber(text) {
                 throw APIErrors.invalidRequest("search by a card's last four digits, never its full number", field: "q")
             }
             let limit = try request.query["limit"].map { text -> Int in

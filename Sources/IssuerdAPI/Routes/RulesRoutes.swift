@@ -11,7 +11,7 @@ enum RulesRoutes {
         table.add(.get, "/v1/admin/rules") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             let view = try context.database.withConnection { connection in
-                try RulesetStatusView.build(context.rules.active.status, loadedBy: context.rules.loadedBy, now: context.now, connection: connection)
+                try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)
             }
             return try .json(view)
         }
@@ -29,7 +29,7 @@ enum RulesRoutes {
                 reload = .init(result: "unchanged", previousVersion: version, version: version)
             }
             var view = try context.database.withConnection { connection in
-                try RulesetStatusView.build(context.rules.active.status, loadedBy: context.rules.loadedBy, now: context.now, connection: connection)
+                try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)
             }
             view.reload = reload
             return try .json(view)

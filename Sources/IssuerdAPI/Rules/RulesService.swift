@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
-import Synchronization
 
 /// The active ruleset of this instance: loaded at start from `ISSUERD_RULES_DIR`, swapped
 /// atomically on reload (SIGHUP, `POST /v1/admin/rules/reload`, or a file change seen by the
@@ -17,12 +16,6 @@ final class RulesService: Sendable {
     private let database: PostgresPool?
     private let reloads: Counter?
     private let clock: @Sendable () -> Date
-    // Guarded by Mutex: who swapped in the serving version, written on each replacing reload.
-    private let loadedByState = Mutex("start-up")
-
-    /// Who loaded the serving version on this instance: `start-up`, or the reload's actor and
-    /// trigger (`apikey:3f2a… via api`, `signal via SIGHUP`, `watcher via watcher`).
-    var loadedBy: String { loadedByState.withLock { $0 } }
 
     /// Loads the rules directory; a bad ruleset at start-up is a start-up failure (there is no
     /// last good ruleset to keep serving).
@@ -69,15 +62,13 @@ final class RulesService: Sendable {
     @discardableResult
     func reload(trigger: String, actor: String? = nil) -> ReloadResult {
         let now = clock()
-        let result = active.reload(from: loader, now: now)
+        let result = active.reload(from: loader, now: now, by: "\(actor ?? Self.defaultActor(trigger)) via \(trigger)")
         switch result {
         case .failed(let failure):
             reloads?.increment(labels: ["failed"])
             logger.error("rules reload failed; the last good ruleset keeps serving", ["trigger": .string(trigger), "error": .string(failure.message)])
         case .replaced(let previous, let current):
             reloads?.increment(labels: ["replaced"])
-            let by = "\(actor ?? Self.defaultActor(trigger)) via \(trigger)"
-            loadedByState.withLock { $0 = by }
             logger.info("rules reloaded", ["trigger": .string(trigger), "version": .string(current), "previous": .string(previous)])
             audit(actor: actor ?? Self.defaultActor(trigger), trigger: trigger, previous: previous, current: current, at: now)
         case .unchanged(let version):

@@ -36,6 +36,28 @@ struct RulesetStatusView: Encodable, Sendable {
         var last24hFrom: Date
     }
 
+    struct LastReloadView: Encodable, Sendable {
+        var at: Date
+        /// `<actor> via <trigger>`.
+        var by: String
+        /// `replaced`, `unchanged` or `failed` (its errors are in `lastFailedReload` until a
+        /// later reload succeeds).
+        var result: String
+        /// The version serving after it.
+        var version: String
+
+        init(_ record: ReloadRecord, serving: String) {
+            at = record.time
+            by = record.by
+            switch record.result {
+            case .replaced: result = "replaced"
+            case .unchanged: result = "unchanged"
+            case .failed: result = "failed"
+            }
+            version = serving
+        }
+    }
+
     struct ReloadView: Encodable, Sendable {
         /// `replaced` or `unchanged`.
         var result: String
@@ -54,13 +76,15 @@ struct RulesetStatusView: Encodable, Sendable {
     var velocityQueries: [String]
     var hitCounts: HitCountWindows
     var lastFailedReload: RulesetFailureView?
+    /// The answering instance's most recent reload, whatever its result; null before the first.
+    var lastReload: LastReloadView?
     var reload: ReloadView?
 
     /// The longest look-back for "since load" counts: bounds the scan of a long-lived ruleset.
     static let sinceLoadLimit: TimeInterval = 30 * 86_400
 
     /// Builds the view of `status`, counting hits in the database.
-    static func build(_ status: ActiveRulesetStatus, loadedBy: String, now: Date, connection: PostgresConnection) throws -> RulesetStatusView {
+    static func build(_ status: ActiveRulesetStatus, now: Date, connection: PostgresConnection) throws -> RulesetStatusView {
         let ruleset = status.ruleset
         let dayAgo = now.addingTimeInterval(-86_400)
         let sinceLoad = max(status.loadedAt, now.addingTimeInterval(-sinceLoadLimit))
@@ -75,7 +99,7 @@ struct RulesetStatusView: Encodable, Sendable {
             counts[rule] = (sinceLoadCounts[rule] ?? 0, lastDayCounts[rule] ?? 0)
         }
         return RulesetStatusView(
-            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, loadedBy: loadedBy, files: ruleset.files,
+            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, loadedBy: status.loadedBy, files: ruleset.files,
             rules: ruleset.rules.map { rule in
                 RuleView(
                     id: rule.id, title: rule.title, outcome: rule.outcome.description, reason: rule.reason, mode: rule.mode.rawValue,
@@ -85,7 +109,8 @@ struct RulesetStatusView: Encodable, Sendable {
             lists: ruleset.listSizes.sorted { $0.key < $1.key }.map { ListView(name: $0.key, size: $0.value) },
             velocityQueries: ruleset.velocityQueries.map(\.description),
             hitCounts: HitCountWindows(sinceLoadFrom: sinceLoad, last24hFrom: dayAgo),
-            lastFailedReload: status.lastFailure.map(RulesetFailureView.init))
+            lastFailedReload: status.lastFailure.map(RulesetFailureView.init),
+            lastReload: status.lastReload.map { LastReloadView($0, serving: ruleset.version) })
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -101,11 +126,12 @@ struct RulesetStatusView: Encodable, Sendable {
         try container.encode(hitCounts, forKey: .hitCounts)
         // Explicit null: "no failed reload" is an answer, not a missing field.
         try container.encode(lastFailedReload, forKey: .lastFailedReload)
+        try container.encode(lastReload, forKey: .lastReload)
         try container.encodeIfPresent(reload, forKey: .reload)
     }
 
     private enum CodingKeys: String, CodingKey {
-        case version, hash, loadedAt, loadedBy, files, rules, lists, velocityQueries, hitCounts, lastFailedReload, reload
+        case version, hash, loadedAt, loadedBy, files, rules, lists, velocityQueries, hitCounts, lastFailedReload, lastReload, reload
     }
 }
 

@@ -11,8 +11,8 @@ public final class ActiveRuleset: Sendable {
     private let state: Mutex<ActiveRulesetStatus>
 
     /// Starts serving `ruleset`.
-    public init(_ ruleset: Ruleset, loadedAt: Date = Date()) {
-        state = Mutex(ActiveRulesetStatus(ruleset: ruleset, loadedAt: loadedAt, lastFailure: nil))
+    public init(_ ruleset: Ruleset, loadedAt: Date = Date(), loadedBy: String = "start-up") {
+        state = Mutex(ActiveRulesetStatus(ruleset: ruleset, loadedAt: loadedAt, loadedBy: loadedBy, lastFailure: nil, lastReload: nil))
     }
 
     /// The ruleset to evaluate a request with; take it once per request.
@@ -22,31 +22,42 @@ public final class ActiveRuleset: Sendable {
     /// attempt failed).
     public var status: ActiveRulesetStatus { state.withLock { $0 } }
 
-    /// Reloads from `loader`'s directory.
-    public func reload(from loader: RulesetLoader, now: Date = Date()) -> ReloadResult {
-        reload(now: now) { () throws(RulesetError) -> Ruleset in try loader.load() }
+    /// Reloads from `loader`'s directory, on behalf of `by` (kept as the serving version's
+    /// loader when it replaces it, and in ``ActiveRulesetStatus/lastReload``).
+    public func reload(from loader: RulesetLoader, now: Date = Date(), by: String = "reload") -> ReloadResult {
+        reload(now: now, by: by) { () throws(RulesetError) -> Ruleset in try loader.load() }
     }
 
     /// Reloads with `load`, which compiles a candidate ruleset.
     ///
     /// - Returns: ``ReloadResult/replaced(previous:current:)``, ``ReloadResult/unchanged(version:)``
     ///   when the content hash is the same, or ``ReloadResult/failed(_:)`` (the old ruleset keeps serving).
-    public func reload(now: Date = Date(), _ load: () throws(RulesetError) -> Ruleset) -> ReloadResult {
+    public func reload(now: Date = Date(), by: String = "reload", _ load: () throws(RulesetError) -> Ruleset) -> ReloadResult {
         let candidate: Ruleset
         do {
             candidate = try load()
         } catch {
             let failure = ReloadFailure(message: error.description, time: now, diagnostics: error.diagnostics)
-            state.withLock { $0.lastFailure = failure }
+            state.withLock { status in
+                status.lastFailure = failure
+                status.lastReload = ReloadRecord(time: now, by: by, result: .failed(failure))
+            }
             return .failed(failure)
         }
         return state.withLock { status -> ReloadResult in
             status.lastFailure = nil
             let previous = status.ruleset.version
-            guard previous != candidate.version else { return .unchanged(version: previous) }
-            status.ruleset = candidate
-            status.loadedAt = now
-            return .replaced(previous: previous, current: candidate.version)
+            let result: ReloadResult
+            if previous == candidate.version {
+                result = .unchanged(version: previous)
+            } else {
+                status.ruleset = candidate
+                status.loadedAt = now
+                status.loadedBy = by
+                result = .replaced(previous: previous, current: candidate.version)
+            }
+            status.lastReload = ReloadRecord(time: now, by: by, result: result)
+            return result
         }
     }
 }
@@ -57,8 +68,12 @@ public struct ActiveRulesetStatus: Sendable {
     public var ruleset: Ruleset
     /// When it was swapped in.
     public var loadedAt: Date
+    /// Who swapped it in (`start-up`, or the reload's `by`), set with the swap.
+    public var loadedBy: String
     /// The most recent reload's failure, nil once a reload succeeds.
     public var lastFailure: ReloadFailure?
+    /// The most recent reload, whatever its result; nil before the first one.
+    public var lastReload: ReloadRecord?
 
     /// The serving version.
     public var version: String { ruleset.version }
@@ -72,6 +87,19 @@ public struct ReloadFailure: Sendable, Hashable {
     public var time: Date
     /// The positioned errors.
     public var diagnostics: [RuleDiagnostic]
+}
+
+/// One reload: when, on whose behalf, and what came of it.
+public struct ReloadRecord: Sendable, Hashable {
+    public var time: Date
+    public var by: String
+    public var result: ReloadResult
+
+    public init(time: Date, by: String, result: ReloadResult) {
+        self.time = time
+        self.by = by
+        self.result = result
+    }
 }
 
 /// The outcome of one reload.
