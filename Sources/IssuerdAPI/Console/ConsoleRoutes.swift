@@ -165,8 +165,14 @@ enum ConsoleRoutes {
     }
 
     /// A browser sends `Origin` on every POST; one naming another host is a cross-site request
-    /// (the JSON content type already keeps plain HTML forms out).
+    /// (the JSON content type already keeps plain HTML forms out). Where `Origin` is missing,
+    /// a browser's `Sec-Fetch-Site: cross-site` still refuses it; a request with neither is not a
+    /// browser's (curl, a script), which holds the key anyway.
     private static func checkOrigin(_ request: HTTPRequest) throws {
+        if request.headers["Sec-Fetch-Site"]?.lowercased() == "cross-site" {
+            request.logger.notice("console sign-in refused", ["reason": "cross-site"])
+            throw HTTPError.forbidden("cross-origin sign-in refused")
+        }
         guard let origin = request.headers["Origin"] else { return }
         let host = request.headers["Host"] ?? ""
         let originHost = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""

@@ -106,6 +106,7 @@ struct ConsoleSessionTests {
         let form = try send(app, "POST", "/console/session", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "key=\(analyst)")
         #expect(form.status == 415)
         #expect(try signIn(app, key: analyst, headers: ["Origin": "https://evil.example"]).status == 403)
+        #expect(try signIn(app, key: analyst, headers: ["Sec-Fetch-Site": "cross-site"]).status == 403, "no Origin, but a browser's cross-site fetch")
         #expect(try count(app, "SELECT count(*) AS n FROM console_sessions") == 0)
         #expect(try signIn(app, key: analyst, headers: ["Origin": "http://127.0.0.1:\(app.application.port)"]).status == 201)
     }
