@@ -206,6 +206,21 @@ def test_decisions(c):
         check(int(shown) == int(expected.get(flow, 0)), "%s attempts, tsp and visa: page %s, database %s" % (flow, shown, expected.get(flow, 0)))
     bars = c.all("#chart rect.bar")
     check(len(bars) > 24, "the chart draws a bar per flow and hour: %d" % len(bars))
+    # Every hour of the chart against the database, flow by flow.
+    stored = {}
+    for line in sql(
+            "SELECT to_char(date_trunc('hour', created_at, 'UTC'), 'YYYY-MM-DD\"T\"HH24'), flow, count(*) FROM provisioning_attempts "
+            "WHERE created_at >= '%s' AND created_at < '%s' AND channel = 'tsp' AND inputs ->> 'card.network' = 'visa' GROUP BY 1, 2"
+            % (iso(c.since), iso(c.until))).splitlines():
+        hour, flow, count = line.split("|")
+        stored[(hour, flow)] = int(count)
+    hours = c.all("#chart g.hour")
+    check(len(hours) == 3 * 24 + 1, "one group per hour of the period: %d" % len(hours))
+    for group in hours:
+        hour = group.get_attribute("data-hour")[:13]
+        for flow in ("green", "yellow", "orange"):
+            shown = int(group.get_attribute("data-" + flow))
+            check(shown == stored.get((hour, flow), 0), "%s %s: chart %d, database %d" % (hour, flow, shown, stored.get((hour, flow), 0)))
     # Unfiltered, last 3 days, for the docs' screenshot.
     c.open("/console/decisions?since=%s&until=%s" % (iso(c.since), iso(c.until)))
     total = int(sql("SELECT count(*) FROM provisioning_attempts WHERE created_at >= '%s' AND created_at < '%s'" % (iso(c.since), iso(c.until))))

@@ -170,7 +170,7 @@ extension ConsoleAssets {
             hours.forEach((h, i) => {
               let y = height - bottom;
               const x = left + i * step + step * 0.1;
-              const g = el('g', {}, el('title', { text: `${when(h.hour)}: ${h.green} green, ${h.yellow} yellow, ${h.orange} orange` }));
+              const g = el('g', { cls: 'hour', 'data-hour': h.hour, 'data-green': h.green, 'data-yellow': h.yellow, 'data-orange': h.orange }, el('title', { text: `${when(h.hour)}: ${h.green} green, ${h.yellow} yellow, ${h.orange} orange` }));
               for (const flow of ['green', 'yellow', 'orange']) {
                 const bar = h[flow] * scale;
                 if (bar > 0) { y -= bar; g.append(el('rect', { cls: 'bar ' + flow, x, y, width: Math.max(1, step * 0.8), height: bar })); }
