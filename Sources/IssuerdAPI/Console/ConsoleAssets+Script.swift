@@ -65,24 +65,26 @@ extension ConsoleAssets {
           }
           function period() {
             try { return resolvePeriod(params.get('since'), params.get('until'), params.get('range')); }
-            catch (_) { return { since: params.get('since') || params.get('until'), until: params.get('until') || params.get('since') }; }  // the server names the bad value
+            catch (_) { return { since: params.get('since'), until: params.get('until') }; }  // as given: the server names the bad value
           }
           function periodFields() {
-            const custom = !!(params.get('since') || params.get('until'));
-            // Choosing a range clears since and until; typing either selects "since → until".
+            // since → until when a since is given, or an until without a range (an until with a
+            // range goes back that range from it). Choosing a range clears since and until;
+            // typing a since selects since → until.
+            const custom = !!(params.get('since') || (params.get('until') && !ranges[params.get('range')]));
             const since = el('input', { name: 'since', size: 22, value: params.get('since') || '', placeholder: '2025-03-01T00:00:00Z', oninput: () => typed() });
             const until = el('input', { name: 'until', size: 22, value: params.get('until') || '', placeholder: '2025-03-08T00:00:00Z', oninput: () => typed() });
             const range = el('select', { name: 'range', onchange: () => { if (range.value) { since.value = ''; until.value = ''; } } },
               el('option', { value: '', selected: custom, text: 'since → until' }),
               Object.keys(ranges).map((r) => el('option', { value: r, selected: !custom && (params.get('range') || '24h') === r, text: 'last ' + r })));
-            function typed() { if (since.value.trim() || until.value.trim()) range.value = ''; }
+            function typed() { if (since.value.trim()) range.value = ''; }
             return [el('label', {}, 'Period', range), el('label', {}, 'or since (RFC 3339)', since), el('label', {}, 'until', until)];
           }
-          // A GET filter form sends only the fields that hold something (disabled fields are not
-          // sent), so a shared link reads ?range=7d, not ?range=7d&since=&until=.
+          // A GET filter form sends only the fields that hold something, so a shared link reads
+          // ?range=7d, not ?range=7d&since=&until= (the fields themselves are left as they are).
           function sendingOnlyFilled(form) {
-            form.addEventListener('submit', () => {
-              for (const field of form.querySelectorAll('input, select')) if (!field.value.trim()) field.disabled = true;
+            form.addEventListener('formdata', (event) => {
+              for (const [name, value] of [...event.formData]) if (!String(value).trim()) event.formData.delete(name);
             });
             return form;
           }
@@ -242,7 +244,7 @@ extension ConsoleAssets {
             const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/attempts' }, el('label', {}, 'Search', input), el('button', { type: 'submit', text: 'Search' }), refused);
             // A full card number typed here must not travel in a URL (history, proxy logs).
             form.addEventListener('submit', (event) => {
-              if (/^[0-9]{12,19}$/.test(input.value.replace(/[^\p{L}\p{N}]/gu, ''))) {  // any separator: spaces, dashes, dots…
+              if (/^\p{Nd}{12,19}$/u.test(input.value.replace(/[^\p{L}\p{N}]/gu, ''))) {  // any digits, any separator: spaces, dashes, dots…
                 event.preventDefault();
                 input.value = '';
                 refused.textContent = 'Search by the last four digits: a full card number is never searched or sent.';
@@ -361,10 +363,10 @@ extension ConsoleAssets {
             const periodKey = () => ['range', 'since', 'until'].map((n) => form.querySelector('[name=' + n + ']').value.trim()).join(' ');
             function prepare() {
               const since = form.querySelector('[name=since]').value.trim(), until = form.querySelector('[name=until]').value.trim();
-              if (periodKey() === prepared || (since && !until)) return;  // a since without its until is still being typed
+              if (periodKey() === prepared) return;
               prepared = periodKey();
               let start, end;
-              try { ({ start, end } = chosenPeriod()); } catch (_) { return; }  // an until still being typed
+              try { ({ start, end } = chosenPeriod()); } catch (_) { return; }  // a time still being typed
               // Not api(): an expired session must not leave the page (and the pasted candidate) from here.
               fetch('/v1/admin/rules/backtest/prepare', { method: 'POST', credentials: 'same-origin',
                 headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': session.csrfToken },

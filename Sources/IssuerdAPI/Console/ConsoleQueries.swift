@@ -228,7 +228,7 @@ enum ConsoleQueries {
                    coalesce(a.inputs ->> 'card.network', a.inputs -> 'attributes' ->> 'card.network', c.payment_network, 'unknown') AS network,
                    a.flow, a.decision, a.ruleset_version,
                    ARRAY(SELECT h ->> 'rule' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]' END) h
-                         WHERE jsonb_typeof(h) = 'object' AND coalesce(h ->> 'mode', 'live') = 'live' AND h ? 'rule') AS rules
+                         WHERE jsonb_typeof(h) = 'object' AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'rule' IS NOT NULL) AS rules
             FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
             """
         return try database.withConnection { connection in

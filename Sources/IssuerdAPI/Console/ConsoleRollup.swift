@@ -134,7 +134,8 @@ enum ConsoleRollup {
                coalesce(h ->> 'mode', 'live') AS mode, coalesce(h ->> 'outcome', a.flow) AS outcome,
                (coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow AND a.flow <> 'green'
                 AND (SELECT count(*) FROM jsonb_array_elements(a.hits) o
-                     WHERE coalesce(o ->> 'mode', 'live') = 'live' AND o ->> 'outcome' = a.flow) = 1) AS decisive
+                     WHERE coalesce(o ->> 'mode', 'live') = 'live' AND o ->> 'outcome' = a.flow
+                       AND coalesce(o ->> 'rule', o ->> 'ruleId', o ->> 'id') IS NOT NULL) = 1) AS decisive
         FROM provisioning_attempts a
         CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
         WHERE (jsonb_typeof(h) = 'string' OR (jsonb_typeof(h) = 'object' AND coalesce(h ->> 'rule', h ->> 'ruleId', h ->> 'id') IS NOT NULL))

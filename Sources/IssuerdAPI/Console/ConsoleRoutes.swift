@@ -84,14 +84,16 @@ enum ConsoleRoutes {
             // clears the cookie (a 401 would leave the browser holding it). A live one needs
             // its CSRF token; a cookie that matches no session is refused, and cleared too.
             switch try sessions.lookup(request) {
-            case .valid:
-                let session = try sessions.authenticate(request)
+            case .valid(let session):
+                try sessions.requireCSRFToken(request, of: session)
                 try sessions.close(request)
                 request.logger.info("console signed out", ["keyId": .string(session.principal.keyID)])
             case .expired:
                 try sessions.close(request)
                 request.logger.info("console signed out of an expired session")
             case .unknown:
+                // A revoked key's session row goes too (lookup finds no live key for it).
+                try sessions.close(request)
                 request.logger.notice("console session refused", ["reason": "unknown"])
                 var refusal = HTTPError.unauthenticated(scheme: "Cookie")
                 refusal.headers.add("Set-Cookie", sessions.setCookie(nil, request: request))

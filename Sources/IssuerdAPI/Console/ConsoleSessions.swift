@@ -102,12 +102,18 @@ struct ConsoleSessions: Sendable {
             throw HTTPError(status: 401, code: "session_expired", message: "the console session has expired; sign in again",
                             headers: ["WWW-Authenticate": "Cookie realm=\"issuerd\""])
         case .valid(let session):
-            if request.method != .get && request.method != .head && !Self.csrfMatches(request.headers[Self.csrfHeader], session.csrfToken) {
-                request.logger.notice("console request refused", ["reason": "csrf", "keyId": .string(session.principal.keyID)])
-                throw HTTPError(status: 403, code: "csrf_token_invalid",
-                                message: "a state-changing console request must carry the session's X-CSRF-Token header")
-            }
+            try requireCSRFToken(request, of: session)
             return session
+        }
+    }
+
+    /// For any method but GET and HEAD: refuses (403, logged) a request without `session`'s
+    /// CSRF token.
+    func requireCSRFToken(_ request: HTTPRequest, of session: ConsoleSession) throws {
+        if request.method != .get && request.method != .head && !Self.csrfMatches(request.headers[Self.csrfHeader], session.csrfToken) {
+            request.logger.notice("console request refused", ["reason": "csrf", "keyId": .string(session.principal.keyID)])
+            throw HTTPError(status: 403, code: "csrf_token_invalid",
+                            message: "a state-changing console request must carry the session's X-CSRF-Token header")
         }
     }
 

@@ -4,13 +4,14 @@ import IssuerdHTTP
 /// Read-only analyst views (analyst or admin key, or the console's session):
 /// `GET /v1/admin/decisions`, `GET /v1/admin/rule-hits`, `GET /v1/admin/attempts`.
 enum AnalystRoutes {
-    /// Whether `text` is a full card number however it is written: 12 to 19 ASCII digits and
-    /// nothing else but separators (no letter, no other digit). An attempt id, a card id or
-    /// a customer id holds letters; a last four is too short.
+    /// Whether `text` is a full card number however it is written: 12 to 19 decimal digits (of
+    /// any script: full-width, Arabic-Indic…) and nothing else but separators (no letter, no
+    /// other numeral). An attempt id, a card id or a customer id holds letters; a last four is
+    /// too short.
     static func looksLikeCardNumber(_ text: String) -> Bool {
         var digits = 0
         for scalar in text.unicodeScalars {
-            if (0x30...0x39).contains(scalar.value) {
+            if scalar.properties.numericType == .decimal {
                 digits += 1
             } else if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
                 return false

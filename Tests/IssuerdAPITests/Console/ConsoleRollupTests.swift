@@ -134,6 +134,15 @@ struct ConsoleRollupTests {
         #expect(!view.rules.contains { $0.id.isEmpty })
         let decisions = try ConsoleQueries.decisions(.init(since: since, until: until), channel: "tsp", network: nil, now: Self.end.addingTimeInterval(7200), database: app.pool)
         #expect(decisions.totals.orange == expected(since, until, channel: "tsp")["orange", default: 0] + 1)
+        // The search lists the row's named rules only, and its named hit still decided the flow.
+        let id = try app.pool.withConnection { try $0.query("SELECT md5('rule-null')::uuid::text AS id").first!.decode("id", as: String.self) }
+        let found = try ConsoleQueries.searchAttempts(id, limit: 5, now: Self.end, database: app.pool)
+        #expect(found.attempts.map(\.rules) == [["a.orange"]])
+        let edited = try app.pool.withConnection {
+            try $0.query("SELECT decisive FROM (\(unsafeSQL: ConsoleRollup.hitRowsSQL)) h WHERE rule_id = 'a.orange' AND created_at = \(Self.end) - interval '3 hours 30 minutes'")
+                .map { try $0.decode("decisive", as: Bool.self) }
+        }
+        #expect(edited == [true], "a hit naming no rule does not share the flow's outcome with the named one")
     }
 
     @Test("A period splits into rolled-up whole hours and raw edges")
