@@ -331,7 +331,7 @@ extension ConsoleAssets {
               if (replace.checked && entries.length === 1) rulesBody = entries[0][1];
               else rulesBody = Object.fromEntries(entries.map(([p, t], i) => [p || `candidate-${i + 1}.rules`, t]));
               let start, end;
-              try { ({ start, end } = chosenPeriod()); } catch (error) { output.replaceChildren(fail(error.message)); return; }
+              try { ({ since: start, until: end } = chosenPeriod()); } catch (error) { output.replaceChildren(fail(error.message)); return; }
               clearTimeout(pending);  // the run reads the period itself
               run.disabled = true;
               output.replaceChildren(el('div', { cls: 'notice', text: 'Replaying stored attempts…' }));
@@ -351,22 +351,17 @@ extension ConsoleAssets {
               files, el('div', { cls: 'filters' }, el('button', { type: 'button', cls: 'secondary', text: 'Add a file', onclick: () => addFile('', '') }),
                 el('label', {}, 'Upload files', upload), el('label', {}, el('span', {}, replace, ' replace every current .rules file'))),
               el('h2', { text: 'Period' }), el('div', { cls: 'filters' }, periodFields(), run));
-            function chosenPeriod() {
-              const since = form.querySelector('[name=since]').value.trim(), until = form.querySelector('[name=until]').value.trim();
-              const chosen = resolvePeriod(since, until, form.querySelector('[name=range]').value);
-              return { start: chosen.since, end: chosen.until };
-            }
+            const chosenPeriod = () => resolvePeriod(...['since', 'until', 'range'].map((n) => form.querySelector('[name=' + n + ']').value.trim()));
             // The server reads the period ahead while the candidate is written, so the first run
             // takes its complete hours from memory (POST /v1/admin/rules/backtest/prepare): when
             // the page opens and shortly after the period changes, unless a run starts first.
             let prepared = null, pending = null;
             const periodKey = () => ['range', 'since', 'until'].map((n) => form.querySelector('[name=' + n + ']').value.trim()).join(' ');
             function prepare() {
-              const since = form.querySelector('[name=since]').value.trim(), until = form.querySelector('[name=until]').value.trim();
               if (periodKey() === prepared) return;
               prepared = periodKey();
               let start, end;
-              try { ({ start, end } = chosenPeriod()); } catch (_) { return; }  // a time still being typed
+              try { ({ since: start, until: end } = chosenPeriod()); } catch (_) { return; }  // a time still being typed
               // Not api(): an expired session must not leave the page (and the pasted candidate) from here.
               fetch('/v1/admin/rules/backtest/prepare', { method: 'POST', credentials: 'same-origin',
                 headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': session.csrfToken },

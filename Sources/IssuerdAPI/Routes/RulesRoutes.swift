@@ -24,9 +24,9 @@ enum RulesRoutes {
             case .failed(let failure):
                 throw rulesetInvalid(RulesetFailureView(failure), message: "the rule files do not compile; the previous ruleset keeps serving")
             case .replaced(let previous, let current):
-                reload = .init(result: "replaced", previousVersion: previous, version: current)
+                reload = .init(result: result.name, previousVersion: previous, version: current)
             case .unchanged(let version):
-                reload = .init(result: "unchanged", previousVersion: version, version: version)
+                reload = .init(result: result.name, previousVersion: version, version: version)
             }
             var view = try context.database.withConnection { connection in
                 try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)

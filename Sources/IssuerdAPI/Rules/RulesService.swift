@@ -62,19 +62,18 @@ final class RulesService: Sendable {
     @discardableResult
     func reload(trigger: String, actor: String? = nil) -> ReloadResult {
         let now = clock()
-        let result = active.reload(from: loader, now: now, by: "\(actor ?? Self.defaultActor(trigger)) via \(trigger)")
+        let actor = actor ?? Self.defaultActor(trigger)
+        let result = active.reload(from: loader, now: now, by: "\(actor) via \(trigger)")
+        reloads?.increment(labels: [result.name])
         switch result {
         case .failed(let failure):
-            reloads?.increment(labels: ["failed"])
             logger.error("rules reload failed; the last good ruleset keeps serving", ["trigger": .string(trigger), "error": .string(failure.message)])
         case .replaced(let previous, let current):
-            reloads?.increment(labels: ["replaced"])
             logger.info("rules reloaded", ["trigger": .string(trigger), "version": .string(current), "previous": .string(previous)])
-            audit(actor: actor ?? Self.defaultActor(trigger), trigger: trigger, previous: previous, current: current, at: now)
+            audit(actor: actor, trigger: trigger, previous: previous, current: current, at: now)
         case .unchanged(let version):
-            reloads?.increment(labels: ["unchanged"])
             logger.info("rules reloaded; version unchanged", ["trigger": .string(trigger), "version": .string(version)])
-            audit(actor: actor ?? Self.defaultActor(trigger), trigger: trigger, previous: version, current: version, at: now)
+            audit(actor: actor, trigger: trigger, previous: version, current: version, at: now)
         }
         return result
     }

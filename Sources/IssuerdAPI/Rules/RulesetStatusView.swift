@@ -49,11 +49,7 @@ struct RulesetStatusView: Encodable, Sendable {
         init(_ record: ReloadRecord, serving: String) {
             at = record.time
             by = record.by
-            switch record.result {
-            case .replaced: result = "replaced"
-            case .unchanged: result = "unchanged"
-            case .failed: result = "failed"
-            }
+            result = record.result.name
             version = serving
         }
     }

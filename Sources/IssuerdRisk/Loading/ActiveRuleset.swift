@@ -110,4 +110,13 @@ public enum ReloadResult: Sendable, Hashable {
     case unchanged(version: String)
     /// The candidate was refused; the previous ruleset keeps serving.
     case failed(ReloadFailure)
+
+    /// `replaced`, `unchanged` or `failed`: the metric's label and the admin views' `result`.
+    public var name: String {
+        switch self {
+        case .replaced: "replaced"
+        case .unchanged: "unchanged"
+        case .failed: "failed"
+        }
+    }
 }
