@@ -26,6 +26,46 @@ import Testing
         #expect(HMACSHA256.authenticationCode(for: [], using: key2).count == 32)
     }
 
+    @Test func hmacRFC4231LongKeyAndReuse() throws {
+        // RFC 4231 test case 4 (25-byte key) and 6 (a 131-byte key, hashed first).
+        let key4 = try SymmetricKey(bytes: Array(1...25))
+        let data4 = [UInt8](repeating: 0xcd, count: 50)
+        let expected4 = "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"
+        let key6 = try SymmetricKey(bytes: [UInt8](repeating: 0xaa, count: 131))
+        let data6 = Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8)
+        let expected6 = "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        // The keyed context is copied for each MAC: using it never changes the next answer.
+        for _ in 0..<3 {
+            #expect(BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: data4, using: key4)) == expected4)
+            #expect(BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: data6, using: key6)) == expected6)
+            #expect(BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: [], using: key4)) != expected4)
+        }
+        // A copy of a key shares its keyed context and answers the same.
+        let copy = key6
+        #expect(BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: data6, using: copy)) == expected6)
+        #expect(copy == key6)
+        #expect(try SymmetricKey(bytes: [UInt8](repeating: 0xaa, count: 131)) == key6)
+    }
+
+    @Test func hmacSharedKeyAcrossThreads() async throws {
+        // Many threads key the same fresh key at once (one publishes its context, the others
+        // free theirs) and then share it: every MAC is the published vector's.
+        let key = try SymmetricKey(bytes: [UInt8](repeating: 0x0b, count: 20))
+        let message = Array("Hi There".utf8)
+        let expected = "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        let answers = await withTaskGroup(of: Set<String>.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var seen = Set<String>()
+                    for _ in 0..<500 { seen.insert(BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: message, using: key))) }
+                    return seen
+                }
+            }
+            return await group.reduce(into: Set<String>()) { $0.formUnion($1) }
+        }
+        #expect(answers == [expected])
+    }
+
     @Test func hkdfRFC5869() throws {
         // RFC 5869 appendix A.1.
         let ikm = try SymmetricKey(bytes: [UInt8](repeating: 0x0b, count: 22))

@@ -17,17 +17,20 @@ public enum HMACSHA256 {
     }
 
     static func authenticationCode(message: UnsafeRawBufferPointer, key: SymmetricKey) -> [UInt8] {
+        // A copy of the key's keyed context (``HMACKeyedContext``); fails only without memory.
+        guard let context = key.hmac.copy(keyedWith: key.bytes) else {
+            preconditionFailure("HMAC-SHA256 failed: \(OpenSSLErrorQueue.drain())")
+        }
+        defer { EVP_MAC_CTX_free(context) }
         var out = [UInt8](repeating: 0, count: byteCount)
-        var length: UInt32 = 0
-        // HMAC() with a pre-fetched EVP_MD avoids the implicit fetch; it fails only without memory.
+        var length = 0
         // OpenSSL rejects a NULL data pointer even for a zero length.
         var placeholder: UInt8 = 0
-        let result = withUnsafePointer(to: &placeholder) { emptyMessage in key.withUnsafeBytes { keyBytes in
-            HMAC(
-                Algorithms.shared.sha256, keyBytes.baseAddress, Int32(keyBytes.count),
-                message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyMessage, message.count, &out, &length)
-        } }
-        precondition(result != nil && length == 32, "HMAC-SHA256 failed: \(OpenSSLErrorQueue.drain())")
+        let status = withUnsafePointer(to: &placeholder) { emptyMessage in
+            EVP_MAC_update(context, message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyMessage, message.count) == 1
+                && EVP_MAC_final(context, &out, &length, out.count) == 1
+        }
+        precondition(status && length == byteCount, "HMAC-SHA256 failed: \(OpenSSLErrorQueue.drain())")
         return out
     }
 

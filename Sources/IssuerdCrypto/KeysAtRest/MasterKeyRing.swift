@@ -35,7 +35,7 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
     /// Whether the derived keys sit in `mlock`ed memory (false when `RLIMIT_MEMLOCK` is too
     /// small: the service logs a warning; the keys are still wiped on release).
     public let isMemoryLocked: Bool
-    private let derived: [String: SymmetricKey]
+    private let derived: [Slot: SymmetricKey]
 
     /// Parses the `ISSUERD_MASTER_KEY` setting.
     ///
@@ -78,10 +78,10 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
         guard keys[fingerprint] != nil else { throw CryptoError(.invalidMasterKey, "fingerprint version \(fingerprint) is not in the ring") }
         // The derived keys live as long as the process: locked memory keeps them out of swap.
         let arena = LockedKeyArena(byteCount: keys.count * Purpose.allCases.count * 32)
-        var derived: [String: SymmetricKey] = [:]
+        var derived: [Slot: SymmetricKey] = [:]
         for (version, key) in keys {
             for purpose in Purpose.allCases {
-                derived[Self.slot(purpose, version)] = try arena.copy(
+                derived[Slot(purpose: purpose, version: version)] = try arena.copy(
                     HKDF.deriveKey(
                         inputKey: key, salt: Array("issuerd master key ring".utf8), info: Array("issuerd/\(purpose.rawValue)/v\(version)".utf8)))
             }
@@ -97,7 +97,7 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``CryptoError/Code/unknownKeyVersion`` when the ring lacks that version.
     public func dataKey(for purpose: Purpose, version: Int) throws -> SymmetricKey {
-        guard let key = derived[Self.slot(purpose, version)] else {
+        guard let key = derived[Slot(purpose: purpose, version: version)] else {
             throw CryptoError(.unknownKeyVersion, "master key version \(version) is not configured")
         }
         return key
@@ -105,7 +105,11 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
 
     public var description: String { "MasterKeyRing(versions: \(versions), current: \(currentVersion), fingerprint: \(fingerprintVersion))" }
 
-    private static func slot(_ purpose: Purpose, _ version: Int) -> String { "\(purpose.rawValue)#\(version)" }
+    /// A derived key's place: looked up on every request, so not a string built for each look-up.
+    private struct Slot: Hashable {
+        var purpose: Purpose
+        var version: Int
+    }
 
     private static func decodeKey(_ text: String, label: String) throws -> SymmetricKey {
         guard let bytes = try? BinaryEncoding.decodeBase64(text.trimmingCharacters(in: .whitespaces)) else {

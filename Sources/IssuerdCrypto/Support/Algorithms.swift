@@ -11,6 +11,8 @@ final class Algorithms: @unchecked Sendable {  // immutable after init; fetched 
     let sha256: OpaquePointer
     let aes256GCM: OpaquePointer
     let hkdf: OpaquePointer
+    /// The HMAC `EVP_MAC` (``HMACKeyedContext``).
+    let hmac: OpaquePointer
     /// A parameters-only P-256 key: generating from it skips the group lookup and cuts a
     /// key generation from ~25 µs to ~15 µs.
     let p256Template: OpaquePointer
@@ -23,15 +25,17 @@ final class Algorithms: @unchecked Sendable {  // immutable after init; fetched 
         guard let sha256 = EVP_MD_fetch(nil, "SHA256", nil),
             let aes = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil),
             let hkdf = EVP_KDF_fetch(nil, "HKDF", nil),
+            let hmac = EVP_MAC_fetch(nil, "HMAC", nil),
             let appleOID = OBJ_txt2obj(AppleOID.issuerEncryption, 1),
             let wwdrOID = OBJ_txt2obj(AppleOID.wwdrG2Marker, 1)
         else {
             // Without the default provider nothing in this module can work: fail at start-up.
-            preconditionFailure("OpenSSL default provider is missing SHA256, AES-256-GCM or HKDF: \(OpenSSLErrorQueue.drain())")
+            preconditionFailure("OpenSSL default provider is missing SHA256, AES-256-GCM, HKDF or HMAC: \(OpenSSLErrorQueue.drain())")
         }
         self.sha256 = sha256
         self.aes256GCM = aes
         self.hkdf = hkdf
+        self.hmac = hmac
         self.appleIssuerEncryptionOID = appleOID
         self.appleWWDRMarkerOID = wwdrOID
         var template: OpaquePointer?

@@ -1,6 +1,8 @@
 /// A secret symmetric key (AES, HMAC), only ever produced by a KDF, a key ring or the DRBG.
 public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible {
     let bytes: SecureBytes
+    /// The key's HMAC context, keyed on first use (``HMACSHA256``).
+    let hmac = HMACKeyedContext()
 
     /// The key length in bytes.
     public var byteCount: Int { bytes.count }
@@ -29,4 +31,7 @@ public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "SymmetricKey(\(byteCount * 8) bits)" }
+
+    /// Equal bytes (in constant time); the cached HMAC context is not part of the key's value.
+    public static func == (lhs: SymmetricKey, rhs: SymmetricKey) -> Bool { lhs.bytes == rhs.bytes }
 }
