@@ -6,9 +6,11 @@ private let timestampTypes: Set<PostgresDataType> = [.timestamptz, .timestamp]
 extension Date: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .timestamptz }
 
-    /// Sent as ISO 8601 in UTC with microseconds (`2024-03-05 12:34:56.789012+00`), which
-    /// PostgreSQL reads the same way under every `DateStyle` and `TimeZone` setting.
-    public var postgresBindValue: PostgresBindValue { .text(PostgresTimestamp.format(self)) }
+    /// Sent in binary: microseconds since 2000-01-01 00:00 UTC, the instant the text form
+    /// (``PostgresTimestamp/format(_:)``) names, rounded the same way, and `±infinity` where
+    /// that is. PostgreSQL then has no timestamp text to parse (a decision binds a dozen), and
+    /// no `DateStyle` or `TimeZone` setting can change what it reads.
+    public var postgresBindValue: PostgresBindValue { .binary(PostgresTimestamp.binary(self)) }
 
     /// Reads any `timestamptz` in ISO output style, whatever the session time zone; a
     /// `timestamp` without time zone is taken as UTC. `infinity` and `-infinity` become
@@ -45,6 +47,19 @@ enum PostgresTimestamp {
     static let postgresEpochMicroseconds: Int64 = 366 * 86_400 * 1_000_000
     /// PostgreSQL accepts years up to 294276 AD; anything beyond is sent as `infinity`.
     private static let limitMicroseconds: Double = 9.2e18
+
+    /// `timestamptz`'s binary form of `date`: big-endian microseconds since PostgreSQL's epoch,
+    /// `Int64.max`/`Int64.min` for `infinity`/`-infinity` (wherever ``format(_:)`` writes them).
+    static func binary(_ date: Date) -> [UInt8] {
+        let micros = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
+        let value: Int64
+        if micros.isFinite, abs(micros) < limitMicroseconds {
+            value = Int64(micros) + postgresEpochMicroseconds
+        } else {
+            value = date.timeIntervalSinceReferenceDate < 0 ? .min : .max
+        }
+        return withUnsafeBytes(of: value.bigEndian) { Array($0) }
+    }
 
     static func format(_ date: Date) -> String {
         let micros = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()

@@ -1,5 +1,5 @@
 import Foundation
-import IssuerdPostgres
+@testable import IssuerdPostgres
 import Testing
 
 @Suite struct TimestampTests {
@@ -23,6 +23,34 @@ import Testing
                 let back = try roundTrip(Self.dates, as: "timestamptz", on: connection)
                 for (sent, received) in zip(Self.dates, back) {
                     #expect(abs(sent.timeIntervalSince(received)) < 0.000_001, "\(sent) came back as \(received)")
+                }
+            }
+        }
+    }
+
+    /// Dates are bound in binary; the server must read the very instant their text form names
+    /// (the form they were bound in before), at the edges too, in any session time zone.
+    @Test func binaryBindingIsTheTextFormsInstant() throws {
+        var generator = SystemRandomNumberGenerator()
+        var dates = Self.dates + [
+            Date(timeIntervalSince1970: 1_709_642_096.7890125), Date(timeIntervalSince1970: -0.0000005),
+            Date(timeIntervalSinceReferenceDate: 1e300), Date(timeIntervalSinceReferenceDate: -.infinity), .distantFuture,
+            Date(timeIntervalSince1970: 327_403_382_400), Date(timeIntervalSince1970: -62_167_219_200.5),
+        ]
+        for _ in 0..<300 {
+            let micros = Int64.random(in: -210_866_803_200_000_000...9_000_000_000_000_000_000, using: &generator)
+            dates.append(Date(timeIntervalSince1970: Double(micros) / 1_000_000 + Double.random(in: 0..<0.000_001, using: &generator)))
+        }
+        try withTestPool { pool in
+            try pool.withConnection { connection in
+                for zone in ["UTC", "Asia/Kolkata"] {
+                    try connection.execute(unsafeSQL: "SET TimeZone = '\(zone)'")
+                    for date in dates {
+                        let text = PostgresTimestamp.format(date)
+                        let row = try #require(try connection.query("SELECT \(date) = \(text)::timestamptz AS same, \(date)::text AS bound").first)
+                        let bound = try row.decode("bound", as: String.self)
+                        #expect(try row.decode("same", as: Bool.self), "\(text) bound as \(bound)")
+                    }
                 }
             }
         }
