@@ -60,12 +60,9 @@ struct RiskService: Sendable {
     func assess(_ request: RiskRequest, ruleset: Ruleset, velocity: [Int?]) throws -> RiskAssessment {
         let input = RiskInputBuilder.input(for: request)
         let decision = ruleset.evaluate(input, velocity: velocity)
-        var features: [String: JSONValue] = [:]
-        for (query, value) in zip(ruleset.velocityQueries, velocity) {
-            features[query.description] = value.map { .int($0) } ?? .null
-        }
         return RiskAssessment(
-            input: input, attributes: RiskInputBuilder.attributes(of: input), features: features, decision: decision,
+            input: input, attributes: RiskInputBuilder.attributesDocument(of: input),
+            features: Self.featuresDocument(ruleset.velocityDescriptions, velocity), decision: decision,
             cardholderNameHash: try nameHash(request.card.cardholderName))
     }
 
@@ -77,13 +74,55 @@ struct RiskService: Sendable {
         }
     }
 
+    /// The velocity values by query description (``Ruleset/velocityDescriptions``, unique in a
+    /// ruleset), `null` where unknown, written straight into the object's text (descriptions
+    /// hold no NUL).
+    static func featuresDocument(_ descriptions: [String], _ values: [Int?]) -> AttemptDocument {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 * descriptions.count + 2)
+        out.append(UInt8(ascii: "{"))
+        for (description, value) in zip(descriptions, values) {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            JSONText.appendString(description, to: &out)
+            out.append(UInt8(ascii: ":"))
+            if let value { JSONText.appendInteger(value, to: &out) } else { out.append(contentsOf: "null".utf8) }
+        }
+        out.append(UInt8(ascii: "}"))
+        return .written(String(decoding: out, as: UTF8.self))
+    }
+
     /// HMAC-SHA256 of the normalised cardholder name under the fingerprint key (the `name:`
     /// prefix separates it from PAN fingerprints, which use `pan:`): `distinct_names` can count
     /// names without the database ever holding one it could be asked for.
     func nameHash(_ name: String) throws -> String {
-        let normalized = name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ")
         let key = try vault.keyRing.dataKey(for: .panFingerprint, version: vault.keyRing.fingerprintVersion)
-        return BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: Array("name:\(normalized)".utf8), using: key))
+        return BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: Self.nameHashInput(name), using: key))
+    }
+
+    /// `name:` and the name lowercased, its whitespace runs collapsed to one space and trimmed:
+    /// the bytes ``nameHash(_:)`` authenticates.
+    ///
+    /// An ASCII name (nearly every card's embossed name) is folded byte by byte; any other goes
+    /// through `lowercased()` and `Character.isWhitespace`, which give the same answer for
+    /// ASCII (a test holds the two together) but look up Unicode properties for every
+    /// character (most of the hash's cost in `perf`).
+    static func nameHashInput(_ name: String) -> [UInt8] {
+        var out = Array("name:".utf8)
+        out.reserveCapacity(out.count + name.utf8.count)
+        var spacePending = false
+        for byte in name.utf8 {
+            guard byte < 0x80 else { return Array("name:\(name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " "))".utf8) }
+            if byte == 0x20 || (0x09...0x0D).contains(byte) {
+                spacePending = out.count > 5  // not before the first word
+                continue
+            }
+            if spacePending {
+                out.append(0x20)
+                spacePending = false
+            }
+            out.append((0x41...0x5A).contains(byte) ? byte | 0x20 : byte)
+        }
+        return out
     }
 }
 
@@ -92,9 +131,9 @@ struct RiskAssessment: Sendable {
     /// The engine input.
     var input: RiskInput
     /// The input as the attribute object stored in `inputs`.
-    var attributes: [String: JSONValue]
+    var attributes: AttemptDocument
     /// The velocity values by rule-language description, e.g. `attempts(card, 24h)`.
-    var features: [String: JSONValue]
+    var features: AttemptDocument
     /// The engine's answer.
     var decision: RiskDecision
     /// See ``RiskService/nameHash(_:)``.

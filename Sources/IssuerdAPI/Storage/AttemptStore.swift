@@ -18,9 +18,9 @@ struct AttemptRecord: Sendable {
     var tokenizationSource: String?
     var requestID: String?
     /// The rule attributes, in the shape `AttemptLog` reads.
-    var inputs: [String: JSONValue]
+    var inputs: AttemptDocument
     /// Velocity values by rule-language description.
-    var features: [String: JSONValue]
+    var features: AttemptDocument
     /// Every hit, live and shadow, with the values it read: `ruleHits` written as
     /// ``DecisionJSON/hit(_:)`` writes them, then `hits` (pseudo-hits, or hits already as JSON).
     var ruleHits: [RuleHit] = []
@@ -38,6 +38,18 @@ struct AttemptRecord: Sendable {
     /// an attempt refused before the rules ran.
     var unresolved: [RuleHit]?
     var createdAt: Date
+}
+
+/// A JSON object for one of an attempt's `json` columns (`inputs`, `features`): its members,
+/// written when the attempt is stored, or the object's text already written by the decision
+/// (``RiskInputBuilder/attributesDocument(of:)``), which must hold no NUL escape.
+enum AttemptDocument: Sendable, ExpressibleByDictionaryLiteral {
+    case members([String: JSONValue])
+    case written(String)
+
+    init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .members(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
 }
 
 /// Reads and writes `provisioning_attempts`.
@@ -183,7 +195,12 @@ enum AttemptStore {
     /// `json` accepts `\u0000`, which `jsonb` and `text` cannot hold: one such row would make
     /// every `->>` and `::jsonb` read of it fail (the roll-up, explain, the export). No input
     /// that reaches a decision carries a NUL today; one that did is stored as U+FFFD.
-    static func document(_ members: [String: JSONValue]) -> PostgresTextJSON {
+    static func document(_ document: AttemptDocument) -> PostgresTextJSON {
+        let members: [String: JSONValue]
+        switch document {
+        case .written(let text): return PostgresTextJSON(rawJSON: text)
+        case .members(let object): members = object
+        }
         let text = JSONValue.object(members).unorderedJSONText
         // Over the bytes: `String.contains` compares characters, grapheme by grapheme, on every decision.
         guard text.containsUTF8(nulEscape) else { return PostgresTextJSON(rawJSON: text) }
@@ -191,7 +208,7 @@ enum AttemptStore {
     }
 
     /// How the writer escapes a NUL (`JSONText.appendString`).
-    private static let nulEscape = Array("\\u0000".utf8)
+    static let nulEscape = Array("\\u0000".utf8)
 
     static func decode(_ value: PostgresJSON) throws -> JSONValue {
         try value.decode(JSONValue.self)

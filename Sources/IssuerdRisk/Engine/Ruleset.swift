@@ -12,6 +12,9 @@ public struct Ruleset: Sendable {
     /// The velocity values the rules need, deduplicated; ask a ``VelocityProvider`` for them
     /// in one batch, in this order.
     public let velocityQueries: [VelocityQuery]
+    /// Each velocity query's ``VelocityQuery/description``, written once (every decision
+    /// records its values under these names).
+    public let velocityDescriptions: [String]
     /// The number of entries in each list, by name.
     public let listSizes: [String: Int]
     /// The relative paths of the files the ruleset was built from.
@@ -33,6 +36,7 @@ public struct Ruleset: Sendable {
         self.version = version
         self.rules = rules
         self.velocityQueries = velocityQueries
+        self.velocityDescriptions = velocityQueries.map(\.description)
         self.listSizes = listSizes
         self.files = files
         self.blocks = ConditionBlock.blocks(conditions)

@@ -24,7 +24,7 @@ struct StoredInputsJSONTests {
         let features: [String: JSONValue] = ["attempts(card, 24h)": .int(3), "attempts(device, 1h)": .int(0)]
         let record = AttemptRecord(
             attemptID: UUID(), channel: "in_app", cardID: "card-json", customerID: "cust-json", deviceID: "dev-1",
-            inputs: inputs, features: features, hits: [], unknowns: [], flow: .green, decision: "APPROVED", allowedMethods: [],
+            inputs: .members(inputs), features: .members(features), hits: [], unknowns: [], flow: .green, decision: "APPROVED", allowedMethods: [],
             rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
         let row = try app.pool.withConnection { connection in
             try AttemptStore.insert(record, connection: connection)
@@ -100,7 +100,8 @@ struct StoredInputsJSONTests {
             #expect(try Self.value(explained.inputsJSON) == (try Self.value(nested)), "\(stage)")
             #expect(try Self.value(explained.featuresJSON) == .object(["attempts(card, 24h)": .int(5)]), "\(stage)")
             let mine = try #require(try pool.withConnection { try StoredAttempt.load(id: written.attemptID, connection: $0) }, "\(stage)")
-            #expect(try Self.value(mine.inputsJSON) == .object(written.inputs), "\(stage)")
+            guard case .members(let writtenInputs) = written.inputs else { throw CancellationError() }
+            #expect(try Self.value(mine.inputsJSON) == .object(writtenInputs), "\(stage)")
             #expect(try Self.value(mine.attributesJSON)["device.locale"] == .string(long), "\(stage)")
         }
         try check("before sql/0018")
