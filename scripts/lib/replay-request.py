@@ -18,9 +18,10 @@ Prints the statements it kept on standard error."""
 import re
 import sys
 
-if len(sys.argv) != 8 or sys.argv[1] in ("-h", "--help"):
-    print(__doc__.strip(), file=sys.stdout if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else sys.stderr)
-    sys.exit(0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2)
+asked = sys.argv[1:2] in (["-h"], ["--help"])
+if asked or len(sys.argv) != 8:
+    print(__doc__.strip(), file=sys.stdout if asked else sys.stderr)
+    sys.exit(0 if asked else 2)
 log_path, card, customer, cards, customers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 entry = re.compile(r"^\S+ \S+ \S+ \[(\d+)\] (LOG|DETAIL):  (.*)$")
 

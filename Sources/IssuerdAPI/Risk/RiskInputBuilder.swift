@@ -60,15 +60,21 @@ enum RiskInputBuilder {
     static func attributes(of input: RiskInput) -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
         object.reserveCapacity(AttributeCatalog.all.count)
-        // Assigning into a scratch input tells derived attributes apart; one scratch serves
-        // every attribute (whether a write succeeds does not depend on what it overwrites).
+        forEachRecorded(in: input) { index, value in object[AttributeCatalog.all[index].name] = json(value) }
+        return object
+    }
+
+    /// Calls `body` with the catalog index and value of every assignable attribute of `input`,
+    /// in catalog order. Assigning into a scratch input tells derived attributes apart; one
+    /// scratch serves every attribute (whether a write succeeds does not depend on what it
+    /// overwrites).
+    private static func forEachRecorded(in input: RiskInput, _ body: (Int, RiskValue) -> Void) {
         var scratch = RiskInput()
-        for attribute in AttributeCatalog.all {
+        for (index, attribute) in AttributeCatalog.all.enumerated() {
             let value = attribute.value(in: input)
             guard attribute.assign(value, to: &scratch) else { continue }
-            object[attribute.name] = json(value)
+            body(index, value)
         }
-        return object
     }
 
     /// ``attributes(of:)`` as the attempt stores it, written straight into the object's text:
@@ -80,13 +86,9 @@ enum RiskInputBuilder {
         var out: [UInt8] = []
         out.reserveCapacity(2048)
         out.append(UInt8(ascii: "{"))
-        // The same scratch test as attributes(of:): derived attributes do not assign.
-        var scratch = RiskInput()
-        for (attribute, key) in zip(AttributeCatalog.all, memberKeys) {
-            let value = attribute.value(in: input)
-            guard attribute.assign(value, to: &scratch) else { continue }
+        forEachRecorded(in: input) { index, value in
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: key)
+            out.append(contentsOf: memberKeys[index])
             json(value).appendJSON(to: &out, sortedKeys: false)
         }
         out.append(UInt8(ascii: "}"))

@@ -48,25 +48,27 @@ enum PostgresTimestamp {
     /// PostgreSQL accepts years up to 294276 AD; anything beyond is sent as `infinity`.
     private static let limitMicroseconds: Double = 9.2e18
 
+    /// Whole microseconds from Foundation's reference date, rounded to the nearest; nil for
+    /// `infinity` (later than PostgreSQL's last year, or not finite) and `-infinity`, told
+    /// apart by the date's sign. The text and the binary forms both start here.
+    private static func microseconds(_ date: Date) -> Int64? {
+        let micros = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
+        guard micros.isFinite, abs(micros) < limitMicroseconds else { return nil }
+        return Int64(micros)
+    }
+
     /// `timestamptz`'s binary form of `date`: big-endian microseconds since PostgreSQL's epoch,
     /// `Int64.max`/`Int64.min` for `infinity`/`-infinity` (wherever ``format(_:)`` writes them).
     static func binary(_ date: Date) -> [UInt8] {
-        let micros = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
-        let value: Int64
-        if micros.isFinite, abs(micros) < limitMicroseconds {
-            value = Int64(micros) + postgresEpochMicroseconds
-        } else {
-            value = date.timeIntervalSinceReferenceDate < 0 ? .min : .max
-        }
+        let value = microseconds(date).map { $0 + postgresEpochMicroseconds } ?? (date.timeIntervalSinceReferenceDate < 0 ? .min : .max)
         return withUnsafeBytes(of: value.bigEndian) { Array($0) }
     }
 
     static func format(_ date: Date) -> String {
-        let micros = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
-        guard micros.isFinite, abs(micros) < limitMicroseconds else {
+        guard let micros = microseconds(date) else {
             return date.timeIntervalSinceReferenceDate < 0 ? "-infinity" : "infinity"
         }
-        let total = Int64(micros) + referenceOffset * 1_000_000
+        let total = micros + referenceOffset * 1_000_000
         let (seconds, fraction) = floorDivision(total, 1_000_000)
         let (days, secondOfDay) = floorDivision(seconds, 86_400)
         let (year, month, day) = civil(fromDays: days)
