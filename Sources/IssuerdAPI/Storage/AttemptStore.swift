@@ -68,7 +68,7 @@ enum AttemptStore {
         VALUES (\(record.attemptID), \(record.channel), \(record.cardID), \(record.customerID), \(record.deviceID),
             \(record.cardholderNameHash), \(record.tokenReference), \(record.tokenRequestorID), \(record.tokenizationSource),
             \(record.requestID), \(document(record.inputs)), \(document(record.features)), \(hitsJSON(record)),
-            \(json(.array(record.unknowns.map(JSONValue.string)))), \(record.flow.description), \(record.decision), \(record.allowedMethods),
+            \(textJSON(JSONValue.array(record.unknowns.map(JSONValue.string)).unorderedJSONText)), \(record.flow.description), \(record.decision), \(record.allowedMethods),
             \(record.rulesetVersion), \(factsJSON(record)), \(record.createdAt))
         """
     }
@@ -165,9 +165,10 @@ enum AttemptStore {
         return PostgresJSON(rawJSON: String(decoding: out, as: UTF8.self))
     }
 
-    /// The `facts` object, with `unresolved` (when the rules ran, `[]` if none) written straight from the decision.
-    static func factsJSON(_ record: AttemptRecord) -> PostgresJSON {
-        guard let unresolved = record.unresolved else { return json(.object(record.facts)) }
+    /// The `facts` object, with `unresolved` (when the rules ran, `[]` if none) written straight
+    /// from the decision: a `json` column (sql/0019), like `unknowns`.
+    static func factsJSON(_ record: AttemptRecord) -> PostgresTextJSON {
+        guard let unresolved = record.unresolved else { return textJSON(JSONValue.object(record.facts).unorderedJSONText) }
         var out: [UInt8] = []
         out.reserveCapacity(512 + 256 * unresolved.count)
         JSONValue.object(record.facts).appendJSON(to: &out, sortedKeys: false)
@@ -179,13 +180,18 @@ enum AttemptStore {
             DecisionJSON.appendHit(hit, to: &out)
         }
         out.append(contentsOf: "]}".utf8)
-        return PostgresJSON(rawJSON: String(decoding: out, as: UTF8.self))
+        return textJSON(String(decoding: out, as: UTF8.self))
     }
 
-    /// JSON values are written directly, unsorted (see ``JSONValue/unorderedJSONText``): this
-    /// runs for every decision, and `jsonb` orders keys its own way.
-    static func json(_ value: JSONValue) -> PostgresJSON {
-        PostgresJSON(rawJSON: value.unorderedJSONText)
+    /// JSON text for a `json` column (`facts`, `unknowns`): as written, unless it holds an
+    /// escaped NUL, which `json` would take and every later `->>` or `::jsonb` read of the row
+    /// refuse (`jsonb` refused the insert): then parsed and written again with each NUL as
+    /// U+FFFD, as ``document(_:)`` does. No decision writes one today.
+    static func textJSON(_ text: String) -> PostgresTextJSON {
+        guard text.containsUTF8(nulEscape), let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
+            return PostgresTextJSON(rawJSON: text)
+        }
+        return PostgresTextJSON(rawJSON: value.replacingNUL.unorderedJSONText)
     }
 
     /// The inputs and features, `json` columns (sql/0018) kept as written: unsorted, like the

@@ -275,8 +275,8 @@ struct ConsoleSessionTests {
         try app.pool.withConnection { connection in
             try connection.execute(
                 """
-                UPDATE provisioning_attempts SET facts = (facts - 'lastFour')
-                    || jsonb_build_object('panMasked', \(String(DecisionFixtures.visaPAN.prefix(6)) + "******" + String(DecisionFixtures.visaPAN.suffix(4)))::text, 'expiration', '12/30')
+                UPDATE provisioning_attempts SET facts = ((facts::jsonb - 'lastFour')
+                    || jsonb_build_object('panMasked', \(String(DecisionFixtures.visaPAN.prefix(6)) + "******" + String(DecisionFixtures.visaPAN.suffix(4)))::text, 'expiration', '12/30'))::json
                 WHERE attempt_id = \(try #require(UUID(uuidString: attemptID)))
                 """)
         }

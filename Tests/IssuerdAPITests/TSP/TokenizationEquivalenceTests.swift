@@ -63,9 +63,8 @@ struct TokenizationEquivalenceTests {
         let tables = [
             "attempts": """
                 SELECT channel, card_id, customer_id, device_id, cardholder_name_hash, token_reference, token_requestor_id,
-                       tokenization_source, request_id, inputs::jsonb AS inputs, features::jsonb AS features, hits, unknowns, flow,
-                       decision, allowed_methods, ruleset_version,
-                       facts, created_at
+                       tokenization_source, request_id, inputs::jsonb AS inputs, features::jsonb AS features, hits, unknowns::jsonb AS unknowns,
+                       flow, decision, allowed_methods, ruleset_version, facts::jsonb AS facts, created_at
                 FROM provisioning_attempts WHERE channel = 'tsp' ORDER BY created_at, request_id, token_reference
                 """,
             "tokens": "SELECT token_reference, card_id, device_id, token_requestor_id, status, created_at, updated_at FROM tokens ORDER BY token_reference",
