@@ -46,9 +46,26 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
 /// finds the subject itself (the TSP authorization finds the card by its PAN fingerprint), with
 /// a column of the enclosing query named in `keyColumns`: the subqueries are then correlated to
 /// the joined row and ask for the card and customer it found.
+///
+/// A push rate limit's count (``RecentPushes``) is folded into the attempts subquery of its key:
+/// the scan then reaches back to the wider of its window and the velocity windows, with no upper
+/// bound, and each velocity count takes its own bounds as filters. The rate limit and the
+/// velocity queries of a card or a customer read the same rows; scanned once, an in-app
+/// request's context statement visits each of the customer's recent attempts once instead of
+/// twice (3 % of PostgreSQL's instructions per request, docs/performance.md).
 struct VelocitySQL {
     private let batch: VelocityBatch
+    private let recent: [RecentPushes]
     private let groups: [Group]
+
+    /// A rate limit's count: the subject's in-app and Wallet-extension attempts in the
+    /// `windowSeconds` before the batch's time, with no upper bound (a concurrent request that
+    /// took the customer's lock first may have stamped its attempt later than this request's
+    /// time, and it must count).
+    struct RecentPushes: Hashable, Sendable {
+        var key: VelocityKey
+        var windowSeconds: TimeInterval
+    }
 
     private enum Source: Hashable {
         case attempts, challengeFailures, tokenDeletions
@@ -76,27 +93,37 @@ struct VelocitySQL {
         var subject: Subject
         /// Batch indices of the group's queries.
         var members: [Int]
+        /// Indices in `recent` of the rate-limit counts folded into the group (attempts only).
+        var recent: [Int] = []
     }
 
-    /// The SQL for `batch`; a key in `keyColumns` is read from that column of the enclosing
-    /// query instead of the batch subject's id (so it is asked even when the subject has none).
-    init(_ batch: VelocityBatch, keyColumns: [VelocityKey: String] = [:]) {
+    /// The SQL for `batch`, and for the rate-limit counts `recent`; a key in `keyColumns` is read
+    /// from that column of the enclosing query instead of the batch subject's id (so it is asked
+    /// even when the subject has none). A rate-limit count whose key the subject lacks is not
+    /// asked (``recentPushes(in:)``).
+    init(_ batch: VelocityBatch, keyColumns: [VelocityKey: String] = [:], recent: [RecentPushes] = []) {
         self.batch = batch
+        self.recent = recent
         var groups: [Group] = []
+        func subject(_ key: VelocityKey) -> Subject? {
+            if let column = keyColumns[key] { return .column(column) }
+            return batch.subject.id(for: key).map(Subject.id)
+        }
         for (index, query) in batch.queries.enumerated() {
-            let subject: Subject
-            if let column = keyColumns[query.key] {
-                subject = .column(column)
-            } else if let id = batch.subject.id(for: query.key) {
-                subject = .id(id)
-            } else {
-                continue
-            }
+            guard let subject = subject(query.key) else { continue }
             let source = Source(query.metric)
             if let existing = groups.firstIndex(where: { $0.source == source && $0.key == query.key }) {
                 groups[existing].members.append(index)
             } else {
                 groups.append(Group(source: source, key: query.key, subject: subject, members: [index]))
+            }
+        }
+        for (index, count) in recent.enumerated() {
+            guard let subject = subject(count.key) else { continue }
+            if let existing = groups.firstIndex(where: { $0.source == .attempts && $0.key == count.key }) {
+                groups[existing].recent.append(index)
+            } else {
+                groups.append(Group(source: .attempts, key: count.key, subject: subject, members: [], recent: [index]))
             }
         }
         self.groups = groups
@@ -112,11 +139,14 @@ struct VelocitySQL {
         var device: Bool
         var customer: Bool
 
-        init(_ batch: VelocityBatch) {
+        var recent: [RecentPushes]
+
+        init(_ batch: VelocityBatch, recent: [RecentPushes] = []) {
             queries = batch.queries
             card = batch.subject.cardID != nil
             device = batch.subject.deviceID != nil
             customer = batch.subject.customerID != nil
+            self.recent = recent
         }
     }
 
@@ -127,21 +157,38 @@ struct VelocitySQL {
     func appendSelectList(into sql: inout PostgresQuery.StringInterpolation) {
         for (number, group) in groups.enumerated() {
             sql.appendLiteral(", (SELECT ARRAY[")
-            let widest = group.members.map { batch.queries[$0].windowSeconds }.max() ?? 0
+            // The scan reaches back to the widest window; a rate-limit count lifts its upper bound.
+            let widest = max(
+                Double(group.members.map { batch.queries[$0].windowSeconds }.max() ?? 0),
+                group.recent.map { recent[$0].windowSeconds }.max() ?? 0)
+            let bounded = group.recent.isEmpty
             let time = Self.timeColumn(group.source)
             for (position, index) in group.members.enumerated() {
                 let query = batch.queries[index]
                 if position > 0 { sql.appendLiteral(", ") }
                 sql.appendText(Self.aggregate(query.metric))
-                // Only the rows of this query: its kinds of failure, and its narrower window.
-                let kinds = Self.kinds(query.metric)
-                let narrower = query.windowSeconds < widest
-                guard kinds != nil || narrower else { continue }
-                sql.appendLiteral(" FILTER (WHERE ")
-                if let kinds { sql.appendText("kind IN \(kinds)" + (narrower ? " AND " : "")) }
-                if narrower {
+                // Only the rows of this query: its kinds of failure, its narrower window, and
+                // (the scan unbounded) the decision time.
+                var conditions = Conditions()
+                if let kinds = Self.kinds(query.metric) { conditions.next(&sql); sql.appendText("kind IN \(kinds)") }
+                if Double(query.windowSeconds) < widest {
+                    conditions.next(&sql)
                     sql.appendText("\(time) >= ")
                     sql.appendInterpolation(batch.time.addingTimeInterval(-Double(query.windowSeconds)))
+                }
+                if !bounded {
+                    conditions.next(&sql)
+                    sql.appendText("\(time) < ")
+                    sql.appendInterpolation(batch.time)
+                }
+                conditions.end(&sql)
+            }
+            for (position, index) in group.recent.enumerated() {
+                if position > 0 || !group.members.isEmpty { sql.appendLiteral(", ") }
+                sql.appendLiteral("count(*) FILTER (WHERE channel IN ('in_app', 'wallet_extension')")
+                if recent[index].windowSeconds < widest {
+                    sql.appendText(" AND \(time) >= ")
+                    sql.appendInterpolation(batch.time.addingTimeInterval(-recent[index].windowSeconds))
                 }
                 sql.appendLiteral(")")
             }
@@ -151,10 +198,40 @@ struct VelocitySQL {
             case .column(let column): sql.appendText(column)
             }
             sql.appendText(" AND \(time) >= ")
-            sql.appendInterpolation(batch.time.addingTimeInterval(-Double(widest)))
-            sql.appendText(" AND \(time) < ")
-            sql.appendInterpolation(batch.time)
+            sql.appendInterpolation(batch.time.addingTimeInterval(-widest))
+            if bounded {
+                sql.appendText(" AND \(time) < ")
+                sql.appendInterpolation(batch.time)
+            }
             sql.appendText(") AS velocity\(number)")
+        }
+    }
+
+    /// Writes ` FILTER (WHERE a AND b …)` around the conditions a query needs, nothing if none.
+    private struct Conditions {
+        private var count = 0
+        mutating func next(_ sql: inout PostgresQuery.StringInterpolation) {
+            sql.appendLiteral(count == 0 ? " FILTER (WHERE " : " AND ")
+            count += 1
+        }
+        func end(_ sql: inout PostgresQuery.StringInterpolation) {
+            if count > 0 { sql.appendLiteral(")") }
+        }
+    }
+
+    /// The counts of each group's array, checked.
+    private func counts(of number: Int, in row: PostgresRow) throws -> [Int] {
+        let group = groups[number]
+        let texts = try row.decode("velocity\(number)", as: [String].self)
+        guard texts.count == group.members.count + group.recent.count else {
+            throw PostgresError(
+                code: .decoding, message: "velocity\(number) has \(texts.count) values, expected \(group.members.count + group.recent.count)")
+        }
+        return try texts.map { text in
+            guard let count = Int(text) else {
+                throw PostgresError(code: .decoding, message: "velocity\(number) holds a value that is not a count")
+            }
+            return count
         }
     }
 
@@ -162,15 +239,21 @@ struct VelocitySQL {
     /// queries not asked.
     func values(in row: PostgresRow) throws -> [Int?] {
         var values = [Int?](repeating: nil, count: batch.queries.count)
-        for (number, group) in groups.enumerated() {
-            let counts = try row.decode("velocity\(number)", as: [String].self)
-            guard counts.count == group.members.count else {
-                throw PostgresError(code: .decoding, message: "velocity\(number) has \(counts.count) values, expected \(group.members.count)")
+        for number in groups.indices where !groups[number].members.isEmpty {
+            for (index, count) in zip(groups[number].members, try counts(of: number, in: row)) {
+                values[index] = count
             }
-            for (index, text) in zip(group.members, counts) {
-                guard let count = Int(text) else {
-                    throw PostgresError(code: .decoding, message: "velocity\(number) holds a value that is not a count")
-                }
+        }
+        return values
+    }
+
+    /// The rate-limit counts, in the order given to ``init(_:keyColumns:recent:)``; nil for a
+    /// count whose key the subject lacked.
+    func recentPushes(in row: PostgresRow) throws -> [Int?] {
+        var values = [Int?](repeating: nil, count: recent.count)
+        for number in groups.indices where !groups[number].recent.isEmpty {
+            let group = groups[number]
+            for (index, count) in zip(group.recent, try counts(of: number, in: row).dropFirst(group.members.count)) {
                 values[index] = count
             }
         }

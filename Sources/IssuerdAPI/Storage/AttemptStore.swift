@@ -73,22 +73,6 @@ enum AttemptStore {
         """
     }
 
-    /// Appends a scalar subquery counting the in-app and Wallet-extension attempts of a
-    /// customer, or of a card, since `since`, named `name`.
-    ///
-    /// No upper bound: a concurrent request that took the customer's lock first may have
-    /// stamped its attempt with a time later than this request's own (its clock was read on
-    /// arrival), and that attempt must count.
-    static func appendRecentPushCount(
-        column: RateLimitSubject, id: String, since: Date, name: String, into sql: inout PostgresQuery.StringInterpolation
-    ) {
-        sql.appendText("(SELECT count(*) FROM provisioning_attempts WHERE \(column.rawValue) = ")
-        sql.appendInterpolation(id)
-        sql.appendLiteral(" AND channel IN ('in_app', 'wallet_extension') AND created_at >= ")
-        sql.appendInterpolation(since)
-        sql.appendText(") AS \(name)")
-    }
-
     /// The oldest in-app or Wallet-extension attempt of a customer, or of a card, since
     /// `since` (for `Retry-After`).
     static func oldestRecentPush(column: RateLimitSubject, id: String, since: Date, connection: PostgresConnection) throws -> Date? {

@@ -72,6 +72,63 @@ struct PostgresVelocityTests {
         #expect(context.storedAnswer == nil)
     }
 
+    /// The push context folds its rate-limit counts into the card's and the customer's attempt
+    /// subqueries: its velocity values stay the reference's, and each count is what the separate
+    /// count it replaced answers (pushes, in-app and Wallet extension but not TSP, from the
+    /// window's start on, after the decision time too), for windows narrower than, equal to and
+    /// wider than the velocity windows, with and without velocity queries of that key.
+    @Test func pushContextFoldsRateLimitCounts() throws {
+        let app = try TestApplication()
+        let now = Date(timeIntervalSince1970: 1_900_000_000)
+        var (events, queries) = try Self.history(app, now: now)
+        // A TSP attempt (velocity counts it, a push rate limit does not) and a Wallet-extension push.
+        let others: [(channel: String, card: String, secondsAgo: Double)] = [("tsp", "card-a1", 10), ("wallet_extension", "card-a2", 20), ("tsp", "card-a2", -3)]
+        for (channel, card, secondsAgo) in others {
+            let time = now.addingTimeInterval(-secondsAgo)
+            try app.pool.withConnection { connection in
+                try connection.execute(
+                    """
+                    INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, inputs, features, hits, flow,
+                        decision, ruleset_version, created_at)
+                    VALUES (\(UUID()), \(channel), \(card), 'cust-a', 'dev-9', '{}', '{}', '[]', 'green', 'APPROVED', 'test', \(time))
+                    """)
+            }
+            events.append(VelocityEvent(kind: .attempt, time: time, cardID: card, deviceID: "dev-9", customerID: "cust-a"))
+        }
+        let reference = InMemoryVelocityProvider(events: events)
+        func separateCount(_ column: RateLimitSubject, _ id: String, since: Date) throws -> Int {
+            try app.pool.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT count(*) AS n FROM provisioning_attempts
+                    WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension') AND created_at >= \(since)
+                    """
+                ).first?.decode("n", as: Int.self) ?? -1
+            }
+        }
+        let deviceOnly = queries.filter { $0.key == .device }
+        var nonZero = 0
+        let windows: [(customer: TimeInterval, card: TimeInterval)] = [(60, 86_400), (3_600, 60), (30 * 86_400, 3_600), (7 * 86_400, 7 * 86_400), (90, 30 * 86_400)]
+        for (customerWindow, cardWindow) in windows {
+            for (cardID, deviceID) in [("card-a1", "dev-1"), ("card-a2", nil)] as [(String, String?)] {
+                for asked in [queries, deviceOnly, []] {
+                    let batch = VelocityBatch(subject: VelocitySubject(cardID: cardID, deviceID: deviceID, customerID: "cust-a"), time: now, queries: asked)
+                    let statement = PushContext.statement(
+                        cardID: cardID, customerID: "cust-a", velocity: batch, customerWindow: customerWindow, cardWindow: cardWindow, now: now)
+                    let context = try #require(try app.pool.withConnection { try PushContext(rows: try $0.query(statement.query), statement: statement) })
+                    let label = "\(cardID), windows \(customerWindow)/\(cardWindow) s, \(asked.count) queries"
+                    #expect(context.velocity == reference.values(for: batch), "\(label)")
+                    let customer = try separateCount(.customer, "cust-a", since: now.addingTimeInterval(-customerWindow))
+                    let card = try separateCount(.card, cardID, since: now.addingTimeInterval(-cardWindow))
+                    #expect(context.customerRecent == customer, "customer count, \(label)")
+                    #expect(context.cardRecent == card, "card count, \(label)")
+                    nonZero += (customer > 0 ? 1 : 0) + (card > 0 ? 1 : 0)
+                }
+            }
+        }
+        #expect(nonZero > 20)  // the fixture has pushes in most windows
+    }
+
     /// Two cards of one customer with attempts, token deletions and step-up failures around the
     /// windows' bounds; every metric, key and window as queries.
     private static func history(_ app: TestApplication, now: Date) throws -> (events: [VelocityEvent], queries: [VelocityQuery]) {

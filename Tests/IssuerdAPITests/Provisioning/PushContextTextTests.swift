@@ -13,11 +13,13 @@ struct PushContextTextTests {
         metric.allowedKeys.flatMap { key in [3_600, 86_400].map { VelocityQuery(metric: metric, key: key, windowSeconds: $0) } }
     }
 
-    static func build(card: String, customer: String, device: String?, now: Date, queries: [VelocityQuery] = queries) -> PostgresQuery {
+    static func build(
+        card: String, customer: String, device: String?, now: Date, queries: [VelocityQuery] = queries, customerWindow: TimeInterval = 60
+    ) -> PostgresQuery {
         PushContext.statement(
             cardID: card, customerID: customer,
             velocity: VelocityBatch(subject: VelocitySubject(cardID: card, deviceID: device, customerID: customer), time: now, queries: queries),
-            customerWindow: 60, cardWindow: 300, now: now
+            customerWindow: customerWindow, cardWindow: 300, now: now
         ).query
     }
 
@@ -41,6 +43,11 @@ struct PushContextTextTests {
         #expect(withDevice.sql != without.sql)
         #expect(withDevice.sql != fewer.sql)
         #expect(withDevice.bindings.count > without.bindings.count)
+        // A rate-limit window wider than every velocity window moves the customer scan's bound.
+        let wider = Self.build(card: "c", customer: "u", device: "d", now: first, customerWindow: 30 * 86_400)
+        #expect(wider.sql != withDevice.sql)
+        PushContext.forgetTexts()
+        #expect(Self.build(card: "c", customer: "u", device: "d", now: first, customerWindow: 30 * 86_400).sql == wider.sql)
     }
 
     static func buildTSP(request: String, token: String, device: String?, now: Date, queries: [VelocityQuery] = queries) -> PostgresQuery {
@@ -70,5 +77,10 @@ struct PushContextTextTests {
         #expect(withDevice.sql != without.sql)
         #expect(withDevice.sql != fewer.sql)
         #expect(withDevice.bindings.count > without.bindings.count)
+        // A rate-limit window wider than every velocity window moves the customer scan's bound.
+        let wider = Self.build(card: "c", customer: "u", device: "d", now: first, customerWindow: 30 * 86_400)
+        #expect(wider.sql != withDevice.sql)
+        PushContext.forgetTexts()
+        #expect(Self.build(card: "c", customer: "u", device: "d", now: first, customerWindow: 30 * 86_400).sql == wider.sql)
     }
 }
