@@ -3,15 +3,17 @@
 into a pgbench script that replays them for a random card: scripts/bench-api's ceiling for the
 request's own SQL, with no HTTP, no JSON and no crypto around it.
 
-    replay-request.py SERVER_LOG CARD CUSTOMER CARDS CUSTOMERS SCRIPT VARIABLES
+    replay-request.py SERVER_LOG CARD CUSTOMER DEVICE CARDS CUSTOMERS SCRIPT VARIABLES
 
 The request is found by its lock (`provision:<customer>`); every statement its backend executed
 from the settings before that lock to the attempt's INSERT is kept, in order, each parameter
 sent as a parameter again (a pgbench variable set with -D, listed NUL-separated in VARIABLES).
-The card's and the customer's ids become expressions of a random card (and its owner, as the
-benchmark's import assigned them) and the attempt's id a fresh UUID, so the clients do not queue
-on one customer's lock. The server's two pipelined round trips are kept: the opening half
-(settings, lock, context) and the closing one (the writes and the commit); pgbench 15 has no
+The card's, the customer's and the device's ids become expressions of a random card (its owner,
+as the benchmark's import assigned them, and a device of its own, as the benchmark's traffic has
+it) and the attempt's id a fresh UUID, so the clients do not queue on one customer's lock and no
+device gathers every replayed attempt (its velocity look-up would grow through the run).
+The server's two pipelined round trips are kept: the opening half (settings, lock, context) and
+the closing one (the writes and the commit); pgbench 15 has no
 flush request, so the transaction is an explicit BEGIN, sent alone before them (a third, short
 round trip, which the server does not make).
 Prints the statements it kept on standard error."""
@@ -19,10 +21,11 @@ import re
 import sys
 
 asked = sys.argv[1:2] in (["-h"], ["--help"])
-if asked or len(sys.argv) != 8:
+if asked or len(sys.argv) != 9:
     print(__doc__.strip(), file=sys.stdout if asked else sys.stderr)
     sys.exit(0 if asked else 2)
-log_path, card, customer, cards, customers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+log_path, card, customer, device = sys.argv[1:5]
+cards, customers = int(sys.argv[5]), int(sys.argv[6])
 entry = re.compile(r"^\S+ \S+ \S+ \[(\d+)\] (LOG|DETAIL):  (.*)$")
 
 # Log entries with their continuation lines (PostgreSQL indents those with a tab).
@@ -64,7 +67,7 @@ request = mine[start : end + 1]
 
 uuid = re.compile(r"^'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'$")
 timestamp = re.compile(r"^'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?[+-]\d\d'$")
-card_literal, customer_literal = f"'{card}'", f"'{customer}'"
+card_literal, customer_literal, device_literal = f"'{card}'", f"'{customer}'", f"'{device}'"
 card_prefix, customer_prefix = card.rstrip("0123456789"), customer.rstrip("0123456789")
 variables = []  # the other parameters, sent by pgbench as parameters too (-D name=value)
 
@@ -77,6 +80,8 @@ def argument(value):
         return f"('{card_prefix}' || :card::text)"
     if value == customer_literal:
         return f"('{customer_prefix}' || :customer::text)"
+    if value == device_literal:
+        return f"('{device}-' || :card::text)"
     if value == lock_key:
         # The key's prefix as a variable too: pgbench would read ":bench" in a literal as one.
         variables.append(f"provision:{customer_prefix}")
@@ -99,7 +104,7 @@ for _, sql, params in request:
     print(f"  replayed: {statements[-1][:110]}", file=sys.stderr)
 
 split = next((k for k, s in enumerate(statements) if not s.upper().startswith("SELECT")), len(statements))
-script_path, variables_path = sys.argv[6], sys.argv[7]
+script_path, variables_path = sys.argv[7], sys.argv[8]
 with open(script_path, "w") as script:
     script.write(f"\\set card random(0, {cards - 1})\n\\set customer :card % {customers}\n")
     # BEGIN alone, before the pipelines: pgbench 15 prepares a script's statements at its first
