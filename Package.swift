@@ -40,16 +40,56 @@ let package = Package(
         // Pure domain: the rule language and risk engine (no I/O).
         .target(name: "IssuerdRisk", dependencies: ["IssuerdCore"]),
 
-        // The HTTP API, storage and services wired together.
+        // What every service module shares: settings from the environment, the API's shared error
+        // answers, RFC 3339 times, background threads and their backoff.
+        .target(name: "IssuerdService", dependencies: ["IssuerdCore", "IssuerdHTTP"]),
+
+        // The PostgreSQL-backed records: cards, customers, attempts, tokens, idempotency claims,
+        // and the hash-chained audit log.
+        .target(
+            name: "IssuerdStorage",
+            dependencies: ["IssuerdCore", "IssuerdService", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdWire"]
+        ),
+
+        // Stored history read back: backtests over it, its export, the hourly roll-up, the
+        // read-ahead and the cache of parsed hours.
+        .target(
+            name: "IssuerdHistory",
+            dependencies: ["IssuerdCore", "IssuerdService", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"]
+        ),
+
+        // The analysts' web console at /console: pages, sessions, queries; its HTML, CSS and
+        // JavaScript are files embedded at build time.
+        .target(
+            name: "IssuerdConsole",
+            dependencies: ["IssuerdCore", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"],
+            resources: [
+                .embedInCode("Resources/console.html"), .embedInCode("Resources/console.css"),
+                .embedInCode("Resources/console.js"),
+            ]
+        ),
+
+        // Bulk card import (`issuerd cards import`): COPY in one transaction, encoded on every core.
+        .target(
+            name: "IssuerdImport",
+            dependencies: ["IssuerdCore", "IssuerdService", "IssuerdStorage", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdWire"]
+        ),
+
+        // The HTTP API: routes, authentication, the provisioning and step-up flows, the outbox,
+        // keys and configuration, wired together by IssuerdApplication.
         .target(
             name: "IssuerdAPI",
-            dependencies: ["IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdPKCS11"]
+            dependencies: [
+                "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdPKCS11",
+                "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
+            ]
         ),
 
         .executableTarget(
             name: "issuerd",
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdAPI", "IssuerdPKCS11",
+                "IssuerdService", "IssuerdHistory", "IssuerdImport",
             ]
         ),
         .executableTarget(
@@ -69,7 +109,13 @@ let package = Package(
         .testTarget(name: "IssuerdPKCS11Tests", dependencies: ["IssuerdPKCS11", "IssuerdCrypto", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
-        .testTarget(name: "IssuerdAPITests", dependencies: ["IssuerdAPI", "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11"]),
+        .testTarget(
+            name: "IssuerdAPITests",
+            dependencies: [
+                "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
+                "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
+            ]
+        ),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdPostgres
+import IssuerdStorage
 
 /// The outcome of `issuerd audit verify`.
 public struct AuditChainReport: Sendable, Equatable {

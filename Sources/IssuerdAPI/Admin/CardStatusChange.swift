@@ -1,6 +1,8 @@
 import Foundation
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 
 /// A card status change and what it does to the card's tokens, in one transaction with its audit
 /// entry and the TSP notifications (outbox rows; another component delivers them).

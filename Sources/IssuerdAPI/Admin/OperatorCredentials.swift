@@ -1,5 +1,7 @@
 import Foundation
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 
 /// An API key just created: shown once, stored only hashed.
 public struct IssuedAPIKey: Sendable, CustomStringConvertible {
@@ -53,13 +55,4 @@ public enum OperatorCredentials {
         }
         return try AppTokenVerifier.mintHS256(secret: secret, customerID: customerID, lifetime: lifetime, now: now)
     }
-}
-
-/// An operator's input that cannot be used; `description` is the one line to print.
-public struct CommandInputError: Error, CustomStringConvertible, Sendable {
-    /// What is wrong and, where it helps, where (file and line).
-    public let description: String
-
-    /// Creates the error.
-    public init(_ description: String) { self.description = description }
 }

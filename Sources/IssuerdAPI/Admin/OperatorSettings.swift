@@ -3,6 +3,7 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdPKCS11
 import IssuerdPostgres
+import IssuerdService
 
 /// The few settings the operator commands need, each read on its own, so `issuerd audit verify`
 /// does not demand the TSP secret that only `serve` uses. Same keys and messages as

@@ -1,6 +1,8 @@
 import Foundation
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 
 /// `issuerd keys rotate`: re-seals every card PAN whose key version is not the current one,
 /// while the service keeps running.

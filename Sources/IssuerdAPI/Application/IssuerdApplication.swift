@@ -1,7 +1,10 @@
 import Foundation
+import IssuerdConsole
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 
 /// The running service: configuration, database pool, services, router and HTTP server, wired
 /// once at start-up and stopped in reverse order.
@@ -58,7 +61,10 @@ public final class IssuerdApplication: Sendable {
         StepUpRoutes.register(in: &table, context: context)
         AttemptRoutes.register(in: &table, context: context)
         AnalystRoutes.register(in: &table, context: context)
-        ConsoleRoutes.register(in: &table, context: context)
+        let apiKeys = context.apiKeys
+        for route in ConsoleRoutes.routes(sessions: context.consoleSessions, principal: { try apiKeys.principal(key: $0) }) {
+            table.add(route.method, route.pattern, route.handler)
+        }
         self.routes = table.router.routes.map { ($0.method.rawValue, $0.pattern) }
 
         let listen: ListenAddress

@@ -1,7 +1,10 @@
 import Foundation
+import IssuerdConsole
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdHistory
 import IssuerdPostgres
+import IssuerdStorage
 
 /// What every route and service needs, built once by ``IssuerdApplication`` and passed down
 /// explicitly (no globals).

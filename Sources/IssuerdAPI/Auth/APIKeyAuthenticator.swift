@@ -1,23 +1,9 @@
+import IssuerdService
 import Foundation
+import IssuerdConsole
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
-
-/// What an API key may do. `analyst` reads and backtests; `admin` also changes cards,
-/// customers and rules; `ivr` may only verify one-time codes entered on a voice call.
-enum APIKeyRole: String, Sendable, CaseIterable {
-    case admin, analyst, ivr
-}
-
-/// An authenticated operator, analyst or IVR system.
-struct APIKeyPrincipal: Sendable {
-    let keyID: String
-    let name: String
-    let role: APIKeyRole
-
-    /// The `actor` written to the audit log.
-    var auditActor: String { "apikey:\(keyID)" }
-}
 
 /// Creates and checks API keys. Keys are 256 random bits shown once (`isk_<id>_<secret>`);
 /// only the SHA-256 of the whole key is stored. A slow password hash is not needed: the key

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCrypto
 import IssuerdHTTP
+import IssuerdService
 
 /// Verifies the issuer app's bearer JWT and yields the customer id in `sub`.
 ///

@@ -1,5 +1,8 @@
 import Foundation
+import IssuerdConsole
 import IssuerdCore
+import IssuerdService
+import IssuerdStorage
 
 /// Everything `issuerd serve` needs, read once at start-up, validated eagerly, passed down
 /// explicitly. There are no configuration globals.

@@ -2,6 +2,8 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 
 /// Builds the ``PANVault`` every service and operator command uses, from environment master
 /// keys, HSM-wrapped data keys, or both during the move from one to the other.

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdPostgres
+import IssuerdService
 import Synchronization
 
 /// The background worker that empties the outbox: claim due messages, deliver, record.

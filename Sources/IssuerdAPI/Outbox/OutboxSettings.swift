@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdService
 
 /// How the outbox dispatcher claims, delivers and retries messages.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdPostgres
+import IssuerdService
 
 /// Reads and writes the `outbox` table (sql/0002): enqueue inside the caller's transaction,
 /// claim due messages under a lease, record the outcome.

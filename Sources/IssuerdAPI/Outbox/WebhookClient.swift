@@ -3,6 +3,7 @@ import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import IssuerdService
 #endif
 
 /// Signed JSON POSTs to a webhook receiver, synchronously, for the dispatcher thread.

@@ -4,6 +4,8 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdService
+import IssuerdStorage
 import IssuerdWire
 
 /// `POST /v1/cards/{cardId}/apple-pay/provision`: card → bounds → rate limits → risk →

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdStorage
 
 /// Everything an in-app or Wallet-extension push decision reads from PostgreSQL, fetched by
 /// one statement: the card (only if the customer owns it), its owner, its active tokens, both

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdService
 
 /// A sliding-window limit, written `COUNT/WINDOW` (`10/1m`, `100/1h`) in configuration.
 ///

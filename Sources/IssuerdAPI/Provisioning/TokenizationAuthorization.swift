@@ -3,6 +3,8 @@ import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdService
+import IssuerdStorage
 import IssuerdWire
 
 /// `POST /v1/tsp/tokenization/authorize`: card by PAN fingerprint → expiry → risk with the

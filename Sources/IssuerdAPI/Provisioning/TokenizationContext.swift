@@ -2,6 +2,7 @@ import Foundation
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdStorage
 
 /// Everything a TSP authorization reads from PostgreSQL, fetched by one statement once the
 /// token reference's lock is held: the answer already given to this `requestId` and

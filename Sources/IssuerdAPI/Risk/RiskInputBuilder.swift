@@ -2,6 +2,7 @@ import Foundation
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdRisk
+import IssuerdStorage
 import IssuerdWire
 
 /// Turns a ``RiskRequest`` into the engine's ``RiskInput`` and back into the attribute object
@@ -60,7 +61,7 @@ enum RiskInputBuilder {
     static func attributes(of input: RiskInput) -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
         object.reserveCapacity(AttributeCatalog.all.count)
-        forEachRecorded(in: input) { index, value in object[AttributeCatalog.all[index].name] = json(value) }
+        forEachRecorded(in: input) { index, value in object[AttributeCatalog.all[index].name] = DecisionJSON.json(value) }
         return object
     }
 
@@ -89,7 +90,7 @@ enum RiskInputBuilder {
         forEachRecorded(in: input) { index, value in
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: memberKeys[index])
-            json(value).appendJSON(to: &out, sortedKeys: false)
+            DecisionJSON.json(value).appendJSON(to: &out, sortedKeys: false)
         }
         out.append(UInt8(ascii: "}"))
         let text = String(decoding: out, as: UTF8.self)
@@ -103,17 +104,6 @@ enum RiskInputBuilder {
         JSONText.appendString(attribute.name, to: &key)
         key.append(UInt8(ascii: ":"))
         return key
-    }
-
-    /// A recorded value as JSON: durations in seconds, unknown as null.
-    static func json(_ value: RiskValue) -> JSONValue {
-        switch value {
-        case .unknown: .null
-        case .bool(let flag): .bool(flag)
-        case .number(let number), .duration(let number): number.rounded() == number && abs(number) < 1e15 ? .int(Int(number)) : .double(number)
-        case .string(let text): .string(text)
-        case .strings(let texts): .array(texts.map(JSONValue.string))
-        }
     }
 
     /// `APPROVED` / `REQUIRE_ADDITIONAL_AUTHENTICATION` / `DECLINED` as the rule language names them.

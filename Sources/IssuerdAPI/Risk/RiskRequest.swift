@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdRisk
+import IssuerdStorage
 import IssuerdWire
 
 /// The facts of one add-card request that the risk rules may read, gathered by the route

@@ -4,6 +4,7 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdStorage
 
 /// Decides add-card requests with the active ruleset: builds the input, asks PostgreSQL for the
 /// velocity values in one round trip, evaluates, and counts the outcome.

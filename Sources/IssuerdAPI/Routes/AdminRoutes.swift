@@ -2,6 +2,8 @@ import Foundation
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 import IssuerdWire
 
 /// Routes for analysts and operators: customers, cards and card status.

@@ -1,7 +1,9 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdStorage
 
 /// `GET /v1/admin/attempts/{attemptId}` (analyst or admin): the whole decision of one attempt,
 /// with the step-up history of the token it created, if any, the card's last four digits, and the

@@ -1,5 +1,7 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdService
+import IssuerdStorage
 import IssuerdWire
 
 /// Routes for the issuer app: GET /v1/cards, POST /v1/cards/{cardId}/apple-pay/provision.

@@ -1,5 +1,7 @@
+import IssuerdConsole
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
 
 /// Builds the router, wrapping every handler so that infrastructure failures become the
 /// contract's answers instead of generic 500s.
@@ -55,14 +57,5 @@ extension HTTPError {
         var error = HTTPError(status: 503, code: .databaseUnavailable, message: "the database is unavailable; retry shortly", file: file, line: line)
         error.headers.set("Retry-After", "1")
         return error
-    }
-}
-
-extension PostgresError {
-    /// NUL bytes in text (refused by libpq before sending), data exceptions (SQLSTATE class 22),
-    /// a column's CHECK (23514: a length the handler's validation should have refused first)
-    /// and program limits such as an over-long index entry (54000).
-    var isRejectedValue: Bool {
-        code == .invalidParameter || (sqlState.map { $0.hasPrefix("22") || $0 == "23514" || $0 == "54000" } ?? false)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdHistory
 import IssuerdRisk
 
 /// Routes for the rules: `GET /v1/admin/rules` (analyst, admin), `POST /v1/admin/rules/reload`

@@ -1,5 +1,7 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdService
+import IssuerdStorage
 import IssuerdWire
 
 /// Routes for token service providers: tokenization authorize, token events.

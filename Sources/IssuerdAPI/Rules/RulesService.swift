@@ -2,6 +2,8 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdService
+import IssuerdStorage
 
 /// The active ruleset of this instance: loaded at start from `ISSUERD_RULES_DIR`, swapped
 /// atomically on reload (SIGHUP, `POST /v1/admin/rules/reload`, or a file change seen by the

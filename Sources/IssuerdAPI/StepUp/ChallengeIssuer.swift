@@ -3,6 +3,8 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 import IssuerdWire
 
 /// Creates step-up challenges (`POST /v1/tsp/activation-codes`): one transaction locks the

@@ -2,6 +2,8 @@ import Foundation
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 import IssuerdWire
 
 /// Checks an entered code (`POST /v1/tsp/activation-codes/verify`).

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdService
 
 /// Step-up settings: one-time code lifetime and limits, message language, In-App Verification.
 ///

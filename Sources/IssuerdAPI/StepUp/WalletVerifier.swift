@@ -2,6 +2,8 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 import IssuerdWire
 
 /// In-App Verification (`POST /v1/wallet/verifications`): the cardholder, signed in to the

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdAPI
+import IssuerdImport
 import Synchronization
 
 /// `issuerd cards import FILE.jsonl`: bulk card registration, all or nothing.

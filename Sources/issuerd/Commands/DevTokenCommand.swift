@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdAPI
+import IssuerdService
 
 /// `issuerd dev token`: a development issuer-app JWT (HS256 with `ISSUERD_APP_JWT_SECRET`).
 enum DevTokenCommand {

@@ -3,6 +3,7 @@ import IssuerdAPI
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPKCS11
+import IssuerdService
 
 /// `issuerd keys hsm init|status|add-data-key`: the issuer keys in a PKCS#11 HSM.
 enum KeysHSMCommand {

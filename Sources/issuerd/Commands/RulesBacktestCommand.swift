@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdAPI
+import IssuerdHistory
 import IssuerdRisk
 
 /// `issuerd rules backtest`: current versus candidate over stored attempts.

@@ -1,5 +1,6 @@
 import IssuerdAPI
 import IssuerdCore
+import IssuerdService
 
 /// `issuerd serve`: the HTTP service in the foreground.
 enum ServeCommand: CommandDefinition {

@@ -5,6 +5,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 @Suite("Admin customers and cards over HTTP")
 struct AdminCardTests {

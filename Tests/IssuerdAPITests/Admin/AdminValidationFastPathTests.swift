@@ -3,6 +3,7 @@ import IssuerdHTTP
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// The printable-ASCII path of `AdminValidation.text` and the arithmetic month of
 /// `AdminValidation.expiration` answer exactly what the general (Foundation) paths answer.

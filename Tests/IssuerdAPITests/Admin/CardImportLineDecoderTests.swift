@@ -5,6 +5,7 @@ import IssuerdWire
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdImport
 
 /// The import's own decoder for plain lines: whenever it returns a record, `JSONDecoder` (the
 /// API's decoder) returns the same one from the same bytes; anything else it leaves to it.

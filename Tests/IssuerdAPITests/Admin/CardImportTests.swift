@@ -6,6 +6,9 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
+import IssuerdStorage
+import IssuerdImport
 
 /// The bulk path of `issuerd cards import` (customers read once per chunk, COPY into the tables): the same
 /// answers as registering the lines one by one, the first bad line of a big file, and nothing

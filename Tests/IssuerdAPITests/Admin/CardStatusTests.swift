@@ -4,6 +4,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 @Suite("Card status changes: tokens, outbox and audit in one transaction")
 struct CardStatusTests {

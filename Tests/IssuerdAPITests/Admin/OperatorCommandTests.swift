@@ -7,6 +7,9 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
+import IssuerdStorage
+import IssuerdImport
 
 @Suite("Operator commands: apikey create, cards import, keys rotate, dev token")
 struct OperatorCommandTests {

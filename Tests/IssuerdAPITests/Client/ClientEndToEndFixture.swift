@@ -5,6 +5,7 @@ import IssuerdCrypto
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// A real issuerd with customers and cards written straight to its database, and
 /// `IssuerdClient`s pointed at it: the issuer app's side of the API, end to end.

@@ -5,6 +5,8 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdHistory
+import IssuerdConsole
 
 /// The hourly roll-up gives exactly what counting `provisioning_attempts` gives, whatever part
 /// of a period it already covers, and "changed the final flow" means what the page says.

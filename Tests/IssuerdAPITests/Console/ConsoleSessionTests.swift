@@ -5,6 +5,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdConsole
 
 /// The console's sign-in, session cookie, CSRF token, CSP and page routes, over a real socket
 /// and a real PostgreSQL (the browser test in scripts/test-console covers the pages' contents).

@@ -5,6 +5,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 @Suite("Audit entries are appended unchained and sealed into one chain afterwards")
 struct AuditSealTests {

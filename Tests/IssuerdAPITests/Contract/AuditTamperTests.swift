@@ -4,6 +4,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 @Suite("The audit chain detects edited and deleted entries")
 struct AuditTamperTests {

@@ -8,6 +8,8 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
+import IssuerdStorage
 
 /// Issuer keys in SoftHSM2 through the service and the operator commands: the move from an
 /// environment master key to HSM-wrapped data keys, rotation, provisioning with PANs and TAVs

@@ -5,6 +5,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// Customers, cards, PassKit-shaped bodies and the Python oracle for the decision-path tests.
 /// Rows are written straight through the stores (the admin endpoints are tested elsewhere).

@@ -8,6 +8,8 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
+import IssuerdStorage
 
 /// `POST /v1/cards/{cardId}/apple-pay/provision` and `GET /v1/cards` over HTTP, against a real
 /// PostgreSQL and a generated Apple-shaped PKI.

@@ -5,6 +5,7 @@ import IssuerdRisk
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// The PostgreSQL velocity SQL (grouped per table and key, one filtered aggregate per window)
 /// must answer exactly what the in-memory reference answers over the same history (attempts,

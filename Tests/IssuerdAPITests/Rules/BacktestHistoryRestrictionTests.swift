@@ -5,6 +5,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdHistory
 
 /// The backtest's export reads only the history sharing a card, device or customer id with the
 /// window's attempts (``HistoryExport/windowKeysOnly``); these tests hold it to the full export

@@ -5,6 +5,8 @@ import IssuerdRisk
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
+import IssuerdHistory
 
 /// The most recent hours kept parsed on the server's own initiative
 /// (`ISSUERD_BACKTEST_KEEP_RECENT_HOURS`, ``BacktestPreparation/keepRecent(hours:limit:current:clock:)``),

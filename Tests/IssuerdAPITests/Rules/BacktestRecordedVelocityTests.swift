@@ -5,6 +5,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdHistory
 
 /// `HistoryBacktest` takes a velocity value an attempt recorded at decision time (`features`)
 /// as it is and counts only the others from history (docs/rules.md, "Backtest input"); it reads

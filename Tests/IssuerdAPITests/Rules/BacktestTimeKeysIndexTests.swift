@@ -4,6 +4,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdHistory
 
 /// `attempts_time_keys` (sql/0017) serves the backtest's attempt history read by time, and only
 /// it: the index is partial on ``BacktestHistory/timeKeysPredicate``, which that query states.

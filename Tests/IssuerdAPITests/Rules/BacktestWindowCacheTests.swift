@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdHistory
 
 /// ``BacktestWindowCache``: a backtest that takes complete hours parsed by an earlier run gives
 /// the report of one that reads everything, and sees every row inserted into or changed in a

@@ -6,6 +6,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdHistory
 
 /// The PostgreSQL history behind backtest, export and explain, over attempts inserted here.
 @Suite("Rules over stored history: backtest endpoint, export, explain")

@@ -5,6 +5,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// An attempt's facts and unknowns are `json` (sql/0019), and an attempt's row stays in line
 /// (`toast_tuple_target`): stored as issuerd wrote them, read back by the admin view, the TSP

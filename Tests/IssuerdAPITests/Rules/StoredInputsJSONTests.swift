@@ -5,6 +5,8 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
+import IssuerdHistory
 
 /// An attempt's inputs and features are `json` (sql/0018): stored as issuerd wrote them, read
 /// back without `jsonb`'s rendering, and still what explain, the export and the backtest read.

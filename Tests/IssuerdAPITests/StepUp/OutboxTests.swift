@@ -5,6 +5,7 @@ import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
 
 /// The outbox over real PostgreSQL and a real receiver: retries, dead letters, administration.
 @Suite("Outbox delivery and administration")

@@ -5,6 +5,7 @@ import IssuerdPostgres
 import IssuerdTestSupport
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// A customer, card, yellow attempt and token awaiting verification, written directly to the
 /// test database (the TSP authorize endpoint that normally creates them is another route group).

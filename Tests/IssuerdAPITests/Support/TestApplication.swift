@@ -5,6 +5,7 @@ import IssuerdPostgres
 import IssuerdTestSupport
 
 @testable import IssuerdAPI
+import IssuerdService
 
 /// A real issuerd on a loopback port 0, over a fresh migrated database, trusting a generated
 /// Apple-shaped PKI: what the API tests talk to over HTTP.

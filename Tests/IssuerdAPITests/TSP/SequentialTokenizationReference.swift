@@ -6,6 +6,8 @@ import IssuerdRisk
 import IssuerdWire
 
 @testable import IssuerdAPI
+import IssuerdService
+import IssuerdStorage
 
 /// The TSP authorization as it was before it took two round trips (main at 8006c3e): one
 /// statement per round trip, the token row locked, the card found by fingerprint, the customer,

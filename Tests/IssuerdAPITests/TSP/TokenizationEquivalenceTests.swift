@@ -8,6 +8,7 @@ import Synchronization
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// The two-round-trip TSP authorization against the path it replaced
 /// (``SequentialTokenizationReference``), and the guarantees it folds into its transaction: the

@@ -4,6 +4,7 @@ import IssuerdRisk
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// What a decision writes straight into the attempt's text must be what the dictionaries it
 /// replaced gave: the stored `inputs` and `features` (read by explain, the console and the

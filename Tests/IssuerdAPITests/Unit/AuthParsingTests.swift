@@ -3,6 +3,7 @@ import IssuerdCrypto
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
 
 @Suite("Bearer token and TSP signature parsing")
 struct AuthParsingTests {

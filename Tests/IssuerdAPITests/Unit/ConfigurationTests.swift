@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
 
 @Suite("Configuration")
 struct ConfigurationTests {

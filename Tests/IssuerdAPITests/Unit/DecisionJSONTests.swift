@@ -4,6 +4,7 @@ import IssuerdRisk
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdStorage
 
 /// Hits and unresolved rules are written into the attempt straight from the decision
 /// (``DecisionJSON/appendHit(_:to:)``): the text must parse to what ``DecisionJSON/hit(_:)``

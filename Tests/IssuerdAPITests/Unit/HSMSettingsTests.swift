@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
 
 /// `ISSUERD_PKCS11_*`: absent without a module (nothing else changes), validated eagerly with it.
 @Suite("HSM settings")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import IssuerdAPI
+import IssuerdService
 
 /// `RFC3339.date`'s arithmetic path for `YYYY-MM-DDTHH:MM:SSZ` gives the instant Foundation's
 /// ISO 8601 format style gives, and leaves every other text to it.

@@ -1,0 +1,279 @@
+import Foundation
+import IssuerdHTTP
+import IssuerdHistory
+import IssuerdPostgres
+import IssuerdRisk
+import IssuerdService
+
+/// The queries behind `GET /v1/admin/decisions`, `/v1/admin/rule-hits` and `/v1/admin/attempts`
+/// (the console's Decisions, Rule hits and Attempts pages), over ``ConsoleRollup`` and the
+/// indexes `provisioning_attempts` already has.
+package enum ConsoleQueries {
+    /// A validated period: RFC 3339 `since`/`until`, the last 24 hours when both are absent.
+    package struct Period: Sendable {
+        package var since: Date
+        package var until: Date
+
+        /// The longest period one request may read (the chart's hours stay bounded).
+        package static let maximum: TimeInterval = 92 * 86_400
+
+        package init(since: Date, until: Date) {
+            self.since = since
+            self.until = until
+        }
+
+        package init(query: [String: String], now: Date) throws {
+            let until = try query["until"].map { try Self.date($0, field: "until") } ?? now
+            let since = try query["since"].map { try Self.date($0, field: "since") } ?? until.addingTimeInterval(-86_400)
+            guard since < until else { throw APIErrors.invalidRequest("'since' must be before 'until'", field: "since") }
+            guard until.timeIntervalSince(since) <= Self.maximum else {
+                throw APIErrors.invalidRequest("the period may span at most 92 days", field: "since")
+            }
+            self.init(since: since, until: until)
+        }
+
+        private static func date(_ text: String, field: String) throws -> Date {
+            guard let date = RFC3339.date(text) else { throw APIErrors.invalidRequest("'\(field)' must be an RFC 3339 timestamp", field: field) }
+            return date
+        }
+    }
+
+    package static let channels = ["in_app", "wallet_extension", "tsp"]
+    package static let networks = ["visa", "mastercard", "amex", "discover", "jcb", "unionpay", "other", "unknown"]
+
+    // MARK: Decisions
+
+    package struct HourMix: Encodable, Sendable {
+        package var hour: Date
+        package var green = 0
+        package var yellow = 0
+        package var orange = 0
+    }
+
+    package struct DecisionsView: Encodable, Sendable {
+        package var since: Date
+        package var until: Date
+        package var channel: String?
+        package var network: String?
+        package var totals: HourMix
+        /// One entry per hour of the period, oldest first, zeros included.
+        package var hours: [HourMix]
+        package var channels: [String]
+        package var networks: [String]
+    }
+
+    /// The green/yellow/orange mix per hour.
+    package static func decisions(_ period: Period, channel: String?, network: String?, now: Date, database: PostgresPool) throws -> DecisionsView {
+        let coverage = try ConsoleRollup.catchUp(now: now, database: database)
+        let split = ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage)
+        let rows = try database.withConnection { connection in
+            try connection.query(
+                """
+                SELECT hour, flow, sum(n)::bigint AS n FROM (
+                    SELECT hour, flow, attempts AS n FROM console_hourly_decisions
+                    WHERE hour >= \(split.rolledFrom) AND hour < \(split.rolledTo)
+                      AND (\(channel)::text IS NULL OR channel = \(channel)) AND (\(network)::text IS NULL OR network = \(network))
+                    UNION ALL
+                    SELECT date_trunc('hour', created_at, 'UTC'), flow, 1 FROM provisioning_attempts
+                    WHERE ((created_at >= \(period.since) AND created_at < \(split.rolledFrom))
+                           OR (created_at >= \(split.rolledTo) AND created_at < \(period.until)))
+                      AND (\(channel)::text IS NULL OR channel = \(channel))
+                      AND (\(network)::text IS NULL OR \(unsafeSQL: ConsoleRollup.networkSQL) = \(network))
+                ) m GROUP BY hour, flow
+                """)
+        }
+        var byHour: [Date: HourMix] = [:]
+        var totals = HourMix(hour: period.since)
+        for row in rows {
+            let hour: Date = try row.decode("hour")
+            let count = Int(try row.decode("n", as: Int64.self))
+            var mix = byHour[hour] ?? HourMix(hour: hour)
+            switch try row.decode("flow", as: String.self) {
+            case "green": mix.green += count; totals.green += count
+            case "yellow": mix.yellow += count; totals.yellow += count
+            default: mix.orange += count; totals.orange += count
+            }
+            byHour[hour] = mix
+        }
+        var hours: [HourMix] = []
+        var hour = ConsoleRollup.floorHour(period.since)
+        while hour < period.until {
+            hours.append(byHour[hour] ?? HourMix(hour: hour))
+            hour = hour.addingTimeInterval(3600)
+        }
+        return DecisionsView(since: period.since, until: period.until, channel: channel, network: network, totals: totals,
+                             hours: hours, channels: channels, networks: networks)
+    }
+
+    // MARK: Rule hits
+
+    package struct RuleHitsView: Encodable, Sendable {
+        package struct RuleRow: Encodable, Sendable {
+            package var id: String
+            package var title: String
+            /// live, shadow, or `builtin` for live hits that are not rules of the serving ruleset
+            /// (card not found, a removed rule).
+            package var mode: String
+            package var outcome: String
+            package var location: String?
+            package var hits: Int
+            /// Live: hits that decided the final flow (it would have been milder without them).
+            package var changedFlow: Int
+            /// Shadow: the flows of the attempts it hit (`green: 40` = 40 green attempts it hit).
+            package var flowsHit: [String: Int]
+            /// Shadow: hits where, had it been live, the flow would have become its outcome.
+            package var wouldChange: Int
+            /// Hits per bucket of the period (``RuleHitsView/bucketSeconds`` each), for a sparkline.
+            package var series: [Int]
+        }
+
+        package var since: Date
+        package var until: Date
+        package var version: String
+        package var bucketSeconds: Int
+        package var rules: [RuleRow]
+    }
+
+    /// Per rule: hits over the period, how many changed the final flow, what shadow rules would have done.
+    package static func ruleHits(_ period: Period, ruleset: Ruleset, now: Date, database: PostgresPool) throws -> RuleHitsView {
+        let coverage = try ConsoleRollup.catchUp(now: now, database: database)
+        let split = ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage)
+        let bucketHours = max(1, Int((period.until.timeIntervalSince(period.since) / 3600 / 48).rounded(.up)))
+        let origin = ConsoleRollup.floorHour(period.since)
+        let bucketSeconds = bucketHours * 3600
+        let buckets = Int((period.until.timeIntervalSince(origin) / Double(bucketSeconds)).rounded(.up))
+        let rows = try database.withConnection { connection in
+            try connection.query(
+                """
+                SELECT hour, rule_id, mode, outcome, flow, decisive, sum(n)::bigint AS n FROM (
+                    SELECT hour, rule_id, mode, outcome, flow, decisive, hits AS n FROM console_hourly_rule_hits
+                    WHERE hour >= \(split.rolledFrom) AND hour < \(split.rolledTo)
+                    UNION ALL
+                    SELECT date_trunc('hour', created_at, 'UTC'), rule_id, mode, outcome, flow, decisive, 1
+                    FROM (\(unsafeSQL: ConsoleRollup.hitRowsSQL)) h
+                    WHERE (created_at >= \(period.since) AND created_at < \(split.rolledFrom))
+                       OR (created_at >= \(split.rolledTo) AND created_at < \(period.until))
+                ) r GROUP BY 1, 2, 3, 4, 5, 6
+                """)
+        }
+        var byRule: [String: RuleHitsView.RuleRow] = [:]
+        for rule in ruleset.rules {
+            byRule[rule.id] = .init(
+                id: rule.id, title: rule.title, mode: rule.mode.rawValue, outcome: rule.outcome.description,
+                location: rule.location.description, hits: 0, changedFlow: 0, flowsHit: [:], wouldChange: 0,
+                series: Array(repeating: 0, count: buckets))
+        }
+        for row in rows {
+            let id: String = try row.decode("rule_id")
+            let mode: String = try row.decode("mode")
+            let outcome: String = try row.decode("outcome")
+            let flow: String = try row.decode("flow")
+            let count = Int(try row.decode("n", as: Int64.self))
+            let hour: Date = try row.decode("hour")
+            var entry = byRule[id] ?? .init(
+                id: id, title: "not a rule of the serving ruleset (a built-in check, or a rule since removed)",
+                mode: mode == "shadow" ? "shadow" : "builtin", outcome: outcome, location: nil, hits: 0, changedFlow: 0,
+                flowsHit: [:], wouldChange: 0, series: Array(repeating: 0, count: buckets))
+            entry.hits += count
+            if try row.decode("decisive", as: Bool.self) { entry.changedFlow += count }
+            if mode == "shadow" {
+                entry.flowsHit[flow, default: 0] += count
+                if severity(outcome) > severity(flow) { entry.wouldChange += count }
+            }
+            let bucket = Int(hour.timeIntervalSince(origin)) / bucketSeconds
+            if entry.series.indices.contains(bucket) { entry.series[bucket] += count }
+            byRule[id] = entry
+        }
+        let order = Dictionary(uniqueKeysWithValues: ruleset.rules.enumerated().map { ($1.id, $0) })
+        let rules = byRule.values.sorted { (order[$0.id] ?? Int.max, $0.id) < (order[$1.id] ?? Int.max, $1.id) }
+        return RuleHitsView(since: period.since, until: period.until, version: ruleset.version, bucketSeconds: bucketSeconds, rules: rules)
+    }
+
+    private static func severity(_ flow: String) -> Int {
+        switch flow {
+        case "orange": 2
+        case "yellow": 1
+        default: 0
+        }
+    }
+
+    // MARK: Attempt search
+
+    package struct AttemptSummary: Encodable, Sendable {
+        package var attemptId: String
+        package var createdAt: Date
+        package var channel: String
+        package var cardId: String?
+        package var lastFour: String?
+        package var customerId: String?
+        package var deviceId: String?
+        package var network: String
+        package var flow: String
+        package var decision: String
+        package var rulesetVersion: String
+        /// The live rules that hit.
+        package var rules: [String]
+    }
+
+    package struct AttemptSearchView: Encodable, Sendable {
+        package var query: String
+        /// What the query was read as: `attempt`, `last_four`, `id` (card, customer or device), or `recent`.
+        package var matchedAs: String
+        package var attempts: [AttemptSummary]
+    }
+
+    /// The newest attempts matching `text`: an attempt id, a card's last four digits, or a card,
+    /// customer or device id; the newest attempts when empty. Each form is one index look-up.
+    package static func searchAttempts(_ text: String, limit: Int, now: Date, database: PostgresPool) throws -> AttemptSearchView {
+        let columns = """
+            SELECT a.attempt_id, a.created_at, a.channel, a.card_id, c.last_four, a.customer_id, a.device_id,
+                   coalesce(a.inputs ->> 'card.network', a.inputs -> 'attributes' ->> 'card.network', c.payment_network, 'unknown') AS network,
+                   a.flow, a.decision, a.ruleset_version,
+                   ARRAY(SELECT h ->> 'rule' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]' END) h
+                         WHERE jsonb_typeof(h) = 'object' AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'rule' IS NOT NULL) AS rules
+            FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
+            """
+        return try database.withConnection { connection in
+            func run(_ query: PostgresQuery) throws -> [AttemptSummary] {
+                try connection.query(query).map { row in
+                    AttemptSummary(
+                        attemptId: try row.decode("attempt_id", as: UUID.self).uuidString.lowercased(), createdAt: try row.decode("created_at"),
+                        channel: try row.decode("channel"), cardId: try row.decode("card_id"), lastFour: try row.decode("last_four"),
+                        customerId: try row.decode("customer_id"), deviceId: try row.decode("device_id"), network: try row.decode("network"),
+                        flow: try row.decode("flow"), decision: try row.decode("decision"), rulesetVersion: try row.decode("ruleset_version"),
+                        rules: try row.decode("rules"))
+                }
+            }
+            if text.isEmpty {
+                // The BRIN index narrows by time; widen until enough are found.
+                var found: [AttemptSummary] = []
+                for hours: Double in [1, 24, 24 * 31] {
+                    let since = now.addingTimeInterval(-hours * 3600)
+                    found = try run("\(unsafeSQL: columns) WHERE a.created_at >= \(since) ORDER BY a.created_at DESC LIMIT \(limit)")
+                    if found.count >= limit { break }
+                }
+                return AttemptSearchView(query: text, matchedAs: "recent", attempts: found)
+            }
+            if text.utf8.count == 36, let id = UUID(uuidString: text) {
+                return AttemptSearchView(query: text, matchedAs: "attempt", attempts: try run("\(unsafeSQL: columns) WHERE a.attempt_id = \(id)"))
+            }
+            if text.utf8.count == 4, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                let found = try run(
+                    """
+                    \(unsafeSQL: columns) WHERE a.card_id IN (SELECT card_id FROM cards WHERE last_four = \(text))
+                    ORDER BY a.created_at DESC LIMIT \(limit)
+                    """)
+                if !found.isEmpty { return AttemptSearchView(query: text, matchedAs: "last_four", attempts: found) }
+            }
+            let found = try run(
+                """
+                \(unsafeSQL: columns) WHERE a.attempt_id IN (
+                    (SELECT attempt_id FROM provisioning_attempts WHERE card_id = \(text) ORDER BY created_at DESC LIMIT \(limit))
+                    UNION ALL (SELECT attempt_id FROM provisioning_attempts WHERE customer_id = \(text) ORDER BY created_at DESC LIMIT \(limit))
+                    UNION ALL (SELECT attempt_id FROM provisioning_attempts WHERE device_id = \(text) ORDER BY created_at DESC LIMIT \(limit)))
+                ORDER BY a.created_at DESC LIMIT \(limit)
+                """)
+            return AttemptSearchView(query: text, matchedAs: "id", attempts: found)
+        }
+    }
+}

@@ -1,0 +1,417 @@
+'use strict';
+(() => {
+  const page = document.body.dataset.page;
+  const app = document.getElementById('app');
+  const params = new URLSearchParams(location.search);
+  let session = null;
+
+  function el(tag, attrs, ...children) {
+    const svg = ['svg', 'rect', 'line', 'text', 'polyline', 'g', 'title'].includes(tag);
+    const node = svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === 'text') node.textContent = String(value);
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key === 'cls' ? 'class' : key, String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+  const badge = (text, kind) => el('span', { cls: 'badge ' + (kind || text), text });
+  const fmt = (n) => Number(n).toLocaleString('en-US');
+  const when = (iso) => iso ? new Date(iso).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z').replace(/Z$/, ' UTC') : '–';
+  const pct = (n, total) => total ? (100 * n / total).toFixed(1) + ' %' : '–';
+  const tile = (label, value, cls, small) => el('div', { cls: 'tile ' + (cls || '') }, el('div', { cls: 'label', text: label }), el('div', { cls: 'value' + (small ? ' small' : ''), text: value }));
+  function table(headers, rows, id) {
+    return el('table', { id }, el('thead', {}, el('tr', {}, headers.map((h) => el('th', { cls: h.endsWith('#') ? 'num' : '', text: h.replace(/#$/, '') })))),
+      el('tbody', {}, rows));
+  }
+  const td = (content, cls) => el('td', { cls }, content);
+  function show(...nodes) { app.replaceChildren(...nodes); }
+  function fail(message, extra) { return el('div', { cls: 'error', role: 'alert' }, message, extra || null); }
+
+  async function api(method, path, body) {
+    const headers = { Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (method !== 'GET' && session) headers['X-CSRF-Token'] = session.csrfToken;
+    const response = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+    let json = null;
+    try { json = await response.json(); } catch (_) { json = null; }
+    if (response.status === 401 && page !== 'sign-in') {
+      const expired = json && json.error && json.error.code === 'session_expired';
+      location.assign('/console/sign-in?reason=' + (expired ? 'expired' : 'invalid') + '&next=' + encodeURIComponent(location.pathname + location.search));
+      throw new Error('signed out');
+    }
+    return { status: response.status, ok: response.ok, json };
+  }
+  const errorText = (result) => (result.json && result.json.error) ? result.json.error.message + ' (' + result.json.error.code + ')' : 'HTTP ' + result.status;
+
+  // Periods: explicit since/until (RFC 3339) or a range relative to now.
+  const ranges = { '24h': 24, '48h': 48, '7d': 168, '30d': 720, '90d': 2160 };
+  // A since alone runs until now; an until alone goes back the chosen range from it.
+  function resolvePeriod(since, until, range) {
+    const hours = ranges[range] || 24;
+    const end = until ? new Date(until) : new Date();
+    const start = since ? new Date(since) : new Date(end.getTime() - hours * 3600e3);
+    if (isNaN(end.getTime()) || isNaN(start.getTime())) throw new Error('since and until are RFC 3339 times, e.g. 2025-03-01T00:00:00Z');
+    return { since: since || start.toISOString(), until: until || end.toISOString() };
+  }
+  function period() {
+    try { return resolvePeriod(params.get('since'), params.get('until'), params.get('range')); }
+    catch (_) { return { since: params.get('since'), until: params.get('until') }; }  // as given: the server names the bad value
+  }
+  function periodFields() {
+    // since → until when a since is given, or an until without a range (an until with a
+    // range goes back that range from it). Choosing a range clears since and until;
+    // typing a since selects since → until.
+    const custom = !!(params.get('since') || (params.get('until') && !ranges[params.get('range')]));
+    const since = el('input', { name: 'since', size: 22, value: params.get('since') || '', placeholder: '2025-03-01T00:00:00Z', oninput: () => typed() });
+    const until = el('input', { name: 'until', size: 22, value: params.get('until') || '', placeholder: '2025-03-08T00:00:00Z', oninput: () => typed() });
+    const range = el('select', { name: 'range', onchange: () => { if (range.value) { since.value = ''; until.value = ''; } } },
+      el('option', { value: '', selected: custom, text: 'since → until' }),
+      Object.keys(ranges).map((r) => el('option', { value: r, selected: !custom && (params.get('range') || '24h') === r, text: 'last ' + r })));
+    function typed() { if (since.value.trim()) range.value = ''; }
+    return [el('label', {}, 'Period', range), el('label', {}, 'or since (RFC 3339)', since), el('label', {}, 'until', until)];
+  }
+  // A GET filter form sends only the fields that hold something, so a shared link reads
+  // ?range=7d, not ?range=7d&since=&until= (the fields themselves are left as they are).
+  function sendingOnlyFilled(form) {
+    form.addEventListener('formdata', (event) => {
+      for (const [name, value] of [...event.formData]) if (!String(value).trim()) event.formData.delete(name);
+    });
+    return form;
+  }
+  function query(object) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(object)) if (v) q.set(k, v);
+    return q.toString();
+  }
+
+  function chrome() {
+    const links = [['rules', 'Ruleset'], ['decisions', 'Decisions'], ['rule-hits', 'Rule hits'], ['attempts', 'Attempts'], ['backtest', 'Backtest']];
+    document.getElementById('nav').replaceChildren(...links.map(([name, title]) =>
+      el('a', { href: '/console/' + name, cls: (page === name || (page === 'attempt' && name === 'attempts')) ? 'active' : '', text: title })));
+    const out = el('button', { id: 'sign-out', type: 'button', text: 'Sign out', onclick: async () => {
+      const result = await api('DELETE', '/console/session');
+      if (result.ok) location.assign('/console/sign-in?reason=signed-out');
+    } });
+    document.getElementById('who').replaceChildren(el('span', { id: 'user', text: session.name + ' · ' + session.role }), out);
+  }
+
+  // ---- Sign-in ----------------------------------------------------------------
+  function signIn() {
+    document.getElementById('nav').replaceChildren();
+    const reasons = { expired: 'Your session has expired. Sign in again.', 'signed-out': 'You are signed out.', invalid: 'Your session is not valid. Sign in again.' };
+    const message = el('div', { id: 'message' });
+    if (reasons[params.get('reason')]) message.append(el('div', { cls: 'notice', text: reasons[params.get('reason')] }));
+    const key = el('input', { id: 'key', type: 'password', autocomplete: 'off', placeholder: 'isk_…', required: true });
+    const submit = el('button', { id: 'sign-in', type: 'submit', text: 'Sign in' });
+    const form = el('form', { onsubmit: async (event) => {
+      event.preventDefault();
+      submit.disabled = true;
+      const result = await api('POST', '/console/session', { key: key.value.trim() });
+      submit.disabled = false;
+      if (!result.ok) { message.replaceChildren(fail(errorText(result))); return; }
+      const next = params.get('next') || '';
+      location.assign(/^\/console\/[A-Za-z0-9\-\/]*(\?.*)?$/.test(next) && !next.startsWith('//') ? next : '/console/rules');
+    } }, el('label', {}, 'Analyst or admin API key', key), submit);
+    show(el('div', { cls: 'signin panel' }, el('h1', { text: 'Sign in' }),
+      el('p', { cls: 'sub', text: 'Use an analyst or admin key (issuerd apikey create --role analyst). The key is exchanged for a session; it is not stored in the browser.' }),
+      message, form));
+  }
+
+  // ---- Ruleset -----------------------------------------------------------------
+  async function rules() {
+    const result = await api('GET', '/v1/admin/rules');
+    if (!result.ok) return show(fail(errorText(result)));
+    const r = result.json;
+    const failure = r.lastFailedReload, last = r.lastReload;
+    const by = last ? ' by ' + last.by : '';
+    const reload = failure
+      ? el('div', { cls: 'panel', id: 'reload-failure' }, el('h2', {}, 'Last reload ', badge('failed', 'orange'), el('span', { cls: 'muted', text: ' at ' + when(failure.at) + by + ' — the version below keeps serving' })),
+          table(['Where', 'Error'], failure.diagnostics.map((d) => el('tr', {}, td(el('span', { cls: 'mono', text: d.file + ':' + d.line + ':' + d.column })), td([d.message, d.suggestion ? el('div', { cls: 'muted', text: d.suggestion }) : null])))),
+          el('pre', { cls: 'diag', text: failure.message }))
+      : last
+        ? el('div', { cls: 'panel', id: 'reload-ok' }, el('h2', {}, 'Last reload ', badge(last.result, 'green'), el('span', { cls: 'muted', text: ' at ' + when(last.at) + by })),
+            el('div', { cls: 'muted', text: last.result === 'replaced' ? 'It compiled; the version below replaced the one before.' : 'It compiled to the version already serving.' }))
+        : el('div', { cls: 'panel', id: 'reload-ok' }, el('h2', {}, 'Last reload ', badge('none', 'green')),
+            el('div', { cls: 'muted', text: 'No reload on this instance since it started; the version below was loaded at start-up.' }));
+    const rows = r.rules.map((rule) => el('tr', { 'data-rule': rule.id },
+      td([el('div', { cls: 'mono', text: rule.id }), el('div', { cls: 'muted', text: rule.title })]),
+      td(badge(rule.mode)), td(badge(rule.outcome)), td(rule.outcome !== 'yellow' ? '—' : rule.stepUp ? rule.stepUp.join(', ') : 'any'),
+      td(rule.owner), td(el('span', { cls: 'mono', text: rule.location })), td(fmt(rule.hits), 'num'), td(fmt(rule.hitsLast24h), 'num')));
+    show(el('h1', { text: 'Ruleset' }), el('div', { cls: 'sub', text: 'The version serving decisions on this instance. Rules change only through the rule files in git.' }),
+      el('div', { cls: 'tiles' },
+        el('div', { cls: 'tile wide' }, el('div', { cls: 'label', text: 'Version (content hash)' }), el('div', { cls: 'value small mono', id: 'version', title: r.version, text: r.version })),
+        tile('Loaded', when(r.loadedAt), '', true), tile('Loaded by', r.loadedBy, '', true),
+        tile('Rules', fmt(r.rules.length) + ' (' + r.rules.filter((x) => x.mode === 'shadow').length + ' shadow)'), tile('Files', fmt(r.files.length))),
+      reload,
+      el('div', { cls: 'panel' }, el('h2', { text: 'Rules' }),
+        table(['Rule', 'Mode', 'Outcome', 'Step-up', 'Owner', 'Where', 'Hits since load#', 'Hits 24 h#'], rows, 'rules-table')));
+  }
+
+  // ---- Decisions ---------------------------------------------------------------
+  function chart(hours) {
+    const width = 1180, height = 280, left = 48, bottom = 28, top = 10;
+    const max = Math.max(1, ...hours.map((h) => h.green + h.yellow + h.orange));
+    const step = (width - left) / Math.max(1, hours.length);
+    const scale = (height - bottom - top) / max;
+    const svg = el('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'decisions per hour', id: 'chart' });
+    for (let i = 0; i <= 4; i++) {
+      const y = height - bottom - (i / 4) * (height - bottom - top);
+      svg.append(el('line', { cls: 'grid', x1: left, x2: width, y1: y, y2: y }), el('text', { cls: 'axis', x: left - 6, y: y + 4, 'text-anchor': 'end', text: fmt(Math.round(max * i / 4)) }));
+    }
+    const labelEvery = Math.ceil(hours.length / 12);
+    hours.forEach((h, i) => {
+      let y = height - bottom;
+      const x = left + i * step + step * 0.1;
+      const g = el('g', { cls: 'hour', 'data-hour': h.hour, 'data-green': h.green, 'data-yellow': h.yellow, 'data-orange': h.orange }, el('title', { text: `${when(h.hour)}: ${h.green} green, ${h.yellow} yellow, ${h.orange} orange` }));
+      for (const flow of ['green', 'yellow', 'orange']) {
+        const bar = h[flow] * scale;
+        if (bar > 0) { y -= bar; g.append(el('rect', { cls: 'bar ' + flow, x, y, width: Math.max(1, step * 0.8), height: bar })); }
+      }
+      svg.append(g);
+      if (i % labelEvery === 0) {
+        const d = new Date(h.hour);
+        const label = hours.length > 48 ? d.toISOString().slice(5, 10) + ' ' + d.toISOString().slice(11, 13) + 'h' : d.toISOString().slice(11, 16);
+        svg.append(el('text', { cls: 'axis', x: x + step * 0.4, y: height - 8, 'text-anchor': 'middle', text: label }));
+      }
+    });
+    return el('div', { cls: 'chart' }, svg, el('div', { cls: 'legend' }, ['green', 'yellow', 'orange'].map((f) => el('span', {}, el('i', { cls: f }), f))));
+  }
+  async function decisions() {
+    const p = period();
+    const result = await api('GET', '/v1/admin/decisions?' + query({ since: p.since, until: p.until, channel: params.get('channel'), network: params.get('network') }));
+    const channelNames = { in_app: 'in-app', wallet_extension: 'Wallet extension', tsp: 'TSP' };
+    const channel = el('select', { name: 'channel' }, el('option', { value: '', text: 'all channels' }),
+      ['in_app', 'wallet_extension', 'tsp'].map((c) => el('option', { value: c, selected: params.get('channel') === c, text: channelNames[c] })));
+    const network = el('select', { name: 'network' }, el('option', { value: '', text: 'all networks' }),
+      ['visa', 'mastercard', 'amex', 'discover', 'jcb', 'unionpay', 'other', 'unknown'].map((n) => el('option', { value: n, selected: params.get('network') === n, text: n })));
+    const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/decisions' }, periodFields(), el('label', {}, 'Channel', channel), el('label', {}, 'Network', network), el('button', { type: 'submit', text: 'Apply' })));
+    if (!result.ok) return show(el('h1', { text: 'Decisions' }), form, fail(errorText(result)));
+    const d = result.json;
+    const total = d.totals.green + d.totals.yellow + d.totals.orange;
+    show(el('h1', { text: 'Decisions' }), el('div', { cls: 'sub', text: `${when(d.since)} → ${when(d.until)}` }), form,
+      el('div', { cls: 'tiles', id: 'totals' }, tile('Attempts', fmt(total)),
+        el('div', { cls: 'tile green', 'data-flow': 'green', 'data-count': d.totals.green }, el('div', { cls: 'label', text: 'Green · activate' }), el('div', { cls: 'value', text: fmt(d.totals.green) }), el('div', { cls: 'muted', text: pct(d.totals.green, total) })),
+        el('div', { cls: 'tile yellow', 'data-flow': 'yellow', 'data-count': d.totals.yellow }, el('div', { cls: 'label', text: 'Yellow · step-up' }), el('div', { cls: 'value', text: fmt(d.totals.yellow) }), el('div', { cls: 'muted', text: pct(d.totals.yellow, total) })),
+        el('div', { cls: 'tile orange', 'data-flow': 'orange', 'data-count': d.totals.orange }, el('div', { cls: 'label', text: 'Orange · decline' }), el('div', { cls: 'value', text: fmt(d.totals.orange) }), el('div', { cls: 'muted', text: pct(d.totals.orange, total) }))),
+      el('div', { cls: 'panel' }, el('h2', { text: 'Mix per hour (UTC)' }), chart(d.hours)));
+  }
+
+  // ---- Rule hits ---------------------------------------------------------------
+  function spark(series, shadow) {
+    const width = 140, height = 28, max = Math.max(1, ...series);
+    const points = series.map((v, i) => `${(i / Math.max(1, series.length - 1)) * width},${height - 2 - (v / max) * (height - 4)}`).join(' ');
+    return el('svg', { viewBox: `0 0 ${width} ${height}`, width, height }, el('polyline', { cls: 'spark' + (shadow ? ' shadow' : ''), points }));
+  }
+  async function ruleHits() {
+    const p = period();
+    const result = await api('GET', '/v1/admin/rule-hits?' + query({ since: p.since, until: p.until }));
+    const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/rule-hits' }, periodFields(), el('button', { type: 'submit', text: 'Apply' })));
+    if (!result.ok) return show(el('h1', { text: 'Rule hits' }), form, fail(errorText(result)));
+    const d = result.json;
+    const live = d.rules.filter((r) => r.mode !== 'shadow').sort((a, b) => b.hits - a.hits);
+    const shadow = d.rules.filter((r) => r.mode === 'shadow');
+    const liveRows = live.map((r) => el('tr', { 'data-rule': r.id, 'data-hits': r.hits, 'data-changed': r.changedFlow },
+      td([el('div', { cls: 'mono', text: r.id }), el('div', { cls: 'muted', text: r.title })]), td(badge(r.mode)), td(badge(r.outcome)),
+      td(fmt(r.hits), 'num'), td(fmt(r.changedFlow), 'num'), td(spark(r.series, false))));
+    const shadowRows = shadow.map((r) => el('tr', { 'data-rule': r.id, 'data-hits': r.hits, 'data-would': r.wouldChange },
+      td([el('div', { cls: 'mono', text: r.id }), el('div', { cls: 'muted', text: r.title })]), td(badge(r.outcome)), td(fmt(r.hits), 'num'),
+      td(Object.entries(r.flowsHit).map(([flow, n]) => el('div', {}, badge(flow), el('span', { cls: 'arrow', text: '→' }), badge(r.outcome), ' ', fmt(n)))),
+      td(fmt(r.wouldChange), 'num'), td(spark(r.series, true))));
+    show(el('h1', { text: 'Rule hits' }), el('div', { cls: 'sub', text: `${when(d.since)} → ${when(d.until)} · sparkline buckets of ${d.bucketSeconds / 3600} h` }), form,
+      el('div', { cls: 'panel' }, el('h2', { text: 'Live rules and built-in checks' }),
+        table(['Rule', 'Mode', 'Outcome', 'Hits#', 'Changed final flow#', 'Over the period'], liveRows, 'live-hits'),
+        el('p', { cls: 'muted', text: '"Changed final flow": the rule was the only live hit with the decided outcome, so without it the decision would have been milder.' })),
+      el('div', { cls: 'panel' }, el('h2', { text: 'Shadow rules: what they would have done' }),
+        shadow.length ? table(['Rule', 'Would decide', 'Hits#', 'Actual flow → shadow outcome', 'Would change flow#', 'Over the period'], shadowRows, 'shadow-hits')
+          : el('div', { cls: 'muted', text: 'No shadow rules in the serving ruleset.' })));
+  }
+
+  // ---- Attempts ----------------------------------------------------------------
+  async function attempts() {
+    const q = params.get('q') || '';
+    const input = el('input', { name: 'q', id: 'q', size: 40, value: q, placeholder: 'attempt id, card id, last four, customer or device id' });
+    const refused = el('span', { cls: 'muted', id: 'pan-refused' });
+    const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/attempts' }, el('label', {}, 'Search', input), el('button', { type: 'submit', text: 'Search' }), refused);
+    // A full card number typed here must not travel in a URL (history, proxy logs).
+    form.addEventListener('submit', (event) => {
+      if (/^\p{Nd}{12,19}$/u.test(input.value.replace(/[^\p{L}\p{N}]/gu, ''))) {  // any digits, any separator: spaces, dashes, dots…
+        event.preventDefault();
+        input.value = '';
+        refused.textContent = 'Search by the last four digits: a full card number is never searched or sent.';
+      }
+    });
+    const result = await api('GET', '/v1/admin/attempts?' + query({ q }));
+    if (!result.ok) return show(el('h1', { text: 'Attempts' }), form, fail(errorText(result)));
+    const d = result.json;
+    const rows = d.attempts.map((a) => el('tr', { 'data-attempt': a.attemptId },
+      td(el('a', { href: '/console/attempts/' + a.attemptId, cls: 'mono', text: a.attemptId.slice(0, 8) + '…' })), td(when(a.createdAt)),
+      td(a.channel), td(a.lastFour ? '•••• ' + a.lastFour : '–'), td(el('span', { cls: 'mono', text: a.cardId || '–' })), td(a.customerId || '–'),
+      td(a.network), td(badge(a.flow)), td(el('span', { cls: 'mono', text: a.rules.join(', ') || '–' }))));
+    const label = { recent: 'Newest attempts', attempt: 'Attempt id', last_four: 'Cards ending in ' + q, id: 'Card, customer or device id ' + q };
+    show(el('h1', { text: 'Attempts' }), el('div', { cls: 'sub', text: 'Search an attempt, a card (id or last four), a customer or a device. Card numbers are never shown, only their last four digits.' }), form,
+      el('div', { cls: 'panel' }, el('h2', { text: `${label[d.matchedAs]} · ${d.attempts.length} shown` }),
+        d.attempts.length ? table(['Attempt', 'Time', 'Channel', 'Card', 'Card id', 'Customer', 'Network', 'Flow', 'Live rules hit'], rows, 'attempts-table')
+          : el('div', { cls: 'muted', id: 'no-attempts', text: 'No attempt matches.' })));
+  }
+
+  async function attempt() {
+    const id = decodeURIComponent(location.pathname.split('/').pop());
+    const result = await api('GET', '/v1/admin/attempts/' + encodeURIComponent(id));
+    if (!result.ok) return show(el('h1', { text: 'Attempt' }), fail(result.status === 404 ? 'No such attempt.' : errorText(result)));
+    const a = result.json;
+    const hits = (a.hits || []).map((h) => el('tr', { 'data-rule': h.rule },
+      td(el('span', { cls: 'mono', text: h.rule })), td(badge(h.mode || 'live')), td(badge(h.outcome)), td(h.reason || ''),
+      td((h.values || []).map((v) => el('div', { cls: 'mono', text: v.name + ' = ' + (v.text !== undefined ? v.text : JSON.stringify(v.value)) }))),
+      td(h.stepUp ? h.stepUp.join(', ') : '–')));
+    const challenges = (a.stepUp || []).map((c) => el('tr', {}, td(c.method), td(c.destination), td(badge(c.status, c.status === 'verified' ? 'green' : (c.status === 'pending' ? 'yellow' : 'orange'))),
+      td(fmt(c.failedAttempts), 'num'), td(when(c.createdAt)), td(when(c.verifiedAt))));
+    const offered = a.allowedMethods && a.allowedMethods.length ? a.allowedMethods.join(', ') : (a.flow === 'yellow' ? 'any' : 'none (no step-up)');
+    let stepUpSummary = 'No step-up was needed.';
+    if (a.flow === 'yellow') {
+      if (challenges.length) stepUpSummary = (a.stepUp.some((c) => c.status === 'verified') ? 'The cardholder completed a step-up.' : 'A step-up was started and not completed.');
+      else stepUpSummary = 'No one-time code was requested' + (a.token ? ' (token ' + a.token.status + ').' : '.');
+    }
+    const inputs = Object.entries(a.inputs && a.inputs.attributes ? a.inputs.attributes : (a.inputs || {})).sort(([x], [y]) => x.localeCompare(y));
+    show(el('h1', {}, 'Attempt ', el('span', { cls: 'mono', id: 'attempt-id', text: a.attemptId })),
+      el('div', { cls: 'sub', text: when(a.createdAt) + ' · ' + a.channel }),
+      el('div', { cls: 'tiles' }, el('div', { cls: 'tile ' + a.flow }, el('div', { cls: 'label', text: 'Flow' }), el('div', { cls: 'value', id: 'flow', text: a.flow })),
+        tile('Decision', a.decision, '', true), tile('Card', a.lastFour ? '•••• ' + a.lastFour : '–', '', true),
+        tile('Customer', a.customerId || '–', '', true), tile('Device', a.deviceId || '–', '', true)),
+      el('div', { cls: 'panel' }, el('h2', { text: 'Why: the rules that hit, with the values they read' }),
+        hits.length ? table(['Rule', 'Mode', 'Outcome', 'Reason', 'Values read', 'Step-up allowed'], hits, 'hits-table') : el('div', { cls: 'muted', text: 'No rule hit: green by default.' }),
+        a.unknowns && a.unknowns.length ? el('p', { cls: 'muted', text: 'Unknown values: ' + a.unknowns.join(', ') }) : null,
+        el('p', {}, 'Decided by ruleset ', el('span', { cls: 'mono', id: 'ruleset-version', text: a.rulesetVersion })),
+        a.replay ? el('div', { cls: a.replay.differs ? 'error' : 'notice', id: 'replay' },
+          a.replay.differs ? 'The serving rules would decide differently today: ' : 'The serving rules decide the same today: ', badge(a.replay.flow), ' ',
+          el('span', { cls: 'muted', text: '(re-run with ' + a.replay.rulesetVersion.slice(0, 19) + '…, velocity as stored; rules hit: ' + (a.replay.hits.map((h) => h.rule).join(', ') || 'none') + ')' })) : null),
+      el('div', { cls: 'panel', id: 'step-up' }, el('h2', { text: 'Step-up' }),
+        el('div', { cls: 'kv' }, el('div', { text: 'Methods offered' }), el('div', { id: 'methods', text: offered }),
+          el('div', { text: 'Token' }), el('div', { text: a.token ? a.token.tokenReference + ' (' + a.token.status + ')' : '–' }),
+          el('div', { text: 'Outcome' }), el('div', { text: stepUpSummary })),
+        challenges.length ? table(['Method', 'Sent to', 'Status', 'Failed tries#', 'Created', 'Verified'], challenges) : null),
+      el('div', { cls: 'panel' }, el('details', {}, el('summary', { text: `Request attributes (${inputs.length})` }),
+        el('div', { cls: 'kv' }, inputs.map(([k, v]) => [el('div', { cls: 'mono', text: k }), el('div', { cls: 'mono', text: JSON.stringify(v) })])))));
+  }
+
+  // ---- Backtest ----------------------------------------------------------------
+  function backtest() {
+    const files = el('div', { id: 'files' });
+    function addFile(path, text) {
+      const box = el('div', { cls: 'file' },
+        el('div', { cls: 'row' }, el('input', { cls: 'path', placeholder: 'policy/candidate.rules (path in the rules directory)', value: path || '' }),
+          el('button', { type: 'button', cls: 'secondary', text: 'Remove', onclick: () => box.remove() })),
+        el('textarea', { cls: 'text', spellcheck: 'false', placeholder: 'rule text…' }));
+      box.querySelector('textarea').value = text || '';
+      files.append(box);
+    }
+    addFile('', '');
+    const upload = el('input', { type: 'file', multiple: true, accept: '.rules,.list', id: 'upload', onchange: async (event) => {
+      for (const file of event.target.files) addFile(file.name, await file.text());
+      const first = files.querySelector('.file');
+      if (first && !first.querySelector('.path').value && !first.querySelector('textarea').value) first.remove();
+    } });
+    const replace = el('input', { type: 'checkbox', id: 'replace', checked: true });
+    const output = el('div', { id: 'result' });
+    const run = el('button', { type: 'submit', id: 'run', text: 'Run backtest' });
+    const form = el('form', { cls: 'panel', onsubmit: async (event) => {
+      event.preventDefault();
+      const entries = [...files.querySelectorAll('.file')].map((f) => [f.querySelector('.path').value.trim(), f.querySelector('textarea').value]).filter(([, t]) => t.trim());
+      if (!entries.length) { output.replaceChildren(fail('Paste or upload at least one rule file.')); return; }
+      let rulesBody;
+      if (replace.checked && entries.length === 1) rulesBody = entries[0][1];
+      else rulesBody = Object.fromEntries(entries.map(([p, t], i) => [p || `candidate-${i + 1}.rules`, t]));
+      let start, end;
+      try { ({ since: start, until: end } = chosenPeriod()); } catch (error) { output.replaceChildren(fail(error.message)); return; }
+      clearTimeout(pending);  // the run reads the period itself
+      run.disabled = true;
+      output.replaceChildren(el('div', { cls: 'notice', text: 'Replaying stored attempts…' }));
+      let result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
+      // One backtest at a time per server (429 backtest_busy): wait as asked and try again, a few times.
+      for (let tries = 0; result.status === 429 && tries < 10; tries += 1) {
+        output.replaceChildren(el('div', { cls: 'notice', text: 'Another backtest is running on this server; waiting…' }));
+        await new Promise((resolve) => setTimeout(resolve, 1000));  // the answer's Retry-After: 1
+        result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
+      }
+      run.disabled = false;
+      output.replaceChildren(renderBacktest(result));
+      output.scrollIntoView({ block: 'start' });
+    } },
+      el('h2', { text: 'Candidate rule files' }),
+      el('p', { cls: 'muted', text: 'Paste a rule file, or upload .rules / .list files. One file with "replace" ticked replaces every current .rules file (lists stay); otherwise each path replaces or adds that file in the current rules directory.' }),
+      files, el('div', { cls: 'filters' }, el('button', { type: 'button', cls: 'secondary', text: 'Add a file', onclick: () => addFile('', '') }),
+        el('label', {}, 'Upload files', upload), el('label', {}, el('span', {}, replace, ' replace every current .rules file'))),
+      el('h2', { text: 'Period' }), el('div', { cls: 'filters' }, periodFields(), run));
+    const chosenPeriod = () => resolvePeriod(...['since', 'until', 'range'].map((n) => form.querySelector('[name=' + n + ']').value.trim()));
+    // The server reads the period ahead while the candidate is written, so the first run
+    // takes its complete hours from memory (POST /v1/admin/rules/backtest/prepare): when
+    // the page opens and shortly after the period changes, unless a run starts first.
+    let prepared = null, pending = null;
+    const periodKey = () => ['range', 'since', 'until'].map((n) => form.querySelector('[name=' + n + ']').value.trim()).join(' ');
+    function prepare() {
+      if (periodKey() === prepared) return;
+      prepared = periodKey();
+      let start, end;
+      try { ({ since: start, until: end } = chosenPeriod()); } catch (_) { return; }  // a time still being typed
+      // Not api(): an expired session must not leave the page (and the pasted candidate) from here.
+      fetch('/v1/admin/rules/backtest/prepare', { method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-CSRF-Token': session.csrfToken },
+        body: JSON.stringify({ since: start, until: end }) }).catch(() => {});
+    }
+    form.addEventListener('change', () => { clearTimeout(pending); pending = setTimeout(prepare, 400); });
+    show(el('h1', { text: 'Backtest' }), el('div', { cls: 'sub', text: 'Replays stored attempts with the serving rules and with the candidate, velocity as of each attempt. Nothing is changed.' }), form, output);
+    prepare();
+  }
+  function renderBacktest(result) {
+    if (result.status === 422 && result.json && result.json.error && result.json.error.code === 'ruleset_invalid') {
+      const e = result.json.error;
+      return el('div', { id: 'diagnostics' }, fail(e.message),
+        el('div', { cls: 'panel' }, el('h2', { text: 'Errors in the candidate' }),
+          table(['Where', 'Error'], (e.diagnostics || []).map((d) => el('tr', { cls: 'diagnostic' },
+            td(el('span', { cls: 'mono', text: `${d.file}:${d.line}:${d.column}` })),
+            td([d.message, d.expected ? el('div', { cls: 'muted', text: 'expected ' + d.expected }) : null, d.suggestion ? el('div', { cls: 'muted', text: d.suggestion }) : null])))),
+          el('pre', { cls: 'diag', text: (e.diagnostics || []).map((d) => d.text).join('\n') })));
+    }
+    if (!result.ok) return fail(errorText(result));
+    const r = result.json;
+    const flows = ['green', 'yellow', 'orange'];
+    const mixRows = flows.map((f) => {
+      const before = r.current.flows[f], after = r.candidate.flows[f], delta = after - before;
+      return el('tr', { 'data-flow': f }, td(badge(f)), td(fmt(before), 'num'), td(fmt(after), 'num'),
+        td(el('span', { cls: 'delta ' + (delta > 0 ? 'up' : (delta < 0 ? 'down' : '')), text: (delta > 0 ? '+' : '') + fmt(delta) }), 'num'));
+    });
+    const transitions = [];
+    for (const [before, targets] of Object.entries(r.transitions)) for (const [after, n] of Object.entries(targets)) transitions.push([before, after, n]);
+    const transitionRows = transitions.sort((x, y) => y[2] - x[2]).map(([b, a, n]) => el('tr', { 'data-transition': b + '>' + a, 'data-count': n },
+      td([badge(b), el('span', { cls: 'arrow', text: '→' }), badge(a)], 'nowrap'), td(fmt(n), 'num')));
+    const hitNames = (hits) => hits.map((h) => h.rule + (h.mode === 'shadow' ? ' (shadow)' : '')).join(', ') || '–';
+    const examples = r.changedAttempts.map((c) => el('tr', { 'data-attempt': c.attemptId, 'data-after': c.after },
+      td(el('a', { href: '/console/attempts/' + c.attemptId, cls: 'mono', text: c.attemptId.slice(0, 8) + '…' })),
+      td([badge(c.before), el('span', { cls: 'arrow', text: '→' }), badge(c.after)], 'nowrap'),
+      td(el('span', { cls: 'mono', text: hitNames(c.beforeHits) })), td(el('span', { cls: 'mono', text: hitNames(c.afterHits) }))));
+    return el('div', { id: 'backtest-report' },
+      el('div', { cls: 'tiles' }, el('div', { cls: 'tile', id: 'replayed', 'data-count': r.attemptsEvaluated }, el('div', { cls: 'label', text: 'Attempts replayed' }), el('div', { cls: 'value', text: fmt(r.attemptsEvaluated) })), el('div', { cls: 'tile', id: 'changed', 'data-count': r.changed }, el('div', { cls: 'label', text: 'Flow changed' }), el('div', { cls: 'value', text: fmt(r.changed) }), el('div', { cls: 'muted', text: pct(r.changed, r.attemptsEvaluated) })),
+        tile('Window', when(r.window.since) + ' → ' + when(r.window.until), '', true), tile('Candidate version', r.candidate.version.slice(0, 19) + '…', '', true)),
+      el('div', { cls: 'two' },
+        el('div', { cls: 'panel' }, el('h2', { text: 'Flows before → after' }), table(['Flow', 'Serving#', 'Candidate#', 'Change#'], mixRows, 'flows-table')),
+        el('div', { cls: 'panel' }, el('h2', { text: 'Flow changes' }), transitionRows.length ? table(['Change', 'Attempts#'], transitionRows, 'transitions-table') : el('div', { cls: 'muted', text: 'No attempt changes flow.' }))),
+      el('div', { cls: 'panel' }, el('h2', { text: 'Example attempts that change' }),
+        examples.length ? table(['Attempt', 'Flow', 'Rules hit now', 'Rules hit with the candidate'], examples, 'examples-table') : el('div', { cls: 'muted', text: 'None.' })));
+  }
+
+  async function start() {
+    if (page === 'sign-in') return signIn();
+    const result = await api('GET', '/console/session');
+    if (!result.ok) return;
+    session = result.json;
+    chrome();
+    const pages = { rules, decisions, 'rule-hits': ruleHits, attempts, attempt, backtest };
+    try { await pages[page](); } catch (error) { if (error.message !== 'signed out') show(fail('The page could not be loaded: ' + error.message)); }
+  }
+  document.addEventListener('DOMContentLoaded', start);
+})();

@@ -1,0 +1,372 @@
+import Dispatch
+import Foundation
+import IssuerdPostgres
+import IssuerdRisk
+import Synchronization
+
+/// What ``HistoryBacktest`` replays, read from PostgreSQL rows straight into the replay's types
+/// (no JSON Lines text in between; `issuerd rules export` and `rules backtest FILE` keep that
+/// format, through ``HistoryExport`` and `AttemptLog`).
+///
+/// - every attempt of `[since, until)` with its attributes (the same ones the export writes)
+///   and, for each velocity query of the two rulesets, the value its decision recorded in
+///   `features` (``RecordedVelocity``);
+/// - history only where a value must be counted: for each query some replayed attempt has no
+///   recorded value for, the events of that query's kind and key for those attempts' ids, within
+///   the query's window before `since` (attempts) or before `until` (the other events). Replayed
+///   attempts count as history for the later ones whatever their keys.
+///
+/// Run it inside one REPEATABLE READ transaction (it reads through cursors).
+package struct BacktestHistory {
+    /// The attempts to replay, in time order.
+    package var attempts: [AttemptLog.Attempt] = []
+    /// Their recorded values (nil: every value counted from history).
+    package var recorded: RecordedVelocity?
+    /// The history read (the replayed attempts included).
+    package var history = InMemoryVelocityProvider(events: [])
+    /// History rows read, per kind and key, for the progress lines and the docs' figures.
+    package var historyRows: [String: Int] = [:]
+
+    /// Rows fetched per round trip: small enough that parsing a page overlaps fetching the next.
+    package static let fetchSize = 4_000
+
+    /// A stored attempt whose attributes cannot be replayed.
+    package struct BadAttempt: Error, Sendable {
+        package var id: String
+        package var message: String
+    }
+
+    /// Reads the replay's input.
+    ///
+    /// - Parameters:
+    ///   - queries: Every velocity query of the rulesets, deduplicated.
+    ///   - useRecorded: Whether recorded values are used; `false` counts every value from history.
+    /// - Throws: ``PostgresError``, or ``BadAttempt``.
+    ///   - connections: One or more connections in the same snapshot
+    ///     (``PostgresPool/withSharedSnapshot(of:extra:_:)``); each reads a slice of the window
+    ///     and of each history query at the same time as the others, so PostgreSQL's part
+    ///     (reading the rows and sending their JSON text) runs on as many cores.
+    ///   - cache: Parsed hours kept from earlier backtests (``BacktestWindowCache``), checked
+    ///     against this snapshot before use and filled with the complete hours read; nil reads all.
+    ///   - now: The time, for which hours are complete enough to keep.
+    package static func read(since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int, connections: [PostgresConnection],
+                     idsPerRowByTime: Double = HistoryBacktest.idsPerRowByTime, cache: BacktestWindowCache? = nil, now: Date = Date(),
+                     progress: (String) -> Void) throws -> BacktestHistory {
+        precondition(!connections.isEmpty, "at least one connection")
+        progress("backtest: reading on \(connections.count) connection\(connections.count == 1 ? "" : "s") in one snapshot")
+        var result = BacktestHistory()
+        var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
+        let window = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: useRecorded, limit: limit,
+                                      connections: connections, cache: useRecorded ? cache : nil, now: now, progress: progress)
+        result.attempts = window.attempts
+        result.recorded = useRecorded ? recorded : nil
+        progress("backtest: \(window.attempts.count) attempts to replay")
+
+        // Which ids each (event kind, key) must be read for, and how far back.
+        struct Group: Hashable {
+            package var kind: VelocityEvent.Kind
+            package var key: VelocityKey
+        }
+        // Each group's ids are inserted in place (a set per query and a union copied them all).
+        var needs: [Group: (ids: Set<String>, lookback: Int, names: Bool)] = [:]
+        for (column, query) in queries.enumerated() {
+            let group = Group(kind: query.metric.eventKind, key: query.key)
+            var need = needs.removeValue(forKey: group) ?? (ids: [], lookback: 0, names: false)
+            var missing = false
+            for row in result.attempts.indices {  // by index: iterating copied each attempt whole
+                if useRecorded, recorded.value(row: row, column: column) != nil { continue }
+                guard let id = result.attempts[row].subject.id(for: query.key) else { continue }  // unknown either way
+                if !missing {
+                    missing = true
+                    if need.ids.isEmpty { need.ids.reserveCapacity(result.attempts.count - row) }  // once per group
+                }
+                need.ids.insert(id)
+            }
+            if missing {
+                need.lookback = max(need.lookback, query.windowSeconds)
+                need.names = need.names || query.metric == .distinctNames
+            }
+            if !need.ids.isEmpty { needs[group] = need }
+        }
+        // The window's attempts count for the later ones, under the keys a counted value reads
+        // (one array, shared by those keys).
+        let windowKeys = VelocityKey.allCases.filter { needs[Group(kind: .attempt, key: $0)] != nil }
+        var windowEvents: [VelocityEvent] = []
+        if !windowKeys.isEmpty {
+            windowEvents.reserveCapacity(window.attempts.count)
+            // By index, each field read in place (iterating copied each attempt whole).
+            for row in window.attempts.indices {
+                windowEvents.append(VelocityEvent(kind: .attempt, time: window.attempts[row].time, cardID: window.attempts[row].subject.cardID,
+                                                  deviceID: window.attempts[row].subject.deviceID,
+                                                  customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row]))
+            }
+        }
+        // Each query's range is cut into one slice per connection; the slices of all queries are
+        // shared out among the connections and read at the same time, then kept in their order.
+        var reads: [HistoryRead] = []
+        for kind in VelocityEvent.Kind.allCases {
+            for key in VelocityKey.allCases {
+                guard let need = needs[Group(kind: kind, key: key)], need.lookback > 0 else { continue }
+                let start = since.addingTimeInterval(-Double(need.lookback))
+                let end = kind == .attempt ? since : until  // the window's attempts are read already
+                // Attempts for most of the window's ids are read by time alone and kept here by
+                // id: the list of ids would cost more to send and plan than the rows it filters.
+                let expected = Double(window.attempts.count) * end.timeIntervalSince(start) / max(until.timeIntervalSince(since), 1)
+                let ids: HistoryRead.IDs =
+                    kind == .attempt && Double(need.ids.count) * idsPerRowByTime >= expected ? .kept(need.ids) : .sent(need.ids.sorted())
+                for (from, to) in slices(from: start, to: end, count: connections.count) {
+                    reads.append(HistoryRead(kind: kind, key: key, ids: ids, names: need.names, from: from, to: to))
+                }
+            }
+        }
+        if !reads.isEmpty { progress("backtest: reading \(reads.count) history ranges") }
+        let read = try inParallel(reads.count, connections: connections) { index, connection, failedElsewhere in
+            let item = reads[index]
+            var events: [VelocityEvent] = []
+            try readHistory(kind: item.kind, key: item.key, ids: item.ids, names: item.names, from: item.from, to: item.to,
+                            connection: connection) {
+                events.append($0)
+                return !failedElsewhere()
+            }
+            return events
+        }
+        // Each slice's events as they were read, in time order, and the window's after a key's
+        // history: so the index finds its buckets in time order (no copy into one array).
+        var keyed: [(key: VelocityKey, events: [VelocityEvent])] = []
+        for (item, events) in zip(reads, read) {
+            let label = "\(item.kind.rawValue) by \(item.key.rawValue)"
+            keyed.append((item.key, events))
+            result.historyRows[label, default: 0] += events.count
+        }
+        for key in windowKeys { keyed.append((key, windowEvents)) }
+        for kind in VelocityEvent.Kind.allCases {
+            for key in VelocityKey.allCases {
+                guard let rows = result.historyRows["\(kind.rawValue) by \(key.rawValue)"],
+                      let need = needs[Group(kind: kind, key: key)] else { continue }
+                progress("backtest: \(rows) \(kind.rawValue) history rows for \(need.ids.count) \(key.rawValue) ids")
+            }
+        }
+        result.history = InMemoryVelocityProvider(events: [], keyed: keyed)
+        return result
+    }
+
+    /// Reads and parses the attempts of `[since, until)` into `cache` (their complete hours),
+    /// with their recorded values for `queries`, ahead of a backtest of that period; nothing else
+    /// (kept hours are only checked, not rebuilt, and nothing is sorted).
+    ///
+    /// - Throws: ``PostgresError``, ``BadAttempt``, or ``TooMany`` past `limit`.
+    /// - Returns: The period's complete hours found kept and unchanged, and those read.
+    package static func prepare(since: Date, until: Date, queries: [VelocityQuery], limit: Int, connections: [PostgresConnection],
+                        cache: BacktestWindowCache, now: Date) throws -> (kept: Int, read: Int) {
+        var recorded = RecordedVelocity(queries: queries)
+        var hours = (kept: 0, read: 0)
+        _ = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: true, limit: limit, connections: connections,
+                             cache: cache, now: now, keepOnly: true, progress: { _ in }, hours: { hours = ($0, $1) })
+        return hours
+    }
+
+    /// The attempts of the window, in the export's order (time, then id). The JSON columns come
+    /// as stored and are parsed here: extracting them in SQL (`jsonb_each`, a lookup per query)
+    /// cost PostgreSQL ~45 µs a row, five times the parse. The window (less the hours `cache`
+    /// holds, unchanged in this snapshot) is cut into one time slice per connection, read at the
+    /// same time; each page is decoded and parsed on another core while the next one is fetched;
+    /// all are done before this returns, and the complete hours read are kept in `cache`.
+    private static func readAttempts(since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
+                                     connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date, keepOnly: Bool = false,
+                                     progress: (String) -> Void,
+                                     hours counted: (_ kept: Int, _ read: Int) -> Void = { _, _ in }) throws
+        -> (attempts: [AttemptLog.Attempt], names: [String?]) {
+        let queries = recorded.queries
+        // With a cache, the complete hours kept by earlier runs and still equal to this
+        // snapshot's rows are taken from memory; the rest of the window is read, in runs of time
+        // cut into one slice per connection, and its complete hours are kept afterwards.
+        var fromCache: [Int64: BacktestWindowCache.Hour] = [:]
+        var keepable: ClosedRange<Int64>?
+        if let cache, cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) {
+            keepable = hours
+            let kept = cache.lookup(hours)
+            if !kept.isEmpty {
+                let current = try fingerprints(of: kept.keys.sorted(), connections: connections)
+                for (hour, content) in kept where content.fingerprint == current[hour] ?? .empty { fromCache[hour] = content }
+            }
+            cache.touch(fromCache.keys.sorted(), misses: hours.count - fromCache.count)
+            counted(fromCache.count, hours.count - fromCache.count)
+            progress("backtest: \(fromCache.count) of \(hours.count) complete hours already parsed")
+        }
+        // Rows carry what keeping needs only when some complete hour is to be kept.
+        let keepFeatures = keepable.map { fromCache.count < $0.count } ?? false
+        var ranges: [(Date, Date)] = []
+        var runStart = since
+        for hour in fromCache.keys.sorted() {
+            let start = Date(timeIntervalSince1970: Double(hour) * 3600)
+            if runStart < start { ranges += slices(from: runStart, to: start, count: connections.count) }
+            runStart = start.addingTimeInterval(3600)
+        }
+        if runStart < until { ranges += slices(from: runStart, to: until, count: connections.count) }
+        let cachedRows = fromCache.values.reduce(0) { $0 + $1.attempts.count }
+        if cachedRows > limit {
+            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
+        }
+        // Pages by (range, page in range); every range's pages are in time order within it.
+        let pages = Mutex<[Int: [Int: Result<Page, Error>]]>([:])
+        let rowTotal = Mutex(cachedRows)
+        let badPage = Atomic(false)
+        let group = DispatchGroup()
+        // No count(*) first: a second scan of the window. Only a window over the limit is counted.
+        let completes: [Bool]
+        do {
+            defer { group.wait() }
+            completes = try inParallel(ranges.count, connections: connections) { slice, connection, failedElsewhere in
+                let (from, to) = ranges[slice]
+                let cursor = "issuerd_backtest_attempts"
+                let query: PostgresQuery = """
+                    DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
+                    SELECT a.attempt_id, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
+                           a.inputs, CASE WHEN \(useRecorded) THEN a.features ELSE '{}'::json END,
+                           \(unsafeSQL: keepFeatures ? BacktestWindowCache.rowHashSQL : "0::int8")
+                    FROM provisioning_attempts a
+                    WHERE a.created_at >= \(from) AND a.created_at < \(to)
+                    """
+                var pageIndex = 0
+                return try streamPages(query, cursor: cursor, connection: connection) { rows in
+                    let index = pageIndex
+                    pageIndex += 1
+                    // Counted and printed under one lock, so the lines go up in order.
+                    let total = rowTotal.withLock { total in
+                        total += rows.count
+                        if total / 50_000 > (total - rows.count) / 50_000 { progress("backtest: \(total) attempts read") }
+                        return total
+                    }
+                    guard total <= limit, !failedElsewhere(), !badPage.load(ordering: .relaxed) else { return false }
+                    group.enter()
+                    DispatchQueue.global().async {
+                        let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded, keepFeatures: keepFeatures) }
+                        if case .failure = page { badPage.store(true, ordering: .relaxed) }  // the others stop at their next page
+                        pages.withLock { $0[slice, default: [:]][index] = page }
+                        group.leave()
+                    }
+                    return true
+                }
+            }
+        }
+        // A page that did not parse names its attempt, before anything else (it stopped the reads).
+        var parsed: [Page] = []
+        try pages.withLock { pages in
+            for slice in ranges.indices {
+                let slicePages = pages[slice] ?? [:]
+                for index in 0..<slicePages.count { if let page = slicePages[index] { parsed.append(try page.get()) } }
+            }
+        }
+        if completes.contains(false) {
+            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
+        }
+        if let cache, let keepable {
+            // Before the kept hours' pages join `parsed`: those carry no hashes.
+            if keepFeatures { keep(parsed, hours: keepable, except: fromCache, queries: queries, in: cache) }
+            if keepOnly { return ([], []) }
+            // The kept hours' recorded values for this run's queries: as kept when the last run
+            // had the same queries, else parsed from the kept text on every core (and kept).
+            let kept = fromCache.sorted { $0.key < $1.key }
+            let built = Mutex<[Int: Page]>([:])
+            DispatchQueue.concurrentPerform(iterations: kept.count) { index in
+                let (hour, content) = kept[index]
+                let page = Page(kept: content, queries: queries)
+                if content.recorded.queries != queries { cache.remember(page.recorded, hour: hour, fingerprint: content.fingerprint) }
+                built.withLock { $0[index] = page }
+            }
+            built.withLock { built in for index in kept.indices { parsed.append(built[index]!) } }
+        }
+        if keepOnly { return ([], []) }
+        // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk; by
+        // keys taken out once (comparing the attempts themselves copied one per comparison).
+        struct SortKey {
+            package var time: Date
+            package var id: String
+            package var page: Int
+            package var row: Int
+        }
+        var order: [SortKey] = []
+        order.reserveCapacity(parsed.reduce(0) { $0 + $1.attempts.count })
+        for page in parsed.indices {
+            for row in parsed[page].attempts.indices {
+                order.append(SortKey(time: parsed[page].attempts[row].time, id: parsed[page].attempts[row].id, page: page, row: row))
+            }
+        }
+        order.sort { ($0.time, $0.id) < ($1.time, $1.id) }
+        // Copied into place in halves on two threads while a third takes the names and the
+        // recorded values (on one thread the copy took 22 ms of a cold day's 330).
+        let sources = parsed, sorted = order, rowQueries = recorded.queries
+        let others = Mutex<(names: [String?], recorded: RecordedVelocity)?>(nil)
+        let attempts = [AttemptLog.Attempt](count: sorted.count, inSlices: 2, alongside: {
+            var names: [String?] = []
+            var table = RecordedVelocity(queries: useRecorded ? rowQueries : [])
+            names.reserveCapacity(sorted.count)
+            if useRecorded { table.reserveCapacity(rows: sorted.count) }
+            for position in sorted {
+                names.append(sources[position.page].names[position.row])
+                if useRecorded { table.append(row: position.row, of: sources[position.page].recorded) }
+            }
+            others.withLock { $0 = (names, table) }
+        }) { line in
+            var attempt = sources[sorted[line].page].attempts[sorted[line].row]
+            attempt.line = line + 1
+            return attempt
+        }
+        let (names, table) = others.withLock { $0! }
+        if useRecorded { recorded.append(contentsOf: table) }
+        return (attempts, names)
+    }
+
+    /// One fetched page of window attempts, decoded and parsed (or a kept hour's attempts).
+    package struct Page: Sendable {
+        // Attempts and their cardholder name hashes apart: arrays of (attempt, name) tuples were
+        // copied through the runtime's generic tuple witnesses, a third of the merge's time.
+        package var attempts: [AttemptLog.Attempt] = []
+        package var names: [String?] = []
+        package var recorded: RecordedVelocity
+        /// The stored `features` text of each attempt, when its hour may be kept.
+        package var features: [String] = []
+        /// Each row's hash of its id and `xmin`, when its hour may be kept (for the hour's fingerprint).
+        package var hashes: [Int64] = []
+
+        package init(_ rows: PostgresRows, queries: [VelocityQuery], useRecorded: Bool, keepFeatures: Bool) throws {
+            recorded = RecordedVelocity(queries: queries)
+            if useRecorded { recorded.reserveCapacity(rows: rows.count) }
+            attempts.reserveCapacity(rows.count)
+            names.reserveCapacity(rows.count)
+            if keepFeatures { features.reserveCapacity(rows.count) }
+            // The two documents are parsed where libpq holds them (a `String` of each was a
+            // copy and a UTF-8 check per row), through one reader and one table reused per row.
+            var reader = AttemptLog.StoredInputReader()
+            for row in rows {
+                let id: String = try row.decode(0)
+                let time: Date = try row.decode(1)
+                let parsed = try row.withBytes(6) { bytes in
+                    guard let bytes else { throw BadAttempt(id: id, message: "inputs are NULL") }  // NOT NULL in the schema
+                    return reader.input(storedInputs: bytes, time: time)
+                }
+                let input: RiskInput
+                switch parsed {
+                case .success(let value): input = value
+                case .failure(let error): throw BadAttempt(id: id, message: error.message)
+                }
+                if useRecorded || keepFeatures {
+                    try row.withBytes(7) { bytes in
+                        guard let bytes else { throw BadAttempt(id: id, message: "features are NULL") }  // NOT NULL in the schema
+                        if useRecorded { recorded.append(storedFeatures: bytes) }
+                        if keepFeatures { features.append(String(decoding: bytes, as: UTF8.self)) }
+                    }
+                }
+                if keepFeatures { hashes.append(try row.decode(8)) }
+                let subject = VelocitySubject(cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4))
+                attempts.append(AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0))
+                names.append(try row.decode(5))
+            }
+        }
+    }
+
+    /// The window holds more attempts than the limit.
+    package struct TooMany: Error {
+        package var found: Int
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import IssuerdCore
+import IssuerdCrypto
+import IssuerdPostgres
+
+/// A card's lifecycle state.
+package enum CardStatusValue: String, Sendable, CaseIterable, Codable {
+    case active, lost, stolen, blocked, closed
+
+    /// Lost, stolen and closed cards must lose their tokens at the TSP.
+    package var revokesTokens: Bool { self == .lost || self == .stolen || self == .closed }
+}
+
+/// A card row. The PAN is only ever held sealed; ``CardStore/openPAN(_:vault:)`` opens it for
+/// the moments it is needed (the pass payload, activation data).
+package struct CardRecord: Sendable {
+    package var cardID: String
+    package var customerID: String
+    package var sealedPAN: SealedPAN
+    package var lastFour: String
+    package var expiration: String
+    package var cardholderName: String
+    package var paymentNetwork: String
+    package var status: CardStatusValue
+    package var localizedDescription: String?
+    package var primaryAccountIdentifier: String
+    package var country: String?
+    package var createdAt: Date
+}
+
+/// Reads and writes `cards` and `card_status_history`.
+package enum CardStore {
+    private static let columnNames = [
+        "card_id", "customer_id", "pan_ciphertext", "pan_key_version", "last_four", "expiration", "cardholder_name",
+        "payment_network", "status", "localized_description", "primary_account_identifier", "country", "created_at",
+    ]
+    private static let columns = columnNames.joined(separator: ", ")
+
+    /// The select list ``decode(_:)`` reads, each column qualified by `alias` (for joins).
+    package static func columns(qualifiedBy alias: String) -> String {
+        columnNames.map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    /// The PAN ciphertext is bound to its card id, so a ciphertext copied into another row does
+    /// not open there.
+    /// Apple's `primaryAccountIdentifier` only has to be stable and unique per card; it must not
+    /// reveal the PAN, so it is derived from the fingerprint rather than the digits.
+    package static func primaryAccountIdentifier(fingerprint: [UInt8], cardID: String) -> String {
+        "V-" + BinaryEncoding.hexString(SHA256.hash(fingerprint + Array(cardID.utf8)).prefix(12)).uppercased()
+    }
+
+    package static func panContext(_ cardID: String) -> [UInt8] { Array("card:\(cardID)".utf8) }
+
+    package static func find(_ cardID: String, connection: PostgresConnection) throws -> CardRecord? {
+        try connection.query("SELECT \(unsafeSQL: columns) FROM cards WHERE card_id = \(cardID)").first.map(decode)
+    }
+
+    /// The card if it belongs to `customerID`; nil otherwise (the API answers 404 either way, so
+    /// another customer's card is indistinguishable from a missing one).
+    package static func find(_ cardID: String, ownedBy customerID: String, connection: PostgresConnection) throws -> CardRecord? {
+        try connection.query(
+            "SELECT \(unsafeSQL: columns) FROM cards WHERE card_id = \(cardID) AND customer_id = \(customerID)"
+        ).first.map(decode)
+    }
+
+    /// The card with this PAN, found by its keyed fingerprint.
+    package static func find(pan: PrimaryAccountNumber, vault: PANVault, connection: PostgresConnection) throws -> CardRecord? {
+        let fingerprint = try vault.fingerprint(pan)
+        return try connection.query("SELECT \(unsafeSQL: columns) FROM cards WHERE pan_fingerprint = \(fingerprint)").first.map(decode)
+    }
+
+    package static func list(customerID: String, connection: PostgresConnection) throws -> [CardRecord] {
+        try connection.query("SELECT \(unsafeSQL: columns) FROM cards WHERE customer_id = \(customerID) ORDER BY created_at, card_id")
+            .map(decode)
+    }
+
+    /// Inserts a card, sealing its PAN and computing its fingerprint.
+    ///
+    /// - Throws: ``PostgresError`` `.uniqueViolation` (constraint `cards_pkey` or
+    ///   `cards_pan_fingerprint_key`) for a duplicate id or PAN.
+    package static func insert(
+        cardID: String, customerID: String, pan: PrimaryAccountNumber, expiration: String, cardholderName: String,
+        paymentNetwork: String, status: CardStatusValue, localizedDescription: String?, country: String?, now: Date,
+        vault: PANVault, connection: PostgresConnection
+    ) throws -> CardRecord {
+        let sealed = try vault.seal(pan, context: panContext(cardID))
+        let fingerprint = try vault.fingerprint(pan)
+        let identifier = primaryAccountIdentifier(fingerprint: fingerprint, cardID: cardID)
+        try connection.execute(
+            """
+            INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration,
+                               cardholder_name, payment_network, status, localized_description, primary_account_identifier,
+                               country, created_at, updated_at)
+            VALUES (\(cardID), \(customerID), \(sealed.bytes), \(sealed.keyVersion), \(fingerprint), \(pan.lastFour), \(expiration),
+                    \(cardholderName), \(paymentNetwork), \(status.rawValue), \(localizedDescription), \(identifier), \(country), \(now), \(now))
+            """)
+        try connection.execute(
+            """
+            INSERT INTO card_status_history (card_id, old_status, new_status, reason, actor, at)
+            VALUES (\(cardID), NULL, \(status.rawValue), 'created', 'system', \(now))
+            """)
+        return CardRecord(
+            cardID: cardID, customerID: customerID, sealedPAN: sealed, lastFour: pan.lastFour, expiration: expiration,
+            cardholderName: cardholderName, paymentNetwork: paymentNetwork, status: status,
+            localizedDescription: localizedDescription, primaryAccountIdentifier: identifier, country: country, createdAt: now)
+    }
+
+    /// Changes the status under a row lock and records the change.
+    ///
+    /// - Returns: The previous status, or nil when the card does not exist.
+    package static func setStatus(
+        _ cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date, connection: PostgresConnection
+    ) throws -> CardStatusValue? {
+        guard let row = try connection.query("SELECT status FROM cards WHERE card_id = \(cardID) FOR UPDATE").first,
+            let old = CardStatusValue(rawValue: try row.decode("status"))
+        else { return nil }
+        try connection.execute("UPDATE cards SET status = \(status.rawValue), updated_at = \(now) WHERE card_id = \(cardID)")
+        try connection.execute(
+            """
+            INSERT INTO card_status_history (card_id, old_status, new_status, reason, actor, at)
+            VALUES (\(cardID), \(old.rawValue), \(status.rawValue), \(reason), \(actor), \(now))
+            """)
+        return old
+    }
+
+    /// Opens the card's PAN.
+    package static func openPAN(_ card: CardRecord, vault: PANVault) throws -> PrimaryAccountNumber {
+        try vault.open(card.sealedPAN, context: panContext(card.cardID))
+    }
+
+    package static func decode(_ row: PostgresRow) throws -> CardRecord {
+        CardRecord(
+            cardID: try row.decode("card_id"), customerID: try row.decode("customer_id"),
+            sealedPAN: SealedPAN(keyVersion: try row.decode("pan_key_version"), bytes: try row.decode("pan_ciphertext")),
+            lastFour: try row.decode("last_four"), expiration: try row.decode("expiration"),
+            cardholderName: try row.decode("cardholder_name"), paymentNetwork: try row.decode("payment_network"),
+            status: CardStatusValue(rawValue: try row.decode("status")) ?? .blocked,
+            localizedDescription: try row.decode("localized_description"),
+            primaryAccountIdentifier: try row.decode("primary_account_identifier"), country: try row.decode("country"),
+            createdAt: try row.decode("created_at"))
+    }
+}

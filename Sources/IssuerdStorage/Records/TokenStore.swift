@@ -1,0 +1,92 @@
+import Foundation
+import IssuerdPostgres
+
+/// A token's lifecycle state in `tokens`.
+package enum TokenStatusValue: String, Sendable, CaseIterable {
+    case pendingVerification = "pending_verification"
+    case active, suspended, deleted
+}
+
+/// A lifecycle event of `token_events`, as the TSP reports it.
+package enum TokenEventKind: String, Sendable, CaseIterable {
+    case created, activated, suspended, resumed, deleted
+
+    /// The status a token takes after the event, from `current`; nil when it keeps its status.
+    ///
+    /// `created` changes nothing (the authorization already created the row); `deleted` is
+    /// final; `resumed` only undoes a suspension.
+    package func status(after current: TokenStatusValue) -> TokenStatusValue? {
+        switch self {
+        case .created: nil
+        case .activated: .active
+        case .suspended: .suspended
+        case .resumed: current == .suspended ? .active : nil
+        case .deleted: .deleted
+        }
+    }
+}
+
+/// Reads and writes `tokens` and `token_events`.
+package enum TokenStore {
+    /// The statement creating a token, for a caller that sends it in a pipeline with `COMMIT`.
+    ///
+    /// No `ON CONFLICT`: a token reference that exists already fails the statement
+    /// (`tokens_pkey`), and with it the transaction, so nothing the caller sent with it commits.
+    package static func creation(
+        tokenReference: String, cardID: String, deviceID: String?, tokenRequestorID: String?, status: TokenStatusValue,
+        attemptID: UUID, now: Date
+    ) -> PostgresQuery {
+        """
+        INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, status, attempt_id, created_at, updated_at)
+        VALUES (\(tokenReference), \(cardID), \(deviceID), \(tokenRequestorID), \(status.rawValue), \(attemptID), \(now), \(now))
+        """
+    }
+
+    /// The token's card and status, locked for update.
+    package static func lock(_ tokenReference: String, connection: PostgresConnection) throws -> (cardID: String, status: TokenStatusValue)? {
+        guard let row = try connection.query(
+            "SELECT card_id, status FROM tokens WHERE token_reference = \(tokenReference) FOR UPDATE"
+        ).first, let status = TokenStatusValue(rawValue: try row.decode("status")) else { return nil }
+        return (try row.decode("card_id"), status)
+    }
+
+    package static func setStatus(_ tokenReference: String, to status: TokenStatusValue, now: Date, connection: PostgresConnection) throws {
+        try connection.execute("UPDATE tokens SET status = \(status.rawValue), updated_at = \(now) WHERE token_reference = \(tokenReference)")
+    }
+
+    /// The statement appending `events`, in order, to the token's history (for a pipeline).
+    package static func eventsInsertion(
+        _ events: [TokenEventKind], tokenReference: String, cardID: String?, source: String, at time: Date, now: Date
+    ) -> PostgresQuery {
+        var sql = PostgresQuery.StringInterpolation(literalCapacity: 160, interpolationCount: events.count * 6)
+        sql.appendLiteral("INSERT INTO token_events (token_reference, card_id, event, source, at, recorded_at) VALUES ")
+        for (index, event) in events.enumerated() {
+            sql.appendLiteral(index == 0 ? "(" : ", (")
+            sql.appendInterpolation(tokenReference)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(cardID)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(event.rawValue)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(source)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(time)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(now)
+            sql.appendLiteral(")")
+        }
+        return PostgresQuery(stringInterpolation: sql)
+    }
+
+    /// Appends to the token's history (and to the `token_deletions` velocity when `deleted`).
+    package static func recordEvent(
+        _ event: TokenEventKind, tokenReference: String, cardID: String?, source: String, at time: Date, now: Date,
+        connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO token_events (token_reference, card_id, event, source, at, recorded_at)
+            VALUES (\(tokenReference), \(cardID), \(event.rawValue), \(source), \(time), \(now))
+            """)
+    }
+}
