@@ -279,6 +279,21 @@ def test_attempts(c):
     check(c.css("#no-attempts"), "an empty search says so")
 
 
+def test_card_number_in_link(c):
+    """A card number in a link's q is not put back anywhere: search box, title, page, address bar."""
+    for q in ("4111111111111111", "4111-1111-1111-1111", "4111%201111%201111%201111", "4111.1111.1111.1111x",
+              "%EF%BC%94%EF%BC%91%EF%BC%91%EF%BC%91%EF%BC%91%EF%BC%91%EF%BC%91%EF%BC%91%EF%BC%91%EF%BC%91%EF%BC%91%EF%BC%91"):
+        c.open("/console/attempts?q=" + q + "&limit=5")
+        c.wait.until(lambda d: d.find_element(By.ID, "pan-refused").text)
+        rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attempts-table tbody tr, #no-attempts"))
+        check(rows, "the newest attempts are listed instead (%s)" % q)
+        check(c.css("#q").get_attribute("value") == "", "the search box is empty (%s)" % q)
+        digits = re.sub(r"[^0-9\uFF10-\uFF19]", "", c.driver.page_source + c.driver.title + c.driver.current_url)
+        check("411111111111" not in digits.replace("\uFF14", "4").replace("\uFF11", "1"),
+              "no card number in the page, its title or its address (%s)" % q)
+        check("q=" not in c.driver.current_url, "the address bar lost q (%s): %s" % (q, c.driver.current_url))
+
+
 def test_attempt_page(c):
     attempt = sql("SELECT attempt_id FROM provisioning_attempts WHERE flow = 'orange' AND jsonb_array_length(hits) >= 2 LIMIT 1")
     c.open("/console/attempts?q=" + attempt)
@@ -458,7 +473,7 @@ def test_security_headers(c):
     check(not violations, "no CSP violation while walking the console: %r" % violations)
 
 
-TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_failed_reload, test_decisions, test_rule_hits, test_attempts, test_attempt_page,
+TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_failed_reload, test_decisions, test_rule_hits, test_attempts, test_card_number_in_link, test_attempt_page,
          test_backtest, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
 
 

@@ -6,20 +6,24 @@ import IssuerdService
 /// Read-only analyst views (analyst or admin key, or the console's session):
 /// `GET /v1/admin/decisions`, `GET /v1/admin/rule-hits`, `GET /v1/admin/attempts`.
 enum AnalystRoutes {
-    /// Whether `text` is a full card number however it is written: 12 to 19 decimal digits (of
-    /// any script: full-width, Arabic-Indic…) and nothing else but separators (no letter, no
-    /// other numeral). An attempt id, a card id or a customer id holds letters; a last four is
-    /// too short.
-    static func looksLikeCardNumber(_ text: String) -> Bool {
-        var digits = 0
+    /// Whether `text` holds a card number however it is written: a run of 12 or more decimal
+    /// digits (of any script: full-width, Arabic-Indic…) anywhere in it, which separators may
+    /// interrupt but a letter or another numeral ends. A card number with a letter before or
+    /// after it is still refused; an attempt id or a card id holds letters between shorter runs;
+    /// a last four is too short; an attempt id (a UUID in its canonical form, whose hex groups can
+    /// hold long runs of digits) is never one. (A numeric id of 12 or more digits cannot be searched.)
+    static func containsCardNumber(_ text: String) -> Bool {
+        if text.utf8.count == 36, UUID(uuidString: text) != nil { return false }
+        var run = 0
         for scalar in text.unicodeScalars {
             if scalar.properties.numericType == .decimal {
-                digits += 1
+                run += 1
+                if run >= 12 { return true }
             } else if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
-                return false
+                run = 0
             }
         }
-        return (12...19).contains(digits)
+        return false
     }
 
     static func register(in table: inout RouteTable, context: ServiceContext) {
@@ -46,8 +50,8 @@ enum AnalystRoutes {
                 throw APIErrors.invalidRequest("'q' must be at most 64 printable characters", field: "q")
             }
             // A full card number is refused, never searched (no PAN column exists) nor echoed:
-            // 12-19 digits with nothing else but separators (spaces, dashes, dots, slashes…).
-            if Self.looksLikeCardNumber(text) {
+            // 12 or more digits with nothing else but separators (spaces, dashes, dots…) between.
+            if Self.containsCardNumber(text) {
                 throw APIErrors.invalidRequest("search by a card's last four digits, never its full number", field: "q")
             }
             let limit = try request.query["limit"].map { text -> Int in

@@ -233,17 +233,40 @@
   }
 
   // ---- Attempts ----------------------------------------------------------------
+  // Whether a search holds a card number: a run of 12 or more decimal digits (of any script)
+  // that separators may interrupt but letters do not continue; an attempt id (a UUID) is never
+  // one. The server's rule (AnalystRoutes.containsCardNumber).
+  function containsCardNumber(text) {
+    if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text)) return false;
+    let run = 0;
+    for (const ch of text) {
+      if (/\p{Nd}/u.test(ch)) run += 1;
+      else if (/[\p{L}\p{N}]/u.test(ch)) run = 0;
+      if (run >= 12) return true;
+    }
+    return false;
+  }
+
   async function attempts() {
-    const q = params.get('q') || '';
-    const input = el('input', { name: 'q', id: 'q', size: 40, value: q, placeholder: 'attempt id, card id, last four, customer or device id' });
+    const panRefusal = 'Search by the last four digits: a full card number is never searched or sent.';
     const refused = el('span', { cls: 'muted', id: 'pan-refused' });
+    let q = params.get('q') || '';
+    // A card number that arrived in the link is neither shown nor searched, and leaves the
+    // address bar: nothing of it reaches the page.
+    if (containsCardNumber(q)) {
+      q = '';
+      params.delete('q');
+      history.replaceState(null, '', location.pathname + (params.toString() ? '?' + params.toString() : ''));
+      refused.textContent = panRefusal;
+    }
+    const input = el('input', { name: 'q', id: 'q', size: 40, value: q, placeholder: 'attempt id, card id, last four, customer or device id' });
     const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/attempts' }, el('label', {}, 'Search', input), el('button', { type: 'submit', text: 'Search' }), refused);
     // A full card number typed here must not travel in a URL (history, proxy logs).
     form.addEventListener('submit', (event) => {
-      if (/^\p{Nd}{12,19}$/u.test(input.value.replace(/[^\p{L}\p{N}]/gu, ''))) {  // any digits, any separator: spaces, dashes, dots…
+      if (containsCardNumber(input.value)) {  // any digits, any separator: spaces, dashes, dots…
         event.preventDefault();
         input.value = '';
-        refused.textContent = 'Search by the last four digits: a full card number is never searched or sent.';
+        refused.textContent = panRefusal;
       }
     });
     const result = await api('GET', '/v1/admin/attempts?' + query({ q }));

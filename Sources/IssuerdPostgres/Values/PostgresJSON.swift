@@ -50,8 +50,8 @@ public struct PostgresJSON: PostgresJSONDocument, Hashable {
 ///
 /// For documents written once and read whole, such as an attempt's inputs: `jsonb` parses the
 /// text into its binary form on the way in and renders it again on the way out, which was most
-/// of PostgreSQL's time reading a day of attempts for a backtest (docs/performance.md, "Eighth
-/// session"). `->` and `->>` work on `json` too, parsing the text as they go.
+/// of PostgreSQL's time reading a day of attempts for a backtest (sql/0018). `->` and `->>` work
+/// on `json` too, parsing the text as they go.
 public struct PostgresTextJSON: PostgresJSONDocument, Hashable {
     /// The JSON document as text.
     public var rawJSON: String

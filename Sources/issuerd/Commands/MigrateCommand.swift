@@ -9,15 +9,16 @@ enum MigrateCommand: CommandDefinition {
     static let usage = """
         issuerd migrate [--sql-dir DIR] [--status]
 
-        Applies every migration in DIR (default: sql/) that the database has not recorded yet,
+        Applies every migration in DIR that the database has not recorded yet,
         each in its own transaction, under an advisory lock, and refuses to run if an applied
         migration's file changed or is missing.
 
-          --sql-dir DIR   folder of NNNN_name.sql files (default: sql)
+          --sql-dir DIR   folder of NNNN_name.sql files (default: ISSUERD_SQL_DIR, else sql)
           --status        list every migration as applied, pending, changed or missing; apply nothing
 
         Environment:
           ISSUERD_DATABASE_URL   libpq URI or conninfo, e.g. postgresql://issuerd@localhost/issuerd
+          ISSUERD_SQL_DIR        the migrations folder when --sql-dir is not given (as `serve` reads it)
         """
 
     static func run(_ words: [String]) throws -> Int32 {
@@ -30,7 +31,9 @@ enum MigrateCommand: CommandDefinition {
         guard let url = ProcessInfo.processInfo.environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
             throw CommandFailure("ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
         }
-        let directory = URL(fileURLWithPath: arguments.option("sql-dir") ?? "sql")
+        // The same folder `serve` migrates from: --sql-dir, else ISSUERD_SQL_DIR, else sql.
+        let fromEnvironment = ProcessInfo.processInfo.environment["ISSUERD_SQL_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+        let directory = URL(fileURLWithPath: arguments.option("sql-dir") ?? fromEnvironment ?? "sql")
         let logger = Logger(label: "issuerd.migrate", minimumLevel: .warning, handler: JSONLogHandler.standardError)
         let pool = PostgresPool(configuration: PostgresPoolConfiguration(connectionString: url, size: 1), logger: logger)
         defer { pool.close() }
