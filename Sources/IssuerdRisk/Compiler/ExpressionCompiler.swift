@@ -73,6 +73,8 @@ struct ExpressionCompiler {
             case .plus, .minus, .times, .divide: return try arithmetic(op, lhs, rhs, at: location)
             default: return try comparison(op, lhs, rhs, at: location)
             }
+        case .chain(let first, let links):
+            return try chain(first, links)
         case .membership(let value, let set, let negated):
             return try membership(try compile(value), try compile(set), negated: negated, at: location)
         }

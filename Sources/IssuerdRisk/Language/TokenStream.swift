@@ -12,6 +12,10 @@
 ///             | "(" expr ")" | list | @list
 /// list       := "[" [expr {"," expr}] "]"
 /// ```
+///
+/// A run of one precedence level (`a or b or c`, `x + y - z`) is read into one flat
+/// ``Expression/Kind/chain(_:_:)``, not a tree as deep as the run is long: no walk over an
+/// expression recurses more than the nesting bound allows, however long its chains.
 struct TokenStream {
     private(set) var tokens: [Token]
     private(set) var index = 0
@@ -55,29 +59,37 @@ struct TokenStream {
         return LocatedWord(text: text, location: current.location)
     }
 
+    /// `first` alone, or the chain it starts.
+    private static func chain(_ first: Expression, _ links: [ChainLink]) -> Expression {
+        guard let last = links.last else { return first }
+        return Expression(kind: .chain(first, links), location: last.location)
+    }
+
     mutating func expression() throws(RuleDiagnostic) -> Expression {
         depth += 1
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else {
             throw RuleDiagnostic(current.location, "expression is nested more than \(Self.maximumDepth) levels deep")
         }
-        var left = try conjunction()
+        let first = try conjunction()
+        var links: [ChainLink] = []
         while current.isWord("or") {
             let location = current.location
             advance()
-            left = Expression(kind: .binary(.or, left, try conjunction()), location: location)
+            links.append(ChainLink(op: .or, location: location, operand: try conjunction()))
         }
-        return left
+        return Self.chain(first, links)
     }
 
     private mutating func conjunction() throws(RuleDiagnostic) -> Expression {
-        var left = try negation()
+        let first = try negation()
+        var links: [ChainLink] = []
         while current.isWord("and") {
             let location = current.location
             advance()
-            left = Expression(kind: .binary(.and, left, try negation()), location: location)
+            links.append(ChainLink(op: .and, location: location, operand: try negation()))
         }
-        return left
+        return Self.chain(first, links)
     }
 
     private mutating func negation() throws(RuleDiagnostic) -> Expression {
@@ -117,23 +129,25 @@ struct TokenStream {
     }
 
     private mutating func sum() throws(RuleDiagnostic) -> Expression {
-        var left = try product()
+        let first = try product()
+        var links: [ChainLink] = []
         while case .symbol(let symbol) = current.kind, symbol == .plus || symbol == .minus {
             let location = current.location
             advance()
-            left = Expression(kind: .binary(symbol == .plus ? .plus : .minus, left, try product()), location: location)
+            links.append(ChainLink(op: symbol == .plus ? .plus : .minus, location: location, operand: try product()))
         }
-        return left
+        return Self.chain(first, links)
     }
 
     private mutating func product() throws(RuleDiagnostic) -> Expression {
-        var left = try unary()
+        let first = try unary()
+        var links: [ChainLink] = []
         while case .symbol(let symbol) = current.kind, symbol == .times || symbol == .divide {
             let location = current.location
             advance()
-            left = Expression(kind: .binary(symbol == .times ? .times : .divide, left, try unary()), location: location)
+            links.append(ChainLink(op: symbol == .times ? .times : .divide, location: location, operand: try unary()))
         }
-        return left
+        return Self.chain(first, links)
     }
 
     private mutating func unary() throws(RuleDiagnostic) -> Expression {
