@@ -4,8 +4,8 @@ import Testing
 
 /// Issue 36: a long chain of `or`, `and` or `+` in one condition crashed whatever compiled it
 /// (a stack overflow in the recursive compiler). Chains are now flat and compiled in a loop;
-/// a condition, a file and a ruleset are bounded in terms (``RulesetLimits``); past a bound the
-/// parser refuses with a positioned error.
+/// a condition, a file and a ruleset are bounded in terms (``RulesetLimits``), and so is the
+/// number of distinct velocity values; past a bound the parser refuses with a positioned error.
 struct ExpressionBoundsTests {
     static let limit = RulesetLimits.conditionTerms
 
@@ -278,5 +278,30 @@ struct ExpressionBoundsTests {
             #expect(error.diagnostics.first?.location == SourceLocation(file: "f\(filesThatFit + 1).rules", line: rule * Self.linesPerRule + 6, column: column))
             #expect(error.diagnostics.first?.message.hasPrefix("the conditions of the ruleset are longer than \(RulesetLimits.rulesetTerms) terms") == true)
         }
+    }
+
+    // MARK: Distinct velocity values
+
+    /// One rule per window, `attempts(card, Nm) >= 1` for N in `windows`.
+    static func velocityRules(_ windows: some Sequence<Int>) -> String {
+        windows.map { rule("v\($0)", when: "attempts(card, \($0)m) >= 1") }.joined()
+    }
+
+    @Test func distinctVelocityValuesAreCapped() throws {
+        let cap = RulesetLimits.velocityQueries
+        let atTheCap = try compileRules(Self.velocityRules(1...cap) + rule("again", when: "attempts(card, 1m) >= 2 or attempts(card, \(cap)m) > 9"))
+        #expect(atTheCap.velocityQueries.count == cap, "a query used again is not a new one")
+
+        let found = diagnostics(Self.velocityRules(1...cap + 1))
+        #expect(found.count == 1)
+        #expect(found.first?.location == SourceLocation(file: "test.rules", line: cap * Self.linesPerRule + 6, column: 8))
+        #expect(found.first?.message.hasSuffix("is one distinct velocity value too many: a ruleset may read at most \(cap)") == true)
+
+        // The finding: 3,000 distinct windows (in three files, each within its own bound), each
+        // rule past the cap refused.
+        let files = (0..<3).map { RulesetFile(path: "v\($0).rules", contents: Self.velocityRules($0 * 1_000 + 1...$0 * 1_000 + 1_000)) }
+        let error = #expect(throws: RulesetError.self) { try RulesetCompiler.compile(files, contentHasher: RulesetContent.fnv1a64) }
+        #expect(error?.diagnostics.count == 3_000 - cap)
+        #expect(error?.diagnostics.first?.location == SourceLocation(file: "v0.rules", line: cap * Self.linesPerRule + 6, column: 8))
     }
 }

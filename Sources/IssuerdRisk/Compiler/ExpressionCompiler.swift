@@ -139,8 +139,15 @@ struct ExpressionCompiler {
     }
 
     /// Registers a velocity query and returns its slot in the request's velocity values.
-    mutating func slot(for query: VelocityQuery) -> Int {
+    ///
+    /// - Throws: At `location` (the call), for a query past ``RulesetLimits/velocityQueries``
+    ///   distinct ones.
+    mutating func slot(for query: VelocityQuery, at location: SourceLocation) throws(RuleDiagnostic) -> Int {
         if let index = queryIndex[query] { return index }
+        guard queries.count < RulesetLimits.velocityQueries else {
+            throw RuleDiagnostic(location, "\(query) is one distinct velocity value too many: a ruleset may read at most \(RulesetLimits.velocityQueries)",
+                                 expected: "a window or key another rule already uses")
+        }
         queryIndex[query] = queries.count
         queries.append(query)
         return queries.count - 1

@@ -12,4 +12,7 @@ public enum RulesetLimits {
     public static let fileTerms = 10_000
     /// The most terms in all the conditions of a ruleset, every `.rules` file together.
     public static let rulesetTerms = 50_000
+    /// The most distinct velocity values (function, key and window) a ruleset may read: each
+    /// one is counted per request and stored in every attempt's features.
+    public static let velocityQueries = 100
 }
