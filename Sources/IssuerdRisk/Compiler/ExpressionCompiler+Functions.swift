@@ -90,7 +90,7 @@ extension ExpressionCompiler {
             throw RuleDiagnostic(arguments[1].location, "window \(RiskValue.formatDuration(seconds)) is out of range", expected: "whole seconds from 1m to 400d")
         }
         let query = VelocityQuery(metric: metric, key: key, windowSeconds: Int(seconds))
-        let index = slot(for: query)
+        let index = try slot(for: query, at: location)
         noteRead(ValueRead(name: query.description) { _, velocity in
             index < velocity.count ? velocity[index].map { .number(Double($0)) } ?? .unknown : .unknown
         })

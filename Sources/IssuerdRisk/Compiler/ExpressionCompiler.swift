@@ -73,6 +73,8 @@ struct ExpressionCompiler {
             case .plus, .minus, .times, .divide: return try arithmetic(op, lhs, rhs, at: location)
             default: return try comparison(op, lhs, rhs, at: location)
             }
+        case .chain(let first, let links):
+            return try chain(first, links)
         case .membership(let value, let set, let negated):
             return try membership(try compile(value), try compile(set), negated: negated, at: location)
         }
@@ -137,8 +139,15 @@ struct ExpressionCompiler {
     }
 
     /// Registers a velocity query and returns its slot in the request's velocity values.
-    mutating func slot(for query: VelocityQuery) -> Int {
+    ///
+    /// - Throws: At `location` (the call), for a query past ``RulesetLimits/velocityQueries``
+    ///   distinct ones.
+    mutating func slot(for query: VelocityQuery, at location: SourceLocation) throws(RuleDiagnostic) -> Int {
         if let index = queryIndex[query] { return index }
+        guard queries.count < RulesetLimits.velocityQueries else {
+            throw RuleDiagnostic(location, "\(query) is one distinct velocity value too many: a ruleset may read at most \(RulesetLimits.velocityQueries)",
+                                 expected: "a window or key another rule already uses")
+        }
         queryIndex[query] = queries.count
         queries.append(query)
         return queries.count - 1

@@ -36,8 +36,13 @@ public enum RulesetCompiler {
         var conditions: [RuleCondition] = []
         var reads: [[ValueRead]] = []
         var seen: [String: SourceLocation] = [:]
+        var terms = 0
         for file in sorted where file.path.hasSuffix(".rules") {
-            let parsed = RuleFileParser.parse(file: file.path, text: file.contents)
+            // Past the ruleset's total the parser stops (with the error) and so do we: the
+            // ruleset is refused and the remaining files could only add work.
+            guard terms <= RulesetLimits.rulesetTerms else { break }
+            let parsed = RuleFileParser.parse(file: file.path, text: file.contents, rulesetTermsBefore: terms)
+            terms += parsed.terms
             diagnostics += parsed.diagnostics
             for declaration in parsed.rules {
                 if let first = seen[declaration.id.text] {

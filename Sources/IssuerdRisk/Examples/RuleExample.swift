@@ -68,6 +68,7 @@ enum RuleExampleParser {
         try stream.expect(.leftBrace, "'{' to open the given block")
         var given: [RuleExample.Given] = []
         while !stream.current.isSymbol(.rightBrace) {
+            stream.startExpression()
             let keyExpression = try stream.primary()
             let isVelocity: Bool
             switch keyExpression.kind {
@@ -77,6 +78,7 @@ enum RuleExampleParser {
                 throw RuleDiagnostic(keyExpression.location, "unexpected \(keyExpression.text)", expected: "an attribute name or a velocity call, then ':'")
             }
             try stream.expect(.colon, "':' after \(keyExpression.text)")
+            stream.startExpression()
             let valueExpression = try stream.primary()
             given.append(RuleExample.Given(key: keyExpression.text, isVelocity: isVelocity, value: try literal(valueExpression), location: keyExpression.location))
             if stream.current.isSymbol(.comma) { stream.advance() }

@@ -14,15 +14,28 @@ extension Expression {
         case .not(let inner): "not " + inner.grouped
         case .negate(let inner): "-" + inner.grouped
         case .binary(let op, let left, let right): left.grouped + " " + op.rawValue + " " + right.grouped
+        case .chain(let first, let links): Self.text(of: first, links)
         case .membership(let value, let set, let negated): value.grouped + (negated ? " not in " : " in ") + set.text
         }
     }
 
     private var grouped: String {
         switch kind {
-        case .binary, .membership: "(" + text + ")"
+        case .binary, .chain, .membership: "(" + text + ")"
         default: text
         }
+    }
+
+    /// A chain written as the nested binary operations it stands for, `((a or b) or c) or d`,
+    /// in one loop: the canonical text (``Rule/conditionText``) is the same as when the parser
+    /// built a tree.
+    private static func text(of first: Expression, _ links: [ChainLink]) -> String {
+        var text = String(repeating: "(", count: links.count - 1) + first.grouped
+        for (index, link) in links.enumerated() {
+            if index > 0 { text += ")" }
+            text += " " + link.op.rawValue + " " + link.operand.grouped
+        }
+        return text
     }
 }
 

@@ -10,10 +10,14 @@ enum RuleFileParser {
     /// The header fields, for suggestions.
     static let fields = ["title", "outcome", "reason", "stepup", "owner", "mode", "when"]
 
-    /// The declarations that parsed, and a diagnostic for each block that did not.
-    static func parse(file: String, text: String) -> (rules: [RuleDeclaration], diagnostics: [RuleDiagnostic]) {
-        let parsed = TokenStream.parseBlocks(file: file, text: text, block: rule, recover: recover)
-        return (parsed.blocks, parsed.diagnostics)
+    /// The declarations that parsed, a diagnostic for each block that did not, and the terms
+    /// of the file's conditions.
+    ///
+    /// - Parameter rulesetTermsBefore: The terms of the ruleset's earlier files, for the
+    ///   ruleset's total (``RulesetLimits/rulesetTerms``).
+    static func parse(file: String, text: String, rulesetTermsBefore: Int = 0) -> (rules: [RuleDeclaration], diagnostics: [RuleDiagnostic], terms: Int) {
+        let parsed = TokenStream.parseBlocks(file: file, text: text, rulesetTermsBefore: rulesetTermsBefore, block: rule, recover: recover)
+        return (parsed.blocks, parsed.diagnostics, parsed.terms)
     }
 
     /// Skips to just after the failed block's `end`, or to the next `rule`.
@@ -91,6 +95,7 @@ enum RuleFileParser {
             }
         }
         stream.advance()
+        stream.startExpression()
         rule.condition = try stream.expression()
         try stream.checkValid()
         guard stream.current.isWord("end") else {

@@ -15,14 +15,28 @@ struct Expression: Sendable {
         case call(String, [Expression])
         case not(Expression)
         case negate(Expression)
+        /// A comparison: comparisons do not chain (`a < b < c` is a syntax error).
         case binary(BinaryOperator, Expression, Expression)
+        /// `a op b op c …`, left-associative, every operator of one precedence level (`or`;
+        /// `and`; `+ -`; `* /`). Flat, so that no walk over a long chain recurses once per
+        /// operator.
+        case chain(Expression, [ChainLink])
         /// `value in set`, or `value not in set` when negated.
         case membership(Expression, Expression, negated: Bool)
     }
 
     var kind: Kind
-    /// Where the expression (or its operator, for binary ones) starts.
+    /// Where the expression (or its operator, for binary ones; its last operator, for a
+    /// chain) starts.
     var location: SourceLocation
+}
+
+/// One `op operand` step of a chain.
+struct ChainLink: Sendable {
+    var op: BinaryOperator
+    /// Where the operator is written.
+    var location: SourceLocation
+    var operand: Expression
 }
 
 /// Binary operators, loosest binding first in the grammar.

@@ -12,17 +12,34 @@
 ///             | "(" expr ")" | list | @list
 /// list       := "[" [expr {"," expr}] "]"
 /// ```
+///
+/// A run of one precedence level (`a or b or c`, `x + y - z`) is read into one flat
+/// ``Expression/Kind/chain(_:_:)``, not a tree as deep as the run is long, and every term is
+/// counted against ``RulesetLimits``: a long chain is refused where it passes the bound, and no
+/// walk over what is accepted recurses more than the nesting bound allows.
 struct TokenStream {
     private(set) var tokens: [Token]
     private(set) var index = 0
     /// Nesting depth, bounded so hostile input cannot exhaust the stack.
     private var depth = 0
     static let maximumDepth = 64
+    /// Terms (values and operators, see ``RulesetLimits``) of the expression being parsed,
+    /// and of the whole file so far.
+    private var expressionTerms = 0
+    private var fileTerms = 0
+    /// The terms the ruleset's earlier `.rules` files used; nil where only the expression bound
+    /// applies (example files).
+    private let rulesetTermsBefore: Int?
+    /// Set once the file's or the ruleset's total is exceeded: the rest of the file is not read.
+    private(set) var exhausted = false
 
     /// Words that cannot be attribute or function names.
     static let reservedWords: Set<String> = ["and", "or", "not", "in", "true", "false", "rule", "end", "when", "example", "given", "expect"]
 
-    init(_ tokens: [Token]) { self.tokens = tokens }
+    init(_ tokens: [Token], rulesetTermsBefore: Int? = nil) {
+        self.tokens = tokens
+        self.rulesetTermsBefore = rulesetTermsBefore
+    }
 
     var current: Token { tokens[index] }
 
@@ -55,29 +72,67 @@ struct TokenStream {
         return LocatedWord(text: text, location: current.location)
     }
 
+    /// Starts counting the terms of a new top-level expression (a rule's condition, an
+    /// example's key or value).
+    mutating func startExpression() { expressionTerms = 0 }
+
+    /// Counts one term written at `location`.
+    ///
+    /// - Throws: Past ``RulesetLimits/conditionTerms`` in the expression, or past the file's or
+    ///   the ruleset's total (which also stops the file: see ``exhausted``).
+    private mutating func count(_ location: SourceLocation) throws(RuleDiagnostic) {
+        expressionTerms += 1
+        fileTerms += 1
+        if expressionTerms > RulesetLimits.conditionTerms {
+            throw RuleDiagnostic(location, "expression is longer than \(RulesetLimits.conditionTerms) terms (values and operators)",
+                                 expected: "a shorter condition: split it into several rules, or move a long list of values to an @list file")
+        }
+        guard let before = rulesetTermsBefore else { return }
+        if fileTerms > RulesetLimits.fileTerms {
+            exhausted = true
+            throw RuleDiagnostic(location, "the conditions of this file are longer than \(RulesetLimits.fileTerms) terms in all; the rest of the file is not read",
+                                 expected: "the rules split over several files")
+        }
+        if before + fileTerms > RulesetLimits.rulesetTerms {
+            exhausted = true
+            throw RuleDiagnostic(location, "the conditions of the ruleset are longer than \(RulesetLimits.rulesetTerms) terms in all .rules files together; the rest of the ruleset is not read",
+                                 expected: "fewer or shorter rules")
+        }
+    }
+
+    /// `first` alone, or the chain it starts.
+    private static func chain(_ first: Expression, _ links: [ChainLink]) -> Expression {
+        guard let last = links.last else { return first }
+        return Expression(kind: .chain(first, links), location: last.location)
+    }
+
     mutating func expression() throws(RuleDiagnostic) -> Expression {
         depth += 1
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else {
             throw RuleDiagnostic(current.location, "expression is nested more than \(Self.maximumDepth) levels deep")
         }
-        var left = try conjunction()
+        let first = try conjunction()
+        var links: [ChainLink] = []
         while current.isWord("or") {
             let location = current.location
+            try count(location)
             advance()
-            left = Expression(kind: .binary(.or, left, try conjunction()), location: location)
+            links.append(ChainLink(op: .or, location: location, operand: try conjunction()))
         }
-        return left
+        return Self.chain(first, links)
     }
 
     private mutating func conjunction() throws(RuleDiagnostic) -> Expression {
-        var left = try negation()
+        let first = try negation()
+        var links: [ChainLink] = []
         while current.isWord("and") {
             let location = current.location
+            try count(location)
             advance()
-            left = Expression(kind: .binary(.and, left, try negation()), location: location)
+            links.append(ChainLink(op: .and, location: location, operand: try negation()))
         }
-        return left
+        return Self.chain(first, links)
     }
 
     private mutating func negation() throws(RuleDiagnostic) -> Expression {
@@ -87,6 +142,7 @@ struct TokenStream {
         depth += 1
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else { throw RuleDiagnostic(location, "too many nested 'not'") }
+        try count(location)
         return Expression(kind: .not(try negation()), location: location)
     }
 
@@ -95,6 +151,7 @@ struct TokenStream {
         try checkValid()
         let location = current.location
         if case .symbol(let symbol) = current.kind, let op = BinaryOperator(rawValue: symbol.rawValue), op.isComparison {
+            try count(location)
             advance()
             return Expression(kind: .binary(op, left, try sum()), location: location)
         }
@@ -107,6 +164,7 @@ struct TokenStream {
             advance()
         }
         if current.isWord("in") {
+            try count(location)
             advance()
             guard current.isSymbol(.leftBracket) || { if case .listReference = current.kind { true } else { false } }() else {
                 throw RuleDiagnostic(current.location, "unexpected \(current.display) after 'in'", expected: "a list such as [\"a\", \"b\"] or @list_name")
@@ -117,23 +175,27 @@ struct TokenStream {
     }
 
     private mutating func sum() throws(RuleDiagnostic) -> Expression {
-        var left = try product()
+        let first = try product()
+        var links: [ChainLink] = []
         while case .symbol(let symbol) = current.kind, symbol == .plus || symbol == .minus {
             let location = current.location
+            try count(location)
             advance()
-            left = Expression(kind: .binary(symbol == .plus ? .plus : .minus, left, try product()), location: location)
+            links.append(ChainLink(op: symbol == .plus ? .plus : .minus, location: location, operand: try product()))
         }
-        return left
+        return Self.chain(first, links)
     }
 
     private mutating func product() throws(RuleDiagnostic) -> Expression {
-        var left = try unary()
+        let first = try unary()
+        var links: [ChainLink] = []
         while case .symbol(let symbol) = current.kind, symbol == .times || symbol == .divide {
             let location = current.location
+            try count(location)
             advance()
-            left = Expression(kind: .binary(symbol == .times ? .times : .divide, left, try unary()), location: location)
+            links.append(ChainLink(op: symbol == .times ? .times : .divide, location: location, operand: try unary()))
         }
-        return left
+        return Self.chain(first, links)
     }
 
     private mutating func unary() throws(RuleDiagnostic) -> Expression {
@@ -143,12 +205,15 @@ struct TokenStream {
         depth += 1
         defer { depth -= 1 }
         guard depth <= Self.maximumDepth else { throw RuleDiagnostic(location, "too many nested '-'") }
+        try count(location)
         return Expression(kind: .negate(try unary()), location: location)
     }
 
     mutating func primary() throws(RuleDiagnostic) -> Expression {
         try checkValid()
         let token = current
+        // Every value is a term; a parenthesised group is the terms inside it.
+        if !token.isSymbol(.leftParen) { try count(token.location) }
         switch token.kind {
         case .number(let value):
             advance()
@@ -208,19 +273,23 @@ extension TokenStream {
     /// next block can start. A lexical error stops the file (nothing after it can be trusted).
     ///
     /// - Parameters:
+    ///   - rulesetTermsBefore: For a `.rules` file, the terms of the ruleset's earlier files, so
+    ///     that the file's and the ruleset's totals are enforced; nil for other files.
     ///   - block: Parses one block (a `rule … end`, an `example …`) from the stream.
     ///   - recover: Advances past a failed block.
-    /// - Returns: The blocks that parsed, and a diagnostic for each one that did not.
+    /// - Returns: The blocks that parsed, a diagnostic for each one that did not, and the terms
+    ///   the file's expressions hold.
     static func parseBlocks<Block>(
-        file: String, text: String, block: (inout TokenStream) throws(RuleDiagnostic) -> Block, recover: (inout TokenStream) -> Void
-    ) -> (blocks: [Block], diagnostics: [RuleDiagnostic]) {
+        file: String, text: String, rulesetTermsBefore: Int? = nil,
+        block: (inout TokenStream) throws(RuleDiagnostic) -> Block, recover: (inout TokenStream) -> Void
+    ) -> (blocks: [Block], diagnostics: [RuleDiagnostic], terms: Int) {
         let tokens: [Token]
         do {
             tokens = try Lexer.tokenize(file: file, text: text)
         } catch {
-            return ([], [error])
+            return ([], [error], 0)
         }
-        var stream = TokenStream(tokens)
+        var stream = TokenStream(tokens, rulesetTermsBefore: rulesetTermsBefore)
         var blocks: [Block] = []
         var diagnostics: [RuleDiagnostic] = []
         while !stream.atEnd {
@@ -228,9 +297,11 @@ extension TokenStream {
                 blocks.append(try block(&stream))
             } catch {
                 diagnostics.append(error)
+                // Past the file's or the ruleset's total, nothing more of the file is read.
+                if stream.exhausted { break }
                 recover(&stream)
             }
         }
-        return (blocks, diagnostics)
+        return (blocks, diagnostics, stream.fileTerms)
     }
 }
