@@ -48,7 +48,10 @@ let package = Package(
         // and the hash-chained audit log.
         .target(
             name: "IssuerdStorage",
-            dependencies: ["IssuerdCore", "IssuerdService", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdWire"]
+            dependencies: [
+                "IssuerdCore", "IssuerdService", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
+                "IssuerdWire",
+            ]
         ),
 
         // Stored history read back: backtests over it, its export, the hourly roll-up, the
@@ -62,7 +65,10 @@ let package = Package(
         // JavaScript are files embedded at build time.
         .target(
             name: "IssuerdConsole",
-            dependencies: ["IssuerdCore", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"],
+            dependencies: [
+                "IssuerdCore", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdCrypto", "IssuerdPostgres",
+                "IssuerdHTTP", "IssuerdRisk",
+            ],
             resources: [
                 .embedInCode("Resources/console.html"), .embedInCode("Resources/console.css"),
                 .embedInCode("Resources/console.js"),
@@ -72,7 +78,10 @@ let package = Package(
         // Bulk card import (`issuerd cards import`): COPY in one transaction, encoded on every core.
         .target(
             name: "IssuerdImport",
-            dependencies: ["IssuerdCore", "IssuerdService", "IssuerdStorage", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdWire"]
+            dependencies: [
+                "IssuerdCore", "IssuerdService", "IssuerdStorage", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP",
+                "IssuerdWire",
+            ]
         ),
 
         // The HTTP API: routes, authentication, the provisioning and step-up flows, the outbox,
@@ -80,7 +89,8 @@ let package = Package(
         .target(
             name: "IssuerdAPI",
             dependencies: [
-                "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdPKCS11",
+                "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
+                "IssuerdPKCS11",
                 "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
             ]
         ),
@@ -88,7 +98,8 @@ let package = Package(
         .executableTarget(
             name: "issuerd",
             dependencies: [
-                "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk", "IssuerdAPI", "IssuerdPKCS11",
+                "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
+                "IssuerdAPI", "IssuerdPKCS11",
                 "IssuerdService", "IssuerdHistory", "IssuerdImport",
             ]
         ),
@@ -104,9 +115,12 @@ let package = Package(
         ),
 
         .testTarget(name: "IssuerdCoreTests", dependencies: ["IssuerdCore"]),
-        .testTarget(name: "IssuerdCryptoTests", dependencies: ["IssuerdCrypto", "IssuerdTestSupport"], exclude: ["Oracle"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "IssuerdCryptoTests", dependencies: ["IssuerdCrypto", "IssuerdTestSupport"], exclude: ["Oracle"],
+            resources: [.copy("Fixtures")]),
         .testTarget(name: "IssuerdPostgresTests", dependencies: ["IssuerdPostgres", "IssuerdTestSupport"]),
-        .testTarget(name: "IssuerdPKCS11Tests", dependencies: ["IssuerdPKCS11", "IssuerdCrypto", "IssuerdTestSupport"]),
+        .testTarget(
+            name: "IssuerdPKCS11Tests", dependencies: ["IssuerdPKCS11", "IssuerdCrypto", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
         .testTarget(

@@ -24,8 +24,11 @@ package enum ConsoleQueries {
 
         package init(query: [String: String], now: Date) throws {
             let until = try query["until"].map { try Self.date($0, field: "until") } ?? now
-            let since = try query["since"].map { try Self.date($0, field: "since") } ?? until.addingTimeInterval(-86_400)
-            guard since < until else { throw APIErrors.invalidRequest("'since' must be before 'until'", field: "since") }
+            let since =
+                try query["since"].map { try Self.date($0, field: "since") } ?? until.addingTimeInterval(-86_400)
+            guard since < until else {
+                throw APIErrors.invalidRequest("'since' must be before 'until'", field: "since")
+            }
             guard until.timeIntervalSince(since) <= Self.maximum else {
                 throw APIErrors.invalidRequest("the period may span at most 92 days", field: "since")
             }
@@ -33,7 +36,9 @@ package enum ConsoleQueries {
         }
 
         private static func date(_ text: String, field: String) throws -> Date {
-            guard let date = RFC3339.date(text) else { throw APIErrors.invalidRequest("'\(field)' must be an RFC 3339 timestamp", field: field) }
+            guard let date = RFC3339.date(text) else {
+                throw APIErrors.invalidRequest("'\(field)' must be an RFC 3339 timestamp", field: field)
+            }
             return date
         }
     }
@@ -63,7 +68,9 @@ package enum ConsoleQueries {
     }
 
     /// The green/yellow/orange mix per hour.
-    package static func decisions(_ period: Period, channel: String?, network: String?, now: Date, database: PostgresPool) throws -> DecisionsView {
+    package static func decisions(
+        _ period: Period, channel: String?, network: String?, now: Date, database: PostgresPool
+    ) throws -> DecisionsView {
         let coverage = try ConsoleRollup.catchUp(now: now, database: database)
         let split = ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage)
         let rows = try database.withConnection { connection in
@@ -89,9 +96,15 @@ package enum ConsoleQueries {
             let count = Int(try row.decode("n", as: Int64.self))
             var mix = byHour[hour] ?? HourMix(hour: hour)
             switch try row.decode("flow", as: String.self) {
-            case "green": mix.green += count; totals.green += count
-            case "yellow": mix.yellow += count; totals.yellow += count
-            default: mix.orange += count; totals.orange += count
+            case "green":
+                mix.green += count
+                totals.green += count
+            case "yellow":
+                mix.yellow += count
+                totals.yellow += count
+            default:
+                mix.orange += count
+                totals.orange += count
             }
             byHour[hour] = mix
         }
@@ -101,8 +114,9 @@ package enum ConsoleQueries {
             hours.append(byHour[hour] ?? HourMix(hour: hour))
             hour = hour.addingTimeInterval(3600)
         }
-        return DecisionsView(since: period.since, until: period.until, channel: channel, network: network, totals: totals,
-                             hours: hours, channels: channels, networks: networks)
+        return DecisionsView(
+            since: period.since, until: period.until, channel: channel, network: network, totals: totals,
+            hours: hours, channels: channels, networks: networks)
     }
 
     // MARK: Rule hits
@@ -135,7 +149,9 @@ package enum ConsoleQueries {
     }
 
     /// Per rule: hits over the period, how many changed the final flow, what shadow rules would have done.
-    package static func ruleHits(_ period: Period, ruleset: Ruleset, now: Date, database: PostgresPool) throws -> RuleHitsView {
+    package static func ruleHits(
+        _ period: Period, ruleset: Ruleset, now: Date, database: PostgresPool
+    ) throws -> RuleHitsView {
         let coverage = try ConsoleRollup.catchUp(now: now, database: database)
         let split = ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage)
         let bucketHours = max(1, Int((period.until.timeIntervalSince(period.since) / 3600 / 48).rounded(.up)))
@@ -170,10 +186,13 @@ package enum ConsoleQueries {
             let flow: String = try row.decode("flow")
             let count = Int(try row.decode("n", as: Int64.self))
             let hour: Date = try row.decode("hour")
-            var entry = byRule[id] ?? .init(
-                id: id, title: "not a rule of the serving ruleset (a built-in check, or a rule since removed)",
-                mode: mode == "shadow" ? "shadow" : "builtin", outcome: outcome, location: nil, hits: 0, changedFlow: 0,
-                flowsHit: [:], wouldChange: 0, series: Array(repeating: 0, count: buckets))
+            var entry =
+                byRule[id]
+                ?? .init(
+                    id: id, title: "not a rule of the serving ruleset (a built-in check, or a rule since removed)",
+                    mode: mode == "shadow" ? "shadow" : "builtin", outcome: outcome, location: nil, hits: 0,
+                    changedFlow: 0,
+                    flowsHit: [:], wouldChange: 0, series: Array(repeating: 0, count: buckets))
             entry.hits += count
             if try row.decode("decisive", as: Bool.self) { entry.changedFlow += count }
             if mode == "shadow" {
@@ -186,7 +205,9 @@ package enum ConsoleQueries {
         }
         let order = Dictionary(uniqueKeysWithValues: ruleset.rules.enumerated().map { ($1.id, $0) })
         let rules = byRule.values.sorted { (order[$0.id] ?? Int.max, $0.id) < (order[$1.id] ?? Int.max, $1.id) }
-        return RuleHitsView(since: period.since, until: period.until, version: ruleset.version, bucketSeconds: bucketSeconds, rules: rules)
+        return RuleHitsView(
+            since: period.since, until: period.until, version: ruleset.version, bucketSeconds: bucketSeconds,
+            rules: rules)
     }
 
     private static func severity(_ flow: String) -> Int {
@@ -224,7 +245,9 @@ package enum ConsoleQueries {
 
     /// The newest attempts matching `text`: an attempt id, a card's last four digits, or a card,
     /// customer or device id; the newest attempts when empty. Each form is one index look-up.
-    package static func searchAttempts(_ text: String, limit: Int, now: Date, database: PostgresPool) throws -> AttemptSearchView {
+    package static func searchAttempts(
+        _ text: String, limit: Int, now: Date, database: PostgresPool
+    ) throws -> AttemptSearchView {
         let columns = """
             SELECT a.attempt_id, a.created_at, a.channel, a.card_id, c.last_four, a.customer_id, a.device_id,
                    coalesce(a.inputs ->> 'card.network', a.inputs -> 'attributes' ->> 'card.network', c.payment_network, 'unknown') AS network,
@@ -237,10 +260,14 @@ package enum ConsoleQueries {
             func run(_ query: PostgresQuery) throws -> [AttemptSummary] {
                 try connection.query(query).map { row in
                     AttemptSummary(
-                        attemptId: try row.decode("attempt_id", as: UUID.self).uuidString.lowercased(), createdAt: try row.decode("created_at"),
-                        channel: try row.decode("channel"), cardId: try row.decode("card_id"), lastFour: try row.decode("last_four"),
-                        customerId: try row.decode("customer_id"), deviceId: try row.decode("device_id"), network: try row.decode("network"),
-                        flow: try row.decode("flow"), decision: try row.decode("decision"), rulesetVersion: try row.decode("ruleset_version"),
+                        attemptId: try row.decode("attempt_id", as: UUID.self).uuidString.lowercased(),
+                        createdAt: try row.decode("created_at"),
+                        channel: try row.decode("channel"), cardId: try row.decode("card_id"),
+                        lastFour: try row.decode("last_four"),
+                        customerId: try row.decode("customer_id"), deviceId: try row.decode("device_id"),
+                        network: try row.decode("network"),
+                        flow: try row.decode("flow"), decision: try row.decode("decision"),
+                        rulesetVersion: try row.decode("ruleset_version"),
                         rules: try row.decode("rules"))
                 }
             }
@@ -249,13 +276,17 @@ package enum ConsoleQueries {
                 var found: [AttemptSummary] = []
                 for hours: Double in [1, 24, 24 * 31] {
                     let since = now.addingTimeInterval(-hours * 3600)
-                    found = try run("\(unsafeSQL: columns) WHERE a.created_at >= \(since) ORDER BY a.created_at DESC LIMIT \(limit)")
+                    found = try run(
+                        "\(unsafeSQL: columns) WHERE a.created_at >= \(since) ORDER BY a.created_at DESC LIMIT \(limit)"
+                    )
                     if found.count >= limit { break }
                 }
                 return AttemptSearchView(query: text, matchedAs: "recent", attempts: found)
             }
             if text.utf8.count == 36, let id = UUID(uuidString: text) {
-                return AttemptSearchView(query: text, matchedAs: "attempt", attempts: try run("\(unsafeSQL: columns) WHERE a.attempt_id = \(id)"))
+                return AttemptSearchView(
+                    query: text, matchedAs: "attempt",
+                    attempts: try run("\(unsafeSQL: columns) WHERE a.attempt_id = \(id)"))
             }
             if text.utf8.count == 4, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
                 let found = try run(

@@ -39,7 +39,8 @@ package enum ConsoleRoutes {
         table.add(.get, "/console") { _ in redirect(to: "/console/rules") }
 
         table.add(.get, "/console/sign-in") { _ in
-            secured(.text(ConsoleAssets.page(name: "sign-in", title: "Sign in"), contentType: "text/html; charset=utf-8"))
+            secured(
+                .text(ConsoleAssets.page(name: "sign-in", title: "Sign in"), contentType: "text/html; charset=utf-8"))
         }
 
         table.add(.get, "/console/assets/console.css") { _ in
@@ -54,7 +55,10 @@ package enum ConsoleRoutes {
             table.add(.get, page.path) { request in
                 switch try sessions.lookup(request) {
                 case .valid:
-                    return secured(.text(ConsoleAssets.page(name: page.name, title: page.title), contentType: "text/html; charset=utf-8"))
+                    return secured(
+                        .text(
+                            ConsoleAssets.page(name: page.name, title: page.title),
+                            contentType: "text/html; charset=utf-8"))
                 case .expired:
                     request.logger.notice("console session refused", ["reason": "expired"])
                     return redirect(to: signInLocation(reason: "expired", request: request))
@@ -84,7 +88,8 @@ package enum ConsoleRoutes {
                 throw HTTPError.forbidden("only analyst and admin keys may sign in to the console")
             }
             let (cookie, session) = try sessions.open(for: principal, request: request)
-            request.logger.info("console signed in", ["keyId": .string(principal.keyID), "role": .string(principal.role.rawValue)])
+            request.logger.info(
+                "console signed in", ["keyId": .string(principal.keyID), "role": .string(principal.role.rawValue)])
             var response = try HTTPResponse.json(SessionView(session), status: 201)
             response.headers.add("Set-Cookie", sessions.setCookie(cookie, request: request))
             return secured(response)
@@ -178,7 +183,10 @@ package enum ConsoleRoutes {
     package static func signInLocation(reason: String?, request: HTTPRequest) -> String {
         var next = request.path
         if !request.query.isEmpty {
-            next += "?" + request.query.sorted { $0.key < $1.key }.map { "\(encode($0.key))=\(encode($0.value))" }.joined(separator: "&")
+            next +=
+                "?"
+                + request.query.sorted { $0.key < $1.key }.map { "\(encode($0.key))=\(encode($0.value))" }.joined(
+                    separator: "&")
         }
         var items = ["next=\(encode(next))"]
         if let reason { items.insert("reason=\(reason)", at: 0) }
@@ -202,7 +210,8 @@ package enum ConsoleRoutes {
         }
         guard let origin = request.headers["Origin"] else { return }
         let host = request.headers["Host"] ?? ""
-        let originHost = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""
+        let originHost =
+            origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""
         guard !host.isEmpty, originHost.lowercased() == host.lowercased() else {
             request.logger.notice("console sign-in refused", ["reason": "cross-origin"])
             throw HTTPError.forbidden("cross-origin sign-in refused")

@@ -58,14 +58,19 @@ package struct ConsoleSessions: Sendable {
     /// sessions expired for longer than ``expiredRetention`` are pruned on the way.
     ///
     /// - Returns: The cookie value (the only time it exists in clear) and the session.
-    package func open(for principal: APIKeyPrincipal, request: HTTPRequest) throws -> (cookie: String, session: ConsoleSession) {
+    package func open(
+        for principal: APIKeyPrincipal, request: HTTPRequest
+    ) throws -> (cookie: String, session: ConsoleSession) {
         let secret = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
         let csrf = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
         let now = clock()
         let expiresAt = now.addingTimeInterval(Self.seconds(settings.sessionLifetime))
-        let previous = request.cookie(cookieName(for: request)).flatMap { Self.isWellFormed($0) ? SHA256.hash(Array($0.utf8)) : nil }
+        let previous = request.cookie(cookieName(for: request)).flatMap {
+            Self.isWellFormed($0) ? SHA256.hash(Array($0.utf8)) : nil
+        }
         try database.transaction { connection in
-            try connection.execute("DELETE FROM console_sessions WHERE expires_at < \(now.addingTimeInterval(-Self.expiredRetention))")
+            try connection.execute(
+                "DELETE FROM console_sessions WHERE expires_at < \(now.addingTimeInterval(-Self.expiredRetention))")
             if let previous { try connection.execute("DELETE FROM console_sessions WHERE session_hash = \(previous)") }
             try connection.execute(
                 """
@@ -74,7 +79,8 @@ package struct ConsoleSessions: Sendable {
                 """)
             try AuditLog.append(
                 actor: principal.auditActor, action: "console.signed_in", subject: "apikey:\(principal.keyID)",
-                details: ["expiresAt": RFC3339.string(expiresAt), "remote": request.remoteAddress ?? "-"], at: now, connection: connection)
+                details: ["expiresAt": RFC3339.string(expiresAt), "remote": request.remoteAddress ?? "-"], at: now,
+                connection: connection)
         }
         return (secret, ConsoleSession(principal: principal, csrfToken: csrf, expiresAt: expiresAt))
     }
@@ -95,7 +101,8 @@ package struct ConsoleSessions: Sendable {
         let expiresAt: Date = try row.decode("expires_at")
         guard expiresAt > clock() else { return .expired }
         let principal = APIKeyPrincipal(keyID: try row.decode("key_id"), name: try row.decode("name"), role: role)
-        return .valid(ConsoleSession(principal: principal, csrfToken: try row.decode("csrf_token"), expiresAt: expiresAt))
+        return .valid(
+            ConsoleSession(principal: principal, csrfToken: try row.decode("csrf_token"), expiresAt: expiresAt))
     }
 
     /// The request's session, refusing a missing, expired or forged one (401) and, for any
@@ -108,8 +115,9 @@ package struct ConsoleSessions: Sendable {
             throw HTTPError.unauthenticated(scheme: "Cookie")
         case .expired:
             request.logger.notice("console session refused", ["reason": "expired"])
-            throw HTTPError(status: 401, code: "session_expired", message: "the console session has expired; sign in again",
-                            headers: ["WWW-Authenticate": "Cookie realm=\"issuerd\""])
+            throw HTTPError(
+                status: 401, code: "session_expired", message: "the console session has expired; sign in again",
+                headers: ["WWW-Authenticate": "Cookie realm=\"issuerd\""])
         case .valid(let session):
             try requireCSRFToken(request, of: session)
             return session
@@ -119,10 +127,14 @@ package struct ConsoleSessions: Sendable {
     /// For any method but GET and HEAD: refuses (403, logged) a request without `session`'s
     /// CSRF token.
     package func requireCSRFToken(_ request: HTTPRequest, of session: ConsoleSession) throws {
-        if request.method != .get && request.method != .head && !Self.csrfMatches(request.headers[Self.csrfHeader], session.csrfToken) {
-            request.logger.notice("console request refused", ["reason": "csrf", "keyId": .string(session.principal.keyID)])
-            throw HTTPError(status: 403, code: "csrf_token_invalid",
-                            message: "a state-changing console request must carry the session's X-CSRF-Token header")
+        if request.method != .get && request.method != .head
+            && !Self.csrfMatches(request.headers[Self.csrfHeader], session.csrfToken)
+        {
+            request.logger.notice(
+                "console request refused", ["reason": "csrf", "keyId": .string(session.principal.keyID)])
+            throw HTTPError(
+                status: 403, code: "csrf_token_invalid",
+                message: "a state-changing console request must carry the session's X-CSRF-Token header")
         }
     }
 
@@ -130,7 +142,8 @@ package struct ConsoleSessions: Sendable {
     package func close(_ request: HTTPRequest) throws {
         guard let value = request.cookie(cookieName(for: request)), Self.isWellFormed(value) else { return }
         try database.withConnection { connection in
-            try connection.execute("DELETE FROM console_sessions WHERE session_hash = \(SHA256.hash(Array(value.utf8)))")
+            try connection.execute(
+                "DELETE FROM console_sessions WHERE session_hash = \(SHA256.hash(Array(value.utf8)))")
         }
     }
 
@@ -162,9 +175,11 @@ package struct ConsoleSessions: Sendable {
 
     /// 43 base64url characters: what ``open(for:request:)`` makes; anything else is not looked up.
     package static func isWellFormed(_ value: String) -> Bool {
-        value.utf8.count == 43 && value.utf8.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F
-        }
+        value.utf8.count == 43
+            && value.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == 0x2D || byte == 0x5F
+            }
     }
 
     /// Constant-time comparison of the sent token with the session's.

@@ -32,10 +32,13 @@ public struct ConsoleSettings: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` naming the first malformed key.
     package init(_ reader: ConfigurationReader) throws {
-        sessionLifetime = try reader.duration("ISSUERD_CONSOLE_SESSION_TTL", default: .seconds(8 * 3600), in: .seconds(60)...(.seconds(86400)))
-        let choice = try reader.choice("ISSUERD_CONSOLE_SECURE_COOKIES", default: "auto", from: ["auto", "always", "never"])
+        sessionLifetime = try reader.duration(
+            "ISSUERD_CONSOLE_SESSION_TTL", default: .seconds(8 * 3600), in: .seconds(60)...(.seconds(86400)))
+        let choice = try reader.choice(
+            "ISSUERD_CONSOLE_SECURE_COOKIES", default: "auto", from: ["auto", "always", "never"])
         secureCookies = SecureCookies(rawValue: choice) ?? .auto
-        backtestCacheAttempts = try reader.integer("ISSUERD_BACKTEST_CACHE_ATTEMPTS", default: 200_000, in: 0...10_000_000)
+        backtestCacheAttempts = try reader.integer(
+            "ISSUERD_BACKTEST_CACHE_ATTEMPTS", default: 200_000, in: 0...10_000_000)
         backtestKeepRecentHours = try reader.integer(
             "ISSUERD_BACKTEST_KEEP_RECENT_HOURS", default: 24, in: 0...BacktestWindowCache.maximumHours)
     }

@@ -22,7 +22,11 @@ package final class BacktestGate: Sendable {
         while true {
             let current = running.load(ordering: .relaxed)
             guard current < limit else { return false }
-            if running.compareExchange(expected: current, desired: current + 1, ordering: .acquiringAndReleasing).exchanged { return true }
+            if running.compareExchange(expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+                .exchanged
+            {
+                return true
+            }
         }
     }
 
@@ -34,7 +38,8 @@ package final class BacktestGate: Sendable {
     package func run<T>(_ body: () throws -> T) throws -> T {
         guard enter() else {
             throw HTTPError(
-                status: 429, code: "backtest_busy", message: "another backtest is running on this instance; retry in a moment",
+                status: 429, code: "backtest_busy",
+                message: "another backtest is running on this instance; retry in a moment",
                 headers: ["Retry-After": "1"])
         }
         defer { leave() }

@@ -30,13 +30,21 @@ extension BacktestHistory {
     /// Each hour's fingerprint among `hours` (ascending), as this snapshot holds them (hours
     /// without rows are absent): one query per run of consecutive hours, so the hours between
     /// kept ones are not scanned, shared out among the connections.
-    package static func fingerprints(of hours: [Int64], connections: [PostgresConnection]) throws -> [Int64: BacktestWindowCache.Fingerprint] {
+    package static func fingerprints(
+        of hours: [Int64], connections: [PostgresConnection]
+    ) throws -> [Int64: BacktestWindowCache.Fingerprint] {
         var runs: [ClosedRange<Int64>] = []
         for hour in hours {
-            if let last = runs.last, last.upperBound + 1 == hour { runs[runs.count - 1] = last.lowerBound...hour } else { runs.append(hour...hour) }
+            if let last = runs.last, last.upperBound + 1 == hour {
+                runs[runs.count - 1] = last.lowerBound...hour
+            } else {
+                runs.append(hour...hour)
+            }
         }
         // The longest runs cut in two when there are fewer runs than connections.
-        if runs.count < connections.count, let longest = runs.indices.max(by: { runs[$0].count < runs[$1].count }), runs[longest].count > 1 {
+        if runs.count < connections.count, let longest = runs.indices.max(by: { runs[$0].count < runs[$1].count }),
+            runs[longest].count > 1
+        {
             let run = runs.remove(at: longest)
             let middle = run.lowerBound + Int64(run.count / 2)
             runs += [run.lowerBound...(middle - 1), middle...run.upperBound]
@@ -58,9 +66,13 @@ extension BacktestHistory {
                 let hour: Date = try row.decode("hour")
                 let hashes: String = try row.decode("hashes")
                 guard let sum = BacktestWindowCache.hashSum(text: hashes) else {
-                    throw PostgresError(code: .decoding, message: "an hour's hash sum is not a 64-bit number: \(hashes)")
+                    throw PostgresError(
+                        code: .decoding, message: "an hour's hash sum is not a 64-bit number: \(hashes)")
                 }
-                return (Int64((hour.timeIntervalSince1970 / 3600).rounded()), .init(count: try row.decode("count"), hashSum: sum))
+                return (
+                    Int64((hour.timeIntervalSince1970 / 3600).rounded()),
+                    .init(count: try row.decode("count"), hashSum: sum)
+                )
             }
         }
         return Dictionary(parts.joined(), uniquingKeysWith: { first, _ in first })
@@ -68,9 +80,12 @@ extension BacktestHistory {
 
     /// Keeps in `cache` every hour of `hours` read whole in `pages` (all but those `except`
     /// holds), as this snapshot holds it: an hour without rows too.
-    package static func keep(_ pages: [Page], hours: ClosedRange<Int64>, except: [Int64: BacktestWindowCache.Hour],
-                     queries: [VelocityQuery], in cache: BacktestWindowCache) {
-        let empty = BacktestWindowCache.Hour(fingerprint: .empty, attempts: [], names: [], features: [], recorded: RecordedVelocity(queries: queries))
+    package static func keep(
+        _ pages: [Page], hours: ClosedRange<Int64>, except: [Int64: BacktestWindowCache.Hour],
+        queries: [VelocityQuery], in cache: BacktestWindowCache
+    ) {
+        let empty = BacktestWindowCache.Hour(
+            fingerprint: .empty, attempts: [], names: [], features: [], recorded: RecordedVelocity(queries: queries))
         var buckets: [Int64: BacktestWindowCache.Hour] = [:]
         for hour in hours where except[hour] == nil { buckets[hour] = empty }
         for page in pages {
@@ -109,9 +124,12 @@ extension BacktestHistory.Page {
         }
         recorded = RecordedVelocity(queries: queries)
         recorded.reserveCapacity(rows: kept.attempts.count)
-        let columnOf = Dictionary(kept.recorded.queries.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let columnOf = Dictionary(
+            kept.recorded.queries.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         let columns = queries.map { columnOf[$0] }
-        let needles = zip(queries, columns).compactMap { query, column in column == nil ? Array("\"\(query.description)\"".utf8) : nil }
+        let needles = zip(queries, columns).compactMap { query, column in
+            column == nil ? Array("\"\(query.description)\"".utf8) : nil
+        }
         for (row, text) in kept.features.enumerated() {
             if needles.isEmpty || !Self.mayName(text, any: needles) {
                 recorded.append(row: row, of: kept.recorded, columns: columns)

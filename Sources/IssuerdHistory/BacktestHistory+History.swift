@@ -13,8 +13,10 @@ extension BacktestHistory {
     /// without it, the time and the keys are all an attempt read by time needs, and the
     /// `attempts_time_keys` index holds them (an index-only scan, not the 1.2 KB heap rows).
     /// That index is partial on ``timeKeysPredicate``, which the query states for it.
-    package static func readHistory(kind: VelocityEvent.Kind, key: VelocityKey, ids selection: HistoryRead.IDs, names: Bool, from start: Date,
-                            to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Bool) throws {
+    package static func readHistory(
+        kind: VelocityEvent.Kind, key: VelocityKey, ids selection: HistoryRead.IDs, names: Bool, from start: Date,
+        to end: Date, connection: PostgresConnection, event: (VelocityEvent) -> Bool
+    ) throws {
         let column = key.rawValue + "_id"  // card_id, device_id, customer_id: a fixed set
         let ids: [String]
         var kept: Set<String>?
@@ -55,11 +57,12 @@ extension BacktestHistory {
             // A deletion's card is its own or its token's, its device the token's, its customer
             // the card's. Candidates come through the deletions index by card and the tokens of
             // the key's cards or devices; the last condition is exact.
-            let keyExpression = switch key {
-            case .card: "coalesce(e.card_id, t.card_id)"
-            case .device: "t.device_id"
-            case .customer: "c.customer_id"
-            }
+            let keyExpression =
+                switch key {
+                case .card: "coalesce(e.card_id, t.card_id)"
+                case .device: "t.device_id"
+                case .customer: "c.customer_id"
+                }
             query = """
                 DECLARE issuerd_backtest_history NO SCROLL CURSOR FOR
                 WITH key_cards AS MATERIALIZED (
@@ -90,8 +93,10 @@ extension BacktestHistory {
             if let kept, let id, !kept.contains(id) { return true }
             // The key's own column when the key is the card (the same value, decoded once).
             let card: String? = key == .card ? id : try row.decode(1)
-            return event(VelocityEvent(kind: kind, time: try row.decode(0), cardID: card, deviceID: key == .device ? id : nil,
-                                       customerID: key == .customer ? id : nil, cardholderName: try row.decode(3)))
+            return event(
+                VelocityEvent(
+                    kind: kind, time: try row.decode(0), cardID: card, deviceID: key == .device ? id : nil,
+                    customerID: key == .customer ? id : nil, cardholderName: try row.decode(3)))
         }
     }
 

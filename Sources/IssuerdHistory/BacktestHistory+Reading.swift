@@ -15,12 +15,15 @@ extension BacktestHistory {
     /// `json` columns as the same bytes as before.
     ///
     /// - Returns: False when `page` stopped it.
-    package static func streamPages(_ declare: PostgresQuery, cursor: String, connection: PostgresConnection,
-                            page: (PostgresRows) throws -> Bool) throws -> Bool {
+    package static func streamPages(
+        _ declare: PostgresQuery, cursor: String, connection: PostgresConnection,
+        page: (PostgresRows) throws -> Bool
+    ) throws -> Bool {
         try connection.execute(declare)
         defer { _ = try? connection.execute("CLOSE \(unsafeSQL: cursor)") }
         while true {
-            let rows = try connection.queryBinary("FETCH FORWARD \(unsafeSQL: String(fetchSize)) FROM \(unsafeSQL: cursor)")
+            let rows = try connection.queryBinary(
+                "FETCH FORWARD \(unsafeSQL: String(fetchSize)) FROM \(unsafeSQL: cursor)")
             guard try page(rows) else { return false }
             if rows.count < fetchSize { return true }
         }
@@ -31,8 +34,10 @@ extension BacktestHistory {
     ///
     /// - Returns: False when `row` stopped it.
     @discardableResult
-    package static func stream(_ declare: PostgresQuery, cursor: String, connection: PostgresConnection,
-                       row: (PostgresRow) throws -> Bool) throws -> Bool {
+    package static func stream(
+        _ declare: PostgresQuery, cursor: String, connection: PostgresConnection,
+        row: (PostgresRow) throws -> Bool
+    ) throws -> Bool {
         try streamPages(declare, cursor: cursor, connection: connection) { rows in
             for item in rows where try !row(item) { return false }
             return true
@@ -73,7 +78,8 @@ extension BacktestHistory {
                     }
                     guard let index else { return }
                     do {
-                        let value = try lent.work(index, lent.connections[worker], { state.withLock { $0.error != nil } })
+                        let value = try lent.work(
+                            index, lent.connections[worker], { state.withLock { $0.error != nil } })
                         state.withLock { $0.results[index] = value }
                     } catch {
                         state.withLock { if $0.error == nil { $0.error = error } }

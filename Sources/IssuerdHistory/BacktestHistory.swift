@@ -49,15 +49,21 @@ package struct BacktestHistory {
     ///   - cache: Parsed hours kept from earlier backtests (``BacktestWindowCache``), checked
     ///     against this snapshot before use and filled with the complete hours read; nil reads all.
     ///   - now: The time, for which hours are complete enough to keep.
-    package static func read(since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int, connections: [PostgresConnection],
-                     idsPerRowByTime: Double = HistoryBacktest.idsPerRowByTime, cache: BacktestWindowCache? = nil, now: Date = Date(),
-                     progress: (String) -> Void) throws -> BacktestHistory {
+    package static func read(
+        since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int,
+        connections: [PostgresConnection],
+        idsPerRowByTime: Double = HistoryBacktest.idsPerRowByTime, cache: BacktestWindowCache? = nil,
+        now: Date = Date(),
+        progress: (String) -> Void
+    ) throws -> BacktestHistory {
         precondition(!connections.isEmpty, "at least one connection")
-        progress("backtest: reading on \(connections.count) connection\(connections.count == 1 ? "" : "s") in one snapshot")
+        progress(
+            "backtest: reading on \(connections.count) connection\(connections.count == 1 ? "" : "s") in one snapshot")
         var result = BacktestHistory()
         var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
-        let window = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: useRecorded, limit: limit,
-                                      connections: connections, cache: useRecorded ? cache : nil, now: now, progress: progress)
+        let window = try readAttempts(
+            since: since, until: until, recorded: &recorded, useRecorded: useRecorded, limit: limit,
+            connections: connections, cache: useRecorded ? cache : nil, now: now, progress: progress)
         result.attempts = window.attempts
         result.recorded = useRecorded ? recorded : nil
         progress("backtest: \(window.attempts.count) attempts to replay")
@@ -96,9 +102,11 @@ package struct BacktestHistory {
             windowEvents.reserveCapacity(window.attempts.count)
             // By index, each field read in place (iterating copied each attempt whole).
             for row in window.attempts.indices {
-                windowEvents.append(VelocityEvent(kind: .attempt, time: window.attempts[row].time, cardID: window.attempts[row].subject.cardID,
-                                                  deviceID: window.attempts[row].subject.deviceID,
-                                                  customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row]))
+                windowEvents.append(
+                    VelocityEvent(
+                        kind: .attempt, time: window.attempts[row].time, cardID: window.attempts[row].subject.cardID,
+                        deviceID: window.attempts[row].subject.deviceID,
+                        customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row]))
             }
         }
         // Each query's range is cut into one slice per connection; the slices of all queries are
@@ -111,9 +119,12 @@ package struct BacktestHistory {
                 let end = kind == .attempt ? since : until  // the window's attempts are read already
                 // Attempts for most of the window's ids are read by time alone and kept here by
                 // id: the list of ids would cost more to send and plan than the rows it filters.
-                let expected = Double(window.attempts.count) * end.timeIntervalSince(start) / max(until.timeIntervalSince(since), 1)
+                let expected =
+                    Double(window.attempts.count) * end.timeIntervalSince(start)
+                    / max(until.timeIntervalSince(since), 1)
                 let ids: HistoryRead.IDs =
-                    kind == .attempt && Double(need.ids.count) * idsPerRowByTime >= expected ? .kept(need.ids) : .sent(need.ids.sorted())
+                    kind == .attempt && Double(need.ids.count) * idsPerRowByTime >= expected
+                    ? .kept(need.ids) : .sent(need.ids.sorted())
                 for (from, to) in slices(from: start, to: end, count: connections.count) {
                     reads.append(HistoryRead(kind: kind, key: key, ids: ids, names: need.names, from: from, to: to))
                 }
@@ -123,8 +134,10 @@ package struct BacktestHistory {
         let read = try inParallel(reads.count, connections: connections) { index, connection, failedElsewhere in
             let item = reads[index]
             var events: [VelocityEvent] = []
-            try readHistory(kind: item.kind, key: item.key, ids: item.ids, names: item.names, from: item.from, to: item.to,
-                            connection: connection) {
+            try readHistory(
+                kind: item.kind, key: item.key, ids: item.ids, names: item.names, from: item.from, to: item.to,
+                connection: connection
+            ) {
                 events.append($0)
                 return !failedElsewhere()
             }
@@ -142,7 +155,8 @@ package struct BacktestHistory {
         for kind in VelocityEvent.Kind.allCases {
             for key in VelocityKey.allCases {
                 guard let rows = result.historyRows["\(kind.rawValue) by \(key.rawValue)"],
-                      let need = needs[Group(kind: kind, key: key)] else { continue }
+                    let need = needs[Group(kind: kind, key: key)]
+                else { continue }
                 progress("backtest: \(rows) \(kind.rawValue) history rows for \(need.ids.count) \(key.rawValue) ids")
             }
         }
@@ -156,12 +170,15 @@ package struct BacktestHistory {
     ///
     /// - Throws: ``PostgresError``, ``BadAttempt``, or ``TooMany`` past `limit`.
     /// - Returns: The period's complete hours found kept and unchanged, and those read.
-    package static func prepare(since: Date, until: Date, queries: [VelocityQuery], limit: Int, connections: [PostgresConnection],
-                        cache: BacktestWindowCache, now: Date) throws -> (kept: Int, read: Int) {
+    package static func prepare(
+        since: Date, until: Date, queries: [VelocityQuery], limit: Int, connections: [PostgresConnection],
+        cache: BacktestWindowCache, now: Date
+    ) throws -> (kept: Int, read: Int) {
         var recorded = RecordedVelocity(queries: queries)
         var hours = (kept: 0, read: 0)
-        _ = try readAttempts(since: since, until: until, recorded: &recorded, useRecorded: true, limit: limit, connections: connections,
-                             cache: cache, now: now, keepOnly: true, progress: { _ in }, hours: { hours = ($0, $1) })
+        _ = try readAttempts(
+            since: since, until: until, recorded: &recorded, useRecorded: true, limit: limit, connections: connections,
+            cache: cache, now: now, keepOnly: true, progress: { _ in }, hours: { hours = ($0, $1) })
         return hours
     }
 
@@ -171,23 +188,30 @@ package struct BacktestHistory {
     /// holds, unchanged in this snapshot) is cut into one time slice per connection, read at the
     /// same time; each page is decoded and parsed on another core while the next one is fetched;
     /// all are done before this returns, and the complete hours read are kept in `cache`.
-    private static func readAttempts(since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
-                                     connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date, keepOnly: Bool = false,
-                                     progress: (String) -> Void,
-                                     hours counted: (_ kept: Int, _ read: Int) -> Void = { _, _ in }) throws
-        -> (attempts: [AttemptLog.Attempt], names: [String?]) {
+    private static func readAttempts(
+        since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
+        connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date, keepOnly: Bool = false,
+        progress: (String) -> Void,
+        hours counted: (_ kept: Int, _ read: Int) -> Void = { _, _ in }
+    ) throws
+        -> (attempts: [AttemptLog.Attempt], names: [String?])
+    {
         let queries = recorded.queries
         // With a cache, the complete hours kept by earlier runs and still equal to this
         // snapshot's rows are taken from memory; the rest of the window is read, in runs of time
         // cut into one slice per connection, and its complete hours are kept afterwards.
         var fromCache: [Int64: BacktestWindowCache.Hour] = [:]
         var keepable: ClosedRange<Int64>?
-        if let cache, cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) {
+        if let cache, cache.capacity > 0,
+            let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now)
+        {
             keepable = hours
             let kept = cache.lookup(hours)
             if !kept.isEmpty {
                 let current = try fingerprints(of: kept.keys.sorted(), connections: connections)
-                for (hour, content) in kept where content.fingerprint == current[hour] ?? .empty { fromCache[hour] = content }
+                for (hour, content) in kept where content.fingerprint == current[hour] ?? .empty {
+                    fromCache[hour] = content
+                }
             }
             cache.touch(fromCache.keys.sorted(), misses: hours.count - fromCache.count)
             counted(fromCache.count, hours.count - fromCache.count)
@@ -205,7 +229,9 @@ package struct BacktestHistory {
         if runStart < until { ranges += slices(from: runStart, to: until, count: connections.count) }
         let cachedRows = fromCache.values.reduce(0) { $0 + $1.attempts.count }
         if cachedRows > limit {
-            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
+            throw TooMany(
+                found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(
+                    connection: connections[0]))
         }
         // Pages by (range, page in range); every range's pages are in time order within it.
         let pages = Mutex<[Int: [Int: Result<Page, Error>]]>([:])
@@ -234,14 +260,19 @@ package struct BacktestHistory {
                     // Counted and printed under one lock, so the lines go up in order.
                     let total = rowTotal.withLock { total in
                         total += rows.count
-                        if total / 50_000 > (total - rows.count) / 50_000 { progress("backtest: \(total) attempts read") }
+                        if total / 50_000 > (total - rows.count) / 50_000 {
+                            progress("backtest: \(total) attempts read")
+                        }
                         return total
                     }
                     guard total <= limit, !failedElsewhere(), !badPage.load(ordering: .relaxed) else { return false }
                     group.enter()
                     DispatchQueue.global().async {
-                        let page = Result { try Page(rows, queries: queries, useRecorded: useRecorded, keepFeatures: keepFeatures) }
-                        if case .failure = page { badPage.store(true, ordering: .relaxed) }  // the others stop at their next page
+                        let page = Result {
+                            try Page(rows, queries: queries, useRecorded: useRecorded, keepFeatures: keepFeatures)
+                        }
+                        // the others stop at their next page
+                        if case .failure = page { badPage.store(true, ordering: .relaxed) }
                         pages.withLock { $0[slice, default: [:]][index] = page }
                         group.leave()
                     }
@@ -258,7 +289,9 @@ package struct BacktestHistory {
             }
         }
         if completes.contains(false) {
-            throw TooMany(found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(connection: connections[0]))
+            throw TooMany(
+                found: try HistoryExport(since: since, until: until, lookbackSeconds: 0).attemptCount(
+                    connection: connections[0]))
         }
         if let cache, let keepable {
             // Before the kept hours' pages join `parsed`: those carry no hashes.
@@ -271,7 +304,9 @@ package struct BacktestHistory {
             DispatchQueue.concurrentPerform(iterations: kept.count) { index in
                 let (hour, content) = kept[index]
                 let page = Page(kept: content, queries: queries)
-                if content.recorded.queries != queries { cache.remember(page.recorded, hour: hour, fingerprint: content.fingerprint) }
+                if content.recorded.queries != queries {
+                    cache.remember(page.recorded, hour: hour, fingerprint: content.fingerprint)
+                }
                 built.withLock { $0[index] = page }
             }
             built.withLock { built in for index in kept.indices { parsed.append(built[index]!) } }
@@ -289,29 +324,37 @@ package struct BacktestHistory {
         order.reserveCapacity(parsed.reduce(0) { $0 + $1.attempts.count })
         for page in parsed.indices {
             for row in parsed[page].attempts.indices {
-                order.append(SortKey(time: parsed[page].attempts[row].time, id: parsed[page].attempts[row].id, page: page, row: row))
+                order.append(
+                    SortKey(
+                        time: parsed[page].attempts[row].time, id: parsed[page].attempts[row].id, page: page, row: row))
             }
         }
         order.sort { ($0.time, $0.id) < ($1.time, $1.id) }
         // Copied into place in halves on two threads while a third takes the names and the
         // recorded values (on one thread the copy took 22 ms of a cold day's 330).
-        let sources = parsed, sorted = order, rowQueries = recorded.queries
+        let sources = parsed
+        let sorted = order
+        let rowQueries = recorded.queries
         let others = Mutex<(names: [String?], recorded: RecordedVelocity)?>(nil)
-        let attempts = [AttemptLog.Attempt](count: sorted.count, inSlices: 2, alongside: {
-            var names: [String?] = []
-            var table = RecordedVelocity(queries: useRecorded ? rowQueries : [])
-            names.reserveCapacity(sorted.count)
-            if useRecorded { table.reserveCapacity(rows: sorted.count) }
-            for position in sorted {
-                names.append(sources[position.page].names[position.row])
-                if useRecorded { table.append(row: position.row, of: sources[position.page].recorded) }
+        let attempts = [AttemptLog.Attempt](
+            count: sorted.count, inSlices: 2,
+            alongside: {
+                var names: [String?] = []
+                var table = RecordedVelocity(queries: useRecorded ? rowQueries : [])
+                names.reserveCapacity(sorted.count)
+                if useRecorded { table.reserveCapacity(rows: sorted.count) }
+                for position in sorted {
+                    names.append(sources[position.page].names[position.row])
+                    if useRecorded { table.append(row: position.row, of: sources[position.page].recorded) }
+                }
+                others.withLock { $0 = (names, table) }
+            },
+            { line in
+                var attempt = sources[sorted[line].page].attempts[sorted[line].row]
+                attempt.line = line + 1
+                return attempt
             }
-            others.withLock { $0 = (names, table) }
-        }) { line in
-            var attempt = sources[sorted[line].page].attempts[sorted[line].row]
-            attempt.line = line + 1
-            return attempt
-        }
+        )
         let (names, table) = others.withLock { $0! }
         if useRecorded { recorded.append(contentsOf: table) }
         return (attempts, names)
@@ -342,7 +385,8 @@ package struct BacktestHistory {
                 let id: String = try row.decode(0)
                 let time: Date = try row.decode(1)
                 let parsed = try row.withBytes(6) { bytes in
-                    guard let bytes else { throw BadAttempt(id: id, message: "inputs are NULL") }  // NOT NULL in the schema
+                    // NOT NULL in the schema
+                    guard let bytes else { throw BadAttempt(id: id, message: "inputs are NULL") }
                     return reader.input(storedInputs: bytes, time: time)
                 }
                 let input: RiskInput
@@ -352,13 +396,15 @@ package struct BacktestHistory {
                 }
                 if useRecorded || keepFeatures {
                     try row.withBytes(7) { bytes in
-                        guard let bytes else { throw BadAttempt(id: id, message: "features are NULL") }  // NOT NULL in the schema
+                        // NOT NULL in the schema
+                        guard let bytes else { throw BadAttempt(id: id, message: "features are NULL") }
                         if useRecorded { recorded.append(storedFeatures: bytes) }
                         if keepFeatures { features.append(String(decoding: bytes, as: UTF8.self)) }
                     }
                 }
                 if keepFeatures { hashes.append(try row.decode(8)) }
-                let subject = VelocitySubject(cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4))
+                let subject = VelocitySubject(
+                    cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4))
                 attempts.append(AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0))
                 names.append(try row.decode(5))
             }

@@ -85,9 +85,12 @@ package final class BacktestPreparation: Sendable {
     }
 
     private func offer(current: Ruleset, since: Date, until: Date, limit: Int, now: Date, recent: Bool) -> Offer {
-        guard cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else { return .nothing }
+        guard cache.capacity > 0, let hours = BacktestWindowCache.keptHours(since: since, until: until, now: now) else {
+            return .nothing
+        }
         // No more than the cache can keep: a larger period would evict hours for nothing.
-        let request = Request(current: current, hours: hours, limit: min(limit, cache.capacity), now: now, recent: recent)
+        let request = Request(
+            current: current, hours: hours, limit: min(limit, cache.capacity), now: now, recent: recent)
         let launch = state.withLock { state -> Offer in
             guard !state.stopped, !(recent && state.recentStopped) else { return .nothing }
             guard !state.running else {
@@ -134,11 +137,13 @@ package final class BacktestPreparation: Sendable {
             guard let reading else { return false }
             return abs(reading.lowerBound - hours.lowerBound) <= 1 && abs(reading.upperBound - hours.upperBound) <= 1
         }
-        guard state.withLock({ state in
-            guard same(state.reading) else { return false }
-            state.waits += 1
-            return true
-        }) else { return }
+        guard
+            state.withLock({ state in
+                guard same(state.reading) else { return false }
+                state.waits += 1
+                return true
+            })
+        else { return }
         let deadline = ContinuousClock.now + timeout
         while same(state.withLock({ $0.reading })), ContinuousClock.now < deadline { usleep(5_000) }
     }
@@ -168,8 +173,10 @@ package final class BacktestPreparation: Sendable {
     /// - Returns: False when nothing is kept this way: `hours` is 0, the cache keeps nothing, or
     ///   the rounds were started or stopped already.
     @discardableResult
-    package func keepRecent(hours: Int, limit: Int, current: @escaping @Sendable () -> Ruleset, clock: @escaping @Sendable () -> Date,
-                    retry: TimeInterval = 60) -> Bool {
+    package func keepRecent(
+        hours: Int, limit: Int, current: @escaping @Sendable () -> Ruleset, clock: @escaping @Sendable () -> Date,
+        retry: TimeInterval = 60
+    ) -> Bool {
         guard hours > 0, cache.capacity > 0 else { return false }
         let first = state.withLock { state -> Bool in
             guard state.recentHours == 0, !state.stopped, !state.recentStopped else { return false }
@@ -182,8 +189,10 @@ package final class BacktestPreparation: Sendable {
             while !recentRounds.stopRequested {
                 let now = clock()
                 state.withLock { $0.recentDisplaced = false }
-                let offered = offer(current: current(), since: Self.recentStart(hours: hours, now: now), until: now, limit: limit, now: now,
-                                    recent: true)
+                let offered = offer(
+                    current: current(), since: Self.recentStart(hours: hours, now: now), until: now, limit: limit,
+                    now: now,
+                    recent: true)
                 state.withLock { $0.recentRounds += 1 }
                 // Until the next hour is complete, in steps of `retry`, sooner when displaced.
                 let due = offered == .refused ? retry : Self.secondsUntilNextHourIsKept(after: now) + jitter
@@ -253,8 +262,9 @@ package final class BacktestPreparation: Sendable {
             if elapsed { fields["elapsedMs"] = .int(Self.milliseconds(since: started)) }
             if request.recent {
                 fields["hours"] = .int(request.hours.count)
-                logger.warning("recent backtest hours not kept: more attempts than a backtest replays or the cache keeps; "
-                               + "lower ISSUERD_BACKTEST_KEEP_RECENT_HOURS or raise ISSUERD_BACKTEST_CACHE_ATTEMPTS", fields)
+                logger.warning(
+                    "recent backtest hours not kept: more attempts than a backtest replays or the cache keeps; "
+                        + "lower ISSUERD_BACKTEST_KEEP_RECENT_HOURS or raise ISSUERD_BACKTEST_CACHE_ATTEMPTS", fields)
                 return
             }
             logger.info("\(what) not read ahead: more attempts than a backtest replays", fields)
@@ -265,16 +275,19 @@ package final class BacktestPreparation: Sendable {
                 return
             }
             switch try HistoryBacktest.prepare(
-                current: request.current, since: since, until: until, limit: request.limit, database: database, cache: cache,
+                current: request.current, since: since, until: until, limit: request.limit, database: database,
+                cache: cache,
                 now: request.now)
             {
             case .tooManyAttempts(let found):
                 tooMany(found, elapsed: true)
             case .prepared(let kept, let read):
-                logger.info(request.recent ? "recent backtest hours kept" : "backtest period prepared", [
-                    "hours": .int(request.hours.count), "hoursRead": .int(read), "hoursAlreadyKept": .int(kept),
-                    "elapsedMs": .int(Self.milliseconds(since: started)),
-                ])
+                logger.info(
+                    request.recent ? "recent backtest hours kept" : "backtest period prepared",
+                    [
+                        "hours": .int(request.hours.count), "hoursRead": .int(read), "hoursAlreadyKept": .int(kept),
+                        "elapsedMs": .int(Self.milliseconds(since: started)),
+                    ])
             }
         } catch {
             logger.warning("\(what) not read ahead", ["error": "\(error)"])
@@ -285,12 +298,14 @@ package final class BacktestPreparation: Sendable {
     /// them, when it covers the whole period (nil otherwise: the read stops at the limit anyway).
     private func rolledUpAttempts(since: Date, until: Date) throws -> Int? {
         try database.withConnection { connection in
-            guard let row = try connection.query(
-                """
-                SELECT (SELECT rolled_from <= \(since) AND rolled_until >= \(until) FROM console_rollup_state) AS covered,
-                       (SELECT coalesce(sum(attempts), 0)::int8 FROM console_hourly_decisions WHERE hour >= \(since) AND hour < \(until)) AS attempts
-                """
-            ).first, try row.decode("covered", as: Bool?.self) == true else { return nil }
+            guard
+                let row = try connection.query(
+                    """
+                    SELECT (SELECT rolled_from <= \(since) AND rolled_until >= \(until) FROM console_rollup_state) AS covered,
+                           (SELECT coalesce(sum(attempts), 0)::int8 FROM console_hourly_decisions WHERE hour >= \(since) AND hour < \(until)) AS attempts
+                    """
+                ).first, try row.decode("covered", as: Bool?.self) == true
+            else { return nil }
             return try row.decode("attempts", as: Int.self)
         }
     }

@@ -38,7 +38,10 @@ public final class BacktestWindowCache: Sendable {
         package var recorded: RecordedVelocity
 
         /// Creates the value from every stored property.
-        package init(fingerprint: Fingerprint, attempts: [AttemptLog.Attempt], names: [String?], features: [String], recorded: RecordedVelocity) {
+        package init(
+            fingerprint: Fingerprint, attempts: [AttemptLog.Attempt], names: [String?], features: [String],
+            recorded: RecordedVelocity
+        ) {
             self.fingerprint = fingerprint
             self.attempts = attempts
             self.names = names

@@ -19,7 +19,8 @@ package enum ConsoleRollup {
     private static let lockKey: Int64 = 0x636F_6E73_6F6C_65
 
     /// The network read from an attempt's inputs (flat, or under `attributes`).
-    package static let networkSQL = "coalesce(inputs ->> 'card.network', inputs -> 'attributes' ->> 'card.network', 'unknown')"
+    package static let networkSQL =
+        "coalesce(inputs ->> 'card.network', inputs -> 'attributes' ->> 'card.network', 'unknown')"
 
     /// How long one request spends rolling up before it reads what is left from the raw table:
     /// the first page view over a long history must not outlast the proxy's timeout, and each
@@ -54,16 +55,20 @@ package enum ConsoleRollup {
                 try connection.execute("SELECT pg_advisory_xact_lock(\(lockKey))")
                 let history: Date
                 var coverage: Coverage
-                if let row = try connection.query("SELECT history_from, rolled_from, rolled_until FROM console_rollup_state").first {
+                if let row = try connection.query(
+                    "SELECT history_from, rolled_from, rolled_until FROM console_rollup_state"
+                ).first {
                     history = try row.decode("history_from")
                     coverage = Coverage(from: try row.decode("rolled_from"), until: try row.decode("rolled_until"))
                 } else {
-                    let oldest = try connection.query("SELECT min(created_at) AS oldest FROM provisioning_attempts").first?
+                    let oldest =
+                        try connection.query("SELECT min(created_at) AS oldest FROM provisioning_attempts").first?
                         .decode("oldest", as: Date?.self) ?? nil
                     history = min(floorHour(oldest ?? target), target)
                     coverage = Coverage(from: target, until: target)
                     try connection.execute(
-                        "INSERT INTO console_rollup_state (history_from, rolled_from, rolled_until) VALUES (\(history), \(target), \(target))")
+                        "INSERT INTO console_rollup_state (history_from, rolled_from, rolled_until) VALUES (\(history), \(target), \(target))"
+                    )
                 }
                 if coverage.until < target {
                     let end = min(target, coverage.until.addingTimeInterval(chunk))

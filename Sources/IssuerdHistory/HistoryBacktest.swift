@@ -52,26 +52,32 @@ public enum HistoryBacktest {
     ///   - progress: A line of progress for long runs (`issuerd` prints it on standard error);
     ///     it may be called from the readers' threads, one call at a time.
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
-    public static func run(current: Ruleset, candidate: Ruleset, since: Date, until: Date, limit: Int, sampleSize: Int = 20,
-                           useRecordedVelocity: Bool = true, database: PostgresPool,
-                           readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount),
-                           idsPerRowByTime: Double = Self.idsPerRowByTime, cache: BacktestWindowCache? = nil, now: Date = Date(),
-                           progress: (String) -> Void = { _ in }) throws -> Outcome {
-        let export = HistoryExport(since: since, until: until, lookbackSeconds: HistoryExport.lookback(for: [current, candidate]),
-                                   windowKeysOnly: true)
+    public static func run(
+        current: Ruleset, candidate: Ruleset, since: Date, until: Date, limit: Int, sampleSize: Int = 20,
+        useRecordedVelocity: Bool = true, database: PostgresPool,
+        readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount),
+        idsPerRowByTime: Double = Self.idsPerRowByTime, cache: BacktestWindowCache? = nil, now: Date = Date(),
+        progress: (String) -> Void = { _ in }
+    ) throws -> Outcome {
+        let export = HistoryExport(
+            since: since, until: until, lookbackSeconds: HistoryExport.lookback(for: [current, candidate]),
+            windowKeysOnly: true)
         let queries = velocityQueries(of: [current, candidate])
         let input: BacktestHistory
         do {
             input = try inOneSnapshot(database: database, readers: readers) { connections in
-                try BacktestHistory.read(since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
-                                         connections: connections, idsPerRowByTime: idsPerRowByTime, cache: cache, now: now,
-                                         progress: progress)
+                try BacktestHistory.read(
+                    since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
+                    connections: connections, idsPerRowByTime: idsPerRowByTime, cache: cache, now: now,
+                    progress: progress)
             }
         } catch let error as BacktestHistory.TooMany {
             return .tooManyAttempts(found: error.found, limit: limit)
         }
-        let report = Backtest.run(current: current, candidate: candidate, attempts: input.attempts, recorded: input.recorded,
-                                  history: input.history, sampleSize: sampleSize) { done, total in
+        let report = Backtest.run(
+            current: current, candidate: candidate, attempts: input.attempts, recorded: input.recorded,
+            history: input.history, sampleSize: sampleSize
+        ) { done, total in
             progress("backtest: \(done)/\(total) attempts replayed")
         }
         return .report(report, export: export)
@@ -91,14 +97,17 @@ public enum HistoryBacktest {
     ///
     /// - Returns: The hours found kept and read, or the attempts found when more than `limit`.
     /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
-    public static func prepare(current: Ruleset, since: Date, until: Date, limit: Int, database: PostgresPool,
-                               readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount), cache: BacktestWindowCache,
-                               now: Date = Date()) throws -> Preparation {
+    public static func prepare(
+        current: Ruleset, since: Date, until: Date, limit: Int, database: PostgresPool,
+        readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount), cache: BacktestWindowCache,
+        now: Date = Date()
+    ) throws -> Preparation {
         let queries = velocityQueries(of: [current])
         do {
             let hours = try inOneSnapshot(database: database, readers: readers) { connections in
-                try BacktestHistory.prepare(since: since, until: until, queries: queries, limit: limit, connections: connections,
-                                            cache: cache, now: now)
+                try BacktestHistory.prepare(
+                    since: since, until: until, queries: queries, limit: limit, connections: connections,
+                    cache: cache, now: now)
             }
             return .prepared(hoursKept: hours.kept, hoursRead: hours.read)
         } catch let error as BacktestHistory.TooMany {
@@ -116,7 +125,9 @@ public enum HistoryBacktest {
     /// Runs `read` in one REPEATABLE READ snapshot: on a connection of the pool and, when the pool
     /// has them free at once, up to `readers - 1` more in the same snapshot. A stored attempt that
     /// does not parse is rethrown as ``ExportError``.
-    private static func inOneSnapshot<T>(database: PostgresPool, readers: Int, _ read: ([PostgresConnection]) throws -> T) throws -> T {
+    private static func inOneSnapshot<T>(
+        database: PostgresPool, readers: Int, _ read: ([PostgresConnection]) throws -> T
+    ) throws -> T {
         do {
             return try database.transaction(isolation: .repeatableRead) { connection in
                 try database.withSharedSnapshot(of: connection, extra: readers - 1, read)

@@ -79,7 +79,9 @@ public struct HistoryExport: Sendable {
     /// - Returns: The number of lines written.
     /// - Throws: ``PostgresError``, or what `line` throws.
     @discardableResult
-    public func write(connection: PostgresConnection, progress: (Int) -> Void = { _ in }, line: (String) throws -> Void) throws -> Int {
+    public func write(
+        connection: PostgresConnection, progress: (Int) -> Void = { _ in }, line: (String) throws -> Void
+    ) throws -> Int {
         var written = 0
         let emit: (String) throws -> Void = { text in
             try line(text)
@@ -97,7 +99,9 @@ public struct HistoryExport: Sendable {
     }
 
     /// The attempts of `[from, until)`, those before `since` as history only.
-    private func writeAttempts(from start: Date, connection: PostgresConnection, line: (String) throws -> Void, page: () -> Void) throws {
+    private func writeAttempts(
+        from start: Date, connection: PostgresConnection, line: (String) throws -> Void, page: () -> Void
+    ) throws {
         var after: (time: Date, id: String)?
         while true {
             let cursorTime = after?.time ?? Date.distantPast
@@ -116,9 +120,13 @@ public struct HistoryExport: Sendable {
             for row in rows {
                 let id: String = try row.decode("id")
                 let time: Date = try row.decode("created_at")
-                var fields = [("type", Self.quote("attempt")), ("id", Self.quote(id)), ("time", Self.quote(Self.timestamp(time)))]
-                for (key, column) in [("card_id", "card_id"), ("device_id", "device_id"), ("customer_id", "customer_id"),
-                                      ("cardholder_name", "cardholder_name_hash")] {
+                var fields = [
+                    ("type", Self.quote("attempt")), ("id", Self.quote(id)), ("time", Self.quote(Self.timestamp(time))),
+                ]
+                for (key, column) in [
+                    ("card_id", "card_id"), ("device_id", "device_id"), ("customer_id", "customer_id"),
+                    ("cardholder_name", "cardholder_name_hash"),
+                ] {
                     if let value = try row.decode(column, as: String?.self) { fields.append((key, Self.quote(value))) }
                 }
                 if try row.decode("replay", as: Bool.self) {
@@ -136,30 +144,39 @@ public struct HistoryExport: Sendable {
 
     private func writeEvents(connection: PostgresConnection, line: (String) throws -> Void, page: () -> Void) throws {
         let sources: [(kind: VelocityEvent.Kind, query: (Int64) -> PostgresQuery)] = [
-            (.otpFailure, { after in
-                """
-                SELECT f.id, f.at, f.card_id, NULL::text AS device_id, f.customer_id FROM challenge_failures f
-                WHERE f.kind = 'wrong_code' AND f.at >= \(historyStart) AND f.at < \(until) AND f.id > \(after)
-                ORDER BY f.id LIMIT \(Self.pageSize)
-                """
-            }),
-            (.stepUpFailure, { after in
-                """
-                SELECT f.id, f.at, f.card_id, NULL::text AS device_id, f.customer_id FROM challenge_failures f
-                WHERE f.kind IN ('locked', 'expired') AND f.at >= \(historyStart) AND f.at < \(until) AND f.id > \(after)
-                ORDER BY f.id LIMIT \(Self.pageSize)
-                """
-            }),
-            (.tokenDeletion, { after in
-                """
-                SELECT e.id, e.at, coalesce(e.card_id, t.card_id) AS card_id, t.device_id, c.customer_id
-                FROM token_events e
-                LEFT JOIN tokens t ON t.token_reference = e.token_reference
-                LEFT JOIN cards c ON c.card_id = coalesce(e.card_id, t.card_id)
-                WHERE e.event = 'deleted' AND e.at >= \(historyStart) AND e.at < \(until) AND e.id > \(after)
-                ORDER BY e.id LIMIT \(Self.pageSize)
-                """
-            }),
+            (
+                .otpFailure,
+                { after in
+                    """
+                    SELECT f.id, f.at, f.card_id, NULL::text AS device_id, f.customer_id FROM challenge_failures f
+                    WHERE f.kind = 'wrong_code' AND f.at >= \(historyStart) AND f.at < \(until) AND f.id > \(after)
+                    ORDER BY f.id LIMIT \(Self.pageSize)
+                    """
+                }
+            ),
+            (
+                .stepUpFailure,
+                { after in
+                    """
+                    SELECT f.id, f.at, f.card_id, NULL::text AS device_id, f.customer_id FROM challenge_failures f
+                    WHERE f.kind IN ('locked', 'expired') AND f.at >= \(historyStart) AND f.at < \(until) AND f.id > \(after)
+                    ORDER BY f.id LIMIT \(Self.pageSize)
+                    """
+                }
+            ),
+            (
+                .tokenDeletion,
+                { after in
+                    """
+                    SELECT e.id, e.at, coalesce(e.card_id, t.card_id) AS card_id, t.device_id, c.customer_id
+                    FROM token_events e
+                    LEFT JOIN tokens t ON t.token_reference = e.token_reference
+                    LEFT JOIN cards c ON c.card_id = coalesce(e.card_id, t.card_id)
+                    WHERE e.event = 'deleted' AND e.at >= \(historyStart) AND e.at < \(until) AND e.id > \(after)
+                    ORDER BY e.id LIMIT \(Self.pageSize)
+                    """
+                }
+            ),
         ]
         for source in sources {
             var after: Int64 = 0
@@ -180,7 +197,9 @@ public struct HistoryExport: Sendable {
     ///
     /// One index scan per key and id (`attempts_card_time`, `attempts_device_time`,
     /// `attempts_customer_time`), read through a cursor: keyset pages would repeat the scans.
-    private func writeKeyedHistory(connection: PostgresConnection, line: (String) throws -> Void, page: () -> Void) throws {
+    private func writeKeyedHistory(
+        connection: PostgresConnection, line: (String) throws -> Void, page: () -> Void
+    ) throws {
         guard historyStart < since else { return }
         let query: PostgresQuery = """
             DECLARE issuerd_history_export NO SCROLL CURSOR FOR
@@ -204,10 +223,14 @@ public struct HistoryExport: Sendable {
             ORDER BY h.created_at, h.attempt_id::text
             """
         try stream(query, cursor: "issuerd_history_export", connection: connection, page: page) { row in
-            var fields = [("type", Self.quote("attempt")), ("id", Self.quote(try row.decode("id", as: String.self))),
-                          ("time", Self.quote(Self.timestamp(try row.decode("created_at"))))]
-            for (key, column) in [("card_id", "card_id"), ("device_id", "device_id"), ("customer_id", "customer_id"),
-                                  ("cardholder_name", "cardholder_name_hash")] {
+            var fields = [
+                ("type", Self.quote("attempt")), ("id", Self.quote(try row.decode("id", as: String.self))),
+                ("time", Self.quote(Self.timestamp(try row.decode("created_at")))),
+            ]
+            for (key, column) in [
+                ("card_id", "card_id"), ("device_id", "device_id"), ("customer_id", "customer_id"),
+                ("cardholder_name", "cardholder_name_hash"),
+            ] {
                 if let value = try row.decode(column, as: String?.self) { fields.append((key, Self.quote(value))) }
             }
             fields.append(("replay", "false"))
@@ -217,7 +240,9 @@ public struct HistoryExport: Sendable {
 
     /// The events of ``writeEvents(connection:line:page:)`` whose card, device or customer id
     /// (as exported) is one of the window's attempts', in the same order.
-    private func writeKeyedEvents(connection: PostgresConnection, line: (String) throws -> Void, page: () -> Void) throws {
+    private func writeKeyedEvents(
+        connection: PostgresConnection, line: (String) throws -> Void, page: () -> Void
+    ) throws {
         let failures: ([String]) -> PostgresQuery = { kinds in
             """
             DECLARE issuerd_events_export NO SCROLL CURSOR FOR
@@ -282,11 +307,14 @@ public struct HistoryExport: Sendable {
 
     /// Runs `declare` (a `DECLARE cursor … FOR SELECT …`) and hands over its rows a page at a
     /// time; inside a transaction.
-    private func stream(_ declare: PostgresQuery, cursor: String, connection: PostgresConnection, page: () -> Void,
-                        row: (PostgresRow) throws -> Void) throws {
+    private func stream(
+        _ declare: PostgresQuery, cursor: String, connection: PostgresConnection, page: () -> Void,
+        row: (PostgresRow) throws -> Void
+    ) throws {
         try connection.execute(declare)
         while true {
-            let rows = try connection.query("FETCH FORWARD \(unsafeSQL: String(Self.pageSize)) FROM \(unsafeSQL: cursor)")
+            let rows = try connection.query(
+                "FETCH FORWARD \(unsafeSQL: String(Self.pageSize)) FROM \(unsafeSQL: cursor)")
             for item in rows { try row(item) }
             page()
             if rows.count < Self.pageSize { break }
@@ -322,6 +350,7 @@ public struct HistoryExport: Sendable {
 
     /// RFC 3339 in UTC with milliseconds, which ``AttemptLog`` reads back.
     public static func timestamp(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC") ?? .gmt))
+        date.formatted(
+            Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: TimeZone(identifier: "UTC") ?? .gmt))
     }
 }

@@ -94,9 +94,12 @@ package struct RulesBacktestView: Encodable, Sendable {
     package init(_ report: Backtest.Report, current: Ruleset, candidate: Ruleset, window: Window) {
         attemptsEvaluated = report.attempts
         self.window = window
-        self.current = Summary(version: current.version, mix: report.currentMix, counts: report.currentHits, unresolved: report.currentUnresolved)
-        self.candidate = Summary(version: candidate.version, mix: report.candidateMix, counts: report.candidateHits,
-                                 unresolved: report.candidateUnresolved)
+        self.current = Summary(
+            version: current.version, mix: report.currentMix, counts: report.currentHits,
+            unresolved: report.currentUnresolved)
+        self.candidate = Summary(
+            version: candidate.version, mix: report.candidateMix, counts: report.candidateHits,
+            unresolved: report.candidateUnresolved)
         changed = report.changed
         var transitions: [String: [String: Int]] = [:]
         for (before, targets) in report.transitions {
@@ -106,8 +109,10 @@ package struct RulesBacktestView: Encodable, Sendable {
         }
         self.transitions = transitions
         changedAttempts = report.sample.map { change in
-            Change(attemptId: change.attemptID, before: change.before.flow.description, after: change.after.flow.description,
-                   beforeHits: change.before.hits.map(HitView.init), afterHits: change.after.hits.map(HitView.init))
+            Change(
+                attemptId: change.attemptID, before: change.before.flow.description,
+                after: change.after.flow.description,
+                beforeHits: change.before.hits.map(HitView.init), afterHits: change.after.hits.map(HitView.init))
         }
     }
 }

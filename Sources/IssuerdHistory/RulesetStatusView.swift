@@ -87,7 +87,9 @@ package struct RulesetStatusView: Encodable, Sendable {
     package static let sinceLoadLimit: TimeInterval = 30 * 86_400
 
     /// Builds the view of `status`, counting hits in the database.
-    package static func build(_ status: ActiveRulesetStatus, now: Date, connection: PostgresConnection) throws -> RulesetStatusView {
+    package static func build(
+        _ status: ActiveRulesetStatus, now: Date, connection: PostgresConnection
+    ) throws -> RulesetStatusView {
         let ruleset = status.ruleset
         let dayAgo = now.addingTimeInterval(-86_400)
         let sinceLoad = max(status.loadedAt, now.addingTimeInterval(-sinceLoadLimit))
@@ -96,17 +98,21 @@ package struct RulesetStatusView: Encodable, Sendable {
         let coverage = try ConsoleRollup.catchUp(now: now, connection: connection)
         let sinceLoadCounts = try ConsoleRollup.hitCounts(
             since: sinceLoad, until: now, version: ruleset.version, coverage: coverage, connection: connection)
-        let lastDayCounts = try ConsoleRollup.hitCounts(since: dayAgo, until: now, version: nil, coverage: coverage, connection: connection)
+        let lastDayCounts = try ConsoleRollup.hitCounts(
+            since: dayAgo, until: now, version: nil, coverage: coverage, connection: connection)
         var counts: [String: (sinceLoad: Int, lastDay: Int)] = [:]
         for rule in Set(sinceLoadCounts.keys).union(lastDayCounts.keys) {
             counts[rule] = (sinceLoadCounts[rule] ?? 0, lastDayCounts[rule] ?? 0)
         }
         return RulesetStatusView(
-            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, loadedBy: status.loadedBy, files: ruleset.files,
+            version: ruleset.version, hash: ruleset.version, loadedAt: status.loadedAt, loadedBy: status.loadedBy,
+            files: ruleset.files,
             rules: ruleset.rules.map { rule in
                 RuleView(
-                    id: rule.id, title: rule.title, outcome: rule.outcome.description, reason: rule.reason, mode: rule.mode.rawValue,
-                    owner: rule.owner, stepUp: rule.stepUp?.methodNames, location: rule.location.description, condition: rule.conditionText,
+                    id: rule.id, title: rule.title, outcome: rule.outcome.description, reason: rule.reason,
+                    mode: rule.mode.rawValue,
+                    owner: rule.owner, stepUp: rule.stepUp?.methodNames, location: rule.location.description,
+                    condition: rule.conditionText,
                     hits: counts[rule.id]?.sinceLoad ?? 0, hitsLast24h: counts[rule.id]?.lastDay ?? 0)
             },
             lists: ruleset.listSizes.sorted { $0.key < $1.key }.map { ListView(name: $0.key, size: $0.value) },
@@ -134,7 +140,8 @@ package struct RulesetStatusView: Encodable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case version, hash, loadedAt, loadedBy, files, rules, lists, velocityQueries, hitCounts, lastFailedReload, lastReload, reload
+        case version, hash, loadedAt, loadedBy, files, rules, lists, velocityQueries, hitCounts, lastFailedReload,
+            lastReload, reload
     }
 }
 

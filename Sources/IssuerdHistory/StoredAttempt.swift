@@ -40,20 +40,24 @@ public struct StoredAttempt: Sendable {
     ///
     /// - Throws: ``PostgresError``.
     public static func load(id: UUID, connection: PostgresConnection) throws -> StoredAttempt? {
-        guard let row = try connection.query(
-            """
-            SELECT a.attempt_id, a.created_at, a.channel, a.card_id, a.device_id, a.customer_id,
-                   a.inputs::text AS inputs, a.features::text AS features, a.hits::text AS hits, a.unknowns::text AS unknowns,
-                   a.flow, a.decision, a.allowed_methods, a.ruleset_version,
-                   \(storedAttributesOf: .a) AS attributes
-            FROM provisioning_attempts a WHERE a.attempt_id = \(id)
-            """
-        ).first else { return nil }
+        guard
+            let row = try connection.query(
+                """
+                SELECT a.attempt_id, a.created_at, a.channel, a.card_id, a.device_id, a.customer_id,
+                       a.inputs::text AS inputs, a.features::text AS features, a.hits::text AS hits, a.unknowns::text AS unknowns,
+                       a.flow, a.decision, a.allowed_methods, a.ruleset_version,
+                       \(storedAttributesOf: .a) AS attributes
+                FROM provisioning_attempts a WHERE a.attempt_id = \(id)
+                """
+            ).first
+        else { return nil }
         return StoredAttempt(
             id: try row.decode("attempt_id"), time: try row.decode("created_at"), channel: try row.decode("channel"),
-            subject: VelocitySubject(cardID: try row.decode("card_id"), deviceID: try row.decode("device_id"),
-                                     customerID: try row.decode("customer_id")),
-            attributesJSON: try row.decode("attributes"), inputsJSON: try row.decode("inputs"), featuresJSON: try row.decode("features"),
+            subject: VelocitySubject(
+                cardID: try row.decode("card_id"), deviceID: try row.decode("device_id"),
+                customerID: try row.decode("customer_id")),
+            attributesJSON: try row.decode("attributes"), inputsJSON: try row.decode("inputs"),
+            featuresJSON: try row.decode("features"),
             hitsJSON: try row.decode("hits"), unknownsJSON: try row.decode("unknowns"), flow: try row.decode("flow"),
             decision: try row.decode("decision"), allowedMethods: try row.decode("allowed_methods"),
             rulesetVersion: try row.decode("ruleset_version"))
@@ -74,7 +78,8 @@ public struct StoredAttempt: Sendable {
     ///
     /// - Throws: ``AttemptLogError`` when a stored attribute does not fit its type.
     public func replay(with ruleset: Ruleset) throws(AttemptLogError) -> Replay {
-        let line = "{\"type\":\"attempt\",\"id\":\(HistoryExport.quote(id.uuidString.lowercased())),"
+        let line =
+            "{\"type\":\"attempt\",\"id\":\(HistoryExport.quote(id.uuidString.lowercased())),"
             + "\"time\":\(HistoryExport.quote(HistoryExport.timestamp(time))),\"attributes\":\(attributesJSON)}"
         let log = try AttemptLog(jsonLines: line)
         // One "attempt" line without a replay flag always yields one attempt.
@@ -99,7 +104,8 @@ public struct StoredAttempt: Sendable {
         func number(_ value: JSONValue?) -> Int?? {
             switch value {
             case .int(let number): .some(number)
-            case .double(let number) where number.isFinite && number.rounded() == number && abs(number) < 1e15: .some(Int(number))
+            case .double(let number) where number.isFinite && number.rounded() == number && abs(number) < 1e15:
+                .some(Int(number))
             case .null: .some(nil)
             default: nil
             }
@@ -110,7 +116,9 @@ public struct StoredAttempt: Sendable {
             for (name, raw) in members { if let parsed = number(raw) { result[name] = parsed } }
         case .array(let items):
             for item in items {
-                guard case .string(let name)? = item["query"] ?? item["name"], let parsed = number(item["value"]) else { continue }
+                guard case .string(let name)? = item["query"] ?? item["name"], let parsed = number(item["value"]) else {
+                    continue
+                }
                 result[name] = parsed
             }
         default: break
@@ -133,7 +141,8 @@ extension PostgresQuery.StringInterpolation {
     /// cast into each of its three uses); the text is `jsonb`'s rendering, as before the column
     /// was `json`.
     package mutating func appendInterpolation(storedAttributesOf alias: AttemptsAlias) {
-        appendLiteral("""
+        appendLiteral(
+            """
             (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb)::text
              FROM (SELECT \(alias.rawValue).inputs::jsonb AS doc OFFSET 0) d,
                   jsonb_each(CASE WHEN jsonb_typeof(d.doc -> 'attributes') = 'object' THEN d.doc -> 'attributes'

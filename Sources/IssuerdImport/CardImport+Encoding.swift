@@ -105,7 +105,8 @@ extension CardImport {
         if let decoded = LineDecoder.decode(bytes) {
             record = decoded
         } else {
-            let request = HTTPRequest(method: .post, path: "/import", headers: ["Content-Type": "application/json"], body: bytes)
+            let request = HTTPRequest(
+                method: .post, path: "/import", headers: ["Content-Type": "application/json"], body: bytes)
             record = try request.decodeJSON(Record.self)
         }
         let card = try CardRegistration.validate(record.card, now: now)
@@ -116,7 +117,8 @@ extension CardImport {
             }
             customer = try CustomerAdministration.validate(
                 CustomerUpsertRequest(
-                    customerId: card.customerID, phoneNumber: fields.phoneNumber, email: fields.email, phoneChangedAt: fields.phoneChangedAt,
+                    customerId: card.customerID, phoneNumber: fields.phoneNumber, email: fields.email,
+                    phoneChangedAt: fields.phoneChangedAt,
                     emailChangedAt: fields.emailChangedAt, addressChangedAt: fields.addressChangedAt))
             customer?.createdAt = now
         }

@@ -29,12 +29,14 @@ extension CardImport {
         /// The members a line may have: the card's, then the customer object's (a name that is
         /// not one of them ends the short way).
         private enum Key: Int {
-            case cardId, customerId, accountNumber, expiration, cardholderName, paymentNetwork, status, localizedDescription
+            case cardId, customerId, accountNumber, expiration, cardholderName, paymentNetwork, status,
+                localizedDescription
             case country, customer, phoneNumber, email, phoneChangedAt, emailChangedAt, addressChangedAt
 
             static let names: [(name: [UInt8], key: Key)] = {
                 let pairs: [(String, Key)] = [
-                    ("cardId", .cardId), ("customerId", .customerId), ("accountNumber", .accountNumber), ("expiration", .expiration),
+                    ("cardId", .cardId), ("customerId", .customerId), ("accountNumber", .accountNumber),
+                    ("expiration", .expiration),
                     ("cardholderName", .cardholderName), ("paymentNetwork", .paymentNetwork), ("status", .status),
                     ("localizedDescription", .localizedDescription), ("country", .country), ("customer", .customer),
                     ("phoneNumber", .phoneNumber), ("email", .email), ("phoneChangedAt", .phoneChangedAt),
@@ -62,7 +64,8 @@ extension CardImport {
                 case .string(let cardholderName)? = values[Key.cardholderName.rawValue],
                 case .string(let paymentNetwork)? = values[Key.paymentNetwork.rawValue]
             else { return nil }
-            guard let cardId = optional(values[Key.cardId.rawValue]), let status = optional(values[Key.status.rawValue]),
+            guard let cardId = optional(values[Key.cardId.rawValue]),
+                let status = optional(values[Key.status.rawValue]),
                 let localizedDescription = optional(values[Key.localizedDescription.rawValue]),
                 let country = optional(values[Key.country.rawValue])
             else { return nil }
@@ -71,8 +74,10 @@ extension CardImport {
             case nil, .null?: customer = nil
             case .object(let inner)?:
                 guard let fields = table(inner, allowed: customerKeys) else { return nil }
-                guard let id = optional(fields[Key.customerId.rawValue]), let phone = optional(fields[Key.phoneNumber.rawValue]),
-                    let email = optional(fields[Key.email.rawValue]), let phoneAt = optional(fields[Key.phoneChangedAt.rawValue]),
+                guard let id = optional(fields[Key.customerId.rawValue]),
+                    let phone = optional(fields[Key.phoneNumber.rawValue]),
+                    let email = optional(fields[Key.email.rawValue]),
+                    let phoneAt = optional(fields[Key.phoneChangedAt.rawValue]),
                     let emailAt = optional(fields[Key.emailChangedAt.rawValue]),
                     let addressAt = optional(fields[Key.addressChangedAt.rawValue])
                 else { return nil }
@@ -115,7 +120,9 @@ extension CardImport {
             init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
             mutating func skipWhitespace() {
-                while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D {
+                while index < bytes.count,
+                    bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D
+                {
                     index += 1
                 }
             }
@@ -147,7 +154,8 @@ extension CardImport {
                         guard let text = string() else { return nil }
                         members.append((key, .string(text)))
                     case 0x6E:  // null
-                        guard index + 4 <= bytes.count, bytes[index + 1] == 0x75, bytes[index + 2] == 0x6C, bytes[index + 3] == 0x6C
+                        guard index + 4 <= bytes.count, bytes[index + 1] == 0x75, bytes[index + 2] == 0x6C,
+                            bytes[index + 3] == 0x6C
                         else { return nil }
                         index += 4
                         members.append((key, .null))

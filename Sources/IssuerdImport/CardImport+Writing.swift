@@ -41,7 +41,8 @@ extension CardImport {
             case .customerNotFound: "no such customer"
             case .cardIDExists: "a card with this cardId already exists"
             case .accountNumberExists: "a card with this account number already exists"
-            case .valueRefused(let constraint): "a value is refused by the database" + (constraint.map { " (\($0))" } ?? "")
+            case .valueRefused(let constraint):
+                "a value is refused by the database" + (constraint.map { " (\($0))" } ?? "")
             }
         }
     }
@@ -70,8 +71,10 @@ extension CardImport {
     ///     `UPDATE` would write the same row again and leave a dead one behind).
     ///   - missingAt: A card found without a customer by an earlier plan of this chunk: the plan
     ///     stops there too, though the customer may exist by now (that plan's refusal stands).
-    package static func planCustomers(_ chunk: Chunk, stored: [String: CustomerRecord], known: Set<String>, stampedNow: Set<String> = [],
-                              missingAt: Int? = nil, now: Date) -> CustomerPlan {
+    package static func planCustomers(
+        _ chunk: Chunk, stored: [String: CustomerRecord], known: Set<String>, stampedNow: Set<String> = [],
+        missingAt: Int? = nil, now: Date
+    ) -> CustomerPlan {
         var plan = CustomerPlan()
         var current = stored
         var createdOrder: [String] = []
@@ -104,7 +107,9 @@ extension CardImport {
         // Every stored customer here has an object in the chunk: the API would update each
         // (updated_at included) even when its values did not change. One this import already
         // stamped and whose values did not change is that row already.
-        plan.updated = stored.keys.sorted().filter { !(stampedNow.contains($0) && current[$0] == stored[$0]) }.map { current[$0]! }
+        plan.updated = stored.keys.sorted().filter { !(stampedNow.contains($0) && current[$0] == stored[$0]) }.map {
+            current[$0]!
+        }
         return plan
     }
 
@@ -119,7 +124,11 @@ extension CardImport {
         var without = Set<String>()
         for slice in chunk.slices {
             for row in 0..<slice.count {
-                if slice.customers[row] != nil { withObjects.insert(slice.customerIDs[row]) } else { without.insert(slice.customerIDs[row]) }
+                if slice.customers[row] != nil {
+                    withObjects.insert(slice.customerIDs[row])
+                } else {
+                    without.insert(slice.customerIDs[row])
+                }
             }
         }
         without.subtract(withObjects)
@@ -141,7 +150,9 @@ extension CardImport {
         }
         var known = Set<String>()
         if !without.isEmpty {
-            for row in try connection.query("SELECT customer_id FROM customers WHERE customer_id = ANY(\(Array(without)))") {
+            for row in try connection.query(
+                "SELECT customer_id FROM customers WHERE customer_id = ANY(\(Array(without)))")
+            {
                 known.insert(try row.decode("customer_id", as: String.self))
             }
         }
@@ -211,7 +222,9 @@ extension CardImport {
     /// - Returns: The chunk's index of a card the unique indexes refused (a card id or PAN
     ///   already stored or on an earlier line) and why; nil when all were written.
     /// - Throws: Any other database failure.
-    package static func writeCards(_ chunk: Chunk, count: Int, connection: PostgresConnection) throws -> (index: Int, problem: LineProblem)? {
+    package static func writeCards(
+        _ chunk: Chunk, count: Int, connection: PostgresConnection
+    ) throws -> (index: Int, problem: LineProblem)? {
         guard count > 0 else { return nil }
         do {
             try connection.copyIn(unsafeSQL: "COPY cards (\(cardColumns)) FROM STDIN") { writer in
@@ -246,7 +259,8 @@ extension CardImport.Chunk {
 
     /// Sends the rows of the first `count` cards, one slice's buffer (or its prefix) at a time.
     package func send(
-        _ rows: KeyPath<CardImport.EncodedSlice, PostgresCopyText>, ends: KeyPath<CardImport.EncodedSlice, [Int]>, count: Int,
+        _ rows: KeyPath<CardImport.EncodedSlice, PostgresCopyText>, ends: KeyPath<CardImport.EncodedSlice, [Int]>,
+        count: Int,
         to writer: PostgresCopyWriter
     ) throws {
         var remaining = count

@@ -40,7 +40,9 @@ public enum CardImport {
     /// A customer the import had just seen stored was gone when its chunk was planned again
     /// (nothing deletes customers; a defect if it happens): the import stops, nothing kept.
     package struct CustomersVanished: Error, CustomStringConvertible {
-        package var description: String { "a customer of this import disappeared while its chunk was written; nothing imported" }
+        package var description: String {
+            "a customer of this import disappeared while its chunk was written; nothing imported"
+        }
     }
 
     /// What an import did.
@@ -85,7 +87,9 @@ public enum CardImport {
         workers: Int = ProcessInfo.processInfo.activeProcessorCount, progress: (Int) -> Void = { _ in },
         phase: (String) -> Void = { _ in }
     ) throws -> Summary {
-        guard let handle = try? FileHandle(forReadingFrom: file) else { throw CommandInputError("cannot read \(file.path)") }
+        guard let handle = try? FileHandle(forReadingFrom: file) else {
+            throw CommandInputError("cannot read \(file.path)")
+        }
         defer { try? handle.close() }
         let name = file.lastPathComponent
         var reader = LineReader(handle: handle, limit: maximumLineBytes)
@@ -153,14 +157,19 @@ public enum CardImport {
                 let written = try writer.finish()
                 // The database refuses only lines sent before the first line refused here (none
                 // after it is sent), so its refusal, if any, is the file's first bad record.
-                if let refused = written.refused { throw CommandInputError("\(name):\(refused.line): \(refused.message)") }
+                if let refused = written.refused {
+                    throw CommandInputError("\(name):\(refused.line): \(refused.message)")
+                }
                 if let failure { throw CommandInputError("\(name):\(failure.line): \(failure.message)") }
-                let summary = Summary(cards: written.cards, customersCreated: written.customersCreated, customersUpdated: written.customersUpdated)
+                let summary = Summary(
+                    cards: written.cards, customersCreated: written.customersCreated,
+                    customersUpdated: written.customersUpdated)
                 try AuditLog.append(
                     actor: actor, action: "cards.imported", subject: "file:\(name)",
                     details: [
                         "cards": String(summary.cards), "customersCreated": String(summary.customersCreated),
-                        "customersUpdated": String(summary.customersUpdated), "cardIdsSHA256": BinaryEncoding.hexString(digest),
+                        "customersUpdated": String(summary.customersUpdated),
+                        "cardIdsSHA256": BinaryEncoding.hexString(digest),
                     ],
                     at: now, connection: connection)
                 phase(committingPhase)
@@ -268,7 +277,8 @@ private final class ChunkWriter: @unchecked Sendable {
             // lines to the stored rows and creates none.
             let missingAt = plan.firstMissing
             (stored, known, stampedNow) = try CardImport.storedCustomers(chunk, now: now, connection: connection)
-            plan = CardImport.planCustomers(chunk, stored: stored, known: known, stampedNow: stampedNow, missingAt: missingAt, now: now)
+            plan = CardImport.planCustomers(
+                chunk, stored: stored, known: known, stampedNow: stampedNow, missingAt: missingAt, now: now)
             guard plan.created.isEmpty else { throw CardImport.CustomersVanished() }
             _ = try CardImport.writeCustomers(plan, now: now, connection: connection)
         }
@@ -278,7 +288,8 @@ private final class ChunkWriter: @unchecked Sendable {
             return Outcome(refused: .init(line: chunk.line(at: refused.index), message: refused.problem.message))
         }
         if let missing = plan.firstMissing {
-            return Outcome(refused: .init(line: chunk.line(at: missing), message: CardImport.LineProblem.customerNotFound.message))
+            return Outcome(
+                refused: .init(line: chunk.line(at: missing), message: CardImport.LineProblem.customerNotFound.message))
         }
         return Outcome(cards: count, customersCreated: created, customersUpdated: plan.objects - created)
     }

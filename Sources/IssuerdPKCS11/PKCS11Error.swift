@@ -50,7 +50,10 @@ public struct PKCS11Error: Error, CustomStringConvertible, Sendable {
     public let file: String
     public let line: Int
 
-    init(_ code: Code, _ reason: String, function: String? = nil, returnValue: UInt? = nil, file: String = #fileID, line: Int = #line) {
+    init(
+        _ code: Code, _ reason: String, function: String? = nil, returnValue: UInt? = nil, file: String = #fileID,
+        line: Int = #line
+    ) {
         self.code = code
         self.reason = reason
         self.function = function

@@ -7,7 +7,8 @@ import Foundation
 /// One per process and module path: Cryptoki allows one `C_Initialize` per application, so
 /// ``PKCS11Module/load(path:)`` shares instances. `C_Finalize` and `dlclose` run when the last
 /// reference goes.
-public final class PKCS11Module: @unchecked Sendable {  // immutable after init; Cryptoki is thread-safe under CKF_OS_LOCKING_OK
+public final class PKCS11Module: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; Cryptoki is thread-safe under CKF_OS_LOCKING_OK
     /// The path given.
     public let path: String
     let functions: CK_FUNCTION_LIST_PTR
@@ -45,15 +46,21 @@ public final class PKCS11Module: @unchecked Sendable {  // immutable after init;
         }
         guard rv == CKR_OK, let list else {
             issuerd_pkcs11_unload(handle)
-            throw PKCS11Error(.moduleUnavailable, "\(path) is not a PKCS#11 module (no usable C_GetFunctionList)", function: "C_GetFunctionList", returnValue: UInt(rv))
+            throw PKCS11Error(
+                .moduleUnavailable, "\(path) is not a PKCS#11 module (no usable C_GetFunctionList)",
+                function: "C_GetFunctionList", returnValue: UInt(rv))
         }
         var arguments = CK_C_INITIALIZE_ARGS()
         arguments.flags = CK_FLAGS(CKF_OS_LOCKING_OK)
-        let initialized = withUnsafeMutablePointer(to: &arguments) { list.pointee.C_Initialize?(UnsafeMutableRawPointer($0)) } ?? CK_RV(CKR_GENERAL_ERROR)
+        let initialized =
+            withUnsafeMutablePointer(to: &arguments) { list.pointee.C_Initialize?(UnsafeMutableRawPointer($0)) }
+            ?? CK_RV(CKR_GENERAL_ERROR)
         // Another library in the process may have initialised the module already: usable as is.
         guard initialized == CKR_OK || initialized == CKR_CRYPTOKI_ALREADY_INITIALIZED else {
             issuerd_pkcs11_unload(handle)
-            throw PKCS11Error(.moduleUnavailable, "\(path) failed to initialise", function: "C_Initialize", returnValue: UInt(initialized))
+            throw PKCS11Error(
+                .moduleUnavailable, "\(path) failed to initialise", function: "C_Initialize",
+                returnValue: UInt(initialized))
         }
         self.path = path
         self.functions = list
@@ -79,9 +86,12 @@ public final class PKCS11Module: @unchecked Sendable {  // immutable after init;
         guard matches.count == 1 else {
             let present = tokens.map { "'\($0.label)'" }.joined(separator: ", ")
             if matches.isEmpty {
-                throw PKCS11Error(.tokenNotFound, "no token labelled '\(label)' in \(path) (present: \(present.isEmpty ? "none" : present))")
+                throw PKCS11Error(
+                    .tokenNotFound,
+                    "no token labelled '\(label)' in \(path) (present: \(present.isEmpty ? "none" : present))")
             }
-            throw PKCS11Error(.tokenNotFound, "\(matches.count) tokens are labelled '\(label)' in \(path); labels must be unique")
+            throw PKCS11Error(
+                .tokenNotFound, "\(matches.count) tokens are labelled '\(label)' in \(path); labels must be unique")
         }
         return matches[0].slot
     }

@@ -53,7 +53,10 @@ public struct PKCS11ObjectInfo: Sendable, Equatable {
             bits = Int(length) * 8
         }
         var usage: [String] = []
-        for (attribute, name) in [(CKA_WRAP, "wrap"), (CKA_UNWRAP, "unwrap"), (CKA_SIGN, "sign"), (CKA_VERIFY, "verify"), (CKA_ENCRYPT, "encrypt"), (CKA_DECRYPT, "decrypt")] {
+        for (attribute, name) in [
+            (CKA_WRAP, "wrap"), (CKA_UNWRAP, "unwrap"), (CKA_SIGN, "sign"), (CKA_VERIFY, "verify"),
+            (CKA_ENCRYPT, "encrypt"), (CKA_DECRYPT, "decrypt"),
+        ] {
             if try session.bool(CK_ATTRIBUTE_TYPE(attribute), of: object) == true { usage.append(name) }
         }
         let isPublic = objectClass == UInt(CKO_PUBLIC_KEY)

@@ -3,7 +3,8 @@ import IssuerdCore
 
 /// A user PIN read from a file: kept in one heap buffer wiped with `explicit_bzero` on release,
 /// never printed. The pool needs it again to log in after the token dropped its sessions.
-public final class PKCS11PIN: @unchecked Sendable, CustomStringConvertible {  // immutable after init; wiped once in deinit
+public final class PKCS11PIN: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked Sendable: immutable after init; wiped once in deinit
     private let buffer: UnsafeMutableRawBufferPointer
     /// The PIN length in bytes.
     public let count: Int
@@ -32,9 +33,13 @@ public final class PKCS11PIN: @unchecked Sendable, CustomStringConvertible {  //
         if TerminalEcho.isTerminal(standardInput.fileDescriptor) {
             FileHandle.standardError.write(Data("HSM user PIN: ".utf8))
             let line: Data? = try TerminalEcho.withEchoDisabled(on: standardInput.fileDescriptor) {
-                try TerminalEcho.readLine(from: standardInput.fileDescriptor, maximumLength: Self.maximumLength) { bytes in bytes.map { Data($0) } }
+                try TerminalEcho.readLine(from: standardInput.fileDescriptor, maximumLength: Self.maximumLength) {
+                    bytes in bytes.map { Data($0) }
+                }
             }
-            guard var data = line else { throw PKCS11Error(.pinUnreadable, "the PIN holds more than \(Self.maximumLength) bytes") }
+            guard var data = line else {
+                throw PKCS11Error(.pinUnreadable, "the PIN holds more than \(Self.maximumLength) bytes")
+            }
             defer { data.resetBytes(in: 0..<data.count) }
             guard !data.isEmpty else { throw PKCS11Error(.pinUnreadable, "no PIN was typed") }
             try self.init(fileBytes: data)
@@ -51,7 +56,9 @@ public final class PKCS11PIN: @unchecked Sendable, CustomStringConvertible {  //
         if length > 0, data[data.startIndex + length - 1] == 0x0A { length -= 1 }
         if length > 0, data[data.startIndex + length - 1] == 0x0D { length -= 1 }
         guard length > 0 else { throw PKCS11Error(.pinUnreadable, "the PIN file is empty") }
-        guard length <= Self.maximumLength else { throw PKCS11Error(.pinUnreadable, "the PIN file holds more than \(Self.maximumLength) bytes") }
+        guard length <= Self.maximumLength else {
+            throw PKCS11Error(.pinUnreadable, "the PIN file holds more than \(Self.maximumLength) bytes")
+        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 1)
         data.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
         self.buffer = buffer

@@ -25,9 +25,12 @@ public struct PKCS11RSASigner: Sendable {
                 throw PKCS11Error(.keyWrongType, "the signing key '\(label)' is \(info.keyType ?? "untyped"), not RSA")
             }
             guard let bits = info.bits, bits >= 2048 else {
-                throw PKCS11Error(.keyWrongType, "the signing key '\(label)' has \(info.bits ?? 0) bits; at least 2048 are required")
+                throw PKCS11Error(
+                    .keyWrongType, "the signing key '\(label)' has \(info.bits ?? 0) bits; at least 2048 are required")
             }
-            guard info.usage.contains("sign") else { throw PKCS11Error(.keyWrongType, "the signing key '\(label)' does not allow CKA_SIGN") }
+            guard info.usage.contains("sign") else {
+                throw PKCS11Error(.keyWrongType, "the signing key '\(label)' does not allow CKA_SIGN")
+            }
             try PKCS11Token.requireNonExtractable(info, role: "signing key")
             return bits
         }
@@ -39,12 +42,14 @@ public struct PKCS11RSASigner: Sendable {
     public func signature(for message: [UInt8]) throws -> [UInt8] {
         try token.withSession { session in
             let key = try token.handle(label: label, objectClass: UInt(CKO_PRIVATE_KEY), session: session)
-            var mechanism = CK_MECHANISM(mechanism: CK_MECHANISM_TYPE(CKM_SHA256_RSA_PKCS), pParameter: nil, ulParameterLen: 0)
+            var mechanism = CK_MECHANISM(
+                mechanism: CK_MECHANISM_TYPE(CKM_SHA256_RSA_PKCS), pParameter: nil, ulParameterLen: 0)
             try session.check("C_SignInit", session.functions.C_SignInit!(session.handle, &mechanism, key))
             var signature = [UInt8](repeating: 0, count: (bits + 7) / 8)
             var length = CK_ULONG(signature.count)
             var input = message
-            try session.check("C_Sign", session.functions.C_Sign!(session.handle, &input, CK_ULONG(input.count), &signature, &length))
+            try session.check(
+                "C_Sign", session.functions.C_Sign!(session.handle, &input, CK_ULONG(input.count), &signature, &length))
             guard Int(length) == signature.count else {
                 throw PKCS11Error(.operationFailed, "C_Sign returned \(length) bytes for a \(bits)-bit key")
             }

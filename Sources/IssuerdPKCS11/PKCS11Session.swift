@@ -49,7 +49,9 @@ struct PKCS11Session {
 
     /// A `CK_ULONG` attribute; nil when absent.
     func ulong(_ type: CK_ATTRIBUTE_TYPE, of object: CK_OBJECT_HANDLE) throws -> UInt? {
-        guard let bytes = try attribute(type, of: object), bytes.count == MemoryLayout<CK_ULONG>.size else { return nil }
+        guard let bytes = try attribute(type, of: object), bytes.count == MemoryLayout<CK_ULONG>.size else {
+            return nil
+        }
         return UInt(bytes.withUnsafeBytes { $0.loadUnaligned(as: CK_ULONG.self) })
     }
 
@@ -91,11 +93,17 @@ enum PKCS11Attribute {
     static func number(_ type: some BinaryInteger, _ value: some BinaryInteger) -> PKCS11Attribute {
         .ulong(CK_ATTRIBUTE_TYPE(type), UInt(value))
     }
-    static func data(_ type: some BinaryInteger, _ value: [UInt8]) -> PKCS11Attribute { .bytes(CK_ATTRIBUTE_TYPE(type), value) }
-    static func flag(_ type: some BinaryInteger, _ value: Bool) -> PKCS11Attribute { .bool(CK_ATTRIBUTE_TYPE(type), value) }
+    static func data(_ type: some BinaryInteger, _ value: [UInt8]) -> PKCS11Attribute {
+        .bytes(CK_ATTRIBUTE_TYPE(type), value)
+    }
+    static func flag(_ type: some BinaryInteger, _ value: Bool) -> PKCS11Attribute {
+        .bool(CK_ATTRIBUTE_TYPE(type), value)
+    }
 
     /// Lays the values out in one buffer and lends a `CK_ATTRIBUTE` array pointing into it.
-    static func withTemplate<R>(_ template: [PKCS11Attribute], _ body: (UnsafeMutablePointer<CK_ATTRIBUTE>, CK_ULONG) throws -> R) rethrows -> R {
+    static func withTemplate<R>(
+        _ template: [PKCS11Attribute], _ body: (UnsafeMutablePointer<CK_ATTRIBUTE>, CK_ULONG) throws -> R
+    ) rethrows -> R {
         var size = 0
         for attribute in template {
             switch attribute {
@@ -122,14 +130,19 @@ enum PKCS11Attribute {
                 offset += 1
             case .ulong(let type, let value):
                 start.storeBytes(of: CK_ULONG(value), as: CK_ULONG.self)
-                attributes[index] = CK_ATTRIBUTE(type: type, pValue: start, ulValueLen: CK_ULONG(MemoryLayout<CK_ULONG>.size))
+                attributes[index] = CK_ATTRIBUTE(
+                    type: type, pValue: start, ulValueLen: CK_ULONG(MemoryLayout<CK_ULONG>.size))
                 offset += MemoryLayout<CK_ULONG>.stride
             case .bytes(let type, let value):
-                value.withUnsafeBytes { if let base = $0.baseAddress { start.copyMemory(from: base, byteCount: $0.count) } }
+                value.withUnsafeBytes {
+                    if let base = $0.baseAddress { start.copyMemory(from: base, byteCount: $0.count) }
+                }
                 attributes[index] = CK_ATTRIBUTE(type: type, pValue: start, ulValueLen: CK_ULONG(value.count))
                 offset += value.count
             case .secret(let type, let value):
-                attributes[index] = CK_ATTRIBUTE(type: type, pValue: UnsafeMutableRawPointer(mutating: value.baseAddress), ulValueLen: CK_ULONG(value.count))
+                attributes[index] = CK_ATTRIBUTE(
+                    type: type, pValue: UnsafeMutableRawPointer(mutating: value.baseAddress),
+                    ulValueLen: CK_ULONG(value.count))
             }
             offset = (offset + 7) & ~7
         }

@@ -15,7 +15,11 @@ extension PKCS11Token {
     public func createWrappingKey(label: String) throws {
         try checkLabel(label)
         try withSession { session in
-            guard try session.findObjects([.number(CKA_CLASS, CKO_SECRET_KEY), .data(CKA_LABEL, Array(label.utf8))], limit: 1).isEmpty else {
+            guard
+                try session.findObjects(
+                    [.number(CKA_CLASS, CKO_SECRET_KEY), .data(CKA_LABEL, Array(label.utf8))], limit: 1
+                ).isEmpty
+            else {
                 throw PKCS11Error(.keyExists, "token '\(self.label)' already holds a secret key labelled '\(label)'")
             }
             _ = try session.generateKey(
@@ -23,8 +27,10 @@ extension PKCS11Token {
                 [
                     .number(CKA_CLASS, CKO_SECRET_KEY), .number(CKA_KEY_TYPE, CKK_AES), .number(CKA_VALUE_LEN, 32),
                     .data(CKA_LABEL, Array(label.utf8)), .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true),
-                    .flag(CKA_SENSITIVE, true), .flag(CKA_EXTRACTABLE, false), .flag(CKA_WRAP, true), .flag(CKA_UNWRAP, true),
-                    .flag(CKA_ENCRYPT, false), .flag(CKA_DECRYPT, false), .flag(CKA_SIGN, false), .flag(CKA_VERIFY, false),
+                    .flag(CKA_SENSITIVE, true), .flag(CKA_EXTRACTABLE, false), .flag(CKA_WRAP, true),
+                    .flag(CKA_UNWRAP, true),
+                    .flag(CKA_ENCRYPT, false), .flag(CKA_DECRYPT, false), .flag(CKA_SIGN, false),
+                    .flag(CKA_VERIFY, false),
                 ])
         }
     }
@@ -35,23 +41,33 @@ extension PKCS11Token {
     /// - Throws: ``PKCS11Error/Code/keyExists`` when a private key with the label is already there.
     public func createRSASigningKey(label: String, bits: Int = 2048) throws {
         try checkLabel(label)
-        guard [2048, 3072, 4096].contains(bits) else { throw PKCS11Error(.invalidInput, "RSA key size must be 2048, 3072 or 4096 bits") }
+        guard [2048, 3072, 4096].contains(bits) else {
+            throw PKCS11Error(.invalidInput, "RSA key size must be 2048, 3072 or 4096 bits")
+        }
         try withSession { session in
-            guard try session.findObjects([.number(CKA_CLASS, CKO_PRIVATE_KEY), .data(CKA_LABEL, Array(label.utf8))], limit: 1).isEmpty else {
+            guard
+                try session.findObjects(
+                    [.number(CKA_CLASS, CKO_PRIVATE_KEY), .data(CKA_LABEL, Array(label.utf8))], limit: 1
+                ).isEmpty
+            else {
                 throw PKCS11Error(.keyExists, "token '\(self.label)' already holds a private key labelled '\(label)'")
             }
-            var mechanism = CK_MECHANISM(mechanism: CK_MECHANISM_TYPE(CKM_RSA_PKCS_KEY_PAIR_GEN), pParameter: nil, ulParameterLen: 0)
+            var mechanism = CK_MECHANISM(
+                mechanism: CK_MECHANISM_TYPE(CKM_RSA_PKCS_KEY_PAIR_GEN), pParameter: nil, ulParameterLen: 0)
             var publicKey: CK_OBJECT_HANDLE = 0
             var privateKey: CK_OBJECT_HANDLE = 0
             let id = Array(label.utf8.prefix(64))
             let publicTemplate: [PKCS11Attribute] = [
-                .number(CKA_CLASS, CKO_PUBLIC_KEY), .number(CKA_KEY_TYPE, CKK_RSA), .data(CKA_LABEL, Array(label.utf8)), .data(CKA_ID, id),
+                .number(CKA_CLASS, CKO_PUBLIC_KEY), .number(CKA_KEY_TYPE, CKK_RSA), .data(CKA_LABEL, Array(label.utf8)),
+                .data(CKA_ID, id),
                 .flag(CKA_TOKEN, true), .flag(CKA_VERIFY, true), .flag(CKA_ENCRYPT, false), .flag(CKA_WRAP, false),
                 .number(CKA_MODULUS_BITS, bits), .data(CKA_PUBLIC_EXPONENT, [0x01, 0x00, 0x01]),
             ]
             let privateTemplate: [PKCS11Attribute] = [
-                .number(CKA_CLASS, CKO_PRIVATE_KEY), .number(CKA_KEY_TYPE, CKK_RSA), .data(CKA_LABEL, Array(label.utf8)), .data(CKA_ID, id),
-                .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, true), .flag(CKA_EXTRACTABLE, false),
+                .number(CKA_CLASS, CKO_PRIVATE_KEY), .number(CKA_KEY_TYPE, CKK_RSA),
+                .data(CKA_LABEL, Array(label.utf8)), .data(CKA_ID, id),
+                .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, true),
+                .flag(CKA_EXTRACTABLE, false),
                 .flag(CKA_SIGN, true), .flag(CKA_DECRYPT, false), .flag(CKA_UNWRAP, false),
             ]
             try PKCS11Attribute.withTemplate(publicTemplate) { publicAttributes, publicCount in
@@ -59,7 +75,8 @@ extension PKCS11Token {
                     try session.check(
                         "C_GenerateKeyPair",
                         session.functions.C_GenerateKeyPair!(
-                            session.handle, &mechanism, publicAttributes, publicCount, privateAttributes, privateCount, &publicKey, &privateKey))
+                            session.handle, &mechanism, publicAttributes, publicCount, privateAttributes, privateCount,
+                            &publicKey, &privateKey))
                 }
             }
         }
@@ -70,8 +87,10 @@ extension PKCS11Token {
     /// attributes.
     public func rsaPublicKey(label: String) throws -> (modulus: [UInt8], exponent: [UInt8]) {
         try withSession { session in
-            let candidates = try session.findObjects([.number(CKA_CLASS, CKO_PUBLIC_KEY), .data(CKA_LABEL, Array(label.utf8))], limit: 1)
-            let object = try candidates.first ?? handle(label: label, objectClass: UInt(CKO_PRIVATE_KEY), session: session)
+            let candidates = try session.findObjects(
+                [.number(CKA_CLASS, CKO_PUBLIC_KEY), .data(CKA_LABEL, Array(label.utf8))], limit: 1)
+            let object =
+                try candidates.first ?? handle(label: label, objectClass: UInt(CKO_PRIVATE_KEY), session: session)
             guard let modulus = try session.attribute(CK_ATTRIBUTE_TYPE(CKA_MODULUS), of: object),
                 let exponent = try session.attribute(CK_ATTRIBUTE_TYPE(CKA_PUBLIC_EXPONENT), of: object)
             else {
@@ -91,26 +110,38 @@ extension PKCS11Token {
             let key = try handle(label: label, objectClass: UInt(CKO_SECRET_KEY), session: session)
             let info = try PKCS11ObjectInfo.read(key, session: session)
             guard info.keyType == "AES", info.bits == 256 else {
-                throw PKCS11Error(.keyWrongType, "the wrapping key '\(label)' is \(info.keyType ?? "untyped") \(info.bits.map { "\($0)-bit" } ?? ""), not AES-256")
+                throw PKCS11Error(
+                    .keyWrongType,
+                    "the wrapping key '\(label)' is \(info.keyType ?? "untyped") \(info.bits.map { "\($0)-bit" } ?? ""), not AES-256"
+                )
             }
             try Self.requireNonExtractable(info, role: "wrapping key")
             guard info.usage.contains("wrap"), info.usage.contains("unwrap") else {
-                throw PKCS11Error(.keyWrongType, "the wrapping key '\(label)' must allow CKA_WRAP and CKA_UNWRAP (allows: \(info.usage.joined(separator: ", ")))")
+                throw PKCS11Error(
+                    .keyWrongType,
+                    "the wrapping key '\(label)' must allow CKA_WRAP and CKA_UNWRAP (allows: \(info.usage.joined(separator: ", ")))"
+                )
             }
         }
     }
 
     static func requireNonExtractable(_ info: PKCS11ObjectInfo, role: String) throws {
         guard info.sensitive == true else {
-            throw PKCS11Error(.keyExtractable, "the \(role) '\(info.label)' has CKA_SENSITIVE false: its value can be read from the token")
+            throw PKCS11Error(
+                .keyExtractable,
+                "the \(role) '\(info.label)' has CKA_SENSITIVE false: its value can be read from the token")
         }
         guard info.extractable == false else {
-            throw PKCS11Error(.keyExtractable, "the \(role) '\(info.label)' has CKA_EXTRACTABLE true: it can be wrapped out of the token")
+            throw PKCS11Error(
+                .keyExtractable,
+                "the \(role) '\(info.label)' has CKA_EXTRACTABLE true: it can be wrapped out of the token")
         }
     }
 
     func checkLabel(_ label: String) throws {
-        guard (1...64).contains(label.utf8.count), label.unicodeScalars.allSatisfy({ $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F }) else {
+        guard (1...64).contains(label.utf8.count),
+            label.unicodeScalars.allSatisfy({ $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F })
+        else {
             throw PKCS11Error(.invalidInput, "a key label must be 1 to 64 printable ASCII characters")
         }
     }

@@ -9,7 +9,8 @@ import Foundation
 /// `CKR_SESSION_CLOSED`, `CKR_DEVICE_REMOVED`, a lost login, a stale object handle) is
 /// replaced by a fresh, logged-in one and the operation retried once; a second failure is
 /// thrown as ``PKCS11Error/Code/sessionLost``, so no caller is answered with partial data.
-public final class PKCS11Token: @unchecked Sendable {  // mutable state (free sessions, handle cache) is guarded by `condition`
+public final class PKCS11Token: @unchecked Sendable {
+    // @unchecked Sendable: mutable state (free sessions, handle cache) is guarded by `condition`
     /// The module the token is in.
     public let module: PKCS11Module
     /// The token label.
@@ -33,7 +34,9 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
     /// - Throws: ``PKCS11Error`` with ``PKCS11Error/Code/tokenNotFound``, ``PKCS11Error/Code/pinIncorrect``,
     ///   ``PKCS11Error/Code/pinLocked`` or another code naming the Cryptoki failure.
     public init(module: PKCS11Module, tokenLabel: String, pin: PKCS11PIN, sessionCount: Int = 8) throws {
-        guard (1...1024).contains(sessionCount) else { throw PKCS11Error(.invalidInput, "session count must be 1 to 1024") }
+        guard (1...1024).contains(sessionCount) else {
+            throw PKCS11Error(.invalidInput, "session count must be 1 to 1024")
+        }
         self.module = module
         self.label = tokenLabel
         self.pin = pin
@@ -41,7 +44,8 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
         slot = try module.slot(tokenLabel: tokenLabel)
         let info = try module.tokenInfo(slot: slot)
         guard !info.userPINLocked else {
-            throw PKCS11Error(.pinLocked, "the user PIN of token '\(tokenLabel)' is locked; the security officer must reset it")
+            throw PKCS11Error(
+                .pinLocked, "the user PIN of token '\(tokenLabel)' is locked; the security officer must reset it")
         }
         let first = try openSession(login: true)
         idle.append(first)
@@ -90,7 +94,9 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
             } catch let again as PKCS11Error where again.code == .sessionLost {
                 _ = module.functions.pointee.C_CloseSession!(session)
                 dropSession()
-                throw PKCS11Error(.sessionLost, "token '\(label)' lost the session again after re-opening it", function: again.function, returnValue: again.returnValue)
+                throw PKCS11Error(
+                    .sessionLost, "token '\(label)' lost the session again after re-opening it",
+                    function: again.function, returnValue: again.returnValue)
             } catch {
                 release(session)
                 throw error
@@ -117,7 +123,10 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
         while idle.isEmpty && open >= sessionCount {
             guard condition.wait(until: deadline) || !(idle.isEmpty && open >= sessionCount) else {
                 condition.unlock()
-                throw PKCS11Error(.sessionLost, "token '\(label)' had no free session within \(Int(Self.acquireTimeout)) s (\(sessionCount) in use)")
+                throw PKCS11Error(
+                    .sessionLost,
+                    "token '\(label)' had no free session within \(Int(Self.acquireTimeout)) s (\(sessionCount) in use)"
+                )
             }
         }
         if let session = idle.popLast() {
@@ -152,7 +161,8 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
         var session: CK_SESSION_HANDLE = 0
         try module.check(
             "C_OpenSession",
-            module.functions.pointee.C_OpenSession!(CK_SLOT_ID(slot), CK_FLAGS(CKF_SERIAL_SESSION | CKF_RW_SESSION), nil, nil, &session))
+            module.functions.pointee.C_OpenSession!(
+                CK_SLOT_ID(slot), CK_FLAGS(CKF_SERIAL_SESSION | CKF_RW_SESSION), nil, nil, &session))
         guard login else { return session }
         let rv = pin.withBytes { bytes, count in
             module.functions.pointee.C_Login!(session, CK_USER_TYPE(CKU_USER), bytes, CK_ULONG(count))
@@ -164,11 +174,14 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
         _ = module.functions.pointee.C_CloseSession!(session)
         switch UInt(rv) {
         case 0xA0, 0xA2:
-            throw PKCS11Error(.pinIncorrect, "token '\(label)' refused the PIN", function: "C_Login", returnValue: UInt(rv))
+            throw PKCS11Error(
+                .pinIncorrect, "token '\(label)' refused the PIN", function: "C_Login", returnValue: UInt(rv))
         case 0xA4:
-            throw PKCS11Error(.pinLocked, "the user PIN of token '\(label)' is locked", function: "C_Login", returnValue: UInt(rv))
+            throw PKCS11Error(
+                .pinLocked, "the user PIN of token '\(label)' is locked", function: "C_Login", returnValue: UInt(rv))
         case 0x102:
-            throw PKCS11Error(.pinIncorrect, "token '\(label)' has no user PIN set", function: "C_Login", returnValue: UInt(rv))
+            throw PKCS11Error(
+                .pinIncorrect, "token '\(label)' has no user PIN set", function: "C_Login", returnValue: UInt(rv))
         default:
             try module.check("C_Login", rv)
             return session
@@ -186,12 +199,17 @@ public final class PKCS11Token: @unchecked Sendable {  // mutable state (free se
             return cached
         }
         condition.unlock()
-        let found = try session.findObjects([.number(CKA_CLASS, objectClass), .data(CKA_LABEL, Array(label.utf8))], limit: 2)
+        let found = try session.findObjects(
+            [.number(CKA_CLASS, objectClass), .data(CKA_LABEL, Array(label.utf8))], limit: 2)
         guard !found.isEmpty else {
-            throw PKCS11Error(.keyNotFound, "token '\(self.label)' holds no \(PKCS11ObjectInfo.className(objectClass)) labelled '\(label)'")
+            throw PKCS11Error(
+                .keyNotFound,
+                "token '\(self.label)' holds no \(PKCS11ObjectInfo.className(objectClass)) labelled '\(label)'")
         }
         guard found.count == 1 else {
-            throw PKCS11Error(.keyAmbiguous, "token '\(self.label)' holds several \(PKCS11ObjectInfo.className(objectClass))s labelled '\(label)'")
+            throw PKCS11Error(
+                .keyAmbiguous,
+                "token '\(self.label)' holds several \(PKCS11ObjectInfo.className(objectClass))s labelled '\(label)'")
         }
         condition.lock()
         handles[key] = found[0]

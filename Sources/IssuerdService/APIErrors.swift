@@ -5,8 +5,12 @@ import IssuerdHTTP
 package enum APIErrors {
     /// 400 `invalid_request`: a value out of its bounds or enumeration; `field` names it, the
     /// value itself is never echoed.
-    package static func invalidRequest(_ message: String, field: String? = nil, file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 400, code: "invalid_request", message: message, context: field.map { ["field": .string($0)] } ?? [:], file: file, line: line)
+    package static func invalidRequest(
+        _ message: String, field: String? = nil, file: String = #fileID, line: Int = #line
+    ) -> HTTPError {
+        HTTPError(
+            status: 400, code: "invalid_request", message: message,
+            context: field.map { ["field": .string($0)] } ?? [:], file: file, line: line)
     }
 
     /// 404 `card_not_found`: missing, or another customer's (existence never leaks).
@@ -25,7 +29,11 @@ package enum APIErrors {
     }
 
     /// 429 `rate_limited` with `Retry-After` in whole seconds (at least 1).
-    package static func rateLimited(retryAfter seconds: Int, message: String, file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 429, code: "rate_limited", message: message, headers: ["Retry-After": String(max(1, seconds))], file: file, line: line)
+    package static func rateLimited(
+        retryAfter seconds: Int, message: String, file: String = #fileID, line: Int = #line
+    ) -> HTTPError {
+        HTTPError(
+            status: 429, code: "rate_limited", message: message, headers: ["Retry-After": String(max(1, seconds))],
+            file: file, line: line)
     }
 }

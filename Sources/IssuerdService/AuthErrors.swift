@@ -10,14 +10,18 @@ extension HTTPError.Code {
 extension HTTPError {
     /// 401 with a `WWW-Authenticate` challenge (RFC 9110 section 11.6.1). The message is the
     /// same whatever failed, so probing reveals nothing about which check refused.
-    package static func unauthenticated(scheme: String = "Bearer", file: String = #fileID, line: Int = #line) -> HTTPError {
+    package static func unauthenticated(
+        scheme: String = "Bearer", file: String = #fileID, line: Int = #line
+    ) -> HTTPError {
         HTTPError(
             status: 401, code: .unauthenticated, message: "missing or invalid credentials",
             headers: ["WWW-Authenticate": "\(scheme) realm=\"issuerd\""], file: file, line: line)
     }
 
     /// 403 for an authenticated caller whose role does not allow the operation.
-    package static func forbidden(_ message: String = "this credential may not perform this operation", file: String = #fileID, line: Int = #line) -> HTTPError {
+    package static func forbidden(
+        _ message: String = "this credential may not perform this operation", file: String = #fileID, line: Int = #line
+    ) -> HTTPError {
         HTTPError(status: 403, code: .forbidden, message: message, file: file, line: line)
     }
 }

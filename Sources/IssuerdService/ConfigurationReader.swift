@@ -32,7 +32,9 @@ public struct ConfigurationReader: Sendable {
     ///
     /// Blank lines and lines starting with `#` are ignored; values may be wrapped in double quotes.
     /// - Throws: ``ConfigurationError`` naming the file and line of a malformed entry.
-    public static func layered(file path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws
+    public static func layered(
+        file path: String?, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws
         -> ConfigurationReader
     {
         guard let path else { return ConfigurationReader(environment) }
@@ -48,7 +50,9 @@ public struct ConfigurationReader: Sendable {
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespaces)
             var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
             merged[key] = value
         }
         merged.merge(environment) { _, environment in environment }
@@ -71,7 +75,8 @@ public struct ConfigurationReader: Sendable {
     public func integer(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = string(key) else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
-            throw ConfigurationError(key: key, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw ConfigurationError(
+                key: key, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
     }
@@ -87,10 +92,15 @@ public struct ConfigurationReader: Sendable {
     }
 
     /// A duration written as a number with a unit: `500ms`, `30s`, `10m`, `24h`, `14d`.
-    public func duration(_ key: String, default defaultValue: Duration, in range: ClosedRange<Duration>) throws -> Duration {
+    public func duration(
+        _ key: String, default defaultValue: Duration, in range: ClosedRange<Duration>
+    ) throws -> Duration {
         guard let text = string(key) else { return defaultValue }
         guard let value = Self.parseDuration(text), range.contains(value) else {
-            throw ConfigurationError(key: key, problem: "must be a duration such as 30s, 10m or 24h, between \(range.lowerBound) and \(range.upperBound)")
+            throw ConfigurationError(
+                key: key,
+                problem:
+                    "must be a duration such as 30s, 10m or 24h, between \(range.lowerBound) and \(range.upperBound)")
         }
         return value
     }
@@ -112,7 +122,8 @@ public struct ConfigurationReader: Sendable {
 
     package static func decodeKey(_ text: String, key: String, byteCount: Int) throws -> [UInt8] {
         guard let data = Data(base64Encoded: text) else {
-            throw ConfigurationError(key: key, problem: "must be standard base64 (try: openssl rand -base64 \(byteCount))")
+            throw ConfigurationError(
+                key: key, problem: "must be standard base64 (try: openssl rand -base64 \(byteCount))")
         }
         guard data.count == byteCount else {
             throw ConfigurationError(key: key, problem: "must decode to \(byteCount) bytes, not \(data.count)")

@@ -18,7 +18,8 @@ public enum RFC3339 {
     package static func wholeSecondsUTC(_ text: String) -> Date? {
         var text = text
         return text.withUTF8 { bytes -> Date? in
-            guard bytes.count == 20, bytes[4] == 0x2D, bytes[7] == 0x2D, bytes[10] == 0x54, bytes[13] == 0x3A, bytes[16] == 0x3A,
+            guard bytes.count == 20, bytes[4] == 0x2D, bytes[7] == 0x2D, bytes[10] == 0x54, bytes[13] == 0x3A,
+                bytes[16] == 0x3A,
                 bytes[19] == 0x5A
             else { return nil }
             func number(_ from: Int, _ count: Int) -> Int? {
@@ -31,7 +32,8 @@ public enum RFC3339 {
                 return value
             }
             guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-                let minute = number(14, 2), let second = number(17, 2), year >= 1970, (1...12).contains(month), hour < 24, minute < 60,
+                let minute = number(14, 2), let second = number(17, 2), year >= 1970, (1...12).contains(month),
+                hour < 24, minute < 60,
                 second < 60
             else { return nil }
             let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)

@@ -25,8 +25,10 @@ public enum TestScratch {
         lock.lock()
         defer { lock.unlock() }
         if let root { return root }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-tests-\(getpid())-\(UUID().uuidString.prefix(8))")
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)  // a copy into it says if not
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-tests-\(getpid())-\(UUID().uuidString.prefix(8))")
+        // a copy into it says if not
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         root = folder
         atexit { TestScratch.remove() }
         return folder

@@ -50,7 +50,9 @@ public struct CardCreateRequest: Codable, Sendable, Equatable, CustomStringConve
         self.country = country
     }
 
-    public var description: String { "CardCreateRequest(cardId: \(cardId ?? "nil"), customerId: \(customerId), accountNumber: ****)" }
+    public var description: String {
+        "CardCreateRequest(cardId: \(cardId ?? "nil"), customerId: \(customerId), accountNumber: ****)"
+    }
 }
 
 /// `POST /v1/admin/cards/{cardId}/status`.
@@ -80,7 +82,8 @@ public struct AdminCard: Codable, Sendable, Equatable {
 
     public init(
         cardId: String, customerId: String, primaryAccountSuffix: String, expiration: String, cardholderName: String,
-        paymentNetwork: String, status: String, localizedDescription: String, primaryAccountIdentifier: String, country: String?
+        paymentNetwork: String, status: String, localizedDescription: String, primaryAccountIdentifier: String,
+        country: String?
     ) {
         self.cardId = cardId
         self.customerId = customerId

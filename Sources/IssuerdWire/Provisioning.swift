@@ -63,7 +63,10 @@ public struct ProvisioningResponse: Codable, Sendable, Equatable {
     public var wrappedKey: String?
     public var decision: Decision
 
-    public init(encryptedPassData: String, activationData: String, ephemeralPublicKey: String?, wrappedKey: String?, decision: Decision) {
+    public init(
+        encryptedPassData: String, activationData: String, ephemeralPublicKey: String?, wrappedKey: String?,
+        decision: Decision
+    ) {
         self.encryptedPassData = encryptedPassData
         self.activationData = activationData
         self.ephemeralPublicKey = ephemeralPublicKey

@@ -54,7 +54,8 @@ public struct WalletSignals: Codable, Sendable, Equatable {
     public var tokenRiskScore: Int?
 
     public init(
-        deviceScore: Int? = nil, accountScore: Int? = nil, phoneNumberScore: Int? = nil, recommendedDecision: String? = nil,
+        deviceScore: Int? = nil, accountScore: Int? = nil, phoneNumberScore: Int? = nil,
+        recommendedDecision: String? = nil,
         reasonCodes: [String]? = nil, tokenRiskScore: Int? = nil
     ) {
         self.deviceScore = deviceScore
@@ -75,7 +76,9 @@ public struct TokenizationAuthorizeResponse: Codable, Sendable, Equatable {
     public var reasons: [Reason]
     public var activationMethods: [ActivationMethod]
 
-    public init(decision: String, flow: String, attemptId: String, reasons: [Reason], activationMethods: [ActivationMethod]) {
+    public init(
+        decision: String, flow: String, attemptId: String, reasons: [Reason], activationMethods: [ActivationMethod]
+    ) {
         self.decision = decision
         self.flow = flow
         self.attemptId = attemptId

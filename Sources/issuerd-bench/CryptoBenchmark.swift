@@ -48,26 +48,39 @@ enum CryptoBenchmark {
             allRates.append(Double(cores * sealBatch) / seconds)
         }
         let parallelRate = median(allRates)
-        print(String(format: "ECC_V2 seal, %d threads:       %9.0f seals/s   (×%.2f)", cores, parallelRate, parallelRate / sealRate))
+        print(
+            String(
+                format: "ECC_V2 seal, %d threads:       %9.0f seals/s   (×%.2f)", cores, parallelRate,
+                parallelRate / sealRate))
 
         // Chain validation.
         _ = try timeBatches(count: 1, size: 100) { _ = cold.verify(certificates, at: now) }
         let coldTimes = try timeBatches(count: 7, size: 200) {
-            guard cold.verify(certificates, at: now).chain != nil else { throw BenchmarkFailure("cold verification failed") }
+            guard cold.verify(certificates, at: now).chain != nil else {
+                throw BenchmarkFailure("cold verification failed")
+            }
         }
         let cachedTimes = try timeBatches(count: 7, size: 100_000) {
-            guard cached.verify(certificates, at: now).chain != nil else { throw BenchmarkFailure("cached verification failed") }
+            guard cached.verify(certificates, at: now).chain != nil else {
+                throw BenchmarkFailure("cached verification failed")
+            }
         }
         let coldMicros = median(coldTimes) / 200 * 1e6
         let cachedMicros = median(cachedTimes) / 100_000 * 1e6
         print(String(format: "chain validation, cold:       %9.1f µs", coldMicros))
-        print(String(format: "chain validation, cached:     %9.2f µs   (target < 5 µs: %@)", cachedMicros, cachedMicros < 5 ? "met" : "MISSED"))
+        print(
+            String(
+                format: "chain validation, cached:     %9.2f µs   (target < 5 µs: %@)", cachedMicros,
+                cachedMicros < 5 ? "met" : "MISSED"))
 
         // The reference, in the same run.
         if let reference = opensslECDHRate() {
             let ratio = sealRate / reference
             print(String(format: "openssl speed ecdhp256:       %9.0f op/s (1 thread)", reference))
-            print(String(format: "ratio seal/ECDH, 1 thread:    %9.2f      (target ≥ 0.50: %@; ceiling ≈ 0.65)", ratio, ratio >= 0.5 ? "met" : "MISSED"))
+            print(
+                String(
+                    format: "ratio seal/ECDH, 1 thread:    %9.2f      (target ≥ 0.50: %@; ceiling ≈ 0.65)", ratio,
+                    ratio >= 0.5 ? "met" : "MISSED"))
         } else {
             print("openssl speed ecdhp256: not available (install the openssl CLI)")
         }
@@ -93,7 +106,9 @@ enum CryptoBenchmark {
         for (label, body) in steps {
             let size = 2000
             let times = try timeBatches(count: 5, size: size, body)
-            print("  " + label.padding(toLength: 28, withPad: " ", startingAt: 0) + String(format: "%8.2f µs", median(times) / Double(size) * 1e6))
+            print(
+                "  " + label.padding(toLength: 28, withPad: " ", startingAt: 0)
+                    + String(format: "%8.2f µs", median(times) / Double(size) * 1e6))
         }
     }
 
@@ -124,7 +139,8 @@ enum CryptoBenchmark {
         do { try process.run() } catch { return nil }
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard let line = output.split(separator: "\n").last(where: { $0.contains("ecdh") && $0.contains("nistp256") }) else { return nil }
+        guard let line = output.split(separator: "\n").last(where: { $0.contains("ecdh") && $0.contains("nistp256") })
+        else { return nil }
         return line.split(separator: " ").last.flatMap { Double($0) }
     }
 }

@@ -21,10 +21,13 @@ extension RiskBenchmark {
                 "failed_otps(card, 7d)": request.failed_otp_card_7d,
                 "token_deletions(card, 30d)": request.tokens_deleted_card_30d,
             ]
-            velocities.append(try slots.map { slot in
-                guard let value = counters[slot] else { throw Failure(description: "the workload has no counter for \(slot)") }
-                return value
-            })
+            velocities.append(
+                try slots.map { slot in
+                    guard let value = counters[slot] else {
+                        throw Failure(description: "the workload has no counter for \(slot)")
+                    }
+                    return value
+                })
         }
         return (inputs, velocities)
     }
@@ -33,14 +36,18 @@ extension RiskBenchmark {
         let day = 86_400.0
         var input = RiskInput()
         input.cardStatus = try enumeration(CardStatus.self, request.card_status.lowercased())
-        input.walletRecommendation = try enumeration(WalletRecommendation.self, request.wallet_recommendation == "REQUIRE_ADDITIONAL_AUTH"
-                                                     ? "require_additional_authentication" : request.wallet_recommendation.lowercased())
+        input.walletRecommendation = try enumeration(
+            WalletRecommendation.self,
+            request.wallet_recommendation == "REQUIRE_ADDITIONAL_AUTH"
+                ? "require_additional_authentication" : request.wallet_recommendation.lowercased())
         input.walletAccountScore = request.wallet_account_score
         input.walletDeviceScore = request.wallet_device_score
         input.walletReasonCodes = request.wallet_reason_codes
         input.cvvResult = try enumeration(CVVResult.self, request.cvv_result.lowercased())
         input.deviceID = request.device_id
-        input.source = try enumeration(TokenizationSource.self, request.tokenization_source == "APP" ? "push" : request.tokenization_source.lowercased())
+        input.source = try enumeration(
+            TokenizationSource.self,
+            request.tokenization_source == "APP" ? "push" : request.tokenization_source.lowercased())
         input.cardAge = request.card_age_days * day
         input.customerAge = request.account_age_days * day
         input.sinceAddressChange = request.days_since_address_change * day
@@ -61,7 +68,9 @@ extension RiskBenchmark {
 
     /// Per-rule hits, flow mix and the first 20 requests' hits must equal the reference.
     static func verify(_ ruleset: Ruleset, _ inputs: [RiskInput], _ velocities: [[Int?]], expected: Expected) throws {
-        guard inputs.count == expected.n else { throw Failure(description: "\(inputs.count) requests, expected.json says \(expected.n)") }
+        guard inputs.count == expected.n else {
+            throw Failure(description: "\(inputs.count) requests, expected.json says \(expected.n)")
+        }
         var hits: [String: Int] = [:]
         var mix: [String: Int] = ["GREEN": 0, "YELLOW": 0, "ORANGE": 0]
         for index in inputs.indices {
@@ -69,19 +78,28 @@ extension RiskBenchmark {
             let ruleHits = decision.hits.map(\.ruleID).filter { !$0.hasPrefix("invariant.") }
             for id in ruleHits { hits[id, default: 0] += 1 }
             mix[decision.flow.description.uppercased(), default: 0] += 1
-            if index < expected.hits_of_first_20_requests.count, ruleHits.sorted() != expected.hits_of_first_20_requests[index] {
-                throw Failure(description: "request \(index): hits \(ruleHits.sorted()) but the reference says \(expected.hits_of_first_20_requests[index])")
+            if index < expected.hits_of_first_20_requests.count,
+                ruleHits.sorted() != expected.hits_of_first_20_requests[index]
+            {
+                throw Failure(
+                    description:
+                        "request \(index): hits \(ruleHits.sorted()) but the reference says \(expected.hits_of_first_20_requests[index])"
+                )
             }
         }
         for (id, count) in expected.hits_per_rule.sorted(by: { $0.key < $1.key }) where hits[id, default: 0] != count {
             throw Failure(description: "rule \(id): \(hits[id, default: 0]) hits, expected.json says \(count)")
         }
-        guard mix == expected.decision_mix else { throw Failure(description: "flow mix \(mix), expected.json says \(expected.decision_mix)") }
+        guard mix == expected.decision_mix else {
+            throw Failure(description: "flow mix \(mix), expected.json says \(expected.decision_mix)")
+        }
     }
 
     /// Median requests per second over `runs` timed passes after one warm-up pass, by the wall
     /// clock (what the peers report) and by this thread's CPU time (robust to other load).
-    static func measure(_ ruleset: Ruleset, _ inputs: [RiskInput], _ velocities: [[Int?]], runs: Int) -> (wall: Double, cpu: Double) {
+    static func measure(
+        _ ruleset: Ruleset, _ inputs: [RiskInput], _ velocities: [[Int?]], runs: Int
+    ) -> (wall: Double, cpu: Double) {
         // One pass: every request decided in full (hits with their values); the checksum keeps
         // the optimiser from discarding the work.
         func threadCPUSeconds() -> Double {
@@ -122,16 +140,21 @@ extension RiskBenchmark {
 
     /// Runs `peer_bench.py` on the same number of requests and returns (engine, req/s).
     static func runPeers(python: String, script: String, engines: String, count: Int) throws -> [(String, Double)] {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("peers-\(ProcessInfo.processInfo.processIdentifier).json")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "peers-\(ProcessInfo.processInfo.processIdentifier).json")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [script, "--n", String(count), "--engines", engines, "--json", output.path]
-        FileHandle.standardError.write(Data("running peers: \(python) \(script) --n \(count) --engines \(engines)\n".utf8))
+        FileHandle.standardError.write(
+            Data("running peers: \(python) \(script) --n \(count) --engines \(engines)\n".utf8))
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Failure(description: "peer_bench.py exited with \(process.terminationStatus)") }
+        guard process.terminationStatus == 0 else {
+            throw Failure(description: "peer_bench.py exited with \(process.terminationStatus)")
+        }
         defer { try? FileManager.default.removeItem(at: output) }
         struct Report: Decodable {
+            // swift-format-ignore: AlwaysUseLowerCamelCase
             struct Row: Decodable {
                 var engine: String
                 var evals_per_s: Double?

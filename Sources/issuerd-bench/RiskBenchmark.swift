@@ -9,6 +9,7 @@ import IssuerdRisk
 /// session and prints the ratio to the fastest peer engine.
 enum RiskBenchmark {
     /// One line of `requests.jsonl`.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     struct Request: Decodable {
         var card_status: String
         var wallet_recommendation: String
@@ -36,6 +37,7 @@ enum RiskBenchmark {
     }
 
     /// `expected.json`.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     struct Expected: Decodable {
         var n: Int
         var hits_per_rule: [String: Int]
@@ -71,7 +73,9 @@ enum RiskBenchmark {
         let ruleset = try loadRuleset(rulesDirectory, workload: workload)
         let (inputs, velocities) = try decode(workload, ruleset: ruleset)
         try verify(ruleset, inputs, velocities, expected: try read(Expected.self, from: workload + "/expected.json"))
-        print("correctness: per-rule hits, flow mix and the first 20 requests' hits equal expected.json (\(inputs.count) requests, \(ruleset.rules.count) rules)")
+        print(
+            "correctness: per-rule hits, flow mix and the first 20 requests' hits equal expected.json (\(inputs.count) requests, \(ruleset.rules.count) rules)"
+        )
 
         let before = measure(ruleset, inputs, velocities, runs: runs)
         report("issuerd (Swift, compiled closures)", before, rules: ruleset.rules.count, runs: runs)
@@ -81,7 +85,9 @@ enum RiskBenchmark {
             return
         }
         fflush(nil)  // our figures print before the peers' own output
-        let engines = option("peers-engines", in: words) ?? "python-lambda,jsonlogic/rule,jsonlogic/set,cel-rust/rule,cel-rust/set,zen/set,zen/rule,rego"
+        let engines =
+            option("peers-engines", in: words)
+            ?? "python-lambda,jsonlogic/rule,jsonlogic/set,cel-rust/rule,cel-rust/set,zen/set,zen/rule,rego"
         let peers = try runPeers(python: python, script: script, engines: engines, count: inputs.count)
         // Measured again after the peers: on a shared machine the load changes during the
         // run, so the ratio uses the mean of the two medians rather than the better one.
@@ -93,25 +99,34 @@ enum RiskBenchmark {
         for (name, rate) in peers {
             let reference = name == "python-lambda"
             let label = name.padding(toLength: 16, withPad: " ", startingAt: 0)
-            print("  " + label + String(format: " %12.0f req/s  %7.2f us/req", rate, 1e6 / rate)
-                  + (reference ? "  (plain CPython closures: a reference, not a rule engine)" : ""))
+            print(
+                "  " + label + String(format: " %12.0f req/s  %7.2f us/req", rate, 1e6 / rate)
+                    + (reference ? "  (plain CPython closures: a reference, not a rule engine)" : ""))
             if !reference, rate > (fastest?.rate ?? 0) { fastest = (name, rate) }
         }
         if let fastest {
-            print(String(format: "ratio: issuerd / fastest peer engine (%@) = %.1fx   (target >= 20x)", fastest.name as NSString, requestsPerSecond / fastest.rate))
+            print(
+                String(
+                    format: "ratio: issuerd / fastest peer engine (%@) = %.1fx   (target >= 20x)",
+                    fastest.name as NSString, requestsPerSecond / fastest.rate))
         }
     }
 
     static func report(_ label: String, _ rate: (wall: Double, cpu: Double), rules: Int, runs: Int) {
         let microseconds = 1e6 / rate.wall
-        print(label.padding(toLength: 36, withPad: " ", startingAt: 0)
-              + String(format: " %10.0f req/s  %6.3f us/req  %5.1f ns/rule  (median of %d passes, 1 thread; %.0f req/s of thread CPU time)",
-                       rate.wall, microseconds, microseconds * 1000 / Double(rules), runs, rate.cpu))
+        print(
+            label.padding(toLength: 36, withPad: " ", startingAt: 0)
+                + String(
+                    format:
+                        " %10.0f req/s  %6.3f us/req  %5.1f ns/rule  (median of %d passes, 1 thread; %.0f req/s of thread CPU time)",
+                    rate.wall, microseconds, microseconds * 1000 / Double(rules), runs, rate.cpu))
         fflush(nil)
     }
 
     static func read<T: Decodable>(_ type: T.Type, from path: String) throws -> T {
-        guard let data = FileManager.default.contents(atPath: path) else { throw Failure(description: "cannot read \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Failure(description: "cannot read \(path)")
+        }
         return try JSONDecoder().decode(type, from: data)
     }
 
@@ -122,7 +137,9 @@ enum RiskBenchmark {
             guard let data = FileManager.default.contents(atPath: "\(workload)/\(name).list") else {
                 throw Failure(description: "cannot read \(workload)/\(name).list")
             }
-            files.append(RulesetFile(path: "lists/\(name).list", contents: "type string\n" + String(decoding: data, as: UTF8.self)))
+            files.append(
+                RulesetFile(
+                    path: "lists/\(name).list", contents: "type string\n" + String(decoding: data, as: UTF8.self)))
         }
         return try RulesetCompiler.compile(files, contentHasher: RulesetContent.fnv1a64)
     }

@@ -28,7 +28,8 @@ struct OperationsTests {
         let metrics = try app.client.get("/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.text.contains("issuerd_db_pool_connections{state=\"size\"} 6"))
-        #expect(metrics.text.contains("issuerd_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 1"))
+        #expect(
+            metrics.text.contains("issuerd_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 1"))
     }
 
     @Test("A database outage answers 503 on /readyz, and the same instance recovers by itself")

@@ -57,7 +57,8 @@ enum DocSamples {
             case .timedOut, .transport, .throttled, .server:
                 return .failed(message: "Apple Wallet is not available right now. Try again later.", signInAgain: false)
             default:
-                return .failed(message: "This card cannot be added (\(error.requestId ?? "no request id")).", signInAgain: false)
+                return .failed(
+                    message: "This card cannot be added (\(error.requestId ?? "no request id")).", signInAgain: false)
             }
         } catch {
             // The token provider's own error: the app's session could not produce a token.

@@ -16,9 +16,12 @@ struct LoggerTests {
     func jsonLine() throws {
         let record = LogRecord(
             timestamp: Date(timeIntervalSince1970: 0), level: .warning, label: "issuerd.test",
-            message: "line \"one\"\nnext", metadata: ["pan": LogValue(PrimaryAccountNumber("5399999999999999")!), "n": 3])
+            message: "line \"one\"\nnext",
+            metadata: ["pan": LogValue(PrimaryAccountNumber("5399999999999999")!), "n": 3])
         let line = JSONLogHandler.format(record)
-        #expect(line.hasPrefix("{\"ts\":\"1970-01-01T00:00:00.000Z\",\"level\":\"warning\",\"logger\":\"issuerd.test\",\"msg\":"))
+        #expect(
+            line.hasPrefix(
+                "{\"ts\":\"1970-01-01T00:00:00.000Z\",\"level\":\"warning\",\"logger\":\"issuerd.test\",\"msg\":"))
         #expect(!line.contains("\n"))
         let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["msg"] as? String == "line \"one\"\nnext")
@@ -30,7 +33,11 @@ struct LoggerTests {
     func levels() {
         let handler = CapturingLogHandler()
         let logger = Logger(label: "t", minimumLevel: .info, handler: handler).with(["requestId": "r1"])
-        logger.debug({ Issue.record("debug message was built"); return "no" }())
+        logger.debug(
+            {
+                Issue.record("debug message was built")
+                return "no"
+            }())
         logger.info("yes", ["k": "v"])
         let records = handler.records.withLock { $0 }
         #expect(records.count == 1)

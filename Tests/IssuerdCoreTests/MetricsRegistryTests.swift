@@ -11,7 +11,8 @@ struct MetricsRegistryTests {
         requests.increment(labels: ["/v1/cards", "200"])
         requests.increment(by: 2, labels: ["/v1/cards", "200"])
         requests.increment(labels: ["/v1/x\"y", "404"])
-        let latency = registry.histogram("issuerd_latency_seconds", help: "Latency.", labels: ["route"], buckets: [0.1, 1])
+        let latency = registry.histogram(
+            "issuerd_latency_seconds", help: "Latency.", labels: ["route"], buckets: [0.1, 1])
         latency.observe(0.05, labels: ["a"])
         latency.observe(0.5, labels: ["a"])
         latency.observe(5, labels: ["a"])
@@ -33,9 +34,11 @@ struct MetricsRegistryTests {
     func concurrentRecording() {
         let registry = MetricsRegistry()
         let decisions = registry.counter("issuerd_decisions_total", help: "Decisions.", labels: ["flow"])
-        let latency = registry.histogram("issuerd_latency_seconds", help: "Latency.", labels: ["route"], buckets: [0.01, 1])
+        let latency = registry.histogram(
+            "issuerd_latency_seconds", help: "Latency.", labels: ["route"], buckets: [0.01, 1])
         let level = registry.gauge("issuerd_level", help: "Level.")
-        let threads = 12, perThread = 5_000
+        let threads = 12
+        let perThread = 5_000
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             for index in 0..<perThread {
                 decisions.increment(labels: [index % 2 == 0 ? "green" : "yellow"])
@@ -46,7 +49,8 @@ struct MetricsRegistryTests {
         #expect(registry.value(of: "issuerd_decisions_total", labels: ["green"]) == Double(threads * perThread / 2))
         #expect(registry.value(of: "issuerd_decisions_total", labels: ["yellow"]) == Double(threads * perThread / 2))
         let text = registry.render()
-        #expect(text.contains("issuerd_latency_seconds_bucket{route=\"p\",le=\"0.01\"} \(threads * perThread * 3 / 4)\n"))
+        #expect(
+            text.contains("issuerd_latency_seconds_bucket{route=\"p\",le=\"0.01\"} \(threads * perThread * 3 / 4)\n"))
         #expect(text.contains("issuerd_latency_seconds_bucket{route=\"p\",le=\"+Inf\"} \(threads * perThread)\n"))
         #expect(text.contains("issuerd_latency_seconds_count{route=\"p\"} \(threads * perThread)\n"))
         // One gauge sample, whichever thread set it last.

@@ -16,7 +16,9 @@ struct RedactionTests {
         #expect(pan.lastFour == "1111")
     }
 
-    @Test("Invalid PANs are refused", arguments: ["4111111111111112", "41111", "4111 1111 1111 1111", "", "41111111111111111111", "４111111111111111"])
+    @Test(
+        "Invalid PANs are refused",
+        arguments: ["4111111111111112", "41111", "4111 1111 1111 1111", "", "41111111111111111111", "４111111111111111"])
     func panInvalid(input: String) {
         #expect(PrimaryAccountNumber(input) == nil)
     }

@@ -74,7 +74,9 @@ struct TerminalEchoTests {
             #expect(pty.localFlags & tcflag_t(ECHO) == 0)
             #expect(pty.localFlags & tcflag_t(ECHONL) != 0)
             pty.type("4111111111111111\n")
-            return try TerminalEcho.readLine(from: pty.terminal, maximumLength: 32) { bytes in bytes.map { String(decoding: $0, as: UTF8.self) } }
+            return try TerminalEcho.readLine(from: pty.terminal, maximumLength: 32) { bytes in
+                bytes.map { String(decoding: $0, as: UTF8.self) }
+            }
         }
         #expect(secret == "4111111111111111")
         let shown = pty.echoed()
@@ -119,10 +121,14 @@ struct TerminalEchoTests {
         _ = bytes.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }
         close(ends[1])
         let line = try TerminalEcho.withEchoDisabled(on: ends[0]) {
-            try TerminalEcho.readLine(from: ends[0], maximumLength: 8) { $0.map { String(decoding: $0, as: UTF8.self) } }
+            try TerminalEcho.readLine(from: ends[0], maximumLength: 8) {
+                $0.map { String(decoding: $0, as: UTF8.self) }
+            }
         }
         #expect(line == "9876")
-        let rest = try TerminalEcho.readLine(from: ends[0], maximumLength: 8) { $0.map { String(decoding: $0, as: UTF8.self) } }
+        let rest = try TerminalEcho.readLine(from: ends[0], maximumLength: 8) {
+            $0.map { String(decoding: $0, as: UTF8.self) }
+        }
         #expect(rest == "rest")
     }
 }

@@ -6,11 +6,15 @@ import Testing
 
 /// Mastercard TAV v3 (verified with the `openssl` CLI) and the issuer OTP with its verify.
 @Suite struct ActivationDataTests {
-    private func request(now: Date = Date(timeIntervalSince1970: 1_900_000_000), reference: String = "card-123", nonce: [UInt8] = [1, 2, 3, 4]) throws
+    private func request(
+        now: Date = Date(timeIntervalSince1970: 1_900_000_000), reference: String = "card-123",
+        nonce: [UInt8] = [1, 2, 3, 4]
+    ) throws
         -> ActivationDataRequest
     {
         try ActivationDataRequest(
-            primaryAccountNumber: try #require(PrimaryAccountNumber("5399999999999999")), expiration: try #require(CardExpiration("03/29")),
+            primaryAccountNumber: try #require(PrimaryAccountNumber("5399999999999999")),
+            expiration: try #require(CardExpiration("03/29")),
             cardReference: reference, nonce: nonce, now: now)
     }
 
@@ -37,7 +41,8 @@ import Testing
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         for offset in stride(from: 0.0, to: 40 * 86_400 * 365, by: 86_400 * 97 + 3_671.5) {
-            let data = try provider.activationData(for: try request(now: Date(timeIntervalSince1970: 1_000_000_000 + offset)))
+            let data = try provider.activationData(
+                for: try request(now: Date(timeIntervalSince1970: 1_000_000_000 + offset)))
             let tav = try JSONDecoder().decode(MastercardTAVProvider.TAV.self, from: Data(data))
             #expect(Array(try encoder.encode(tav)) == data)
         }
@@ -49,14 +54,18 @@ import Testing
         formatter.timeZone = TimeZone(identifier: "UTC")
         for seconds in stride(from: 946_684_799.9, to: 4_102_444_800, by: 86_400 * 13 + 3_599.7) {
             let date = Date(timeIntervalSince1970: seconds)
-            #expect(MastercardTAVProvider.timestamp(date) == formatter.string(from: Date(timeIntervalSince1970: seconds.rounded(.down))))
+            #expect(
+                MastercardTAVProvider.timestamp(date)
+                    == formatter.string(from: Date(timeIntervalSince1970: seconds.rounded(.down))))
         }
     }
 
     @Test func tavSignatureVerifiesWithOpenSSLCLI() throws {
-        let openssl = try #require(ExternalTool.which("openssl"), "the openssl CLI is required (Debian package openssl)")
+        let openssl = try #require(
+            ExternalTool.which("openssl"), "the openssl CLI is required (Debian package openssl)")
         let provider = try MastercardTAVProvider(signingKey: TestPKI.shared.tavSigningKey, validity: 300)
-        let tav = try JSONDecoder().decode(MastercardTAVProvider.TAV.self, from: Data(try provider.activationData(for: try request())))
+        let tav = try JSONDecoder().decode(
+            MastercardTAVProvider.TAV.self, from: Data(try provider.activationData(for: try request())))
         let directory = try ExternalTool.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let publicKey = directory.appendingPathComponent("tav-public.pem")
@@ -65,12 +74,14 @@ import Testing
         try Data(TestPKI.shared.tavSigningKey.publicKey.pemRepresentation.utf8).write(to: publicKey)
         try Data("5399999999999999|0329|\(tav.dataValidUntilTimestamp)".utf8).write(to: message)
         try Data(try BinaryEncoding.decodeBase64(tav.signature)).write(to: signature)
-        let good = try ExternalTool.run(openssl, ["dgst", "-sha256", "-verify", publicKey.path, "-signature", signature.path, message.path])
+        let good = try ExternalTool.run(
+            openssl, ["dgst", "-sha256", "-verify", publicKey.path, "-signature", signature.path, message.path])
         #expect(good.status == 0, "\(good.stderr)")
         #expect(String(decoding: good.stdout, as: UTF8.self).contains("Verified OK"))
         // The CLI must also be able to say no: another expiry was not signed.
         try Data("5399999999999999|0330|\(tav.dataValidUntilTimestamp)".utf8).write(to: message)
-        let bad = try ExternalTool.run(openssl, ["dgst", "-sha256", "-verify", publicKey.path, "-signature", signature.path, message.path])
+        let bad = try ExternalTool.run(
+            openssl, ["dgst", "-sha256", "-verify", publicKey.path, "-signature", signature.path, message.path])
         #expect(bad.status != 0)
     }
 
@@ -94,7 +105,8 @@ import Testing
         #expect(provider.verify(data, for: try self.request(reference: "card-124")) == .invalid)
         #expect(provider.verify(data, for: try self.request(nonce: [1, 2, 3, 5])) == .invalid)
         let otherExpiry = try ActivationDataRequest(
-            primaryAccountNumber: request.primaryAccountNumber, expiration: try #require(CardExpiration("04/29")), cardReference: "card-123",
+            primaryAccountNumber: request.primaryAccountNumber, expiration: try #require(CardExpiration("04/29")),
+            cardReference: "card-123",
             nonce: [1, 2, 3, 4], now: request.now)
         #expect(provider.verify(data, for: otherExpiry) == .invalid)
         // Forged validity end, another key, garbage.

@@ -10,7 +10,8 @@ import Testing
 
     @Test func productionChainVerifiesAtJanuary2020() throws {
         let verifier = try AppleCertificateChainVerifier(trust: .production)
-        let result = verifier.verify([try Fixtures.productionLeaf, try Fixtures.productionIntermediate], at: january2020)
+        let result = verifier.verify(
+            [try Fixtures.productionLeaf, try Fixtures.productionIntermediate], at: january2020)
         let chain = try #require(result.chain, "\(String(describing: result.failure))")
         #expect(chain.leafCommonName == "ecc-crypto-services-encipherment_UC6-PROD")
         #expect(chain.intermediateCommonName == "Apple Worldwide Developer Relations CA - G2")
@@ -32,12 +33,16 @@ import Testing
 
     @Test func productionChainWithoutValidityCheckVerifiesNow() throws {
         let verifier = try AppleCertificateChainVerifier(trust: .production, checkValidity: false)
-        #expect(verifier.verify([try Fixtures.productionLeaf, try Fixtures.productionIntermediate], at: Date()).chain != nil)
+        #expect(
+            verifier.verify([try Fixtures.productionLeaf, try Fixtures.productionIntermediate], at: Date()).chain != nil
+        )
     }
 
     @Test func productionChainBeforeLeafNotBeforeIsNotYetValid() throws {
         let verifier = try AppleCertificateChainVerifier(trust: .production)
-        let result = verifier.verify([try Fixtures.productionLeaf, try Fixtures.productionIntermediate], at: Date(timeIntervalSince1970: 1_514_764_800))  // 2018-01-01
+        let result = verifier.verify(
+            [try Fixtures.productionLeaf, try Fixtures.productionIntermediate],
+            at: Date(timeIntervalSince1970: 1_514_764_800))  // 2018-01-01
         #expect(result.failure?.code == .notYetValid)
     }
 
@@ -56,7 +61,9 @@ import Testing
 
     @Test func embeddedRootIsPinnedByFingerprint() throws {
         let profile = AppleTrustProfile.production
-        #expect(BinaryEncoding.hexString(profile.rootFingerprint) == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
+        #expect(
+            BinaryEncoding.hexString(profile.rootFingerprint)
+                == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
         #expect(profile.rootFingerprint == SHA256.hash(try Fixtures.appleRoot))
     }
 
@@ -81,12 +88,14 @@ import Testing
     // MARK: Generated PKI
 
     private func verifier(checkValidity: Bool = true, cacheCapacity: Int = 64) throws -> AppleCertificateChainVerifier {
-        try AppleCertificateChainVerifier(trust: try TestPKI.shared.trustProfile, checkValidity: checkValidity, cacheCapacity: cacheCapacity)
+        try AppleCertificateChainVerifier(
+            trust: try TestPKI.shared.trustProfile, checkValidity: checkValidity, cacheCapacity: cacheCapacity)
     }
 
     @Test func generatedChainVerifies() throws {
         let pki = TestPKI.shared
-        let result = try verifier().verify([pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now)
+        let result = try verifier().verify(
+            [pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now)
         let chain = try #require(result.chain, "\(String(describing: result.failure))")
         #expect(chain.trustProfileName == "custom")
         #expect(chain.leafFingerprint == SHA256.hash(pki.eccLeaf.certificateDER))
@@ -95,14 +104,17 @@ import Testing
     @Test func wrongRoot() throws {
         let pki = TestPKI.shared
         let other = try DevelopmentPKI.generate(now: TestPKI.now)
-        let result = try verifier().verify([other.eccLeaf.certificateDER, other.intermediate.certificateDER], at: TestPKI.now)
+        let result = try verifier().verify(
+            [other.eccLeaf.certificateDER, other.intermediate.certificateDER], at: TestPKI.now)
         #expect(result.failure?.code == .untrustedRoot)
         // The other PKI's root sent along is ignored, not trusted.
         let withRoot = try verifier().verify(
-            [other.eccLeaf.certificateDER, other.intermediate.certificateDER, other.root.certificateDER], at: TestPKI.now)
+            [other.eccLeaf.certificateDER, other.intermediate.certificateDER, other.root.certificateDER],
+            at: TestPKI.now)
         #expect(withRoot.failure?.code == .untrustedRoot)
         // A production chain against the development root.
-        let production = try verifier(checkValidity: false).verify([try Fixtures.productionLeaf, try Fixtures.productionIntermediate], at: january2020)
+        let production = try verifier(checkValidity: false).verify(
+            [try Fixtures.productionLeaf, try Fixtures.productionIntermediate], at: january2020)
         #expect(production.failure?.code == .untrustedRoot)
         _ = pki
     }
@@ -129,14 +141,16 @@ import Testing
         var profile = DevelopmentPKI.LeafProfile(now: TestPKI.now)
         profile.includeAppleMarker = false
         let leaf = try TestPKI.shared.issueLeaf(profile)
-        let result = try verifier().verify([leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
+        let result = try verifier().verify(
+            [leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
         #expect(result.failure?.code == .leafNotFound)
     }
 
     @Test func twoLeavesWithTheOID() throws {
         let pki = TestPKI.shared
         let second = try pki.issueLeaf(DevelopmentPKI.LeafProfile(now: TestPKI.now))
-        let result = try verifier().verify([pki.eccLeaf.certificateDER, second.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now)
+        let result = try verifier().verify(
+            [pki.eccLeaf.certificateDER, second.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now)
         #expect(result.failure?.code == .multipleLeaves)
     }
 
@@ -144,7 +158,9 @@ import Testing
         var profile = DevelopmentPKI.LeafProfile(now: TestPKI.now)
         profile.appleMarkerCritical = false
         let leaf = try TestPKI.shared.issueLeaf(profile)
-        #expect(try verifier().verify([leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now).chain != nil)
+        #expect(
+            try verifier().verify([leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
+                .chain != nil)
     }
 
     /// The unhandled-critical-extension error is accepted for Apple's OID only, never globally.
@@ -152,7 +168,8 @@ import Testing
         var profile = DevelopmentPKI.LeafProfile(now: TestPKI.now)
         profile.extraCriticalExtensionOID = "1.2.3.4.5.6.7"
         let leaf = try TestPKI.shared.issueLeaf(profile)
-        let result = try verifier().verify([leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
+        let result = try verifier().verify(
+            [leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
         #expect(result.failure?.code == .unhandledCriticalExtension)
     }
 
@@ -165,7 +182,8 @@ import Testing
         var profile = DevelopmentPKI.LeafProfile(now: TestPKI.now)
         profile.keyUsage = usage
         let leaf = try TestPKI.shared.issueLeaf(profile)
-        let result = try verifier().verify([leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
+        let result = try verifier().verify(
+            [leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
         #expect(result.failure?.code == code)
     }
 
@@ -173,7 +191,8 @@ import Testing
         var profile = DevelopmentPKI.LeafProfile(now: TestPKI.now)
         profile.keyUsage = nil
         let leaf = try TestPKI.shared.issueLeaf(profile)
-        let result = try verifier().verify([leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
+        let result = try verifier().verify(
+            [leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
         #expect(result.failure?.code == .leafKeyUsage)
     }
 
@@ -182,7 +201,9 @@ import Testing
         let v = try verifier()
         let rsa = v.verify([pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .eccV2)
         #expect(rsa.failure?.code == .leafKeyType)
-        #expect(v.verify([pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2).chain != nil)
+        #expect(
+            v.verify([pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2).chain
+                != nil)
         let ecc = v.verify([pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2)
         #expect(ecc.failure?.code == .leafKeyType)
     }
@@ -191,7 +212,8 @@ import Testing
         var profile = DevelopmentPKI.LeafProfile(now: TestPKI.now)
         profile.key = .p384
         let leaf = try TestPKI.shared.issueLeaf(profile)
-        let result = try verifier().verify([leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
+        let result = try verifier().verify(
+            [leaf.certificateDER, TestPKI.shared.intermediate.certificateDER], at: TestPKI.now)
         #expect(result.failure?.code == .leafKeyType)
     }
 
@@ -211,7 +233,9 @@ import Testing
         #expect(b.failure?.code == .notYetValid)
         // The same chains pass when the validity check is off.
         let lenient = try verifier(checkValidity: false)
-        #expect(lenient.verify([try pki.issueLeaf(expired).certificateDER, pki.intermediate.certificateDER], at: now).chain != nil)
+        #expect(
+            lenient.verify([try pki.issueLeaf(expired).certificateDER, pki.intermediate.certificateDER], at: now).chain
+                != nil)
     }
 
     @Test func intermediateName() throws {
@@ -263,7 +287,8 @@ import Testing
         let v = try verifier()
         let good = BinaryEncoding.base64String(intermediate)
         let truncated = String(BinaryEncoding.base64String(leaf).dropLast(3))
-        let mixed = BinaryEncoding.base64String(leaf).replacingOccurrences(of: "/", with: "_", options: [], range: nil) + "+"
+        let mixed =
+            BinaryEncoding.base64String(leaf).replacingOccurrences(of: "/", with: "_", options: [], range: nil) + "+"
         let notText = "this is not base64!"
         for bad in [truncated, mixed, notText, ""] {
             let result = v.verify(encoded: [bad, good], at: TestPKI.now)

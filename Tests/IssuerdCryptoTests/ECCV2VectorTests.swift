@@ -40,7 +40,9 @@ import Testing
     func ciphertextMatches(name: String) throws {
         let v = try Fixtures.eccV2
         let vector = try #require(v.vectors.first { $0.name == name })
-        let encryptor = ECCV2Encryptor(fixedEphemeralKey: try P256.KeyAgreement.PrivateKey(rawRepresentation: Fixtures.hex(v.ephemeralPrivateKeyHex)))
+        let encryptor = ECCV2Encryptor(
+            fixedEphemeralKey: try P256.KeyAgreement.PrivateKey(
+                rawRepresentation: Fixtures.hex(v.ephemeralPrivateKeyHex)))
         let leaf = try P256.KeyAgreement.PublicKey(x963Representation: Fixtures.hex(v.leafPublicKeyX963Hex))
         let output = try encryptor.seal(plaintext: Array(vector.plaintextUtf8.utf8), to: leaf)
         #expect(output.encryptedPassData == (try Fixtures.hex(vector.encryptedPassDataHex)))
@@ -58,10 +60,13 @@ import Testing
         let v = try Fixtures.eccV2
         let vector = try #require(v.vectors.first { $0.name == row.0 })
         let payload = try PassPayload(
-            primaryAccountNumber: try #require(PrimaryAccountNumber(row.1)), expiration: try #require(CardExpiration(row.2)), name: row.3,
+            primaryAccountNumber: try #require(PrimaryAccountNumber(row.1)),
+            expiration: try #require(CardExpiration(row.2)), name: row.3,
             nonce: try BinaryEncoding.decodeHex(row.4), nonceSignature: try BinaryEncoding.decodeHex(row.5))
         #expect(payload.jsonBytes() == Array(vector.plaintextUtf8.utf8))
-        let encryptor = ECCV2Encryptor(fixedEphemeralKey: try P256.KeyAgreement.PrivateKey(rawRepresentation: Fixtures.hex(v.ephemeralPrivateKeyHex)))
+        let encryptor = ECCV2Encryptor(
+            fixedEphemeralKey: try P256.KeyAgreement.PrivateKey(
+                rawRepresentation: Fixtures.hex(v.ephemeralPrivateKeyHex)))
         let leaf = try P256.KeyAgreement.PublicKey(x963Representation: Fixtures.hex(v.leafPublicKeyX963Hex))
         let output = try encryptor.seal(plaintext: payload.jsonBytes(), to: leaf)
         #expect(output.encryptedPassData == (try Fixtures.hex(vector.encryptedPassDataHex)))

@@ -75,7 +75,8 @@ import Testing
         let der = pki.eccLeaf.certificateDER
         #expect(try CertificateDecoding.certificates(inFile: der) == [der])
         let pem = pki.eccLeaf.certificatePEM + pki.intermediate.certificatePEM
-        #expect(try CertificateDecoding.certificates(inFile: Array(pem.utf8)) == [der, pki.intermediate.certificateDER])
+        #expect(
+            try CertificateDecoding.certificates(inFile: Array(pem.utf8)) == [der, pki.intermediate.certificateDER])
         let base64 = "  " + BinaryEncoding.base64String(der) + "\n"
         #expect(try CertificateDecoding.certificates(inFile: Array(base64.utf8)) == [der])
         let brokenPEM = pki.eccLeaf.certificatePEM + "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"

@@ -43,7 +43,9 @@ import Testing
         expectCryptoError(.authenticationFailed) { try vault.open(sealed, context: Array("card-2".utf8)) }
         var altered = sealed.bytes
         altered[20] ^= 1
-        expectCryptoError(.authenticationFailed) { try vault.open(SealedPAN(keyVersion: 1, bytes: altered), context: Array("card-1".utf8)) }
+        expectCryptoError(.authenticationFailed) {
+            try vault.open(SealedPAN(keyVersion: 1, bytes: altered), context: Array("card-1".utf8))
+        }
         expectCryptoError(.unknownKeyVersion) { try vault.open(SealedPAN(keyVersion: 7, bytes: sealed.bytes)) }
         expectCryptoError(.invalidLength) { try vault.open(SealedPAN(keyVersion: 1, bytes: [1, 2, 3])) }
     }
@@ -81,9 +83,15 @@ import Testing
         let vault = PANVault(keyRing: ring)
         #expect(try vault.fingerprint(pan) != (try vault.fingerprint(PrimaryAccountNumber("5399999999999999")!)))
         #expect(try vault.fingerprint(pan).count == 32)
-        #expect(try vault.otpMatches(code: "123456", challengeId: "a", digest: try vault.otpDigest(code: "123456", challengeId: "a")))
-        #expect(!(try vault.otpMatches(code: "123457", challengeId: "a", digest: try vault.otpDigest(code: "123456", challengeId: "a"))))
-        #expect(!(try vault.otpMatches(code: "123456", challengeId: "b", digest: try vault.otpDigest(code: "123456", challengeId: "a"))))
+        #expect(
+            try vault.otpMatches(
+                code: "123456", challengeId: "a", digest: try vault.otpDigest(code: "123456", challengeId: "a")))
+        #expect(
+            !(try vault.otpMatches(
+                code: "123457", challengeId: "a", digest: try vault.otpDigest(code: "123456", challengeId: "a"))))
+        #expect(
+            !(try vault.otpMatches(
+                code: "123456", challengeId: "b", digest: try vault.otpDigest(code: "123456", challengeId: "a"))))
         #expect(try vault.activationOTPKey().byteCount == 32)
     }
 

@@ -7,7 +7,9 @@ import Testing
 /// Our ECC_V2 and RSA_V2 output decrypted by an independent implementation (Python
 /// `cryptography`, Tests/IssuerdCryptoTests/Oracle/decrypt_pass.py), JSON checked field by field.
 @Suite struct OracleTests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Oracle/decrypt_pass.py").path
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Oracle/decrypt_pass.py"
+    ).path
 
     struct OracleAnswer: Decodable {
         let plaintext: [String: String]
@@ -23,7 +25,8 @@ import Testing
 
     private func payload(name: String) throws -> PassPayload {
         try PassPayload(
-            primaryAccountNumber: try #require(PrimaryAccountNumber("5399999999999999")), expiration: try #require(CardExpiration("03/29")),
+            primaryAccountNumber: try #require(PrimaryAccountNumber("5399999999999999")),
+            expiration: try #require(CardExpiration("03/29")),
             name: name, nonce: [0x9c, 0x02, 0x30, 0x92], nonceSignature: try SecureRandom.bytes(count: 71))
     }
 
@@ -31,7 +34,8 @@ import Testing
     func eccV2DecryptsInPython(name: String) throws {
         let pki = TestPKI.shared
         let verifier = try AppleCertificateChainVerifier(trust: try pki.trustProfile)
-        let chain = try #require(verifier.verify([pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now).chain)
+        let chain = try #require(
+            verifier.verify([pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now).chain)
         let payload = try payload(name: name)
         let output = try ECCV2Encryptor().seal(payload, to: chain)
         let answer = try decrypt([
@@ -54,7 +58,9 @@ import Testing
         let pki = TestPKI.shared
         let recipient = try P256.KeyAgreement.PrivateKey(pemRepresentation: pki.eccLeaf.privateKeyPEM)
         var output = try ECCV2Encryptor().seal(plaintext: Array("{\"a\":\"b\"}".utf8), to: recipient.publicKey)
-        output = ECCV2Output(encryptedPassData: output.encryptedPassData.map { $0 ^ 0x01 }, ephemeralPublicKey: output.ephemeralPublicKey)
+        output = ECCV2Output(
+            encryptedPassData: output.encryptedPassData.map { $0 ^ 0x01 }, ephemeralPublicKey: output.ephemeralPublicKey
+        )
         let python = try ExternalTool.python()
         let request: [String: String] = [
             "scheme": "ECC_V2", "recipientPrivateKeyPEM": pki.eccLeaf.privateKeyPEM,
@@ -69,7 +75,10 @@ import Testing
     @Test func rsaV2DecryptsInPython() throws {
         let pki = TestPKI.shared
         let verifier = try AppleCertificateChainVerifier(trust: try pki.trustProfile)
-        let chain = try #require(verifier.verify([pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2).chain)
+        let chain = try #require(
+            verifier.verify(
+                [pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2
+            ).chain)
         let payload = try payload(name: "홍길동")
         let output = try RSAV2Encryptor(enabled: true).seal(payload, to: chain)
         #expect(output.wrappedKey.count == 256)

@@ -6,8 +6,12 @@ import Testing
 @Suite struct PrimitiveTests {
     @Test func sha256KnownAnswers() {
         // FIPS 180-4 examples.
-        #expect(BinaryEncoding.hexString(SHA256.hash(Array("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(BinaryEncoding.hexString(SHA256.hash([])) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(
+            BinaryEncoding.hexString(SHA256.hash(Array("abc".utf8)))
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            BinaryEncoding.hexString(SHA256.hash([]))
+                == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
     @Test func hmacRFC4231() throws {
@@ -19,10 +23,14 @@ import Testing
         let key2 = try SymmetricKey(bytes: Array("Jefe".utf8))
         let mac = HMACSHA256.authenticationCode(for: Array("what do ya want for nothing?".utf8), using: key2)
         #expect(BinaryEncoding.hexString(mac) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
-        #expect(HMACSHA256.isValidAuthenticationCode(mac, authenticating: Array("what do ya want for nothing?".utf8), using: key2))
+        #expect(
+            HMACSHA256.isValidAuthenticationCode(
+                mac, authenticating: Array("what do ya want for nothing?".utf8), using: key2))
         var bad = mac
         bad[0] ^= 1
-        #expect(!HMACSHA256.isValidAuthenticationCode(bad, authenticating: Array("what do ya want for nothing?".utf8), using: key2))
+        #expect(
+            !HMACSHA256.isValidAuthenticationCode(
+                bad, authenticating: Array("what do ya want for nothing?".utf8), using: key2))
         #expect(HMACSHA256.authenticationCode(for: [], using: key2).count == 32)
     }
 
@@ -57,7 +65,9 @@ import Testing
             for _ in 0..<8 {
                 group.addTask {
                     var seen = Set<String>()
-                    for _ in 0..<500 { seen.insert(BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: message, using: key))) }
+                    for _ in 0..<500 {
+                        seen.insert(BinaryEncoding.hexString(HMACSHA256.authenticationCode(for: message, using: key)))
+                    }
                     return seen
                 }
             }
@@ -70,7 +80,8 @@ import Testing
         // RFC 5869 appendix A.1.
         let ikm = try SymmetricKey(bytes: [UInt8](repeating: 0x0b, count: 22))
         let okm = try HKDF.deriveKey(
-            inputKey: ikm, salt: try BinaryEncoding.decodeHex("000102030405060708090a0b0c"), info: try BinaryEncoding.decodeHex("f0f1f2f3f4f5f6f7f8f9"),
+            inputKey: ikm, salt: try BinaryEncoding.decodeHex("000102030405060708090a0b0c"),
+            info: try BinaryEncoding.decodeHex("f0f1f2f3f4f5f6f7f8f9"),
             outputByteCount: 42)
         #expect(
             okm.withUnsafeBytes { BinaryEncoding.hexString($0) }
@@ -81,19 +92,27 @@ import Testing
     @Test func concatenationKDFMultiRoundAndBounds() throws {
         // Two rounds: the first 32 bytes equal the one-round output, the rest differ.
         let z = try SymmetricKey(bytes: [UInt8](repeating: 7, count: 32))
-        let one = try z.withUnsafeBytes { try ConcatenationKDF.deriveKey(z: $0, otherInfo: [1, 2, 3], outputByteCount: 32) }
-        let two = try z.withUnsafeBytes { try ConcatenationKDF.deriveKey(z: $0, otherInfo: [1, 2, 3], outputByteCount: 48) }
+        let one = try z.withUnsafeBytes {
+            try ConcatenationKDF.deriveKey(z: $0, otherInfo: [1, 2, 3], outputByteCount: 32)
+        }
+        let two = try z.withUnsafeBytes {
+            try ConcatenationKDF.deriveKey(z: $0, otherInfo: [1, 2, 3], outputByteCount: 48)
+        }
         #expect(two.withUnsafeBytes { Array($0.prefix(32)) } == one.withUnsafeBytes { Array($0) })
         #expect(two.byteCount == 48)
-        #expect(throws: CryptoError.self) { try z.withUnsafeBytes { try ConcatenationKDF.deriveKey(z: $0, otherInfo: [], outputByteCount: 2000) } }
+        #expect(throws: CryptoError.self) {
+            try z.withUnsafeBytes { try ConcatenationKDF.deriveKey(z: $0, otherInfo: [], outputByteCount: 2000) }
+        }
     }
 
     @Test func aesGCMKnownAnswer() throws {
         // NIST GCM test case 16 (AES-256, 12-byte IV, AAD) from the GCM specification.
-        let key = try SymmetricKey(bytes: try BinaryEncoding.decodeHex("feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308"))
+        let key = try SymmetricKey(
+            bytes: try BinaryEncoding.decodeHex("feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308"))
         let iv = try BinaryEncoding.decodeHex("cafebabefacedbaddecaf888")
         let plaintext = try BinaryEncoding.decodeHex(
-            "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39")
+            "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39"
+        )
         let aad = try BinaryEncoding.decodeHex("feedfacedeadbeeffeedfacedeadbeefabaddad2")
         let sealed = try AES256GCM.seal(plaintext, using: key, nonce: iv, authenticating: aad)
         #expect(
@@ -109,12 +128,20 @@ import Testing
         let sealed = try AES256GCM.seal(Array("secret".utf8), using: key, nonce: nonce, authenticating: [1])
         var flipped = sealed
         flipped[0] ^= 1
-        expectCryptoError(.authenticationFailed) { try AES256GCM.open(flipped, using: key, nonce: nonce, authenticating: [1]) }
-        expectCryptoError(.authenticationFailed) { try AES256GCM.open(sealed, using: key, nonce: nonce, authenticating: [2]) }
-        expectCryptoError(.authenticationFailed) { try AES256GCM.open(sealed, using: try SymmetricKey.random(), nonce: nonce, authenticating: [1]) }
+        expectCryptoError(.authenticationFailed) {
+            try AES256GCM.open(flipped, using: key, nonce: nonce, authenticating: [1])
+        }
+        expectCryptoError(.authenticationFailed) {
+            try AES256GCM.open(sealed, using: key, nonce: nonce, authenticating: [2])
+        }
+        expectCryptoError(.authenticationFailed) {
+            try AES256GCM.open(sealed, using: try SymmetricKey.random(), nonce: nonce, authenticating: [1])
+        }
         expectCryptoError(.invalidLength) { try AES256GCM.open([1, 2, 3], using: key, nonce: nonce) }
         expectCryptoError(.invalidLength) { try AES256GCM.seal([1], using: key, nonce: [0, 0, 0]) }
-        expectCryptoError(.invalidLength) { try AES256GCM.seal([1], using: try SymmetricKey(bytes: [1, 2, 3]), nonce: nonce) }
+        expectCryptoError(.invalidLength) {
+            try AES256GCM.seal([1], using: try SymmetricKey(bytes: [1, 2, 3]), nonce: nonce)
+        }
         // Empty plaintext round-trips (tag only).
         let empty = try AES256GCM.seal([], using: key, nonce: nonce)
         #expect(empty.count == 16)
@@ -131,7 +158,9 @@ import Testing
         altered[10] ^= 1
         expectCryptoError(.authenticationFailed) { try RSAOAEP.unwrap(altered, with: recipient) }
         expectCryptoError(.invalidLength) { try RSAOAEP.unwrap(Array(wrapped.prefix(10)), with: recipient) }
-        expectCryptoError(.invalidLength) { try RSAOAEP.wrap(try SymmetricKey(bytes: [UInt8](repeating: 1, count: 300)), to: recipient.publicKey) }
+        expectCryptoError(.invalidLength) {
+            try RSAOAEP.wrap(try SymmetricKey(bytes: [UInt8](repeating: 1, count: 300)), to: recipient.publicKey)
+        }
     }
 
     @Test func ecdsaSignVerifyAndSignatureForms() throws {
@@ -148,8 +177,12 @@ import Testing
         let imported = try P256.Signing.PublicKey(pemRepresentation: key.publicKey.pemRepresentation)
         #expect(imported.isValidSignature(signature, for: message))
         expectCryptoError(.invalidSignatureEncoding) { try P256.Signing.ECDSASignature(rawRepresentation: [1, 2, 3]) }
-        expectCryptoError(.invalidSignatureEncoding) { try P256.Signing.ECDSASignature(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x01, 0x00, 0x00, 0x00]) }
-        expectCryptoError(.invalidSignatureEncoding) { try P256.Signing.ECDSASignature(derRepresentation: signature.derRepresentation + [0]) }
+        expectCryptoError(.invalidSignatureEncoding) {
+            try P256.Signing.ECDSASignature(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x01, 0x00, 0x00, 0x00])
+        }
+        expectCryptoError(.invalidSignatureEncoding) {
+            try P256.Signing.ECDSASignature(derRepresentation: signature.derRepresentation + [0])
+        }
     }
 
     @Test func rsaPKCS1SignVerify() throws {
@@ -170,10 +203,17 @@ import Testing
         notOnCurve[64] = 1
         expectCryptoError(.invalidKey) { try P256.KeyAgreement.PublicKey(x963Representation: notOnCurve) }
         expectCryptoError(.invalidKey) { try P256.KeyAgreement.PublicKey(x963Representation: [0x04, 1, 2]) }
-        expectCryptoError(.invalidKey) { try P256.KeyAgreement.PrivateKey(rawRepresentation: [UInt8](repeating: 0, count: 32)) }
-        expectCryptoError(.invalidKey) { try P256.KeyAgreement.PrivateKey(rawRepresentation: [UInt8](repeating: 0xff, count: 32)) }
+        expectCryptoError(.invalidKey) {
+            try P256.KeyAgreement.PrivateKey(rawRepresentation: [UInt8](repeating: 0, count: 32))
+        }
+        expectCryptoError(.invalidKey) {
+            try P256.KeyAgreement.PrivateKey(rawRepresentation: [UInt8](repeating: 0xff, count: 32))
+        }
         expectCryptoError(.invalidKey) { try P256.KeyAgreement.PrivateKey(rawRepresentation: [1]) }
-        expectCryptoError(.invalidKey) { try P256.KeyAgreement.PrivateKey(pemRepresentation: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
+        expectCryptoError(.invalidKey) {
+            try P256.KeyAgreement.PrivateKey(
+                pemRepresentation: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+        }
         let rsa = try RSA.Signing.PrivateKey(bits: 2048)
         expectCryptoError(.invalidKey) { try P256.KeyAgreement.PrivateKey(pemRepresentation: rsa.pemRepresentation) }
         let ec = try P256.Signing.PrivateKey()

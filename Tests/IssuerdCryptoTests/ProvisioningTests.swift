@@ -9,21 +9,26 @@ import Testing
 @Suite struct ProvisioningTests {
     private func payload(name: String = "John Appleseed") throws -> PassPayload {
         try PassPayload(
-            primaryAccountNumber: try #require(PrimaryAccountNumber("4111111111111111")), expiration: try #require(CardExpiration("11/28")),
+            primaryAccountNumber: try #require(PrimaryAccountNumber("4111111111111111")),
+            expiration: try #require(CardExpiration("11/28")),
             name: name, nonce: [0xea, 0x85, 0xa7, 0x3a], nonceSignature: [0x0a, 0x0b, 0x0c, 0x0d])
     }
 
     @Test func eccV2RoundTripWithTheLeafKey() throws {
         let pki = TestPKI.shared
         let verifier = try AppleCertificateChainVerifier(trust: try pki.trustProfile)
-        let chain = try #require(verifier.verify([pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now).chain)
+        let chain = try #require(
+            verifier.verify([pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now).chain)
         let payload = try payload()
         let output = try ECCV2Encryptor().seal(payload, to: chain)
         // Recipient side, as Apple does it, from the public primitives.
         let recipient = try P256.KeyAgreement.PrivateKey(pemRepresentation: pki.eccLeaf.privateKeyPEM)
-        let z = try recipient.sharedSecretFromKeyAgreement(with: try P256.KeyAgreement.PublicKey(x963Representation: output.ephemeralPublicKey))
-        let key = try ConcatenationKDF.deriveKey(from: z, otherInfo: ECCV2Encryptor.otherInfo(ephemeralPublicKey: output.ephemeralPublicKey))
-        let plaintext = try AES256GCM.open(output.encryptedPassData, using: key, nonce: [UInt8](repeating: 0, count: 12))
+        let z = try recipient.sharedSecretFromKeyAgreement(
+            with: try P256.KeyAgreement.PublicKey(x963Representation: output.ephemeralPublicKey))
+        let key = try ConcatenationKDF.deriveKey(
+            from: z, otherInfo: ECCV2Encryptor.otherInfo(ephemeralPublicKey: output.ephemeralPublicKey))
+        let plaintext = try AES256GCM.open(
+            output.encryptedPassData, using: key, nonce: [UInt8](repeating: 0, count: 12))
         #expect(plaintext == payload.jsonBytes())
         #expect(output.encryptedPassData.count == plaintext.count + 16)
     }
@@ -32,18 +37,27 @@ import Testing
         expectCryptoError(.disabled) { try RSAV2Encryptor(enabled: false) }
         let pki = TestPKI.shared
         let verifier = try AppleCertificateChainVerifier(trust: try pki.trustProfile)
-        let chain = try #require(verifier.verify([pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2).chain)
+        let chain = try #require(
+            verifier.verify(
+                [pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2
+            ).chain)
         let output = try RSAV2Encryptor(enabled: true).seal(try payload(), to: chain)
         let recipient = try RSA.Encryption.PrivateKey(pemRepresentation: pki.rsaLeaf.privateKeyPEM)
         let key = try RSAOAEP.unwrap(output.wrappedKey, with: recipient)
-        #expect(try AES256GCM.open(output.encryptedPassData, using: key, nonce: [UInt8](repeating: 0, count: 12)) == (try payload().jsonBytes()))
+        #expect(
+            try AES256GCM.open(output.encryptedPassData, using: key, nonce: [UInt8](repeating: 0, count: 12))
+                == (try payload().jsonBytes()))
     }
 
     @Test func encryptorsRefuseTheOtherSchemesKey() throws {
         let pki = TestPKI.shared
         let verifier = try AppleCertificateChainVerifier(trust: try pki.trustProfile)
-        let rsaChain = try #require(verifier.verify([pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2).chain)
-        let eccChain = try #require(verifier.verify([pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now).chain)
+        let rsaChain = try #require(
+            verifier.verify(
+                [pki.rsaLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now, for: .rsaV2
+            ).chain)
+        let eccChain = try #require(
+            verifier.verify([pki.eccLeaf.certificateDER, pki.intermediate.certificateDER], at: TestPKI.now).chain)
         expectCryptoError(.invalidKey) { try ECCV2Encryptor().seal(try payload(), to: rsaChain) }
         expectCryptoError(.invalidKey) { try RSAV2Encryptor(enabled: true).seal(try payload(), to: eccChain) }
     }
@@ -51,19 +65,32 @@ import Testing
     @Test func payloadBounds() throws {
         let pan = try #require(PrimaryAccountNumber("4111111111111111"))
         let expiry = try #require(CardExpiration("11/28"))
-        expectCryptoError(.invalidInput) { try PassPayload(primaryAccountNumber: pan, expiration: expiry, name: " ", nonce: [1], nonceSignature: [1]) }
         expectCryptoError(.invalidInput) {
-            try PassPayload(primaryAccountNumber: pan, expiration: expiry, name: String(repeating: "가", count: 100), nonce: [1], nonceSignature: [1])
+            try PassPayload(primaryAccountNumber: pan, expiration: expiry, name: " ", nonce: [1], nonceSignature: [1])
         }
-        expectCryptoError(.invalidInput) { try PassPayload(primaryAccountNumber: pan, expiration: expiry, name: "A\u{0}B", nonce: [1], nonceSignature: [1]) }
-        expectCryptoError(.invalidInput) { try PassPayload(primaryAccountNumber: pan, expiration: expiry, name: "A", nonce: [], nonceSignature: [1]) }
         expectCryptoError(.invalidInput) {
-            try PassPayload(primaryAccountNumber: pan, expiration: expiry, name: "A", nonce: [1], nonceSignature: [UInt8](repeating: 1, count: 1025))
+            try PassPayload(
+                primaryAccountNumber: pan, expiration: expiry, name: String(repeating: "가", count: 100), nonce: [1],
+                nonceSignature: [1])
+        }
+        expectCryptoError(.invalidInput) {
+            try PassPayload(
+                primaryAccountNumber: pan, expiration: expiry, name: "A\u{0}B", nonce: [1], nonceSignature: [1])
+        }
+        expectCryptoError(.invalidInput) {
+            try PassPayload(primaryAccountNumber: pan, expiration: expiry, name: "A", nonce: [], nonceSignature: [1])
+        }
+        expectCryptoError(.invalidInput) {
+            try PassPayload(
+                primaryAccountNumber: pan, expiration: expiry, name: "A", nonce: [1],
+                nonceSignature: [UInt8](repeating: 1, count: 1025))
         }
     }
 
     /// The hand-written JSON string escaper agrees with Foundation's parser on hard inputs.
-    @Test(arguments: ["plain", "quote \" and \\ backslash", "홍길동", "emoji 🧾 and é", "slash / stays", "ctl \u{1}\u{1f}\n\t\r", ""])
+    @Test(arguments: [
+        "plain", "quote \" and \\ backslash", "홍길동", "emoji 🧾 and é", "slash / stays", "ctl \u{1}\u{1f}\n\t\r", "",
+    ])
     func jsonStringRoundTrips(value: String) throws {
         let encoded = PassPayload.jsonString(value)
         #expect(try JSONDecoder().decode(String.self, from: Data(encoded)) == value)

@@ -29,7 +29,9 @@ struct PKCS11TokenTests {
     @Test func aMissingTokenNamesTheLabelAndWhatIsPresent() throws {
         let token = try SoftHSM.makeToken()
         let error = #expect(throws: PKCS11Error.self) {
-            try PKCS11Token(module: PKCS11Module.load(path: SoftHSM.modulePath), tokenLabel: "no-such-token", pin: PKCS11PIN("1234"))
+            try PKCS11Token(
+                module: PKCS11Module.load(path: SoftHSM.modulePath), tokenLabel: "no-such-token", pin: PKCS11PIN("1234")
+            )
         }
         #expect(error?.code == .tokenNotFound)
         #expect(error?.description.contains("no-such-token") == true)
@@ -40,7 +42,9 @@ struct PKCS11TokenTests {
         let token = try SoftHSM.makeToken()
         let wrong = try token.wrongPINFile()
         let error = #expect(throws: PKCS11Error.self) {
-            try PKCS11Token(module: PKCS11Module.load(path: SoftHSM.modulePath), tokenLabel: token.label, pin: PKCS11PIN(contentsOfFile: wrong))
+            try PKCS11Token(
+                module: PKCS11Module.load(path: SoftHSM.modulePath), tokenLabel: token.label,
+                pin: PKCS11PIN(contentsOfFile: wrong))
         }
         #expect(error?.code == .pinIncorrect)
         #expect(error?.description.contains("CKR_PIN_INCORRECT") == true)
@@ -52,7 +56,8 @@ struct PKCS11TokenTests {
     @Test func anUnreadableOrEmptyPINFileIsAClearError() throws {
         let missing = #expect(throws: PKCS11Error.self) { try PKCS11PIN(contentsOfFile: "/nonexistent/pin") }
         #expect(missing?.code == .pinUnreadable)
-        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-empty-pin-\(UUID().uuidString)")
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-empty-pin-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: empty.path, contents: Data("\n".utf8))
         defer { try? FileManager.default.removeItem(at: empty) }
         let blank = #expect(throws: PKCS11Error.self) { try PKCS11PIN(contentsOfFile: empty.path) }
@@ -93,7 +98,9 @@ struct PKCS11TokenTests {
         #expect(try token.wrapNewDataKey(wrappingKeyLabel: "kek") != fresh)
         var altered = wrapped
         altered[20] ^= 0x01
-        let error = #expect(throws: PKCS11Error.self) { try token.unwrapDataKey(altered, wrappingKeyLabel: "kek") { Array($0) } }
+        let error = #expect(throws: PKCS11Error.self) {
+            try token.unwrapDataKey(altered, wrappingKeyLabel: "kek") { Array($0) }
+        }
         #expect(error?.code == .unwrapFailed)
         // No session object is left behind by wrap or unwrap.
         #expect(try token.objects().filter { $0.objectClass == "secret key" }.map(\.label) == ["kek"])
@@ -107,16 +114,28 @@ struct PKCS11TokenTests {
         try token.withSession { session in
             _ = try session.generateKey(
                 mechanism: CK_MECHANISM_TYPE(CKM_AES_KEY_GEN),
-                [.number(CKA_CLASS, CKO_SECRET_KEY), .number(CKA_KEY_TYPE, CKK_AES), .number(CKA_VALUE_LEN, 32), .data(CKA_LABEL, Array("leaky".utf8)),
-                 .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, true), .flag(CKA_EXTRACTABLE, true), .flag(CKA_WRAP, true), .flag(CKA_UNWRAP, true)])
+                [
+                    .number(CKA_CLASS, CKO_SECRET_KEY), .number(CKA_KEY_TYPE, CKK_AES), .number(CKA_VALUE_LEN, 32),
+                    .data(CKA_LABEL, Array("leaky".utf8)),
+                    .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, true),
+                    .flag(CKA_EXTRACTABLE, true), .flag(CKA_WRAP, true), .flag(CKA_UNWRAP, true),
+                ])
             _ = try session.generateKey(
                 mechanism: CK_MECHANISM_TYPE(CKM_AES_KEY_GEN),
-                [.number(CKA_CLASS, CKO_SECRET_KEY), .number(CKA_KEY_TYPE, CKK_AES), .number(CKA_VALUE_LEN, 16), .data(CKA_LABEL, Array("short".utf8)),
-                 .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, true), .flag(CKA_EXTRACTABLE, false), .flag(CKA_WRAP, true), .flag(CKA_UNWRAP, true)])
+                [
+                    .number(CKA_CLASS, CKO_SECRET_KEY), .number(CKA_KEY_TYPE, CKK_AES), .number(CKA_VALUE_LEN, 16),
+                    .data(CKA_LABEL, Array("short".utf8)),
+                    .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, true),
+                    .flag(CKA_EXTRACTABLE, false), .flag(CKA_WRAP, true), .flag(CKA_UNWRAP, true),
+                ])
             _ = try session.generateKey(
                 mechanism: CK_MECHANISM_TYPE(CKM_AES_KEY_GEN),
-                [.number(CKA_CLASS, CKO_SECRET_KEY), .number(CKA_KEY_TYPE, CKK_AES), .number(CKA_VALUE_LEN, 32), .data(CKA_LABEL, Array("plain".utf8)),
-                 .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, false), .flag(CKA_EXTRACTABLE, false), .flag(CKA_WRAP, true), .flag(CKA_UNWRAP, true)])
+                [
+                    .number(CKA_CLASS, CKO_SECRET_KEY), .number(CKA_KEY_TYPE, CKK_AES), .number(CKA_VALUE_LEN, 32),
+                    .data(CKA_LABEL, Array("plain".utf8)),
+                    .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, false),
+                    .flag(CKA_EXTRACTABLE, false), .flag(CKA_WRAP, true), .flag(CKA_UNWRAP, true),
+                ])
         }
         let leaky = #expect(throws: PKCS11Error.self) { try token.checkWrappingKey(label: "leaky") }
         #expect(leaky?.code == .keyExtractable)

@@ -15,7 +15,11 @@ struct ActiveRulesetTests {
         let a = try Self.generation("a")
         let b = try Self.generation("b")
         let active = ActiveRuleset(a)
-        let input = { var input = cleanInput(); input.walletDeviceScore = 1; return input }()
+        let input = {
+            var input = cleanInput()
+            input.walletDeviceScore = 1
+            return input
+        }()
         let mixed = Atomic<Int>(0)
         let evaluated = Atomic<Int>(0)
         let stop = Atomic<Bool>(false)
@@ -61,8 +65,14 @@ struct ActiveRulesetTests {
         let good = active.status.version
         #expect(active.status.loadedBy == "start-up" && active.status.lastReload == nil)
 
-        #expect(active.reload(from: loader, now: Date(timeIntervalSince1970: 50), by: "watcher via watcher") == .unchanged(version: good))
-        #expect(active.status.lastReload == ReloadRecord(time: Date(timeIntervalSince1970: 50), by: "watcher via watcher", result: .unchanged(version: good)))
+        #expect(
+            active.reload(from: loader, now: Date(timeIntervalSince1970: 50), by: "watcher via watcher")
+                == .unchanged(version: good))
+        #expect(
+            active.status.lastReload
+                == ReloadRecord(
+                    time: Date(timeIntervalSince1970: 50), by: "watcher via watcher", result: .unchanged(version: good))
+        )
         #expect(active.status.loadedBy == "start-up", "an unchanged reload swaps nothing in")
 
         try rule(when: "wallet.devise_score <= 2").write(to: file, atomically: true, encoding: .utf8)
@@ -74,13 +84,17 @@ struct ActiveRulesetTests {
         #expect(failure.message.hasPrefix("policy.rules:6:8: error: unknown attribute 'wallet.devise_score'"))
         #expect(active.status.version == good)
         #expect(active.status.lastFailure?.time == failedAt)
-        #expect(active.status.lastReload == ReloadRecord(time: failedAt, by: "signal via SIGHUP", result: .failed(failure)))
+        #expect(
+            active.status.lastReload == ReloadRecord(time: failedAt, by: "signal via SIGHUP", result: .failed(failure)))
         var input = cleanInput()
         input.walletDeviceScore = 1
         #expect(active.current.evaluate(input, velocity: []).flow == .yellow, "the last good ruleset keeps deciding")
 
         try rule(when: "wallet.device_score <= 3").write(to: file, atomically: true, encoding: .utf8)
-        guard case .replaced(let previous, let current) = active.reload(from: loader, now: Date(timeIntervalSince1970: 200), by: "apikey:k1 via api") else {
+        guard
+            case .replaced(let previous, let current) = active.reload(
+                from: loader, now: Date(timeIntervalSince1970: 200), by: "apikey:k1 via api")
+        else {
             Issue.record("a fixed file must load")
             return
         }

@@ -20,7 +20,8 @@ struct AttemptLogHistoryTests {
         let report = Backtest.run(current: current, candidate: candidate, log: log)
         #expect(report.attempts == 1)
         #expect(report.candidateMix == [.orange: 1])
-        #expect(report.sample.first?.after.hits.first?.values == [RuleValue(name: "attempts(card, 2h)", value: .number(2))])
+        #expect(
+            report.sample.first?.after.hits.first?.values == [RuleValue(name: "attempts(card, 2h)", value: .number(2))])
     }
 
     @Test(arguments: [#""replay":"no""#, #""replay":0"#, #""replay":null"#])

@@ -26,16 +26,20 @@ struct BacktestTests {
                 + rule("watch", mode: "shadow", when: "attempts(card, 1h) >= 1")
         )
         var progress: [Int] = []
-        let report = Backtest.run(current: current, candidate: candidate, log: log, progressEvery: 1) { done, _ in progress.append(done) }
+        let report = Backtest.run(current: current, candidate: candidate, log: log, progressEvery: 1) { done, _ in
+            progress.append(done)
+        }
         #expect(progress == [1, 2, 3])
         #expect(report.attempts == 3)
         #expect(report.currentMix == [.green: 2, .yellow: 1])
         #expect(report.candidateMix == [.green: 1, .yellow: 1, .orange: 1])
         #expect(report.changed == 1)
         #expect(report.sample.first?.attemptID == "a3")
-        #expect(report.sample.first?.after.hits.first?.values == [
-            RuleValue(name: "attempts(card, 1h)", value: .number(2)), RuleValue(name: "failed_otps(card, 1h)", value: .number(1)),
-        ])
+        #expect(
+            report.sample.first?.after.hits.first?.values == [
+                RuleValue(name: "attempts(card, 1h)", value: .number(2)),
+                RuleValue(name: "failed_otps(card, 1h)", value: .number(1)),
+            ])
         #expect(report.candidateHits.map { "\($0.ruleID)=\($0.hits)" } == ["low_device=1", "retry=1", "watch=2"])
         #expect(report.transitions[.green]?[.orange] == 1)
         #expect(report.candidateUnresolved == 1, "a3 has no device score")
@@ -45,10 +49,22 @@ struct BacktestTests {
         ("{\"type\":\"attempt\"}", "line 1: \"time\" must be an RFC 3339 timestamp such as 2025-03-01T12:00:00Z"),
         ("{\"type\":\"click\",\"time\":\"2025-03-01T10:00:00Z\"}", "line 1: \"type\" must be one of"),
         ("not json", "line 1: not a JSON object"),
-        ("{\"type\":\"attempt\",\"time\":\"2025-03-01T10:00:00Z\",\"attributes\":{\"card.stauts\":\"active\"}}", "line 1: unknown attribute \"card.stauts\"; did you mean 'card.status'?"),
-        ("{\"type\":\"attempt\",\"time\":\"2025-03-01T10:00:00Z\",\"attributes\":{\"wallet.device_score\":\"4\"}}", "line 1: \"wallet.device_score\" must be a number"),
-        ("{\"type\":\"attempt\",\"time\":\"2025-03-01T10:00:00Z\",\"attributes\":{\"card.status\":\"gone\"}}", "line 1: \"card.status\" must be a card status"),
-        ("{\"type\":\"attempt\",\"time\":\"2025-03-01T10:00:00Z\",\"attributes\":{\"customer.phone_last4_match\":1}}", "line 1: \"customer.phone_last4_match\" must be a bool"),
+        (
+            "{\"type\":\"attempt\",\"time\":\"2025-03-01T10:00:00Z\",\"attributes\":{\"card.stauts\":\"active\"}}",
+            "line 1: unknown attribute \"card.stauts\"; did you mean 'card.status'?"
+        ),
+        (
+            "{\"type\":\"attempt\",\"time\":\"2025-03-01T10:00:00Z\",\"attributes\":{\"wallet.device_score\":\"4\"}}",
+            "line 1: \"wallet.device_score\" must be a number"
+        ),
+        (
+            "{\"type\":\"attempt\",\"time\":\"2025-03-01T10:00:00Z\",\"attributes\":{\"card.status\":\"gone\"}}",
+            "line 1: \"card.status\" must be a card status"
+        ),
+        (
+            "{\"type\":\"attempt\",\"time\":\"2025-03-01T10:00:00Z\",\"attributes\":{\"customer.phone_last4_match\":1}}",
+            "line 1: \"customer.phone_last4_match\" must be a bool"
+        ),
     ])
     func badLinesAreRefusedWithTheirNumber(_ line: String, _ message: String) {
         #expect(throws: AttemptLogError.self) { try AttemptLog(jsonLines: line) }

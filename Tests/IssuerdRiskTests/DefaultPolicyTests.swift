@@ -33,25 +33,34 @@ struct DefaultPolicyTests {
 
     @Test func aFailingExampleIsReportedWithItsPosition() throws {
         let rules = RulesetFile(path: "a.rules", contents: rule(when: "wallet.device_score <= 2"))
-        let cases = RulesetFile(path: "a.cases", contents: """
-            example "wrong on purpose"
-              given { wallet.device_score: 1, card.status: "active", wallet.recommendation: "approve" }
-              expect green
-              hits [r2]
-            end
-            """)
+        let cases = RulesetFile(
+            path: "a.cases",
+            contents: """
+                example "wrong on purpose"
+                  given { wallet.device_score: 1, card.status: "active", wallet.recommendation: "approve" }
+                  expect green
+                  hits [r2]
+                end
+                """)
         let ruleset = try RulesetCompiler.compile([rules], contentHasher: RulesetContent.fnv1a64)
         let report = try ExampleSuite.run([rules, cases], against: ruleset)
         #expect(!report.passed)
-        #expect(report.results.first?.failures == ["expected green, got yellow", "expected to hit but did not: r2", "hit but not expected: r1"])
+        #expect(
+            report.results.first?.failures == [
+                "expected green, got yellow", "expected to hit but did not: r2", "hit but not expected: r1",
+            ])
         #expect(report.results.first?.example.location == SourceLocation(file: "a.cases", line: 1, column: 1))
 
-        let typo = RulesetFile(path: "b.cases", contents: "example \"x\"\n  given { card.stauts: \"active\" }\n  expect green\nend\n")
+        let typo = RulesetFile(
+            path: "b.cases", contents: "example \"x\"\n  given { card.stauts: \"active\" }\n  expect green\nend\n")
         #expect(throws: RulesetError.self) { try ExampleSuite.run([rules, typo], against: ruleset) }
         do {
             _ = try ExampleSuite.run([rules, typo], against: ruleset)
         } catch {
-            #expect(error.diagnostics.first?.description == "b.cases:2:11: error: unknown attribute 'card.stauts'; expected an attribute name (see docs/rules.md); did you mean 'card.status'?")
+            #expect(
+                error.diagnostics.first?.description
+                    == "b.cases:2:11: error: unknown attribute 'card.stauts'; expected an attribute name (see docs/rules.md); did you mean 'card.status'?"
+            )
         }
     }
 
@@ -59,7 +68,9 @@ struct DefaultPolicyTests {
         let a = RulesetFile(path: "a.rules", contents: rule(when: "card.age < 1d"))
         let list = RulesetFile(path: "lists/x.list", contents: "type string\nA\n")
         let first = try RulesetCompiler.compile([a, list], contentHasher: RulesetContent.fnv1a64).version
-        #expect(try RulesetCompiler.compile([list, a], contentHasher: RulesetContent.fnv1a64).version == first, "order of discovery does not matter")
+        #expect(
+            try RulesetCompiler.compile([list, a], contentHasher: RulesetContent.fnv1a64).version == first,
+            "order of discovery does not matter")
         let changedList = RulesetFile(path: "lists/x.list", contents: "type string\nB\n")
         #expect(try RulesetCompiler.compile([a, changedList], contentHasher: RulesetContent.fnv1a64).version != first)
         let renamed = RulesetFile(path: "b.rules", contents: a.contents)

@@ -19,7 +19,11 @@ struct EngineSemanticsTests {
         let decision = ruleset.evaluate(input, velocity: [])
         #expect(decision.flow == .orange)
         #expect(decision.hits.map(\.ruleID) == ["low_device", "low_account", "new_card"])
-        #expect(decision.hits[1].values == [RuleValue(name: "wallet.account_score", value: .number(1)), RuleValue(name: "card.country", value: .string("US"))])
+        #expect(
+            decision.hits[1].values == [
+                RuleValue(name: "wallet.account_score", value: .number(1)),
+                RuleValue(name: "card.country", value: .string("US")),
+            ])
         #expect(decision.hits[2].values.first?.description == "card.age = 72h")
         #expect(decision.reasons.first == "R")
         #expect(decision.rulesetVersion == ruleset.version)
@@ -84,7 +88,8 @@ struct EngineSemanticsTests {
         let decision = ruleset.evaluate(input, velocity: [nil])
         #expect(decision.hits.map(\.ruleID) == ["b", "d"], "true or unknown is true; known() is never unknown")
         #expect(decision.hits[0].unknowns == ["wallet.device_score"])
-        #expect(decision.unresolved.map(\.ruleID) == ["a", "c", "e"], "unknown conditions do not fire but are recorded")
+        #expect(
+            decision.unresolved.map(\.ruleID) == ["a", "c", "e"], "unknown conditions do not fire but are recorded")
         #expect(decision.unresolved[2].values == [RuleValue(name: "attempts(card, 24h)", value: .unknown)])
         #expect(decision.unknowns == ["attempts(card, 24h)", "wallet.device_score"])
 
@@ -131,7 +136,8 @@ struct EngineSemanticsTests {
         ("wallet.recommendation == \"approve\"", true),
     ])
     func operators(_ condition: String, _ fires: Bool) throws {
-        let ruleset = try compileRules(rule(when: condition), lists: ["codes": "type string\nDEVICE_RECENTLY_LOST\nLOW_DEVICE_SCORE\n"])
+        let ruleset = try compileRules(
+            rule(when: condition), lists: ["codes": "type string\nDEVICE_RECENTLY_LOST\nLOW_DEVICE_SCORE\n"])
         var input = cleanInput()
         input.source = .camera
         input.cardAge = 10 * 86_400
@@ -148,7 +154,8 @@ struct EngineSemanticsTests {
 
     @Test(arguments: [1, 3, 4, 5, 63, 64, 65, 70, 130])
     func everyRuleIsReportedWhateverTheRulesetSize(_ count: Int) throws {
-        let ruleset = try compileRules((1...count).map { rule("r\($0)", when: "wallet.device_score <= \($0)") }.joined())
+        let ruleset = try compileRules(
+            (1...count).map { rule("r\($0)", when: "wallet.device_score <= \($0)") }.joined())
         var input = cleanInput()
         input.walletDeviceScore = Double(count / 2 + 1)
         let decision = ruleset.evaluate(input, velocity: [])

@@ -26,7 +26,9 @@ struct ExpressionBoundsTests {
         let found = diagnostics(rule(when: condition) + rule("r2", when: "wallet.device_scor <= 2"))
         #expect(found.count == 2, "the long condition once, and the next rule is still checked")
         let diagnostic = try #require(found.first)
-        #expect(diagnostic.location == SourceLocation(file: "test.rules", line: 6, column: column(ofWord: limit + 1, in: condition)))
+        #expect(
+            diagnostic.location
+                == SourceLocation(file: "test.rules", line: 6, column: column(ofWord: limit + 1, in: condition)))
         #expect(diagnostic.message == "expression is longer than \(limit) terms (values and operators)")
         #expect(found.last?.message == "unknown attribute 'wallet.device_scor'")
     }
@@ -55,8 +57,10 @@ struct ExpressionBoundsTests {
 
     @Test func longChainsInParenthesesCallsListsAndExamplesAreRefused() throws {
         let long = Self.chain("1", "+", count: 100_000)
-        for condition in ["(" + long + ") > 1", "known(" + long + ")", "wallet.device_score in [" + long + "]",
-                          "true and (true or (" + Self.chain("true", "or", count: 100_000) + "))"] {
+        for condition in [
+            "(" + long + ") > 1", "known(" + long + ")", "wallet.device_score in [" + long + "]",
+            "true and (true or (" + Self.chain("true", "or", count: 100_000) + "))",
+        ] {
             let found = diagnostics(rule(when: condition))
             #expect(found.count == 1)
             #expect(found.first?.location.line == 6)
@@ -86,7 +90,8 @@ struct ExpressionBoundsTests {
         let active = ActiveRuleset(try loader.load())
         let good = active.status.version
 
-        try rule(when: Self.chain("wallet.device_score <= 2", "or", count: 100_000)).write(to: file, atomically: true, encoding: .utf8)
+        try rule(when: Self.chain("wallet.device_score <= 2", "or", count: 100_000)).write(
+            to: file, atomically: true, encoding: .utf8)
         guard case .failed(let failure) = active.reload(from: loader, now: Date(), by: "watcher") else {
             Issue.record("a 100,000-term condition must not load")
             return
@@ -99,11 +104,13 @@ struct ExpressionBoundsTests {
     // MARK: At the bound: compiles, and evaluates as the nested operations would
 
     /// Sets a number attribute to 1 (its `== 1` is true), 2 (false) or nil (unknown).
-    static var switches: [(name: String, path: WritableKeyPath<RiskInput, Double?>)] { [
-        ("wallet.device_score", \.walletDeviceScore), ("wallet.account_score", \.walletAccountScore),
-        ("wallet.phone_score", \.walletPhoneScore), ("wallet.token_risk_score", \.networkTokenRiskScore),
-        ("customer.name_match_score", \.nameMatchScore), ("device.active_tokens", \.deviceActiveTokens),
-    ] }
+    static var switches: [(name: String, path: WritableKeyPath<RiskInput, Double?>)] {
+        [
+            ("wallet.device_score", \.walletDeviceScore), ("wallet.account_score", \.walletAccountScore),
+            ("wallet.phone_score", \.walletPhoneScore), ("wallet.token_risk_score", \.networkTokenRiskScore),
+            ("customer.name_match_score", \.nameMatchScore), ("device.active_tokens", \.deviceActiveTokens),
+        ]
+    }
 
     /// `and` / `or` chains of 2 to 6 operands (nested closures up to 4, a loop beyond) give
     /// Kleene's value for every combination of true, false and unknown operands.
@@ -130,7 +137,9 @@ struct ExpressionBoundsTests {
             let decision = ruleset.evaluate(input, velocity: [])
             let fired = decision.hits.contains { $0.ruleID == "r1" }
             let unresolved = decision.unresolved.contains { $0.ruleID == "r1" }
-            #expect(fired == (expected == true) && unresolved == (expected == nil), "\(combination) → \(String(describing: expected))")
+            #expect(
+                fired == (expected == true) && unresolved == (expected == nil),
+                "\(combination) → \(String(describing: expected))")
         }
     }
 
@@ -138,7 +147,10 @@ struct ExpressionBoundsTests {
     /// one attribute and a last one on another, `not`-ed (four terms per operand with its operator).
     static func logicalChainAtTheBound(_ op: String, _ comparison: String, extraNot: Bool = false) -> String {
         let count = limit / 4
-        let operands = (1..<count).map { "wallet.device_score \(comparison) \($0)" } + ["\(extraNot ? "not " : "")not card.country == \"US\""]
+        let operands =
+            (1..<count).map { "wallet.device_score \(comparison) \($0)" } + [
+                "\(extraNot ? "not " : "")not card.country == \"US\""
+            ]
         return operands.joined(separator: " \(op) ")
     }
 
@@ -155,8 +167,11 @@ struct ExpressionBoundsTests {
         #expect(Self.limit % 4 == 0, "the chain below is exactly at the bound")
         let condition = Self.logicalChainAtTheBound("or", "==")
         let ruleset = try compileRules(rule(when: condition))
-        #expect(ruleset.rules[0].conditionText.hasPrefix(String(repeating: "(", count: Self.limit / 4 - 2) + "(wallet.device_score == 1) or"))
-        #expect(Self.outcome(ruleset, score: 3, country: nil) == true, "true or unknown is true: the rest does not matter")
+        #expect(
+            ruleset.rules[0].conditionText.hasPrefix(
+                String(repeating: "(", count: Self.limit / 4 - 2) + "(wallet.device_score == 1) or"))
+        #expect(
+            Self.outcome(ruleset, score: 3, country: nil) == true, "true or unknown is true: the rest does not matter")
         #expect(Self.outcome(ruleset, score: nil, country: "FR") == true, "unknown or true is true")
         #expect(Self.outcome(ruleset, score: nil, country: "US") == nil, "unknown or false is unknown")
         #expect(Self.outcome(ruleset, score: nil, country: nil) == nil)
@@ -165,14 +180,19 @@ struct ExpressionBoundsTests {
 
         let over = Self.logicalChainAtTheBound("or", "==", extraNot: true)
         let found = diagnostics(rule(when: over))
-        #expect(found.map(\.location) == [SourceLocation(file: "test.rules", line: 6, column: 8 + over.count - "\"US\"".count)])
+        #expect(
+            found.map(\.location) == [
+                SourceLocation(file: "test.rules", line: 6, column: 8 + over.count - "\"US\"".count)
+            ])
     }
 
     @Test func anAndChainAtTheBoundCompilesAndEvaluates() throws {
         let ruleset = try compileRules(rule(when: Self.logicalChainAtTheBound("and", "!=")))
         #expect(Self.outcome(ruleset, score: 0, country: "FR") == true)
         #expect(Self.outcome(ruleset, score: 0, country: nil) == nil, "true and unknown is unknown")
-        #expect(Self.outcome(ruleset, score: 5, country: nil) == false, "false and unknown is false: the rest does not matter")
+        #expect(
+            Self.outcome(ruleset, score: 5, country: nil) == false,
+            "false and unknown is false: the rest does not matter")
         #expect(Self.outcome(ruleset, score: nil, country: "US") == false, "unknown and false is false")
         #expect(Self.outcome(ruleset, score: nil, country: "FR") == nil)
         #expect(diagnostics(rule(when: Self.logicalChainAtTheBound("and", "!=", extraNot: true))).count == 1)
@@ -187,22 +207,29 @@ struct ExpressionBoundsTests {
         let ruleset = try compileRules(rule(when: condition))
         var input = cleanInput()
         input.walletDeviceScore = 10
-        #expect(ruleset.evaluate(input, velocity: []).hits.map(\.ruleID) == ["r1"], "(((20 - 1) - 1) …), not 20 - (1 - (1 - …))")
+        #expect(
+            ruleset.evaluate(input, velocity: []).hits.map(\.ruleID) == ["r1"],
+            "(((20 - 1) - 1) …), not 20 - (1 - (1 - …))")
         input.walletDeviceScore = 11
         #expect(ruleset.evaluate(input, velocity: []).hits.isEmpty)
         input.walletDeviceScore = nil
-        #expect(ruleset.evaluate(input, velocity: []).unresolved.map(\.ruleID) == ["r1"], "an unknown operand makes the sum unknown")
-        #expect(diagnostics(rule(when: condition.replacingOccurrences(of: "== -", with: "== --"))).count == 1, "one more term is refused")
+        #expect(
+            ruleset.evaluate(input, velocity: []).unresolved.map(\.ruleID) == ["r1"],
+            "an unknown operand makes the sum unknown")
+        #expect(
+            diagnostics(rule(when: condition.replacingOccurrences(of: "== -", with: "== --"))).count == 1,
+            "one more term is refused")
     }
 
-    @Test(arguments: [
-        ("x - 0.1 + 0.2 - 0.3 + 0.4 - 0.5 == ((((x - 0.1) + 0.2) - 0.3) + 0.4) - 0.5", 0.7, true),
-        ("x * 3 / 7 * 11 / 13 * 17 == ((((x * 3) / 7) * 11) / 13) * 17", 0.7, true),
-        ("x * 1 * 1 * 1 * 1 / 0 > 0 or x * 1 * 1 * 1 * 1 / 0 <= 0", 0.7, nil),
-        ("x + 1 + 1 + 1 + 1 + 1 == 6", nil, nil),
-        ("x + 1 + 1 + 1 + 1 + 1 == 6", 1, true),
-        ("1d + 1d + 1d + 1d + card.age == 5d", nil, nil),
-    ] as [(String, Double?, Bool?)])
+    @Test(
+        arguments: [
+            ("x - 0.1 + 0.2 - 0.3 + 0.4 - 0.5 == ((((x - 0.1) + 0.2) - 0.3) + 0.4) - 0.5", 0.7, true),
+            ("x * 3 / 7 * 11 / 13 * 17 == ((((x * 3) / 7) * 11) / 13) * 17", 0.7, true),
+            ("x * 1 * 1 * 1 * 1 / 0 > 0 or x * 1 * 1 * 1 * 1 / 0 <= 0", 0.7, nil),
+            ("x + 1 + 1 + 1 + 1 + 1 == 6", nil, nil),
+            ("x + 1 + 1 + 1 + 1 + 1 == 6", 1, true),
+            ("1d + 1d + 1d + 1d + card.age == 5d", nil, nil),
+        ] as [(String, Double?, Bool?)])
     func longArithmeticChainsMatchTheirNestedForm(_ condition: String, _ x: Double?, _ expected: Bool?) throws {
         let ruleset = try compileRules(rule(when: condition.replacingOccurrences(of: "x", with: "wallet.device_score")))
         var input = cleanInput()
@@ -210,14 +237,21 @@ struct ExpressionBoundsTests {
         input.cardAge = x.map { $0 * 86_400 }
         let decision = ruleset.evaluate(input, velocity: [])
         #expect(decision.hits.contains { $0.ruleID == "r1" } == (expected == true))
-        #expect(decision.unresolved.contains { $0.ruleID == "r1" } == (expected == nil), "dividing by 0 or an unknown operand is unknown")
+        #expect(
+            decision.unresolved.contains { $0.ruleID == "r1" } == (expected == nil),
+            "dividing by 0 or an unknown operand is unknown")
     }
 
     @Test func chainsAreWrittenBackAndReportedAsTheNestedForm() throws {
-        let flat = "wallet.device_score == 1 or wallet.account_score == 1 or wallet.phone_score == 1 or card.age < 1d or not known(card.age)"
-        let nested = "(((wallet.device_score == 1 or wallet.account_score == 1) or wallet.phone_score == 1) or card.age < 1d) or not known(card.age)"
+        let flat =
+            "wallet.device_score == 1 or wallet.account_score == 1 or wallet.phone_score == 1 or card.age < 1d or not known(card.age)"
+        let nested =
+            "(((wallet.device_score == 1 or wallet.account_score == 1) or wallet.phone_score == 1) or card.age < 1d) or not known(card.age)"
         let text = try compileRules(rule(when: flat)).rules[0].conditionText
-        #expect(text == "((((wallet.device_score == 1) or (wallet.account_score == 1)) or (wallet.phone_score == 1)) or (card.age < 24h)) or not known(card.age)")
+        #expect(
+            text
+                == "((((wallet.device_score == 1) or (wallet.account_score == 1)) or (wallet.phone_score == 1)) or (card.age < 24h)) or not known(card.age)"
+        )
         #expect(text == (try compileRules(rule(when: nested)).rules[0].conditionText))
 
         // The first type error of a long chain is where the nested form reported it.
@@ -246,9 +280,14 @@ struct ExpressionBoundsTests {
         let found = diagnostics(text)
         #expect(found.count == 1, "nothing after the bound is read")
         let term = RulesetLimits.fileTerms - fits * Self.termsPerRule + 1
-        #expect(found.first?.location == SourceLocation(file: "test.rules", line: fits * Self.linesPerRule + 6,
-                                                         column: Self.column(ofWord: term, in: Self.chain("true", "or", count: 500))))
-        #expect(found.first?.message.hasPrefix("the conditions of this file are longer than \(RulesetLimits.fileTerms) terms") == true)
+        #expect(
+            found.first?.location
+                == SourceLocation(
+                    file: "test.rules", line: fits * Self.linesPerRule + 6,
+                    column: Self.column(ofWord: term, in: Self.chain("true", "or", count: 500))))
+        #expect(
+            found.first?.message.hasPrefix(
+                "the conditions of this file are longer than \(RulesetLimits.fileTerms) terms") == true)
     }
 
     @Test func aRulesetDirectoryIsBoundedInTermsOverAllItsFiles() throws {
@@ -263,7 +302,9 @@ struct ExpressionBoundsTests {
         }
         for index in 1...filesThatFit { try write(index, Self.longRules("f\(index).r", count: rulesPerFile)) }
         let loader = RulesetLoader(directory: root, contentHasher: RulesetContent.fnv1a64)
-        #expect(try loader.load().rules.count == filesThatFit * rulesPerFile, "every file within its own bound, the total within the ruleset's")
+        #expect(
+            try loader.load().rules.count == filesThatFit * rulesPerFile,
+            "every file within its own bound, the total within the ruleset's")
 
         try write(filesThatFit + 1, Self.longRules("f\(filesThatFit + 1).r", count: rulesPerFile))
         try write(filesThatFit + 2, rule("broken", when: "wallet.device_scor <= 2"))
@@ -275,8 +316,13 @@ struct ExpressionBoundsTests {
             let term = RulesetLimits.rulesetTerms - filesThatFit * termsPerFile + 1
             let rule = (term - 1) / Self.termsPerRule
             let column = Self.column(ofWord: term - rule * Self.termsPerRule, in: Self.chain("true", "or", count: 500))
-            #expect(error.diagnostics.first?.location == SourceLocation(file: "f\(filesThatFit + 1).rules", line: rule * Self.linesPerRule + 6, column: column))
-            #expect(error.diagnostics.first?.message.hasPrefix("the conditions of the ruleset are longer than \(RulesetLimits.rulesetTerms) terms") == true)
+            #expect(
+                error.diagnostics.first?.location
+                    == SourceLocation(
+                        file: "f\(filesThatFit + 1).rules", line: rule * Self.linesPerRule + 6, column: column))
+            #expect(
+                error.diagnostics.first?.message.hasPrefix(
+                    "the conditions of the ruleset are longer than \(RulesetLimits.rulesetTerms) terms") == true)
         }
     }
 
@@ -289,19 +335,29 @@ struct ExpressionBoundsTests {
 
     @Test func distinctVelocityValuesAreCapped() throws {
         let cap = RulesetLimits.velocityQueries
-        let atTheCap = try compileRules(Self.velocityRules(1...cap) + rule("again", when: "attempts(card, 1m) >= 2 or attempts(card, \(cap)m) > 9"))
+        let atTheCap = try compileRules(
+            Self.velocityRules(1...cap) + rule("again", when: "attempts(card, 1m) >= 2 or attempts(card, \(cap)m) > 9"))
         #expect(atTheCap.velocityQueries.count == cap, "a query used again is not a new one")
 
         let found = diagnostics(Self.velocityRules(1...cap + 1))
         #expect(found.count == 1)
-        #expect(found.first?.location == SourceLocation(file: "test.rules", line: cap * Self.linesPerRule + 6, column: 8))
-        #expect(found.first?.message.hasSuffix("is one distinct velocity value too many: a ruleset may read at most \(cap)") == true)
+        #expect(
+            found.first?.location == SourceLocation(file: "test.rules", line: cap * Self.linesPerRule + 6, column: 8))
+        #expect(
+            found.first?.message.hasSuffix("is one distinct velocity value too many: a ruleset may read at most \(cap)")
+                == true)
 
         // The finding: 3,000 distinct windows (in three files, each within its own bound), each
         // rule past the cap refused.
-        let files = (0..<3).map { RulesetFile(path: "v\($0).rules", contents: Self.velocityRules($0 * 1_000 + 1...$0 * 1_000 + 1_000)) }
-        let error = #expect(throws: RulesetError.self) { try RulesetCompiler.compile(files, contentHasher: RulesetContent.fnv1a64) }
+        let files = (0..<3).map {
+            RulesetFile(path: "v\($0).rules", contents: Self.velocityRules($0 * 1_000 + 1...$0 * 1_000 + 1_000))
+        }
+        let error = #expect(throws: RulesetError.self) {
+            try RulesetCompiler.compile(files, contentHasher: RulesetContent.fnv1a64)
+        }
         #expect(error?.diagnostics.count == 3_000 - cap)
-        #expect(error?.diagnostics.first?.location == SourceLocation(file: "v0.rules", line: cap * Self.linesPerRule + 6, column: 8))
+        #expect(
+            error?.diagnostics.first?.location
+                == SourceLocation(file: "v0.rules", line: cap * Self.linesPerRule + 6, column: 8))
     }
 }

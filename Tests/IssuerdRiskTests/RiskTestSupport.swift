@@ -2,7 +2,9 @@ import Foundation
 import IssuerdRisk
 
 /// Compiles rules given as text (one `test.rules` file) plus optional lists.
-func compileRules(_ rules: String, lists: [String: String] = [:], file: String = "test.rules") throws(RulesetError) -> Ruleset {
+func compileRules(
+    _ rules: String, lists: [String: String] = [:], file: String = "test.rules"
+) throws(RulesetError) -> Ruleset {
     var files = [RulesetFile(path: file, contents: rules)]
     for (name, text) in lists { files.append(RulesetFile(path: "lists/\(name).list", contents: text)) }
     return try RulesetCompiler.compile(files, contentHasher: RulesetContent.fnv1a64)
@@ -20,7 +22,9 @@ func diagnostics(_ rules: String, lists: [String: String] = [:]) -> [RuleDiagnos
 
 /// A rule block with the given fields; without stepup or mode the condition starts at
 /// line 6, column 8 (stepup and mode lines come before it).
-func rule(_ id: String = "r1", outcome: String = "yellow", stepUp: String? = nil, mode: String? = nil, when condition: String) -> String {
+func rule(
+    _ id: String = "r1", outcome: String = "yellow", stepUp: String? = nil, mode: String? = nil, when condition: String
+) -> String {
     var text = "rule \(id)\n  title \"t\"\n  outcome \(outcome)\n  reason R\n  owner o\n"
     if let stepUp { text += "  stepup \(stepUp)\n" }
     if let mode { text += "  mode \(mode)\n" }
@@ -36,4 +40,5 @@ func cleanInput() -> RiskInput {
 }
 
 /// The repository's root, found from this file's path.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()

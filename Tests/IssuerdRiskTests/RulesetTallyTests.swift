@@ -19,7 +19,8 @@ struct RulesetTallyTests {
             switch attribute.type {
             case .bool: value = .bool(Bool.random(using: &random))
             case .number: value = .number([0, 1, 2, 3, 4, 5, 10, 50, 99, 1_000].randomElement(using: &random)!)
-            case .duration: value = .duration([0, 60, 3_600, 86_400, 864_000, 8_640_000].randomElement(using: &random)!)
+            case .duration:
+                value = .duration([0, 60, 3_600, 86_400, 864_000, 8_640_000].randomElement(using: &random)!)
             case .string: value = .string(texts.randomElement(using: &random)!)
             case .enumeration(let domain): value = .string(domain.names.randomElement(using: &random)!)
             case .stringSet: value = .strings(texts.filter { _ in Int.random(in: 0..<3, using: &random) == 0 })
@@ -30,7 +31,8 @@ struct RulesetTallyTests {
     }
 
     /// Checks `tally` against `evaluate` on `count` random inputs and velocity values.
-    static func check(_ ruleset: Ruleset, count: Int, seed: UInt64, density: Int = 2) -> (flows: [Flow: Int], hits: Int) {
+    static func check(_ ruleset: Ruleset, count: Int, seed: UInt64, density: Int = 2) -> (flows: [Flow: Int], hits: Int)
+    {
         var random = SeededGenerator(seed: seed)
         let slots = Ruleset.invariantSlots + ruleset.rules.map(\.id)
         var flows: [Flow: Int] = [:]
@@ -55,7 +57,9 @@ struct RulesetTallyTests {
     }
 
     @Test func theDefaultPolicyTalliesAsItDecides() throws {
-        let ruleset = try RulesetLoader(directory: repositoryRoot.appendingPathComponent("rules"), contentHasher: RulesetContent.fnv1a64).load()
+        let ruleset = try RulesetLoader(
+            directory: repositoryRoot.appendingPathComponent("rules"), contentHasher: RulesetContent.fnv1a64
+        ).load()
         let (flows, hits) = Self.check(ruleset, count: 20_000, seed: 1, density: 12)
         // The inputs reach every flow, so the comparison covers each way a flow is decided.
         #expect(flows.count == 3, "\(flows)")
@@ -92,8 +96,9 @@ struct RulesetTallyTests {
             let outcome = index % 7 == 0 ? "orange" : "yellow"
             let mode = index % 5 == 0 ? "shadow" : nil
             let stepUp = index % 11 == 0 && outcome == "yellow" ? (index % 2 == 0 ? "[sms]" : "[app]") : nil
-            text += rule("r\(index)", outcome: outcome, stepUp: stepUp, mode: mode,
-                         when: "wallet.device_score <= \(index % 4) or attempts(card, \(index % 3 + 1)h) >= \(index % 9 + 8)")
+            text += rule(
+                "r\(index)", outcome: outcome, stepUp: stepUp, mode: mode,
+                when: "wallet.device_score <= \(index % 4) or attempts(card, \(index % 3 + 1)h) >= \(index % 9 + 8)")
         }
         let ruleset = try compileRules(text)
         let (flows, _) = Self.check(ruleset, count: 3_000, seed: 3)

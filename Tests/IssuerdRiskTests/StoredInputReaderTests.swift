@@ -25,7 +25,8 @@ struct StoredInputReaderTests {
         var reader = AttemptLog.StoredInputReader()
         var results: [Result<RiskInput, AttemptLogError>] = []
         for document in Self.documents {
-            results.append(Array(document.utf8).withUnsafeBufferPointer { reader.input(storedInputs: $0, time: Self.time) })
+            results.append(
+                Array(document.utf8).withUnsafeBufferPointer { reader.input(storedInputs: $0, time: Self.time) })
         }
         func input(_ index: Int) -> RiskInput? { try? results[index].get() }
         #expect(input(0)?.deviceID == "dev-1")
@@ -40,8 +41,16 @@ struct StoredInputReaderTests {
         #expect(input(2)?.cardNetwork == nil)
         #expect(input(3)?.deviceID == "dev-3")
         #expect(input(3)?.deviceActiveTokens == nil)
-        if case .failure(let error) = results[4] { #expect(error.message.contains("device.active_tokens")) } else { Issue.record("a bad value passed") }
-        if case .failure(let error) = results[5] { #expect(error.message == "inputs are not JSON") } else { Issue.record("not JSON passed") }
+        if case .failure(let error) = results[4] {
+            #expect(error.message.contains("device.active_tokens"))
+        } else {
+            Issue.record("a bad value passed")
+        }
+        if case .failure(let error) = results[5] {
+            #expect(error.message == "inputs are not JSON")
+        } else {
+            Issue.record("not JSON passed")
+        }
         #expect(input(6)?.deviceID == "dev-4")
         #expect(input(7)?.deviceID == nil)
         // The same as each text read on its own, by a reader that read nothing before.

@@ -19,7 +19,9 @@ struct TimestampParserTests {
         var generator = SystemRandomNumberGenerator()
         // 1970 to 2100 in random steps, plus the edges of leap days and years.
         var instants = (0..<2_000).map { _ in Double(Int.random(in: 0..<4_102_444_800_000, using: &generator)) / 1_000 }
-        instants += [0, 951_782_400, 951_868_799.999, 1_709_164_800, 1_709_251_199.5, 4_107_542_399.001, 1_740_823_200.1]
+        instants += [
+            0, 951_782_400, 951_868_799.999, 1_709_164_800, 1_709_251_199.5, 4_107_542_399.001, 1_740_823_200.1,
+        ]
         for instant in instants {
             let text = reference.string(from: Date(timeIntervalSince1970: instant))
             let expected = try #require(reference.date(from: text))
@@ -34,9 +36,11 @@ struct TimestampParserTests {
 
     @Test("Other shapes and impossible dates go to the formatter (which still reads offsets) or nowhere")
     func fallBack() {
-        for text in ["2025-02-29T00:00:00Z", "2025-13-01T00:00:00Z", "2025-03-01T24:00:00Z", "2025-03-01T12:60:00Z",
-                     "2025-03-01T12:00:00+01:00", "2025-03-01T12:00:00.1234Z", "2025-03-01 12:00:00Z", "2025-03-01T12:00:0xZ",
-                     "2025-03-01T12:00:00.Z", "２025-03-01T12:00:00Z", ""] {
+        for text in [
+            "2025-02-29T00:00:00Z", "2025-13-01T00:00:00Z", "2025-03-01T24:00:00Z", "2025-03-01T12:60:00Z",
+            "2025-03-01T12:00:00+01:00", "2025-03-01T12:00:00.1234Z", "2025-03-01 12:00:00Z", "2025-03-01T12:00:0xZ",
+            "2025-03-01T12:00:00.Z", "２025-03-01T12:00:00Z", "",
+        ] {
             #expect(TimestampParser.parseUTC(text) == nil, "\(text)")
         }
         #expect(TimestampParser().parse("2025-03-01T13:00:00+01:00") == Date(timeIntervalSince1970: 1_740_830_400))

@@ -27,7 +27,10 @@ struct VelocityTests {
                 + rule("b", when: "attempts(card, 24h) >= 5 or distinct_cards(device, 1h) > 1")
                 + rule("c", when: "failed_otps(customer, 24h) > 0 and attempts(card, 1440m) >= 1")
         )
-        #expect(ruleset.velocityQueries.map(\.description) == ["attempts(card, 24h)", "distinct_cards(device, 1h)", "failed_otps(customer, 24h)"])
+        #expect(
+            ruleset.velocityQueries.map(\.description) == [
+                "attempts(card, 24h)", "distinct_cards(device, 1h)", "failed_otps(customer, 24h)",
+            ])
         let provider = RecordingProvider([
             VelocityEvent(kind: .attempt, time: Self.at(-30), cardID: "c1", deviceID: "d1", customerID: "u1"),
             VelocityEvent(kind: .attempt, time: Self.at(-20), cardID: "c2", deviceID: "d1", customerID: "u1"),
@@ -40,12 +43,17 @@ struct VelocityTests {
         #expect(batches.count == 1)
         #expect(batches.first?.queries == ruleset.velocityQueries)
         #expect(decision.hits.map(\.ruleID) == ["a", "b", "c"])
-        #expect(decision.hits[1].values == [RuleValue(name: "attempts(card, 24h)", value: .number(2)), RuleValue(name: "distinct_cards(device, 1h)", value: .number(2))])
+        #expect(
+            decision.hits[1].values == [
+                RuleValue(name: "attempts(card, 24h)", value: .number(2)),
+                RuleValue(name: "distinct_cards(device, 1h)", value: .number(2)),
+            ])
     }
 
     @Test func windowsEndJustBeforeTheDecisionAndStartAtItsLength() {
         let events = [
-            VelocityEvent(kind: .attempt, time: Self.at(-60), cardID: "c1", deviceID: "d1", cardholderName: "Jane  Doe"),
+            VelocityEvent(
+                kind: .attempt, time: Self.at(-60), cardID: "c1", deviceID: "d1", cardholderName: "Jane  Doe"),
             VelocityEvent(kind: .attempt, time: Self.at(-59), cardID: "c2", deviceID: "d1", cardholderName: "JANE DOE"),
             VelocityEvent(kind: .attempt, time: Self.at(-1), cardID: "c3", deviceID: "d1", cardholderName: "John Roe"),
             VelocityEvent(kind: .attempt, time: Self.at(0), cardID: "c4", deviceID: "d1", cardholderName: "Mallory"),
@@ -60,11 +68,20 @@ struct VelocityTests {
             VelocityQuery(metric: .tokenDeletions, key: .card, windowSeconds: 3_600),
             VelocityQuery(metric: .failedOTPs, key: .customer, windowSeconds: 3_600),
         ]
-        let now = provider.values(for: VelocityBatch(subject: VelocitySubject(cardID: "c1", deviceID: "d1"), time: Self.at(0), queries: queries))
-        #expect(now == [3, 3, 2, 1, 1, nil], "the attempt at the decision instant is not counted; names normalise; no customer key is unknown")
-        let earlier = provider.values(for: VelocityBatch(subject: VelocitySubject(cardID: "c1", deviceID: "d1"), time: Self.at(-30), queries: queries))
+        let now = provider.values(
+            for: VelocityBatch(
+                subject: VelocitySubject(cardID: "c1", deviceID: "d1"), time: Self.at(0), queries: queries))
+        #expect(
+            now == [3, 3, 2, 1, 1, nil],
+            "the attempt at the decision instant is not counted; names normalise; no customer key is unknown")
+        let earlier = provider.values(
+            for: VelocityBatch(
+                subject: VelocitySubject(cardID: "c1", deviceID: "d1"), time: Self.at(-30), queries: queries))
         #expect(earlier == [2, 2, 1, 0, 0, nil], "as of an earlier time the later history does not exist")
-        let unknownDevice = provider.values(for: VelocityBatch(subject: VelocitySubject(cardID: "c9", deviceID: "d9", customerID: "u9"), time: Self.at(0), queries: queries))
+        let unknownDevice = provider.values(
+            for: VelocityBatch(
+                subject: VelocitySubject(cardID: "c9", deviceID: "d9", customerID: "u9"), time: Self.at(0),
+                queries: queries))
         #expect(unknownDevice == [0, 0, 0, 0, 0, 0], "no history is zero, not unknown")
     }
 
@@ -90,13 +107,17 @@ struct VelocityTests {
         let subject = VelocitySubject(cardID: "c1", deviceID: "d1")
         func values(_ keyed: [(key: VelocityKey, events: [VelocityEvent])]) -> [[Int?]] {
             let provider = InMemoryVelocityProvider(events: [], keyed: keyed)
-            return [Self.at(-30), Self.at(-7), Self.at(0)].map { provider.values(for: VelocityBatch(subject: subject, time: $0, queries: queries)) }
+            return [Self.at(-30), Self.at(-7), Self.at(0)].map {
+                provider.values(for: VelocityBatch(subject: subject, time: $0, queries: queries))
+            }
         }
         let inOrder = values([(.card, history), (.device, history), (.card, window), (.device, window)])
         // c1 by card: −50, −40, −10, −5; d1 by device: −50 (c1), −20 (c2), −10, −5 (c1).
         #expect(inOrder == [[2, 1, 1, 1], [3, 1, 2, 2], [4, 2, 2, 3]])
         #expect(values([(.card, window), (.card, history), (.device, window), (.device, history)]) == inOrder)
-        #expect(values([(.card, history.reversed()), (.card, window.reversed()), (.device, (window + history).reversed())]) == inOrder)
+        #expect(
+            values([(.card, history.reversed()), (.card, window.reversed()), (.device, (window + history).reversed())])
+                == inOrder)
         // Under one key only: the card's events do not count for the device, nor the other way round.
         #expect(values([(.card, history + window)]).map { [$0[0], $0[1]] } == inOrder.map { [$0[0], $0[1]] })
         #expect(values([(.card, history + window)]).map { [$0[2], $0[3]] } == [[0, 0], [0, 0], [0, 0]])
@@ -109,20 +130,29 @@ struct VelocityTests {
         var events: [VelocityEvent] = []
         for index in 0..<12_000 {
             let card = cards[index * 7 % cards.count]
-            events.append(VelocityEvent(kind: index % 5 == 0 ? .otpFailure : .attempt, time: Self.at(-Double(index % 3_000)),
-                                        cardID: card, deviceID: "device-\(index % 97)", customerID: index % 3 == 0 ? nil : "cu\(index % 31)",
-                                        cardholderName: "name \(index % 4)"))
+            events.append(
+                VelocityEvent(
+                    kind: index % 5 == 0 ? .otpFailure : .attempt, time: Self.at(-Double(index % 3_000)),
+                    cardID: card, deviceID: "device-\(index % 97)",
+                    customerID: index % 3 == 0 ? nil : "cu\(index % 31)",
+                    cardholderName: "name \(index % 4)"))
         }
-        let keyed: [(key: VelocityKey, events: [VelocityEvent])] = [(.card, Array(events[0..<6_000])), (.device, Array(events[6_000...]))]
+        let keyed: [(key: VelocityKey, events: [VelocityEvent])] = [
+            (.card, Array(events[0..<6_000])), (.device, Array(events[6_000...])),
+        ]
         let queries = VelocityKey.allCases.flatMap { key in
-            [VelocityQuery(metric: .attempts, key: key, windowSeconds: 3_600), VelocityQuery(metric: .failedOTPs, key: key, windowSeconds: 86_400),
-             VelocityQuery(metric: .distinctNames, key: key, windowSeconds: 7_200)]
+            [
+                VelocityQuery(metric: .attempts, key: key, windowSeconds: 3_600),
+                VelocityQuery(metric: .failedOTPs, key: key, windowSeconds: 86_400),
+                VelocityQuery(metric: .distinctNames, key: key, windowSeconds: 7_200),
+            ]
         }
         let one = InMemoryVelocityProvider(events: events, keyed: keyed, workers: 1)
         for workers in [2, 3, 8] {
             let sharded = InMemoryVelocityProvider(events: events, keyed: keyed, workers: workers)
             for (index, card) in cards.enumerated() {
-                let subject = VelocitySubject(cardID: card, deviceID: "device-\(index % 97)", customerID: "cu\(index % 31)")
+                let subject = VelocitySubject(
+                    cardID: card, deviceID: "device-\(index % 97)", customerID: "cu\(index % 31)")
                 let batch = VelocityBatch(subject: subject, time: Self.at(-Double(index)), queries: queries)
                 #expect(sharded.values(for: batch) == one.values(for: batch), "\(workers) workers, \(card)")
             }
@@ -149,8 +179,12 @@ struct VelocityTests {
             for (precomposed, decomposed) in pairs {
                 #expect(precomposed == decomposed)
                 // 12,000 / 3 pairs / 2 of every 4 indices: 2,000 events of each pair, all within the hour.
-                #expect(provider.value(of: query, subject: VelocitySubject(cardID: precomposed), at: Self.at(0)) == 2_000, "\(workers) workers")
-                #expect(provider.value(of: query, subject: VelocitySubject(cardID: decomposed), at: Self.at(0)) == 2_000, "\(workers) workers")
+                #expect(
+                    provider.value(of: query, subject: VelocitySubject(cardID: precomposed), at: Self.at(0)) == 2_000,
+                    "\(workers) workers")
+                #expect(
+                    provider.value(of: query, subject: VelocitySubject(cardID: decomposed), at: Self.at(0)) == 2_000,
+                    "\(workers) workers")
             }
         }
     }

@@ -52,7 +52,8 @@ public enum AuditChainCheck {
             .milliseconds(max(0, Int64((now.timeIntervalSince1970 * 1000).rounded(.down)) - oldest))
         }
         return AuditChainReport(
-            entries: result.entries, firstBrokenSequence: result.firstBrokenSequence, problem: result.problem, sealed: sealed,
+            entries: result.entries, firstBrokenSequence: result.firstBrokenSequence, problem: result.problem,
+            sealed: sealed,
             unsealed: unsealed.count, oldestUnsealedAge: age, unsealedMaxAge: unsealedMaxAge)
     }
 }

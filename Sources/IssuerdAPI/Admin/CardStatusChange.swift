@@ -29,7 +29,8 @@ enum CardStatusChange {
     /// - Returns: nil when the card does not exist.
     /// - Throws: 409 `invalid_state` when the card is closed.
     static func apply(
-        cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date, connection: PostgresConnection
+        cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date,
+        connection: PostgresConnection
     ) throws -> Outcome? {
         guard let current = try connection.query("SELECT status FROM cards WHERE card_id = \(cardID) FOR UPDATE").first,
             let previous = CardStatusValue(rawValue: try current.decode("status"))
@@ -42,7 +43,10 @@ enum CardStatusChange {
             throw APIErrors.invalidState("a closed card cannot change status")
         }
         _ = try CardStore.setStatus(cardID, to: status, reason: reason, actor: actor, now: now, connection: connection)
-        guard let changeID = try connection.query("SELECT currval(pg_get_serial_sequence('card_status_history', 'id')) AS id").first
+        guard
+            let changeID = try connection.query(
+                "SELECT currval(pg_get_serial_sequence('card_status_history', 'id')) AS id"
+            ).first
         else { throw PostgresError(code: .other, message: "status history id unavailable") }
         let statusChangeID = try changeID.decode("id", as: Int64.self)
 
@@ -83,7 +87,9 @@ enum CardStatusChange {
                 INSERT INTO token_events (token_reference, card_id, event, source, at)
                 VALUES (\(token), \(cardID), \(event), 'issuer', \(now))
                 """)
-            let payload = try PostgresJSON(encoding: TSPNotification(tokenReference: token, action: action, reason: "card_\(status.rawValue)", cardId: cardID))
+            let payload = try PostgresJSON(
+                encoding: TSPNotification(
+                    tokenReference: token, action: action, reason: "card_\(status.rawValue)", cardId: cardID))
             try connection.execute(
                 """
                 INSERT INTO outbox (kind, dedup_key, payload, next_attempt_at)
@@ -92,7 +98,9 @@ enum CardStatusChange {
         }
         var details = ["from": previous.rawValue, "to": status.rawValue, "tokensAffected": String(tokens.count)]
         if let reason { details["reason"] = reason }
-        try AuditLog.append(actor: actor, action: "card.status_changed", subject: "card:\(cardID)", details: details, at: now, connection: connection)
+        try AuditLog.append(
+            actor: actor, action: "card.status_changed", subject: "card:\(cardID)", details: details, at: now,
+            connection: connection)
         guard let card = try CardStore.find(cardID, connection: connection) else { return nil }
         return Outcome(card: card, previous: previous, tokensAffected: tokens.count)
     }

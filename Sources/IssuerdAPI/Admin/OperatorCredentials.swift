@@ -29,18 +29,23 @@ public enum OperatorCredentials {
     ///   - name: Who or what holds the key, 1–64 printable characters.
     ///   - actor: The audit actor, e.g. `cli:alice`.
     /// - Throws: ``CommandInputError`` for a bad role or name; ``PostgresError``.
-    public static func createAPIKey(role: String, name: String, actor: String, now: Date, database: PostgresPool) throws -> IssuedAPIKey {
+    public static func createAPIKey(
+        role: String, name: String, actor: String, now: Date, database: PostgresPool
+    ) throws -> IssuedAPIKey {
         guard let parsed = APIKeyRole(rawValue: role) else {
             throw CommandInputError("--role must be one of \(roles.joined(separator: ", "))")
         }
         let trimmed = name.trimmingCharacters(in: .whitespaces)
-        guard (1...64).contains(trimmed.count), !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard (1...64).contains(trimmed.count),
+            !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
             throw CommandInputError("--name must be 1 to 64 printable characters")
         }
         return try database.transaction { connection in
             let (keyID, key) = try APIKeyAuthenticator.create(role: parsed, name: trimmed, connection: connection)
             try AuditLog.append(
-                actor: actor, action: "apikey.created", subject: "apikey:\(keyID)", details: ["role": role, "name": trimmed], at: now,
+                actor: actor, action: "apikey.created", subject: "apikey:\(keyID)",
+                details: ["role": role, "name": trimmed], at: now,
                 connection: connection)
             return IssuedAPIKey(keyID: keyID, role: role, key: key)
         }
@@ -49,7 +54,9 @@ public enum OperatorCredentials {
     /// A development HS256 app token for `customerID` (`issuerd dev token`).
     ///
     /// - Throws: ``CommandInputError`` for a customer id outside 1–64 characters of `[A-Za-z0-9._:-]`.
-    public static func developmentAppToken(secret: String, customerID: String, lifetime: TimeInterval, now: Date) throws -> String {
+    public static func developmentAppToken(
+        secret: String, customerID: String, lifetime: TimeInterval, now: Date
+    ) throws -> String {
         guard (try? AdminValidation.identifier(customerID, field: "customerId")) != nil else {
             throw CommandInputError("--customer must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
         }

@@ -13,7 +13,8 @@ public enum OperatorSettings {
     ///
     /// - Throws: ``ConfigurationError`` naming the key when it is unset.
     public static func databaseURL(_ reader: ConfigurationReader) throws -> Redacted<String> {
-        Redacted(try reader.required("ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd"))
+        Redacted(
+            try reader.required("ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd"))
     }
 
     /// The master key ring from `ISSUERD_MASTER_KEY`, `ISSUERD_MASTER_KEY_VERSION` and
@@ -25,7 +26,9 @@ public enum OperatorSettings {
         if let hsm = try HSMSettings.read(reader, defaultSessions: 2) {
             let settings = try MasterKeySetting.read(reader, optional: true)
             let store = try HSMKeyStore.open(hsm)
-            let database = pool(try databaseURL(reader), logger: Logger(label: "issuerd.cli", minimumLevel: .warning, handler: JSONLogHandler.standardError))
+            let database = pool(
+                try databaseURL(reader),
+                logger: Logger(label: "issuerd.cli", minimumLevel: .warning, handler: JSONLogHandler.standardError))
             defer { database.close() }
             return try KeyRingLoader.vault(masterKeys: settings, hsm: store, database: database)
         }
@@ -42,9 +45,12 @@ public enum OperatorSettings {
     ///
     /// - Throws: ``ConfigurationError`` naming the setting at fault.
     /// - Parameter pin: A PIN read from standard input instead of `ISSUERD_PKCS11_PIN_FILE`.
-    public static func hsm(_ reader: ConfigurationReader, pin: PKCS11PIN? = nil) throws -> (store: HSMKeyStore, masterKeys: [MasterKeySetting]) {
+    public static func hsm(
+        _ reader: ConfigurationReader, pin: PKCS11PIN? = nil
+    ) throws -> (store: HSMKeyStore, masterKeys: [MasterKeySetting]) {
         guard let settings = try HSMSettings.read(reader, defaultSessions: 2, pinFileRequired: pin == nil) else {
-            throw ConfigurationError(key: "ISSUERD_PKCS11_MODULE", problem: "is required (the absolute path of the HSM's PKCS#11 module)")
+            throw ConfigurationError(
+                key: "ISSUERD_PKCS11_MODULE", problem: "is required (the absolute path of the HSM's PKCS#11 module)")
         }
         let masterKeys = try MasterKeySetting.read(reader, optional: true)
         return (try HSMKeyStore.open(settings, pin: pin), masterKeys)
@@ -54,7 +60,8 @@ public enum OperatorSettings {
     ///
     /// - Throws: ``ConfigurationError`` when unset or short.
     public static func appJWTSecret(_ reader: ConfigurationReader) throws -> Redacted<String> {
-        let secret = try reader.required("ISSUERD_APP_JWT_SECRET", hint: "the HS256 secret of issuer-app tokens, at least 32 bytes")
+        let secret = try reader.required(
+            "ISSUERD_APP_JWT_SECRET", hint: "the HS256 secret of issuer-app tokens, at least 32 bytes")
         guard secret.utf8.count >= 32 else {
             throw ConfigurationError(key: "ISSUERD_APP_JWT_SECRET", problem: "must be at least 32 bytes for HS256")
         }
@@ -64,7 +71,8 @@ public enum OperatorSettings {
     /// A small pool for a command: one connection, a generous wait.
     public static func pool(_ url: Redacted<String>, logger: Logger) -> PostgresPool {
         PostgresPool(
-            configuration: PostgresPoolConfiguration(connectionString: url.unsafeValue, size: 1, acquireTimeout: .seconds(30)),
+            configuration: PostgresPoolConfiguration(
+                connectionString: url.unsafeValue, size: 1, acquireTimeout: .seconds(30)),
             logger: logger)
     }
 }

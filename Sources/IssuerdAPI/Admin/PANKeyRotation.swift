@@ -40,7 +40,8 @@ public enum PANKeyRotation {
         var retries = 0
         while true {
             let count = try database.transaction { connection in
-                try rotateBatch(limit: limit, current: current, vault: vault, actor: actor, now: now(), connection: connection)
+                try rotateBatch(
+                    limit: limit, current: current, vault: vault, actor: actor, now: now(), connection: connection)
             }
             if count > 0 {
                 summary.resealed += count
@@ -49,12 +50,14 @@ public enum PANKeyRotation {
                 continue
             }
             let remaining = try database.withConnection { connection in
-                try connection.query("SELECT count(*) AS n FROM cards WHERE pan_key_version <> \(current)").first?.decode("n", as: Int64.self) ?? 0
+                try connection.query("SELECT count(*) AS n FROM cards WHERE pan_key_version <> \(current)").first?
+                    .decode("n", as: Int64.self) ?? 0
             }
             if remaining == 0 { return summary }
             retries += 1
             guard retries <= lockedRetries else {
-                throw CommandInputError("\(remaining) card(s) stayed locked by other transactions; run keys rotate again")
+                throw CommandInputError(
+                    "\(remaining) card(s) stayed locked by other transactions; run keys rotate again")
             }
             Thread.sleep(forTimeInterval: 0.1)
         }
@@ -71,7 +74,8 @@ public enum PANKeyRotation {
         var fromVersions: Set<Int> = []
         for row in rows {
             let cardID: String = try row.decode("card_id")
-            let sealed = SealedPAN(keyVersion: try row.decode("pan_key_version"), bytes: try row.decode("pan_ciphertext"))
+            let sealed = SealedPAN(
+                keyVersion: try row.decode("pan_key_version"), bytes: try row.decode("pan_ciphertext"))
             let resealed: SealedPAN
             do {
                 resealed = try vault.reseal(sealed, context: CardStore.panContext(cardID))

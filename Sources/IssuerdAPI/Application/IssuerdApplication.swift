@@ -27,7 +27,9 @@ public final class IssuerdApplication: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` or a component's error for a setting that cannot work
     ///   (an unparsable listen address, an unreadable rules directory, a bad key).
-    public init(configuration: IssuerdConfiguration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    public init(
+        configuration: IssuerdConfiguration, logger: Logger, clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
         self.configuration = configuration
         self.logger = logger
         let metrics = MetricsRegistry()
@@ -42,15 +44,20 @@ public final class IssuerdApplication: Sendable {
         self.database = database
         metrics.gauge("issuerd_db_pool_connections", help: "Database pool connections by state.", labels: ["state"]) {
             let statistics = database.statistics
-            return [(["in_use"], Double(statistics.inUse)), (["idle"], Double(statistics.idle)), (["size"], Double(statistics.size))]
+            return [
+                (["in_use"], Double(statistics.inUse)), (["idle"], Double(statistics.idle)),
+                (["size"], Double(statistics.size)),
+            ]
         }
 
-        let context = try ServiceContext(configuration: configuration, database: database, metrics: metrics, logger: logger, clock: clock)
+        let context = try ServiceContext(
+            configuration: configuration, database: database, metrics: metrics, logger: logger, clock: clock)
         self.context = context
         let rules = context.rules
         rulesWatcher = RulesFileWatcher(directory: rules.loader.directory) { rules.reload(trigger: "watcher") }
         let readiness = Readiness(
-            probes: [Self.databaseProbe(database), Self.rulesProbe(rules)] + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
+            probes: [Self.databaseProbe(database), Self.rulesProbe(rules)]
+                + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
             rulesetVersion: { rules.current.version })
         var table = RouteTable()
         OperationsRoutes.register(in: &table, readiness: readiness, metrics: metrics)
@@ -62,7 +69,9 @@ public final class IssuerdApplication: Sendable {
         AttemptRoutes.register(in: &table, context: context)
         AnalystRoutes.register(in: &table, context: context)
         let apiKeys = context.apiKeys
-        for route in ConsoleRoutes.routes(sessions: context.consoleSessions, principal: { try apiKeys.principal(key: $0) }) {
+        for route in ConsoleRoutes.routes(
+            sessions: context.consoleSessions, principal: { try apiKeys.principal(key: $0) })
+        {
             table.add(route.method, route.pattern, route.handler)
         }
         self.routes = table.router.routes.map { ($0.method.rawValue, $0.pattern) }
@@ -71,16 +80,22 @@ public final class IssuerdApplication: Sendable {
         do {
             listen = try ListenAddress.parse(configuration.listen)
         } catch {
-            throw ConfigurationError(key: "ISSUERD_LISTEN", problem: "must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
+            throw ConfigurationError(
+                key: "ISSUERD_LISTEN", problem: "must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
         }
         let serverConfiguration = HTTPServerConfiguration(
             listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit)
         self.outbox = OutboxDispatcher(
             database: database, configuration: configuration,
-            delivery: OutboxDelivery(configuration: configuration, sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock),
+            delivery: OutboxDelivery(
+                configuration: configuration, sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock),
             metrics: metrics, logger: logger.labelled("issuerd.outbox"))
-        self.auditSealer = AuditSealer(database: database, settings: configuration.audit, metrics: metrics, logger: logger.labelled("issuerd.audit"))
-        self.server = HTTPServer(configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"), metrics: metrics)
+        self.auditSealer = AuditSealer(
+            database: database, settings: configuration.audit, metrics: metrics,
+            logger: logger.labelled("issuerd.audit"))
+        self.server = HTTPServer(
+            configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"),
+            metrics: metrics)
     }
 
     /// Every registered route as (method, pattern), for the OpenAPI coverage test.
@@ -95,8 +110,10 @@ public final class IssuerdApplication: Sendable {
     ///   migration's file changed, ``HTTPServerError`` when the socket cannot be bound.
     public func start() throws {
         if configuration.migrateOnStart {
-            let applied = try Migrator(directory: URL(fileURLWithPath: configuration.sqlDirectory), logger: logger.labelled("issuerd.migrate"))
-                .migrate(using: database)
+            let applied = try Migrator(
+                directory: URL(fileURLWithPath: configuration.sqlDirectory), logger: logger.labelled("issuerd.migrate")
+            )
+            .migrate(using: database)
             if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
         }
         try server.start()
@@ -105,7 +122,8 @@ public final class IssuerdApplication: Sendable {
         if configuration.audit.seal { auditSealer.start() }
         let rules = context.rules
         context.backtestPreparation.keepRecent(
-            hours: configuration.console.backtestKeepRecentHours, limit: RulesBacktestRequest.maximumAttempts, current: { rules.current },
+            hours: configuration.console.backtestKeepRecentHours, limit: RulesBacktestRequest.maximumAttempts,
+            current: { rules.current },
             clock: context.clock)
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
     }
@@ -134,7 +152,9 @@ public final class IssuerdApplication: Sendable {
             // A failed reload does not make the instance unready (the last good ruleset serves),
             // but it is reported here so nobody misses it.
             let detail = status.lastFailure.map { "last reload failed at \($0.time): \($0.message)" }
-            return .init(name: "rules", ok: status.lastFailure == nil, critical: false, detail: detail ?? "version \(status.version)")
+            return .init(
+                name: "rules", ok: status.lastFailure == nil, critical: false,
+                detail: detail ?? "version \(status.version)")
         }
     }
 
@@ -145,7 +165,9 @@ public final class IssuerdApplication: Sendable {
         return {
             do {
                 let info = try token.info
-                return .init(name: "hsm", ok: true, critical: false, detail: "token '\(info.label)', sessions re-opened \(token.sessionsReopened)")
+                return .init(
+                    name: "hsm", ok: true, critical: false,
+                    detail: "token '\(info.label)', sessions re-opened \(token.sessionsReopened)")
             } catch {
                 return .init(name: "hsm", ok: false, critical: false, detail: "token '\(token.label)' does not answer")
             }

@@ -37,7 +37,10 @@ struct ServiceContext: Sendable {
     var now: Date { clock() }
 
     /// Builds every component from validated configuration.
-    init(configuration: IssuerdConfiguration, database: PostgresPool, metrics: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Date) throws {
+    init(
+        configuration: IssuerdConfiguration, database: PostgresPool, metrics: MetricsRegistry, logger: Logger,
+        clock: @escaping @Sendable () -> Date
+    ) throws {
         self.configuration = configuration
         self.database = database
         self.metrics = metrics
@@ -47,27 +50,37 @@ struct ServiceContext: Sendable {
         self.hsm = hsm
         vault = try KeyRingLoader.vault(masterKeys: configuration.masterKeys, hsm: hsm, database: database)
         if !vault.keyRing.isMemoryLocked {
-            logger.warning("the PAN data keys are not in locked memory (mlock failed: raise RLIMIT_MEMLOCK, e.g. LimitMEMLOCK=1M in the unit)")
+            logger.warning(
+                "the PAN data keys are not in locked memory (mlock failed: raise RLIMIT_MEMLOCK, e.g. LimitMEMLOCK=1M in the unit)"
+            )
         }
         if let hsm {
-            logger.info("issuer keys in the HSM", [
-                "token": "\(hsm.settings.tokenLabel)", "dataKeyVersions": "\(vault.keyRing.versions)", "sessions": .int(hsm.settings.sessionCount),
-            ])
+            logger.info(
+                "issuer keys in the HSM",
+                [
+                    "token": "\(hsm.settings.tokenLabel)", "dataKeyVersions": "\(vault.keyRing.versions)",
+                    "sessions": .int(hsm.settings.sessionCount),
+                ])
             let token = hsm.token
-            metrics.gauge("issuerd_hsm_sessions_reopened", help: "PKCS#11 sessions replaced after the HSM closed them.", labels: []) {
+            metrics.gauge(
+                "issuerd_hsm_sessions_reopened", help: "PKCS#11 sessions replaced after the HSM closed them.",
+                labels: []
+            ) {
                 [([], Double(token.sessionsReopened))]
             }
         }
         crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, hsm: hsm, logger: logger)
         rules = try RulesService(
-            directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics, database: database, clock: clock)
+            directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics,
+            database: database, clock: clock)
         appTokens = try AppTokenVerifier(configuration.appJWT)
         tsp = try TSPAuthenticator(secret: configuration.tspHMACSecret.unsafeValue)
         consoleSessions = ConsoleSessions(database: database, settings: configuration.console, clock: clock)
         apiKeys = APIKeyAuthenticator(database: database, sessions: consoleSessions)
         idempotency = IdempotencyStore(database: database)
         let hours = metrics.counter(
-            "issuerd_backtest_cache_hours_total", help: "Complete hours backtests and read-aheads took from memory (hit) or read (miss).", labels: ["result"])
+            "issuerd_backtest_cache_hours_total",
+            help: "Complete hours backtests and read-aheads took from memory (hit) or read (miss).", labels: ["result"])
         hours.increment(by: 0, labels: ["hit"])
         hours.increment(by: 0, labels: ["miss"])
         let backtestCache = BacktestWindowCache(capacity: configuration.console.backtestCacheAttempts) { hits, misses in
@@ -75,7 +88,8 @@ struct ServiceContext: Sendable {
             hours.increment(by: Double(misses), labels: ["miss"])
         }
         self.backtestCache = backtestCache
-        backtestPreparation = BacktestPreparation(cache: backtestCache, database: database, logger: logger.labelled("issuerd.rules"))
+        backtestPreparation = BacktestPreparation(
+            cache: backtestCache, database: database, logger: logger.labelled("issuerd.rules"))
         metrics.gauge("issuerd_backtest_cache_attempts", help: "Stored attempts kept parsed between backtests.") {
             [([], Double(backtestCache.statistics.attempts))]
         }

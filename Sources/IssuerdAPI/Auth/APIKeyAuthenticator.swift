@@ -1,9 +1,9 @@
-import IssuerdService
 import Foundation
 import IssuerdConsole
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
 
 /// Creates and checks API keys. Keys are 256 random bits shown once (`isk_<id>_<secret>`);
 /// only the SHA-256 of the whole key is stored. A slow password hash is not needed: the key
@@ -21,8 +21,12 @@ struct APIKeyAuthenticator: Sendable {
     ///     the session's CSRF token. A bearer key, when sent, is always what counts.
     /// - Throws: 401 for a missing, unknown or revoked key (or session); 403 for a key of
     ///   another role or a missing CSRF token.
-    func authenticate(_ request: HTTPRequest, roles: Set<APIKeyRole>, consoleSession: Bool = false) throws -> APIKeyPrincipal {
-        if consoleSession, let sessions, !request.headers.contains("Authorization"), request.cookie(sessions.cookieName(for: request)) != nil {
+    func authenticate(
+        _ request: HTTPRequest, roles: Set<APIKeyRole>, consoleSession: Bool = false
+    ) throws -> APIKeyPrincipal {
+        if consoleSession, let sessions, !request.headers.contains("Authorization"),
+            request.cookie(sessions.cookieName(for: request)) != nil
+        {
             let principal = try sessions.authenticate(request).principal
             guard roles.contains(principal.role) else { throw refusedRole(principal, request: request) }
             return principal
@@ -37,7 +41,9 @@ struct APIKeyAuthenticator: Sendable {
 
     /// The 403 for a key whose role the route does not allow, logged with the key's id and role.
     private func refusedRole(_ principal: APIKeyPrincipal, request: HTTPRequest) -> HTTPError {
-        request.logger.notice("API key refused", ["reason": "role", "keyId": .string(principal.keyID), "role": .string(principal.role.rawValue)])
+        request.logger.notice(
+            "API key refused",
+            ["reason": "role", "keyId": .string(principal.keyID), "role": .string(principal.role.rawValue)])
         return HTTPError.forbidden()
     }
 
@@ -55,13 +61,16 @@ struct APIKeyAuthenticator: Sendable {
     }
 
     /// Creates a key and returns it in clear (the only time it exists in clear).
-    static func create(role: APIKeyRole, name: String, connection: PostgresConnection) throws -> (keyID: String, key: String) {
+    static func create(
+        role: APIKeyRole, name: String, connection: PostgresConnection
+    ) throws -> (keyID: String, key: String) {
         let keyID = BinaryEncoding.hexString(try SecureRandom.bytes(count: 6))
         let secret = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
         let key = "isk_\(keyID)_\(secret)"
         let digest = SHA256.hash(Array(key.utf8))
         try connection.execute(
-            "INSERT INTO api_keys (key_id, name, role, key_hash) VALUES (\(keyID), \(name), \(role.rawValue), \(digest))")
+            "INSERT INTO api_keys (key_id, name, role, key_hash) VALUES (\(keyID), \(name), \(role.rawValue), \(digest))"
+        )
         return (keyID, key)
     }
 }

@@ -43,7 +43,9 @@ struct AppTokenVerifier: Sendable {
         if let notBefore = token.notBefore, time + Self.leeway < notBefore {
             throw HTTPError.unauthenticated()
         }
-        guard let subject = token.subject, (1...64).contains(subject.utf8.count) else { throw HTTPError.unauthenticated() }
+        guard let subject = token.subject, (1...64).contains(subject.utf8.count) else {
+            throw HTTPError.unauthenticated()
+        }
         return subject
     }
 
@@ -51,9 +53,11 @@ struct AppTokenVerifier: Sendable {
         switch token.algorithm {
         case "HS256":
             guard let hmacKey else { return false }
-            return HMACSHA256.isValidAuthenticationCode(token.signature, authenticating: token.signingInput, using: hmacKey)
+            return HMACSHA256.isValidAuthenticationCode(
+                token.signature, authenticating: token.signingInput, using: hmacKey)
         case "ES256":
-            guard let publicKey, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: token.signature) else { return false }
+            guard let publicKey, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: token.signature)
+            else { return false }
             return publicKey.isValidSignature(signature, for: token.signingInput)
         default:
             return false
@@ -63,8 +67,11 @@ struct AppTokenVerifier: Sendable {
     /// Mints an HS256 token (development and tests: `issuerd dev token`).
     static func mintHS256(secret: String, customerID: String, lifetime: TimeInterval, now: Date) throws -> String {
         let header = BinaryEncoding.base64URLString(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
-        let claims: [String: Any] = ["sub": customerID, "iat": Int(now.timeIntervalSince1970), "exp": Int(now.timeIntervalSince1970 + lifetime)]
-        let payload = BinaryEncoding.base64URLString(Array(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])))
+        let claims: [String: Any] = [
+            "sub": customerID, "iat": Int(now.timeIntervalSince1970), "exp": Int(now.timeIntervalSince1970 + lifetime),
+        ]
+        let payload = BinaryEncoding.base64URLString(
+            Array(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])))
         let signingInput = Array((header + "." + payload).utf8)
         let mac = HMACSHA256.authenticationCode(for: signingInput, using: try SymmetricKey(bytes: Array(secret.utf8)))
         return header + "." + payload + "." + BinaryEncoding.base64URLString(mac)

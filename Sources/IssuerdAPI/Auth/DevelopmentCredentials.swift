@@ -4,7 +4,9 @@ import Foundation
 /// and a TSP signature, made with the same code the server verifies them with.
 public enum DevelopmentCredentials {
     /// An HS256 app token for `customerID`, valid for `lifetime` seconds.
-    public static func appToken(secret: String, customerID: String, lifetime: TimeInterval = 3600, now: Date = Date()) throws -> String {
+    public static func appToken(
+        secret: String, customerID: String, lifetime: TimeInterval = 3600, now: Date = Date()
+    ) throws -> String {
         try AppTokenVerifier.mintHS256(secret: secret, customerID: customerID, lifetime: lifetime, now: now)
     }
 

@@ -56,7 +56,9 @@ struct JWT {
                 guard case .object(let members) = value else { return nil }
                 self = .parsed(members)
             } else {
-                guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return nil }
+                guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+                    return nil
+                }
                 self = .foundation(object)
             }
         }

@@ -44,13 +44,16 @@ struct TSPAuthenticator: Sendable {
     /// Verifies the request and records its signature before the work, or throws 401.
     func authenticate(_ request: HTTPRequest, database: PostgresPool, now: Date) throws {
         let signature = try verify(request, now: now)
-        guard try signature.recordAlone(database: database) else { throw VerifiedTSPSignature.replayed(logger: request.logger) }
+        guard try signature.recordAlone(database: database) else {
+            throw VerifiedTSPSignature.replayed(logger: request.logger)
+        }
     }
 
     /// The header value for `body` at `timestamp` (outbound webhooks and tests sign with it).
     static func sign(body: [UInt8], secret: String, timestamp: Int64) throws -> String {
         let mac = HMACSHA256.authenticationCode(
-            for: TSPSignature.signedPayload(timestamp: timestamp, body: body), using: try SymmetricKey(bytes: Array(secret.utf8)))
+            for: TSPSignature.signedPayload(timestamp: timestamp, body: body),
+            using: try SymmetricKey(bytes: Array(secret.utf8)))
         return "t=\(timestamp),v1=\(BinaryEncoding.hexString(mac))"
     }
 }

@@ -21,7 +21,9 @@ struct TSPSignature: Equatable {
             guard pair.count == 2 else { return nil }
             switch pair[0] {
             case "t":
-                guard timestamp == nil, pair[1].utf8.count <= 12, let value = Int64(pair[1]), value > 0 else { return nil }
+                guard timestamp == nil, pair[1].utf8.count <= 12, let value = Int64(pair[1]), value > 0 else {
+                    return nil
+                }
                 timestamp = value
             case "v1":
                 guard let bytes = Self.hex(pair[1]), bytes.count == 32 else { return nil }
@@ -39,7 +41,8 @@ struct TSPSignature: Equatable {
     /// RFC 9110 section 5.6.1; `trimmingCharacters(in:)` went through `NSString` on every request).
     private static func trimmingBlanks(_ text: Substring) -> Substring {
         let isBlank = { (character: Character) in character == " " || character == "\t" }
-        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) }) else { return "" }
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
+        else { return "" }
         return text[first...last]
     }
 

@@ -76,10 +76,13 @@ public struct IssuerdConfiguration: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` for the first missing or malformed setting.
     public init(_ reader: ConfigurationReader) throws {
-        databaseURL = Redacted(try reader.required("ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd"))
+        databaseURL = Redacted(
+            try reader.required("ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd"))
         databasePoolSize = try reader.integer("ISSUERD_DB_POOL_SIZE", default: 8, in: 1...256)
-        databaseAcquireTimeout = try reader.duration("ISSUERD_DB_ACQUIRE_TIMEOUT", default: .seconds(2), in: .milliseconds(10)...(.seconds(60)))
-        databaseDeadPeerTimeout = try reader.duration("ISSUERD_DB_DEAD_PEER_TIMEOUT", default: .seconds(3), in: .seconds(1)...(.seconds(600)))
+        databaseAcquireTimeout = try reader.duration(
+            "ISSUERD_DB_ACQUIRE_TIMEOUT", default: .seconds(2), in: .milliseconds(10)...(.seconds(60)))
+        databaseDeadPeerTimeout = try reader.duration(
+            "ISSUERD_DB_DEAD_PEER_TIMEOUT", default: .seconds(3), in: .seconds(1)...(.seconds(600)))
         listen = reader.string("ISSUERD_LISTEN") ?? "127.0.0.1:8080"
         httpThreads = try reader.integer("ISSUERD_HTTP_THREADS", default: databasePoolSize, in: 1...512)
         bodyLimit = try reader.integer("ISSUERD_BODY_LIMIT", default: 1 << 20, in: 1024...(64 << 20))
@@ -92,12 +95,16 @@ public struct IssuerdConfiguration: Sendable {
         hsm = try HSMSettings.read(reader, defaultSessions: httpThreads)
         masterKeys = try MasterKeySetting.read(reader, optional: hsm != nil)
         appJWT = try AppJWTSetting(reader)
-        tspHMACSecret = Redacted(try reader.required("ISSUERD_TSP_HMAC_SECRET", hint: "the shared secret of X-Issuerd-Signature"))
+        tspHMACSecret = Redacted(
+            try reader.required("ISSUERD_TSP_HMAC_SECRET", hint: "the shared secret of X-Issuerd-Signature"))
         guard tspHMACSecret.unsafeValue.utf8.count >= 16 else {
             throw ConfigurationError(key: "ISSUERD_TSP_HMAC_SECRET", problem: "must be at least 16 bytes")
         }
-        tavSigningKeyPEM = try reader.string("ISSUERD_TAV_SIGNING_KEY").map { Redacted(try Self.pemText($0, key: "ISSUERD_TAV_SIGNING_KEY")) }
-        activationValidity = try reader.duration("ISSUERD_ACTIVATION_VALIDITY", default: .seconds(1800), in: .seconds(60)...(.seconds(30 * 86400)))
+        tavSigningKeyPEM = try reader.string("ISSUERD_TAV_SIGNING_KEY").map {
+            Redacted(try Self.pemText($0, key: "ISSUERD_TAV_SIGNING_KEY"))
+        }
+        activationValidity = try reader.duration(
+            "ISSUERD_ACTIVATION_VALIDITY", default: .seconds(1800), in: .seconds(60)...(.seconds(30 * 86400)))
         notify = try NotifySetting(reader)
         if let text = reader.string("ISSUERD_TSP_WEBHOOK_URL") {
             tspWebhookURL = try Self.httpURL(text, key: "ISSUERD_TSP_WEBHOOK_URL")
@@ -105,10 +112,13 @@ public struct IssuerdConfiguration: Sendable {
             tspWebhookURL = nil
         }
         guard let level = LogLevel(name: reader.string("ISSUERD_LOG_LEVEL") ?? "info") else {
-            throw ConfigurationError(key: "ISSUERD_LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical")
+            throw ConfigurationError(
+                key: "ISSUERD_LOG_LEVEL", problem: "must be one of trace, debug, info, notice, warning, error, critical"
+            )
         }
         logLevel = level
-        rateLimitCustomer = try reader.rateLimit("ISSUERD_RATE_LIMIT_CUSTOMER", default: RateLimit(count: 10, window: 60))
+        rateLimitCustomer = try reader.rateLimit(
+            "ISSUERD_RATE_LIMIT_CUSTOMER", default: RateLimit(count: 10, window: 60))
         rateLimitCard = try reader.rateLimit("ISSUERD_RATE_LIMIT_CARD", default: RateLimit(count: 5, window: 60))
         stepUp = try StepUpSettings(reader)
         outbox = try OutboxSettings(reader)
@@ -126,7 +136,9 @@ public struct IssuerdConfiguration: Sendable {
     }
 
     static func httpURL(_ text: String, key: String) throws -> URL {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host != nil
+        else {
             throw ConfigurationError(key: key, problem: "must be an http:// or https:// URL")
         }
         return url
@@ -148,7 +160,9 @@ public enum AppleTrustSetting: Sendable, Equatable {
         case "sandbox": self = .sandbox
         default:
             guard FileManager.default.isReadableFile(atPath: text) else {
-                throw ConfigurationError(key: "ISSUERD_APPLE_TRUST", problem: "must be production, sandbox, or the path of a readable PEM root")
+                throw ConfigurationError(
+                    key: "ISSUERD_APPLE_TRUST",
+                    problem: "must be production, sandbox, or the path of a readable PEM root")
             }
             self = .custom(path: text)
         }
@@ -170,23 +184,30 @@ public struct MasterKeySetting: Sendable {
     static func read(_ reader: ConfigurationReader, optional: Bool = false) throws -> [MasterKeySetting] {
         guard let current = try reader.base64Key("ISSUERD_MASTER_KEY", byteCount: 32) else {
             if optional {
-                for key in ["ISSUERD_MASTER_KEY_VERSION", "ISSUERD_MASTER_KEY_PREVIOUS"] where reader.string(key) != nil {
+                for key in ["ISSUERD_MASTER_KEY_VERSION", "ISSUERD_MASTER_KEY_PREVIOUS"] where reader.string(key) != nil
+                {
                     throw ConfigurationError(key: key, problem: "is set but ISSUERD_MASTER_KEY is not")
                 }
                 return []
             }
-            throw ConfigurationError(key: "ISSUERD_MASTER_KEY", problem: "is required (base64 of 32 random bytes: openssl rand -base64 32)")
+            throw ConfigurationError(
+                key: "ISSUERD_MASTER_KEY", problem: "is required (base64 of 32 random bytes: openssl rand -base64 32)")
         }
         let version = try reader.integer("ISSUERD_MASTER_KEY_VERSION", default: 1, in: 1...65535)
         var keys = [MasterKeySetting(version: version, key: Redacted(current))]
         for entry in (reader.string("ISSUERD_MASTER_KEY_PREVIOUS") ?? "").split(separator: ",") {
             let parts = entry.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, let old = Int(parts[0]), (1..<version).contains(old), !keys.contains(where: { $0.version == old }) else {
+            guard parts.count == 2, let old = Int(parts[0]), (1..<version).contains(old),
+                !keys.contains(where: { $0.version == old })
+            else {
                 throw ConfigurationError(
                     key: "ISSUERD_MASTER_KEY_PREVIOUS",
-                    problem: "must be version:base64 pairs separated by commas, each version distinct and lower than ISSUERD_MASTER_KEY_VERSION")
+                    problem:
+                        "must be version:base64 pairs separated by commas, each version distinct and lower than ISSUERD_MASTER_KEY_VERSION"
+                )
             }
-            let bytes = try ConfigurationReader.decodeKey(String(parts[1]), key: "ISSUERD_MASTER_KEY_PREVIOUS", byteCount: 32)
+            let bytes = try ConfigurationReader.decodeKey(
+                String(parts[1]), key: "ISSUERD_MASTER_KEY_PREVIOUS", byteCount: 32)
             keys.append(MasterKeySetting(version: old, key: Redacted(bytes)))
         }
         return keys
@@ -202,12 +223,16 @@ public struct AppJWTSetting: Sendable {
 
     init(_ reader: ConfigurationReader) throws {
         hmacSecret = reader.string("ISSUERD_APP_JWT_SECRET").map(Redacted.init)
-        publicKeyPEM = try reader.string("ISSUERD_APP_JWT_PUBLIC_KEY").map { try IssuerdConfiguration.pemText($0, key: "ISSUERD_APP_JWT_PUBLIC_KEY") }
+        publicKeyPEM = try reader.string("ISSUERD_APP_JWT_PUBLIC_KEY").map {
+            try IssuerdConfiguration.pemText($0, key: "ISSUERD_APP_JWT_PUBLIC_KEY")
+        }
         if let secret = hmacSecret, secret.unsafeValue.utf8.count < 32 {
             throw ConfigurationError(key: "ISSUERD_APP_JWT_SECRET", problem: "must be at least 32 bytes for HS256")
         }
         guard hmacSecret != nil || publicKeyPEM != nil else {
-            throw ConfigurationError(key: "ISSUERD_APP_JWT_SECRET", problem: "is required unless ISSUERD_APP_JWT_PUBLIC_KEY is set (issuer-app tokens must be verifiable)")
+            throw ConfigurationError(
+                key: "ISSUERD_APP_JWT_SECRET",
+                problem: "is required unless ISSUERD_APP_JWT_PUBLIC_KEY is set (issuer-app tokens must be verifiable)")
         }
     }
 }
@@ -223,7 +248,8 @@ public enum NotifySetting: Sendable {
         switch try reader.choice("ISSUERD_NOTIFY_PROVIDER", default: "log", from: ["log", "webhook"]) {
         case "webhook":
             let url = try IssuerdConfiguration.httpURL(
-                try reader.required("ISSUERD_NOTIFY_WEBHOOK_URL", hint: "required when ISSUERD_NOTIFY_PROVIDER=webhook"),
+                try reader.required(
+                    "ISSUERD_NOTIFY_WEBHOOK_URL", hint: "required when ISSUERD_NOTIFY_PROVIDER=webhook"),
                 key: "ISSUERD_NOTIFY_WEBHOOK_URL")
             let secret = try reader.required("ISSUERD_NOTIFY_WEBHOOK_SECRET", hint: "signs webhook deliveries")
             self = .webhook(url: url, secret: Redacted(secret))

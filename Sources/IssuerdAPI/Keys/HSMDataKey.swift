@@ -18,9 +18,12 @@ public struct HSMDataKey: Sendable, Equatable {
     ///
     /// - Throws: ``PostgresError`` (SQLSTATE 42P01 when migration 0014 has not run).
     public static func all(connection: PostgresConnection) throws -> [HSMDataKey] {
-        try connection.query("SELECT version, wrapped_key, wrapping_key_label, origin, created_at FROM hsm_data_keys ORDER BY version").map {
+        try connection.query(
+            "SELECT version, wrapped_key, wrapping_key_label, origin, created_at FROM hsm_data_keys ORDER BY version"
+        ).map {
             HSMDataKey(
-                version: try $0.decode("version"), wrappedKey: try $0.decode("wrapped_key"), wrappingKeyLabel: try $0.decode("wrapping_key_label"),
+                version: try $0.decode("version"), wrappedKey: try $0.decode("wrapped_key"),
+                wrappingKeyLabel: try $0.decode("wrapping_key_label"),
                 origin: try $0.decode("origin"), createdAt: try $0.decode("created_at"))
         }
     }

@@ -25,7 +25,10 @@ public struct HSMKeyStore: Sendable {
     public static func open(_ settings: HSMSettings, pin given: PKCS11PIN? = nil) throws -> HSMKeyStore {
         let module = try mapping { try PKCS11Module.load(path: settings.modulePath) }
         let pin = try given ?? mapping { try PKCS11PIN(contentsOfFile: settings.pinFile) }
-        let token = try mapping { try PKCS11Token(module: module, tokenLabel: settings.tokenLabel, pin: pin, sessionCount: settings.sessionCount) }
+        let token = try mapping {
+            try PKCS11Token(
+                module: module, tokenLabel: settings.tokenLabel, pin: pin, sessionCount: settings.sessionCount)
+        }
         return HSMKeyStore(settings: settings, token: token)
     }
 
@@ -33,7 +36,9 @@ public struct HSMKeyStore: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` naming `ISSUERD_PKCS11_WRAP_KEY_LABEL`.
     public func checkWrappingKey() throws {
-        try Self.mapping(keySetting: "ISSUERD_PKCS11_WRAP_KEY_LABEL") { try token.checkWrappingKey(label: settings.wrappingKeyLabel) }
+        try Self.mapping(keySetting: "ISSUERD_PKCS11_WRAP_KEY_LABEL") {
+            try token.checkWrappingKey(label: settings.wrappingKeyLabel)
+        }
     }
 
     /// The TAV signer in the HSM, or nil when `ISSUERD_PKCS11_SIGNING_KEY_LABEL` is unset.
@@ -42,19 +47,25 @@ public struct HSMKeyStore: Sendable {
     ///   one that is not RSA ≥ 2048 with CKA_SIGN, or one that can leave the HSM.
     public func tavSigner() throws -> (any RSASigningKey)? {
         guard let label = settings.tavKeyLabel else { return nil }
-        let signer = try Self.mapping(keySetting: "ISSUERD_PKCS11_SIGNING_KEY_LABEL") { try PKCS11RSASigner(token: token, label: label) }
+        let signer = try Self.mapping(keySetting: "ISSUERD_PKCS11_SIGNING_KEY_LABEL") {
+            try PKCS11RSASigner(token: token, label: label)
+        }
         return HSMRSASigner(signer: signer)
     }
 
     /// Generates a new data key in the HSM and returns it wrapped.
     public func wrapNewDataKey() throws -> [UInt8] {
-        try Self.mapping(keySetting: "ISSUERD_PKCS11_WRAP_KEY_LABEL") { try token.wrapNewDataKey(wrappingKeyLabel: settings.wrappingKeyLabel) }
+        try Self.mapping(keySetting: "ISSUERD_PKCS11_WRAP_KEY_LABEL") {
+            try token.wrapNewDataKey(wrappingKeyLabel: settings.wrappingKeyLabel)
+        }
     }
 
     /// Wraps an environment master key so it can leave the environment (the move to an HSM).
     public func wrap(_ key: MasterKeySetting) throws -> [UInt8] {
         try Self.mapping(keySetting: "ISSUERD_PKCS11_WRAP_KEY_LABEL") {
-            try key.key.unsafeValue.withUnsafeBytes { try token.wrapDataKey($0, wrappingKeyLabel: settings.wrappingKeyLabel) }
+            try key.key.unsafeValue.withUnsafeBytes {
+                try token.wrapDataKey($0, wrappingKeyLabel: settings.wrappingKeyLabel)
+            }
         }
     }
 
@@ -64,10 +75,13 @@ public struct HSMKeyStore: Sendable {
     /// - Throws: ``CommandInputError`` naming the version when it does not unwrap.
     public func unwrap(_ stored: HSMDataKey) throws -> SymmetricKey {
         do {
-            return try token.unwrapDataKey(stored.wrappedKey, wrappingKeyLabel: stored.wrappingKeyLabel) { try SymmetricKey(bytes: $0) }
+            return try token.unwrapDataKey(stored.wrappedKey, wrappingKeyLabel: stored.wrappingKeyLabel) {
+                try SymmetricKey(bytes: $0)
+            }
         } catch let error as PKCS11Error {
             throw CommandInputError(
-                "data key version \(stored.version) does not unwrap under '\(stored.wrappingKeyLabel)' in token '\(settings.tokenLabel)': \(error)")
+                "data key version \(stored.version) does not unwrap under '\(stored.wrappingKeyLabel)' in token '\(settings.tokenLabel)': \(error)"
+            )
         }
     }
 

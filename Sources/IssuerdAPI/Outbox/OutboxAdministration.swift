@@ -47,12 +47,16 @@ enum OutboxAdministration {
     }
 
     static let listLimit = 50
-    private static let columns = "id, kind, status, attempts, next_attempt_at, last_error, created_at, delivered_at, dedup_key, payload"
+    private static let columns =
+        "id, kind, status, attempts, next_attempt_at, last_error, created_at, delivered_at, dedup_key, payload"
 
     /// The backlog, the failing messages and the dead letters (newest first, at most 50 each).
     static func status(now: Date, connection: PostgresConnection) throws -> Status {
-        let counts = try OutboxStore.counts(connection: connection).map { Count(kind: $0.kind, status: $0.status, count: $0.count) }
-        let oldest = try connection.query("SELECT min(created_at) AS oldest FROM outbox WHERE status = 'pending'").first?
+        let counts = try OutboxStore.counts(connection: connection).map {
+            Count(kind: $0.kind, status: $0.status, count: $0.count)
+        }
+        let oldest = try connection.query("SELECT min(created_at) AS oldest FROM outbox WHERE status = 'pending'")
+            .first?
             .decode("oldest", as: Date?.self)
         let failing = try connection.query(
             "SELECT \(unsafeSQL: columns) FROM outbox WHERE status = 'pending' AND last_error IS NOT NULL ORDER BY created_at DESC LIMIT \(listLimit)"
@@ -62,20 +66,29 @@ enum OutboxAdministration {
         ).map(view)
         return Status(
             backlog: counts.filter { $0.status == "pending" }.reduce(0) { $0 + $1.count }, counts: counts,
-            oldestPendingAgeSeconds: oldest.map { max(0, Int(now.timeIntervalSince($0))) }, failing: failing, deadLetters: dead)
+            oldestPendingAgeSeconds: oldest.map { max(0, Int(now.timeIntervalSince($0))) }, failing: failing,
+            deadLetters: dead)
     }
 
     /// Puts a dead letter back in the queue with its tries reset, audited, in one transaction.
     ///
     /// - Throws: 404 unknown message, 409 the message is not dead-lettered.
-    static func requeue(_ messageID: String, actor: String, now: Date, connection: PostgresConnection) throws -> MessageView {
+    static func requeue(
+        _ messageID: String, actor: String, now: Date, connection: PostgresConnection
+    ) throws -> MessageView {
         guard messageID.utf8.count <= 19, let id = Int64(messageID), id > 0,
             let row = try connection.query("SELECT status FROM outbox WHERE id = \(id) FOR UPDATE").first
         else { throw StepUpError.messageNotFound() }
-        guard try row.decode("status", as: String.self) == "dead" else { throw APIErrors.invalidState("the message is not dead-lettered") }
-        try connection.execute("UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now() WHERE id = \(id)")
-        try AuditLog.append(actor: actor, action: "outbox.requeued", subject: "outbox:\(id)", details: [:], at: now, connection: connection)
-        guard let updated = try connection.query("SELECT \(unsafeSQL: columns) FROM outbox WHERE id = \(id)").first else {
+        guard try row.decode("status", as: String.self) == "dead" else {
+            throw APIErrors.invalidState("the message is not dead-lettered")
+        }
+        try connection.execute(
+            "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now() WHERE id = \(id)")
+        try AuditLog.append(
+            actor: actor, action: "outbox.requeued", subject: "outbox:\(id)", details: [:], at: now,
+            connection: connection)
+        guard let updated = try connection.query("SELECT \(unsafeSQL: columns) FROM outbox WHERE id = \(id)").first
+        else {
             throw StepUpError.messageNotFound()
         }
         return try view(updated)
@@ -90,9 +103,11 @@ enum OutboxAdministration {
         return MessageView(
             messageId: String(try row.decode("id", as: Int64.self)), kind: try row.decode("kind"),
             state: status == "pending" && lastError != nil ? "failing" : status, tries: try row.decode("attempts"),
-            nextAttemptAt: status == "pending" ? Timestamps.iso8601(try row.decode("next_attempt_at")) : nil, lastError: lastError,
+            nextAttemptAt: status == "pending" ? Timestamps.iso8601(try row.decode("next_attempt_at")) : nil,
+            lastError: lastError,
             createdAt: Timestamps.iso8601(try row.decode("created_at")),
-            deliveredAt: try row.decode("delivered_at", as: Date?.self).map(Timestamps.iso8601), dedupKey: try row.decode("dedup_key"),
+            deliveredAt: try row.decode("delivered_at", as: Date?.self).map(Timestamps.iso8601),
+            dedupKey: try row.decode("dedup_key"),
             method: delivery?.method, destination: delivery?.destinationMasked, challengeId: delivery?.challengeId,
             tokenReference: delivery?.tokenReference ?? notification?.tokenReference, action: notification?.action)
     }

@@ -23,14 +23,16 @@ struct OutboxDelivery: Sendable {
         notify = configuration.notify
         switch configuration.notify {
         case .webhook(let url, let secret):
-            notifyWebhook = WebhookClient(url: url, secret: secret.unsafeValue, timeout: configuration.outbox.httpTimeout)
+            notifyWebhook = WebhookClient(
+                url: url, secret: secret.unsafeValue, timeout: configuration.outbox.httpTimeout)
             logFile = nil
         case .log(let path):
             notifyWebhook = nil
             logFile = AppendOnlyFile(path: path)
         }
         tspWebhook = configuration.tspWebhookURL.map {
-            WebhookClient(url: $0, secret: configuration.tspHMACSecret.unsafeValue, timeout: configuration.outbox.httpTimeout)
+            WebhookClient(
+                url: $0, secret: configuration.tspHMACSecret.unsafeValue, timeout: configuration.outbox.httpTimeout)
         }
         self.sealer = sealer
         self.clock = clock
@@ -55,7 +57,8 @@ struct OutboxDelivery: Sendable {
             let method = StepUpMethod(rawValue: payload.method),
             let sealedBytes = try? BinaryEncoding.decodeBase64(payload.sealed)
         else { throw OutboxError(.unreadablePayload, "step-up payload does not decode") }
-        var opened = try sealer.open(.init(keyVersion: payload.keyVersion, bytes: sealedBytes), dedupKey: message.dedupKey)
+        var opened = try sealer.open(
+            .init(keyVersion: payload.keyVersion, bytes: sealedBytes), dedupKey: message.dedupKey)
         defer { opened.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         guard let secret = try? JSONDecoder().decode(StepUpSecret.self, from: Data(opened)) else {
             throw OutboxError(.unreadablePayload, "sealed step-up secret does not decode")
@@ -63,7 +66,8 @@ struct OutboxDelivery: Sendable {
         let locale = MessageLocale(rawValue: payload.locale) ?? .korean
         let text = StepUpMessage.text(code: secret.code, method: method, locale: locale, minutes: payload.validMinutes)
         let body: [String: String] = [
-            "challengeId": payload.challengeId, "method": payload.method, "destination": secret.destination, "code": secret.code,
+            "challengeId": payload.challengeId, "method": payload.method, "destination": secret.destination,
+            "code": secret.code,
             "message": text, "expiresAt": payload.expiresAt,
         ]
         let encoder = JSONEncoder()
@@ -134,7 +138,9 @@ final class AppendOnlyFile: Sendable {
     func append(_ bytes: [UInt8]) throws {
         try lock.withLock { _ in
             let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw OutboxError(.logFile, "cannot open the notification log (errno \(errno))") }
+            guard descriptor >= 0 else {
+                throw OutboxError(.logFile, "cannot open the notification log (errno \(errno))")
+            }
             defer { close(descriptor) }
             let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             guard written == bytes.count else { throw OutboxError(.logFile, "short write to the notification log") }

@@ -18,19 +18,28 @@ final class OutboxDispatcher: Sendable {
     private let deliveries: Counter
     private let thread = BackgroundThread(name: "issuerd-outbox")
 
-    init(database: PostgresPool, configuration: IssuerdConfiguration, delivery: OutboxDelivery, metrics: MetricsRegistry, logger: Logger) {
+    init(
+        database: PostgresPool, configuration: IssuerdConfiguration, delivery: OutboxDelivery, metrics: MetricsRegistry,
+        logger: Logger
+    ) {
         self.database = database
         self.settings = configuration.outbox
         self.delivery = delivery
         self.backoff = OutboxBackoff(
-            base: configuration.outbox.backoffBase, maximum: configuration.outbox.backoffMax, maxAttempts: configuration.outbox.maxAttempts)
+            base: configuration.outbox.backoffBase, maximum: configuration.outbox.backoffMax,
+            maxAttempts: configuration.outbox.maxAttempts)
         self.logger = logger
         deliveries = metrics.counter(
-            "issuerd_outbox_deliveries_total", help: "Outbox delivery tries by kind and result (delivered, retry, dead).",
+            "issuerd_outbox_deliveries_total",
+            help: "Outbox delivery tries by kind and result (delivered, retry, dead).",
             labels: ["kind", "result"])
-        metrics.gauge("issuerd_outbox_backlog", help: "Outbox messages by kind and status.", labels: ["kind", "status"]) {
+        metrics.gauge(
+            "issuerd_outbox_backlog", help: "Outbox messages by kind and status.", labels: ["kind", "status"]
+        ) {
             // Read at scrape time; a database outage simply leaves the gauge empty.
-            guard let counts = try? database.withConnection({ try OutboxStore.counts(connection: $0) }) else { return [] }
+            guard let counts = try? database.withConnection({ try OutboxStore.counts(connection: $0) }) else {
+                return []
+            }
             return counts.map { ([$0.kind, $0.status], Double($0.count)) }
         }
     }
@@ -39,19 +48,24 @@ final class OutboxDispatcher: Sendable {
     func start() {
         guard thread.start({ [self] in run() }) else { return }
         if !delivery.deliverableKinds.contains(.tsp) {
-            logger.warning("ISSUERD_TSP_WEBHOOK_URL is not set: TSP notifications stay pending in the outbox until it is")
+            logger.warning(
+                "ISSUERD_TSP_WEBHOOK_URL is not set: TSP notifications stay pending in the outbox until it is")
         }
     }
 
     /// Stops after the message in hand and waits for the thread, at most `timeout`.
     func stop(timeout: Duration) {
-        if !thread.stop(timeout: timeout) { logger.warning("outbox dispatcher still delivering at shutdown; its claims will expire and be retried") }
+        if !thread.stop(timeout: timeout) {
+            logger.warning("outbox dispatcher still delivering at shutdown; its claims will expire and be retried")
+        }
     }
 
     private var stopRequested: Bool { thread.stopRequested }
 
     private func run() {
-        logger.info("outbox dispatcher started", ["kinds": .string(delivery.deliverableKinds.map(\.rawValue).joined(separator: ","))])
+        logger.info(
+            "outbox dispatcher started",
+            ["kinds": .string(delivery.deliverableKinds.map(\.rawValue).joined(separator: ","))])
         while !stopRequested {
             var claimedFullBatch = false
             do {
@@ -78,7 +92,9 @@ final class OutboxDispatcher: Sendable {
     func dispatchOnce() throws -> Int {
         let claimedAt = ContinuousClock.now
         let batch = try database.transaction { connection in
-            try OutboxStore.claim(limit: settings.batchSize, lease: settings.lease, kinds: delivery.deliverableKinds, connection: connection)
+            try OutboxStore.claim(
+                limit: settings.batchSize, lease: settings.lease, kinds: delivery.deliverableKinds,
+                connection: connection)
         }
         let budget = settings.lease - settings.httpTimeout - .seconds(1)
         for (index, message) in batch.enumerated() {
@@ -102,7 +118,10 @@ final class OutboxDispatcher: Sendable {
     }
 
     private func deliver(_ message: OutboxStore.Claimed) {
-        let metadata: LogMetadata = ["messageId": .string(String(message.id)), "kind": .string(message.kind.rawValue), "attempt": .int(message.attempts)]
+        let metadata: LogMetadata = [
+            "messageId": .string(String(message.id)), "kind": .string(message.kind.rawValue),
+            "attempt": .int(message.attempts),
+        ]
         do {
             try delivery.deliver(message)
             try database.withConnection { try OutboxStore.markDelivered(message.id, connection: $0) }
@@ -114,13 +133,17 @@ final class OutboxDispatcher: Sendable {
             let delay: Double?
             if case .retry(let after) = decision { delay = after } else { delay = nil }
             do {
-                try database.withConnection { try OutboxStore.markFailed(message.id, error: summary, retryAfter: delay, connection: $0) }
+                try database.withConnection {
+                    try OutboxStore.markFailed(message.id, error: summary, retryAfter: delay, connection: $0)
+                }
             } catch {
                 // The lease ends by itself; the message is retried then.
                 logger.warning("outbox outcome not recorded", metadata.merging(["error": "\(error)"]) { $1 })
             }
             deliveries.increment(labels: [message.kind.rawValue, delay == nil ? "dead" : "retry"])
-            logger.notice(delay == nil ? "outbox message dead-lettered" : "outbox delivery failed", metadata.merging(["error": .string(summary)]) { $1 })
+            logger.notice(
+                delay == nil ? "outbox message dead-lettered" : "outbox delivery failed",
+                metadata.merging(["error": .string(summary)]) { $1 })
         }
     }
 }

@@ -21,7 +21,8 @@ struct OutboxSealer: Sendable {
     func seal(_ plaintext: [UInt8], dedupKey: String) throws -> Sealed {
         let version = keyRing.currentVersion
         let nonce = try SecureRandom.bytes(count: AES256GCM.nonceByteCount)
-        let ciphertext = try AES256GCM.seal(plaintext, using: try key(version: version), nonce: nonce, authenticating: Self.aad(version, dedupKey))
+        let ciphertext = try AES256GCM.seal(
+            plaintext, using: try key(version: version), nonce: nonce, authenticating: Self.aad(version, dedupKey))
         return Sealed(keyVersion: version, bytes: nonce + ciphertext)
     }
 
@@ -35,7 +36,8 @@ struct OutboxSealer: Sendable {
         }
         return try AES256GCM.open(
             Array(sealed.bytes.dropFirst(AES256GCM.nonceByteCount)), using: try key(version: sealed.keyVersion),
-            nonce: Array(sealed.bytes.prefix(AES256GCM.nonceByteCount)), authenticating: Self.aad(sealed.keyVersion, dedupKey))
+            nonce: Array(sealed.bytes.prefix(AES256GCM.nonceByteCount)),
+            authenticating: Self.aad(sealed.keyVersion, dedupKey))
     }
 
     private func key(version: Int) throws -> SymmetricKey {

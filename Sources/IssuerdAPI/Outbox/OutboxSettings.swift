@@ -31,17 +31,23 @@ public struct OutboxSettings: Sendable {
     init(_ reader: ConfigurationReader) throws {
         dispatch = try reader.boolean("ISSUERD_OUTBOX_DISPATCH", default: true)
         maxAttempts = try reader.integer("ISSUERD_OUTBOX_MAX_ATTEMPTS", default: 10, in: 1...100)
-        backoffBase = try reader.duration("ISSUERD_OUTBOX_BACKOFF_BASE", default: .seconds(2), in: .milliseconds(10)...(.seconds(3600)))
-        backoffMax = try reader.duration("ISSUERD_OUTBOX_BACKOFF_MAX", default: .seconds(600), in: .milliseconds(10)...(.seconds(86400)))
+        backoffBase = try reader.duration(
+            "ISSUERD_OUTBOX_BACKOFF_BASE", default: .seconds(2), in: .milliseconds(10)...(.seconds(3600)))
+        backoffMax = try reader.duration(
+            "ISSUERD_OUTBOX_BACKOFF_MAX", default: .seconds(600), in: .milliseconds(10)...(.seconds(86400)))
         guard backoffMax >= backoffBase else {
-            throw ConfigurationError(key: "ISSUERD_OUTBOX_BACKOFF_MAX", problem: "must not be shorter than ISSUERD_OUTBOX_BACKOFF_BASE")
+            throw ConfigurationError(
+                key: "ISSUERD_OUTBOX_BACKOFF_MAX", problem: "must not be shorter than ISSUERD_OUTBOX_BACKOFF_BASE")
         }
-        pollInterval = try reader.duration("ISSUERD_OUTBOX_POLL_INTERVAL", default: .seconds(1), in: .milliseconds(10)...(.seconds(60)))
-        httpTimeout = try reader.duration("ISSUERD_OUTBOX_HTTP_TIMEOUT", default: .seconds(10), in: .milliseconds(100)...(.seconds(300)))
+        pollInterval = try reader.duration(
+            "ISSUERD_OUTBOX_POLL_INTERVAL", default: .seconds(1), in: .milliseconds(10)...(.seconds(60)))
+        httpTimeout = try reader.duration(
+            "ISSUERD_OUTBOX_HTTP_TIMEOUT", default: .seconds(10), in: .milliseconds(100)...(.seconds(300)))
         lease = try reader.duration("ISSUERD_OUTBOX_LEASE", default: .seconds(60), in: .seconds(1)...(.seconds(3600)))
         // A lease shorter than a delivery would let a second dispatcher claim a message still in flight.
         guard lease > httpTimeout else {
-            throw ConfigurationError(key: "ISSUERD_OUTBOX_LEASE", problem: "must be longer than ISSUERD_OUTBOX_HTTP_TIMEOUT")
+            throw ConfigurationError(
+                key: "ISSUERD_OUTBOX_LEASE", problem: "must be longer than ISSUERD_OUTBOX_HTTP_TIMEOUT")
         }
         batchSize = try reader.integer("ISSUERD_OUTBOX_BATCH_SIZE", default: 20, in: 1...500)
     }

@@ -27,7 +27,9 @@ enum OutboxStore {
     ///
     /// - Returns: Whether a row was inserted.
     @discardableResult
-    static func enqueue(kind: OutboxKind, dedupKey: String, payload: some Encodable, connection: PostgresConnection) throws -> Bool {
+    static func enqueue(
+        kind: OutboxKind, dedupKey: String, payload: some Encodable, connection: PostgresConnection
+    ) throws -> Bool {
         let json = try PostgresJSON(encoding: payload)
         return try connection.execute(
             """
@@ -37,7 +39,9 @@ enum OutboxStore {
     }
 
     /// Claims up to `limit` due messages of `kinds` and reserves them for `lease`.
-    static func claim(limit: Int, lease: Duration, kinds: [OutboxKind], connection: PostgresConnection) throws -> [Claimed] {
+    static func claim(
+        limit: Int, lease: Duration, kinds: [OutboxKind], connection: PostgresConnection
+    ) throws -> [Claimed] {
         let leaseSeconds = OutboxBackoff.seconds(lease)
         let rows = try connection.query(
             """
@@ -52,7 +56,8 @@ enum OutboxStore {
         return try rows.compactMap { row in
             guard let kind = OutboxKind(rawValue: try row.decode("kind")) else { return nil }
             return Claimed(
-                id: try row.decode("id"), kind: kind, dedupKey: try row.decode("dedup_key"), payload: try row.decode("payload"),
+                id: try row.decode("id"), kind: kind, dedupKey: try row.decode("dedup_key"),
+                payload: try row.decode("payload"),
                 attempts: try row.decode("attempts"))
         }
     }
@@ -71,11 +76,13 @@ enum OutboxStore {
     /// it meanwhile, but a delivered one stays delivered).
     static func markDelivered(_ id: Int64, connection: PostgresConnection) throws {
         try connection.execute(
-            "UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(id) AND status = 'pending'")
+            "UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(id) AND status = 'pending'"
+        )
     }
 
     /// Records a failed try: retry after `delay` seconds, or dead-letter when `delay` is nil.
-    static func markFailed(_ id: Int64, error: String, retryAfter delay: Double?, connection: PostgresConnection) throws {
+    static func markFailed(_ id: Int64, error: String, retryAfter delay: Double?, connection: PostgresConnection) throws
+    {
         let summary = String(error.prefix(300))
         if let delay {
             try connection.execute(
@@ -91,7 +98,9 @@ enum OutboxStore {
 
     /// Message counts by kind and status.
     static func counts(connection: PostgresConnection) throws -> [(kind: String, status: String, count: Int)] {
-        try connection.query("SELECT kind, status, count(*)::bigint AS n FROM outbox GROUP BY kind, status ORDER BY kind, status").map {
+        try connection.query(
+            "SELECT kind, status, count(*)::bigint AS n FROM outbox GROUP BY kind, status ORDER BY kind, status"
+        ).map {
             (try $0.decode("kind"), try $0.decode("status"), Int(try $0.decode("n", as: Int64.self)))
         }
     }

@@ -35,7 +35,8 @@ struct WebhookClient: Sendable {
     ///   `.rejected` for a non-2xx answer. The error text names the status or the transport
     ///   failure, never the body.
     func post(_ body: [UInt8], idempotencyKey: String, now: Date) throws {
-        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: OutboxBackoff.seconds(timeout))
+        var request = URLRequest(
+            url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: OutboxBackoff.seconds(timeout))
         request.httpMethod = "POST"
         request.httpBody = Data(body)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")

@@ -41,26 +41,37 @@ struct InAppProvisioning: Sendable {
     /// - Parameter claim: The request's `Idempotency-Key` claim: a decided answer (200, or the
     ///   403/422 that records an attempt) is stored with the attempt's `COMMIT`, so the attempt
     ///   and its answer commit together, and a retry after a lost acknowledgement is replayed.
-    func provision(_ request: HTTPRequest, customerID: String, cardID: String, now: Date, claim: IdempotencyClaim? = nil) throws -> HTTPResponse {
+    func provision(
+        _ request: HTTPRequest, customerID: String, cardID: String, now: Date, claim: IdempotencyClaim? = nil
+    ) throws -> HTTPResponse {
         let input: ProvisioningInput
         do {
-            input = try ProvisioningInput(request.decodeJSON(ProvisioningRequest.self, fast: ProvisioningRequest.init(json:)), rsaEnabled: context.crypto.rsaV2 != nil)
+            input = try ProvisioningInput(
+                request.decodeJSON(ProvisioningRequest.self, fast: ProvisioningRequest.init(json:)),
+                rsaEnabled: context.crypto.rsaV2 != nil)
         } catch {
             // Another customer's card is 404 whatever the body says.
-            let card = try context.database.withConnection { try CardStore.find(cardID, ownedBy: customerID, connection: $0) }
+            let card = try context.database.withConnection {
+                try CardStore.find(cardID, ownedBy: customerID, connection: $0)
+            }
             guard card != nil else { throw APIErrors.cardNotFound() }
             throw error
         }
         let ruleset = risk.rules.current
         let subject = VelocitySubject(cardID: cardID, deviceID: input.device?.id, customerID: customerID)
         let statement = PushContext.statement(
-            cardID: cardID, customerID: customerID, velocity: VelocityBatch(subject: subject, time: now, queries: ruleset.velocityQueries),
-            customerWindow: context.configuration.rateLimitCustomer.window, cardWindow: context.configuration.rateLimitCard.window, now: now)
+            cardID: cardID, customerID: customerID,
+            velocity: VelocityBatch(subject: subject, time: now, queries: ruleset.velocityQueries),
+            customerWindow: context.configuration.rateLimitCustomer.window,
+            cardWindow: context.configuration.rateLimitCard.window, now: now)
         var answerInTransaction = false
         let lock = PushContext.lockAndPlanSettings(customerID: customerID)
-        let contextIndex = lock.count, claimIndex = lock.count + 1
+        let contextIndex = lock.count
+        let claimIndex = lock.count + 1
         let outcome = try context.database.withConnection { connection in
-            try connection.pipelinedTransaction(opening: lock + [statement.query] + (claim.map { [$0.holding()] } ?? [])) { connection, rows in
+            try connection.pipelinedTransaction(
+                opening: lock + [statement.query] + (claim.map { [$0.holding()] } ?? [])
+            ) { connection, rows in
                 // The claim is locked with the context read: a holder whose claim a retry took
                 // over does nothing, and no retry can take it over before this commits.
                 if claim != nil, rows[claimIndex].isEmpty {
@@ -76,7 +87,8 @@ struct InAppProvisioning: Sendable {
                 if let claim {
                     switch decided.value {
                     case .answer(let response, _, _, _, _): decided.closing.append(claim.recording(response))
-                    case .refusal(let error, _, _): decided.closing.append(claim.recording(error.response(requestId: request.requestId)))
+                    case .refusal(let error, _, _):
+                        decided.closing.append(claim.recording(error.response(requestId: request.requestId)))
                     }
                     answerInTransaction = true
                 }
@@ -111,19 +123,26 @@ struct InAppProvisioning: Sendable {
         let reasons = DecisionJSON.reasons(decision)
         let channel = input.channel.name
         var record = AttemptRecord(
-            attemptID: attemptID, channel: channel, cardID: card.cardID, customerID: card.customerID, deviceID: input.device?.id,
-            cardholderNameHash: assessment.cardholderNameHash, requestID: request.requestId, inputs: assessment.attributes,
-            features: assessment.features, ruleHits: decision.hits, hits: [], unknowns: decision.unknowns, flow: decision.flow,
-            decision: "APPROVED", allowedMethods: decision.stepUpMethods.methodNames, rulesetVersion: decision.rulesetVersion,
+            attemptID: attemptID, channel: channel, cardID: card.cardID, customerID: card.customerID,
+            deviceID: input.device?.id,
+            cardholderNameHash: assessment.cardholderNameHash, requestID: request.requestId,
+            inputs: assessment.attributes,
+            features: assessment.features, ruleHits: decision.hits, hits: [], unknowns: decision.unknowns,
+            flow: decision.flow,
+            decision: "APPROVED", allowedMethods: decision.stepUpMethods.methodNames,
+            rulesetVersion: decision.rulesetVersion,
             facts: facts(input, decision: decision), unresolved: decision.unresolved, createdAt: now)
         let counted = (channel: channel, flow: decision.flow, hits: decision.hits)
 
         if decision.flow == .orange {
             record.decision = "DECLINED"
-            let log = LogLine(level: .info, message: "provisioning declined", metadata: ["attemptId": .string(attemptText), "cardId": .string(card.cardID)])
+            let log = LogLine(
+                level: .info, message: "provisioning declined",
+                metadata: ["attemptId": .string(attemptText), "cardId": .string(card.cardID)])
             let reasonJSON: [JSONValue] = reasons.map { ["rule": .string($0.rule), "reason": .string($0.reason)] }
             return (
-                .refusal(DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON), counted: counted, log: log),
+                .refusal(
+                    DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON), counted: counted, log: log),
                 [AttemptStore.insertion(record)]
             )
         }
@@ -137,7 +156,9 @@ struct InAppProvisioning: Sendable {
                 level: .notice, message: "certificate chain refused",
                 metadata: ["attemptId": .string(attemptText), "check": .string(failure.code.rawValue)])
             return (
-                .refusal(DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText), counted: counted, log: log),
+                .refusal(
+                    DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText),
+                    counted: counted, log: log),
                 [AttemptStore.insertion(record)]
             )
         case .valid(let validated):
@@ -153,22 +174,32 @@ struct InAppProvisioning: Sendable {
             ephemeralPublicKey: sealed.ephemeralPublicKey.map(BinaryEncoding.base64String),
             wrappedKey: sealed.wrappedKey.map(BinaryEncoding.base64String),
             decision: Decision(flow: decision.flow.description, attemptId: attemptText, reasons: reasons))
-        let log = LogLine(level: .info, message: "provisioning answered", metadata: ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
-        return (.answer(response.httpResponse, channel: channel, flow: decision.flow, hits: decision.hits, log: log), [AttemptStore.insertion(record)])
+        let log = LogLine(
+            level: .info, message: "provisioning answered",
+            metadata: ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
+        return (
+            .answer(response.httpResponse, channel: channel, flow: decision.flow, hits: decision.hits, log: log),
+            [AttemptStore.insertion(record)]
+        )
     }
 
     /// 429 when the customer or the card used up its window (counted over both push channels).
     private func rateLimit(_ pushContext: PushContext, now: Date, connection: PostgresConnection) throws -> HTTPError? {
         let limits: [(RateLimitSubject, String, Int, RateLimit)] = [
-            (.customer, pushContext.card.customerID, pushContext.customerRecent, context.configuration.rateLimitCustomer),
+            (
+                .customer, pushContext.card.customerID, pushContext.customerRecent,
+                context.configuration.rateLimitCustomer
+            ),
             (.card, pushContext.card.cardID, pushContext.cardRecent, context.configuration.rateLimitCard),
         ]
         for (subject, id, recent, limit) in limits where recent >= limit.count {
             // The window frees a slot when its oldest attempt leaves it.
             let since = now.addingTimeInterval(-limit.window)
-            let oldest = try AttemptStore.oldestRecentPush(column: subject, id: id, since: since, connection: connection)
+            let oldest = try AttemptStore.oldestRecentPush(
+                column: subject, id: id, since: since, connection: connection)
             let retry = (oldest ?? now).addingTimeInterval(limit.window).timeIntervalSince(now)
-            return APIErrors.rateLimited(retryAfter: Int(retry.rounded(.up)), message: "too many provisioning requests; retry later")
+            return APIErrors.rateLimited(
+                retryAfter: Int(retry.rounded(.up)), message: "too many provisioning requests; retry later")
         }
         return nil
     }
@@ -181,7 +212,9 @@ struct InAppProvisioning: Sendable {
     }
 
     /// The pass payload sealed to the verified leaf, and the network's activation data.
-    private func seal(card: CardRecord, input: ProvisioningInput, chain: ValidatedAppleChain, now: Date) throws -> Sealed {
+    private func seal(
+        card: CardRecord, input: ProvisioningInput, chain: ValidatedAppleChain, now: Date
+    ) throws -> Sealed {
         let pan = try CardStore.openPAN(card, vault: context.vault)
         guard let expiration = CardExpiration(card.expiration) else {
             throw StoredCardCorrupt(cardID: card.cardID)
@@ -190,26 +223,35 @@ struct InAppProvisioning: Sendable {
             primaryAccountNumber: pan, expiration: expiration, name: card.cardholderName, nonce: input.nonce,
             nonceSignature: input.nonceSignature)
         let activation = try context.crypto.activationProvider(network: card.paymentNetwork).activationData(
-            for: ActivationDataRequest(primaryAccountNumber: pan, expiration: expiration, cardReference: card.cardID, nonce: input.nonce, now: now))
+            for: ActivationDataRequest(
+                primaryAccountNumber: pan, expiration: expiration, cardReference: card.cardID, nonce: input.nonce,
+                now: now))
         switch input.scheme {
         case .eccV2:
             let output = try context.crypto.eccV2.seal(payload, to: chain)
-            return Sealed(encryptedPassData: output.encryptedPassData, ephemeralPublicKey: output.ephemeralPublicKey, activationData: activation)
+            return Sealed(
+                encryptedPassData: output.encryptedPassData, ephemeralPublicKey: output.ephemeralPublicKey,
+                activationData: activation)
         case .rsaV2:
             guard let rsa = context.crypto.rsaV2 else { throw DecisionErrors.schemeUnsupported("RSA_V2") }
             let output = try rsa.seal(payload, to: chain)
-            return Sealed(encryptedPassData: output.encryptedPassData, wrappedKey: output.wrappedKey, activationData: activation)
+            return Sealed(
+                encryptedPassData: output.encryptedPassData, wrappedKey: output.wrappedKey, activationData: activation)
         }
     }
 
     /// The request facts explain needs (never the PAN, nonce or certificates); the unresolved
     /// rules join them as `unresolved` when the attempt is written (``AttemptRecord/unresolved``).
     private func facts(_ input: ProvisioningInput, decision: RiskDecision) -> [String: JSONValue] {
-        var facts: [String: JSONValue] = ["channel": .string(input.channel.name), "scheme": .string(input.scheme.rawValue)]
+        var facts: [String: JSONValue] = [
+            "channel": .string(input.channel.name), "scheme": .string(input.scheme.rawValue),
+        ]
         if let device = input.device {
             var object: [String: JSONValue] = [:]
-            for (key, value) in [("id", device.id), ("type", device.type), ("model", device.model), ("osVersion", device.osVersion),
-                                 ("locale", device.locale), ("ipAddress", device.ipAddress)] {
+            for (key, value) in [
+                ("id", device.id), ("type", device.type), ("model", device.model), ("osVersion", device.osVersion),
+                ("locale", device.locale), ("ipAddress", device.ipAddress),
+            ] {
                 if let value { object[key] = .string(value) }
             }
             facts["device"] = .object(object)

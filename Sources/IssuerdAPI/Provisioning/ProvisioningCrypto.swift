@@ -24,7 +24,9 @@ struct ProvisioningCrypto: Sendable {
         case .sandbox:
             throw ConfigurationError(
                 key: "ISSUERD_APPLE_TRUST",
-                problem: "sandbox needs Apple's sandbox root, which Apple does not publish: give the path of its PEM instead")
+                problem:
+                    "sandbox needs Apple's sandbox root, which Apple does not publish: give the path of its PEM instead"
+            )
         case .custom(let path):
             guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
                 throw ConfigurationError(key: "ISSUERD_APPLE_TRUST", problem: "cannot read \(path)")
@@ -43,9 +45,11 @@ struct ProvisioningCrypto: Sendable {
             tav = try MastercardTAVProvider(signer: signer, validity: validity)
         } else if let pem = configuration.tavSigningKeyPEM {
             do {
-                tav = try MastercardTAVProvider(signingKey: RSA.Signing.PrivateKey(pemRepresentation: pem.unsafeValue), validity: validity)
+                tav = try MastercardTAVProvider(
+                    signingKey: RSA.Signing.PrivateKey(pemRepresentation: pem.unsafeValue), validity: validity)
             } catch {
-                throw ConfigurationError(key: "ISSUERD_TAV_SIGNING_KEY", problem: "must be an RSA private key of at least 2048 bits in PEM")
+                throw ConfigurationError(
+                    key: "ISSUERD_TAV_SIGNING_KEY", problem: "must be an RSA private key of at least 2048 bits in PEM")
             }
         } else {
             tav = nil

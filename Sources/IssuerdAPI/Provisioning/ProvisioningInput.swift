@@ -27,16 +27,19 @@ struct ProvisioningInput: Sendable {
     /// - Throws: 400 `invalid_request` naming the field; 422 `encryption_scheme_unsupported`.
     init(_ body: ProvisioningRequest, rsaEnabled: Bool) throws {
         guard (1...Self.maximumCertificates).contains(body.certificates.count) else {
-            throw APIErrors.invalidRequest("certificates must hold 1 to \(Self.maximumCertificates) items", field: "certificates")
+            throw APIErrors.invalidRequest(
+                "certificates must hold 1 to \(Self.maximumCertificates) items", field: "certificates")
         }
         for (index, certificate) in body.certificates.enumerated()
         where certificate.isEmpty || certificate.utf8.count > Self.maximumCertificateLength {
             throw APIErrors.invalidRequest(
-                "each certificate must be 1 to \(Self.maximumCertificateLength) characters", field: "certificates[\(index)]")
+                "each certificate must be 1 to \(Self.maximumCertificateLength) characters",
+                field: "certificates[\(index)]")
         }
         certificates = body.certificates
         nonce = try Self.binary(body.nonce, field: "nonce", bytes: PassPayload.nonceByteRange)
-        nonceSignature = try Self.binary(body.nonceSignature, field: "nonceSignature", bytes: PassPayload.nonceSignatureByteRange)
+        nonceSignature = try Self.binary(
+            body.nonceSignature, field: "nonceSignature", bytes: PassPayload.nonceSignatureByteRange)
         switch body.encryptionScheme ?? "ECC_V2" {
         case "ECC_V2": scheme = .eccV2
         case "RSA_V2":
@@ -58,12 +61,15 @@ struct ProvisioningInput: Sendable {
     static func check(_ device: DeviceInfo) throws {
         let fields: [(String, String?, Int)] = [
             ("device.id", device.id, 128), ("device.type", device.type, 16), ("device.name", device.name, 128),
-            ("device.model", device.model, 64), ("device.osVersion", device.osVersion, 32), ("device.locale", device.locale, 35),
+            ("device.model", device.model, 64), ("device.osVersion", device.osVersion, 32),
+            ("device.locale", device.locale, 35),
             ("device.ipAddress", device.ipAddress, 45),
         ]
         for (name, value, limit) in fields {
             guard let value else { continue }
-            guard (1...limit).contains(value.utf8.count), !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            guard (1...limit).contains(value.utf8.count),
+                !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
                 throw APIErrors.invalidRequest("\(name) must be 1 to \(limit) printable characters", field: name)
             }
         }
@@ -80,7 +86,8 @@ struct ProvisioningInput: Sendable {
             throw APIErrors.invalidRequest("\(field) must be hex, base64 or base64url", field: field)
         }
         guard range.contains(decoded.count) else {
-            throw APIErrors.invalidRequest("\(field) must decode to \(range.lowerBound) to \(range.upperBound) bytes", field: field)
+            throw APIErrors.invalidRequest(
+                "\(field) must decode to \(range.lowerBound) to \(range.upperBound) bytes", field: field)
         }
         return decoded
     }

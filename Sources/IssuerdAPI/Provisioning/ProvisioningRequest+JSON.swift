@@ -18,7 +18,8 @@ extension ProvisioningRequest {
             let device = JSONValue.optionalObject(members["device"], DeviceInfo.init(fields:))
         else { return nil }
         self.init(
-            certificates: certificates, nonce: nonce, nonceSignature: nonceSignature, encryptionScheme: encryptionScheme,
+            certificates: certificates, nonce: nonce, nonceSignature: nonceSignature,
+            encryptionScheme: encryptionScheme,
             channel: channel, device: device)
     }
 }
@@ -28,10 +29,12 @@ extension DeviceInfo {
     init?(fields: [String: JSONValue]) {
         guard let id = JSONValue.optionalString(fields["id"]), let type = JSONValue.optionalString(fields["type"]),
             let name = JSONValue.optionalString(fields["name"]), let model = JSONValue.optionalString(fields["model"]),
-            let osVersion = JSONValue.optionalString(fields["osVersion"]), let locale = JSONValue.optionalString(fields["locale"]),
+            let osVersion = JSONValue.optionalString(fields["osVersion"]),
+            let locale = JSONValue.optionalString(fields["locale"]),
             let ipAddress = JSONValue.optionalString(fields["ipAddress"])
         else { return nil }
-        self.init(id: id, type: type, name: name, model: model, osVersion: osVersion, locale: locale, ipAddress: ipAddress)
+        self.init(
+            id: id, type: type, name: name, model: model, osVersion: osVersion, locale: locale, ipAddress: ipAddress)
     }
 }
 

@@ -67,13 +67,20 @@ struct PushContext {
     /// builds only its bindings, through the same code (building the 3 KB text was 3–4 % of a
     /// request's CPU).
     static func statement(
-        cardID: String, customerID: String, velocity: VelocityBatch, customerWindow: TimeInterval, cardWindow: TimeInterval, now: Date
+        cardID: String, customerID: String, velocity: VelocityBatch, customerWindow: TimeInterval,
+        cardWindow: TimeInterval, now: Date
     ) -> Statement {
-        let recent = [VelocitySQL.RecentPushes(key: .customer, windowSeconds: customerWindow), .init(key: .card, windowSeconds: cardWindow)]
+        let recent = [
+            VelocitySQL.RecentPushes(key: .customer, windowSeconds: customerWindow),
+            .init(key: .card, windowSeconds: cardWindow),
+        ]
         let subject = VelocitySubject(cardID: cardID, deviceID: velocity.subject.deviceID, customerID: customerID)
         let batch = VelocityBatch(subject: subject, time: now, queries: velocity.queries)
         let velocitySQL = VelocitySQL(batch, recent: recent)
-        let query = texts.query(VelocitySQL.TextShape(batch, recent: recent), literalCapacity: 2048, interpolations: 8 + batch.queries.count * 3) { sql in
+        let query = texts.query(
+            VelocitySQL.TextShape(batch, recent: recent), literalCapacity: 2048,
+            interpolations: 8 + batch.queries.count * 3
+        ) { sql in
             appendStatement(cardID: cardID, customerID: customerID, velocitySQL: velocitySQL, into: &sql)
         }
         return Statement(query: query, velocity: velocitySQL)
@@ -92,7 +99,8 @@ struct PushContext {
         cardID: String, customerID: String, velocitySQL: VelocitySQL, into sql: inout PostgresQuery.StringInterpolation
     ) {
         sql.appendLiteral(selectedColumns)
-        sql.appendLiteral("(SELECT count(*) FROM tokens t WHERE t.card_id = c.card_id AND t.status = 'active') AS active_tokens")
+        sql.appendLiteral(
+            "(SELECT count(*) FROM tokens t WHERE t.card_id = c.card_id AND t.status = 'active') AS active_tokens")
         velocitySQL.appendSelectList(into: &sql)
         sql.appendLiteral(" FROM cards c LEFT JOIN customers cu ON cu.customer_id = c.customer_id")
         sql.appendLiteral(" WHERE c.card_id = ")
@@ -105,7 +113,9 @@ struct PushContext {
     init?(rows: PostgresRows, statement: Statement) throws {
         guard let row = rows.first else { return nil }
         card = try CardStore.decode(row)
-        customer = row.isNull(row.columns.firstIndex(of: "cu_customer_id") ?? -1) ? nil : try CustomerStore.decode(row, prefix: "cu_")
+        customer =
+            row.isNull(row.columns.firstIndex(of: "cu_customer_id") ?? -1)
+            ? nil : try CustomerStore.decode(row, prefix: "cu_")
         cardActiveTokens = try row.decode("active_tokens")
         let recent = try statement.velocity.recentPushes(in: row)
         guard recent.count == 2, let customerRecent = recent[0], let cardRecent = recent[1] else {

@@ -37,7 +37,8 @@ extension ConfigurationReader {
     func rateLimit(_ key: String, default defaultValue: RateLimit) throws -> RateLimit {
         guard let text = string(key) else { return defaultValue }
         guard let limit = RateLimit(text) else {
-            throw ConfigurationError(key: key, problem: "must be COUNT/WINDOW such as 10/1m (1 to 1000000 requests, window 1s to 1d)")
+            throw ConfigurationError(
+                key: key, problem: "must be COUNT/WINDOW such as 10/1m (1 to 1000000 requests, window 1s to 1d)")
         }
         return limit
     }

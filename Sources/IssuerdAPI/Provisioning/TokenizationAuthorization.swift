@@ -64,18 +64,27 @@ struct TokenizationAuthorization: Sendable {
     func authorize(
         _ request: HTTPRequest, now: Date, signature: VerifiedTSPSignature? = nil, claim: IdempotencyClaim? = nil
     ) throws -> HTTPResponse {
-        let input = try TokenizationInput(request.decodeJSON(TokenizationAuthorizeRequest.self, fast: TokenizationAuthorizeRequest.init(json:)))
+        let input = try TokenizationInput(
+            request.decodeJSON(TokenizationAuthorizeRequest.self, fast: TokenizationAuthorizeRequest.init(json:)))
         let body = input.body
         let ruleset = risk.rules.current
         let fingerprint = try context.vault.fingerprint(input.pan)
         let statement = TokenizationContext.statement(
-            requestID: body.requestId, tokenReference: body.tokenReference, fingerprint: fingerprint, deviceID: body.device?.id,
-            velocity: VelocityBatch(subject: VelocitySubject(deviceID: body.device?.id), time: now, queries: ruleset.velocityQueries),
+            requestID: body.requestId, tokenReference: body.tokenReference, fingerprint: fingerprint,
+            deviceID: body.device?.id,
+            velocity: VelocityBatch(
+                subject: VelocitySubject(deviceID: body.device?.id), time: now, queries: ruleset.velocityQueries),
             pushesSince: now.addingTimeInterval(-Self.yellowPushWindow))
         var opening = TokenizationContext.lockAndPlanSettings(tokenReference: body.tokenReference) + [statement.query]
         let contextIndex = opening.count - 1
-        let signatureIndex = signature.map { opening.append($0.insertion()); return opening.count - 1 }
-        let claimIndex = claim.map { opening.append($0.holding()); return opening.count - 1 }
+        let signatureIndex = signature.map {
+            opening.append($0.insertion())
+            return opening.count - 1
+        }
+        let claimIndex = claim.map {
+            opening.append($0.holding())
+            return opening.count - 1
+        }
         // Sent with COMMIT, so the rows it deletes stay locked only for the commit.
         let pruning = signature == nil ? nil : VerifiedTSPSignature.pruningNowAndThen()
         var answerInTransaction = false
@@ -88,18 +97,24 @@ struct TokenizationAuthorization: Sendable {
                         // A replay: the original committed this signature. Nothing is decided, and a
                         // claim this request took goes, so the original's own retry is not answered
                         // with this refusal.
-                        decided = (.refusal(VerifiedTSPSignature.replayed(logger: request.logger)), claim.map { [$0.releasing()] } ?? [])
+                        decided = (
+                            .refusal(VerifiedTSPSignature.replayed(logger: request.logger)),
+                            claim.map { [$0.releasing()] } ?? []
+                        )
                     } else if let claimIndex, rows[claimIndex].isEmpty {
                         // The claim is locked with the context read: a holder whose claim a retry
                         // took over does nothing, and no retry can take it over before this commits.
                         decided = (.refusal(IdempotencyClaim.takenOver()), [])
                     } else {
                         decided = try decide(
-                            request, input: input, context: try TokenizationContext(rows: rows[contextIndex], statement: statement), ruleset: ruleset, now: now)
+                            request, input: input,
+                            context: try TokenizationContext(rows: rows[contextIndex], statement: statement),
+                            ruleset: ruleset, now: now)
                         if let claim {
                             switch decided.value {
                             case .answer(let response, _): decided.closing.append(claim.recording(response))
-                            case .refusal(let error): decided.closing.append(claim.recording(error.response(requestId: request.requestId)))
+                            case .refusal(let error):
+                                decided.closing.append(claim.recording(error.response(requestId: request.requestId)))
                             }
                             answerInTransaction = true
                         }
@@ -119,7 +134,9 @@ struct TokenizationAuthorization: Sendable {
             if let decided {
                 risk.count(channel: "tsp", flow: decided.flow, hits: decided.hits)
                 if decided.logged {
-                    request.logger.info("tokenization decided", ["attemptId": .string(decided.attemptID), "flow": .string(decided.flow.description)])
+                    request.logger.info(
+                        "tokenization decided",
+                        ["attemptId": .string(decided.attemptID), "flow": .string(decided.flow.description)])
                 }
             }
             return response
@@ -137,12 +154,15 @@ struct TokenizationAuthorization: Sendable {
             return (.answer(Self.httpResponse(stored), decided: nil), [])
         }
         if tsp.tokenTaken {
-            return (.refusal(APIErrors.invalidState("this tokenReference was already authorized by another request")), [])
+            return (
+                .refusal(APIErrors.invalidState("this tokenReference was already authorized by another request")), []
+            )
         }
         let attemptID = UUID.random()
         var record = AttemptRecord(
             attemptID: attemptID, channel: "tsp", deviceID: body.device?.id, tokenReference: body.tokenReference,
-            tokenRequestorID: body.tokenRequestorId, tokenizationSource: body.tokenizationSource, requestID: body.requestId,
+            tokenRequestorID: body.tokenRequestorId, tokenizationSource: body.tokenizationSource,
+            requestID: body.requestId,
             inputs: [:], features: [:], hits: [], unknowns: [], flow: .orange, decision: "DECLINED", allowedMethods: [],
             rulesetVersion: ruleset.version, facts: facts(body, pan: input.pan), createdAt: now)
 
@@ -155,8 +175,10 @@ struct TokenizationAuthorization: Sendable {
         let customer = tsp.customer
         let assessment = try risk.assess(
             RiskRequest(
-                channel: .tsp, card: card, customer: customer, device: body.device, wallet: body.wallet, tokenizationSource: input.source,
-                tokenRequestorID: body.tokenRequestorId, deviceActiveTokens: body.activeTokenCount, cardActiveTokens: tsp.cardActiveTokens,
+                channel: .tsp, card: card, customer: customer, device: body.device, wallet: body.wallet,
+                tokenizationSource: input.source,
+                tokenRequestorID: body.tokenRequestorId, deviceActiveTokens: body.activeTokenCount,
+                cardActiveTokens: tsp.cardActiveTokens,
                 time: now),
             ruleset: ruleset, velocity: tsp.velocity)
         record.cardholderNameHash = assessment.cardholderNameHash
@@ -175,12 +197,16 @@ struct TokenizationAuthorization: Sendable {
         var methods = decision.stepUpMethods
         var reasons = DecisionJSON.reasons(decision)
         if flow != .orange, let push = tsp.pendingPush {
-            let pushed = push.allowedMethods.compactMap(StepUpMethods.init(name:)).reduce(into: StepUpMethods()) { $0.formUnion($1) }
+            let pushed = push.allowedMethods.compactMap(StepUpMethods.init(name:)).reduce(into: StepUpMethods()) {
+                $0.formUnion($1)
+            }
             methods = flow == .yellow ? methods.intersection(pushed) : pushed
             flow = .yellow
             let pushID = push.attemptID.uuidString.lowercased()
-            record.hits.append(DecisionJSON.pseudoHit(
-                rule: "issuerd.in_app_yellow", outcome: .yellow, reason: "IN_APP_STEP_UP_REQUIRED", values: ["pushAttemptId": .string(pushID)]))
+            record.hits.append(
+                DecisionJSON.pseudoHit(
+                    rule: "issuerd.in_app_yellow", outcome: .yellow, reason: "IN_APP_STEP_UP_REQUIRED",
+                    values: ["pushAttemptId": .string(pushID)]))
             reasons.append(Reason(rule: "issuerd.in_app_yellow", reason: "IN_APP_STEP_UP_REQUIRED"))
         }
         var activationMethods: [ActivationMethod] = []
@@ -188,14 +214,16 @@ struct TokenizationAuthorization: Sendable {
             activationMethods = Self.activationMethods(customer: customer, allowed: methods)
             if activationMethods.isEmpty {
                 flow = .orange
-                record.hits.append(DecisionJSON.pseudoHit(
-                    rule: Invariants.noStepUpMethod, outcome: .orange, reason: "NO_STEP_UP_METHOD_LEFT",
-                    values: ["allowed": .array(methods.methodNames.map(JSONValue.string))]))
+                record.hits.append(
+                    DecisionJSON.pseudoHit(
+                        rule: Invariants.noStepUpMethod, outcome: .orange, reason: "NO_STEP_UP_METHOD_LEFT",
+                        values: ["allowed": .array(methods.methodNames.map(JSONValue.string))]))
                 reasons.insert(Reason(rule: Invariants.noStepUpMethod, reason: "NO_STEP_UP_METHOD_LEFT"), at: 0)
             }
         }
         record.flow = flow
-        record.decision = flow == .green ? "APPROVED" : flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "DECLINED"
+        record.decision =
+            flow == .green ? "APPROVED" : flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "DECLINED"
         record.allowedMethods = flow == .yellow ? methods.methodNames : []
         let attemptText = attemptID.uuidString.lowercased()
         let response = TokenizationAuthorizeResponse(
@@ -206,17 +234,26 @@ struct TokenizationAuthorization: Sendable {
         var closing = [AttemptStore.insertion(record)]
         if flow != .orange {
             let status: TokenStatusValue = flow == .green ? .active : .pendingVerification
-            closing.append(TokenStore.creation(
-                tokenReference: body.tokenReference, cardID: card.cardID, deviceID: body.device?.id, tokenRequestorID: body.tokenRequestorId,
-                status: status, attemptID: attemptID, now: now))
-            closing.append(TokenStore.eventsInsertion(
-                status == .active ? [.created, .activated] : [.created], tokenReference: body.tokenReference, cardID: card.cardID,
-                source: "issuer", at: now, now: now))
-            closing.append(AuditLog.appendQuery(
-                actor: "tsp", action: "token.created", subject: "token:\(body.tokenReference)",
-                details: ["cardId": card.cardID, "status": status.rawValue, "attemptId": attemptText], at: now))
+            closing.append(
+                TokenStore.creation(
+                    tokenReference: body.tokenReference, cardID: card.cardID, deviceID: body.device?.id,
+                    tokenRequestorID: body.tokenRequestorId,
+                    status: status, attemptID: attemptID, now: now))
+            closing.append(
+                TokenStore.eventsInsertion(
+                    status == .active ? [.created, .activated] : [.created], tokenReference: body.tokenReference,
+                    cardID: card.cardID,
+                    source: "issuer", at: now, now: now))
+            closing.append(
+                AuditLog.appendQuery(
+                    actor: "tsp", action: "token.created", subject: "token:\(body.tokenReference)",
+                    details: ["cardId": card.cardID, "status": status.rawValue, "attemptId": attemptText], at: now))
         }
-        return (.answer(Self.httpResponse(answer), decided: Decided(attemptID: attemptText, flow: flow, hits: decision.hits, logged: true)), closing)
+        return (
+            .answer(
+                Self.httpResponse(answer),
+                decided: Decided(attemptID: attemptText, flow: flow, hits: decision.hits, logged: true)), closing
+        )
     }
 
     /// A DECLINED attempt decided before (or beside) the rules, and its answer.
@@ -225,14 +262,18 @@ struct TokenizationAuthorization: Sendable {
     ) -> (value: Outcome, closing: [PostgresQuery]) {
         record.flow = .orange
         record.decision = "DECLINED"
-        record.hits.insert(DecisionJSON.pseudoHit(rule: reason, outcome: .orange, reason: reason, values: values), at: 0)
+        record.hits.insert(
+            DecisionJSON.pseudoHit(rule: reason, outcome: .orange, reason: reason, values: values), at: 0)
         let attemptText = record.attemptID.uuidString.lowercased()
         let response = TokenizationAuthorizeResponse(
-            decision: "DECLINED", flow: "orange", attemptId: attemptText, reasons: [Reason(rule: reason, reason: reason)], activationMethods: [])
+            decision: "DECLINED", flow: "orange", attemptId: attemptText,
+            reasons: [Reason(rule: reason, reason: reason)], activationMethods: [])
         let answer = response.jsonValue
         record.facts["response"] = answer
         return (
-            .answer(Self.httpResponse(answer), decided: Decided(attemptID: attemptText, flow: .orange, hits: hits, logged: false)),
+            .answer(
+                Self.httpResponse(answer),
+                decided: Decided(attemptID: attemptText, flow: .orange, hits: hits, logged: false)),
             [AttemptStore.insertion(record)]
         )
     }
@@ -241,13 +282,19 @@ struct TokenizationAuthorization: Sendable {
     static func activationMethods(customer: CustomerRecord?, allowed: StepUpMethods) -> [ActivationMethod] {
         var methods: [ActivationMethod] = []
         if let phone = customer?.phoneNumber, !phone.isEmpty {
-            if allowed.contains(.sms) { methods.append(ActivationMethod(id: "sms-1", type: "sms", value: DestinationMask.phone(phone))) }
-            if allowed.contains(.ars) { methods.append(ActivationMethod(id: "ars-1", type: "ars", value: DestinationMask.phone(phone))) }
+            if allowed.contains(.sms) {
+                methods.append(ActivationMethod(id: "sms-1", type: "sms", value: DestinationMask.phone(phone)))
+            }
+            if allowed.contains(.ars) {
+                methods.append(ActivationMethod(id: "ars-1", type: "ars", value: DestinationMask.phone(phone)))
+            }
         }
         if let email = customer?.email, !email.isEmpty, allowed.contains(.email) {
             methods.append(ActivationMethod(id: "email-1", type: "email", value: DestinationMask.email(email)))
         }
-        if customer != nil, allowed.contains(.app) { methods.append(ActivationMethod(id: "app-1", type: "app", value: "issuer app")) }
+        if customer != nil, allowed.contains(.app) {
+            methods.append(ActivationMethod(id: "app-1", type: "app", value: "issuer app"))
+        }
         return methods
     }
 
@@ -257,7 +304,10 @@ struct TokenizationAuthorization: Sendable {
         var facts: [String: JSONValue] = ["channel": "tsp", "lastFour": .string(pan.lastFour)]
         if let device = body.device {
             var object: [String: JSONValue] = [:]
-            for (key, value) in [("id", device.id), ("type", device.type), ("name", device.name), ("locale", device.locale), ("ipAddress", device.ipAddress)] {
+            for (key, value) in [
+                ("id", device.id), ("type", device.type), ("name", device.name), ("locale", device.locale),
+                ("ipAddress", device.ipAddress),
+            ] {
                 if let value { object[key] = .string(value) }
             }
             facts["device"] = .object(object)

@@ -21,7 +21,8 @@ extension TokenizationAuthorizeRequest {
         else { return nil }
         self.init(
             requestId: requestId, tokenReference: tokenReference, tokenRequestorId: tokenRequestorId,
-            tokenizationSource: tokenizationSource, card: CardCredentials(accountNumber: accountNumber, expiration: expiration),
+            tokenizationSource: tokenizationSource,
+            card: CardCredentials(accountNumber: accountNumber, expiration: expiration),
             device: device, wallet: wallet, activeTokenCount: activeTokenCount)
     }
 }

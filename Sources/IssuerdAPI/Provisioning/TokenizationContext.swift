@@ -53,22 +53,30 @@ struct TokenizationContext {
     /// device id itself is a binding either way), so it is written once per shape and kept, as
     /// the push context's is (``PushContext/statement(cardID:customerID:velocity:customerWindow:cardWindow:now:)``).
     static func statement(
-        requestID: String, tokenReference: String, fingerprint: [UInt8], deviceID: String?, velocity: VelocityBatch, pushesSince: Date
+        requestID: String, tokenReference: String, fingerprint: [UInt8], deviceID: String?, velocity: VelocityBatch,
+        pushesSince: Date
     ) -> Statement {
         let velocitySQL = VelocitySQL(velocity, keyColumns: [.card: "c.card_id", .customer: "c.customer_id"])
-        let query = texts.query(VelocitySQL.TextShape(velocity), literalCapacity: 4096, interpolations: 8 + velocity.queries.count * 3) { sql in
+        let query = texts.query(
+            VelocitySQL.TextShape(velocity), literalCapacity: 4096, interpolations: 8 + velocity.queries.count * 3
+        ) { sql in
             sql.appendLiteral(
-                "SELECT (SELECT p.facts -> 'response' FROM provisioning_attempts p WHERE p.channel = 'tsp' AND p.request_id = ")
+                "SELECT (SELECT p.facts -> 'response' FROM provisioning_attempts p WHERE p.channel = 'tsp' AND p.request_id = "
+            )
             sql.appendInterpolation(requestID)
             sql.appendLiteral(" AND p.token_reference = ")
             sql.appendInterpolation(tokenReference)
-            sql.appendLiteral(" ORDER BY p.created_at LIMIT 1) AS stored_answer, EXISTS (SELECT 1 FROM tokens k WHERE k.token_reference = ")
+            sql.appendLiteral(
+                " ORDER BY p.created_at LIMIT 1) AS stored_answer, EXISTS (SELECT 1 FROM tokens k WHERE k.token_reference = "
+            )
             sql.appendInterpolation(tokenReference)
             sql.appendLiteral(Self.selectedColumns)
-            sql.appendLiteral("(SELECT count(*) FROM tokens t WHERE t.card_id = c.card_id AND t.status = 'active') AS active_tokens")
+            sql.appendLiteral(
+                "(SELECT count(*) FROM tokens t WHERE t.card_id = c.card_id AND t.status = 'active') AS active_tokens")
             velocitySQL.appendSelectList(into: &sql)
             sql.appendLiteral(", ")
-            AttemptStore.appendPendingYellowPush(cardColumn: "c.card_id", deviceID: deviceID, since: pushesSince, name: "pending_push", into: &sql)
+            AttemptStore.appendPendingYellowPush(
+                cardColumn: "c.card_id", deviceID: deviceID, since: pushesSince, name: "pending_push", into: &sql)
             sql.appendLiteral(" FROM (VALUES (1)) AS one (n) LEFT JOIN cards c ON c.pan_fingerprint = ")
             sql.appendInterpolation(fingerprint)
             sql.appendLiteral(" LEFT JOIN customers cu ON cu.customer_id = c.customer_id")
@@ -87,7 +95,9 @@ struct TokenizationContext {
 
     /// The context from the statement's one row.
     init(rows: PostgresRows, statement: Statement) throws {
-        guard let row = rows.first else { throw PostgresError(code: .decoding, message: "the TSP context statement returned no row") }
+        guard let row = rows.first else {
+            throw PostgresError(code: .decoding, message: "the TSP context statement returned no row")
+        }
         storedAnswer = try row.decode("stored_answer", as: PostgresJSON?.self).map { try $0.decode(JSONValue.self) }
         tokenTaken = try row.decode("token_taken")
         guard !row.isNull(row.columns.firstIndex(of: "card_id") ?? -1) else {
@@ -99,10 +109,14 @@ struct TokenizationContext {
             return
         }
         card = try CardStore.decode(row)
-        customer = row.isNull(row.columns.firstIndex(of: "cu_customer_id") ?? -1) ? nil : try CustomerStore.decode(row, prefix: "cu_")
+        customer =
+            row.isNull(row.columns.firstIndex(of: "cu_customer_id") ?? -1)
+            ? nil : try CustomerStore.decode(row, prefix: "cu_")
         cardActiveTokens = try row.decode("active_tokens")
         velocity = try statement.velocity.values(in: row)
-        if let push = try row.decode("pending_push", as: [String]?.self), let first = push.first, let attemptID = UUID(uuidString: first) {
+        if let push = try row.decode("pending_push", as: [String]?.self), let first = push.first,
+            let attemptID = UUID(uuidString: first)
+        {
             pendingPush = (attemptID, Array(push.dropFirst()))
         } else {
             pendingPush = nil

@@ -10,7 +10,8 @@ extension TokenizationAuthorizeResponse {
         .object([
             "decision": .string(decision), "flow": .string(flow), "attemptId": .string(attemptId),
             "reasons": .array(reasons.map { ["rule": .string($0.rule), "reason": .string($0.reason)] }),
-            "activationMethods": .array(activationMethods.map { ["id": .string($0.id), "type": .string($0.type), "value": .string($0.value)] }),
+            "activationMethods": .array(
+                activationMethods.map { ["id": .string($0.id), "type": .string($0.type), "value": .string($0.value)] }),
         ])
     }
 }

@@ -170,7 +170,10 @@ struct VelocitySQL {
                 // Only the rows of this query: its kinds of failure, its narrower window, and
                 // (the scan unbounded) the decision time.
                 var conditions = Conditions()
-                if let kinds = Self.kinds(query.metric) { conditions.next(&sql); sql.appendText("kind IN \(kinds)") }
+                if let kinds = Self.kinds(query.metric) {
+                    conditions.next(&sql)
+                    sql.appendText("kind IN \(kinds)")
+                }
                 if Double(query.windowSeconds) < widest {
                     conditions.next(&sql)
                     sql.appendText("\(time) >= ")
@@ -225,7 +228,9 @@ struct VelocitySQL {
         let texts = try row.decode("velocity\(number)", as: [String].self)
         guard texts.count == group.members.count + group.recent.count else {
             throw PostgresError(
-                code: .decoding, message: "velocity\(number) has \(texts.count) values, expected \(group.members.count + group.recent.count)")
+                code: .decoding,
+                message:
+                    "velocity\(number) has \(texts.count) values, expected \(group.members.count + group.recent.count)")
         }
         return try texts.map { text in
             guard let count = Int(text) else {
@@ -286,11 +291,12 @@ struct VelocitySQL {
 
     /// The `FROM` and `WHERE` of a group up to its key column, which the caller compares.
     private static func from(_ source: Source, key: VelocityKey) -> String {
-        let column = switch key {
-        case .card: "card_id"
-        case .device: "device_id"
-        case .customer: "customer_id"
-        }
+        let column =
+            switch key {
+            case .card: "card_id"
+            case .device: "device_id"
+            case .customer: "customer_id"
+            }
         switch source {
         case .attempts:
             return "provisioning_attempts WHERE \(column)"
@@ -299,8 +305,12 @@ struct VelocitySQL {
         case .tokenDeletions:
             switch key {
             case .card: return "token_events e WHERE e.event = 'deleted' AND e.card_id"
-            case .device: return "token_events e JOIN tokens dt ON dt.token_reference = e.token_reference WHERE e.event = 'deleted' AND dt.device_id"
-            case .customer: return "token_events e JOIN cards dc ON dc.card_id = e.card_id WHERE e.event = 'deleted' AND dc.customer_id"
+            case .device:
+                return
+                    "token_events e JOIN tokens dt ON dt.token_reference = e.token_reference WHERE e.event = 'deleted' AND dt.device_id"
+            case .customer:
+                return
+                    "token_events e JOIN cards dc ON dc.card_id = e.card_id WHERE e.event = 'deleted' AND dc.customer_id"
             }
         }
     }

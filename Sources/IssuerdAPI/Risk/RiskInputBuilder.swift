@@ -61,7 +61,8 @@ enum RiskInputBuilder {
     static func attributes(of input: RiskInput) -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
         object.reserveCapacity(AttributeCatalog.all.count)
-        forEachRecorded(in: input) { index, value in object[AttributeCatalog.all[index].name] = DecisionJSON.json(value) }
+        forEachRecorded(in: input) { index, value in object[AttributeCatalog.all[index].name] = DecisionJSON.json(value)
+        }
         return object
     }
 
@@ -123,7 +124,9 @@ enum RiskInputBuilder {
         for code in codes {
             if WalletReasonCodes.names.contains(code) {
                 names.append(code)
-            } else if let entry = WalletReasonCodes.table.first(where: { $0.code.split(separator: "/").contains(Substring(code.uppercased())) }) {
+            } else if let entry = WalletReasonCodes.table.first(where: {
+                $0.code.split(separator: "/").contains(Substring(code.uppercased()))
+            }) {
                 names.append(entry.name)
             }
         }

@@ -46,7 +46,8 @@ struct RiskService: Sendable {
             ).first?.decode("n", as: Int.self)
         }
         let batch = velocityBatch(for: request, ruleset: ruleset)
-        let velocity = batch.queries.isEmpty ? [] : try PostgresVelocityProvider(connection: connection).values(for: batch)
+        let velocity =
+            batch.queries.isEmpty ? [] : try PostgresVelocityProvider(connection: connection).values(for: batch)
         return try assess(request, ruleset: ruleset, velocity: velocity)
     }
 
@@ -112,7 +113,10 @@ struct RiskService: Sendable {
         out.reserveCapacity(out.count + name.utf8.count)
         var spacePending = false
         for byte in name.utf8 {
-            guard byte < 0x80 else { return Array("name:\(name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " "))".utf8) }
+            guard byte < 0x80 else {
+                return Array(
+                    "name:\(name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " "))".utf8)
+            }
             if byte == 0x20 || (0x09...0x0D).contains(byte) {
                 spacePending = out.count > 5  // not before the first word
                 continue

@@ -13,9 +13,11 @@ import IssuerdWire
 enum AdminRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         let changes = context.metrics.counter(
-            "issuerd_admin_changes_total", help: "Changes made through the admin API and the CLI, by action.", labels: ["action"])
+            "issuerd_admin_changes_total", help: "Changes made through the admin API and the CLI, by action.",
+            labels: ["action"])
         let tokens = context.metrics.counter(
-            "issuerd_card_status_tokens_total", help: "Tokens suspended, resumed or deleted because their card changed status.",
+            "issuerd_card_status_tokens_total",
+            help: "Tokens suspended, resumed or deleted because their card changed status.",
             labels: ["status"])
 
         table.add(.post, "/v1/admin/customers") { request in
@@ -26,14 +28,17 @@ enum AdminRoutes {
                 // The answer commits with the change: a retry after a lost acknowledgement gets the
                 // same 201, not a second upsert answered 200.
                 let (stored, created, response) = try context.database.transaction { connection in
-                    let (stored, created) = try CustomerAdministration.upsert(record, actor: principal.auditActor, now: now, connection: connection)
-                    let response = try HTTPResponse.json(CustomerAdministration.view(stored, created: created), status: created ? 201 : 200)
+                    let (stored, created) = try CustomerAdministration.upsert(
+                        record, actor: principal.auditActor, now: now, connection: connection)
+                    let response = try HTTPResponse.json(
+                        CustomerAdministration.view(stored, created: created), status: created ? 201 : 200)
                     try Self.record(response, claim: claim, connection: connection)
                     return (stored, created, response)
                 }
                 claim?.markRecorded()
                 changes.increment(labels: [created ? "customer.created" : "customer.updated"])
-                request.logger.info("customer upserted", ["customerId": .string(stored.customerID), "created": .bool(created)])
+                request.logger.info(
+                    "customer upserted", ["customerId": .string(stored.customerID), "created": .bool(created)])
                 return response
             }
         }
@@ -46,7 +51,8 @@ enum AdminRoutes {
                 // The answer commits with the card: a retry after a lost acknowledgement gets the
                 // same 201, not 409 "already exists".
                 let (record, response) = try context.database.transaction { connection in
-                    let record = try CardRegistration.register(card, actor: principal.auditActor, now: now, vault: context.vault, connection: connection)
+                    let record = try CardRegistration.register(
+                        card, actor: principal.auditActor, now: now, vault: context.vault, connection: connection)
                     let response = try HTTPResponse.json(CardRegistration.adminCard(record), status: 201)
                     try Self.record(response, claim: claim, connection: connection)
                     return (record, response)
@@ -61,7 +67,8 @@ enum AdminRoutes {
         table.add(.get, "/v1/admin/cards/{cardId}") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.admin, .analyst])
             let cardID = try Self.cardID(request)
-            guard let record = try context.database.withConnection({ try CardStore.find(cardID, connection: $0) }) else {
+            guard let record = try context.database.withConnection({ try CardStore.find(cardID, connection: $0) })
+            else {
                 throw Self.cardNotFound()
             }
             return try .json(CardRegistration.adminCard(record))
@@ -72,23 +79,35 @@ enum AdminRoutes {
             let cardID = try Self.cardID(request)
             let body = try request.decodeJSON(CardStatusRequest.self)
             guard body.status.utf8.count <= 16, let status = CardStatusValue(rawValue: body.status) else {
-                throw AdminValidation.invalid("status", "must be one of \(CardStatusValue.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw AdminValidation.invalid(
+                    "status", "must be one of \(CardStatusValue.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            let reason = try body.reason.map { try AdminValidation.text($0, field: "reason", maxLength: 256, allowEmpty: true) }
+            let reason = try body.reason.map {
+                try AdminValidation.text($0, field: "reason", maxLength: 256, allowEmpty: true)
+            }
             let now = context.now
             let outcome = try context.database.transaction { connection in
-                try CardStatusChange.apply(cardID: cardID, to: status, reason: reason, actor: principal.auditActor, now: now, connection: connection)
+                try CardStatusChange.apply(
+                    cardID: cardID, to: status, reason: reason, actor: principal.auditActor, now: now,
+                    connection: connection)
             }
             guard let outcome else { throw Self.cardNotFound() }
             if outcome.previous != status {
                 changes.increment(labels: ["card.status_changed"])
-                if outcome.tokensAffected > 0 { tokens.increment(by: Double(outcome.tokensAffected), labels: [status.rawValue]) }
+                if outcome.tokensAffected > 0 {
+                    tokens.increment(by: Double(outcome.tokensAffected), labels: [status.rawValue])
+                }
                 request.logger.info(
                     "card status changed",
-                    ["cardId": .string(cardID), "from": .string(outcome.previous.rawValue), "to": .string(status.rawValue),
-                     "tokensAffected": .int(outcome.tokensAffected)])
+                    [
+                        "cardId": .string(cardID), "from": .string(outcome.previous.rawValue),
+                        "to": .string(status.rawValue),
+                        "tokensAffected": .int(outcome.tokensAffected),
+                    ])
             }
-            return try .json(CardStatusAnswer(card: CardRegistration.adminCard(outcome.card), tokensAffected: outcome.tokensAffected))
+            return try .json(
+                CardStatusAnswer(card: CardRegistration.adminCard(outcome.card), tokensAffected: outcome.tokensAffected)
+            )
         }
     }
 
@@ -100,7 +119,8 @@ enum AdminRoutes {
 
     /// The path's card id; one that could never exist is simply not found.
     private static func cardID(_ request: HTTPRequest) throws -> String {
-        guard let id = request.pathParameters["cardId"], (try? AdminValidation.identifier(id, field: "cardId")) != nil else {
+        guard let id = request.pathParameters["cardId"], (try? AdminValidation.identifier(id, field: "cardId")) != nil
+        else {
             throw cardNotFound()
         }
         return id

@@ -32,13 +32,17 @@ enum AnalystRoutes {
             let period = try ConsoleQueries.Period(query: request.query, now: context.now)
             let channel = try choice(request.query["channel"], field: "channel", from: ConsoleQueries.channels)
             let network = try choice(request.query["network"], field: "network", from: ConsoleQueries.networks)
-            return try .json(ConsoleQueries.decisions(period, channel: channel, network: network, now: context.now, database: context.database))
+            return try .json(
+                ConsoleQueries.decisions(
+                    period, channel: channel, network: network, now: context.now, database: context.database))
         }
 
         table.add(.get, "/v1/admin/rule-hits") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             let period = try ConsoleQueries.Period(query: request.query, now: context.now)
-            return try .json(ConsoleQueries.ruleHits(period, ruleset: context.rules.current, now: context.now, database: context.database))
+            return try .json(
+                ConsoleQueries.ruleHits(
+                    period, ruleset: context.rules.current, now: context.now, database: context.database))
         }
 
         table.add(.get, "/v1/admin/attempts") { request in
@@ -54,13 +58,15 @@ enum AnalystRoutes {
             if Self.containsCardNumber(text) {
                 throw APIErrors.invalidRequest("search by a card's last four digits, never its full number", field: "q")
             }
-            let limit = try request.query["limit"].map { text -> Int in
-                guard let limit = Int(text), (1...200).contains(limit) else {
-                    throw APIErrors.invalidRequest("'limit' must be between 1 and 200", field: "limit")
-                }
-                return limit
-            } ?? 50
-            return try .json(ConsoleQueries.searchAttempts(text, limit: limit, now: context.now, database: context.database))
+            let limit =
+                try request.query["limit"].map { text -> Int in
+                    guard let limit = Int(text), (1...200).contains(limit) else {
+                        throw APIErrors.invalidRequest("'limit' must be between 1 and 200", field: "limit")
+                    }
+                    return limit
+                } ?? 50
+            return try .json(
+                ConsoleQueries.searchAttempts(text, limit: limit, now: context.now, database: context.database))
         }
     }
 

@@ -12,7 +12,9 @@ enum AttemptRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/attempts/{attemptId}") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
-            guard let text = request.pathParameters["attemptId"], text.utf8.count == 36, let attemptID = UUID(uuidString: text) else {
+            guard let text = request.pathParameters["attemptId"], text.utf8.count == 36,
+                let attemptID = UUID(uuidString: text)
+            else {
                 throw DecisionErrors.attemptNotFound()
             }
             let body = try context.database.withConnection { connection -> [String: JSONValue]? in
@@ -46,21 +48,28 @@ enum AttemptRoutes {
     /// 2026-12-02 (with the facts' last four it made the first-six-last-four masked PAN).
     static func withoutBIN(_ hits: JSONValue) -> JSONValue {
         guard case .array(let items) = hits else { return hits }
-        return .array(items.map { hit in
-            guard case .object(var members) = hit, case .array(let values)? = members["values"] else { return hit }
-            members["values"] = .array(values.filter { value in
-                guard case .object(let pair) = value, case .string("card.bin")? = pair["name"] else { return true }
-                return false
+        return .array(
+            items.map { hit in
+                guard case .object(var members) = hit, case .array(let values)? = members["values"] else { return hit }
+                members["values"] = .array(
+                    values.filter { value in
+                        guard case .object(let pair) = value, case .string("card.bin")? = pair["name"] else {
+                            return true
+                        }
+                        return false
+                    })
+                return .object(members)
             })
-            return .object(members)
-        })
     }
 
     /// The decision re-run with the serving ruleset, velocity as stored, as `issuerd rules explain`
     /// prints it; null when the stored inputs cannot be re-run.
-    private static func replay(_ attemptID: UUID, with ruleset: Ruleset, connection: PostgresConnection) throws -> JSONValue {
+    private static func replay(
+        _ attemptID: UUID, with ruleset: Ruleset, connection: PostgresConnection
+    ) throws -> JSONValue {
         guard let stored = try StoredAttempt.load(id: attemptID, connection: connection),
-              let replay = try? stored.replay(with: ruleset) else { return .null }
+            let replay = try? stored.replay(with: ruleset)
+        else { return .null }
         return [
             "rulesetVersion": .string(ruleset.version), "flow": .string(replay.decision.flow.description),
             "differs": .bool(replay.differs), "hits": .array(replay.decision.hits.map(DecisionJSON.hit)),
@@ -71,16 +80,21 @@ enum AttemptRoutes {
     /// The last four digits of the attempt's card (never more of the PAN), if it is known.
     private static func lastFour(of cardID: JSONValue?, connection: PostgresConnection) throws -> JSONValue {
         guard case .string(let id)? = cardID,
-              let row = try connection.query("SELECT last_four FROM cards WHERE card_id = \(id)").first else { return .null }
+            let row = try connection.query("SELECT last_four FROM cards WHERE card_id = \(id)").first
+        else { return .null }
         return .string(try row.decode("last_four"))
     }
 
     /// The token this attempt created, if any.
     private static func token(of attemptID: UUID, connection: PostgresConnection) throws -> JSONValue {
-        guard let row = try connection.query(
-            "SELECT token_reference, status FROM tokens WHERE attempt_id = \(attemptID)"
-        ).first else { return .null }
-        return ["tokenReference": .string(try row.decode("token_reference")), "status": .string(try row.decode("status"))]
+        guard
+            let row = try connection.query(
+                "SELECT token_reference, status FROM tokens WHERE attempt_id = \(attemptID)"
+            ).first
+        else { return .null }
+        return [
+            "tokenReference": .string(try row.decode("token_reference")), "status": .string(try row.decode("status")),
+        ]
     }
 
     /// The challenges of that token, oldest first (destinations masked; never a code).
@@ -96,7 +110,8 @@ enum AttemptRoutes {
             let verified: Date? = try row.decode("verified_at")
             return [
                 "challengeId": .string(try row.decode("challenge_id", as: UUID.self).uuidString.lowercased()),
-                "method": .string(try row.decode("method")), "destination": .string(try row.decode("destination_masked")),
+                "method": .string(try row.decode("method")),
+                "destination": .string(try row.decode("destination_masked")),
                 "status": .string(try row.decode("status")), "failedAttempts": .int(try row.decode("failed_attempts")),
                 "createdAt": .string(formatter.string(from: try row.decode("created_at"))),
                 "verifiedAt": verified.map { .string(formatter.string(from: $0)) } ?? .null,

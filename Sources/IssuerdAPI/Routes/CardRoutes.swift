@@ -10,7 +10,9 @@ enum CardRoutes {
         table.add(.get, "/v1/cards") { request in
             let now = context.now
             let customerID = try context.appTokens.customerID(for: request, now: now)
-            let cards = try context.database.withConnection { try CardStore.list(customerID: customerID, connection: $0) }
+            let cards = try context.database.withConnection {
+                try CardStore.list(customerID: customerID, connection: $0)
+            }
             return try .json(CardList(cards: cards.map { summary($0, now: now) }))
         }
 
@@ -31,21 +33,27 @@ enum CardRoutes {
     static func summary(_ card: CardRecord, now: Date) -> CardSummary {
         CardSummary(
             cardId: card.cardID, cardholderName: card.cardholderName, primaryAccountSuffix: card.lastFour,
-            localizedDescription: card.localizedDescription ?? defaultDescription(card), paymentNetwork: card.paymentNetwork,
+            localizedDescription: card.localizedDescription ?? defaultDescription(card),
+            paymentNetwork: card.paymentNetwork,
             primaryAccountIdentifier: card.primaryAccountIdentifier, status: card.status.rawValue,
             walletEligible: card.status == .active && !isExpired(card.expiration, now: now))
     }
 
     /// `Visa •••• 1234`: what Wallet shows when the issuer set no description.
     static func defaultDescription(_ card: CardRecord) -> String {
-        let names = ["visa": "Visa", "mastercard": "Mastercard", "amex": "American Express", "discover": "Discover", "jcb": "JCB", "unionpay": "UnionPay"]
+        let names = [
+            "visa": "Visa", "mastercard": "Mastercard", "amex": "American Express", "discover": "Discover",
+            "jcb": "JCB", "unionpay": "UnionPay",
+        ]
         return "\(names[card.paymentNetwork] ?? "Card") •••• \(card.lastFour)"
     }
 
     /// A card is valid through the last day of its expiry month (UTC).
     static func isExpired(_ expiration: String, now: Date) -> Bool {
         let parts = expiration.split(separator: "/")
-        guard parts.count == 2, let month = Int(parts[0]), let year = Int(parts[1]), (1...12).contains(month) else { return true }
+        guard parts.count == 2, let month = Int(parts[0]), let year = Int(parts[1]), (1...12).contains(month) else {
+            return true
+        }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
         let today = calendar.dateComponents([.year, .month], from: now)

@@ -51,6 +51,7 @@ struct Readiness: Sendable {
     func evaluate() -> Report {
         let checks = probes.map { $0() }
         let ready = checks.allSatisfy { $0.ok || !$0.critical }
-        return Report(ready: ready, status: ready ? "ready" : "unavailable", rulesetVersion: rulesetVersion(), checks: checks)
+        return Report(
+            ready: ready, status: ready ? "ready" : "unavailable", rulesetVersion: rulesetVersion(), checks: checks)
     }
 }

@@ -54,7 +54,9 @@ extension HTTPError.Code {
 extension HTTPError {
     /// 503 with `Retry-After: 1`.
     static func databaseUnavailable(file: String = #fileID, line: Int = #line) -> HTTPError {
-        var error = HTTPError(status: 503, code: .databaseUnavailable, message: "the database is unavailable; retry shortly", file: file, line: line)
+        var error = HTTPError(
+            status: 503, code: .databaseUnavailable, message: "the database is unavailable; retry shortly", file: file,
+            line: line)
         error.headers.set("Retry-After", "1")
         return error
     }

@@ -23,7 +23,9 @@ enum RulesRoutes {
             let reload: RulesetStatusView.ReloadView
             switch result {
             case .failed(let failure):
-                throw rulesetInvalid(RulesetFailureView(failure), message: "the rule files do not compile; the previous ruleset keeps serving")
+                throw rulesetInvalid(
+                    RulesetFailureView(failure),
+                    message: "the rule files do not compile; the previous ruleset keeps serving")
             case .replaced(let previous, let current):
                 reload = .init(result: result.name, previousVersion: previous, version: current)
             case .unchanged(let version):
@@ -43,7 +45,8 @@ enum RulesRoutes {
             let body = try request.decodeJSON(RulesBacktestPrepareRequest.self)
             let window = try RulesBacktestRequest.window(since: body.since, until: body.until, limit: nil)
             let started = context.backtestPreparation.start(
-                current: context.rules.current, since: window.since, until: window.until, limit: window.limit, now: context.now)
+                current: context.rules.current, since: window.since, until: window.until, limit: window.limit,
+                now: context.now)
             return try .json(["started": started], status: 202)
         }
 
@@ -57,14 +60,17 @@ enum RulesRoutes {
                 let files = try body.candidateFiles(over: try context.rules.loader.files())
                 candidate = try RulesetCompiler.compile(files, contentHasher: RulesetVersioning.sha256)
             } catch let error as RulesetError {
-                let failure = RulesetFailureView(at: context.now, message: error.description, diagnostics: error.diagnostics)
+                let failure = RulesetFailureView(
+                    at: context.now, message: error.description, diagnostics: error.diagnostics)
                 throw rulesetInvalid(failure, message: "the candidate rules do not compile")
             }
             let outcome = try context.backtestGate.run {
                 // The page's read-ahead of this period may be under way: its hours are then kept soon.
-                context.backtestPreparation.waitWhileReading(since: window.since, until: window.until, now: context.now, timeout: .seconds(3))
+                context.backtestPreparation.waitWhileReading(
+                    since: window.since, until: window.until, now: context.now, timeout: .seconds(3))
                 return try HistoryBacktest.run(
-                    current: current, candidate: candidate, since: window.since, until: window.until, limit: window.limit,
+                    current: current, candidate: candidate, since: window.since, until: window.until,
+                    limit: window.limit,
                     database: context.database, cache: context.backtestCache, now: context.now)
             }
             switch outcome {
@@ -74,7 +80,9 @@ enum RulesRoutes {
                     message: "the window holds \(found) attempts, more than \(limit); narrow 'since'/'until'",
                     context: ["attempts": .int(found), "limit": .int(limit)])
             case .report(let report, let export):
-                context.metrics.counter("issuerd_rules_backtests_total", help: "Rule backtests run over stored history.").increment()
+                context.metrics.counter(
+                    "issuerd_rules_backtests_total", help: "Rule backtests run over stored history."
+                ).increment()
                 let view = RulesBacktestView(
                     report, current: current, candidate: candidate,
                     window: .init(since: export.since, until: export.until, historyFrom: export.historyStart))
@@ -84,7 +92,9 @@ enum RulesRoutes {
     }
 
     /// 422 `ruleset_invalid`: `detail` is the first positioned error, `diagnostics` all of them.
-    static func rulesetInvalid(_ failure: RulesetFailureView, message: String, file: String = #fileID, line: Int = #line) -> HTTPError {
+    static func rulesetInvalid(
+        _ failure: RulesetFailureView, message: String, file: String = #fileID, line: Int = #line
+    ) -> HTTPError {
         let diagnostics: [JSONValue] = failure.diagnostics.map { diagnostic in
             var members: [String: JSONValue] = [
                 "file": .string(diagnostic.file), "line": .int(diagnostic.line), "column": .int(diagnostic.column),
@@ -94,8 +104,9 @@ enum RulesRoutes {
             if let suggestion = diagnostic.suggestion { members["suggestion"] = .string(suggestion) }
             return .object(members)
         }
-        return HTTPError(status: 422, code: "ruleset_invalid", message: message,
-                         context: ["detail": .string(failure.error), "diagnostics": .array(diagnostics)], file: file, line: line)
+        return HTTPError(
+            status: 422, code: "ruleset_invalid", message: message,
+            context: ["detail": .string(failure.error), "diagnostics": .array(diagnostics)], file: file, line: line)
     }
 
 }

@@ -7,9 +7,12 @@ enum StepUpRoutes {
         let metrics = StepUpMetrics(context.metrics)
         let sealer = OutboxSealer(keyRing: context.vault.keyRing)
         let settings = context.configuration.stepUp
-        let issuer = ChallengeIssuer(database: context.database, vault: context.vault, sealer: sealer, settings: settings, metrics: metrics)
+        let issuer = ChallengeIssuer(
+            database: context.database, vault: context.vault, sealer: sealer, settings: settings, metrics: metrics)
         let verifier = ChallengeVerifier(database: context.database, vault: context.vault, metrics: metrics)
-        let wallet = WalletVerifier(database: context.database, vault: context.vault, crypto: context.crypto, settings: settings, metrics: metrics)
+        let wallet = WalletVerifier(
+            database: context.database, vault: context.vault, crypto: context.crypto, settings: settings,
+            metrics: metrics)
 
         table.add(.post, "/v1/tsp/activation-codes") { request in
             try context.tsp.authenticate(request, database: context.database, now: context.now)
@@ -40,7 +43,9 @@ enum StepUpRoutes {
 
         table.add(.get, "/v1/admin/outbox") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
-            let status = try context.database.withConnection { try OutboxAdministration.status(now: context.now, connection: $0) }
+            let status = try context.database.withConnection {
+                try OutboxAdministration.status(now: context.now, connection: $0)
+            }
             return try .json(status)
         }
 
@@ -48,7 +53,8 @@ enum StepUpRoutes {
             let principal = try context.apiKeys.authenticate(request, roles: [.admin])
             let messageID = request.pathParameters["messageId"] ?? ""
             let view = try context.database.transaction { connection in
-                try OutboxAdministration.requeue(messageID, actor: principal.auditActor, now: context.now, connection: connection)
+                try OutboxAdministration.requeue(
+                    messageID, actor: principal.auditActor, now: context.now, connection: connection)
             }
             return try .json(view)
         }

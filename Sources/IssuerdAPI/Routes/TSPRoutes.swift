@@ -26,23 +26,30 @@ enum TSPRoutes {
             let body = try request.decodeJSON(TokenEvent.self)
             try TokenizationInput.identifier(body.tokenReference, field: "tokenReference", limit: 128)
             guard let event = TokenEventKind(rawValue: body.event) else {
-                throw APIErrors.invalidRequest("event must be created, activated, suspended, resumed or deleted", field: "event")
+                throw APIErrors.invalidRequest(
+                    "event must be created, activated, suspended, resumed or deleted", field: "event")
             }
             guard let at = RFC3339.date(body.at) else {
                 throw APIErrors.invalidRequest("at must be an ISO-8601 time such as 2025-03-01T12:00:00Z", field: "at")
             }
             try context.database.withConnection { connection in
                 try connection.transaction { connection in
-                    guard let token = try TokenStore.lock(body.tokenReference, connection: connection) else { throw APIErrors.tokenNotFound() }
-                    try TokenStore.recordEvent(event, tokenReference: body.tokenReference, cardID: token.cardID, source: "tsp", at: at, now: now, connection: connection)
+                    guard let token = try TokenStore.lock(body.tokenReference, connection: connection) else {
+                        throw APIErrors.tokenNotFound()
+                    }
+                    try TokenStore.recordEvent(
+                        event, tokenReference: body.tokenReference, cardID: token.cardID, source: "tsp", at: at,
+                        now: now, connection: connection)
                     var details = ["event": event.rawValue, "from": token.status.rawValue, "at": body.at]
                     // A deleted token stays deleted: the event is kept as history only.
-                    if token.status != .deleted, let status = event.status(after: token.status), status != token.status {
+                    if token.status != .deleted, let status = event.status(after: token.status), status != token.status
+                    {
                         try TokenStore.setStatus(body.tokenReference, to: status, now: now, connection: connection)
                         details["to"] = status.rawValue
                     }
                     try AuditLog.append(
-                        actor: "tsp", action: "token.\(event.rawValue)", subject: "token:\(body.tokenReference)", details: details, at: now,
+                        actor: "tsp", action: "token.\(event.rawValue)", subject: "token:\(body.tokenReference)",
+                        details: details, at: now,
                         connection: connection)
                 }
             }

@@ -30,8 +30,12 @@ struct RulesBacktestRequest: Decodable, Sendable {
 
     /// `since`, `until` and `limit` validated as a backtest takes them.
     static func window(since: String, until: String, limit: Int?) throws -> (since: Date, until: Date, limit: Int) {
-        guard let start = RFC3339.date(since) else { throw APIErrors.invalidRequest("'since' must be an RFC 3339 timestamp", field: "since") }
-        guard let end = RFC3339.date(until) else { throw APIErrors.invalidRequest("'until' must be an RFC 3339 timestamp", field: "until") }
+        guard let start = RFC3339.date(since) else {
+            throw APIErrors.invalidRequest("'since' must be an RFC 3339 timestamp", field: "since")
+        }
+        guard let end = RFC3339.date(until) else {
+            throw APIErrors.invalidRequest("'until' must be an RFC 3339 timestamp", field: "until")
+        }
         guard start < end else { throw APIErrors.invalidRequest("'since' must be before 'until'", field: "since") }
         let limit = limit ?? Self.maximumAttempts
         guard (1...Self.maximumAttempts).contains(limit) else {
@@ -49,7 +53,8 @@ struct RulesBacktestRequest: Decodable, Sendable {
             return kept + [RulesetFile(path: "candidate.rules", contents: text)]
         case .object(let overlay):
             guard !overlay.isEmpty, overlay.count <= Self.maximumFiles else {
-                throw APIErrors.invalidRequest("'rules' must name between 1 and \(Self.maximumFiles) files", field: "rules")
+                throw APIErrors.invalidRequest(
+                    "'rules' must name between 1 and \(Self.maximumFiles) files", field: "rules")
             }
             var files = Dictionary(current.map { ($0.path, $0.contents) }, uniquingKeysWith: { first, _ in first })
             for (path, value) in overlay {
@@ -58,17 +63,22 @@ struct RulesBacktestRequest: Decodable, Sendable {
                         "'rules' paths must be relative, at most \(Self.maximumPathLength) characters, without '..', ending in .rules or .list",
                         field: "rules")
                 }
-                guard case .string(let text) = value else { throw APIErrors.invalidRequest("'rules.\(path)' must be a string", field: "rules") }
+                guard case .string(let text) = value else {
+                    throw APIErrors.invalidRequest("'rules.\(path)' must be a string", field: "rules")
+                }
                 files[path] = text.isEmpty ? nil : text
             }
             return files.map { RulesetFile(path: $0.key, contents: $0.value) }
         default:
-            throw APIErrors.invalidRequest("'rules' must be the rule file text or an object of path to text", field: "rules")
+            throw APIErrors.invalidRequest(
+                "'rules' must be the rule file text or an object of path to text", field: "rules")
         }
     }
 
     private static func isAcceptablePath(_ path: String) -> Bool {
-        guard !path.isEmpty, path.count <= maximumPathLength, !path.hasPrefix("/"), path.hasSuffix(".rules") || path.hasSuffix(".list") else {
+        guard !path.isEmpty, path.count <= maximumPathLength, !path.hasPrefix("/"),
+            path.hasSuffix(".rules") || path.hasSuffix(".list")
+        else {
             return false
         }
         let components = path.split(separator: "/", omittingEmptySubsequences: false)

@@ -77,7 +77,9 @@ final class RulesFileWatcher: Sendable {
     private func poll(from baseline: [Entry]) {
         var served = baseline
         var pending: [Entry]?
-        let nanoseconds = UInt64(interval.components.seconds) * 1_000_000_000 + UInt64(interval.components.attoseconds / 1_000_000_000)
+        let nanoseconds =
+            UInt64(interval.components.seconds) * 1_000_000_000
+            + UInt64(interval.components.attoseconds / 1_000_000_000)
         while true {
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(nanoseconds)))
             if state.withLock({ $0.stopRequested }) { return }
@@ -97,7 +99,10 @@ final class RulesFileWatcher: Sendable {
     /// Every ruleset file (the extensions ``RulesetLoader`` reads) with its time and size, sorted.
     static func snapshot(of directory: URL) -> [Entry] {
         let keys: [URLResourceKey] = [.isRegularFileKey, .contentModificationDateKey, .fileSizeKey]
-        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: keys, options: [.skipsHiddenFiles]) else {
+        guard
+            let enumerator = FileManager.default.enumerator(
+                at: directory, includingPropertiesForKeys: keys, options: [.skipsHiddenFiles])
+        else {
             return []
         }
         var entries: [Entry] = []

@@ -28,28 +28,39 @@ final class RulesService: Sendable {
     ///   - metrics: Registers the reload metrics when given.
     ///   - database: Where successful reloads are audited when given.
     ///   - clock: The time stamped on reloads and audit entries.
-    init(directory: String, logger: Logger, metrics: MetricsRegistry? = nil, database: PostgresPool? = nil,
-         clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    init(
+        directory: String, logger: Logger, metrics: MetricsRegistry? = nil, database: PostgresPool? = nil,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
         loader = RulesetLoader(path: directory, contentHasher: RulesetVersioning.sha256)
         do {
             active = ActiveRuleset(try loader.load(), loadedAt: clock())
         } catch {
-            throw ConfigurationError(key: "ISSUERD_RULES_DIR", problem: "the rules in \(directory) do not compile: \(error)")
+            throw ConfigurationError(
+                key: "ISSUERD_RULES_DIR", problem: "the rules in \(directory) do not compile: \(error)")
         }
         self.logger = logger
         self.database = database
         self.clock = clock
-        reloads = metrics?.counter("issuerd_rules_reload_total", help: "Rule reloads by result (replaced, unchanged, failed).", labels: ["result"])
+        reloads = metrics?.counter(
+            "issuerd_rules_reload_total", help: "Rule reloads by result (replaced, unchanged, failed).",
+            labels: ["result"])
         if let metrics {
             let active = self.active
-            metrics.gauge("issuerd_rules_last_reload_failed", help: "1 while the latest rule reload failed (the last good ruleset serves).") {
+            metrics.gauge(
+                "issuerd_rules_last_reload_failed",
+                help: "1 while the latest rule reload failed (the last good ruleset serves)."
+            ) {
                 [([], active.status.lastFailure == nil ? 0 : 1)]
             }
-            metrics.gauge("issuerd_ruleset_info", help: "The serving ruleset version (value always 1).", labels: ["version"]) {
+            metrics.gauge(
+                "issuerd_ruleset_info", help: "The serving ruleset version (value always 1).", labels: ["version"]
+            ) {
                 [([active.current.version], 1)]
             }
         }
-        logger.info("rules loaded", ["version": .string(active.current.version), "rules": .int(active.current.rules.count)])
+        logger.info(
+            "rules loaded", ["version": .string(active.current.version), "rules": .int(active.current.rules.count)])
     }
 
     /// The ruleset to evaluate with right now.
@@ -69,12 +80,17 @@ final class RulesService: Sendable {
         reloads?.increment(labels: [result.name])
         switch result {
         case .failed(let failure):
-            logger.error("rules reload failed; the last good ruleset keeps serving", ["trigger": .string(trigger), "error": .string(failure.message)])
+            logger.error(
+                "rules reload failed; the last good ruleset keeps serving",
+                ["trigger": .string(trigger), "error": .string(failure.message)])
         case .replaced(let previous, let current):
-            logger.info("rules reloaded", ["trigger": .string(trigger), "version": .string(current), "previous": .string(previous)])
+            logger.info(
+                "rules reloaded",
+                ["trigger": .string(trigger), "version": .string(current), "previous": .string(previous)])
             audit(actor: actor, trigger: trigger, previous: previous, current: current, at: now)
         case .unchanged(let version):
-            logger.info("rules reloaded; version unchanged", ["trigger": .string(trigger), "version": .string(version)])
+            logger.info(
+                "rules reloaded; version unchanged", ["trigger": .string(trigger), "version": .string(version)])
             audit(actor: actor, trigger: trigger, previous: version, current: version, at: now)
         }
         return result
@@ -93,10 +109,12 @@ final class RulesService: Sendable {
             try database.transaction { connection in
                 try AuditLog.append(
                     actor: actor, action: "rules.reloaded", subject: "ruleset:\(current)",
-                    details: ["previousVersion": previous, "version": current, "trigger": trigger], at: time, connection: connection)
+                    details: ["previousVersion": previous, "version": current, "trigger": trigger], at: time,
+                    connection: connection)
             }
         } catch {
-            logger.error("rules reload could not be audited", ["trigger": .string(trigger), "error": .string("\(error)")])
+            logger.error(
+                "rules reload could not be audited", ["trigger": .string(trigger), "error": .string("\(error)")])
         }
     }
 }

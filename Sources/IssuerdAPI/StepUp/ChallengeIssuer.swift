@@ -25,12 +25,22 @@ struct ChallengeIssuer: Sendable {
     ///   challenge back instead of a second code to the cardholder.
     /// - Throws: 404 unknown token or method, 409 token not awaiting verification, 422 method not
     ///   allowed or no destination on file, 429 over the hourly send limit.
-    func issue(_ request: ActivationCodeRequest, now: Date, claim: IdempotencyClaim? = nil) throws -> ActivationCodeResponse {
-        guard (1...128).contains(request.tokenReference.utf8.count) else { throw APIErrors.invalidRequest("tokenReference must be 1 to 128 bytes") }
-        guard let method = StepUpMethod(methodID: request.activationMethodId) else { throw StepUpError.methodNotFound() }
+    func issue(
+        _ request: ActivationCodeRequest, now: Date, claim: IdempotencyClaim? = nil
+    ) throws -> ActivationCodeResponse {
+        guard (1...128).contains(request.tokenReference.utf8.count) else {
+            throw APIErrors.invalidRequest("tokenReference must be 1 to 128 bytes")
+        }
+        guard let method = StepUpMethod(methodID: request.activationMethodId) else {
+            throw StepUpError.methodNotFound()
+        }
         let response = try database.transaction { connection -> ActivationCodeResponse in
-            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else { throw APIErrors.tokenNotFound() }
-            guard token.status == StepUpToken.awaitingVerification else { throw APIErrors.invalidState("the token is not awaiting verification") }
+            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else {
+                throw APIErrors.tokenNotFound()
+            }
+            guard token.status == StepUpToken.awaitingVerification else {
+                throw APIErrors.invalidState("the token is not awaiting verification")
+            }
             // The rules already removed SMS and ARS when the phone number changed recently.
             if let allowed = token.allowedMethods, !allowed.contains(method.rawValue) {
                 throw StepUpError.methodNotAllowed("the risk decision did not offer \(method.rawValue) for this token")
@@ -38,14 +48,17 @@ struct ChallengeIssuer: Sendable {
             let destination = try Self.destination(for: method, customerID: token.customerID, connection: connection)
             if method.sendsCode { try enforceSendLimit(token.tokenReference, now: now, connection: connection) }
             try connection.execute(
-                "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'")
+                "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'"
+            )
 
             let challengeID = UUID.random()
             let challengeText = challengeID.uuidString.lowercased()
             let expiresAt = now.addingTimeInterval(OutboxBackoff.seconds(settings.codeLifetime))
             let code = method.sendsCode ? try OneTimeCode.generate() : nil
             let digest = try code.map { try vault.otpDigest(code: $0, challengeId: challengeText) }
-            let masked = destination.map { method == .email ? DestinationMask.email($0) : DestinationMask.phone($0) } ?? "issuer app"
+            let masked =
+                destination.map { method == .email ? DestinationMask.email($0) : DestinationMask.phone($0) }
+                ?? "issuer app"
             try connection.execute(
                 """
                 INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, code_hmac,
@@ -59,7 +72,8 @@ struct ChallengeIssuer: Sendable {
                 let sealed = try sealer.seal(secret, dedupKey: dedupKey)
                 let locale = MessageLocale(deviceLocale: token.deviceLocale) ?? settings.defaultLocale
                 let payload = StepUpDeliveryPayload(
-                    challengeId: challengeText, tokenReference: token.tokenReference, method: method.rawValue, destinationMasked: masked,
+                    challengeId: challengeText, tokenReference: token.tokenReference, method: method.rawValue,
+                    destinationMasked: masked,
                     expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
                     validMinutes: Int(OutboxBackoff.seconds(settings.codeLifetime) / 60), keyVersion: sealed.keyVersion,
                     sealed: BinaryEncoding.base64String(sealed.bytes))
@@ -67,10 +81,14 @@ struct ChallengeIssuer: Sendable {
             }
             try AuditLog.append(
                 actor: "tsp", action: "challenge.created", subject: "token:\(token.tokenReference)",
-                details: ["challengeId": challengeText, "method": method.rawValue, "destination": masked], at: now, connection: connection)
-            let response = ActivationCodeResponse(challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
+                details: ["challengeId": challengeText, "method": method.rawValue, "destination": masked], at: now,
+                connection: connection)
+            let response = ActivationCodeResponse(
+                challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
             // Zero rows: a retry took the claim over; rolling back sends no second code.
-            if let claim, try connection.execute(claim.recording(try Self.answer(response))) != 1 { throw IdempotencyClaim.takenOver() }
+            if let claim, try connection.execute(claim.recording(try Self.answer(response))) != 1 {
+                throw IdempotencyClaim.takenOver()
+            }
             return response
         }
         claim?.markRecorded()
@@ -84,11 +102,15 @@ struct ChallengeIssuer: Sendable {
     }
 
     /// The cardholder's phone or e-mail on file; nil for the app method.
-    private static func destination(for method: StepUpMethod, customerID: String, connection: PostgresConnection) throws -> String? {
+    private static func destination(
+        for method: StepUpMethod, customerID: String, connection: PostgresConnection
+    ) throws -> String? {
         guard method.sendsCode else { return nil }
         let customer = try CustomerStore.find(customerID, connection: connection)
         let value = method == .email ? customer?.email : customer?.phoneNumber
-        guard let value, !value.isEmpty else { throw StepUpError.methodNotAllowed("no \(method == .email ? "e-mail address" : "phone number") on file") }
+        guard let value, !value.isEmpty else {
+            throw StepUpError.methodNotAllowed("no \(method == .email ? "e-mail address" : "phone number") on file")
+        }
         return value
     }
 
@@ -102,7 +124,9 @@ struct ChallengeIssuer: Sendable {
             """)
         guard let row = rows.first, try row.decode("n", as: Int64.self) >= settings.maxSendsPerHour else { return }
         let oldest = try row.decode("oldest", as: Date?.self) ?? now
-        throw APIErrors.rateLimited(retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)), message: "too many requests; try again later")
+        throw APIErrors.rateLimited(
+            retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)),
+            message: "too many requests; try again later")
     }
 }
 

@@ -34,20 +34,32 @@ struct ChallengeVerifier: Sendable {
     ///
     /// - Throws: 400 oversized fields, 404 unknown token, 409 token not awaiting verification or
     ///   no code requested, 403 an IVR caller for a challenge not delivered by ARS.
-    func verify(_ request: ActivationCodeVerifyRequest, caller: Caller, now: Date) throws -> ActivationCodeVerifyResponse {
-        guard (1...128).contains(request.tokenReference.utf8.count) else { throw APIErrors.invalidRequest("tokenReference must be 1 to 128 bytes") }
-        guard request.code.utf8.count <= 32 else { throw APIErrors.invalidRequest("code must be at most 32 characters") }
+    func verify(
+        _ request: ActivationCodeVerifyRequest, caller: Caller, now: Date
+    ) throws -> ActivationCodeVerifyResponse {
+        guard (1...128).contains(request.tokenReference.utf8.count) else {
+            throw APIErrors.invalidRequest("tokenReference must be 1 to 128 bytes")
+        }
+        guard request.code.utf8.count <= 32 else {
+            throw APIErrors.invalidRequest("code must be at most 32 characters")
+        }
         var method = "unknown"
         let response = try database.transaction { connection -> ActivationCodeVerifyResponse in
-            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else { throw APIErrors.tokenNotFound() }
-            guard token.status == StepUpToken.awaitingVerification else { throw APIErrors.invalidState("the token is not awaiting verification") }
-            guard let row = try connection.query(
-                """
-                SELECT challenge_id, method, code_hmac, status, failed_attempts, max_attempts, expires_at FROM challenges
-                WHERE token_reference = \(token.tokenReference) AND method <> 'app' AND status <> 'superseded'
-                ORDER BY created_at DESC LIMIT 1
-                """
-            ).first else { throw APIErrors.invalidState("no one-time code was requested for this token") }
+            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else {
+                throw APIErrors.tokenNotFound()
+            }
+            guard token.status == StepUpToken.awaitingVerification else {
+                throw APIErrors.invalidState("the token is not awaiting verification")
+            }
+            guard
+                let row = try connection.query(
+                    """
+                    SELECT challenge_id, method, code_hmac, status, failed_attempts, max_attempts, expires_at FROM challenges
+                    WHERE token_reference = \(token.tokenReference) AND method <> 'app' AND status <> 'superseded'
+                    ORDER BY created_at DESC LIMIT 1
+                    """
+                ).first
+            else { throw APIErrors.invalidState("no one-time code was requested for this token") }
             let challengeID: UUID = try row.decode("challenge_id")
             let challengeText = challengeID.uuidString.lowercased()
             method = try row.decode("method")
@@ -58,27 +70,36 @@ struct ChallengeVerifier: Sendable {
             let maxAttempts: Int = try row.decode("max_attempts")
             switch try row.decode("status", as: String.self) {
             case "locked": return ActivationCodeVerifyResponse(result: "locked", attemptsRemaining: 0)
-            case "expired": return ActivationCodeVerifyResponse(result: "expired", attemptsRemaining: max(0, maxAttempts - failed))
+            case "expired":
+                return ActivationCodeVerifyResponse(result: "expired", attemptsRemaining: max(0, maxAttempts - failed))
             case "pending": break
             default: throw APIErrors.invalidState("the code is no longer valid")
             }
             let subject = "token:\(token.tokenReference)"
             if try row.decode("expires_at", as: Date.self) <= now {
-                try connection.execute("UPDATE challenges SET status = 'expired' WHERE challenge_id = \(challengeID) AND status = 'pending'")
-                try Self.recordFailure("expired", challengeID: challengeID, token: token, now: now, connection: connection)
+                try connection.execute(
+                    "UPDATE challenges SET status = 'expired' WHERE challenge_id = \(challengeID) AND status = 'pending'"
+                )
+                try Self.recordFailure(
+                    "expired", challengeID: challengeID, token: token, now: now, connection: connection)
                 return ActivationCodeVerifyResponse(result: "expired", attemptsRemaining: max(0, maxAttempts - failed))
             }
             let digest = try row.decode("code_hmac", as: [UInt8]?.self) ?? []
-            let matches = try OneTimeCode.isWellFormed(request.code) && vault.otpMatches(code: request.code, challengeId: challengeText, digest: digest)
+            let matches =
+                try OneTimeCode.isWellFormed(request.code)
+                && vault.otpMatches(code: request.code, challengeId: challengeText, digest: digest)
             if matches {
                 // Conditional on `pending`, so even without the token lock only one caller could win.
                 let won = try connection.execute(
-                    "UPDATE challenges SET status = 'verified', verified_at = \(now) WHERE challenge_id = \(challengeID) AND status = 'pending'")
+                    "UPDATE challenges SET status = 'verified', verified_at = \(now) WHERE challenge_id = \(challengeID) AND status = 'pending'"
+                )
                 guard won == 1 else { throw APIErrors.invalidState("the code was already used") }
                 try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
                 try OutboxStore.enqueue(
                     kind: .tsp, dedupKey: "tsp:activate:\(token.tokenReference):\(challengeText)",
-                    payload: TSPNotificationPayload(tokenReference: token.tokenReference, action: "activate", reason: "step_up_verified", cardId: token.cardID),
+                    payload: TSPNotificationPayload(
+                        tokenReference: token.tokenReference, action: "activate", reason: "step_up_verified",
+                        cardId: token.cardID),
                     connection: connection)
                 try AuditLog.append(
                     actor: caller.auditActor, action: "challenge.verified", subject: subject,
@@ -86,24 +107,31 @@ struct ChallengeVerifier: Sendable {
                 return ActivationCodeVerifyResponse(result: "verified", attemptsRemaining: max(0, maxAttempts - failed))
             }
             let failures = failed + 1
-            try Self.recordFailure("wrong_code", challengeID: challengeID, token: token, now: now, connection: connection)
+            try Self.recordFailure(
+                "wrong_code", challengeID: challengeID, token: token, now: now, connection: connection)
             if failures >= maxAttempts {
                 try connection.execute(
-                    "UPDATE challenges SET status = 'locked', failed_attempts = \(failures) WHERE challenge_id = \(challengeID)")
-                try Self.recordFailure("locked", challengeID: challengeID, token: token, now: now, connection: connection)
+                    "UPDATE challenges SET status = 'locked', failed_attempts = \(failures) WHERE challenge_id = \(challengeID)"
+                )
+                try Self.recordFailure(
+                    "locked", challengeID: challengeID, token: token, now: now, connection: connection)
                 try AuditLog.append(
                     actor: caller.auditActor, action: "challenge.locked", subject: subject,
-                    details: ["challengeId": challengeText, "method": method, "failedAttempts": String(failures)], at: now, connection: connection)
+                    details: ["challengeId": challengeText, "method": method, "failedAttempts": String(failures)],
+                    at: now, connection: connection)
                 return ActivationCodeVerifyResponse(result: "locked", attemptsRemaining: 0)
             }
-            try connection.execute("UPDATE challenges SET failed_attempts = \(failures) WHERE challenge_id = \(challengeID)")
+            try connection.execute(
+                "UPDATE challenges SET failed_attempts = \(failures) WHERE challenge_id = \(challengeID)")
             return ActivationCodeVerifyResponse(result: "invalid", attemptsRemaining: maxAttempts - failures)
         }
         metrics.record(method: method, result: response.result)
         return response
     }
 
-    private static func recordFailure(_ kind: String, challengeID: UUID, token: StepUpToken, now: Date, connection: PostgresConnection) throws {
+    private static func recordFailure(
+        _ kind: String, challengeID: UUID, token: StepUpToken, now: Date, connection: PostgresConnection
+    ) throws {
         try connection.execute(
             """
             INSERT INTO challenge_failures (challenge_id, card_id, customer_id, kind, at)

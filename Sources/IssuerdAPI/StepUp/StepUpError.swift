@@ -6,7 +6,9 @@ enum StepUpError {
 
     /// 404 `activation_method_not_found`: the `activationMethodId` names no method.
     static func methodNotFound(file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 404, code: "activation_method_not_found", message: "no such activation method", file: file, line: line)
+        HTTPError(
+            status: 404, code: "activation_method_not_found", message: "no such activation method", file: file,
+            line: line)
     }
 
     /// 422 `activation_method_not_allowed`: the risk decision did not offer this method (e.g. SMS
@@ -14,9 +16,6 @@ enum StepUpError {
     static func methodNotAllowed(_ message: String, file: String = #fileID, line: Int = #line) -> HTTPError {
         HTTPError(status: 422, code: "activation_method_not_allowed", message: message, file: file, line: line)
     }
-
-
-
 
     /// 404 `message_not_found`.
     static func messageNotFound(file: String = #fileID, line: Int = #line) -> HTTPError {

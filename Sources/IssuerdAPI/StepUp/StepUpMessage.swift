@@ -29,7 +29,8 @@ enum StepUpMessage {
                 + "Never share this code with anyone. We will never ask for it by phone or message. "
                 + "If you did not ask for it, call us at once."
         case (.english, _):
-            return "Apple Pay card verification code: \(code) (valid \(minutes) min). Never share it with anyone; we will never ask for it."
+            return
+                "Apple Pay card verification code: \(code) (valid \(minutes) min). Never share it with anyone; we will never ask for it."
         }
     }
 }

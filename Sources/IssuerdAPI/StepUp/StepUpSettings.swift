@@ -24,7 +24,8 @@ public struct StepUpSettings: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` naming the first malformed key.
     init(_ reader: ConfigurationReader) throws {
-        codeLifetime = try reader.duration("ISSUERD_OTP_TTL", default: .seconds(600), in: .seconds(30)...(.seconds(3600)))
+        codeLifetime = try reader.duration(
+            "ISSUERD_OTP_TTL", default: .seconds(600), in: .seconds(30)...(.seconds(3600)))
         maxAttempts = try reader.integer("ISSUERD_OTP_MAX_ATTEMPTS", default: 5, in: 1...20)
         maxSendsPerHour = try reader.integer("ISSUERD_OTP_MAX_SENDS_PER_HOUR", default: 3, in: 1...100)
         let locale = try reader.choice("ISSUERD_NOTIFY_LOCALE", default: "ko", from: ["ko", "en"])

@@ -27,12 +27,14 @@ struct StepUpToken: Sendable {
 
     /// The token by reference, locked for the caller's transaction.
     static func lock(_ tokenReference: String, connection: PostgresConnection) throws -> StepUpToken? {
-        try connection.query("\(unsafeSQL: select) WHERE t.token_reference = \(tokenReference) FOR UPDATE OF t").first.map(decode)
+        try connection.query("\(unsafeSQL: select) WHERE t.token_reference = \(tokenReference) FOR UPDATE OF t").first
+            .map(decode)
     }
 
     /// The caller's token by reference or by pass serial number (and pass type), locked.
     static func lock(
-        customerID: String, tokenReference: String?, serialNumber: String?, passTypeIdentifier: String?, connection: PostgresConnection
+        customerID: String, tokenReference: String?, serialNumber: String?, passTypeIdentifier: String?,
+        connection: PostgresConnection
     ) throws -> StepUpToken? {
         if let tokenReference {
             return try connection.query(
@@ -51,7 +53,8 @@ struct StepUpToken: Sendable {
 
     /// Marks the token active and records the event (inside the caller's transaction).
     static func activate(_ tokenReference: String, cardID: String, now: Date, connection: PostgresConnection) throws {
-        try connection.execute("UPDATE tokens SET status = 'active', updated_at = \(now) WHERE token_reference = \(tokenReference)")
+        try connection.execute(
+            "UPDATE tokens SET status = 'active', updated_at = \(now) WHERE token_reference = \(tokenReference)")
         try connection.execute(
             """
             INSERT INTO token_events (token_reference, card_id, event, source, at)
@@ -61,7 +64,8 @@ struct StepUpToken: Sendable {
 
     private static func decode(_ row: PostgresRow) throws -> StepUpToken {
         StepUpToken(
-            tokenReference: try row.decode("token_reference"), cardID: try row.decode("card_id"), customerID: try row.decode("customer_id"),
+            tokenReference: try row.decode("token_reference"), cardID: try row.decode("card_id"),
+            customerID: try row.decode("customer_id"),
             status: try row.decode("status"), allowedMethods: try row.decode("allowed_methods", as: [String]?.self),
             deviceLocale: try row.decode("device_locale"))
     }

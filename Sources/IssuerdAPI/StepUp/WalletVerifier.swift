@@ -23,41 +23,57 @@ struct WalletVerifier: Sendable {
     ///
     /// - Throws: 400 no or oversized locator, 404 not the caller's token, 409 not awaiting
     ///   verification, 429 over the per-customer hourly limit.
-    func verify(_ request: WalletVerificationRequest, customerID: String, now: Date) throws -> WalletVerificationResponse {
+    func verify(
+        _ request: WalletVerificationRequest, customerID: String, now: Date
+    ) throws -> WalletVerificationResponse {
         for value in [request.tokenReference, request.serialNumber, request.passTypeIdentifier] {
-            if let value, !(1...128).contains(value.utf8.count) { throw APIErrors.invalidRequest("each locator must be 1 to 128 bytes") }
+            if let value, !(1...128).contains(value.utf8.count) {
+                throw APIErrors.invalidRequest("each locator must be 1 to 128 bytes")
+            }
         }
         guard request.tokenReference != nil || request.serialNumber != nil else {
             throw APIErrors.invalidRequest("give tokenReference or serialNumber")
         }
         try enforceRateLimit(customerID: customerID, now: now)
         let response = try database.transaction { connection -> WalletVerificationResponse in
-            guard let token = try StepUpToken.lock(
-                customerID: customerID, tokenReference: request.tokenReference, serialNumber: request.serialNumber,
-                passTypeIdentifier: request.passTypeIdentifier, connection: connection)
+            guard
+                let token = try StepUpToken.lock(
+                    customerID: customerID, tokenReference: request.tokenReference, serialNumber: request.serialNumber,
+                    passTypeIdentifier: request.passTypeIdentifier, connection: connection)
             else { throw APIErrors.tokenNotFound() }
-            guard token.status == StepUpToken.awaitingVerification else { throw APIErrors.invalidState("the token is not awaiting verification") }
-            guard let card = try CardStore.find(token.cardID, connection: connection), let expiration = CardExpiration(card.expiration) else {
+            guard token.status == StepUpToken.awaitingVerification else {
+                throw APIErrors.invalidState("the token is not awaiting verification")
+            }
+            guard let card = try CardStore.find(token.cardID, connection: connection),
+                let expiration = CardExpiration(card.expiration)
+            else {
                 throw APIErrors.tokenNotFound()
             }
             let pan = try CardStore.openPAN(card, vault: vault)
             let activationData = try crypto.activationProvider(network: card.paymentNetwork).activationData(
-                for: ActivationDataRequest(primaryAccountNumber: pan, expiration: expiration, cardReference: token.tokenReference, nonce: [], now: now))
+                for: ActivationDataRequest(
+                    primaryAccountNumber: pan, expiration: expiration, cardReference: token.tokenReference, nonce: [],
+                    now: now))
             try connection.execute(
-                "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'")
+                "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'"
+            )
             try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
             if settings.inAppVerificationNotifiesTSP {
                 try OutboxStore.enqueue(
-                    kind: .tsp, dedupKey: "tsp:activate:\(token.tokenReference):iav:\(UUID.random().uuidString.lowercased())",
+                    kind: .tsp,
+                    dedupKey: "tsp:activate:\(token.tokenReference):iav:\(UUID.random().uuidString.lowercased())",
                     payload: TSPNotificationPayload(
-                        tokenReference: token.tokenReference, action: "activate", reason: "in_app_verification", cardId: token.cardID),
+                        tokenReference: token.tokenReference, action: "activate", reason: "in_app_verification",
+                        cardId: token.cardID),
                     connection: connection)
             }
             try AuditLog.append(
                 actor: "app:\(customerID)", action: "token.verified_in_app", subject: "token:\(token.tokenReference)",
-                details: ["cardId": token.cardID, "tspNotified": String(settings.inAppVerificationNotifiesTSP)], at: now, connection: connection)
+                details: ["cardId": token.cardID, "tspNotified": String(settings.inAppVerificationNotifiesTSP)],
+                at: now, connection: connection)
             return WalletVerificationResponse(
-                tokenReference: token.tokenReference, status: "active", activationData: BinaryEncoding.base64String(activationData))
+                tokenReference: token.tokenReference, status: "active",
+                activationData: BinaryEncoding.base64String(activationData))
         }
         metrics.record(method: StepUpMethod.app.rawValue, result: "in_app_verified")
         return response
@@ -71,7 +87,8 @@ struct WalletVerifier: Sendable {
             // Serialises one customer's calls so concurrent ones cannot all slip under the limit.
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext(\("iav:" + customerID))::bigint)")
             if Int.random(in: 0..<50) == 0 {
-                try connection.execute("DELETE FROM wallet_verification_requests WHERE at < \(now.addingTimeInterval(-86400))")
+                try connection.execute(
+                    "DELETE FROM wallet_verification_requests WHERE at < \(now.addingTimeInterval(-86400))")
             }
             let row = try connection.query(
                 """
@@ -81,11 +98,14 @@ struct WalletVerifier: Sendable {
             ).first
             let count = try row?.decode("n", as: Int64.self) ?? 0
             if count < settings.inAppVerificationsPerHour {
-                try connection.execute("INSERT INTO wallet_verification_requests (customer_id, at) VALUES (\(customerID), \(now))")
+                try connection.execute(
+                    "INSERT INTO wallet_verification_requests (customer_id, at) VALUES (\(customerID), \(now))")
             }
             return (count, try row?.decode("oldest", as: Date?.self))
         }
         guard count >= settings.inAppVerificationsPerHour else { return }
-        throw APIErrors.rateLimited(retryAfter: Int(((oldest ?? now).addingTimeInterval(3600)).timeIntervalSince(now).rounded(.up)), message: "too many requests; try again later")
+        throw APIErrors.rateLimited(
+            retryAfter: Int(((oldest ?? now).addingTimeInterval(3600)).timeIntervalSince(now).rounded(.up)),
+            message: "too many requests; try again later")
     }
 }

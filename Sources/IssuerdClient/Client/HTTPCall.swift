@@ -49,7 +49,9 @@ struct HTTPCall: Sendable {
     ///   - requestId: A fresh id for this attempt.
     ///   - timeout: The rest of the call's budget; URLSession's own timeout is only a backstop
     ///     (it measures idle time, not the whole exchange, in whole seconds on Linux).
-    func urlRequest(baseURL: URL, token: String, requestId: String, timeout: Duration) throws(IssuerdClientError) -> URLRequest {
+    func urlRequest(
+        baseURL: URL, token: String, requestId: String, timeout: Duration
+    ) throws(IssuerdClientError) -> URLRequest {
         var root = baseURL.absoluteString
         while root.hasSuffix("/") { root.removeLast() }
         guard let url = URL(string: root + path), url.scheme == "https" || url.scheme == "http" else {

@@ -37,7 +37,9 @@ extension IssuerdClient {
         }
     }
 
-    private func attempts(of call: HTTPCall, deadline: ContinuousClock.Instant, clock: ContinuousClock) async throws -> HTTPReply {
+    private func attempts(
+        of call: HTTPCall, deadline: ContinuousClock.Instant, clock: ContinuousClock
+    ) async throws -> HTTPReply {
         let token = try await tokenProvider()
         let maxAttempts = call.isRetrySafe ? retryPolicy.maxAttempts : 1
         var attempt = 1
@@ -72,7 +74,8 @@ extension IssuerdClient {
             throw IssuerdClientError.invalidResponse("not an HTTP response", requestId: requestId)
         }
         guard data.count <= HTTPReply.maximumBodySize else {
-            throw IssuerdClientError.invalidResponse("response body over \(HTTPReply.maximumBodySize) bytes", requestId: requestId)
+            throw IssuerdClientError.invalidResponse(
+                "response body over \(HTTPReply.maximumBodySize) bytes", requestId: requestId)
         }
         return HTTPReply(http, body: data, sentRequestId: requestId)
     }

@@ -1,6 +1,5 @@
-@_exported import IssuerdWire  // CardSummary, Reason, DeviceInfo are part of this API; one import for the app.
-
 import Foundation
+@_exported import IssuerdWire  // CardSummary, Reason, DeviceInfo are part of this API; one import for the app.
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -122,7 +121,8 @@ public struct IssuerdClient: Sendable {
     ///   ``IssuerdClientError/Code/conflict`` when the token is not awaiting verification), or the
     ///   token provider's own error.
     public func verify(link: WalletDeepLink) async throws -> Data {
-        let body = WalletVerificationRequest(serialNumber: link.serialNumber, passTypeIdentifier: link.passTypeIdentifier)
+        let body = WalletVerificationRequest(
+            serialNumber: link.serialNumber, passTypeIdentifier: link.passTypeIdentifier)
         let reply = try await send(try HTTPCall.post(path: "/v1/wallet/verifications", json: body))
         guard reply.isSuccess else { throw ResponseMapping.error(for: reply) }
         let response = try ResponseMapping.decode(WalletVerificationResponse.self, from: reply)

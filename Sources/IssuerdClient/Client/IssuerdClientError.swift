@@ -67,7 +67,8 @@ public struct IssuerdClientError: Error, CustomStringConvertible {
 
     /// Creates an error; the public factories below name the common cases.
     init(
-        _ code: Code, status: Int? = nil, serverCode: String? = nil, requestId: String? = nil, retryAfter: Duration? = nil,
+        _ code: Code, status: Int? = nil, serverCode: String? = nil, requestId: String? = nil,
+        retryAfter: Duration? = nil,
         detail: String? = nil, underlying: (any Error)? = nil, file: String, line: Int
     ) {
         self.code = code
@@ -121,27 +122,39 @@ extension IssuerdClientError {
     }
 
     /// 409.
-    public static func conflict(serverCode: String?, requestId: String?, file: String = #fileID, line: Int = #line) -> Self {
+    public static func conflict(
+        serverCode: String?, requestId: String?, file: String = #fileID, line: Int = #line
+    ) -> Self {
         Self(.conflict, status: 409, serverCode: serverCode, requestId: requestId, file: file, line: line)
     }
 
     /// 429, with the server's `Retry-After` when it sent one.
-    public static func throttled(retryAfter: Duration?, requestId: String?, file: String = #fileID, line: Int = #line) -> Self {
+    public static func throttled(
+        retryAfter: Duration?, requestId: String?, file: String = #fileID, line: Int = #line
+    ) -> Self {
         Self(.throttled, status: 429, requestId: requestId, retryAfter: retryAfter, file: file, line: line)
     }
 
     /// 422 `certificate_chain_invalid`.
-    public static func invalidCertificateChain(detail: String?, requestId: String?, file: String = #fileID, line: Int = #line) -> Self {
-        Self(.invalidCertificateChain, status: 422, serverCode: "certificate_chain_invalid", requestId: requestId, detail: detail, file: file, line: line)
+    public static func invalidCertificateChain(
+        detail: String?, requestId: String?, file: String = #fileID, line: Int = #line
+    ) -> Self {
+        Self(
+            .invalidCertificateChain, status: 422, serverCode: "certificate_chain_invalid", requestId: requestId,
+            detail: detail, file: file, line: line)
     }
 
     /// 5xx.
-    public static func server(status: Int, code: String?, requestId: String?, file: String = #fileID, line: Int = #line) -> Self {
+    public static func server(
+        status: Int, code: String?, requestId: String?, file: String = #fileID, line: Int = #line
+    ) -> Self {
         Self(.server, status: status, serverCode: code, requestId: requestId, file: file, line: line)
     }
 
     /// The answer broke the wire contract.
-    public static func invalidResponse(_ detail: String, requestId: String?, file: String = #fileID, line: Int = #line) -> Self {
+    public static func invalidResponse(
+        _ detail: String, requestId: String?, file: String = #fileID, line: Int = #line
+    ) -> Self {
         Self(.invalidResponse, requestId: requestId, detail: detail, file: file, line: line)
     }
 

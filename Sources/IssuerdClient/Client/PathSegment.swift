@@ -7,7 +7,8 @@ enum PathSegment {
     static let maximumLength = 256
 
     /// RFC 3986 §2.3 unreserved characters: the only ones left as they are.
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// Encodes `value`.
     ///

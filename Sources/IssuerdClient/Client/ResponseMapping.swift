@@ -35,7 +35,8 @@ enum ResponseMapping {
         case 403 where body?.code == "provisioning_declined":
             return .invalidResponse("decline without an attemptId", requestId: requestId)
         case 403:
-            return IssuerdClientError(.forbidden, status: 403, serverCode: body?.code, requestId: requestId, file: #fileID, line: #line)
+            return IssuerdClientError(
+                .forbidden, status: 403, serverCode: body?.code, requestId: requestId, file: #fileID, line: #line)
         case 404:
             return .notFound(requestId: requestId)
         case 409:
@@ -45,7 +46,9 @@ enum ResponseMapping {
         case 429:
             return .throttled(retryAfter: reply.retryAfter, requestId: requestId)
         case 400..<500:
-            return IssuerdClientError(.badRequest, status: reply.status, serverCode: body?.code, requestId: requestId, file: #fileID, line: #line)
+            return IssuerdClientError(
+                .badRequest, status: reply.status, serverCode: body?.code, requestId: requestId, file: #fileID,
+                line: #line)
         case 500..<600:
             return .server(status: reply.status, code: body?.code, requestId: requestId)
         default:

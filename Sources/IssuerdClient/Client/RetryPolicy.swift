@@ -18,7 +18,8 @@ public struct RetryPolicy: Sendable, Equatable {
     ///   - maxAttempts: Attempts per call, the first included; clamped to 1...10.
     ///   - initialBackoff: The wait before the first retry.
     ///   - maxBackoff: The longest wait between attempts.
-    public init(maxAttempts: Int = 3, initialBackoff: Duration = .milliseconds(100), maxBackoff: Duration = .seconds(2)) {
+    public init(maxAttempts: Int = 3, initialBackoff: Duration = .milliseconds(100), maxBackoff: Duration = .seconds(2))
+    {
         self.maxAttempts = min(max(maxAttempts, 1), 10)
         self.initialBackoff = max(initialBackoff, .zero)
         self.maxBackoff = max(maxBackoff, self.initialBackoff)

@@ -66,7 +66,9 @@ public struct WalletDeepLink: Sendable, Hashable, CustomStringConvertible {
 
     private static func validate(_ value: String, name: String) throws(WalletDeepLinkError) {
         guard !value.isEmpty else { throw WalletDeepLinkError(.emptyParameter, parameter: name) }
-        guard value.utf8.count <= maximumValueLength else { throw WalletDeepLinkError(.parameterTooLong, parameter: name) }
+        guard value.utf8.count <= maximumValueLength else {
+            throw WalletDeepLinkError(.parameterTooLong, parameter: name)
+        }
         // Pass type identifiers and serial numbers are visible ASCII. A `%` left after decoding
         // means double encoding, or malformed encoding that Foundation's URL parser escaped
         // (`%ZZ` becomes `%25ZZ`): either way not the value Wallet meant.

@@ -27,7 +27,9 @@ public enum IssuerdPassKit {
     public static func configuration(
         for card: CardSummary, scheme: EncryptionScheme = .eccV2
     ) -> PKAddPaymentPassRequestConfiguration? {
-        guard let configuration = PKAddPaymentPassRequestConfiguration(encryptionScheme: scheme.passKitScheme) else { return nil }
+        guard let configuration = PKAddPaymentPassRequestConfiguration(encryptionScheme: scheme.passKitScheme) else {
+            return nil
+        }
         configuration.style = .payment
         configuration.cardholderName = card.cardholderName
         configuration.primaryAccountSuffix = card.primaryAccountSuffix
@@ -66,7 +68,8 @@ public enum IssuerdPassKit {
     ///   - library: The pass library.
     /// - Returns: `nil` when neither device holds the pass (e.g. it was removed meanwhile).
     @MainActor
-    public static func pass(for link: WalletDeepLink, library: PKPassLibrary = PKPassLibrary()) -> PKSecureElementPass? {
+    public static func pass(for link: WalletDeepLink, library: PKPassLibrary = PKPassLibrary()) -> PKSecureElementPass?
+    {
         if let local = library.pass(withPassTypeIdentifier: link.passTypeIdentifier, serialNumber: link.serialNumber)?
             .secureElementPass
         {

@@ -63,13 +63,16 @@ public struct ApprovedPassData: Sendable, Equatable, CustomStringConvertible {
                 throw .invalidResponse("ECC_V2 answer without a 65-byte ephemeralPublicKey", requestId: requestId)
             }
         case .rsaV2:
-            guard wrapped != nil else { throw .invalidResponse("RSA_V2 answer without wrappedKey", requestId: requestId) }
+            guard wrapped != nil else {
+                throw .invalidResponse("RSA_V2 answer without wrappedKey", requestId: requestId)
+            }
         }
         guard !response.decision.attemptId.isEmpty else {
             throw .invalidResponse("decision without an attemptId", requestId: requestId)
         }
         self.init(
-            encryptedPassData: encrypted, activationData: activation, ephemeralPublicKey: ephemeral, wrappedKey: wrapped,
+            encryptedPassData: encrypted, activationData: activation, ephemeralPublicKey: ephemeral,
+            wrappedKey: wrapped,
             flow: DecisionFlow(rawValue: response.decision.flow), attemptId: response.decision.attemptId,
             reasons: response.decision.reasons
         )

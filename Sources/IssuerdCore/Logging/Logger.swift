@@ -44,7 +44,8 @@ public struct Logger: Sendable {
     ///   - label: The component name written in every line.
     ///   - minimumLevel: Lines below this level are dropped.
     ///   - handler: Where the lines go; ``JSONLogHandler/standardOutput`` in production.
-    public init(label: String, minimumLevel: LogLevel = .info, handler: any LogHandler = JSONLogHandler.standardOutput) {
+    public init(label: String, minimumLevel: LogLevel = .info, handler: any LogHandler = JSONLogHandler.standardOutput)
+    {
         self.label = label
         self.minimumLevel = minimumLevel
         self.metadata = [:]
@@ -52,7 +53,9 @@ public struct Logger: Sendable {
     }
 
     /// A logger that writes nothing, for tests and tools that must stay quiet.
-    public static var silent: Logger { Logger(label: "silent", minimumLevel: .critical, handler: DiscardingLogHandler()) }
+    public static var silent: Logger {
+        Logger(label: "silent", minimumLevel: .critical, handler: DiscardingLogHandler())
+    }
 
     /// Returns a copy with another label, keeping level, metadata and handler.
     public func labelled(_ label: String) -> Logger {
@@ -69,7 +72,9 @@ public struct Logger: Sendable {
     }
 
     /// Writes a line at `level` if the level passes ``minimumLevel``.
-    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> LogMetadata = [:]) {
+    public func log(
+        _ level: LogLevel, _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> LogMetadata = [:]
+    ) {
         guard level >= minimumLevel else { return }
         var merged = self.metadata
         merged.merge(metadata()) { _, new in new }

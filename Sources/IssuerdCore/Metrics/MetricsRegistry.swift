@@ -35,8 +35,10 @@ public final class MetricsRegistry: Sendable {
         let reader: (@Sendable () -> [([String], Double)])?
         let shards: [Shard]
 
-        init(name: String, help: String, kind: Kind, labelNames: [String], buckets: [Double] = [],
-             reader: (@Sendable () -> [([String], Double)])? = nil) {
+        init(
+            name: String, help: String, kind: Kind, labelNames: [String], buckets: [Double] = [],
+            reader: (@Sendable () -> [([String], Double)])? = nil
+        ) {
             self.name = name
             self.help = help
             self.kind = kind
@@ -110,13 +112,17 @@ public final class MetricsRegistry: Sendable {
     /// Registers a gauge family whose samples are read from `read` at every scrape.
     ///
     /// - Parameter read: Returns `(label values, value)` pairs; it must not block for long.
-    public func gauge(_ name: String, help: String, labels: [String] = [], read: @escaping @Sendable () -> [([String], Double)]) {
+    public func gauge(
+        _ name: String, help: String, labels: [String] = [], read: @escaping @Sendable () -> [([String], Double)]
+    ) {
         register(Family(name: name, help: help, kind: .gauge, labelNames: labels, reader: read))
     }
 
     /// Registers a histogram family with ascending upper bounds (`+Inf` is implicit).
     public func histogram(_ name: String, help: String, labels: [String] = [], buckets: [Double]) -> Histogram {
-        Histogram(family: register(Family(name: name, help: help, kind: .histogram, labelNames: labels, buckets: buckets.sorted())))
+        Histogram(
+            family: register(
+                Family(name: name, help: help, kind: .histogram, labelNames: labels, buckets: buckets.sorted())))
     }
 
     /// The registered family: an existing one of the same kind is kept (its samples with it),
@@ -125,7 +131,9 @@ public final class MetricsRegistry: Sendable {
     private func register(_ family: Family) -> Family {
         state.withLock { state in
             if state.families[family.name] == nil { state.order.append(family.name) }
-            if let existing = state.families[family.name], existing.kind == family.kind, family.reader == nil { return existing }
+            if let existing = state.families[family.name], existing.kind == family.kind, family.reader == nil {
+                return existing
+            }
             state.families[family.name] = family
             return family
         }
@@ -150,13 +158,19 @@ public final class MetricsRegistry: Sendable {
                     out += name + Self.labelText(family.labelNames, labels) + " " + Self.number(value) + "\n"
                 }
             case .histogram:
-                for (labels, sample) in family.merged().histograms.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+                for (labels, sample) in family.merged().histograms.sorted(by: {
+                    $0.key.lexicographicallyPrecedes($1.key)
+                }) {
                     for (index, bound) in family.buckets.enumerated() {
-                        out += name + "_bucket" + Self.labelText(family.labelNames + ["le"], labels + [Self.number(bound)])
+                        out +=
+                            name + "_bucket" + Self.labelText(family.labelNames + ["le"], labels + [Self.number(bound)])
                             + " \(sample.counts[index])\n"
                     }
-                    out += name + "_bucket" + Self.labelText(family.labelNames + ["le"], labels + ["+Inf"]) + " \(sample.count)\n"
-                    out += name + "_sum" + Self.labelText(family.labelNames, labels) + " " + Self.number(sample.sum) + "\n"
+                    out +=
+                        name + "_bucket" + Self.labelText(family.labelNames + ["le"], labels + ["+Inf"])
+                        + " \(sample.count)\n"
+                    out +=
+                        name + "_sum" + Self.labelText(family.labelNames, labels) + " " + Self.number(sample.sum) + "\n"
                     out += name + "_count" + Self.labelText(family.labelNames, labels) + " \(sample.count)\n"
                 }
             }
@@ -206,13 +220,17 @@ public struct Histogram: Sendable {
     fileprivate let family: MetricsRegistry.Family
 
     /// The default latency buckets in seconds, from 1 ms to 10 s.
-    public static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    public static let latencyBuckets: [Double] = [
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
 
     /// Records one observation.
     public func observe(_ value: Double, labels: [String] = []) {
         let buckets = family.buckets
         family.shard.samples.withLock { samples in
-            samples.histograms[labels, default: MetricsRegistry.HistogramSample(counts: Array(repeating: 0, count: buckets.count))].record(value, buckets: buckets)
+            samples.histograms[
+                labels, default: MetricsRegistry.HistogramSample(counts: Array(repeating: 0, count: buckets.count))
+            ].record(value, buckets: buckets)
         }
     }
 }

@@ -16,7 +16,9 @@ public enum TerminalEcho {
     public struct Unavailable: Error, CustomStringConvertible {
         /// The failing call's `errno` text.
         public var reason: String
-        public var description: String { "cannot turn off the terminal's echo to read a secret (\(reason)); pipe it in instead" }
+        public var description: String {
+            "cannot turn off the terminal's echo to read a secret (\(reason)); pipe it in instead"
+        }
     }
 
     /// Runs `body` with echo off on `descriptor` when it is a terminal, else just runs it.
@@ -35,7 +37,9 @@ public enum TerminalEcho {
             _ = tcsetattr(descriptor, TCSAFLUSH, &saved)
             restoreHandlers(previousHandlers)
         }
-        guard tcsetattr(descriptor, TCSAFLUSH, &quiet) == 0 else { throw Unavailable(reason: String(cString: strerror(errno))) }
+        guard tcsetattr(descriptor, TCSAFLUSH, &quiet) == 0 else {
+            throw Unavailable(reason: String(cString: strerror(errno)))
+        }
         return try body()
     }
 
@@ -44,7 +48,9 @@ public enum TerminalEcho {
     /// `maximumLength + 1` bytes that `body` sees and that is wiped afterwards.
     ///
     /// - Returns: What `body` returns; it gets `nil` when the line is longer than `maximumLength`.
-    public static func readLine<T>(from descriptor: Int32, maximumLength: Int, _ body: (UnsafeRawBufferPointer?) throws -> T) throws -> T {
+    public static func readLine<T>(
+        from descriptor: Int32, maximumLength: Int, _ body: (UnsafeRawBufferPointer?) throws -> T
+    ) throws -> T {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumLength + 1, alignment: 1)
         defer {
             explicit_bzero(buffer.baseAddress!, buffer.count)
@@ -57,7 +63,12 @@ public enum TerminalEcho {
             let got = read(descriptor, &byte, 1)
             if got < 0, errno == EINTR { continue }
             guard got == 1, byte != 0x0A else { break }
-            if count < buffer.count { buffer[count] = byte; count += 1 } else { tooLong = true }
+            if count < buffer.count {
+                buffer[count] = byte
+                count += 1
+            } else {
+                tooLong = true
+            }
         }
         byte = 0
         if count > 0, buffer[count - 1] == 0x0D { count -= 1 }

@@ -31,8 +31,6 @@ public struct TerminationSignals: Sendable {
 
     private let set: sigset_t
 
-    private init(set: sigset_t) { self.set = set }
-
     /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread.
     ///
     /// Call it first thing on the main thread, before any thread is created (libmicrohttpd's,

@@ -85,7 +85,9 @@ package struct JSONTreeParser<Tree: JSONTree> {
             while true {
                 if isObject {
                     skipWhitespace()
-                    guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), string() != nil else { return false }
+                    guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), string() != nil else {
+                        return false
+                    }
                     skipWhitespace()
                     guard take(UInt8(ascii: ":")) else { return false }
                 }
@@ -111,7 +113,9 @@ package struct JSONTreeParser<Tree: JSONTree> {
             if take(UInt8(ascii: "}")) { return .jsonObject(members) }
             while true {
                 skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), let key = string() else { return nil }
+                guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), let key = string() else {
+                    return nil
+                }
                 skipWhitespace()
                 guard take(UInt8(ascii: ":")), let member = value(depth: depth + 1) else { return nil }
                 // A repeated name: Foundation keeps the first, and may refuse the document for
@@ -159,7 +163,9 @@ package struct JSONTreeParser<Tree: JSONTree> {
         let start = position
         func digits() -> Int {
             let first = position
-            while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) { position += 1 }
+            while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) {
+                position += 1
+            }
             return position - first
         }
         let negative = position < bytes.count && bytes[position] == UInt8(ascii: "-")
@@ -167,13 +173,16 @@ package struct JSONTreeParser<Tree: JSONTree> {
         let integerStart = position
         let integerDigits = digits()
         guard integerDigits > 0, integerDigits == 1 || bytes[integerStart] != UInt8(ascii: "0") else { return nil }
-        let isInteger = position == bytes.count || (bytes[position] != UInt8(ascii: ".") && bytes[position] | 0x20 != UInt8(ascii: "e"))
+        let isInteger =
+            position == bytes.count
+            || (bytes[position] != UInt8(ascii: ".") && bytes[position] | 0x20 != UInt8(ascii: "e"))
         // A plain integer of up to 15 digits (every velocity value, most attributes, token
         // times) is exact as a Double: summed here, without a string for strtod.
         if integerDigits <= 15, isInteger {
             var value: Int64 = 0
             for index in integerStart..<position { value = value * 10 + Int64(bytes[index] &- UInt8(ascii: "0")) }
-            return .jsonNumber(integer: negative ? -value : value, double: negative ? -Double(value) : Double(value))  // -0 stays -0.0
+            // -0 stays -0.0
+            return .jsonNumber(integer: negative ? -value : value, double: negative ? -Double(value) : Double(value))
         }
         if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
             position += 1
@@ -181,7 +190,9 @@ package struct JSONTreeParser<Tree: JSONTree> {
         }
         if position < bytes.count, bytes[position] | 0x20 == UInt8(ascii: "e") {
             position += 1
-            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
+            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+                position += 1
+            }
             guard digits() > 0 else { return nil }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)

@@ -15,11 +15,14 @@ extension String {
     /// imported).
     public func containsUTF8(_ needle: [UInt8]) -> Bool {
         withUTF8Buffer { bytes in
-            guard let base = bytes.baseAddress, let first = needle.first, needle.count <= bytes.count else { return false }
+            guard let base = bytes.baseAddress, let first = needle.first, needle.count <= bytes.count else {
+                return false
+            }
             return needle.withUnsafeBufferPointer { needle in
                 var offset = 0
                 while offset + needle.count <= bytes.count,
-                      let hit = memchr(base + offset, Int32(first), bytes.count - needle.count - offset + 1) {
+                    let hit = memchr(base + offset, Int32(first), bytes.count - needle.count - offset + 1)
+                {
                     offset = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
                     if memcmp(base + offset, needle.baseAddress!, needle.count) == 0 { return true }
                     offset += 1

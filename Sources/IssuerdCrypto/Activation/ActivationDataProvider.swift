@@ -20,7 +20,10 @@ public struct ActivationDataRequest: Sendable, CustomStringConvertible {
     /// Creates a request.
     ///
     /// - Throws: ``CryptoError/Code/invalidInput`` for an empty or oversized card reference or nonce.
-    public init(primaryAccountNumber: PrimaryAccountNumber, expiration: CardExpiration, cardReference: String, nonce: [UInt8], now: Date) throws {
+    public init(
+        primaryAccountNumber: PrimaryAccountNumber, expiration: CardExpiration, cardReference: String, nonce: [UInt8],
+        now: Date
+    ) throws {
         guard (1...Self.maximumCardReferenceLength).contains(cardReference.utf8.count) else {
             throw CryptoError(.invalidInput, "card reference must be 1 to \(Self.maximumCardReferenceLength) bytes")
         }

@@ -26,7 +26,9 @@ public struct IssuerOTPProvider: ActivationDataProvider {
     /// - Throws: ``CryptoError/Code/invalidKey`` for a short key, `invalidInput` for the validity.
     public init(key: SymmetricKey, validity: TimeInterval = defaultValidity) throws {
         guard key.byteCount >= 32 else { throw CryptoError(.invalidKey, "the OTP key must be at least 32 bytes") }
-        guard validity >= 60, validity <= 30 * 24 * 3600 else { throw CryptoError(.invalidInput, "OTP validity must be between 60 seconds and 30 days") }
+        guard validity >= 60, validity <= 30 * 24 * 3600 else {
+            throw CryptoError(.invalidInput, "OTP validity must be between 60 seconds and 30 days")
+        }
         self.key = key
         self.validity = validity
     }
@@ -44,7 +46,8 @@ public struct IssuerOTPProvider: ActivationDataProvider {
     /// learns nothing from the order of checks.
     public func verify(_ activationData: [UInt8], for request: ActivationDataRequest) -> ActivationDataVerification {
         guard activationData.count <= 128 else { return .invalid }
-        let parts = String(decoding: activationData, as: UTF8.self).split(separator: ".", omittingEmptySubsequences: false)
+        let parts = String(decoding: activationData, as: UTF8.self).split(
+            separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == Self.prefix, parts[1].count <= 12, let validUntil = Int64(parts[1]),
             let mac = try? BinaryEncoding.decodeBase64URL(parts[2]), mac.count == HMACSHA256.byteCount
         else { return .invalid }
@@ -55,7 +58,10 @@ public struct IssuerOTPProvider: ActivationDataProvider {
 
     private static func macInput(_ request: ActivationDataRequest, validUntil: Int64) -> [UInt8] {
         var out: [UInt8] = []
-        for field in [Array(prefix.utf8), Array(request.cardReference.utf8), request.nonce, Array(request.expiration.compact.utf8), Array(String(validUntil).utf8)] {
+        for field in [
+            Array(prefix.utf8), Array(request.cardReference.utf8), request.nonce,
+            Array(request.expiration.compact.utf8), Array(String(validUntil).utf8),
+        ] {
             out += withUnsafeBytes(of: UInt32(field.count).bigEndian) { Array($0) }
             out += field
         }

@@ -47,7 +47,8 @@ public struct MastercardTAVProvider: ActivationDataProvider {
     /// The TAV JSON for the card.
     public func activationData(for request: ActivationDataRequest) throws -> [UInt8] {
         let validUntil = Self.timestamp(request.now.addingTimeInterval(validity))
-        let signed = Self.signedData(pan: request.primaryAccountNumber.unsafeDigits, expiry: request.expiration.compact, validUntil: validUntil)
+        let signed = Self.signedData(
+            pan: request.primaryAccountNumber.unsafeDigits, expiry: request.expiration.compact, validUntil: validUntil)
         let signature = try signingKey.signature(for: signed)
         return Self.json(validUntil: validUntil, signature: BinaryEncoding.base64String(signature))
     }
@@ -73,7 +74,8 @@ public struct MastercardTAVProvider: ActivationDataProvider {
         var parts = tm()
         gmtime_r(&seconds, &parts)
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        return
+            "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 
     /// The TAV JSON fields.

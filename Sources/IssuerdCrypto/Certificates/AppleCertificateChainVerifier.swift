@@ -54,17 +54,26 @@ public final class AppleCertificateChainVerifier: Sendable {
     ///   - time: The verification time; pass the request's clock reading.
     ///   - scheme: The scheme the key will serve: P-256 for ECC_V2, RSA for RSA_V2.
     /// - Returns: `.valid` with the chain, or `.invalid` naming the failed check.
-    public func verify(_ certificates: [[UInt8]], at time: Date, for scheme: EncryptionScheme = .eccV2) -> AppleChainVerification {
+    public func verify(
+        _ certificates: [[UInt8]], at time: Date, for scheme: EncryptionScheme = .eccV2
+    ) -> AppleChainVerification {
         verify(certificates, at: time, for: scheme, alsoCachedAs: nil)
     }
 
-    private func verify(_ certificates: [[UInt8]], at time: Date, for scheme: EncryptionScheme, alsoCachedAs textKey: [UInt8]?) -> AppleChainVerification {
+    private func verify(
+        _ certificates: [[UInt8]], at time: Date, for scheme: EncryptionScheme, alsoCachedAs textKey: [UInt8]?
+    ) -> AppleChainVerification {
         guard (1...Self.maximumCertificateCount).contains(certificates.count) else {
-            return .invalid(ChainFailure(.badCount, "expected 1 to \(Self.maximumCertificateCount) certificates, got \(certificates.count)"))
+            return .invalid(
+                ChainFailure(
+                    .badCount, "expected 1 to \(Self.maximumCertificateCount) certificates, got \(certificates.count)"))
         }
         let key = SHA256.hash(lengthPrefixed: certificates)
         if let cached = cache.entry(key, at: time) {
-            if let textKey { cache.insert(textKey, chain: cached.chain, validFrom: cached.validFrom, validUntil: cached.validUntil, now: time) }
+            if let textKey {
+                cache.insert(
+                    textKey, chain: cached.chain, validFrom: cached.validFrom, validUntil: cached.validUntil, now: time)
+            }
             return Self.check(cached.chain, for: scheme)
         }
         switch verifyUncached(certificates, at: time) {
@@ -73,7 +82,9 @@ public final class AppleCertificateChainVerifier: Sendable {
         case .valid(let chain, let windowStart, let windowEnd):
             if windowStart <= time, time <= windowEnd {
                 cache.insert(key, chain: chain, validFrom: windowStart, validUntil: windowEnd, now: time)
-                if let textKey { cache.insert(textKey, chain: chain, validFrom: windowStart, validUntil: windowEnd, now: time) }
+                if let textKey {
+                    cache.insert(textKey, chain: chain, validFrom: windowStart, validUntil: windowEnd, now: time)
+                }
             }
             return Self.check(chain, for: scheme)
         }
@@ -82,9 +93,13 @@ public final class AppleCertificateChainVerifier: Sendable {
     /// Decodes API strings (hex, base64 or base64url each) and verifies them.
     ///
     /// - Returns: `.invalid(malformed_der)` naming the element that does not decode.
-    public func verify(encoded certificates: [String], at time: Date, for scheme: EncryptionScheme = .eccV2) -> AppleChainVerification {
+    public func verify(
+        encoded certificates: [String], at time: Date, for scheme: EncryptionScheme = .eccV2
+    ) -> AppleChainVerification {
         guard (1...Self.maximumCertificateCount).contains(certificates.count) else {
-            return .invalid(ChainFailure(.badCount, "expected 1 to \(Self.maximumCertificateCount) certificates, got \(certificates.count)"))
+            return .invalid(
+                ChainFailure(
+                    .badCount, "expected 1 to \(Self.maximumCertificateCount) certificates, got \(certificates.count)"))
         }
         // PassKit sends the same chain as the same text on every request for months: a cache
         // hit on the text needs no decoding (base64 decoding was 2 % of a request's CPU). The
@@ -97,7 +112,10 @@ public final class AppleCertificateChainVerifier: Sendable {
                 decoded.append(try CertificateDecoding.certificate(fromText: text))
             } catch {
                 let reason = (error as? CryptoError)?.reason ?? "undecodable"
-                return .invalid(ChainFailure(.malformedDER, "certificate \(index) is not hex, base64 or base64url: \(reason)", certificateIndex: index))
+                return .invalid(
+                    ChainFailure(
+                        .malformedDER, "certificate \(index) is not hex, base64 or base64url: \(reason)",
+                        certificateIndex: index))
             }
         }
         return verify(decoded, at: time, for: scheme, alsoCachedAs: textKey)
@@ -113,8 +131,14 @@ public final class AppleCertificateChainVerifier: Sendable {
     private static func check(_ chain: ValidatedAppleChain, for scheme: EncryptionScheme) -> AppleChainVerification {
         switch (scheme, chain.recipientKey) {
         case (.eccV2, .p256), (.rsaV2, .rsa): return .valid(chain)
-        case (.eccV2, .rsa): return .invalid(ChainFailure(.leafKeyType, "ECC_V2 needs an EC P-256 leaf key; the leaf has an RSA key", certificateIndex: nil))
-        case (.rsaV2, .p256): return .invalid(ChainFailure(.leafKeyType, "RSA_V2 needs an RSA leaf key; the leaf has an EC P-256 key", certificateIndex: nil))
+        case (.eccV2, .rsa):
+            return .invalid(
+                ChainFailure(
+                    .leafKeyType, "ECC_V2 needs an EC P-256 leaf key; the leaf has an RSA key", certificateIndex: nil))
+        case (.rsaV2, .p256):
+            return .invalid(
+                ChainFailure(
+                    .leafKeyType, "RSA_V2 needs an RSA leaf key; the leaf has an EC P-256 key", certificateIndex: nil))
         }
     }
 
@@ -122,7 +146,10 @@ public final class AppleCertificateChainVerifier: Sendable {
         var parsed: [(index: Int, handle: X509Handle)] = []
         for (index, der) in certificates.enumerated() {
             guard let handle = X509Handle(der: der) else {
-                return .invalid(ChainFailure(.malformedDER, "certificate \(index) is not a single DER X.509 certificate", certificateIndex: index))
+                return .invalid(
+                    ChainFailure(
+                        .malformedDER, "certificate \(index) is not a single DER X.509 certificate",
+                        certificateIndex: index))
             }
             // Spec: ignore a root if the app sends one; the pinned root comes from the profile.
             if handle.isSelfIssued { continue }
@@ -131,14 +158,21 @@ public final class AppleCertificateChainVerifier: Sendable {
         let oid = Algorithms.shared.appleIssuerEncryptionOID
         let leaves = parsed.filter { $0.handle.hasExtension(oid) }
         guard let leaf = leaves.first else {
-            return .invalid(ChainFailure(.leafNotFound, "no certificate carries the Apple marker OID \(AppleOID.issuerEncryption)"))
+            return .invalid(
+                ChainFailure(.leafNotFound, "no certificate carries the Apple marker OID \(AppleOID.issuerEncryption)"))
         }
         guard leaves.count == 1 else {
-            return .invalid(ChainFailure(.multipleLeaves, "\(leaves.count) certificates carry the Apple marker OID", certificateIndex: leaves[1].index))
+            return .invalid(
+                ChainFailure(
+                    .multipleLeaves, "\(leaves.count) certificates carry the Apple marker OID",
+                    certificateIndex: leaves[1].index))
         }
         let others = parsed.filter { $0.index != leaf.index }
         guard !others.isEmpty else {
-            return .invalid(ChainFailure(.missingIntermediate, "only the leaf was sent; the intermediate is required", certificateIndex: leaf.index))
+            return .invalid(
+                ChainFailure(
+                    .missingIntermediate, "only the leaf was sent; the intermediate is required",
+                    certificateIndex: leaf.index))
         }
         let built: [X509Handle]
         switch store.verify(leaf: leaf.handle, untrusted: others.map(\.handle), at: checkValidity ? time : nil) {
@@ -147,7 +181,8 @@ public final class AppleCertificateChainVerifier: Sendable {
         }
         guard built.count == 3 else {
             let code: ChainFailure.Code = built.count < 3 ? .missingIntermediate : .chainLength
-            return .invalid(ChainFailure(code, "the chain has \(built.count) certificates; Apple's is leaf, intermediate, root"))
+            return .invalid(
+                ChainFailure(code, "the chain has \(built.count) certificates; Apple's is leaf, intermediate, root"))
         }
         guard built[2].fingerprint == trust.rootFingerprint else {
             return .invalid(ChainFailure(.untrustedRoot, "the chain does not end at the pinned \(trust.name) root"))
@@ -156,18 +191,24 @@ public final class AppleCertificateChainVerifier: Sendable {
         let intermediateIndex = others.first { $0.handle.der == intermediate.der }?.index
         let intermediateName = intermediate.subjectCommonName ?? ""
         if let required = trust.requiredIntermediateCommonName, intermediateName != required {
-            return .invalid(ChainFailure(.intermediateName, "intermediate is \"\(intermediateName)\", expected \"\(required)\"", certificateIndex: intermediateIndex))
+            return .invalid(
+                ChainFailure(
+                    .intermediateName, "intermediate is \"\(intermediateName)\", expected \"\(required)\"",
+                    certificateIndex: intermediateIndex))
         }
         let recipient: ValidatedAppleChain.RecipientKey
         switch Self.recipientKey(of: leaf.handle) {
-        case .failure(let failure): return .invalid(ChainFailure(failure.code, failure.detail, certificateIndex: leaf.index))
+        case .failure(let failure):
+            return .invalid(ChainFailure(failure.code, failure.detail, certificateIndex: leaf.index))
         case .success(let key): recipient = key
         }
         let leafNotBefore = leaf.handle.notBefore ?? .distantPast
         let leafNotAfter = leaf.handle.notAfter ?? .distantPast
         let chain = ValidatedAppleChain(
-            recipientKey: recipient, leafNotBefore: leafNotBefore, leafNotAfter: leafNotAfter, leafFingerprint: leaf.handle.fingerprint,
-            leafCommonName: leaf.handle.subjectCommonName ?? "", intermediateCommonName: intermediateName, trustProfileName: trust.name)
+            recipientKey: recipient, leafNotBefore: leafNotBefore, leafNotAfter: leafNotAfter,
+            leafFingerprint: leaf.handle.fingerprint,
+            leafCommonName: leaf.handle.subjectCommonName ?? "", intermediateCommonName: intermediateName,
+            trustProfileName: trust.name)
         let windowStart = checkValidity ? built.compactMap(\.notBefore).max() ?? .distantFuture : .distantPast
         let windowEnd = checkValidity ? built.compactMap(\.notAfter).min() ?? .distantPast : leafNotAfter
         return .valid(chain, windowStart: windowStart, windowEnd: windowEnd)
@@ -176,8 +217,12 @@ public final class AppleCertificateChainVerifier: Sendable {
     /// Key usage and key type of the leaf. An EC key must be P-256 with keyAgreement and
     /// keyEncipherment; an RSA key at least 2048 bits with keyEncipherment.
     private static func recipientKey(of leaf: X509Handle) -> Result<ValidatedAppleChain.RecipientKey, ChainFailure> {
-        guard let usage = leaf.keyUsage else { return .failure(ChainFailure(.leafKeyUsage, "the leaf has no Key Usage extension")) }
-        guard let key = try? leaf.publicKey() else { return .failure(ChainFailure(.leafKeyType, "the leaf key cannot be decoded")) }
+        guard let usage = leaf.keyUsage else {
+            return .failure(ChainFailure(.leafKeyUsage, "the leaf has no Key Usage extension"))
+        }
+        guard let key = try? leaf.publicKey() else {
+            return .failure(ChainFailure(.leafKeyType, "the leaf key cannot be decoded"))
+        }
         let encipherment = usage & UInt32(KU_KEY_ENCIPHERMENT) != 0
         let agreement = usage & UInt32(KU_KEY_AGREEMENT) != 0
         switch key.baseID {
@@ -187,11 +232,17 @@ public final class AppleCertificateChainVerifier: Sendable {
             }
             guard key.isP256 else { return .failure(ChainFailure(.leafKeyType, "the leaf EC key is not on P-256")) }
             // Checked once here so that every ECDH with this key can skip re-validation.
-            guard (try? ECKeyCoding.checkPublic(key)) != nil else { return .failure(ChainFailure(.leafKeyType, "the leaf point is invalid")) }
+            guard (try? ECKeyCoding.checkPublic(key)) != nil else {
+                return .failure(ChainFailure(.leafKeyType, "the leaf point is invalid"))
+            }
             return .success(.p256(P256.KeyAgreement.PublicKey(validated: key)))
         case EVP_PKEY_RSA:
-            guard encipherment else { return .failure(ChainFailure(.leafKeyUsage, "an RSA leaf needs keyEncipherment")) }
-            guard key.bits >= RSA.minimumKeyBits else { return .failure(ChainFailure(.leafKeyType, "the leaf RSA key has \(key.bits) bits")) }
+            guard encipherment else {
+                return .failure(ChainFailure(.leafKeyUsage, "an RSA leaf needs keyEncipherment"))
+            }
+            guard key.bits >= RSA.minimumKeyBits else {
+                return .failure(ChainFailure(.leafKeyType, "the leaf RSA key has \(key.bits) bits"))
+            }
             return .success(.rsa(RSA.Encryption.PublicKey(handle: key)))
         default:
             return .failure(ChainFailure(.leafKeyType, "the leaf key is neither EC P-256 nor RSA"))

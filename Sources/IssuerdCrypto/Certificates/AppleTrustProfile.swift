@@ -23,7 +23,8 @@ public struct AppleTrustProfile: Sendable {
     /// Apple Root CA - G3 with the WWDR G2 intermediate name check.
     public static let production: AppleTrustProfile = {
         // The embedded constant is part of the source; a mismatch means the build is corrupt.
-        guard let der = try? BinaryEncoding.decodeBase64(AppleRootCertificates.rootCAG3Base64), let root = X509Handle(der: der),
+        guard let der = try? BinaryEncoding.decodeBase64(AppleRootCertificates.rootCAG3Base64),
+            let root = X509Handle(der: der),
             root.fingerprint == AppleRootCertificates.rootCAG3Fingerprint
         else { preconditionFailure("embedded Apple Root CA - G3 does not match its pinned fingerprint") }
         return AppleTrustProfile(
@@ -35,7 +36,9 @@ public struct AppleTrustProfile: Sendable {
     /// - Parameter rootPEM: The root certificate, PEM.
     /// - Throws: ``CryptoError/Code/invalidKey`` unless the text is exactly one self-issued certificate.
     public static func sandbox(rootPEM: String) throws -> AppleTrustProfile {
-        AppleTrustProfile(name: "sandbox", root: try parseRoot(rootPEM), requiredIntermediateCommonName: sandboxIntermediateCommonName)
+        AppleTrustProfile(
+            name: "sandbox", root: try parseRoot(rootPEM), requiredIntermediateCommonName: sandboxIntermediateCommonName
+        )
     }
 
     /// A private root for tests and private deployments.
@@ -44,8 +47,12 @@ public struct AppleTrustProfile: Sendable {
     ///   - rootPEM: The root certificate, PEM.
     ///   - requiredIntermediateCommonName: An intermediate name to require, or `nil`.
     /// - Throws: ``CryptoError/Code/invalidKey`` unless the text is exactly one self-issued certificate.
-    public static func custom(rootPEM: String, requiredIntermediateCommonName: String? = nil) throws -> AppleTrustProfile {
-        AppleTrustProfile(name: "custom", root: try parseRoot(rootPEM), requiredIntermediateCommonName: requiredIntermediateCommonName)
+    public static func custom(
+        rootPEM: String, requiredIntermediateCommonName: String? = nil
+    ) throws -> AppleTrustProfile {
+        AppleTrustProfile(
+            name: "custom", root: try parseRoot(rootPEM), requiredIntermediateCommonName: requiredIntermediateCommonName
+        )
     }
 
     /// The root's subject, for messages.
@@ -63,7 +70,8 @@ public struct AppleTrustProfile: Sendable {
             throw CryptoError(.invalidKey, "the trust root is not a PEM certificate")
         }
         guard certificates.count == 1, let root = X509Handle(der: certificates[0]) else {
-            throw CryptoError(.invalidKey, "a trust root must be exactly one PEM certificate, found \(certificates.count)")
+            throw CryptoError(
+                .invalidKey, "a trust root must be exactly one PEM certificate, found \(certificates.count)")
         }
         guard root.isSelfIssued else { throw CryptoError(.invalidKey, "the trust root is not self-issued") }
         return root

@@ -47,12 +47,15 @@ final class ChainValidationCache: Sendable {
         state.withLock { state in
             if state.entries[key] == nil, state.entries.count >= capacity {
                 state.entries = state.entries.filter { $0.value.validUntil >= now }
-                if state.entries.count >= capacity, let oldest = state.entries.min(by: { $0.value.sequence < $1.value.sequence }) {
+                if state.entries.count >= capacity,
+                    let oldest = state.entries.min(by: { $0.value.sequence < $1.value.sequence })
+                {
                     state.entries[oldest.key] = nil
                 }
             }
             state.nextSequence &+= 1
-            state.entries[key] = Entry(chain: chain, validFrom: validFrom, validUntil: validUntil, sequence: state.nextSequence)
+            state.entries[key] = Entry(
+                chain: chain, validFrom: validFrom, validUntil: validUntil, sequence: state.nextSequence)
         }
     }
 

@@ -87,13 +87,16 @@ final class TrustStore: @unchecked Sendable {  // the store is filled once in in
         switch error {
         case X509_V_ERR_CERT_HAS_EXPIRED: code = .expired
         case X509_V_ERR_CERT_NOT_YET_VALID: code = .notYetValid
-        case X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE, X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY:
+        case X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE,
+            X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY:
             code = .signature
-        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+            X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
             code = depth == 0 ? .missingIntermediate : .untrustedRoot
         case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_CERT_UNTRUSTED:
             code = .untrustedRoot
-        case X509_V_ERR_INVALID_CA, X509_V_ERR_PATH_LENGTH_EXCEEDED, X509_V_ERR_INVALID_PURPOSE, X509_V_ERR_KEYUSAGE_NO_CERTSIGN:
+        case X509_V_ERR_INVALID_CA, X509_V_ERR_PATH_LENGTH_EXCEEDED, X509_V_ERR_INVALID_PURPOSE,
+            X509_V_ERR_KEYUSAGE_NO_CERTSIGN:
             code = .invalidCA
         case X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION: code = .unhandledCriticalExtension
         default: code = .verificationFailed
@@ -114,7 +117,9 @@ private let appleVerifyCallback: X509_STORE_CTX_verify_cb = { ok, context in
     let count = X509_get_ext_count(certificate)
     for position in 0..<count {
         guard let extensionPointer = X509_get_ext(certificate, position) else { return 0 }
-        guard X509_EXTENSION_get_critical(extensionPointer) != 0, X509_supported_extension(extensionPointer) == 0 else { continue }
+        guard X509_EXTENSION_get_critical(extensionPointer) != 0, X509_supported_extension(extensionPointer) == 0 else {
+            continue
+        }
         if OBJ_cmp(X509_EXTENSION_get_object(extensionPointer), apple) != 0 { return 0 }
     }
     return 1

@@ -32,7 +32,8 @@ public struct ValidatedAppleChain: Sendable {
     public var leafFingerprintHex: String { BinaryEncoding.hexString(leafFingerprint) }
 
     init(
-        recipientKey: RecipientKey, leafNotBefore: Date, leafNotAfter: Date, leafFingerprint: [UInt8], leafCommonName: String,
+        recipientKey: RecipientKey, leafNotBefore: Date, leafNotAfter: Date, leafFingerprint: [UInt8],
+        leafCommonName: String,
         intermediateCommonName: String, trustProfileName: String
     ) {
         self.recipientKey = recipientKey

@@ -2,7 +2,8 @@ import COpenSSL
 import Foundation
 
 /// Owns one parsed `X509` and the DER it came from.
-final class X509Handle: @unchecked Sendable {  // immutable after init; OpenSSL guards its lazy extension cache with its own lock
+final class X509Handle: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; OpenSSL guards its lazy extension cache with its own lock
     /// The largest certificate accepted (Apple's are about 1 KiB).
     static let maximumDERLength = 16 * 1024
 
@@ -71,7 +72,9 @@ final class X509Handle: @unchecked Sendable {  // immutable after init; OpenSSL 
 
     /// The subject public key (a new reference).
     func publicKey() throws -> PKeyHandle {
-        guard let key = X509_get0_pubkey(pointer) else { throw CryptoError(.invalidKey, "certificate key cannot be decoded") }
+        guard let key = X509_get0_pubkey(pointer) else {
+            throw CryptoError(.invalidKey, "certificate key cannot be decoded")
+        }
         return try PKeyHandle(retaining: key)
     }
 

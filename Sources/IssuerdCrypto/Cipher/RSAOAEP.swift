@@ -31,18 +31,25 @@ public enum RSAOAEP {
     ///   key or altered ciphertext); ``CryptoError/Code/invalidLength`` for a wrong size.
     public static func unwrap(_ wrapped: [UInt8], with privateKey: RSA.Encryption.PrivateKey) throws -> SymmetricKey {
         guard wrapped.count == (privateKey.handle.bits + 7) / 8 else {
-            throw CryptoError(.invalidLength, "wrapped key of \(wrapped.count) bytes for a \(privateKey.handle.bits)-bit key")
+            throw CryptoError(
+                .invalidLength, "wrapped key of \(wrapped.count) bytes for a \(privateKey.handle.bits)-bit key")
         }
         let context = try privateKey.handle.makeContext()
         guard EVP_PKEY_decrypt_init(context.pointer) == 1 else { throw CryptoError(.invalidKey, "key cannot decrypt") }
         try configure(context)
         var length = wrapped.count
         let secure = try SecureBytes(count: wrapped.count) { out in
-            guard EVP_PKEY_decrypt(context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, wrapped, wrapped.count) == 1 else {
+            guard
+                EVP_PKEY_decrypt(
+                    context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, wrapped,
+                    wrapped.count) == 1
+            else {
                 throw CryptoError(.authenticationFailed, "RSA-OAEP unwrap failed")
             }
         }
-        guard (1...1024).contains(length) else { throw CryptoError(.authenticationFailed, "RSA-OAEP unwrap produced no key") }
+        guard (1...1024).contains(length) else {
+            throw CryptoError(.authenticationFailed, "RSA-OAEP unwrap produced no key")
+        }
         return SymmetricKey(secure: secure.withUnsafeBytes { SecureBytes($0.prefix(length)) })
     }
 

@@ -16,7 +16,8 @@ enum CertificateBuilder {
     }
 
     static func issue(
-        subject: [(field: String, value: String)], publicKey: PKeyHandle, issuer: Issuer, notBefore: Date, notAfter: Date,
+        subject: [(field: String, value: String)], publicKey: PKeyHandle, issuer: Issuer, notBefore: Date,
+        notAfter: Date,
         extensions: [Extension]
     ) throws -> X509Handle {
         guard let x509 = X509_new() else { throw CryptoError(.libraryFailure, "X509_new failed") }
@@ -47,16 +48,24 @@ enum CertificateBuilder {
             case .standard(let nid, let value):
                 ext = X509V3_EXT_nconf_nid(nil, &context, nid, value)
             case .raw(let oid, let critical, let derValue):
-                guard let data = ASN1_OCTET_STRING_new() else { throw CryptoError(.libraryFailure, "ASN1_OCTET_STRING_new failed") }
+                guard let data = ASN1_OCTET_STRING_new() else {
+                    throw CryptoError(.libraryFailure, "ASN1_OCTET_STRING_new failed")
+                }
                 defer { ASN1_OCTET_STRING_free(data) }
-                guard ASN1_OCTET_STRING_set(data, derValue, Int32(derValue.count)) == 1 else { throw CryptoError(.libraryFailure, "extension value") }
+                guard ASN1_OCTET_STRING_set(data, derValue, Int32(derValue.count)) == 1 else {
+                    throw CryptoError(.libraryFailure, "extension value")
+                }
                 ext = X509_EXTENSION_create_by_OBJ(nil, oid, critical ? 1 : 0, data)
             }
             guard let ext else { throw CryptoError(.libraryFailure, "could not build an extension") }
             defer { X509_EXTENSION_free(ext) }
-            guard X509_add_ext(x509, ext, -1) == 1 else { throw CryptoError(.libraryFailure, "could not add an extension") }
+            guard X509_add_ext(x509, ext, -1) == 1 else {
+                throw CryptoError(.libraryFailure, "could not add an extension")
+            }
         }
-        guard X509_sign(x509, issuer.key.pointer, Algorithms.shared.sha256) > 0 else { throw CryptoError(.libraryFailure, "could not sign the certificate") }
+        guard X509_sign(x509, issuer.key.pointer, Algorithms.shared.sha256) > 0 else {
+            throw CryptoError(.libraryFailure, "could not sign the certificate")
+        }
         owned = false
         return try X509Handle(taking: x509)
     }

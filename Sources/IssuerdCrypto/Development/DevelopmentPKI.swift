@@ -79,7 +79,9 @@ public struct DevelopmentPKI: Sendable {
     ///   - now: The reference time.
     ///   - intermediateCommonName: Override the intermediate's name (negative tests).
     /// - Throws: ``CryptoError`` if OpenSSL fails.
-    public static func generate(now: Date = Date(), intermediateCommonName: String = AppleTrustProfile.productionIntermediateCommonName) throws -> DevelopmentPKI {
+    public static func generate(
+        now: Date = Date(), intermediateCommonName: String = AppleTrustProfile.productionIntermediateCommonName
+    ) throws -> DevelopmentPKI {
         let root = try makeRoot(now: now, commonName: "issuerd Development Root CA - G3")
         let intermediate = try makeIntermediate(issuer: root, commonName: intermediateCommonName, now: now)
         let eccLeaf = try issueLeaf(LeafProfile(now: now), by: intermediate)
@@ -89,14 +91,17 @@ public struct DevelopmentPKI: Sendable {
         rsaProfile.keyUsage = "critical,keyEncipherment"
         let rsaLeaf = try issueLeaf(rsaProfile, by: intermediate)
         return DevelopmentPKI(
-            root: root, intermediate: intermediate, eccLeaf: eccLeaf, rsaLeaf: rsaLeaf, tavSigningKey: try RSA.Signing.PrivateKey(bits: 2048),
+            root: root, intermediate: intermediate, eccLeaf: eccLeaf, rsaLeaf: rsaLeaf,
+            tavSigningKey: try RSA.Signing.PrivateKey(bits: 2048),
             generatedAt: now)
     }
 
     /// A custom trust profile anchored at this PKI's root that also requires the WWDR G2 name.
     public var trustProfile: AppleTrustProfile {
         get throws {
-            try .custom(rootPEM: root.certificatePEM, requiredIntermediateCommonName: AppleTrustProfile.productionIntermediateCommonName)
+            try .custom(
+                rootPEM: root.certificatePEM,
+                requiredIntermediateCommonName: AppleTrustProfile.productionIntermediateCommonName)
         }
     }
 
@@ -104,7 +109,9 @@ public struct DevelopmentPKI: Sendable {
     public func issueLeaf(_ profile: LeafProfile) throws -> Issued { try Self.issueLeaf(profile, by: intermediate) }
 
     /// Issues another intermediate under this PKI's root.
-    public func issueIntermediate(commonName: String) throws -> Issued { try Self.makeIntermediate(issuer: root, commonName: commonName, now: generatedAt) }
+    public func issueIntermediate(commonName: String) throws -> Issued {
+        try Self.makeIntermediate(issuer: root, commonName: commonName, now: generatedAt)
+    }
 
     /// Issues a leaf under any issuer (an intermediate of another PKI, or the root directly).
     public static func issueLeaf(_ profile: LeafProfile, by issuer: Issued) throws -> Issued {
@@ -122,7 +129,10 @@ public struct DevelopmentPKI: Sendable {
         if let usage = profile.keyUsage { extensions.append(.standard(nid: NID_key_usage, value: usage)) }
         if profile.includeAppleMarker {
             // Apple's marker carries an ASN.1 NULL value (05 00).
-            extensions.append(.raw(oid: Algorithms.shared.appleIssuerEncryptionOID, critical: profile.appleMarkerCritical, derValue: [0x05, 0x00]))
+            extensions.append(
+                .raw(
+                    oid: Algorithms.shared.appleIssuerEncryptionOID, critical: profile.appleMarkerCritical,
+                    derValue: [0x05, 0x00]))
         }
         // The object must outlive the issue() call below, where the extension is built from it.
         var extraOID: OpaquePointer?
@@ -133,8 +143,10 @@ public struct DevelopmentPKI: Sendable {
             extensions.append(.raw(oid: oid, critical: true, derValue: [0x05, 0x00]))
         }
         let certificate = try CertificateBuilder.issue(
-            subject: [("CN", profile.commonName), ("OU", "issuerd development"), ("O", "issuerd"), ("C", "US")], publicKey: key,
-            issuer: .init(certificate: issuer.certificate, key: issuer.key), notBefore: profile.notBefore, notAfter: profile.notAfter,
+            subject: [("CN", profile.commonName), ("OU", "issuerd development"), ("O", "issuerd"), ("C", "US")],
+            publicKey: key,
+            issuer: .init(certificate: issuer.certificate, key: issuer.key), notBefore: profile.notBefore,
+            notAfter: profile.notAfter,
             extensions: extensions)
         return Issued(certificate: certificate, key: key)
     }
@@ -144,7 +156,8 @@ public struct DevelopmentPKI: Sendable {
         let key = try ECKeyCoding.generate(curve: "P-384")
         let certificate = try CertificateBuilder.issue(
             subject: [("CN", commonName), ("OU", "issuerd development"), ("O", "issuerd"), ("C", "US")], publicKey: key,
-            issuer: .init(certificate: nil, key: key), notBefore: now.addingTimeInterval(-2 * 86_400), notAfter: now.addingTimeInterval(25 * 365 * 86_400),
+            issuer: .init(certificate: nil, key: key), notBefore: now.addingTimeInterval(-2 * 86_400),
+            notAfter: now.addingTimeInterval(25 * 365 * 86_400),
             extensions: [
                 .standard(nid: NID_basic_constraints, value: "critical,CA:TRUE"),
                 .standard(nid: NID_key_usage, value: "critical,keyCertSign,cRLSign"),
@@ -158,7 +171,8 @@ public struct DevelopmentPKI: Sendable {
         let key = try ECKeyCoding.generate()
         let certificate = try CertificateBuilder.issue(
             subject: [("CN", commonName), ("OU", "issuerd development"), ("O", "issuerd"), ("C", "US")], publicKey: key,
-            issuer: .init(certificate: issuer.certificate, key: issuer.key), notBefore: now.addingTimeInterval(-2 * 86_400),
+            issuer: .init(certificate: issuer.certificate, key: issuer.key),
+            notBefore: now.addingTimeInterval(-2 * 86_400),
             notAfter: now.addingTimeInterval(15 * 365 * 86_400),
             extensions: [
                 .standard(nid: NID_basic_constraints, value: "critical,CA:TRUE,pathlen:0"),

@@ -26,7 +26,8 @@ final class HMACKeyedContext: @unchecked Sendable {  // the published context is
     func copy(keyedWith key: SecureBytes) -> OpaquePointer? {
         if let context = keyed.load(ordering: .acquiring) { return EVP_MAC_CTX_dup(context) }
         guard let fresh = Self.make(key) else { return nil }
-        let (published, current) = keyed.compareExchange(expected: nil, desired: fresh, ordering: .acquiringAndReleasing)
+        let (published, current) = keyed.compareExchange(
+            expected: nil, desired: fresh, ordering: .acquiringAndReleasing)
         if published { return EVP_MAC_CTX_dup(fresh) }
         EVP_MAC_CTX_free(fresh)  // another thread published first: use its context
         return current.flatMap { EVP_MAC_CTX_dup($0) }
@@ -39,12 +40,15 @@ final class HMACKeyedContext: @unchecked Sendable {  // the published context is
         let status = sha256Name.withUTF8Buffer { name in
             name.withMemoryRebound(to: CChar.self) { digest in
                 var params = [
-                    OSSL_PARAM_construct_utf8_string(ParamName.digest.pointer, UnsafeMutablePointer(mutating: digest.baseAddress), 0),
+                    OSSL_PARAM_construct_utf8_string(
+                        ParamName.digest.pointer, UnsafeMutablePointer(mutating: digest.baseAddress), 0),
                     OSSL_PARAM_construct_end(),
                 ]
                 return key.withUnsafeBytes { bytes in
                     params.withUnsafeMutableBufferPointer {
-                        EVP_MAC_init(context, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, $0.baseAddress)
+                        EVP_MAC_init(
+                            context, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, $0.baseAddress
+                        )
                     }
                 }
             }

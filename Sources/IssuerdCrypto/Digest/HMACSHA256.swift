@@ -11,7 +11,9 @@ public enum HMACSHA256 {
     }
 
     /// Checks `mac` against the MAC of `data` in constant time.
-    public static func isValidAuthenticationCode(_ mac: [UInt8], authenticating data: [UInt8], using key: SymmetricKey) -> Bool {
+    public static func isValidAuthenticationCode(
+        _ mac: [UInt8], authenticating data: [UInt8], using key: SymmetricKey
+    ) -> Bool {
         let expected = authenticationCode(for: data, using: key)
         return mac.withUnsafeBytes { given in expected.withUnsafeBytes { constantTimeEquals(given, $0) } }
     }
@@ -27,7 +29,8 @@ public enum HMACSHA256 {
         // OpenSSL rejects a NULL data pointer even for a zero length.
         var placeholder: UInt8 = 0
         let status = withUnsafePointer(to: &placeholder) { emptyMessage in
-            EVP_MAC_update(context, message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyMessage, message.count) == 1
+            EVP_MAC_update(
+                context, message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyMessage, message.count) == 1
                 && EVP_MAC_final(context, &out, &length, out.count) == 1
         }
         precondition(status && length == byteCount, "HMAC-SHA256 failed: \(OpenSSLErrorQueue.drain())")

@@ -16,16 +16,21 @@ public enum SHA256 {
         guard let context = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new: out of memory") }
         defer { EVP_MD_CTX_free(context) }
         // Failure here means a broken provider or no memory; neither depends on the input.
-        guard EVP_DigestInit_ex2(context, Algorithms.shared.sha256, nil) == 1 else { preconditionFailure("SHA-256 init failed") }
+        guard EVP_DigestInit_ex2(context, Algorithms.shared.sha256, nil) == 1 else {
+            preconditionFailure("SHA-256 init failed")
+        }
         for part in parts where part.count > 0 {
-            guard EVP_DigestUpdate(context, part.baseAddress, part.count) == 1 else { preconditionFailure("SHA-256 update failed") }
+            guard EVP_DigestUpdate(context, part.baseAddress, part.count) == 1 else {
+                preconditionFailure("SHA-256 update failed")
+            }
         }
         var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else { preconditionFailure("SHA-256 final failed") }
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 32 else {
+            preconditionFailure("SHA-256 final failed")
+        }
         return digest
     }
 }
-
 
 extension SHA256 {
     /// Hashes a list of byte strings, each prefixed with its 32-bit big-endian length, so that
@@ -33,7 +38,9 @@ extension SHA256 {
     static func hash(lengthPrefixed chunks: [[UInt8]]) -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new: out of memory") }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestInit_ex2(context, Algorithms.shared.sha256, nil) == 1 else { preconditionFailure("SHA-256 init failed") }
+        guard EVP_DigestInit_ex2(context, Algorithms.shared.sha256, nil) == 1 else {
+            preconditionFailure("SHA-256 init failed")
+        }
         for chunk in chunks {
             var length = UInt32(truncatingIfNeeded: chunk.count).bigEndian
             _ = EVP_DigestUpdate(context, &length, 4)

@@ -44,7 +44,9 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
         }
         let hasLower = utf8.contains { (0x61...0x66).contains($0) }
         let hasUpper = utf8.contains { (0x41...0x46).contains($0) }
-        guard !(hasLower && hasUpper) else { throw CryptoError(.invalidEncoding, "hex text mixes upper and lower case") }
+        guard !(hasLower && hasUpper) else {
+            throw CryptoError(.invalidEncoding, "hex text mixes upper and lower case")
+        }
         var out = [UInt8]()
         out.reserveCapacity(utf8.count / 2)
         var index = 0
@@ -86,10 +88,14 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
     /// Residual ambiguity: an *unpadded* base64url text made only of hex digits is read as hex
     /// (about 1 in 830 unpadded 4-byte nonces); padded base64url is always exact.
     /// - Throws: ``CryptoError/Code/invalidEncoding`` naming the problem.
-    public static func decodeDetectingEncoding(_ text: some StringProtocol) throws -> (bytes: [UInt8], encoding: BinaryEncoding) {
+    public static func decodeDetectingEncoding(
+        _ text: some StringProtocol
+    ) throws -> (bytes: [UInt8], encoding: BinaryEncoding) {
         let utf8 = Array(text.utf8)
         guard !utf8.isEmpty else { throw CryptoError(.invalidEncoding, "empty value") }
-        guard utf8.count <= maximumTextLength else { throw CryptoError(.invalidEncoding, "value longer than \(maximumTextLength) characters") }
+        guard utf8.count <= maximumTextLength else {
+            throw CryptoError(.invalidEncoding, "value longer than \(maximumTextLength) characters")
+        }
         let looksHex = utf8.count % 2 == 0 && utf8.allSatisfy { hexValue($0) != nil }
         if looksHex, let bytes = try? decodeHex(text) { return (bytes, .hex) }
         let hasStandard = utf8.contains { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") }
@@ -139,7 +145,11 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
             let b2 = remaining > 2 ? bytes[index + 2] : 0
             out.append(alphabet[Int(b0 >> 2)])
             out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            if remaining > 1 { out.append(alphabet[Int((b1 & 0x0f) << 2 | b2 >> 6)]) } else if padding { out.append(UInt8(ascii: "=")) }
+            if remaining > 1 {
+                out.append(alphabet[Int((b1 & 0x0f) << 2 | b2 >> 6)])
+            } else if padding {
+                out.append(UInt8(ascii: "="))
+            }
             if remaining > 2 { out.append(alphabet[Int(b2 & 0x3f)]) } else if padding { out.append(UInt8(ascii: "=")) }
             index += 3
         }
@@ -157,7 +167,9 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
         }
         guard padding <= 2 else { throw CryptoError(.invalidEncoding, "\(name) text has more than two '='") }
         if padding > 0 || paddingRequired {
-            guard text.count % 4 == 0 else { throw CryptoError(.invalidEncoding, "\(name) text is not padded to a multiple of 4") }
+            guard text.count % 4 == 0 else {
+                throw CryptoError(.invalidEncoding, "\(name) text is not padded to a multiple of 4")
+            }
         }
         guard body.count % 4 != 1 else { throw CryptoError(.invalidEncoding, "\(name) text has an impossible length") }
         var out = [UInt8]()

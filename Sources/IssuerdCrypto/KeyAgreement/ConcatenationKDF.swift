@@ -14,18 +14,26 @@ public enum ConcatenationKDF {
     ///   - otherInfo: The fixed-info string (for ECC_V2 see ``ECCV2Encryptor/otherInfo(ephemeralPublicKey:)``).
     ///   - outputByteCount: 1 to 1024 bytes; 32 for AES-256.
     /// - Throws: ``CryptoError/Code/invalidLength`` for an output length out of range.
-    public static func deriveKey(from secret: SharedSecret, otherInfo: [UInt8], outputByteCount: Int = 32) throws -> SymmetricKey {
-        try secret.bytes.withUnsafeBytes { z in try deriveKey(z: z, otherInfo: otherInfo, outputByteCount: outputByteCount) }
+    public static func deriveKey(
+        from secret: SharedSecret, otherInfo: [UInt8], outputByteCount: Int = 32
+    ) throws -> SymmetricKey {
+        try secret.bytes.withUnsafeBytes { z in
+            try deriveKey(z: z, otherInfo: otherInfo, outputByteCount: outputByteCount)
+        }
     }
 
     static func deriveKey(z: UnsafeRawBufferPointer, otherInfo: [UInt8], outputByteCount: Int) throws -> SymmetricKey {
-        guard (1...1024).contains(outputByteCount) else { throw CryptoError(.invalidLength, "KDF output of \(outputByteCount) bytes") }
+        guard (1...1024).contains(outputByteCount) else {
+            throw CryptoError(.invalidLength, "KDF output of \(outputByteCount) bytes")
+        }
         let rounds = (outputByteCount + SHA256.byteCount - 1) / SHA256.byteCount
         let secure = SecureBytes(count: outputByteCount) { out in
             var written = 0
             for round in 1...rounds {
                 let counter = withUnsafeBytes(of: UInt32(round).bigEndian) { Array($0) }
-                var block = counter.withUnsafeBytes { c in otherInfo.withUnsafeBytes { o in SHA256.hash(parts: [c, z, o]) } }
+                var block = counter.withUnsafeBytes { c in
+                    otherInfo.withUnsafeBytes { o in SHA256.hash(parts: [c, z, o]) }
+                }
                 let take = min(block.count, outputByteCount - written)
                 out.baseAddress!.advanced(by: written).copyMemory(from: block, byteCount: take)
                 written += take

@@ -19,7 +19,9 @@ enum ECKeyCoding {
 
     /// Imports a private scalar, computing its public point so the key can be exported.
     static func privateKey(scalar: [UInt8]) throws -> PKeyHandle {
-        guard scalar.count == P256.scalarByteCount else { throw CryptoError(.invalidKey, "a P-256 private key is 32 bytes") }
+        guard scalar.count == P256.scalarByteCount else {
+            throw CryptoError(.invalidKey, "a P-256 private key is 32 bytes")
+        }
         let point = try publicPoint(forScalar: scalar)
         return try fromData(selection: keyPairSelection, x963: point, scalar: scalar)
     }
@@ -40,7 +42,9 @@ enum ECKeyCoding {
 
     /// Generates a key pair on another named curve (the development root uses P-384).
     static func generate(curve: StaticString) throws -> PKeyHandle {
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw CryptoError(.libraryFailure, "no EC key context") }
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            throw CryptoError(.libraryFailure, "no EC key context")
+        }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen_init(context) == 1,
@@ -56,7 +60,8 @@ enum ECKeyCoding {
     static func x963(of handle: PKeyHandle) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: P256.x963ByteCount)
         var length = 0
-        let status = EVP_PKEY_get_octet_string_param(handle.pointer, ParamName.encodedPublicKey.pointer, &out, out.count, &length)
+        let status = EVP_PKEY_get_octet_string_param(
+            handle.pointer, ParamName.encodedPublicKey.pointer, &out, out.count, &length)
         guard status == 1, length == P256.x963ByteCount, out[0] == 0x04 else {
             throw CryptoError(.invalidKey, "could not export the P-256 public point")
         }
@@ -71,7 +76,10 @@ enum ECKeyCoding {
         }
         defer { BN_clear_free(number) }
         return try SecureBytes(count: P256.scalarByteCount) { out in
-            guard BN_bn2binpad(number, out.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(P256.scalarByteCount)) == 32 else {
+            guard
+                BN_bn2binpad(number, out.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(P256.scalarByteCount))
+                    == 32
+            else {
                 throw CryptoError(.invalidKey, "P-256 scalar does not fit 32 bytes")
             }
         }
@@ -80,20 +88,27 @@ enum ECKeyCoding {
     /// `EVP_PKEY_check` of the public half; cheap enough for keys that arrive as bytes.
     static func checkPublic(_ handle: PKeyHandle) throws {
         let context = try handle.makeContext()
-        guard EVP_PKEY_public_check(context.pointer) == 1 else { throw CryptoError(.invalidKey, "P-256 point is not on the curve") }
+        guard EVP_PKEY_public_check(context.pointer) == 1 else {
+            throw CryptoError(.invalidKey, "P-256 point is not on the curve")
+        }
     }
 
     // MARK: - Helpers
 
     /// `EVP_PKEY_PUBLIC_KEY` and `EVP_PKEY_KEYPAIR` are composite macros that do not import:
     /// spelled out from their selection bits.
-    private static let publicKeySelection = Int32(OSSL_KEYMGMT_SELECT_ALL_PARAMETERS) | Int32(OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
+    private static let publicKeySelection =
+        Int32(OSSL_KEYMGMT_SELECT_ALL_PARAMETERS) | Int32(OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
     private static let keyPairSelection = publicKeySelection | Int32(OSSL_KEYMGMT_SELECT_PRIVATE_KEY)
 
     private static func fromData(selection: Int32, x963: [UInt8], scalar: [UInt8]?) throws -> PKeyHandle {
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw CryptoError(.libraryFailure, "no EC key context") }
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            throw CryptoError(.libraryFailure, "no EC key context")
+        }
         defer { EVP_PKEY_CTX_free(context) }
-        guard EVP_PKEY_fromdata_init(context) == 1 else { throw CryptoError(.libraryFailure, "EVP_PKEY_fromdata_init failed") }
+        guard EVP_PKEY_fromdata_init(context) == 1 else {
+            throw CryptoError(.libraryFailure, "EVP_PKEY_fromdata_init failed")
+        }
         var point = x963
         // OSSL_PARAM BIGNUMs are native-endian; the scalar arrives big-endian.
         var native: [UInt8] = scalar.map { littleEndianScalar($0) } ?? []
@@ -104,14 +119,21 @@ enum ECKeyCoding {
                 native.withUnsafeMutableBufferPointer { scalarBytes in
                     var params = [
                         OSSL_PARAM_construct_utf8_string(
-                            ParamName.group.pointer, UnsafeMutableRawPointer(mutating: group.baseAddress!).assumingMemoryBound(to: CChar.self), group.count),
-                        OSSL_PARAM_construct_octet_string(ParamName.publicKey.pointer, pointBytes.baseAddress, pointBytes.count),
+                            ParamName.group.pointer,
+                            UnsafeMutableRawPointer(mutating: group.baseAddress!).assumingMemoryBound(to: CChar.self),
+                            group.count),
+                        OSSL_PARAM_construct_octet_string(
+                            ParamName.publicKey.pointer, pointBytes.baseAddress, pointBytes.count),
                     ]
                     if scalar != nil {
-                        params.append(OSSL_PARAM_construct_BN(ParamName.privateKey.pointer, scalarBytes.baseAddress, scalarBytes.count))
+                        params.append(
+                            OSSL_PARAM_construct_BN(
+                                ParamName.privateKey.pointer, scalarBytes.baseAddress, scalarBytes.count))
                     }
                     params.append(OSSL_PARAM_construct_end())
-                    return params.withUnsafeMutableBufferPointer { EVP_PKEY_fromdata(context, &key, selection, $0.baseAddress) }
+                    return params.withUnsafeMutableBufferPointer {
+                        EVP_PKEY_fromdata(context, &key, selection, $0.baseAddress)
+                    }
                 }
             }
         }
@@ -121,15 +143,17 @@ enum ECKeyCoding {
 
     private static func littleEndianScalar(_ bigEndian: [UInt8]) -> [UInt8] {
         #if _endian(little)
-            return bigEndian.reversed()
+        return bigEndian.reversed()
         #else
-            return bigEndian
+        return bigEndian
         #endif
     }
 
     /// Computes `d·G` with the EC_POINT API (fromdata does not derive the public point).
     private static func publicPoint(forScalar scalar: [UInt8]) throws -> [UInt8] {
-        guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else { throw CryptoError(.libraryFailure, "no P-256 group") }
+        guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else {
+            throw CryptoError(.libraryFailure, "no P-256 group")
+        }
         defer { EC_GROUP_free(group) }
         guard let d = scalar.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress, Int32($0.count), nil) }) else {
             throw CryptoError(.libraryFailure, "BN_bin2bn failed")
@@ -140,7 +164,9 @@ enum ECKeyCoding {
         }
         guard let point = EC_POINT_new(group) else { throw CryptoError(.libraryFailure, "EC_POINT_new failed") }
         defer { EC_POINT_free(point) }
-        guard EC_POINT_mul(group, point, d, nil, nil, nil) == 1 else { throw CryptoError(.libraryFailure, "EC_POINT_mul failed") }
+        guard EC_POINT_mul(group, point, d, nil, nil, nil) == 1 else {
+            throw CryptoError(.libraryFailure, "EC_POINT_mul failed")
+        }
         var out = [UInt8](repeating: 0, count: P256.x963ByteCount)
         let written = EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, nil)
         guard written == P256.x963ByteCount else { throw CryptoError(.libraryFailure, "EC_POINT_point2oct failed") }

@@ -11,9 +11,15 @@ public enum HKDF {
     ///   - info: The purpose label that separates keys derived from the same input.
     ///   - outputByteCount: 1 to 255 × 32 bytes.
     /// - Throws: ``CryptoError`` on an out-of-range length or a library failure.
-    public static func deriveKey(inputKey: SymmetricKey, salt: [UInt8], info: [UInt8], outputByteCount: Int = 32) throws -> SymmetricKey {
-        guard (1...(255 * 32)).contains(outputByteCount) else { throw CryptoError(.invalidLength, "HKDF output of \(outputByteCount) bytes") }
-        guard let context = EVP_KDF_CTX_new(Algorithms.shared.hkdf) else { throw CryptoError(.libraryFailure, "EVP_KDF_CTX_new failed") }
+    public static func deriveKey(
+        inputKey: SymmetricKey, salt: [UInt8], info: [UInt8], outputByteCount: Int = 32
+    ) throws -> SymmetricKey {
+        guard (1...(255 * 32)).contains(outputByteCount) else {
+            throw CryptoError(.invalidLength, "HKDF output of \(outputByteCount) bytes")
+        }
+        guard let context = EVP_KDF_CTX_new(Algorithms.shared.hkdf) else {
+            throw CryptoError(.libraryFailure, "EVP_KDF_CTX_new failed")
+        }
         defer { EVP_KDF_CTX_free(context) }
         var digestName = Array("SHA256".utf8CString)
         var saltCopy = salt
@@ -26,13 +32,19 @@ public enum HKDF {
                         try infoCopy.withUnsafeMutableBytes { infoBytes in
                             var params = [
                                 OSSL_PARAM_construct_utf8_string(ParamName.digest.pointer, digest.baseAddress, 0),
-                                OSSL_PARAM_construct_octet_string(ParamName.key.pointer, UnsafeMutableRawPointer(mutating: ikm.baseAddress), ikm.count),
-                                OSSL_PARAM_construct_octet_string(ParamName.salt.pointer, saltBytes.baseAddress, saltBytes.count),
-                                OSSL_PARAM_construct_octet_string(ParamName.info.pointer, infoBytes.baseAddress, infoBytes.count),
+                                OSSL_PARAM_construct_octet_string(
+                                    ParamName.key.pointer, UnsafeMutableRawPointer(mutating: ikm.baseAddress), ikm.count
+                                ),
+                                OSSL_PARAM_construct_octet_string(
+                                    ParamName.salt.pointer, saltBytes.baseAddress, saltBytes.count),
+                                OSSL_PARAM_construct_octet_string(
+                                    ParamName.info.pointer, infoBytes.baseAddress, infoBytes.count),
                                 OSSL_PARAM_construct_end(),
                             ]
                             let status = params.withUnsafeMutableBufferPointer {
-                                EVP_KDF_derive(context, out.baseAddress?.assumingMemoryBound(to: UInt8.self), outputByteCount, $0.baseAddress)
+                                EVP_KDF_derive(
+                                    context, out.baseAddress?.assumingMemoryBound(to: UInt8.self), outputByteCount,
+                                    $0.baseAddress)
                             }
                             guard status == 1 else { throw CryptoError(.libraryFailure, "HKDF derivation failed") }
                         }

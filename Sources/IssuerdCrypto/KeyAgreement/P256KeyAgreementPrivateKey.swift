@@ -13,7 +13,9 @@ extension P256.KeyAgreement {
         /// Imports a 32-byte big-endian private scalar.
         ///
         /// - Throws: ``CryptoError/Code/invalidKey`` for a scalar of the wrong size or out of range.
-        public init(rawRepresentation: [UInt8]) throws { handle = try ECKeyCoding.privateKey(scalar: rawRepresentation) }
+        public init(rawRepresentation: [UInt8]) throws {
+            handle = try ECKeyCoding.privateKey(scalar: rawRepresentation)
+        }
 
         /// Imports a PEM private key (`PRIVATE KEY` PKCS#8 or `EC PRIVATE KEY` SEC1).
         ///
@@ -38,12 +40,17 @@ extension P256.KeyAgreement {
         /// - Throws: ``CryptoError`` when OpenSSL rejects the pair.
         public func sharedSecretFromKeyAgreement(with peer: PublicKey) throws -> SharedSecret {
             let context = try handle.makeContext()
-            guard EVP_PKEY_derive_init(context.pointer) == 1, EVP_PKEY_derive_set_peer_ex(context.pointer, peer.handle.pointer, 0) == 1 else {
+            guard EVP_PKEY_derive_init(context.pointer) == 1,
+                EVP_PKEY_derive_set_peer_ex(context.pointer, peer.handle.pointer, 0) == 1
+            else {
                 throw CryptoError(.invalidKey, "ECDH peer key rejected")
             }
             var length = 32
             let bytes = try SecureBytes(count: 32) { out in
-                guard EVP_PKEY_derive(context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length) == 1, length == 32 else {
+                guard
+                    EVP_PKEY_derive(context.pointer, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+                        == 1, length == 32
+                else {
                     throw CryptoError(.libraryFailure, "ECDH derivation failed")
                 }
             }

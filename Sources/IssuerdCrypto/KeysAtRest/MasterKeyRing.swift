@@ -48,13 +48,19 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
             keys[1] = try Self.decodeKey(trimmed, label: "ISSUERD_MASTER_KEY")
         } else {
             let entries = trimmed.split(separator: ",")
-            guard entries.count <= Self.maximumVersions else { throw CryptoError(.invalidMasterKey, "more than \(Self.maximumVersions) key versions") }
+            guard entries.count <= Self.maximumVersions else {
+                throw CryptoError(.invalidMasterKey, "more than \(Self.maximumVersions) key versions")
+            }
             for entry in entries {
                 let parts = entry.trimmingCharacters(in: .whitespaces).split(separator: ":", maxSplits: 1)
-                guard parts.count == 2, parts[0].hasPrefix("v"), let version = Int(parts[0].dropFirst()), (1...9999).contains(version) else {
+                guard parts.count == 2, parts[0].hasPrefix("v"), let version = Int(parts[0].dropFirst()),
+                    (1...9999).contains(version)
+                else {
                     throw CryptoError(.invalidMasterKey, "each entry must be v<N>:<base64>, N from 1 to 9999")
                 }
-                guard keys[version] == nil else { throw CryptoError(.invalidMasterKey, "version \(version) appears twice") }
+                guard keys[version] == nil else {
+                    throw CryptoError(.invalidMasterKey, "version \(version) appears twice")
+                }
                 keys[version] = try Self.decodeKey(String(parts[1]), label: "version \(version)")
             }
         }
@@ -75,7 +81,9 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
             throw CryptoError(.invalidMasterKey, "every master key must be \(Self.keyByteCount) bytes")
         }
         let fingerprint = fingerprintVersion ?? lowest
-        guard keys[fingerprint] != nil else { throw CryptoError(.invalidMasterKey, "fingerprint version \(fingerprint) is not in the ring") }
+        guard keys[fingerprint] != nil else {
+            throw CryptoError(.invalidMasterKey, "fingerprint version \(fingerprint) is not in the ring")
+        }
         // The derived keys live as long as the process: locked memory keeps them out of swap.
         let arena = LockedKeyArena(byteCount: keys.count * Purpose.allCases.count * 32)
         var derived: [Slot: SymmetricKey] = [:]
@@ -83,7 +91,8 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
             for purpose in Purpose.allCases {
                 derived[Slot(purpose: purpose, version: version)] = try arena.copy(
                     HKDF.deriveKey(
-                        inputKey: key, salt: Array("issuerd master key ring".utf8), info: Array("issuerd/\(purpose.rawValue)/v\(version)".utf8)))
+                        inputKey: key, salt: Array("issuerd master key ring".utf8),
+                        info: Array("issuerd/\(purpose.rawValue)/v\(version)".utf8)))
             }
         }
         self.isMemoryLocked = arena.isLocked
@@ -103,7 +112,9 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
         return key
     }
 
-    public var description: String { "MasterKeyRing(versions: \(versions), current: \(currentVersion), fingerprint: \(fingerprintVersion))" }
+    public var description: String {
+        "MasterKeyRing(versions: \(versions), current: \(currentVersion), fingerprint: \(fingerprintVersion))"
+    }
 
     /// A derived key's place: looked up on every request, so not a string built for each look-up.
     private struct Slot: Hashable {
@@ -115,7 +126,9 @@ public struct MasterKeyRing: Sendable, CustomStringConvertible {
         guard let bytes = try? BinaryEncoding.decodeBase64(text.trimmingCharacters(in: .whitespaces)) else {
             throw CryptoError(.invalidMasterKey, "\(label) is not padded base64")
         }
-        guard bytes.count == keyByteCount else { throw CryptoError(.invalidMasterKey, "\(label) decodes to \(bytes.count) bytes, expected 32") }
+        guard bytes.count == keyByteCount else {
+            throw CryptoError(.invalidMasterKey, "\(label) decodes to \(bytes.count) bytes, expected 32")
+        }
         return try SymmetricKey(bytes: bytes)
     }
 }

@@ -23,7 +23,8 @@ public struct PANVault: Sendable {
         let nonce = try SecureRandom.bytes(count: AES256GCM.nonceByteCount)
         var plaintext = Array(pan.unsafeDigits.utf8)
         defer { plaintext.withUnsafeMutableBytes { zeroize($0) } }
-        let sealed = try AES256GCM.seal(plaintext, using: key, nonce: nonce, authenticating: Self.aad(version: version, context: context))
+        let sealed = try AES256GCM.seal(
+            plaintext, using: key, nonce: nonce, authenticating: Self.aad(version: version, context: context))
         return SealedPAN(keyVersion: version, bytes: nonce + sealed)
     }
 

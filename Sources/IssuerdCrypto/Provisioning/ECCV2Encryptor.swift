@@ -22,10 +22,14 @@ public struct ECCV2Encryptor: Sendable {
 
     /// An encryptor that always uses `fixedEphemeralKey`, to reproduce known-answer vectors.
     /// Only reachable with `@_spi(Testing) import IssuerdCrypto`.
-    @_spi(Testing) public init(fixedEphemeralKey: P256.KeyAgreement.PrivateKey) { self.fixedEphemeralKey = fixedEphemeralKey }
+    @_spi(Testing) public init(fixedEphemeralKey: P256.KeyAgreement.PrivateKey) {
+        self.fixedEphemeralKey = fixedEphemeralKey
+    }
 
     /// The KDF's OtherInfo for an ephemeral public key.
-    public static func otherInfo(ephemeralPublicKey: [UInt8]) -> [UInt8] { algorithmID + partyUInfo + ephemeralPublicKey }
+    public static func otherInfo(ephemeralPublicKey: [UInt8]) -> [UInt8] {
+        algorithmID + partyUInfo + ephemeralPublicKey
+    }
 
     /// Seals a pass payload to a verified chain.
     ///
@@ -41,11 +45,13 @@ public struct ECCV2Encryptor: Sendable {
     }
 
     /// Seals arbitrary bytes to a P-256 key (known-answer vectors; the API seals payloads).
-    @_spi(Testing) public func seal(plaintext: [UInt8], to recipient: P256.KeyAgreement.PublicKey) throws -> ECCV2Output {
+    @_spi(Testing) public func seal(plaintext: [UInt8], to recipient: P256.KeyAgreement.PublicKey) throws -> ECCV2Output
+    {
         let ephemeral = try fixedEphemeralKey ?? P256.KeyAgreement.PrivateKey()
         let ephemeralPublicKey = try ECKeyCoding.x963(of: ephemeral.handle)
         let secret = try ephemeral.sharedSecretFromKeyAgreement(with: recipient)
-        let key = try ConcatenationKDF.deriveKey(from: secret, otherInfo: Self.otherInfo(ephemeralPublicKey: ephemeralPublicKey))
+        let key = try ConcatenationKDF.deriveKey(
+            from: secret, otherInfo: Self.otherInfo(ephemeralPublicKey: ephemeralPublicKey))
         let sealed = try AES256GCM.seal(plaintext, using: key, nonce: Self.zeroNonce)
         return ECCV2Output(encryptedPassData: sealed, ephemeralPublicKey: ephemeralPublicKey)
     }

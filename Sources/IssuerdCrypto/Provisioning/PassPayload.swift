@@ -31,7 +31,8 @@ public struct PassPayload: Sendable, CustomStringConvertible {
     /// - Throws: ``CryptoError/Code/invalidInput`` for an empty or oversized name (or one with
     ///   control characters), or a nonce or signature outside its bounds.
     public init(
-        primaryAccountNumber: PrimaryAccountNumber, expiration: CardExpiration, name: String, nonce: [UInt8], nonceSignature: [UInt8]
+        primaryAccountNumber: PrimaryAccountNumber, expiration: CardExpiration, name: String, nonce: [UInt8],
+        nonceSignature: [UInt8]
     ) throws {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty, name.utf8.count <= Self.maximumNameByteCount else {
@@ -40,7 +41,9 @@ public struct PassPayload: Sendable, CustomStringConvertible {
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw CryptoError(.invalidInput, "cardholder name contains control characters")
         }
-        guard Self.nonceByteRange.contains(nonce.count) else { throw CryptoError(.invalidInput, "nonce of \(nonce.count) bytes") }
+        guard Self.nonceByteRange.contains(nonce.count) else {
+            throw CryptoError(.invalidInput, "nonce of \(nonce.count) bytes")
+        }
         guard Self.nonceSignatureByteRange.contains(nonceSignature.count) else {
             throw CryptoError(.invalidInput, "nonceSignature of \(nonceSignature.count) bytes")
         }

@@ -11,14 +11,19 @@ public struct RSAV2Encryptor: Sendable {
     /// - Parameter enabled: The operator's setting; RSA_V2 is off by default.
     /// - Throws: ``CryptoError/Code/disabled`` when `enabled` is false.
     public init(enabled: Bool) throws {
-        guard enabled else { throw CryptoError(.disabled, "RSA_V2 is disabled; set ISSUERD_ENABLE_RSA_V2=1 to use the unverified merchant analogue") }
+        guard enabled else {
+            throw CryptoError(
+                .disabled, "RSA_V2 is disabled; set ISSUERD_ENABLE_RSA_V2=1 to use the unverified merchant analogue")
+        }
     }
 
     /// Seals a pass payload to a verified chain with an RSA leaf.
     ///
     /// - Throws: ``CryptoError/Code/invalidKey`` for a non-RSA leaf (verify with `.rsaV2`).
     public func seal(_ payload: PassPayload, to chain: ValidatedAppleChain) throws -> RSAV2Output {
-        guard case .rsa(let recipient) = chain.recipientKey else { throw CryptoError(.invalidKey, "RSA_V2 needs an RSA leaf key") }
+        guard case .rsa(let recipient) = chain.recipientKey else {
+            throw CryptoError(.invalidKey, "RSA_V2 needs an RSA leaf key")
+        }
         var plaintext = payload.jsonBytes()
         defer { plaintext.withUnsafeMutableBytes { zeroize($0) } }
         return try seal(plaintext: plaintext, to: recipient)

@@ -9,9 +9,13 @@ enum DigestSignature {
             throw CryptoError(.invalidKey, "key cannot sign")
         }
         var length = 0
-        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw CryptoError(.libraryFailure, "signature size query failed") }
+        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else {
+            throw CryptoError(.libraryFailure, "signature size query failed")
+        }
         var out = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &out, &length, message, message.count) == 1 else { throw CryptoError(.libraryFailure, "signing failed") }
+        guard EVP_DigestSign(context, &out, &length, message, message.count) == 1 else {
+            throw CryptoError(.libraryFailure, "signing failed")
+        }
         return Array(out.prefix(length))
     }
 

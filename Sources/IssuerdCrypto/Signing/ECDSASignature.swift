@@ -12,7 +12,9 @@ extension P256.Signing {
         /// - Throws: ``CryptoError/Code/invalidSignatureEncoding`` unless it is 64 bytes.
         public init(rawRepresentation: [UInt8]) throws {
             guard rawRepresentation.count == 64 else {
-                throw CryptoError(.invalidSignatureEncoding, "raw ECDSA P-256 signature must be 64 bytes, got \(rawRepresentation.count)")
+                throw CryptoError(
+                    .invalidSignatureEncoding,
+                    "raw ECDSA P-256 signature must be 64 bytes, got \(rawRepresentation.count)")
             }
             self.rawRepresentation = rawRepresentation
         }

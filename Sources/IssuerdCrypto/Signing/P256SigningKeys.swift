@@ -7,7 +7,9 @@ extension P256.Signing {
         public init() throws { handle = try ECKeyCoding.generate() }
 
         /// Imports a 32-byte big-endian private scalar.
-        public init(rawRepresentation: [UInt8]) throws { handle = try ECKeyCoding.privateKey(scalar: rawRepresentation) }
+        public init(rawRepresentation: [UInt8]) throws {
+            handle = try ECKeyCoding.privateKey(scalar: rawRepresentation)
+        }
 
         /// Imports a PEM private key (PKCS#8 or SEC1).
         ///

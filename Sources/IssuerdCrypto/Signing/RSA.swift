@@ -12,8 +12,12 @@ public enum RSA {
     public static let minimumKeyBits = 2048
 
     static func generate(bits: Int) throws -> PKeyHandle {
-        guard (minimumKeyBits...8192).contains(bits) else { throw CryptoError(.invalidKey, "RSA key size \(bits) outside 2048...8192") }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else { throw CryptoError(.libraryFailure, "no RSA key context") }
+        guard (minimumKeyBits...8192).contains(bits) else {
+            throw CryptoError(.invalidKey, "RSA key size \(bits) outside 2048...8192")
+        }
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
+            throw CryptoError(.libraryFailure, "no RSA key context")
+        }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(context, Int32(bits)) == 1,
@@ -56,7 +60,9 @@ extension RSA.Signing {
         public var keySizeInBits: Int { handle.bits }
 
         /// Signs `message` (RSASSA-PKCS1-v1_5 with SHA-256, RFC 8017 §8.2).
-        public func signature(for message: [UInt8]) throws -> [UInt8] { try DigestSignature.sign(message, with: handle) }
+        public func signature(for message: [UInt8]) throws -> [UInt8] {
+            try DigestSignature.sign(message, with: handle)
+        }
 
         public var description: String { "RSA.Signing.PrivateKey(\(handle.bits) bits, ****)" }
     }

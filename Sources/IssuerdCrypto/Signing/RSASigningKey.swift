@@ -21,7 +21,9 @@ extension RSA.Signing.PublicKey {
         guard !modulus.isEmpty, !exponent.isEmpty, modulus.count <= 1024, exponent.count <= 16 else {
             throw CryptoError(.invalidKey, "RSA modulus or exponent of unusable length")
         }
-        guard let builder = OSSL_PARAM_BLD_new() else { throw CryptoError(.libraryFailure, "OSSL_PARAM_BLD_new failed") }
+        guard let builder = OSSL_PARAM_BLD_new() else {
+            throw CryptoError(.libraryFailure, "OSSL_PARAM_BLD_new failed")
+        }
         defer { OSSL_PARAM_BLD_free(builder) }
         let n = BN_bin2bn(modulus, Int32(modulus.count), nil)
         let e = BN_bin2bn(exponent, Int32(exponent.count), nil)
@@ -29,18 +31,27 @@ extension RSA.Signing.PublicKey {
             BN_free(n)
             BN_free(e)
         }
-        guard let n, let e, OSSL_PARAM_BLD_push_BN(builder, ParamName.rsaModulus.pointer, n) == 1, OSSL_PARAM_BLD_push_BN(builder, ParamName.rsaExponent.pointer, e) == 1,
+        guard let n, let e, OSSL_PARAM_BLD_push_BN(builder, ParamName.rsaModulus.pointer, n) == 1,
+            OSSL_PARAM_BLD_push_BN(builder, ParamName.rsaExponent.pointer, e) == 1,
             let params = OSSL_PARAM_BLD_to_param(builder)
         else { throw CryptoError(.libraryFailure, "cannot build RSA parameters") }
         defer { OSSL_PARAM_free(params) }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else { throw CryptoError(.libraryFailure, "no RSA key context") }
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
+            throw CryptoError(.libraryFailure, "no RSA key context")
+        }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
-        guard EVP_PKEY_fromdata_init(context) == 1, EVP_PKEY_fromdata(context, &key, Int32(OSSL_KEYMGMT_SELECT_ALL_PARAMETERS) | Int32(OSSL_KEYMGMT_SELECT_PUBLIC_KEY), params) == 1, let key else {
+        guard EVP_PKEY_fromdata_init(context) == 1,
+            EVP_PKEY_fromdata(
+                context, &key, Int32(OSSL_KEYMGMT_SELECT_ALL_PARAMETERS) | Int32(OSSL_KEYMGMT_SELECT_PUBLIC_KEY), params
+            ) == 1, let key
+        else {
             throw CryptoError(.invalidKey, "not an RSA public key")
         }
         let handle = PKeyHandle(taking: key)
-        guard handle.bits >= RSA.minimumKeyBits else { throw CryptoError(.invalidKey, "RSA key of \(handle.bits) bits; at least 2048 required") }
+        guard handle.bits >= RSA.minimumKeyBits else {
+            throw CryptoError(.invalidKey, "RSA key of \(handle.bits) bits; at least 2048 required")
+        }
         self.init(handle: handle)
     }
 

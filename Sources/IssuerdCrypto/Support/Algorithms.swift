@@ -4,7 +4,8 @@ import COpenSSL
 ///
 /// The implicit fetch inside `EVP_sha256()`/`EVP_aes_256_gcm()` costs about 30% of a small GCM
 /// operation (platform notes), so every hot path uses these pre-fetched objects.
-final class Algorithms: @unchecked Sendable {  // immutable after init; fetched EVP objects are read-only and thread-safe
+final class Algorithms: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init; fetched EVP objects are read-only and thread-safe
     /// The process-wide instance.
     static let shared = Algorithms()
 
@@ -30,7 +31,8 @@ final class Algorithms: @unchecked Sendable {  // immutable after init; fetched 
             let wwdrOID = OBJ_txt2obj(AppleOID.wwdrG2Marker, 1)
         else {
             // Without the default provider nothing in this module can work: fail at start-up.
-            preconditionFailure("OpenSSL default provider is missing SHA256, AES-256-GCM, HKDF or HMAC: \(OpenSSLErrorQueue.drain())")
+            preconditionFailure(
+                "OpenSSL default provider is missing SHA256, AES-256-GCM, HKDF or HMAC: \(OpenSSLErrorQueue.drain())")
         }
         self.sha256 = sha256
         self.aes256GCM = aes
@@ -39,7 +41,9 @@ final class Algorithms: @unchecked Sendable {  // immutable after init; fetched 
         self.appleIssuerEncryptionOID = appleOID
         self.appleWWDRMarkerOID = wwdrOID
         var template: OpaquePointer?
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { preconditionFailure("OpenSSL has no EC support") }
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            preconditionFailure("OpenSSL has no EC support")
+        }
         defer { EVP_PKEY_CTX_free(context) }
         guard EVP_PKEY_paramgen_init(context) == 1, EVP_PKEY_CTX_set_group_name(context, "P-256") == 1,
             EVP_PKEY_paramgen(context, &template) == 1, let template

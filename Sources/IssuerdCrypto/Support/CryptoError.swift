@@ -60,7 +60,9 @@ public struct CryptoError: Error, Sendable, CustomStringConvertible, Equatable {
 
     public var description: String { "\(code): \(reason)" }
 
-    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code && lhs.reason == rhs.reason }
+    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool {
+        lhs.code == rhs.code && lhs.reason == rhs.reason
+    }
 }
 
 /// OpenSSL's thread-local error queue.

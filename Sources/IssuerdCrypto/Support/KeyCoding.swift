@@ -8,23 +8,31 @@ enum KeyCoding {
 
     static func privateKey(pem: String) throws -> PKeyHandle {
         try withMemoryBIO(pem) { bio in
-            guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw CryptoError(.invalidKey, "not a PEM private key") }
+            guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+                throw CryptoError(.invalidKey, "not a PEM private key")
+            }
             return PKeyHandle(taking: key)
         }
     }
 
     static func publicKey(pem: String) throws -> PKeyHandle {
         try withMemoryBIO(pem) { bio in
-            guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else { throw CryptoError(.invalidKey, "not a PEM public key") }
+            guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else {
+                throw CryptoError(.invalidKey, "not a PEM public key")
+            }
             return PKeyHandle(taking: key)
         }
     }
 
     static func privateKey(der: [UInt8]) throws -> PKeyHandle {
-        guard !der.isEmpty, der.count <= maximumPEMLength else { throw CryptoError(.invalidKey, "DER private key of \(der.count) bytes") }
+        guard !der.isEmpty, der.count <= maximumPEMLength else {
+            throw CryptoError(.invalidKey, "DER private key of \(der.count) bytes")
+        }
         return try der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            guard let key = d2i_AutoPrivateKey(nil, &cursor, buffer.count) else { throw CryptoError(.invalidKey, "not a DER private key") }
+            guard let key = d2i_AutoPrivateKey(nil, &cursor, buffer.count) else {
+                throw CryptoError(.invalidKey, "not a DER private key")
+            }
             guard cursor == buffer.baseAddress! + buffer.count else {
                 EVP_PKEY_free(key)
                 throw CryptoError(.invalidKey, "trailing bytes after the DER private key")
@@ -34,10 +42,14 @@ enum KeyCoding {
     }
 
     static func publicKey(der: [UInt8]) throws -> PKeyHandle {
-        guard !der.isEmpty, der.count <= maximumPEMLength else { throw CryptoError(.invalidKey, "DER public key of \(der.count) bytes") }
+        guard !der.isEmpty, der.count <= maximumPEMLength else {
+            throw CryptoError(.invalidKey, "DER public key of \(der.count) bytes")
+        }
         return try der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            guard let key = d2i_PUBKEY(nil, &cursor, buffer.count) else { throw CryptoError(.invalidKey, "not a DER SubjectPublicKeyInfo") }
+            guard let key = d2i_PUBKEY(nil, &cursor, buffer.count) else {
+                throw CryptoError(.invalidKey, "not a DER SubjectPublicKeyInfo")
+            }
             guard cursor == buffer.baseAddress! + buffer.count else {
                 EVP_PKEY_free(key)
                 throw CryptoError(.invalidKey, "trailing bytes after the DER public key")
@@ -68,16 +80,22 @@ enum KeyCoding {
 
     static func requireRSA(_ handle: PKeyHandle, minimumBits: Int = 2048) throws {
         guard handle.baseID == EVP_PKEY_RSA else { throw CryptoError(.invalidKey, "expected an RSA key") }
-        guard handle.bits >= minimumBits else { throw CryptoError(.invalidKey, "RSA key of \(handle.bits) bits; at least \(minimumBits) required") }
+        guard handle.bits >= minimumBits else {
+            throw CryptoError(.invalidKey, "RSA key of \(handle.bits) bits; at least \(minimumBits) required")
+        }
     }
 
     // MARK: - BIO helpers
 
     static func withMemoryBIO<Result>(_ text: String, _ body: (OpaquePointer) throws -> Result) throws -> Result {
         let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.count <= maximumPEMLength else { throw CryptoError(.invalidKey, "PEM text of \(bytes.count) bytes") }
+        guard !bytes.isEmpty, bytes.count <= maximumPEMLength else {
+            throw CryptoError(.invalidKey, "PEM text of \(bytes.count) bytes")
+        }
         return try bytes.withUnsafeBytes { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { throw CryptoError(.libraryFailure, "BIO_new_mem_buf failed") }
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else {
+                throw CryptoError(.libraryFailure, "BIO_new_mem_buf failed")
+            }
             defer { BIO_free(bio) }
             return try body(bio)
         }

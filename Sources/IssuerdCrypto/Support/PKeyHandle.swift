@@ -1,7 +1,8 @@
 import COpenSSL
 
 /// Owns one `EVP_PKEY` reference and frees it on release.
-final class PKeyHandle: @unchecked Sendable {  // never mutated after init; OpenSSL allows concurrent use of a const EVP_PKEY
+final class PKeyHandle: @unchecked Sendable {
+    // @unchecked Sendable: never mutated after init; OpenSSL allows concurrent use of a const EVP_PKEY
     let pointer: OpaquePointer
 
     /// Takes ownership of a `+1` reference.

@@ -2,7 +2,8 @@ import COpenSSL
 
 /// Secret bytes that are wiped with `OPENSSL_cleanse` when the last copy goes away, compare in
 /// constant time, and never print.
-public struct SecureBytes: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct SecureBytes: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable
+{
     /// Owns the heap buffer so that wiping happens exactly once, when the last value is released.
     final class Storage: @unchecked Sendable {  // immutable after init: the buffer is only read
         let buffer: UnsafeMutableRawBufferPointer

@@ -21,7 +21,9 @@ public struct SymmetricKey: Sendable, Equatable, CustomStringConvertible {
 
     /// A fresh random key of `byteCount` bytes (32 for AES-256).
     public static func random(byteCount: Int = 32) throws -> SymmetricKey {
-        guard (1...1024).contains(byteCount) else { throw CryptoError(.invalidLength, "symmetric key of \(byteCount) bytes") }
+        guard (1...1024).contains(byteCount) else {
+            throw CryptoError(.invalidLength, "symmetric key of \(byteCount) bytes")
+        }
         return SymmetricKey(secure: try SecureRandom.secureBytes(count: byteCount))
     }
 

@@ -95,8 +95,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
             response = try .json(envelope, status: status)
         } catch {
             // A JSONValue holding a non-finite double is the only way to get here.
-            response = .text(#"{"error":{"code":"internal_error","message":"error could not be encoded"}}"#,
-                             status: 500, contentType: HTTPResponse.jsonContentType)
+            response = .text(
+                #"{"error":{"code":"internal_error","message":"error could not be encoded"}}"#,
+                status: 500, contentType: HTTPResponse.jsonContentType)
         }
         for field in headers { response.headers.set(field.name, field.value) }
         if let requestId { response.headers.set(RequestIdentifier.headerName, requestId) }
@@ -106,39 +107,48 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
 extension HTTPError {
     /// 404 `not_found`.
-    public static func notFound(_ message: String = "no such resource", file: String = #fileID, line: Int = #line) -> HTTPError {
+    public static func notFound(
+        _ message: String = "no such resource", file: String = #fileID, line: Int = #line
+    ) -> HTTPError {
         HTTPError(status: 404, code: .notFound, message: message, file: file, line: line)
     }
 
     /// 405 `method_not_allowed` with the `Allow` header RFC 9110 section 15.5.6 requires.
     public static func methodNotAllowed(allowed: [HTTPMethod], file: String = #fileID, line: Int = #line) -> HTTPError {
         let names = allowed.map(\.rawValue).joined(separator: ", ")
-        return HTTPError(status: 405, code: .methodNotAllowed, message: "method not allowed; allowed: \(names)",
-                         headers: ["Allow": names], file: file, line: line)
+        return HTTPError(
+            status: 405, code: .methodNotAllowed, message: "method not allowed; allowed: \(names)",
+            headers: ["Allow": names], file: file, line: line)
     }
 
     /// 413 `payload_too_large`, naming the limit so a client can fix its request.
     public static func payloadTooLarge(limit: Int, file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 413, code: .payloadTooLarge, message: "request body exceeds \(limit) bytes",
-                  context: ["limitBytes": .int(limit)], file: file, line: line)
+        HTTPError(
+            status: 413, code: .payloadTooLarge, message: "request body exceeds \(limit) bytes",
+            context: ["limitBytes": .int(limit)], file: file, line: line)
     }
 
     /// 415 `unsupported_media_type`.
     public static func unsupportedMediaType(file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 415, code: .unsupportedMediaType,
-                  message: "Content-Type must be application/json; charset=utf-8", file: file, line: line)
+        HTTPError(
+            status: 415, code: .unsupportedMediaType,
+            message: "Content-Type must be application/json; charset=utf-8", file: file, line: line)
     }
 
     /// 400 `malformed_json`, with the offending field path in `field` when known.
-    public static func malformedJSON(_ message: String, field: String? = nil, file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 400, code: .malformedJSON, message: message,
-                  context: field.map { ["field": .string($0)] } ?? [:], file: file, line: line)
+    public static func malformedJSON(
+        _ message: String, field: String? = nil, file: String = #fileID, line: Int = #line
+    ) -> HTTPError {
+        HTTPError(
+            status: 400, code: .malformedJSON, message: message,
+            context: field.map { ["field": .string($0)] } ?? [:], file: file, line: line)
     }
 
     /// 500 `internal_error` whose message gives the request id to quote to support.
     public static func internalError(requestId: String, file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 500, code: .internalError, message: "internal error; request id \(requestId)",
-                  context: ["requestId": .string(requestId)], file: file, line: line)
+        HTTPError(
+            status: 500, code: .internalError, message: "internal error; request id \(requestId)",
+            context: ["requestId": .string(requestId)], file: file, line: line)
     }
 
     /// 501 `not_implemented` for a method outside ``HTTPMethod``.

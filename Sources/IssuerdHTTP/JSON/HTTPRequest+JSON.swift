@@ -40,7 +40,8 @@ extension HTTPRequest {
             guard pair.count == 2 else { return false }
             let name = trimmed(pair[0]).lowercased()
             let rawValue = trimmed(pair[1])
-            let unquoted = rawValue.count >= 2 && rawValue.hasPrefix("\"") && rawValue.hasSuffix("\"")
+            let unquoted =
+                rawValue.count >= 2 && rawValue.hasPrefix("\"") && rawValue.hasSuffix("\"")
                 ? rawValue.dropFirst().dropLast() : rawValue
             guard name == "charset", unquoted.lowercased() == "utf-8" else { return false }
         }

@@ -31,7 +31,11 @@ extension JSONValue {
         case .bool(let flag): out.append(contentsOf: flag ? Self.trueText : Self.falseText)
         case .int(let number): JSONText.appendInteger(number, to: &out)
         case .double(let number):
-            if number.isFinite { out.append(contentsOf: "\(number)".utf8) } else { out.append(contentsOf: Self.nullText) }
+            if number.isFinite {
+                out.append(contentsOf: "\(number)".utf8)
+            } else {
+                out.append(contentsOf: Self.nullText)
+            }
         case .string(let text): JSONText.appendString(text, to: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))

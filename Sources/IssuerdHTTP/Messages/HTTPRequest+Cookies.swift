@@ -13,7 +13,9 @@ extension HTTPRequest {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 guard parts.count == 2, Self.trimmed(parts[0]) == name else { continue }
                 var value = Self.trimmed(parts[1])
-                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = value.dropFirst().dropLast() }
+                if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                    value = value.dropFirst().dropLast()
+                }
                 return String(value)
             }
         }

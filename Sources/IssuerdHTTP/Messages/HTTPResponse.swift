@@ -43,7 +43,9 @@ public struct HTTPResponse: Sendable {
     ///   - text: The body, sent as UTF-8.
     ///   - status: The status code; 200 unless given.
     ///   - contentType: The `Content-Type`; plain UTF-8 text unless given.
-    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+    public static func text(
+        _ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8"
+    ) -> HTTPResponse {
         HTTPResponse(status: status, headers: ["Content-Type": contentType], body: Array(text.utf8))
     }
 }

@@ -25,7 +25,7 @@ struct RoutePattern: Sendable, Equatable {
             if piece.hasPrefix("{") || piece.hasSuffix("}") {
                 let name = String(piece.dropFirst().dropLast())
                 guard piece.hasPrefix("{"), piece.hasSuffix("}"), !name.isEmpty,
-                      name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+                    name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
                 else { return .failure(PatternError("malformed parameter segment '\(piece)' in \(text)")) }
                 guard names.insert(name).inserted else {
                     return .failure(PatternError("parameter '\(name)' repeated in \(text)"))

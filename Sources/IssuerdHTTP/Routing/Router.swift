@@ -127,16 +127,21 @@ public struct Router: Sendable {
             // logged why at warning): at error level it would write one alarm per request for the
             // length of an outage (about 2,000 in a 10 s outage in scripts/reliability).
             if error.status == 503 {
-                request.logger.notice("answered unavailable", ["error": .string(error.code.rawValue), "source": "\(error.file):\(error.line)"])
+                request.logger.notice(
+                    "answered unavailable",
+                    ["error": .string(error.code.rawValue), "source": "\(error.file):\(error.line)"])
             } else if error.status >= 500 {
-                request.logger.error("handler failed", ["error": .string(error.description), "source": "\(error.file):\(error.line)"])
+                request.logger.error(
+                    "handler failed", ["error": .string(error.description), "source": "\(error.file):\(error.line)"])
             }
             return error.response()
         } catch {
-            request.logger.error("unhandled error", [
-                "error": .string(String(describing: error)),
-                "errorType": .string(String(reflecting: type(of: error))),
-            ])
+            request.logger.error(
+                "unhandled error",
+                [
+                    "error": .string(String(describing: error)),
+                    "errorType": .string(String(reflecting: type(of: error))),
+                ])
             return HTTPError.internalError(requestId: request.requestId).response()
         }
     }

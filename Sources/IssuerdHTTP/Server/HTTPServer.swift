@@ -32,7 +32,8 @@ public final class HTTPServer: Sendable {
     ///   - metrics: Where the request counter and latency histogram are registered.
     public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger, metrics: MetricsRegistry) {
         self.configuration = configuration
-        self.context = ServerContext(router: router, logger: logger, metrics: metrics, bodyLimit: configuration.bodyLimit)
+        self.context = ServerContext(
+            router: router, logger: logger, metrics: metrics, bodyLimit: configuration.bodyLimit)
     }
 
     /// The port actually bound (the kernel's pick for port 0), or the configured one before start.
@@ -58,10 +59,15 @@ public final class HTTPServer: Sendable {
             boundPort.withLock { $0 = socket.port }
             phase = .running(daemon: daemon, socket: socket)
         }
-        context.logger.notice("http server listening", [
-            "address": .string(ListenAddress(host: configuration.listen.host, port: UInt16(port), family: configuration.listen.family).description),
-            "threads": .int(configuration.threadCount),
-        ])
+        context.logger.notice(
+            "http server listening",
+            [
+                "address": .string(
+                    ListenAddress(
+                        host: configuration.listen.host, port: UInt16(port), family: configuration.listen.family
+                    ).description),
+                "threads": .int(configuration.threadCount),
+            ])
     }
 
     /// Stops gracefully: refuses new connections at once, lets requests in flight finish for

@@ -42,7 +42,8 @@ public struct HTTPServerConfiguration: Sendable {
             throw HTTPServerError(.invalidConfiguration, "bodyLimit must be 0...1 GiB, got \(bodyLimit)")
         }
         guard (1...86_400).contains(connectionTimeout) else {
-            throw HTTPServerError(.invalidConfiguration, "connectionTimeout must be 1...86400 seconds, got \(connectionTimeout)")
+            throw HTTPServerError(
+                .invalidConfiguration, "connectionTimeout must be 1...86400 seconds, got \(connectionTimeout)")
         }
     }
 }

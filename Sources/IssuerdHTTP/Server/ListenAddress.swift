@@ -36,8 +36,9 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     public static func parse(_ text: String) throws -> ListenAddress {
         func failure(_ why: String) -> HTTPServerError {
             let shown = text.count > 80 ? String(text.prefix(80)) + "…" : text
-            return HTTPServerError(.invalidListenAddress,
-                                   "listen address '\(shown)' \(why); expected 127.0.0.1:8080 or [::1]:8080")
+            return HTTPServerError(
+                .invalidListenAddress,
+                "listen address '\(shown)' \(why); expected 127.0.0.1:8080 or [::1]:8080")
         }
         guard text.utf8.count <= 100 else { throw failure("is too long") }
         let hostPart: Substring
@@ -55,7 +56,7 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
             guard !hostPart.contains(":") else { throw failure("is IPv6 without brackets") }
         }
         guard !portPart.isEmpty, portPart.utf8.count <= 5, portPart.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let port = UInt16(portPart)
+            let port = UInt16(portPart)
         else { throw failure("has a port that is not a number from 0 to 65535") }
 
         let host = String(hostPart)

@@ -60,7 +60,9 @@ final class ListeningSocket: @unchecked Sendable {
                 throw HTTPServerError(.invalidListenAddress, "invalid IPv4 address \(address.host)")
             }
             result = withUnsafePointer(to: &sin) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         case .ipv6:
             var only: Int32 = 1
@@ -72,7 +74,9 @@ final class ListeningSocket: @unchecked Sendable {
                 throw HTTPServerError(.invalidListenAddress, "invalid IPv6 address \(address.host)")
             }
             result = withUnsafePointer(to: &sin6) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         }
         guard result == 0 else { throw failure("bind", address) }
@@ -88,9 +92,13 @@ final class ListeningSocket: @unchecked Sendable {
         return withUnsafePointer(to: &storage) { pointer in
             switch Int32(pointer.pointee.ss_family) {
             case AF_INET6:
-                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                }
             default:
-                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin_port))
+                }
             }
         }
     }

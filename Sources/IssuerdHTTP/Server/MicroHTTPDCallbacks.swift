@@ -5,11 +5,13 @@ import Glibc
 // server through the context pointer registered with the daemon.
 
 /// The access handler: called for the headers, for each body chunk, and at the end.
-let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
+let accessHandlerCallback: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
     guard let cls, let connection, let uploadDataSize, let conCls else { return .NO }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     return context.handle(
-        connection: connection, url: url, method: method, uploadData: uploadData, uploadSize: uploadDataSize, slot: conCls)
+        connection: connection, url: url, method: method, uploadData: uploadData, uploadSize: uploadDataSize,
+        slot: conCls)
 }
 
 /// Fires once per request after its response was sent or the request was aborted; frees its state.

@@ -25,12 +25,14 @@ final class MicroHTTPDaemon: @unchecked Sendable {
         var options: [MHD_OptionItem] = [
             // First, or libmicrohttpd prints what it finds while parsing the others to stderr.
             // Two-pointer options carry the function in `value` and its context in `ptr_value`.
-            MHD_OptionItem(option: .EXTERNAL_LOGGER, value: unsafeBitCast(daemonLogCallback, to: Int.self),
-                           ptr_value: contextPointer),
+            MHD_OptionItem(
+                option: .EXTERNAL_LOGGER, value: unsafeBitCast(daemonLogCallback, to: Int.self),
+                ptr_value: contextPointer),
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.descriptor), ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
-            MHD_OptionItem(option: .NOTIFY_COMPLETED, value: unsafeBitCast(requestCompletedCallback, to: Int.self),
-                           ptr_value: contextPointer),
+            MHD_OptionItem(
+                option: .NOTIFY_COMPLETED, value: unsafeBitCast(requestCompletedCallback, to: Int.self),
+                ptr_value: contextPointer),
         ]
         // A pool of one is refused by libmicrohttpd ("greater than 1" enables pooling).
         if configuration.threadCount > 1 {
@@ -44,7 +46,8 @@ final class MicroHTTPDaemon: @unchecked Sendable {
             }
         }
         guard let started else {
-            throw HTTPServerError(.daemonFailed, "libmicrohttpd refused to start (see the preceding libmicrohttpd log line)")
+            throw HTTPServerError(
+                .daemonFailed, "libmicrohttpd refused to start (see the preceding libmicrohttpd log line)")
         }
         handle = started
     }

@@ -69,7 +69,9 @@ final class ServerContext: Sendable {
         slot.pointee = Unmanaged.passRetained(state).toOpaque()
         inFlightCount.withLock { $0 += 1 }
         // libmicrohttpd has already refused a malformed Content-Length with 400.
-        if let declared = Self.header(connection, "Content-Length"), let length = UInt64(declared), length > UInt64(bodyLimit) {
+        if let declared = Self.header(connection, "Content-Length"), let length = UInt64(declared),
+            length > UInt64(bodyLimit)
+        {
             state.rejection = .payloadTooLarge(limit: bodyLimit)
             // A client that sent `Expect: 100-continue` has not sent its body: answer now, and
             // libmicrohttpd never asks for it (RFC 9110 section 10.1.1). A client already sending
@@ -78,7 +80,9 @@ final class ServerContext: Sendable {
             // dropped first and answered at its end, as a chunked one is.
             let expectsContinue = Self.header(connection, "Expect")?.lowercased() == "100-continue"
             if expectsContinue || length > UInt64(bodyLimit + Self.discardAllowance) {
-                return queue(HTTPError.payloadTooLarge(limit: bodyLimit).response(), route: nil, state: state, connection: connection)
+                return queue(
+                    HTTPError.payloadTooLarge(limit: bodyLimit).response(), route: nil, state: state,
+                    connection: connection)
             }
         }
         return .YES
@@ -87,7 +91,9 @@ final class ServerContext: Sendable {
     /// A body chunk. Over the limit (a chunked body has no Content-Length to check up front)
     /// the body is dropped and the rest discarded, up to a bound past which the connection is
     /// cut rather than read forever.
-    private func receive(_ chunk: UnsafeRawBufferPointer, into state: RequestState, connection: OpaquePointer) -> MHD_Result {
+    private func receive(
+        _ chunk: UnsafeRawBufferPointer, into state: RequestState, connection: OpaquePointer
+    ) -> MHD_Result {
         state.bytesIn += chunk.count
         if state.responded || state.rejection != nil {
             return state.bytesIn > bodyLimit + Self.discardAllowance ? .NO : .YES
@@ -126,17 +132,21 @@ final class ServerContext: Sendable {
     ///
     /// Both happen before the handler returns, so they are recorded before the first response
     /// byte reaches the client.
-    private func queue(_ response: HTTPResponse, route: String?, state: RequestState, connection: OpaquePointer) -> MHD_Result {
+    private func queue(
+        _ response: HTTPResponse, route: String?, state: RequestState, connection: OpaquePointer
+    ) -> MHD_Result {
         state.responded = true
         var status = response.status
         if !(100...599).contains(status) {
-            logger.error("handler returned an invalid status", ["status": .int(status), "requestId": .string(state.requestId)])
+            logger.error(
+                "handler returned an invalid status", ["status": .int(status), "requestId": .string(state.requestId)])
             status = 500
         }
         let queued = response.body.withUnsafeBytes { bytes -> MHD_Result in
             // MUST_COPY: the Swift array does not outlive this call, the C response must.
-            guard let mhdResponse = MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            guard
+                let mhdResponse = MHD_create_response_from_buffer(
+                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
             else { return .NO }
             defer { MHD_destroy_response(mhdResponse) }
             var headers = response.headers
@@ -144,7 +154,9 @@ final class ServerContext: Sendable {
             // libmicrohttpd computes Content-Length from the buffer (and for HEAD) itself.
             for field in headers where !HTTPHeaders.namesMatch(field.name, "Content-Length") {
                 if MHD_add_response_header(mhdResponse, field.name, field.value) != .YES {
-                    logger.warning("response header refused", ["header": .string(field.name), "requestId": .string(state.requestId)])
+                    logger.warning(
+                        "response header refused",
+                        ["header": .string(field.name), "requestId": .string(state.requestId)])
                 }
             }
             return MHD_queue_response(connection, UInt32(status), mhdResponse)
@@ -159,17 +171,19 @@ final class ServerContext: Sendable {
         let methodLabel = HTTPMethod(rawValue: state.methodToken)?.rawValue ?? "other"
         requestsTotal.increment(labels: [routeLabel, methodLabel, String(status)])
         requestDuration.observe(seconds, labels: [routeLabel])
-        logger.info("request", [
-            "method": .string(methodLabel),
-            "route": .string(routeLabel),
-            "path": .string(state.path),
-            "status": .int(status),
-            "durationMs": .double((seconds * 1_000_000).rounded() / 1_000),
-            "requestId": .string(state.requestId),
-            "bytesIn": .int(state.bytesIn),
-            "bytesOut": .int(bytesOut),
-            "remote": .string(Self.remoteAddress(connection) ?? "-"),
-        ])
+        logger.info(
+            "request",
+            [
+                "method": .string(methodLabel),
+                "route": .string(routeLabel),
+                "path": .string(state.path),
+                "status": .int(status),
+                "durationMs": .double((seconds * 1_000_000).rounded() / 1_000),
+                "requestId": .string(state.requestId),
+                "bytesIn": .int(state.bytesIn),
+                "bytesOut": .int(bytesOut),
+                "remote": .string(Self.remoteAddress(connection) ?? "-"),
+            ])
     }
 
     /// Completion: releases the state retained in ``begin``; also fires for aborted requests.
@@ -179,10 +193,12 @@ final class ServerContext: Sendable {
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         inFlightCount.withLock { $0 -= 1 }
         if !state.responded {
-            logger.debug("request aborted", [
-                "requestId": .string(state.requestId), "path": .string(state.path),
-                "termination": .int(Int(termination.rawValue)), "bytesIn": .int(state.bytesIn),
-            ])
+            logger.debug(
+                "request aborted",
+                [
+                    "requestId": .string(state.requestId), "path": .string(state.path),
+                    "termination": .int(Int(termination.rawValue)), "bytesIn": .int(state.bytesIn),
+                ])
         }
     }
 
@@ -192,7 +208,9 @@ final class ServerContext: Sendable {
 
     private static func pairs(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(String, String)] {
         var pairs: [(String, String)] = []
-        _ = withUnsafeMutablePointer(to: &pairs) { MHD_get_connection_values(connection, kind, collectPairsCallback, $0) }
+        _ = withUnsafeMutablePointer(to: &pairs) {
+            MHD_get_connection_values(connection, kind, collectPairsCallback, $0)
+        }
         return pairs
     }
 
@@ -203,11 +221,15 @@ final class ServerContext: Sendable {
             switch Int32(address.pointee.sa_family) {
             case AF_INET:
                 address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                    withUnsafePointer(to: sin.pointee.sin_addr) { inet_ntop(AF_INET, $0, buffer.baseAddress, socklen_t(buffer.count)) != nil }
+                    withUnsafePointer(to: sin.pointee.sin_addr) {
+                        inet_ntop(AF_INET, $0, buffer.baseAddress, socklen_t(buffer.count)) != nil
+                    }
                 }
             case AF_INET6:
                 address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                    withUnsafePointer(to: sin6.pointee.sin6_addr) { inet_ntop(AF_INET6, $0, buffer.baseAddress, socklen_t(buffer.count)) != nil }
+                    withUnsafePointer(to: sin6.pointee.sin6_addr) {
+                        inet_ntop(AF_INET6, $0, buffer.baseAddress, socklen_t(buffer.count)) != nil
+                    }
                 }
             default:
                 false

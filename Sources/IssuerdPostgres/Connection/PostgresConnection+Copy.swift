@@ -26,7 +26,8 @@ public struct PostgresCopyWriter {
                 guard status == 1 else {
                     throw PostgresError(
                         code: connection.isConnected ? .other : .unavailable,
-                        message: "COPY data could not be sent: \(PostgresConnection.errorMessage(of: connection.handle))")
+                        message:
+                            "COPY data could not be sent: \(PostgresConnection.errorMessage(of: connection.handle))")
                 }
                 offset += count
             }
@@ -50,10 +51,13 @@ extension PostgresConnection {
         unsafeSQL sql: String, file: String = #fileID, line: Int = #line, _ body: (PostgresCopyWriter) throws -> Void
     ) throws -> Int {
         guard !Self.containsNUL(sql) else {
-            throw PostgresError(code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
+            throw PostgresError(
+                code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
         guard let started = PQexec(handle, sql) else {
-            throw PostgresError(code: isConnected ? .other : .unavailable, message: Self.errorMessage(of: handle), file: file, line: line)
+            throw PostgresError(
+                code: isConnected ? .other : .unavailable, message: Self.errorMessage(of: handle), file: file,
+                line: line)
         }
         guard PQresultStatus(started) == PGRES_COPY_IN else {
             // Not a COPY FROM STDIN (or refused): report it the usual way.
@@ -73,7 +77,9 @@ extension PostgresConnection {
         guard PQputCopyEnd(handle, nil) == 1 else {
             let message = Self.errorMessage(of: handle)
             drainResults()
-            throw PostgresError(code: isConnected ? .other : .unavailable, message: "COPY could not be ended: \(message)", file: file, line: line)
+            throw PostgresError(
+                code: isConnected ? .other : .unavailable, message: "COPY could not be ended: \(message)", file: file,
+                line: line)
         }
         var copied = 0
         var failure: Error?
@@ -89,7 +95,9 @@ extension PostgresConnection {
             }
         }
         if let failure { throw failure }
-        if !isConnected { throw PostgresError(code: .unavailable, message: Self.errorMessage(of: handle), file: file, line: line) }
+        if !isConnected {
+            throw PostgresError(code: .unavailable, message: Self.errorMessage(of: handle), file: file, line: line)
+        }
         return copied
     }
 

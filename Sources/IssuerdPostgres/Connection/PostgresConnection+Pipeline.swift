@@ -13,7 +13,8 @@ extension PostgresConnection {
     /// most some kilobytes each): libpq writes everything before it reads.
     /// - Throws: ``PostgresError``, as for ``query(_:file:line:)``.
     @discardableResult
-    public func pipeline(_ queries: [PostgresQuery], file: String = #fileID, line: Int = #line) throws -> [PostgresRows] {
+    public func pipeline(_ queries: [PostgresQuery], file: String = #fileID, line: Int = #line) throws -> [PostgresRows]
+    {
         guard !queries.isEmpty else { return [] }
         try refuseInsideImplicitTransaction(file: file, line: line)
         // Preparing is synchronous, so new statements are prepared before the pipeline starts.
@@ -27,7 +28,9 @@ extension PostgresConnection {
 
     private func enterPipelineMode(file: String, line: Int) throws {
         guard PQenterPipelineMode(handle) == 1 else {
-            throw PostgresError(code: isConnected ? .other : .unavailable, message: Self.errorMessage(of: handle), file: file, line: line)
+            throw PostgresError(
+                code: isConnected ? .other : .unavailable, message: Self.errorMessage(of: handle), file: file,
+                line: line)
         }
     }
 
@@ -37,7 +40,8 @@ extension PostgresConnection {
                 if let name = query.preparedName {
                     return PQsendQueryPrepared(handle, name, Int32(query.count), pointers, lengths, formats, 0)
                 }
-                return PQsendQueryParams(handle, query.sql, Int32(query.count), query.types, pointers, lengths, formats, 0)
+                return PQsendQueryParams(
+                    handle, query.sql, Int32(query.count), query.types, pointers, lengths, formats, 0)
             }
             guard sent == 1 else { throw abandonPipeline(file: file, line: line) }
         }
@@ -70,7 +74,8 @@ extension PostgresConnection {
                 continue
             }
             do {
-                let checked = try check(result, statement: index < bound.count ? bound[index].preparedName : nil, file: file, line: line)
+                let checked = try check(
+                    result, statement: index < bound.count ? bound[index].preparedName : nil, file: file, line: line)
                 if index < results.count { results[index] = checked }
             } catch let error as PostgresError {
                 if firstError == nil {
@@ -95,7 +100,8 @@ extension PostgresConnection {
         }
         return try results.map { result in
             guard let result else {
-                throw PostgresError(code: .other, message: "a pipelined statement returned no result", file: file, line: line)
+                throw PostgresError(
+                    code: .other, message: "a pipelined statement returned no result", file: file, line: line)
             }
             return result
         }
@@ -109,7 +115,9 @@ extension PostgresConnection {
     }
 
     private func lostConnection(file: String, line: Int) -> PostgresError {
-        PostgresError(code: .unavailable, message: "connection lost in a pipeline: \(Self.errorMessage(of: handle))", file: file, line: line)
+        PostgresError(
+            code: .unavailable, message: "connection lost in a pipeline: \(Self.errorMessage(of: handle))", file: file,
+            line: line)
     }
 
     /// A transaction in two round trips for a read-decide-write transaction: `opening` is sent
@@ -139,10 +147,13 @@ extension PostgresConnection {
         // Inside ``transaction(isolation:_:)`` its statements would join the open transaction
         // and a failing body's ROLLBACK would end that one: a transaction cannot nest.
         guard PQtransactionStatus(handle) != PQTRANS_INTRANS, PQtransactionStatus(handle) != PQTRANS_INERROR else {
-            throw PostgresError(code: .other, message: "a pipelined transaction cannot run inside another transaction", file: file, line: line)
+            throw PostgresError(
+                code: .other, message: "a pipelined transaction cannot run inside another transaction", file: file,
+                line: line)
         }
         guard isolation == .readCommitted else {
-            return try explicitPipelinedTransaction(isolation: isolation, opening: opening, body, file: file, line: line)
+            return try explicitPipelinedTransaction(
+                isolation: isolation, opening: opening, body, file: file, line: line)
         }
         let bound = try opening.map { try bind($0, file: file, line: line) }
         try enterPipelineMode(file: file, line: line)
@@ -186,7 +197,9 @@ extension PostgresConnection {
     /// Asks the server to send what it has answered so far without ending the implicit
     /// transaction (a sync point would commit it), and sends everything queued.
     private func flushRequest(file: String, line: Int) throws {
-        guard PQsendFlushRequest(handle) == 1, PQflush(handle) == 0 else { throw abandonPipeline(file: file, line: line) }
+        guard PQsendFlushRequest(handle) == 1, PQflush(handle) == 0 else {
+            throw abandonPipeline(file: file, line: line)
+        }
     }
 
     /// A statement `body` runs inside an implicit pipelined transaction (``query(_:file:line:)``
@@ -213,7 +226,9 @@ extension PostgresConnection {
     /// would end (commit) that transaction: refused.
     private func refuseInsideImplicitTransaction(file: String, line: Int) throws {
         guard implicitTransaction == .none else {
-            throw PostgresError(code: .other, message: "a pipeline cannot run inside a pipelined transaction's body", file: file, line: line)
+            throw PostgresError(
+                code: .other, message: "a pipeline cannot run inside a pipelined transaction's body", file: file,
+                line: line)
         }
     }
 
@@ -225,7 +240,9 @@ extension PostgresConnection {
         file: String, line: Int
     ) throws -> T {
         do {
-            let opened = try pipeline([PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)] + opening, file: file, line: line)
+            let opened = try pipeline(
+                [PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)] + opening, file: file,
+                line: line)
             let (value, closing) = try body(self, Array(opened.dropFirst()))
             let closed = try pipeline(closing + [PostgresQuery(unsafeSQL: "COMMIT")], file: file, line: line)
             // COMMIT of a failed transaction answers ROLLBACK: that is a failure, not a commit.

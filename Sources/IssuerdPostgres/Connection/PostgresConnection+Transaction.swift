@@ -9,7 +9,9 @@ extension PostgresConnection {
     /// - Returns: What `body` returned, once committed.
     /// - Throws: ``PostgresError`` from any statement, or whatever `body` threw.
     @discardableResult
-    public func transaction<T>(isolation: IsolationLevel = .readCommitted, _ body: (PostgresConnection) throws -> T) throws -> T {
+    public func transaction<T>(
+        isolation: IsolationLevel = .readCommitted, _ body: (PostgresConnection) throws -> T
+    ) throws -> T {
         try execute(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)
         do {
             let value = try body(self)

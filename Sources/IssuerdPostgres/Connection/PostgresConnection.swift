@@ -41,8 +41,10 @@ public final class PostgresConnection {
     ///   - logger: Receives debug lines; never parameter values.
     /// - Throws: ``PostgresError`` with code ``PostgresError/Code/unavailable`` when the server
     ///   cannot be reached or refuses the login.
-    public init(connectionString: String, connectTimeout: Duration = .seconds(2), deadPeerTimeout: Duration? = nil,
-                logger: Logger = .silent) throws {
+    public init(
+        connectionString: String, connectTimeout: Duration = .seconds(2), deadPeerTimeout: Duration? = nil,
+        logger: Logger = .silent
+    ) throws {
         let timeoutSeconds = max(2, Int(min(connectTimeout.timeInterval, 3600).rounded(.up)))
         // libpq reads the arrays front to back and the last value wins: entries before the
         // expanded `dbname` are defaults the connection string may override, entries after it
@@ -54,8 +56,10 @@ public final class PostgresConnection {
             // dropped once a statement or probe stays unacknowledged that long. A busy server
             // still acknowledges at the TCP level, so a long statement is not cut short.
             let milliseconds = max(1_000, Int(min(deadPeerTimeout.timeInterval, 3600) * 1_000))
-            parameters += [("keepalives_idle", "1"), ("keepalives_interval", "1"), ("keepalives_count", "3"),
-                           ("tcp_user_timeout", String(milliseconds))]
+            parameters += [
+                ("keepalives_idle", "1"), ("keepalives_interval", "1"), ("keepalives_count", "3"),
+                ("tcp_user_timeout", String(milliseconds)),
+            ]
         } else {
             // Over TCP, notice a silently vanished peer within ~25 s instead of hours.
             parameters += [("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3")]
@@ -128,7 +132,9 @@ public final class PostgresConnection {
     /// `json`, uuid, timestamps, integers and booleans; other types are refused, never misread.
     public func queryBinary(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) throws -> PostgresRows {
         guard implicitTransaction == .none else {
-            throw PostgresError(code: .other, message: "binary results are not read inside a pipelined transaction", file: file, line: line)
+            throw PostgresError(
+                code: .other, message: "binary results are not read inside a pipelined transaction", file: file,
+                line: line)
         }
         return PostgresRows(result: try runOnce(query, resultFormat: 1, file: file, line: line))
     }
@@ -148,7 +154,8 @@ public final class PostgresConnection {
     /// - Throws: ``PostgresError`` for the first statement that fails.
     public func execute(unsafeSQL script: String, file: String = #fileID, line: Int = #line) throws {
         guard !Self.containsNUL(script) else {
-            throw PostgresError(code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
+            throw PostgresError(
+                code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
         _ = try check(PQexec(handle, script), file: file, line: line)
     }
@@ -166,7 +173,9 @@ public final class PostgresConnection {
         }
         do {
             return try runOnce(query, file: file, line: line)
-        } catch let error as PostgresError where error.sqlState == "0A000" && PQtransactionStatus(handle) == PQTRANS_IDLE {
+        } catch let error as PostgresError
+            where error.sqlState == "0A000" && PQtransactionStatus(handle) == PQTRANS_IDLE
+        {
             // "cached plan must not change result type": a table changed shape under a prepared
             // statement. Outside a transaction nothing was aborted, so prepare afresh once.
             return try runOnce(query, file: file, line: line)
@@ -174,13 +183,16 @@ public final class PostgresConnection {
     }
 
     /// - Parameter resultFormat: 0 for text results, 1 for binary.
-    private func runOnce(_ query: PostgresQuery, resultFormat: Int32 = 0, file: String, line: Int) throws -> PostgresResult {
+    private func runOnce(
+        _ query: PostgresQuery, resultFormat: Int32 = 0, file: String, line: Int
+    ) throws -> PostgresResult {
         let bound = try bind(query, file: file, line: line)
         let result = bound.withPointers { pointers, lengths, formats -> OpaquePointer? in
             if let name = bound.preparedName {
                 return PQexecPrepared(handle, name, Int32(bound.count), pointers, lengths, formats, resultFormat)
             }
-            return PQexecParams(handle, query.sql, Int32(bound.count), bound.types, pointers, lengths, formats, resultFormat)
+            return PQexecParams(
+                handle, query.sql, Int32(bound.count), bound.types, pointers, lengths, formats, resultFormat)
         }
         do {
             return try check(result, statement: bound.preparedName, file: file, line: line)
@@ -230,10 +242,13 @@ public final class PostgresConnection {
     func bind(_ query: PostgresQuery, preparing: Bool = true, file: String, line: Int) throws -> BoundQuery {
         let bindings = query.bindings
         guard bindings.count <= Int(UInt16.max) else {
-            throw PostgresError(code: .invalidParameter, message: "\(bindings.count) parameters exceed the protocol limit of 65535", file: file, line: line)
+            throw PostgresError(
+                code: .invalidParameter, message: "\(bindings.count) parameters exceed the protocol limit of 65535",
+                file: file, line: line)
         }
         guard !Self.containsNUL(query.sql) else {
-            throw PostgresError(code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
+            throw PostgresError(
+                code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
         var bound = BoundQuery(sql: query.sql)
         for (position, binding) in bindings.enumerated() {
@@ -246,7 +261,8 @@ public final class PostgresConnection {
             case .text(let text):
                 guard !Self.containsNUL(text) else {
                     throw PostgresError(
-                        code: .invalidParameter, message: "parameter $\(position + 1) contains a NUL byte, which text cannot hold",
+                        code: .invalidParameter,
+                        message: "parameter $\(position + 1) contains a NUL byte, which text cannot hold",
                         file: file, line: line)
                 }
                 bound.offsets.append(bound.storage.count)
@@ -256,7 +272,9 @@ public final class PostgresConnection {
                 bound.formats.append(0)
             case .binary(let bytes):
                 guard bytes.count < Int(Int32.max) else {
-                    throw PostgresError(code: .invalidParameter, message: "parameter $\(position + 1) is too large", file: file, line: line)
+                    throw PostgresError(
+                        code: .invalidParameter, message: "parameter $\(position + 1) is too large", file: file,
+                        line: line)
                 }
                 bound.offsets.append(bound.storage.count)
                 bound.storage.append(contentsOf: bytes)
@@ -266,13 +284,16 @@ public final class PostgresConnection {
             }
         }
         bound.storage.append(0)  // never empty, so the buffer always has a base address
-        bound.preparedName = try preparedName(for: query.sql, types: bound.types, preparing: preparing, file: file, line: line)
+        bound.preparedName = try preparedName(
+            for: query.sql, types: bound.types, preparing: preparing, file: file, line: line)
         return bound
     }
 
     /// The name of the prepared statement for `sql` with these parameter types, preparing it on
     /// first use; nil when the cache is full (the statement then runs unprepared).
-    private func preparedName(for sql: String, types: [Oid], preparing: Bool = true, file: String, line: Int) throws -> String? {
+    private func preparedName(
+        for sql: String, types: [Oid], preparing: Bool = true, file: String, line: Int
+    ) throws -> String? {
         let key = PreparedKey(sql: sql, types: types)
         if let name = prepared[key] { return name }
         guard preparing, prepared.count < Self.preparedStatementLimit else { return nil }
@@ -311,7 +332,8 @@ public final class PostgresConnection {
     func check(_ result: OpaquePointer?, statement: String? = nil, file: String, line: Int) throws -> PostgresResult {
         guard let result else {
             let lost = PQstatus(handle) != CONNECTION_OK
-            throw PostgresError(code: lost ? .unavailable : .other, message: Self.errorMessage(of: handle), file: file, line: line)
+            throw PostgresError(
+                code: lost ? .unavailable : .other, message: Self.errorMessage(of: handle), file: file, line: line)
         }
         let status = PQresultStatus(result)
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
@@ -327,13 +349,16 @@ public final class PostgresConnection {
         // A lost connection shows as a result without SQLSTATE (or 57P01) and a bad status.
         if PQstatus(handle) != CONNECTION_OK { code = .unavailable }
         if status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH {
-            throw PostgresError(code: .other, message: "COPY is not supported on this connection", file: file, line: line)
+            throw PostgresError(
+                code: .other, message: "COPY is not supported on this connection", file: file, line: line)
         }
         let primary = Self.field(result, "M") ?? Self.errorMessage(of: handle)
-        logger.debug("postgres statement failed", ["sqlstate": .string(sqlState ?? "none"), "code": .string(code.name)])
+        logger.debug(
+            "postgres statement failed", ["sqlstate": .string(sqlState ?? "none"), "code": .string(code.name)])
         throw PostgresError(
             code: code, sqlState: sqlState, message: PostgresError.safeMessage(primary, sqlState: sqlState),
-            detail: Self.field(result, "D"), constraint: Self.field(result, "n"), context: Self.field(result, "W"), file: file,
+            detail: Self.field(result, "D"), constraint: Self.field(result, "n"), context: Self.field(result, "W"),
+            file: file,
             line: line)
     }
 
@@ -346,7 +371,9 @@ public final class PostgresConnection {
     static func errorMessage(of handle: OpaquePointer) -> String {
         let message = PQerrorMessage(handle).map { String(cString: $0) } ?? ""
         // libpq writes multi-line messages with a tab-indented hint; keep log lines single.
-        let lines = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let lines = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
         return lines.isEmpty ? "connection failed" : lines.joined(separator: " ")
     }
 }

@@ -1,6 +1,5 @@
-import Foundation
-
 import CPostgres
+import Foundation
 
 /// A connection string parsed by libpq itself: a URI (`postgresql://u@h/db`) or conninfo
 /// (`host=h dbname=db`). Parsing at start-up turns a typo into an error before the first
@@ -18,7 +17,9 @@ public struct PostgresConnectionString: Sendable, CustomStringConvertible, Custo
         guard let options = PQconninfoParse(text, &errorMessage) else {
             let reason = errorMessage.map { String(cString: $0) } ?? "out of memory"
             if let errorMessage { PQfreemem(errorMessage) }
-            throw PostgresError(code: .invalidParameter, message: "invalid connection string: \(reason.trimmingCharacters(in: .whitespacesAndNewlines))")
+            throw PostgresError(
+                code: .invalidParameter,
+                message: "invalid connection string: \(reason.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
         defer { PQconninfoFree(options) }
         var parameters: [(keyword: String, value: String)] = []

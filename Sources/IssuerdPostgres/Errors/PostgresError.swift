@@ -95,7 +95,9 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         guard let context else { return nil }
         for text in context.split(separator: "\n") where text.hasPrefix("COPY ") {
             guard let comma = text.firstIndex(of: ",") else { continue }
-            let digits = text[text.index(after: comma)...].drop { !$0.isASCII || !$0.isNumber }.prefix { $0.isASCII && $0.isNumber }
+            let digits = text[text.index(after: comma)...].drop { !$0.isASCII || !$0.isNumber }.prefix {
+                $0.isASCII && $0.isNumber
+            }
             if let number = Int(digits) { return number }
         }
         return nil
@@ -155,6 +157,8 @@ extension PostgresError {
     /// A statement inside a transaction failed, so the server ended it without committing:
     /// nothing of it is kept, and nothing more runs in it.
     static func rolledBackByFailedStatement(file: String = #fileID, line: Int = #line) -> PostgresError {
-        PostgresError(code: .other, message: "transaction was rolled back because a statement inside it failed", file: file, line: line)
+        PostgresError(
+            code: .other, message: "transaction was rolled back because a statement inside it failed", file: file,
+            line: line)
     }
 }

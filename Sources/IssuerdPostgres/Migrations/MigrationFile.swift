@@ -52,7 +52,9 @@ public struct MigrationFile: Sendable, Hashable {
                 throw PostgresError(code: .migration, message: "migration file \(fileName) is not UTF-8 text")
             }
             if let clash = files.first(where: { $0.version == version }) {
-                throw PostgresError(code: .migration, message: "migration files \(clash.fileName) and \(fileName) share version \(version)")
+                throw PostgresError(
+                    code: .migration,
+                    message: "migration files \(clash.fileName) and \(fileName) share version \(version)")
             }
             files.append(MigrationFile(version: version, name: name, fileName: fileName, contents: [UInt8](data)))
         }

@@ -71,13 +71,16 @@ public struct Migrator: Sendable {
         let files = try MigrationFile.load(from: directory)
         return try pool.withConnection { connection in
             let exists = try connection.query("SELECT to_regclass('issuerd_schema_migrations') IS NOT NULL AS present")
-            let applied = try exists.first?.decode("present", as: Bool.self) == true ? Self.recorded(on: connection) : [:]
+            let applied =
+                try exists.first?.decode("present", as: Bool.self) == true ? Self.recorded(on: connection) : [:]
             let checksums = try Self.checksums(of: files, on: connection)
             var report: [MigrationStatus] = []
             for (file, checksum) in zip(files, checksums) {
                 let state: MigrationStatus.State
                 if let record = applied[file.version] {
-                    state = record.checksum == checksum && record.name == file.name ? .applied(at: record.appliedAt) : .changed
+                    state =
+                        record.checksum == checksum && record.name == file.name
+                        ? .applied(at: record.appliedAt) : .changed
                 } else {
                     state = .pending
                 }
@@ -90,7 +93,9 @@ public struct Migrator: Sendable {
         }
     }
 
-    private func apply(_ file: MigrationFile, checksum: String, on connection: PostgresConnection) throws -> AppliedMigration {
+    private func apply(
+        _ file: MigrationFile, checksum: String, on connection: PostgresConnection
+    ) throws -> AppliedMigration {
         do {
             let appliedAt = try connection.transaction { connection in
                 try connection.execute(unsafeSQL: file.sql)
@@ -130,19 +135,26 @@ public struct Migrator: Sendable {
         }
     }
 
-    private static func problems(files: [MigrationFile], checksums: [String], applied: [Int: AppliedMigration]) -> [String] {
+    private static func problems(
+        files: [MigrationFile], checksums: [String], applied: [Int: AppliedMigration]
+    ) -> [String] {
         var problems: [String] = []
         for (file, checksum) in zip(files, checksums) {
             guard let record = applied[file.version] else { continue }
             if record.name != file.name {
-                problems.append("migration file \(file.fileName) changed after it was applied: version \(file.version) was applied as \(record.fileName)")
+                problems.append(
+                    "migration file \(file.fileName) changed after it was applied: version \(file.version) was applied as \(record.fileName)"
+                )
             } else if record.checksum != checksum {
                 problems.append(
-                    "migration file \(file.fileName) changed after it was applied (recorded sha256 \(record.checksum.prefix(12))…, file now \(checksum.prefix(12))…); add a new migration instead of editing an applied one")
+                    "migration file \(file.fileName) changed after it was applied (recorded sha256 \(record.checksum.prefix(12))…, file now \(checksum.prefix(12))…); add a new migration instead of editing an applied one"
+                )
             }
         }
-        for record in applied.values.sorted(by: { $0.version < $1.version }) where !files.contains(where: { $0.version == record.version }) {
-            problems.append("migration \(record.fileName) was applied but its file is missing from the migrations directory")
+        for record in applied.values.sorted(by: { $0.version < $1.version })
+        where !files.contains(where: { $0.version == record.version }) {
+            problems.append(
+                "migration \(record.fileName) was applied but its file is missing from the migrations directory")
         }
         return problems
     }

@@ -63,7 +63,8 @@ public final class PostgresPool: @unchecked Sendable {
             do {
                 return try withConnection { try $0.transaction(isolation: isolation, body) }
             } catch let error as PostgresError where error.isTransient && attempt < maxAttempts {
-                logger.debug("postgres transaction retried", ["attempt": .int(attempt), "code": .string(error.code.name)])
+                logger.debug(
+                    "postgres transaction retried", ["attempt": .int(attempt), "code": .string(error.code.name)])
                 Thread.sleep(forTimeInterval: Self.backoff(attempt: attempt))
                 attempt += 1
             }
@@ -126,11 +127,15 @@ public final class PostgresPool: @unchecked Sendable {
                         THEN pg_export_snapshot() END AS snapshot
             """
         ).first
-        guard let row, try row.decode("shareable", as: Bool.self), let snapshot = try row.decode("snapshot", as: String?.self) else {
+        guard let row, try row.decode("shareable", as: Bool.self),
+            let snapshot = try row.decode("snapshot", as: String?.self)
+        else {
             return try body([connection])
         }
         // An id is hex digits and dashes (e.g. 00000003-0000001B-1); never anything to quote.
-        guard !snapshot.isEmpty, snapshot.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == "-") }) else { return try body([connection]) }
+        guard !snapshot.isEmpty, snapshot.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == "-") }) else {
+            return try body([connection])
+        }
         var joined: [PostgresConnection] = []
         defer {
             for spare in joined {
@@ -172,7 +177,9 @@ public final class PostgresPool: @unchecked Sendable {
                     condition.unlock()
                     throw PostgresError(
                         code: .poolTimeout,
-                        message: "no database connection free within \(configuration.acquireTimeout) (pool size \(state.capacity))")
+                        message:
+                            "no database connection free within \(configuration.acquireTimeout) (pool size \(state.capacity))"
+                    )
                 }
                 state.waiters += 1
                 _ = condition.wait(until: deadline)
@@ -184,7 +191,8 @@ public final class PostgresPool: @unchecked Sendable {
             switch action {
             case .use(let connection):
                 if connection.isHealthyWhileIdle() { return connection }
-                logger.debug("postgres idle connection discarded", ["backend_pid": .int(Int(connection.backendProcessID))])
+                logger.debug(
+                    "postgres idle connection discarded", ["backend_pid": .int(Int(connection.backendProcessID))])
                 slotFreed()
             case .open:
                 do {
@@ -206,7 +214,10 @@ public final class PostgresPool: @unchecked Sendable {
 
     private func release(_ connection: PostgresConnection) {
         let reusable = connection.prepareForReuse()
-        if !reusable { logger.debug("postgres connection discarded after use", ["backend_pid": .int(Int(connection.backendProcessID))]) }
+        if !reusable {
+            logger.debug(
+                "postgres connection discarded after use", ["backend_pid": .int(Int(connection.backendProcessID))])
+        }
         condition.lock()
         let unwanted = state.release(reusable ? connection : nil)
         condition.signal()

@@ -37,6 +37,7 @@ public struct PostgresPoolConfiguration: Sendable, CustomStringConvertible {
 
     public var description: String {
         let target = (try? PostgresConnectionString(connectionString))?.description ?? "<unparseable connection string>"
-        return "PostgresPoolConfiguration(\(target), size: \(size), acquireTimeout: \(acquireTimeout), connectTimeout: \(connectTimeout), deadPeerTimeout: \(deadPeerTimeout.map { "\($0)" } ?? "nil"))"
+        return
+            "PostgresPoolConfiguration(\(target), size: \(size), acquireTimeout: \(acquireTimeout), connectTimeout: \(connectTimeout), deadPeerTimeout: \(deadPeerTimeout.map { "\($0)" } ?? "nil"))"
     }
 }

@@ -21,14 +21,16 @@ package final class PostgresStatementTexts<Shape: Hashable & Sendable>: Sendable
     /// The statement for `shape`, built by `build` (text and bindings the first time, bindings
     /// only after that).
     package func query(
-        _ shape: Shape, literalCapacity: Int, interpolations: Int, build: (inout PostgresQuery.StringInterpolation) -> Void
+        _ shape: Shape, literalCapacity: Int, interpolations: Int,
+        build: (inout PostgresQuery.StringInterpolation) -> Void
     ) -> PostgresQuery {
         if let text = texts.withLock({ $0[shape] }) {
             var bindings = PostgresQuery.StringInterpolation(bindingsOnly: interpolations)
             build(&bindings)
             return PostgresQuery(reusing: text, bindings: bindings)
         }
-        var sql = PostgresQuery.StringInterpolation(literalCapacity: literalCapacity, interpolationCount: interpolations)
+        var sql = PostgresQuery.StringInterpolation(
+            literalCapacity: literalCapacity, interpolationCount: interpolations)
         build(&sql)
         let query = PostgresQuery(stringInterpolation: sql)
         texts.withLock { texts in

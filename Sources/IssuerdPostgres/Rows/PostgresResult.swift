@@ -39,9 +39,14 @@ final class PostgresResult: @unchecked Sendable {
     /// Calls `body` with the bytes at a row and column where libpq holds them, in the result's
     /// format (``isBinary``; nil for SQL NULL), valid only during the call.
     @usableFromInline
-    func withBytes<R, E: Error>(row: Int, column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws(E) -> R) throws(E) -> R {
-        let row32 = Int32(row), column32 = Int32(column)
-        guard PQgetisnull(handle, row32, column32) == 0, let value = PQgetvalue(handle, row32, column32) else { return try body(nil) }
+    func withBytes<R, E: Error>(
+        row: Int, column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws(E) -> R
+    ) throws(E) -> R {
+        let row32 = Int32(row)
+        let column32 = Int32(column)
+        guard PQgetisnull(handle, row32, column32) == 0, let value = PQgetvalue(handle, row32, column32) else {
+            return try body(nil)
+        }
         let length = Int(PQgetlength(handle, row32, column32))
         return try value.withMemoryRebound(to: UInt8.self, capacity: length) { start throws(E) in
             try body(UnsafeBufferPointer(start: start, count: length))

@@ -38,7 +38,9 @@ public struct PostgresRow: Sendable {
     public func decode<T: PostgresDecodable>(
         _ index: Int, as type: T.Type = T.self, file: String = #fileID, line: Int = #line
     ) throws -> T {
-        guard result.columnNames.indices.contains(index) else { throw Self.noColumn(index, of: result.columnNames.count, file: file, line: line) }
+        guard result.columnNames.indices.contains(index) else {
+            throw Self.noColumn(index, of: result.columnNames.count, file: file, line: line)
+        }
         do throws(PostgresDecodingFailure) {
             return try result.withBytes(row: row, column: index) { bytes throws(PostgresDecodingFailure) in
                 guard let bytes else { return try T.postgresNull() }
@@ -46,7 +48,9 @@ public struct PostgresRow: Sendable {
                 return try T(postgresBytes: bytes, dataType: result.columnTypes[index])
             }
         } catch {
-            throw Self.failure(error, column: result.columnNames[index], dataType: result.columnTypes[index], as: T.self, file: file, line: line)
+            throw Self.failure(
+                error, column: result.columnNames[index], dataType: result.columnTypes[index], as: T.self, file: file,
+                line: line)
         }
     }
 
@@ -57,7 +61,9 @@ public struct PostgresRow: Sendable {
     ///
     /// - Throws: ``PostgresError`` with code ``PostgresError/Code/decoding`` when there is no
     ///   such column, or what `body` throws.
-    public func withBytes<R>(_ index: Int, file: String = #fileID, line: Int = #line, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) throws -> R {
+    public func withBytes<R>(
+        _ index: Int, file: String = #fileID, line: Int = #line, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R
+    ) throws -> R {
         guard result.columnNames.indices.contains(index) else {
             throw Self.noColumn(index, of: result.columnNames.count, file: file, line: line)
         }
@@ -66,13 +72,16 @@ public struct PostgresRow: Sendable {
 
     @usableFromInline
     static func noColumn(_ index: Int, of count: Int, file: String, line: Int) -> PostgresError {
-        PostgresError(code: .decoding, message: "no column at index \(index) (\(count) columns)", file: file, line: line)
+        PostgresError(
+            code: .decoding, message: "no column at index \(index) (\(count) columns)", file: file, line: line)
     }
 
     /// Names the column and both types, never the value: it may be a PAN or a secret.
     @usableFromInline
-    static func failure<T>(_ error: PostgresDecodingFailure, column name: String, dataType: PostgresDataType, as _: T.Type,
-                           file: String, line: Int) -> PostgresError {
+    static func failure<T>(
+        _ error: PostgresDecodingFailure, column name: String, dataType: PostgresDataType, as _: T.Type,
+        file: String, line: Int
+    ) -> PostgresError {
         let reason: String
         switch error {
         case .unexpectedNull: reason = "is NULL; decode it as \(T.self)? to accept NULL"

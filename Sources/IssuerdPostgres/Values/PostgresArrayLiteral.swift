@@ -20,7 +20,9 @@ enum PostgresArrayLiteral {
         var bytes = Array(text.utf8)[...]
         // Arrays whose lower bound is not 1 carry a "[lo:hi]=" decoration first.
         if bytes.first == UInt8(ascii: "[") {
-            guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else { throw .malformed(reason: "bad array bounds") }
+            guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else {
+                throw .malformed(reason: "bad array bounds")
+            }
             bytes = bytes[(equals + 1)...]
         }
         guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else {

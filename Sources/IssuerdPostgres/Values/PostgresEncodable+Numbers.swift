@@ -19,7 +19,9 @@ extension FixedWidthInteger {
 }
 
 extension FixedWidthInteger {
-    fileprivate init(postgresBinaryInteger bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    fileprivate init(
+        postgresBinaryInteger bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         guard let value = Self(exactly: try PostgresBinary.integer(bytes, dataType: dataType)) else {
             throw .malformed(reason: "integer out of range for \(Self.self)")
         }
@@ -30,8 +32,12 @@ extension FixedWidthInteger {
 extension Int: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int8 }
     public var postgresBindValue: PostgresBindValue { .text(String(self)) }
-    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try self.init(postgresInteger: cell)
+    }
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         try self.init(postgresBinaryInteger: bytes, dataType: dataType)
     }
 }
@@ -39,8 +45,12 @@ extension Int: PostgresEncodable, PostgresDecodable {
 extension Int64: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int8 }
     public var postgresBindValue: PostgresBindValue { .text(String(self)) }
-    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try self.init(postgresInteger: cell)
+    }
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         try self.init(postgresBinaryInteger: bytes, dataType: dataType)
     }
 }
@@ -48,8 +58,12 @@ extension Int64: PostgresEncodable, PostgresDecodable {
 extension Int32: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int4 }
     public var postgresBindValue: PostgresBindValue { .text(String(self)) }
-    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try self.init(postgresInteger: cell)
+    }
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         try self.init(postgresBinaryInteger: bytes, dataType: dataType)
     }
 }
@@ -57,8 +71,12 @@ extension Int32: PostgresEncodable, PostgresDecodable {
 extension Int16: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int2 }
     public var postgresBindValue: PostgresBindValue { .text(String(self)) }
-    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) { try self.init(postgresInteger: cell) }
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
+        try self.init(postgresInteger: cell)
+    }
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         try self.init(postgresBinaryInteger: bytes, dataType: dataType)
     }
 }
@@ -76,7 +94,9 @@ extension Bool: PostgresEncodable, PostgresDecodable {
         }
     }
 
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         guard dataType == .bool else { throw .typeMismatch }
         guard bytes.count == 1, bytes[0] <= 1 else { throw .malformed(reason: "boolean is neither 0 nor 1") }
         self = bytes[0] == 1

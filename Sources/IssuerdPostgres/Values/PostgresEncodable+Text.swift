@@ -21,7 +21,9 @@ extension String: PostgresEncodable, PostgresDecodable {
     /// In binary, the text types and `json` are their UTF-8 text (`jsonb` after a version
     /// byte), and a `uuid` its 16 bytes, written here as PostgreSQL prints it. Other types'
     /// binary forms are not text: refused.
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         switch dataType {
         case .text, .varchar, .bpchar, .name, .json, .unknown:
             self = String(decoding: bytes, as: UTF8.self)
@@ -60,11 +62,16 @@ extension UUID: PostgresEncodable, PostgresDecodable {
         self = uuid
     }
 
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         guard dataType == .uuid else { throw .typeMismatch }
         guard bytes.count == 16 else { throw .malformed(reason: "a uuid is 16 bytes") }
-        self = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        self = UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 }
 
@@ -104,7 +111,9 @@ extension String: PostgresArrayElement {
         var strings: [String] = []
         strings.reserveCapacity(elements.count)
         for element in elements {
-            guard let element else { throw .malformed(reason: "array has a NULL element; decode as [String?] is unsupported") }
+            guard let element else {
+                throw .malformed(reason: "array has a NULL element; decode as [String?] is unsupported")
+            }
             strings.append(element)
         }
         return strings

@@ -57,12 +57,16 @@ extension PostgresDecodable {
     /// Through ``init(postgresCell:)``, the bytes decoded as UTF-8 (the client encoding, fixed
     /// at connect; anything else is repaired rather than trapped on).
     @inlinable
-    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         try self.init(postgresCell: PostgresCell(dataType: dataType, text: String(decoding: bytes, as: UTF8.self)))
     }
 
     /// No binary form is read for this type: refused, rather than misread as text.
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         throw .malformed(reason: "read in binary format, which \(Self.self) does not decode")
     }
 }
@@ -70,7 +74,9 @@ extension PostgresDecodable {
 /// Reading PostgreSQL's binary send formats: big-endian integers of the column's width.
 enum PostgresBinary {
     /// The big-endian integer in `bytes` (2, 4 or 8 of them, as `dataType` says).
-    static func integer(_ bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) -> Int64 {
+    static func integer(
+        _ bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) -> Int64 {
         let width: Int
         switch dataType {
         case .int2: width = 2
@@ -139,12 +145,16 @@ extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
     }
 
     @inlinable
-    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         self = .some(try Wrapped(postgresBytes: bytes, dataType: dataType))
     }
 
     @inlinable
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         self = .some(try Wrapped(postgresBinary: bytes, dataType: dataType))
     }
 

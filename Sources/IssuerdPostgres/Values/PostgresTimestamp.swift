@@ -21,19 +21,30 @@ extension Date: PostgresEncodable, PostgresDecodable {
     }
 
     /// As ``init(postgresCell:)``, parsed where libpq holds the text (a backtest decodes one per row).
-    public init(postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBytes bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         guard timestampTypes.contains(dataType) else { throw .typeMismatch }
         self = try PostgresTimestamp.parse(text: bytes)
     }
 
     /// Microseconds since 2000-01-01 00:00 UTC, big-endian; the extremes are `±infinity`. The
     /// same `Date` as the text form gives (both count microseconds from the reference date).
-    public init(postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType) throws(PostgresDecodingFailure) {
+    public init(
+        postgresBinary bytes: UnsafeBufferPointer<UInt8>, dataType: PostgresDataType
+    ) throws(PostgresDecodingFailure) {
         guard timestampTypes.contains(dataType) else { throw .typeMismatch }
         let micros = try PostgresBinary.integer(bytes, dataType: .int8)
-        if micros == .max { self = .distantFuture; return }
-        if micros == .min { self = .distantPast; return }
-        self = Date(timeIntervalSinceReferenceDate: Double(micros - PostgresTimestamp.postgresEpochMicroseconds) / 1_000_000)
+        if micros == .max {
+            self = .distantFuture
+            return
+        }
+        if micros == .min {
+            self = .distantPast
+            return
+        }
+        self = Date(
+            timeIntervalSinceReferenceDate: Double(micros - PostgresTimestamp.postgresEpochMicroseconds) / 1_000_000)
     }
 }
 
@@ -60,7 +71,9 @@ enum PostgresTimestamp {
     /// `timestamptz`'s binary form of `date`: big-endian microseconds since PostgreSQL's epoch,
     /// `Int64.max`/`Int64.min` for `infinity`/`-infinity` (wherever ``format(_:)`` writes them).
     static func binary(_ date: Date) -> [UInt8] {
-        let value = microseconds(date).map { $0 + postgresEpochMicroseconds } ?? (date.timeIntervalSinceReferenceDate < 0 ? .min : .max)
+        let value =
+            microseconds(date).map { $0 + postgresEpochMicroseconds }
+            ?? (date.timeIntervalSinceReferenceDate < 0 ? .min : .max)
         return withUnsafeBytes(of: value.bigEndian) { Array($0) }
     }
 
@@ -82,10 +95,15 @@ enum PostgresTimestamp {
                 index += 1
             }
             func digits(_ value: Int64, _ width: Int) {
-                var scratch: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                              UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                var scratch:
+                    (
+                        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                        UInt8, UInt8, UInt8,
+                        UInt8, UInt8, UInt8, UInt8
+                    ) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
                 withUnsafeMutableBytes(of: &scratch) { reversed in
-                    var rest = value, count = 0
+                    var rest = value
+                    var count = 0
                     repeat {
                         reversed[count] = UInt8(ascii: "0") + UInt8(rest % 10)
                         rest /= 10
@@ -122,7 +140,9 @@ enum PostgresTimestamp {
     static func parse(_ text: String) throws(PostgresDecodingFailure) -> Date {
         var text = text
         let result = text.withUTF8 { bytes -> Result<Date, PostgresDecodingFailure> in
-            do throws(PostgresDecodingFailure) { return .success(try parse(text: bytes)) } catch { return .failure(error) }
+            do throws(PostgresDecodingFailure) { return .success(try parse(text: bytes)) } catch {
+                return .failure(error)
+            }
         }
         return try result.get()
     }
@@ -138,7 +158,9 @@ enum PostgresTimestamp {
         var scanner = DigitScanner(bytes)
         var bc = false
         let count = bytes.count
-        if count > 3, bytes[count - 3] == UInt8(ascii: " "), bytes[count - 2] == UInt8(ascii: "B"), bytes[count - 1] == UInt8(ascii: "C") {
+        if count > 3, bytes[count - 3] == UInt8(ascii: " "), bytes[count - 2] == UInt8(ascii: "B"),
+            bytes[count - 1] == UInt8(ascii: "C")
+        {
             bc = true
             scanner.end -= 3
         }
@@ -178,7 +200,8 @@ enum PostgresTimestamp {
         } else {
             _ = scanner.take("Z")
         }
-        guard scanner.atEnd, (1...12).contains(month), (1...31).contains(day), hour <= 24, minute <= 59, second <= 60 else {
+        guard scanner.atEnd, (1...12).contains(month), (1...31).contains(day), hour <= 24, minute <= 59, second <= 60
+        else {
             throw malformed
         }
         let year = bc ? 1 - rawYear : rawYear

@@ -5,7 +5,10 @@ extension Array {
     /// same time (`DispatchQueue.concurrentPerform`), and `alongside`, when given, as one more
     /// task beside them: for the backtest's large arrays, whose making on one core left the other
     /// idle (the window's merge, the history index's shards).
-    public init(count: Int, inSlices slices: Int, alongside: (@Sendable () -> Void)? = nil, _ element: @Sendable (Int) -> Element) {
+    public init(
+        count: Int, inSlices slices: Int, alongside: (@Sendable () -> Void)? = nil,
+        _ element: @Sendable (Int) -> Element
+    ) {
         let slices = Swift.max(1, Swift.min(slices, count))
         let size = (count + slices - 1) / slices
         self.init(unsafeUninitializedCapacity: count) { buffer, initialized in

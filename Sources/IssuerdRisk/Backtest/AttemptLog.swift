@@ -60,22 +60,29 @@ public struct AttemptLog: Sendable {
         attempts.sort { ($0.time, $0.line) < ($1.time, $1.line) }
     }
 
-    private mutating func add(line: Substring, number: Int, clock: TimestampParser, decoder: JSONDecoder) throws(AttemptLogError) {
+    private mutating func add(
+        line: Substring, number: Int, clock: TimestampParser, decoder: JSONDecoder
+    ) throws(AttemptLogError) {
         func fail(_ message: String) -> AttemptLogError { AttemptLogError(line: number, message: message) }
         guard line.utf8.count <= Self.maximumLineBytes else { throw fail("line longer than 1 MiB") }
         guard let object = (try? decoder.decode(JSONValue.self, from: Data(line.utf8)))?.object else {
             throw fail("not a JSON object")
         }
         guard let typeName = object["type"]?.string, let kind = VelocityEvent.Kind(rawValue: typeName) else {
-            throw fail("\"type\" must be one of \(VelocityEvent.Kind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+            throw fail(
+                "\"type\" must be one of \(VelocityEvent.Kind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))"
+            )
         }
         guard let timeText = object["time"]?.string, let time = clock.parse(timeText) else {
             throw fail("\"time\" must be an RFC 3339 timestamp such as 2025-03-01T12:00:00Z")
         }
-        let subject = VelocitySubject(cardID: object["card_id"]?.string, deviceID: object["device_id"]?.string,
-                                      customerID: object["customer_id"]?.string)
-        events.append(VelocityEvent(kind: kind, time: time, cardID: subject.cardID, deviceID: subject.deviceID,
-                                    customerID: subject.customerID, cardholderName: object["cardholder_name"]?.string))
+        let subject = VelocitySubject(
+            cardID: object["card_id"]?.string, deviceID: object["device_id"]?.string,
+            customerID: object["customer_id"]?.string)
+        events.append(
+            VelocityEvent(
+                kind: kind, time: time, cardID: subject.cardID, deviceID: subject.deviceID,
+                customerID: subject.customerID, cardholderName: object["cardholder_name"]?.string))
         guard kind == .attempt else { return }
         if let replay = object["replay"] {
             guard let flag = replay.bool else { throw fail("\"replay\" must be true or false") }
@@ -125,7 +132,9 @@ public struct AttemptLog: Sendable {
         public init() {}
 
         /// The input of one stored attempt; see ``AttemptLog/input(storedInputs:time:)``.
-        public mutating func input(storedInputs bytes: UnsafeBufferPointer<UInt8>, time: Date) -> Result<RiskInput, AttemptLogError> {
+        public mutating func input(
+            storedInputs bytes: UnsafeBufferPointer<UInt8>, time: Date
+        ) -> Result<RiskInput, AttemptLogError> {
             var input = RiskInput()
             input.time = time
             // The fast path: a flat attribute object whose values all fit, assigned straight
@@ -153,8 +162,11 @@ public struct AttemptLog: Sendable {
                 guard AttemptLog.assign(name, raw, to: &input) != nil else { continue }
                 // Name the first bad attribute in name order, as a JSONL line does.
                 var scratch = RiskInput()
-                for (name, raw) in attributes.sorted(by: { $0.key < $1.key }) where AttributeCatalog.byName[name] != nil {
-                    if let problem = AttemptLog.assign(name, raw, to: &scratch) { return .failure(AttemptLogError(line: 0, message: problem)) }
+                for (name, raw) in attributes.sorted(by: { $0.key < $1.key }) where AttributeCatalog.byName[name] != nil
+                {
+                    if let problem = AttemptLog.assign(name, raw, to: &scratch) {
+                        return .failure(AttemptLogError(line: 0, message: problem))
+                    }
                 }
             }
             return .success(input)
@@ -165,7 +177,9 @@ public struct AttemptLog: Sendable {
             for index in 1..<found.count {
                 guard let raw = found[index] else { continue }
                 let attribute = AttributeCatalog.all[index - 1]
-                guard let value = AttemptLog.value(raw, for: attribute.type), attribute.assign(value, to: &input) else { return false }
+                guard let value = AttemptLog.value(raw, for: attribute.type), attribute.assign(value, to: &input) else {
+                    return false
+                }
             }
             return true
         }
@@ -182,7 +196,8 @@ public struct AttemptLog: Sendable {
     }
 
     /// `attributes`, then every attribute name.
-    fileprivate static let storedKeys = JSONValue.KeySet([Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) })
+    fileprivate static let storedKeys = JSONValue.KeySet(
+        [Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) })
 
     fileprivate static func value(_ raw: JSONValue, for type: RiskType) -> RiskValue? {
         switch (raw, type) {
@@ -229,8 +244,9 @@ struct TimestampParser {
         var text = text
         return text.withUTF8 { bytes -> Date? in
             guard bytes.count == 20 || (22...24).contains(bytes.count), bytes[bytes.count - 1] == UInt8(ascii: "Z"),
-                  bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
-                  bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":") else { return nil }
+                bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
+                bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":")
+            else { return nil }
             func number(_ range: Range<Int>) -> Int? {
                 var value = 0
                 for index in range {
@@ -240,16 +256,19 @@ struct TimestampParser {
                 }
                 return value
             }
-            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
-                  let minute = number(14..<16), let second = number(17..<19),
-                  (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), (0...23).contains(hour),
-                  (0...59).contains(minute), (0...59).contains(second) else { return nil }
+            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+                let hour = number(11..<13),
+                let minute = number(14..<16), let second = number(17..<19),
+                (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), (0...23).contains(hour),
+                (0...59).contains(minute), (0...59).contains(second)
+            else { return nil }
             var milliseconds = 0
             if bytes.count > 20 {
                 guard bytes[19] == UInt8(ascii: "."), let fraction = number(20..<(bytes.count - 1)) else { return nil }
                 milliseconds = fraction * [100, 10, 1][bytes.count - 22]
             }
-            let seconds = daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
+            let seconds =
+                daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
             return Date(timeIntervalSince1970: Double(seconds) + Double(milliseconds) / 1_000)
         }
     }

@@ -57,9 +57,12 @@ public enum Backtest {
     ///   - log: The attempts and the history events.
     ///   - sampleSize: How many changed attempts to keep.
     ///   - progress: Called every `progressEvery` attempts with (done, total).
-    public static func run(current: Ruleset, candidate: Ruleset, log: AttemptLog, sampleSize: Int = 20,
-                           progressEvery: Int = 10_000, progress: (Int, Int) -> Void = { _, _ in }) -> Report {
-        run(current: current, candidate: candidate, attempts: log.attempts, recorded: nil,
+    public static func run(
+        current: Ruleset, candidate: Ruleset, log: AttemptLog, sampleSize: Int = 20,
+        progressEvery: Int = 10_000, progress: (Int, Int) -> Void = { _, _ in }
+    ) -> Report {
+        run(
+            current: current, candidate: candidate, attempts: log.attempts, recorded: nil,
             history: InMemoryVelocityProvider(events: log.events), sampleSize: sampleSize, progressEvery: progressEvery,
             progress: progress)
     }
@@ -81,11 +84,14 @@ public enum Backtest {
     ///   - sampleSize: How many changed attempts to keep.
     ///   - workers: Threads to replay on.
     ///   - progress: Called every `progressEvery` attempts with (done, total), on the calling thread.
-    public static func run(current: Ruleset, candidate: Ruleset, attempts: [AttemptLog.Attempt], recorded: RecordedVelocity?,
-                           history: InMemoryVelocityProvider, sampleSize: Int = 20, progressEvery: Int = 10_000,
-                           workers: Int = ProcessInfo.processInfo.activeProcessorCount,
-                           progress: (Int, Int) -> Void = { _, _ in }) -> Report {
-        let replay = Replay(current: current, candidate: candidate, recorded: recorded, history: history, sampleSize: sampleSize)
+    public static func run(
+        current: Ruleset, candidate: Ruleset, attempts: [AttemptLog.Attempt], recorded: RecordedVelocity?,
+        history: InMemoryVelocityProvider, sampleSize: Int = 20, progressEvery: Int = 10_000,
+        workers: Int = ProcessInfo.processInfo.activeProcessorCount,
+        progress: (Int, Int) -> Void = { _, _ in }
+    ) -> Report {
+        let replay = Replay(
+            current: current, candidate: candidate, recorded: recorded, history: history, sampleSize: sampleSize)
         var total = Partial(current: current, candidate: candidate)
         let batch = progressEvery > 0 ? progressEvery : max(attempts.count, 1)
         var start = 0
@@ -104,17 +110,20 @@ public enum Backtest {
                     parts.withLock { $0[index] = part }
                 }
                 parts.withLock { parts in
-                    for index in ranges.indices { if let part = parts[index] { total.add(part, sampleSize: sampleSize) } }
+                    for index in ranges.indices {
+                        if let part = parts[index] { total.add(part, sampleSize: sampleSize) }
+                    }
                 }
             }
             if progressEvery > 0, end % progressEvery == 0 { progress(end, attempts.count) }
             start = end
         }
-        return Report(attempts: attempts.count, currentHits: HitCounter(current, hits: total.currentHits).counts,
-                      candidateHits: HitCounter(candidate, hits: total.candidateHits).counts, currentMix: total.mix(\.current),
-                      candidateMix: total.mix(\.candidate), transitions: total.transitionTable, sample: total.sample,
-                      changed: total.changed, currentUnresolved: total.currentUnresolved,
-                      candidateUnresolved: total.candidateUnresolved)
+        return Report(
+            attempts: attempts.count, currentHits: HitCounter(current, hits: total.currentHits).counts,
+            candidateHits: HitCounter(candidate, hits: total.candidateHits).counts, currentMix: total.mix(\.current),
+            candidateMix: total.mix(\.candidate), transitions: total.transitionTable, sample: total.sample,
+            changed: total.changed, currentUnresolved: total.currentUnresolved,
+            candidateUnresolved: total.candidateUnresolved)
     }
 
     /// What one slice of attempts adds to the report. Counters are arrays (hits by
@@ -180,7 +189,10 @@ public enum Backtest {
         let history: InMemoryVelocityProvider
         let sampleSize: Int
 
-        init(current: Ruleset, candidate: Ruleset, recorded: RecordedVelocity?, history: InMemoryVelocityProvider, sampleSize: Int) {
+        init(
+            current: Ruleset, candidate: Ruleset, recorded: RecordedVelocity?, history: InMemoryVelocityProvider,
+            sampleSize: Int
+        ) {
             self.current = current
             self.candidate = candidate
             currentVelocity = RecordedVelocity.Lookup(current.velocityQueries, in: recorded)
@@ -195,7 +207,8 @@ public enum Backtest {
             var part = Partial(current: current, candidate: candidate)
             // Each attempt is read in place (`attempts[index]` at each use, borrowed): a local copy
             // of it retained and released its every field.
-            var beforeValues: [Int?] = [], afterValues: [Int?] = []  // filled per attempt, allocated once
+            var beforeValues: [Int?] = []
+            var afterValues: [Int?] = []  // filled per attempt, allocated once
             attempts.withUnsafeBufferPointer { attempts in
                 for index in range {
                     currentVelocity.fill(&beforeValues, attempt: index, attempts[index], history: history)
@@ -209,8 +222,11 @@ public enum Backtest {
                         part.changed += 1
                         if part.sample.count < sampleSize {
                             let attempt = attempts[index]
-                            part.sample.append(Change(attemptID: attempt.id, before: current.evaluate(attempt.input, velocity: beforeValues),
-                                                      after: candidate.evaluate(attempt.input, velocity: afterValues)))
+                            part.sample.append(
+                                Change(
+                                    attemptID: attempt.id,
+                                    before: current.evaluate(attempt.input, velocity: beforeValues),
+                                    after: candidate.evaluate(attempt.input, velocity: afterValues)))
                         }
                     }
                 }
@@ -234,7 +250,8 @@ public enum Backtest {
 
         var counts: [RuleCount] {
             order.indices.compactMap { index in
-                let id = order[index], count = hits[index]
+                let id = order[index]
+                let count = hits[index]
                 if id.hasPrefix("invariant."), count == 0 { return nil }
                 return RuleCount(ruleID: id, mode: modes[index], hits: count)
             }

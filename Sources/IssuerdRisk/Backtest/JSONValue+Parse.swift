@@ -46,7 +46,9 @@ extension JSONValue {
             guard key.count < byLength.count else { return nil }
             for entry in byLength[key.count] {
                 if key.count == 0 { return entry.index }
-                let equal = entry.bytes.withUnsafeBufferPointer { candidate in memcmp(candidate.baseAddress!, key.baseAddress!, key.count) == 0 }
+                let equal = entry.bytes.withUnsafeBufferPointer { candidate in
+                    memcmp(candidate.baseAddress!, key.baseAddress!, key.count) == 0
+                }
                 if equal { return entry.index }
             }
             return nil

@@ -99,7 +99,8 @@ public struct RecordedVelocity: Sendable {
             byName = members
         case .array(let items)?:
             for item in items {
-                guard case .object(let members) = item, case .string(let name)? = members["query"] ?? members["name"] else { continue }
+                guard case .object(let members) = item, case .string(let name)? = members["query"] ?? members["name"]
+                else { continue }
                 byName[name] = members["value"] ?? .null
             }
         default:
@@ -110,7 +111,9 @@ public struct RecordedVelocity: Sendable {
 
     /// A recorded value as a count: a whole number, or nil.
     private static func count(_ value: JSONValue?) -> Int? {
-        guard case .number(let number)? = value, number.isFinite, number.rounded() == number, abs(number) < 1e15 else { return nil }
+        guard case .number(let number)? = value, number.isFinite, number.rounded() == number, abs(number) < 1e15 else {
+            return nil
+        }
         return Int(number)
     }
 
@@ -135,7 +138,8 @@ public struct RecordedVelocity: Sendable {
         init(_ queries: [VelocityQuery], in recorded: RecordedVelocity?) {
             self.queries = queries
             self.recorded = recorded
-            let columnOf = Dictionary(recorded?.queries.enumerated().map { ($1, $0) } ?? [], uniquingKeysWith: { first, _ in first })
+            let columnOf = Dictionary(
+                recorded?.queries.enumerated().map { ($1, $0) } ?? [], uniquingKeysWith: { first, _ in first })
             columns = queries.map { columnOf[$0] }
         }
 
@@ -149,7 +153,9 @@ public struct RecordedVelocity: Sendable {
 
         /// ``values(attempt:_:history:)`` into `values`, reused from one attempt to the next (an
         /// array per attempt and ruleset was an allocation and a run-time metadata look-up).
-        func fill(_ values: inout [Int?], attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider) {
+        func fill(
+            _ values: inout [Int?], attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider
+        ) {
             if values.count != queries.count { values = [Int?](repeating: nil, count: queries.count) }
             for (position, column) in columns.enumerated() {
                 if let column, let value = recorded?.value(row: index, column: column) {

@@ -28,7 +28,9 @@ extension ExpressionCompiler {
 
     /// `and` / `or` with Kleene's three-valued logic: `false and unknown` is false,
     /// `true or unknown` is true, anything else involving unknown is unknown.
-    func logical(_ op: BinaryOperator, _ lhs: CompiledExpression, _ rhs: CompiledExpression, at location: SourceLocation) throws(RuleDiagnostic) -> CompiledExpression {
+    func logical(
+        _ op: BinaryOperator, _ lhs: CompiledExpression, _ rhs: CompiledExpression, at location: SourceLocation
+    ) throws(RuleDiagnostic) -> CompiledExpression {
         let left = try Self.condition(of: op, lhs)
         let right = try Self.condition(of: op, rhs)
         let node: Reader<Bool>
@@ -55,10 +57,13 @@ extension ExpressionCompiler {
     }
 
     /// The reader of one side of `and` / `or`, or why it is not a condition.
-    private static func condition(of op: BinaryOperator, _ side: CompiledExpression) throws(RuleDiagnostic) -> Reader<Bool> {
+    private static func condition(
+        of op: BinaryOperator, _ side: CompiledExpression
+    ) throws(RuleDiagnostic) -> Reader<Bool> {
         guard case .bool(let read) = side.node else {
-            throw RuleDiagnostic(side.location, "'\(op.rawValue)' joins conditions, but this is \(Self.describe(side))",
-                                 expected: "a comparison or another true/false value")
+            throw RuleDiagnostic(
+                side.location, "'\(op.rawValue)' joins conditions, but this is \(Self.describe(side))",
+                expected: "a comparison or another true/false value")
         }
         return read
     }
@@ -67,7 +72,9 @@ extension ExpressionCompiler {
     /// operand after operand: `or` is true at the first true operand (the rest are not
     /// evaluated), else unknown if any operand was unknown, else false; `and` the same with
     /// true and false swapped.
-    private mutating func logicalChain(_ first: Expression, _ links: [ChainLink]) throws(RuleDiagnostic) -> CompiledExpression {
+    private mutating func logicalChain(
+        _ first: Expression, _ links: [ChainLink]
+    ) throws(RuleDiagnostic) -> CompiledExpression {
         let op = links[0].op
         var operands: [BoolOperand] = []
         operands.reserveCapacity(links.count + 1)
@@ -93,35 +100,62 @@ extension ExpressionCompiler {
     }
 
     /// `+ - * /` on numbers and durations; dividing by zero is unknown, never a trap.
-    func arithmetic(_ op: BinaryOperator, _ lhs: CompiledExpression, _ rhs: CompiledExpression, at location: SourceLocation) throws(RuleDiagnostic) -> CompiledExpression {
+    func arithmetic(
+        _ op: BinaryOperator, _ lhs: CompiledExpression, _ rhs: CompiledExpression, at location: SourceLocation
+    ) throws(RuleDiagnostic) -> CompiledExpression {
         let (left, right, result) = try Self.arithmeticOperands(op, lhs, rhs, at: location)
-        let node: Reader<Double> = switch op {
-        case .plus: { i, v in guard let x = left(i, v), let y = right(i, v) else { return nil }; return x + y }
-        case .minus: { i, v in guard let x = left(i, v), let y = right(i, v) else { return nil }; return x - y }
-        case .times: { i, v in guard let x = left(i, v), let y = right(i, v) else { return nil }; return x * y }
-        default: { i, v in guard let x = left(i, v), let y = right(i, v), y != 0 else { return nil }; return x / y }
-        }
+        let node: Reader<Double> =
+            switch op {
+            case .plus:
+                { i, v in
+                    guard let x = left(i, v), let y = right(i, v) else { return nil }
+                    return x + y
+                }
+            case .minus:
+                { i, v in
+                    guard let x = left(i, v), let y = right(i, v) else { return nil }
+                    return x - y
+                }
+            case .times:
+                { i, v in
+                    guard let x = left(i, v), let y = right(i, v) else { return nil }
+                    return x * y
+                }
+            default:
+                { i, v in
+                    guard let x = left(i, v), let y = right(i, v), y != 0 else { return nil }
+                    return x / y
+                }
+            }
         return CompiledExpression(type: result, node: .number(node), location: location)
     }
 
     /// The readers of `lhs op rhs` for `+ - * /` and the result's type, or the error.
-    private static func arithmeticOperands(_ op: BinaryOperator, _ lhs: CompiledExpression, _ rhs: CompiledExpression,
-                                           at location: SourceLocation) throws(RuleDiagnostic) -> (Reader<Double>, Reader<Double>, RiskType) {
-        guard case .number(let left) = lhs.node, case .number(let right) = rhs.node, let a = lhs.type, let b = rhs.type else {
+    private static func arithmeticOperands(
+        _ op: BinaryOperator, _ lhs: CompiledExpression, _ rhs: CompiledExpression,
+        at location: SourceLocation
+    ) throws(RuleDiagnostic) -> (Reader<Double>, Reader<Double>, RiskType) {
+        guard case .number(let left) = lhs.node, case .number(let right) = rhs.node, let a = lhs.type, let b = rhs.type
+        else {
             let bad = if case .number = lhs.node { rhs } else { lhs }
-            throw RuleDiagnostic(bad.location, "'\(op.rawValue)' needs numbers or durations, but this is \(Self.describe(bad))")
+            throw RuleDiagnostic(
+                bad.location, "'\(op.rawValue)' needs numbers or durations, but this is \(Self.describe(bad))")
         }
         let result: RiskType
         switch (op, a, b) {
-        case (.plus, .number, .number), (.minus, .number, .number), (.times, .number, .number), (.divide, .number, .number),
-             (.divide, .duration, .duration):
+        case (.plus, .number, .number), (.minus, .number, .number), (.times, .number, .number),
+            (.divide, .number, .number),
+            (.divide, .duration, .duration):
             result = .number
-        case (.plus, .duration, .duration), (.minus, .duration, .duration), (.times, .duration, .number), (.times, .number, .duration),
-             (.divide, .duration, .number):
+        case (.plus, .duration, .duration), (.minus, .duration, .duration), (.times, .duration, .number),
+            (.times, .number, .duration),
+            (.divide, .duration, .number):
             result = .duration
         default:
-            throw RuleDiagnostic(location, "cannot apply '\(op.rawValue)' to a \(a) and a \(b)",
-                                 expected: a == .duration || b == .duration ? "durations on both sides of + and -, or a duration times a number" : "numbers")
+            throw RuleDiagnostic(
+                location, "cannot apply '\(op.rawValue)' to a \(a) and a \(b)",
+                expected: a == .duration || b == .duration
+                    ? "durations on both sides of + and -, or a duration times a number" : "numbers")
         }
         return (left, right, result)
     }
@@ -129,7 +163,9 @@ extension ExpressionCompiler {
     /// A long `+ -` or `* /` chain in one loop: the running value, operator after operator,
     /// unknown as soon as an operand is unknown (the rest are not evaluated) or a divisor is 0;
     /// the same operations in the same order as the nested binary ones, so the same result.
-    private mutating func arithmeticChain(_ first: Expression, _ links: [ChainLink]) throws(RuleDiagnostic) -> CompiledExpression {
+    private mutating func arithmeticChain(
+        _ first: Expression, _ links: [ChainLink]
+    ) throws(RuleDiagnostic) -> CompiledExpression {
         let head = try compile(first)
         var steps: [NumberStep] = []
         steps.reserveCapacity(links.count)
@@ -163,11 +199,13 @@ extension ExpressionCompiler {
     }
 
     /// `value in set` and `value not in set`, with the set resolved at compile time.
-    func membership(_ value: CompiledExpression, _ set: CompiledExpression, negated: Bool, at location: SourceLocation) throws(RuleDiagnostic) -> CompiledExpression {
+    func membership(
+        _ value: CompiledExpression, _ set: CompiledExpression, negated: Bool, at location: SourceLocation
+    ) throws(RuleDiagnostic) -> CompiledExpression {
         guard case .set(let operand) = set.node else {
             throw RuleDiagnostic(set.location, "'in' needs a list", expected: "[\"a\", \"b\"] or @list_name")
         }
-        let where_ = operand.listName.map { "the list @\($0)" } ?? "this list"
+        let listPhrase = operand.listName.map { "the list @\($0)" } ?? "this list"
         guard let elementType = operand.elementType else {
             throw RuleDiagnostic(set.location, "the list is empty", expected: "at least one item")
         }
@@ -175,14 +213,18 @@ extension ExpressionCompiler {
         switch (value.node, value.type) {
         case (.enumeration(let read), .enumeration(let domain)?):
             guard elementType == .string else {
-                throw RuleDiagnostic(set.location, "\(where_) holds \(elementType)s but \(domain.name) is a string", expected: "a list of strings")
+                throw RuleDiagnostic(
+                    set.location, "\(listPhrase) holds \(elementType)s but \(domain.name) is a string",
+                    expected: "a list of strings")
             }
             var mask: UInt64 = 0
             for name in operand.strings.sorted() {
                 guard let code = domain.names.firstIndex(of: name) else {
-                    throw RuleDiagnostic(operand.itemLocations[name] ?? set.location, "\"\(name)\" in \(where_) is not a \(domain.name)",
-                                         expected: "one of \(domain.names.map { "\"\($0)\"" }.joined(separator: ", "))",
-                                         suggestion: Suggestion.nearest(to: name, in: domain.names))
+                    throw RuleDiagnostic(
+                        operand.itemLocations[name] ?? set.location,
+                        "\"\(name)\" in \(listPhrase) is not a \(domain.name)",
+                        expected: "one of \(domain.names.map { "\"\($0)\"" }.joined(separator: ", "))",
+                        suggestion: Suggestion.nearest(to: name, in: domain.names))
                 }
                 mask |= 1 << UInt64(code)
             }
@@ -190,18 +232,25 @@ extension ExpressionCompiler {
             contains = { i, v in read(i, v).map { bits & (1 << UInt64($0)) != 0 } }
         case (.string(let read), .string?):
             guard elementType == .string else {
-                throw RuleDiagnostic(set.location, "\(where_) holds \(elementType)s but the value is a string", expected: "a list of strings")
+                throw RuleDiagnostic(
+                    set.location, "\(listPhrase) holds \(elementType)s but the value is a string",
+                    expected: "a list of strings")
             }
             let strings = StringSet(operand.strings)
             contains = { i, v in read(i, v).map { strings.contains($0) } }
         case (.number(let read), let type?) where type == .number || type == .duration:
             guard elementType == type else {
-                throw RuleDiagnostic(set.location, "\(where_) holds \(elementType)s but the value is a \(type)", expected: "a list of \(type)s")
+                throw RuleDiagnostic(
+                    set.location, "\(listPhrase) holds \(elementType)s but the value is a \(type)",
+                    expected: "a list of \(type)s")
             }
             let numbers = operand.numbers
             contains = { i, v in read(i, v).map { numbers.contains($0) } }
         default:
-            let hint = value.type == .stringSet ? "has_any(wallet.reason_codes, [...]) to test a set of strings" : "a string, a number or a duration left of 'in'"
+            let hint =
+                value.type == .stringSet
+                ? "has_any(wallet.reason_codes, [...]) to test a set of strings"
+                : "a string, a number or a duration left of 'in'"
             throw RuleDiagnostic(value.location, "'in' cannot test \(Self.describe(value))", expected: hint)
         }
         let node: Reader<Bool>

@@ -23,8 +23,9 @@ struct ExpressionCompiler {
         readNames = []
         let compiled = try compile(expression)
         guard case .bool(let read) = compiled.node else {
-            throw RuleDiagnostic(expression.location, "a condition must be true or false, but this is \(Self.describe(compiled))",
-                                 expected: "a comparison such as wallet.device_score <= 2")
+            throw RuleDiagnostic(
+                expression.location, "a condition must be true or false, but this is \(Self.describe(compiled))",
+                expected: "a comparison such as wallet.device_score <= 2")
         }
         return (read, reads)
     }
@@ -34,13 +35,17 @@ struct ExpressionCompiler {
         let location = expression.location
         switch expression.kind {
         case .number(let value):
-            return CompiledExpression(type: .number, node: .number { _, _ in value }, constant: .number(value), location: location)
+            return CompiledExpression(
+                type: .number, node: .number { _, _ in value }, constant: .number(value), location: location)
         case .duration(let seconds):
-            return CompiledExpression(type: .duration, node: .number { _, _ in seconds }, constant: .duration(seconds), location: location)
+            return CompiledExpression(
+                type: .duration, node: .number { _, _ in seconds }, constant: .duration(seconds), location: location)
         case .string(let text):
-            return CompiledExpression(type: .string, node: .string { _, _ in text }, constant: .string(text), location: location)
+            return CompiledExpression(
+                type: .string, node: .string { _, _ in text }, constant: .string(text), location: location)
         case .bool(let flag):
-            return CompiledExpression(type: .bool, node: .bool { _, _ in flag }, constant: .bool(flag), location: location)
+            return CompiledExpression(
+                type: .bool, node: .bool { _, _ in flag }, constant: .bool(flag), location: location)
         case .name(let name):
             return try attribute(name, at: location)
         case .list(let items):
@@ -54,16 +59,25 @@ struct ExpressionCompiler {
             guard case .bool(let read) = operand.node else {
                 throw RuleDiagnostic(inner.location, "'not' needs true or false, but this is \(Self.describe(operand))")
             }
-            return CompiledExpression(type: .bool, node: .bool { input, velocity in read(input, velocity).map { !$0 } }, location: location)
+            return CompiledExpression(
+                type: .bool, node: .bool { input, velocity in read(input, velocity).map { !$0 } }, location: location)
         case .negate(let inner):
             let operand = try compile(inner)
             guard case .number(let read) = operand.node, operand.type == .number || operand.type == .duration else {
-                throw RuleDiagnostic(inner.location, "'-' needs a number or a duration, but this is \(Self.describe(operand))")
+                throw RuleDiagnostic(
+                    inner.location, "'-' needs a number or a duration, but this is \(Self.describe(operand))")
             }
             switch operand.constant {
-            case .number(let value): return CompiledExpression(type: .number, node: .number { _, _ in -value }, constant: .number(-value), location: location)
-            case .duration(let value): return CompiledExpression(type: .duration, node: .number { _, _ in -value }, constant: .duration(-value), location: location)
-            default: return CompiledExpression(type: operand.type, node: .number { input, velocity in read(input, velocity).map { -$0 } }, location: location)
+            case .number(let value):
+                return CompiledExpression(
+                    type: .number, node: .number { _, _ in -value }, constant: .number(-value), location: location)
+            case .duration(let value):
+                return CompiledExpression(
+                    type: .duration, node: .number { _, _ in -value }, constant: .duration(-value), location: location)
+            default:
+                return CompiledExpression(
+                    type: operand.type, node: .number { input, velocity in read(input, velocity).map { -$0 } },
+                    location: location)
             }
         case .binary(let op, let left, let right):
             let lhs = try compile(left)
@@ -80,38 +94,49 @@ struct ExpressionCompiler {
         }
     }
 
-    private mutating func attribute(_ name: String, at location: SourceLocation) throws(RuleDiagnostic) -> CompiledExpression {
+    private mutating func attribute(
+        _ name: String, at location: SourceLocation
+    ) throws(RuleDiagnostic) -> CompiledExpression {
         if let key = VelocityKey(rawValue: name) {
             return CompiledExpression(type: nil, node: .velocityKey(key), location: location)
         }
         guard let attribute = AttributeCatalog.byName[name] else {
-            throw RuleDiagnostic(location, "unknown attribute '\(name)'", expected: "an attribute name (see docs/rules.md)",
-                                 suggestion: Suggestion.nearest(to: name, in: AttributeCatalog.all.map(\.name) + Self.functionNames))
+            throw RuleDiagnostic(
+                location, "unknown attribute '\(name)'", expected: "an attribute name (see docs/rules.md)",
+                suggestion: Suggestion.nearest(to: name, in: AttributeCatalog.all.map(\.name) + Self.functionNames))
         }
         if readNames.insert(name).inserted {
             reads.append(ValueRead(name: name) { input, _ in attribute.value(in: input) })
         }
-        let node: CompiledExpression.Node = switch attribute.access {
-        case .bool(let read): .bool(read)
-        case .number(let read), .duration(let read): .number(read)
-        case .string(let read): .string(read)
-        case .enumeration(let read): .enumeration(read)
-        case .stringSet(let read): .stringSet(read)
-        }
+        let node: CompiledExpression.Node =
+            switch attribute.access {
+            case .bool(let read): .bool(read)
+            case .number(let read), .duration(let read): .number(read)
+            case .string(let read): .string(read)
+            case .enumeration(let read): .enumeration(read)
+            case .stringSet(let read): .stringSet(read)
+            }
         return CompiledExpression(type: attribute.type, node: node, location: location)
     }
 
-    private mutating func listReference(_ name: String, at location: SourceLocation) throws(RuleDiagnostic) -> CompiledExpression {
+    private mutating func listReference(
+        _ name: String, at location: SourceLocation
+    ) throws(RuleDiagnostic) -> CompiledExpression {
         guard let list = lists[name] else {
-            throw RuleDiagnostic(location, "unknown list '@\(name)'", expected: "a list defined by a file \(name).list beside the rules",
-                                 suggestion: Suggestion.nearest(to: name, in: lists.keys).map { "@" + $0 })
+            throw RuleDiagnostic(
+                location, "unknown list '@\(name)'", expected: "a list defined by a file \(name).list beside the rules",
+                suggestion: Suggestion.nearest(to: name, in: lists.keys).map { "@" + $0 })
         }
         usedLists.insert(name)
-        let operand = SetOperand(strings: list.strings, numbers: list.numbers, elementType: list.type == .string ? .string : .number, listName: name)
+        let operand = SetOperand(
+            strings: list.strings, numbers: list.numbers, elementType: list.type == .string ? .string : .number,
+            listName: name)
         return CompiledExpression(type: nil, node: .set(operand), location: location)
     }
 
-    private mutating func literalSet(_ items: [Expression], at location: SourceLocation) throws(RuleDiagnostic) -> CompiledExpression {
+    private mutating func literalSet(
+        _ items: [Expression], at location: SourceLocation
+    ) throws(RuleDiagnostic) -> CompiledExpression {
         var operand = SetOperand()
         for item in items {
             let compiled = try compile(item)
@@ -128,10 +153,12 @@ struct ExpressionCompiler {
                 operand.numbers.insert(value)
                 itemType = .duration
             default:
-                throw RuleDiagnostic(item.location, "a list holds literal values only", expected: "a string, a number or a duration")
+                throw RuleDiagnostic(
+                    item.location, "a list holds literal values only", expected: "a string, a number or a duration")
             }
             if let elementType = operand.elementType, elementType != itemType {
-                throw RuleDiagnostic(item.location, "list mixes \(elementType) and \(itemType) items", expected: "items of one type")
+                throw RuleDiagnostic(
+                    item.location, "list mixes \(elementType) and \(itemType) items", expected: "items of one type")
             }
             operand.elementType = itemType
         }
@@ -145,8 +172,10 @@ struct ExpressionCompiler {
     mutating func slot(for query: VelocityQuery, at location: SourceLocation) throws(RuleDiagnostic) -> Int {
         if let index = queryIndex[query] { return index }
         guard queries.count < RulesetLimits.velocityQueries else {
-            throw RuleDiagnostic(location, "\(query) is one distinct velocity value too many: a ruleset may read at most \(RulesetLimits.velocityQueries)",
-                                 expected: "a window or key another rule already uses")
+            throw RuleDiagnostic(
+                location,
+                "\(query) is one distinct velocity value too many: a ruleset may read at most \(RulesetLimits.velocityQueries)",
+                expected: "a window or key another rule already uses")
         }
         queryIndex[query] = queries.count
         queries.append(query)

@@ -20,7 +20,10 @@ struct ConditionBlock: Sendable {
             var offset = 0
             // Four rules per link: fewer closure calls per request than one link per rule.
             while offset + 4 <= chunk.count {
-                let (a, b, c, d) = (chunk[offset].evaluate, chunk[offset + 1].evaluate, chunk[offset + 2].evaluate, chunk[offset + 3].evaluate)
+                let (a, b, c, d) = (
+                    chunk[offset].evaluate, chunk[offset + 1].evaluate, chunk[offset + 2].evaluate,
+                    chunk[offset + 3].evaluate
+                )
                 let previous = block
                 let first = UInt64(offset)
                 block = { input, velocity in

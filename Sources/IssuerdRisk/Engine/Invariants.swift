@@ -16,26 +16,39 @@ public enum Invariants {
     static func apply(to input: RiskInput, hits: inout [RuleHit], unresolved: inout [RuleHit]) {
         switch input.walletRecommendation {
         case .decline?:
-            hits.append(RuleHit(ruleID: walletDeclined, outcome: .orange, reason: "WALLET_DECLINED", mode: .live,
-                                values: [RuleValue(name: "wallet.recommendation", value: .string("decline"))]))
+            hits.append(
+                RuleHit(
+                    ruleID: walletDeclined, outcome: .orange, reason: "WALLET_DECLINED", mode: .live,
+                    values: [RuleValue(name: "wallet.recommendation", value: .string("decline"))]))
         case .requireAdditionalAuthentication?:
-            hits.append(RuleHit(ruleID: walletRequiresAuthentication, outcome: .yellow, reason: "WALLET_REQUIRES_AUTHENTICATION", mode: .live,
-                                values: [RuleValue(name: "wallet.recommendation", value: .string("require_additional_authentication"))]))
+            hits.append(
+                RuleHit(
+                    ruleID: walletRequiresAuthentication, outcome: .yellow, reason: "WALLET_REQUIRES_AUTHENTICATION",
+                    mode: .live,
+                    values: [
+                        RuleValue(name: "wallet.recommendation", value: .string("require_additional_authentication"))
+                    ]))
         case .approve?:
             break
         case nil:
-            unresolved.append(RuleHit(ruleID: walletDeclined, outcome: .orange, reason: "WALLET_DECLINED", mode: .live,
-                                      values: [RuleValue(name: "wallet.recommendation", value: .unknown)]))
+            unresolved.append(
+                RuleHit(
+                    ruleID: walletDeclined, outcome: .orange, reason: "WALLET_DECLINED", mode: .live,
+                    values: [RuleValue(name: "wallet.recommendation", value: .unknown)]))
         }
         switch input.cardStatus {
         case .lost?, .stolen?, .closed?:
-            hits.append(RuleHit(ruleID: cardUnusable, outcome: .orange, reason: "CARD_NOT_USABLE", mode: .live,
-                                values: [RuleValue(name: "card.status", value: .string(input.cardStatus?.name ?? ""))]))
+            hits.append(
+                RuleHit(
+                    ruleID: cardUnusable, outcome: .orange, reason: "CARD_NOT_USABLE", mode: .live,
+                    values: [RuleValue(name: "card.status", value: .string(input.cardStatus?.name ?? ""))]))
         case .active?, .blocked?:
             break
         case nil:
-            unresolved.append(RuleHit(ruleID: cardUnusable, outcome: .orange, reason: "CARD_NOT_USABLE", mode: .live,
-                                      values: [RuleValue(name: "card.status", value: .unknown)]))
+            unresolved.append(
+                RuleHit(
+                    ruleID: cardUnusable, outcome: .orange, reason: "CARD_NOT_USABLE", mode: .live,
+                    values: [RuleValue(name: "card.status", value: .unknown)]))
         }
     }
 }

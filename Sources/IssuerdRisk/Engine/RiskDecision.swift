@@ -30,7 +30,9 @@ public struct RiskDecision: Sendable, Hashable {
         var names: [String] = []
         for rule in [hits, unresolved] {
             for hit in rule {
-                for (name, value) in zip(hit.header.valueNames, hit.readValues) where value.isUnknown { names.append(name) }
+                for (name, value) in zip(hit.header.valueNames, hit.readValues) where value.isUnknown {
+                    names.append(name)
+                }
             }
         }
         names.sort()

@@ -50,7 +50,9 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
         let stepUp: StepUpMethods?
         let valueNames: [String]
 
-        init(ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods?, valueNames: [String]) {
+        init(
+            ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods?, valueNames: [String]
+        ) {
             self.ruleID = ruleID
             self.outcome = outcome
             self.reason = reason
@@ -70,8 +72,12 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A hit.
-    public init(ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods? = nil, values: [RuleValue]) {
-        header = Header(ruleID: ruleID, outcome: outcome, reason: reason, mode: mode, stepUp: stepUp, valueNames: values.map(\.name))
+    public init(
+        ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods? = nil, values: [RuleValue]
+    ) {
+        header = Header(
+            ruleID: ruleID, outcome: outcome, reason: reason, mode: mode, stepUp: stepUp, valueNames: values.map(\.name)
+        )
         readValues = values.map(\.value)
     }
 
@@ -100,7 +106,8 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
     public var isInvariant: Bool { ruleID.hasPrefix("invariant.") }
 
     public static func == (a: RuleHit, b: RuleHit) -> Bool {
-        a.ruleID == b.ruleID && a.outcome == b.outcome && a.reason == b.reason && a.mode == b.mode && a.stepUp == b.stepUp
+        a.ruleID == b.ruleID && a.outcome == b.outcome && a.reason == b.reason && a.mode == b.mode
+            && a.stepUp == b.stepUp
             && a.header.valueNames == b.header.valueNames && a.readValues == b.readValues
     }
 
@@ -110,6 +117,7 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(ruleID) \(outcome)\(mode == .shadow ? " (shadow)" : "") \(reason) {" + values.map(\.description).joined(separator: ", ") + "}"
+        "\(ruleID) \(outcome)\(mode == .shadow ? " (shadow)" : "") \(reason) {"
+            + values.map(\.description).joined(separator: ", ") + "}"
     }
 }

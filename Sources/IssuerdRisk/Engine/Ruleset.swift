@@ -31,8 +31,10 @@ public struct Ruleset: Sendable {
     /// Per rule, its step-up restriction (nil: none).
     let stepUps: [StepUpMethods?]
 
-    init(version: String, rules: [Rule], velocityQueries: [VelocityQuery], listSizes: [String: Int], files: [String],
-         conditions: [RuleCondition], reads: [[ValueRead]]) {
+    init(
+        version: String, rules: [Rule], velocityQueries: [VelocityQuery], listSizes: [String: Int], files: [String],
+        conditions: [RuleCondition], reads: [[ValueRead]]
+    ) {
         self.version = version
         self.rules = rules
         self.velocityQueries = velocityQueries
@@ -42,9 +44,12 @@ public struct Ruleset: Sendable {
         self.blocks = ConditionBlock.blocks(conditions)
         self.reads = reads
         self.headers = zip(rules, reads).map { rule, reads in
-            RuleHit.Header(ruleID: rule.id, outcome: rule.outcome, reason: rule.reason, mode: rule.mode, stepUp: rule.stepUp, valueNames: reads.map(\.name))
+            RuleHit.Header(
+                ruleID: rule.id, outcome: rule.outcome, reason: rule.reason, mode: rule.mode, stepUp: rule.stepUp,
+                valueNames: reads.map(\.name))
         }
-        var live = [UInt64](repeating: 0, count: blocks.count), orange = live
+        var live = [UInt64](repeating: 0, count: blocks.count)
+        var orange = live
         for (index, rule) in rules.enumerated() {
             let bit: UInt64 = 1 << UInt64(index % ConditionBlock.width)
             if rule.mode == .live { live[index / ConditionBlock.width] |= bit }
@@ -64,8 +69,12 @@ public struct Ruleset: Sendable {
     ///   - provider: The history.
     /// - Throws: Whatever the provider throws; the caller decides whether to fail or to
     ///   evaluate with unknown velocity (``evaluate(_:velocity:)`` with nils).
-    public func evaluate(_ input: RiskInput, subject: VelocitySubject, at time: Date, using provider: some VelocityProvider) throws -> RiskDecision {
-        let values = velocityQueries.isEmpty ? [] : try provider.values(for: VelocityBatch(subject: subject, time: time, queries: velocityQueries))
+    public func evaluate(
+        _ input: RiskInput, subject: VelocitySubject, at time: Date, using provider: some VelocityProvider
+    ) throws -> RiskDecision {
+        let values =
+            velocityQueries.isEmpty
+            ? [] : try provider.values(for: VelocityBatch(subject: subject, time: time, queries: velocityQueries))
         return evaluate(input, velocity: values)
     }
 
@@ -96,19 +105,25 @@ public struct Ruleset: Sendable {
             }
         }
         if hits.isEmpty {
-            return RiskDecision(flow: .green, stepUpMethods: [], hits: hits, unresolved: unresolved, shadowFlow: .green, rulesetVersion: version)
+            return RiskDecision(
+                flow: .green, stepUpMethods: [], hits: hits, unresolved: unresolved, shadowFlow: .green,
+                rulesetVersion: version)
         }
         let live = Self.resolve(hits, includingShadow: false)
-        let shadowFlow = hits.contains { $0.mode == .shadow } ? Self.resolve(hits, includingShadow: true).flow : live.flow
+        let shadowFlow =
+            hits.contains { $0.mode == .shadow } ? Self.resolve(hits, includingShadow: true).flow : live.flow
         if let escalation = live.escalation { hits.append(escalation) }
-        return RiskDecision(flow: live.flow, stepUpMethods: live.methods, hits: hits, unresolved: unresolved,
-                            shadowFlow: shadowFlow, rulesetVersion: version)
+        return RiskDecision(
+            flow: live.flow, stepUpMethods: live.methods, hits: hits, unresolved: unresolved,
+            shadowFlow: shadowFlow, rulesetVersion: version)
     }
 
     /// The positions ``tally(_:velocity:hits:)`` counts hits at: the four invariants in this
     /// order, then rule `i` at `invariantSlots.count + i`.
-    public static let invariantSlots = [Invariants.walletDeclined, Invariants.walletRequiresAuthentication, Invariants.cardUnusable,
-                                        Invariants.noStepUpMethod]
+    public static let invariantSlots = [
+        Invariants.walletDeclined, Invariants.walletRequiresAuthentication, Invariants.cardUnusable,
+        Invariants.noStepUpMethod,
+    ]
 
     /// What a backtest counts of ``evaluate(_:velocity:)``'s decision, without building it: adds 1
     /// to `hits` at each hit's position (``invariantSlots``; shadow hits and the
@@ -124,13 +139,19 @@ public struct Ruleset: Sendable {
         var flow = Flow.green
         var unresolved = false
         switch input.walletRecommendation {
-        case .decline?: hits[0] += 1; flow = .orange
-        case .requireAdditionalAuthentication?: hits[1] += 1; flow = max(flow, .yellow)
+        case .decline?:
+            hits[0] += 1
+            flow = .orange
+        case .requireAdditionalAuthentication?:
+            hits[1] += 1
+            flow = max(flow, .yellow)
         case .approve?: break
         case nil: unresolved = true
         }
         switch input.cardStatus {
-        case .lost?, .stolen?, .closed?: hits[2] += 1; flow = .orange
+        case .lost?, .stolen?, .closed?:
+            hits[2] += 1
+            flow = .orange
         case .active?, .blocked?: break
         case nil: unresolved = true
         }
@@ -172,7 +193,9 @@ public struct Ruleset: Sendable {
 
     /// The most severe hit decides; step-up restrictions intersect; a yellow with no method
     /// left becomes orange (recorded as `invariant.no_step_up_method`).
-    static func resolve(_ hits: [RuleHit], includingShadow: Bool) -> (flow: Flow, methods: StepUpMethods, escalation: RuleHit?) {
+    static func resolve(
+        _ hits: [RuleHit], includingShadow: Bool
+    ) -> (flow: Flow, methods: StepUpMethods, escalation: RuleHit?) {
         var flow = Flow.green
         var methods = StepUpMethods.all
         var restrictions: [RuleValue] = []
@@ -188,7 +211,9 @@ public struct Ruleset: Sendable {
         case .orange: return (.orange, [], nil)
         case .yellow:
             guard methods.isEmpty else { return (.yellow, methods, nil) }
-            let escalation = RuleHit(ruleID: Invariants.noStepUpMethod, outcome: .orange, reason: "NO_STEP_UP_METHOD_LEFT", mode: .live, values: restrictions)
+            let escalation = RuleHit(
+                ruleID: Invariants.noStepUpMethod, outcome: .orange, reason: "NO_STEP_UP_METHOD_LEFT", mode: .live,
+                values: restrictions)
             return (.orange, [], escalation)
         }
     }

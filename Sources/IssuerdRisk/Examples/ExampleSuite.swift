@@ -57,7 +57,9 @@ public enum ExampleSuite {
                 let actual = Set(decision.hits.map(\.ruleID))
                 let missing = Set(expected).subtracting(actual).sorted()
                 let extra = actual.subtracting(expected).sorted()
-                if !missing.isEmpty { failures.append("expected to hit but did not: \(missing.joined(separator: ", "))") }
+                if !missing.isEmpty {
+                    failures.append("expected to hit but did not: \(missing.joined(separator: ", "))")
+                }
                 if !extra.isEmpty { failures.append("hit but not expected: \(extra.joined(separator: ", "))") }
             }
             if let expected = example.expectedStepUp, expected != decision.stepUpMethods {
@@ -69,7 +71,9 @@ public enum ExampleSuite {
         return Report(results: results, uncoveredRules: uncovered)
     }
 
-    private static func inputs(of example: RuleExample, slots: [String: Int], count: Int) throws(RuleDiagnostic) -> (RiskInput, [Int?]) {
+    private static func inputs(
+        of example: RuleExample, slots: [String: Int], count: Int
+    ) throws(RuleDiagnostic) -> (RiskInput, [Int?]) {
         var input = RiskInput()
         var velocity = [Int?](repeating: nil, count: count)
         var seen = Set<String>()
@@ -79,26 +83,34 @@ public enum ExampleSuite {
             }
             if given.isVelocity {
                 guard let slot = slots[given.key] else {
-                    throw RuleDiagnostic(given.location, "no rule reads \(given.key)", expected: "a velocity call the rules use",
-                                         suggestion: Suggestion.nearest(to: given.key, in: slots.keys))
+                    throw RuleDiagnostic(
+                        given.location, "no rule reads \(given.key)", expected: "a velocity call the rules use",
+                        suggestion: Suggestion.nearest(to: given.key, in: slots.keys))
                 }
                 switch given.value {
-                case .number(let value) where value >= 0 && value.rounded() == value && value < 1e9: velocity[slot] = Int(value)
+                case .number(let value) where value >= 0 && value.rounded() == value && value < 1e9:
+                    velocity[slot] = Int(value)
                 case .unknown: velocity[slot] = nil
-                default: throw RuleDiagnostic(given.location, "\(given.key) is a count", expected: "a whole number ≥ 0 or unknown")
+                default:
+                    throw RuleDiagnostic(
+                        given.location, "\(given.key) is a count", expected: "a whole number ≥ 0 or unknown")
                 }
                 continue
             }
             guard let attribute = AttributeCatalog.byName[given.key] else {
-                throw RuleDiagnostic(given.location, "unknown attribute '\(given.key)'", expected: "an attribute name (see docs/rules.md)",
-                                     suggestion: Suggestion.nearest(to: given.key, in: AttributeCatalog.all.map(\.name)))
+                throw RuleDiagnostic(
+                    given.location, "unknown attribute '\(given.key)'",
+                    expected: "an attribute name (see docs/rules.md)",
+                    suggestion: Suggestion.nearest(to: given.key, in: AttributeCatalog.all.map(\.name)))
             }
             guard attribute.assign(given.value, to: &input) else {
                 var suggestion: String?
                 if case .enumeration(let domain) = attribute.type, case .string(let name) = given.value {
                     suggestion = Suggestion.nearest(to: name, in: domain.names)
                 }
-                throw RuleDiagnostic(given.location, "\(given.value) does not fit \(given.key)", expected: "a \(attribute.type)", suggestion: suggestion)
+                throw RuleDiagnostic(
+                    given.location, "\(given.value) does not fit \(given.key)", expected: "a \(attribute.type)",
+                    suggestion: suggestion)
             }
         }
         return (input, velocity)

@@ -53,12 +53,15 @@ enum RuleExampleParser {
     private static func example(_ stream: inout TokenStream) throws(RuleDiagnostic) -> RuleExample {
         try stream.checkValid()
         guard stream.current.isWord("example") else {
-            throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display)", expected: "'example \"name\"'")
+            throw RuleDiagnostic(
+                stream.current.location, "unexpected \(stream.current.display)", expected: "'example \"name\"'")
         }
         let location = stream.current.location
         stream.advance()
         guard case .string(let name) = stream.current.kind else {
-            throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display)", expected: "the example's name as a \"quoted string\"")
+            throw RuleDiagnostic(
+                stream.current.location, "unexpected \(stream.current.display)",
+                expected: "the example's name as a \"quoted string\"")
         }
         stream.advance()
         guard stream.current.isWord("given") else {
@@ -75,23 +78,31 @@ enum RuleExampleParser {
             case .name: isVelocity = false
             case .call: isVelocity = true
             default:
-                throw RuleDiagnostic(keyExpression.location, "unexpected \(keyExpression.text)", expected: "an attribute name or a velocity call, then ':'")
+                throw RuleDiagnostic(
+                    keyExpression.location, "unexpected \(keyExpression.text)",
+                    expected: "an attribute name or a velocity call, then ':'")
             }
             try stream.expect(.colon, "':' after \(keyExpression.text)")
             stream.startExpression()
             let valueExpression = try stream.primary()
-            given.append(RuleExample.Given(key: keyExpression.text, isVelocity: isVelocity, value: try literal(valueExpression), location: keyExpression.location))
+            given.append(
+                RuleExample.Given(
+                    key: keyExpression.text, isVelocity: isVelocity, value: try literal(valueExpression),
+                    location: keyExpression.location))
             if stream.current.isSymbol(.comma) { stream.advance() }
         }
         stream.advance()
         guard stream.current.isWord("expect") else {
-            throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display)", expected: "'expect green', 'expect yellow' or 'expect orange'")
+            throw RuleDiagnostic(
+                stream.current.location, "unexpected \(stream.current.display)",
+                expected: "'expect green', 'expect yellow' or 'expect orange'")
         }
         stream.advance()
         let flowWord = try stream.word("green, yellow or orange")
         guard let flow = Flow(name: flowWord.text) else {
-            throw RuleDiagnostic(flowWord.location, "unknown flow '\(flowWord.text)'", expected: "green, yellow or orange",
-                                 suggestion: Suggestion.nearest(to: flowWord.text, in: ["green", "yellow", "orange"]))
+            throw RuleDiagnostic(
+                flowWord.location, "unknown flow '\(flowWord.text)'", expected: "green, yellow or orange",
+                suggestion: Suggestion.nearest(to: flowWord.text, in: ["green", "yellow", "orange"]))
         }
         var example = RuleExample(name: name, location: location, given: given, expectedFlow: flow)
         while !stream.current.isWord("end") {
@@ -103,14 +114,18 @@ enum RuleExampleParser {
                 var methods: StepUpMethods = []
                 for word in try words(&stream, "a step-up method") {
                     guard let method = StepUpMethods(name: word.text) else {
-                        throw RuleDiagnostic(word.location, "unknown step-up method '\(word.text)'", expected: StepUpMethods.names.joined(separator: ", "),
-                                             suggestion: Suggestion.nearest(to: word.text, in: StepUpMethods.names))
+                        throw RuleDiagnostic(
+                            word.location, "unknown step-up method '\(word.text)'",
+                            expected: StepUpMethods.names.joined(separator: ", "),
+                            suggestion: Suggestion.nearest(to: word.text, in: StepUpMethods.names))
                     }
                     methods.insert(method)
                 }
                 example.expectedStepUp = methods
             } else {
-                throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display)", expected: "'hits [...]', 'stepup [...]' or 'end'")
+                throw RuleDiagnostic(
+                    stream.current.location, "unexpected \(stream.current.display)",
+                    expected: "'hits [...]', 'stepup [...]' or 'end'")
             }
         }
         stream.advance()
@@ -139,13 +154,16 @@ enum RuleExampleParser {
             var strings: [String] = []
             for item in items {
                 guard case .string(let text) = item.kind else {
-                    throw RuleDiagnostic(item.location, "a list value holds strings only", expected: "a \"quoted string\"")
+                    throw RuleDiagnostic(
+                        item.location, "a list value holds strings only", expected: "a \"quoted string\"")
                 }
                 strings.append(text)
             }
             return .strings(strings)
         default:
-            throw RuleDiagnostic(expression.location, "unexpected \(expression.text)", expected: "a literal: \"text\", 3, 14d, true, [\"A\"] or unknown")
+            throw RuleDiagnostic(
+                expression.location, "unexpected \(expression.text)",
+                expected: "a literal: \"text\", 3, 14d, true, [\"A\"] or unknown")
         }
     }
 }

@@ -19,7 +19,8 @@ struct Lexer {
     /// - Throws: A ``RuleDiagnostic`` at the first character that starts no token.
     static func tokenize(file: String, text: String) throws(RuleDiagnostic) -> [Token] {
         guard text.utf8.count <= maximumFileSize else {
-            throw RuleDiagnostic(SourceLocation(file: file, line: 1, column: 1), "file is larger than \(maximumFileSize >> 20) MiB")
+            throw RuleDiagnostic(
+                SourceLocation(file: file, line: 1, column: 1), "file is larger than \(maximumFileSize >> 20) MiB")
         }
         var lexer = Lexer(file: file, text: text)
         var tokens: [Token] = []
@@ -91,7 +92,8 @@ struct Lexer {
         if byte == UInt8(ascii: "@") {
             advance()
             guard let first = peek(), Self.isWordStart(first) else {
-                throw RuleDiagnostic(start, "'@' must be followed by a list name", expected: "a list name such as @blocked_devices")
+                throw RuleDiagnostic(
+                    start, "'@' must be followed by a list name", expected: "a list name such as @blocked_devices")
             }
             return Token(kind: .listReference(readWord()), location: start)
         }
@@ -126,7 +128,9 @@ struct Lexer {
         guard text.count <= 18, let value = Double(text) else {
             throw RuleDiagnostic(start, "number '\(text)' is out of range")
         }
-        guard let unitByte = peek(), Self.isWordStart(unitByte) else { return Token(kind: .number(value), location: start) }
+        guard let unitByte = peek(), Self.isWordStart(unitByte) else {
+            return Token(kind: .number(value), location: start)
+        }
         let unitLocation = location
         let unit = readWord()
         let scale: Double
@@ -136,8 +140,9 @@ struct Lexer {
         case "h": scale = 3_600
         case "d": scale = 86_400
         default:
-            throw RuleDiagnostic(unitLocation, "unknown duration unit '\(unit)'", expected: "s, m, h or d (as in 30m, 24h, 14d)",
-                                 suggestion: nil)
+            throw RuleDiagnostic(
+                unitLocation, "unknown duration unit '\(unit)'", expected: "s, m, h or d (as in 30m, 24h, 14d)",
+                suggestion: nil)
         }
         return Token(kind: .duration(value * scale), location: start)
     }
@@ -151,7 +156,9 @@ struct Lexer {
             if byte == UInt8(ascii: "\"") {
                 return Token(kind: .string(String(decoding: scalars, as: UTF8.self)), location: start)
             }
-            if byte == UInt8(ascii: "\\"), let escaped = peek(), escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") {
+            if byte == UInt8(ascii: "\\"), let escaped = peek(),
+                escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\")
+            {
                 advance()
                 scalars.append(escaped)
                 continue

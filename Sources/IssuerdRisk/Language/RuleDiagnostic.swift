@@ -72,7 +72,9 @@ public struct RulesetError: Error, Sendable, CustomStringConvertible {
     public init(code: Code = .invalidRules, diagnostics: [RuleDiagnostic], detail: String? = nil) {
         self.code = code
         self.diagnostics = diagnostics.sorted {
-            ($0.location.file, $0.location.line, $0.location.column) < ($1.location.file, $1.location.line, $1.location.column)
+            ($0.location.file, $0.location.line, $0.location.column) < (
+                $1.location.file, $1.location.line, $1.location.column
+            )
         }
         self.detail = detail
     }

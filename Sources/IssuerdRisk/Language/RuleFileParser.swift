@@ -15,8 +15,11 @@ enum RuleFileParser {
     ///
     /// - Parameter rulesetTermsBefore: The terms of the ruleset's earlier files, for the
     ///   ruleset's total (``RulesetLimits/rulesetTerms``).
-    static func parse(file: String, text: String, rulesetTermsBefore: Int = 0) -> (rules: [RuleDeclaration], diagnostics: [RuleDiagnostic], terms: Int) {
-        let parsed = TokenStream.parseBlocks(file: file, text: text, rulesetTermsBefore: rulesetTermsBefore, block: rule, recover: recover)
+    static func parse(
+        file: String, text: String, rulesetTermsBefore: Int = 0
+    ) -> (rules: [RuleDeclaration], diagnostics: [RuleDiagnostic], terms: Int) {
+        let parsed = TokenStream.parseBlocks(
+            file: file, text: text, rulesetTermsBefore: rulesetTermsBefore, block: rule, recover: recover)
         return (parsed.blocks, parsed.diagnostics, parsed.terms)
     }
 
@@ -36,31 +39,42 @@ enum RuleFileParser {
     private static func rule(_ stream: inout TokenStream) throws(RuleDiagnostic) -> RuleDeclaration {
         try stream.checkValid()
         guard stream.current.isWord("rule") else {
-            let suggestion: String? = if case .word(let word) = stream.current.kind { Suggestion.nearest(to: word, in: ["rule"]) } else { nil }
-            throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display)", expected: "'rule' to start a rule block", suggestion: suggestion)
+            let suggestion: String? =
+                if case .word(let word) = stream.current.kind { Suggestion.nearest(to: word, in: ["rule"]) } else {
+                    nil
+                }
+            throw RuleDiagnostic(
+                stream.current.location, "unexpected \(stream.current.display)",
+                expected: "'rule' to start a rule block", suggestion: suggestion)
         }
         let location = stream.current.location
         stream.advance()
         var rule = RuleDeclaration(id: try stream.word("a rule id such as wallet.low_device_score"), location: location)
         if rule.id.text.hasPrefix("invariant.") {
-            throw RuleDiagnostic(rule.id.location, "rule ids starting with 'invariant.' are reserved for the built-in invariants")
+            throw RuleDiagnostic(
+                rule.id.location, "rule ids starting with 'invariant.' are reserved for the built-in invariants")
         }
         while !stream.current.isWord("when") {
             try stream.checkValid()
             guard case .word(let field) = stream.current.kind, fields.contains(field) else {
                 let word: String? = if case .word(let word) = stream.current.kind { word } else { nil }
-                throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display) in rule '\(rule.id.text)'",
-                                     expected: "a field (\(fields.joined(separator: ", ")))",
-                                     suggestion: word.flatMap { Suggestion.nearest(to: $0, in: fields) })
+                throw RuleDiagnostic(
+                    stream.current.location, "unexpected \(stream.current.display) in rule '\(rule.id.text)'",
+                    expected: "a field (\(fields.joined(separator: ", ")))",
+                    suggestion: word.flatMap { Suggestion.nearest(to: $0, in: fields) })
             }
             let fieldLocation = stream.current.location
             stream.advance()
-            func duplicate() -> RuleDiagnostic { RuleDiagnostic(fieldLocation, "'\(field)' is given twice in rule '\(rule.id.text)'") }
+            func duplicate() -> RuleDiagnostic {
+                RuleDiagnostic(fieldLocation, "'\(field)' is given twice in rule '\(rule.id.text)'")
+            }
             switch field {
             case "title":
                 guard rule.title == nil else { throw duplicate() }
                 guard case .string(let title) = stream.current.kind else {
-                    throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display)", expected: "the title as a \"quoted string\"")
+                    throw RuleDiagnostic(
+                        stream.current.location, "unexpected \(stream.current.display)",
+                        expected: "the title as a \"quoted string\"")
                 }
                 rule.title = title
                 stream.advance()
@@ -99,8 +113,10 @@ enum RuleFileParser {
         rule.condition = try stream.expression()
         try stream.checkValid()
         guard stream.current.isWord("end") else {
-            throw RuleDiagnostic(stream.current.location, "unexpected \(stream.current.display) after the condition of rule '\(rule.id.text)'",
-                                 expected: "an operator (and, or, ==, <, in, …) or 'end'")
+            throw RuleDiagnostic(
+                stream.current.location,
+                "unexpected \(stream.current.display) after the condition of rule '\(rule.id.text)'",
+                expected: "an operator (and, or, ==, <, in, …) or 'end'")
         }
         stream.advance()
         return rule

@@ -42,8 +42,16 @@ struct ChainLink: Sendable {
 /// Binary operators, loosest binding first in the grammar.
 enum BinaryOperator: String, Sendable {
     case or, and
-    case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
-    case plus = "+", minus = "-", times = "*", divide = "/"
+    case equal = "=="
+    case notEqual = "!="
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
+    case plus = "+"
+    case minus = "-"
+    case times = "*"
+    case divide = "/"
 
     var isComparison: Bool {
         switch self {

@@ -17,10 +17,25 @@ struct Token: Sendable, Equatable {
     }
 
     enum Symbol: String, Sendable {
-        case leftParen = "(", rightParen = ")", leftBracket = "[", rightBracket = "]"
-        case leftBrace = "{", rightBrace = "}", comma = ",", colon = ":"
-        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
-        case plus = "+", minus = "-", times = "*", divide = "/", assign = "="
+        case leftParen = "("
+        case rightParen = ")"
+        case leftBracket = "["
+        case rightBracket = "]"
+        case leftBrace = "{"
+        case rightBrace = "}"
+        case comma = ","
+        case colon = ":"
+        case equal = "=="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
+        case plus = "+"
+        case minus = "-"
+        case times = "*"
+        case divide = "/"
+        case assign = "="
     }
 
     var kind: Kind

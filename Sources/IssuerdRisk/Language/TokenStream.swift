@@ -34,7 +34,9 @@ struct TokenStream {
     private(set) var exhausted = false
 
     /// Words that cannot be attribute or function names.
-    static let reservedWords: Set<String> = ["and", "or", "not", "in", "true", "false", "rule", "end", "when", "example", "given", "expect"]
+    static let reservedWords: Set<String> = [
+        "and", "or", "not", "in", "true", "false", "rule", "end", "when", "example", "given", "expect",
+    ]
 
     init(_ tokens: [Token], rulesetTermsBefore: Int? = nil) {
         self.tokens = tokens
@@ -57,7 +59,8 @@ struct TokenStream {
     mutating func expect(_ symbol: Token.Symbol, _ what: String? = nil) throws(RuleDiagnostic) {
         try checkValid()
         guard current.isSymbol(symbol) else {
-            throw RuleDiagnostic(current.location, "unexpected \(current.display)", expected: what ?? "'\(symbol.rawValue)'")
+            throw RuleDiagnostic(
+                current.location, "unexpected \(current.display)", expected: what ?? "'\(symbol.rawValue)'")
         }
         advance()
     }
@@ -84,19 +87,25 @@ struct TokenStream {
         expressionTerms += 1
         fileTerms += 1
         if expressionTerms > RulesetLimits.conditionTerms {
-            throw RuleDiagnostic(location, "expression is longer than \(RulesetLimits.conditionTerms) terms (values and operators)",
-                                 expected: "a shorter condition: split it into several rules, or move a long list of values to an @list file")
+            throw RuleDiagnostic(
+                location, "expression is longer than \(RulesetLimits.conditionTerms) terms (values and operators)",
+                expected:
+                    "a shorter condition: split it into several rules, or move a long list of values to an @list file")
         }
         guard let before = rulesetTermsBefore else { return }
         if fileTerms > RulesetLimits.fileTerms {
             exhausted = true
-            throw RuleDiagnostic(location, "the conditions of this file are longer than \(RulesetLimits.fileTerms) terms in all; the rest of the file is not read",
-                                 expected: "the rules split over several files")
+            throw RuleDiagnostic(
+                location,
+                "the conditions of this file are longer than \(RulesetLimits.fileTerms) terms in all; the rest of the file is not read",
+                expected: "the rules split over several files")
         }
         if before + fileTerms > RulesetLimits.rulesetTerms {
             exhausted = true
-            throw RuleDiagnostic(location, "the conditions of the ruleset are longer than \(RulesetLimits.rulesetTerms) terms in all .rules files together; the rest of the ruleset is not read",
-                                 expected: "fewer or shorter rules")
+            throw RuleDiagnostic(
+                location,
+                "the conditions of the ruleset are longer than \(RulesetLimits.rulesetTerms) terms in all .rules files together; the rest of the ruleset is not read",
+                expected: "fewer or shorter rules")
         }
     }
 
@@ -150,7 +159,8 @@ struct TokenStream {
         let left = try sum()
         try checkValid()
         let location = current.location
-        if case .symbol(let symbol) = current.kind, let op = BinaryOperator(rawValue: symbol.rawValue), op.isComparison {
+        if case .symbol(let symbol) = current.kind, let op = BinaryOperator(rawValue: symbol.rawValue), op.isComparison
+        {
             try count(location)
             advance()
             return Expression(kind: .binary(op, left, try sum()), location: location)
@@ -166,8 +176,11 @@ struct TokenStream {
         if current.isWord("in") {
             try count(location)
             advance()
-            guard current.isSymbol(.leftBracket) || { if case .listReference = current.kind { true } else { false } }() else {
-                throw RuleDiagnostic(current.location, "unexpected \(current.display) after 'in'", expected: "a list such as [\"a\", \"b\"] or @list_name")
+            guard current.isSymbol(.leftBracket) || { if case .listReference = current.kind { true } else { false } }()
+            else {
+                throw RuleDiagnostic(
+                    current.location, "unexpected \(current.display) after 'in'",
+                    expected: "a list such as [\"a\", \"b\"] or @list_name")
             }
             return Expression(kind: .membership(left, try primary(), negated: negated), location: location)
         }
@@ -262,7 +275,10 @@ struct TokenStream {
             try expect(.rightBracket, "',' or ']' to close the list")
             return Expression(kind: .list(items), location: token.location)
         default:
-            throw RuleDiagnostic(token.location, "unexpected \(token.display)", expected: "a value: an attribute, a number, a duration, a string, true/false, a list or a function call")
+            throw RuleDiagnostic(
+                token.location, "unexpected \(token.display)",
+                expected: "a value: an attribute, a number, a duration, a string, true/false, a list or a function call"
+            )
         }
     }
 }

@@ -12,7 +12,9 @@ public final class ActiveRuleset: Sendable {
 
     /// Starts serving `ruleset`.
     public init(_ ruleset: Ruleset, loadedAt: Date = Date(), loadedBy: String = "start-up") {
-        state = Mutex(ActiveRulesetStatus(ruleset: ruleset, loadedAt: loadedAt, loadedBy: loadedBy, lastFailure: nil, lastReload: nil))
+        state = Mutex(
+            ActiveRulesetStatus(
+                ruleset: ruleset, loadedAt: loadedAt, loadedBy: loadedBy, lastFailure: nil, lastReload: nil))
     }
 
     /// The ruleset to evaluate a request with; take it once per request.
@@ -32,7 +34,9 @@ public final class ActiveRuleset: Sendable {
     ///
     /// - Returns: ``ReloadResult/replaced(previous:current:)``, ``ReloadResult/unchanged(version:)``
     ///   when the content hash is the same, or ``ReloadResult/failed(_:)`` (the old ruleset keeps serving).
-    public func reload(now: Date = Date(), by: String = "reload", _ load: () throws(RulesetError) -> Ruleset) -> ReloadResult {
+    public func reload(
+        now: Date = Date(), by: String = "reload", _ load: () throws(RulesetError) -> Ruleset
+    ) -> ReloadResult {
         let candidate: Ruleset
         do {
             candidate = try load()

@@ -48,11 +48,13 @@ public struct RuleList: Sendable {
             guard let elementType = type else {
                 let words = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard words.count == 2, words[0] == "type" else {
-                    throw RuleDiagnostic(location, "a list file must start with its type", expected: "'type string' or 'type number'")
+                    throw RuleDiagnostic(
+                        location, "a list file must start with its type", expected: "'type string' or 'type number'")
                 }
                 guard let declared = ElementType(rawValue: String(words[1])) else {
-                    throw RuleDiagnostic(location, "unknown list type '\(words[1])'", expected: "string or number",
-                                         suggestion: Suggestion.nearest(to: String(words[1]), in: ["string", "number"]))
+                    throw RuleDiagnostic(
+                        location, "unknown list type '\(words[1])'", expected: "string or number",
+                        suggestion: Suggestion.nearest(to: String(words[1]), in: ["string", "number"]))
                 }
                 type = declared
                 typeLocation = location
@@ -62,7 +64,8 @@ public struct RuleList: Sendable {
             case .string: strings.insert(String(line))
             case .number:
                 guard let value = Double(line) else {
-                    throw RuleDiagnostic(location, "'\(line)' is not a number", expected: "one number per line in a 'type number' list")
+                    throw RuleDiagnostic(
+                        location, "'\(line)' is not a number", expected: "one number per line in a 'type number' list")
                 }
                 numbers.insert(value)
             }
@@ -71,7 +74,9 @@ public struct RuleList: Sendable {
             }
         }
         guard let type else {
-            throw RuleDiagnostic(SourceLocation(file: file, line: 1, column: 1), "list file is empty", expected: "'type string' or 'type number' then one value per line")
+            throw RuleDiagnostic(
+                SourceLocation(file: file, line: 1, column: 1), "list file is empty",
+                expected: "'type string' or 'type number' then one value per line")
         }
         return RuleList(name: name, type: type, strings: strings, numbers: numbers, location: typeLocation)
     }

@@ -44,8 +44,11 @@ public struct RulesetLoader: Sendable {
         guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw RulesetError(code: .unreadable, diagnostics: [], detail: "\(root.path): not a directory")
         }
-        guard let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey, .fileSizeKey],
-                                                              options: [.skipsHiddenFiles]) else {
+        guard
+            let enumerator = FileManager.default.enumerator(
+                at: root, includingPropertiesForKeys: [.isRegularFileKey, .fileSizeKey],
+                options: [.skipsHiddenFiles])
+        else {
             throw RulesetError(code: .unreadable, diagnostics: [], detail: "\(root.path): cannot list the directory")
         }
         var files: [RulesetFile] = []
@@ -56,12 +59,17 @@ public struct RulesetLoader: Sendable {
             let path = url.standardizedFileURL.path
             let relative = path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : url.lastPathComponent
             guard files.count < Self.maximumFiles else {
-                throw RulesetError(code: .unreadable, diagnostics: [], detail: "\(root.path): more than \(Self.maximumFiles) ruleset files")
+                throw RulesetError(
+                    code: .unreadable, diagnostics: [],
+                    detail: "\(root.path): more than \(Self.maximumFiles) ruleset files")
             }
             guard (values?.fileSize ?? 0) <= Self.maximumFileBytes else {
-                throw RulesetError(code: .unreadable, diagnostics: [], detail: "\(relative): larger than \(Self.maximumFileBytes >> 20) MiB")
+                throw RulesetError(
+                    code: .unreadable, diagnostics: [],
+                    detail: "\(relative): larger than \(Self.maximumFileBytes >> 20) MiB")
             }
-            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+            else {
                 throw RulesetError(code: .unreadable, diagnostics: [], detail: "\(relative): unreadable or not UTF-8")
             }
             files.append(RulesetFile(path: relative, contents: text))

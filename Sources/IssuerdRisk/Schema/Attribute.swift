@@ -33,7 +33,11 @@ public struct Attribute: Sendable {
         case .string(let read): read(input, []).map(RiskValue.string) ?? .unknown
         case .duration(let read): read(input, []).map(RiskValue.duration) ?? .unknown
         case .enumeration(let read):
-            if case .enumeration(let domain) = type, let code = read(input, []) { .string(domain.names[Int(code)]) } else { .unknown }
+            if case .enumeration(let domain) = type, let code = read(input, []) {
+                .string(domain.names[Int(code)])
+            } else {
+                .unknown
+            }
         case .stringSet(let read): read(input, []).map(RiskValue.strings) ?? .unknown
         }
     }
@@ -45,7 +49,10 @@ public struct Attribute: Sendable {
 }
 
 extension Attribute {
-    static func bool(_ name: String, _ read: @escaping Reader<Bool>, _ key: WritableKeyPath<RiskInput, Bool?> & Sendable, _ summary: String, source: String) -> Attribute {
+    static func bool(
+        _ name: String, _ read: @escaping Reader<Bool>, _ key: WritableKeyPath<RiskInput, Bool?> & Sendable,
+        _ summary: String, source: String
+    ) -> Attribute {
         Attribute(name: name, type: .bool, summary: summary, source: source, access: .bool(read)) { input, value in
             switch value {
             case .bool(let flag): input[keyPath: key] = flag
@@ -56,7 +63,10 @@ extension Attribute {
         }
     }
 
-    static func number(_ name: String, _ read: @escaping Reader<Double>, _ key: WritableKeyPath<RiskInput, Double?> & Sendable, _ summary: String, source: String) -> Attribute {
+    static func number(
+        _ name: String, _ read: @escaping Reader<Double>, _ key: WritableKeyPath<RiskInput, Double?> & Sendable,
+        _ summary: String, source: String
+    ) -> Attribute {
         Attribute(name: name, type: .number, summary: summary, source: source, access: .number(read)) { input, value in
             switch value {
             case .number(let number): input[keyPath: key] = number
@@ -67,8 +77,12 @@ extension Attribute {
         }
     }
 
-    static func duration(_ name: String, _ read: @escaping Reader<Double>, _ key: WritableKeyPath<RiskInput, Double?> & Sendable, _ summary: String, source: String) -> Attribute {
-        Attribute(name: name, type: .duration, summary: summary, source: source, access: .duration(read)) { input, value in
+    static func duration(
+        _ name: String, _ read: @escaping Reader<Double>, _ key: WritableKeyPath<RiskInput, Double?> & Sendable,
+        _ summary: String, source: String
+    ) -> Attribute {
+        Attribute(name: name, type: .duration, summary: summary, source: source, access: .duration(read)) {
+            input, value in
             switch value {
             case .duration(let seconds): input[keyPath: key] = seconds
             case .unknown: input[keyPath: key] = nil
@@ -78,7 +92,10 @@ extension Attribute {
         }
     }
 
-    static func string(_ name: String, _ read: @escaping Reader<String>, _ key: WritableKeyPath<RiskInput, String?> & Sendable, _ summary: String, source: String) -> Attribute {
+    static func string(
+        _ name: String, _ read: @escaping Reader<String>, _ key: WritableKeyPath<RiskInput, String?> & Sendable,
+        _ summary: String, source: String
+    ) -> Attribute {
         Attribute(name: name, type: .string, summary: summary, source: source, access: .string(read)) { input, value in
             switch value {
             case .string(let text): input[keyPath: key] = text
@@ -89,8 +106,12 @@ extension Attribute {
         }
     }
 
-    static func strings(_ name: String, _ read: @escaping Reader<[String]>, _ key: WritableKeyPath<RiskInput, [String]?> & Sendable, _ summary: String, source: String) -> Attribute {
-        Attribute(name: name, type: .stringSet, summary: summary, source: source, access: .stringSet(read)) { input, value in
+    static func strings(
+        _ name: String, _ read: @escaping Reader<[String]>, _ key: WritableKeyPath<RiskInput, [String]?> & Sendable,
+        _ summary: String, source: String
+    ) -> Attribute {
+        Attribute(name: name, type: .stringSet, summary: summary, source: source, access: .stringSet(read)) {
+            input, value in
             switch value {
             case .strings(let texts): input[keyPath: key] = texts
             case .unknown: input[keyPath: key] = nil
@@ -100,8 +121,14 @@ extension Attribute {
         }
     }
 
-    static func enumeration<E: RiskEnumeration>(_ name: String, _ read: @escaping Reader<UInt8>, _ key: WritableKeyPath<RiskInput, E?> & Sendable, domain: String, _ summary: String, source: String) -> Attribute {
-        Attribute(name: name, type: .enumeration(EnumerationDomain(domain, E.self)), summary: summary, source: source, access: .enumeration(read)) { input, value in
+    static func enumeration<E: RiskEnumeration>(
+        _ name: String, _ read: @escaping Reader<UInt8>, _ key: WritableKeyPath<RiskInput, E?> & Sendable,
+        domain: String, _ summary: String, source: String
+    ) -> Attribute {
+        Attribute(
+            name: name, type: .enumeration(EnumerationDomain(domain, E.self)), summary: summary, source: source,
+            access: .enumeration(read)
+        ) { input, value in
             switch value {
             case .string(let text):
                 guard let item = E(name: text) else { return false }
@@ -114,7 +141,9 @@ extension Attribute {
     }
 
     /// A value derived from another field: it reads, but cannot be assigned directly.
-    static func derived(_ name: String, _ read: @escaping Reader<Double>, _ summary: String, source: String) -> Attribute {
+    static func derived(
+        _ name: String, _ read: @escaping Reader<Double>, _ summary: String, source: String
+    ) -> Attribute {
         Attribute(name: name, type: .number, summary: summary, source: source, access: .number(read)) { _, _ in false }
     }
 }

@@ -7,64 +7,100 @@ import Foundation
 public enum AttributeCatalog {
     /// Every attribute, in documentation order.
     public static let all: [Attribute] = [
-        .enumeration("request.channel", { input, _ in input.channel?.rawValue }, \RiskInput.channel, domain: "channel",
-                     "How the request arrived: the issuer app (in_app), the Wallet extension, or a TSP authorization for a manual or camera add.",
-                     source: "issuerd (route that received the request)"),
-        .enumeration("request.source", { input, _ in input.source?.rawValue }, \RiskInput.source, domain: "tokenization source",
-                     "Where the card number came from.", source: "Apple / TSP tokenization source"),
-        .string("request.token_requestor_id", { input, _ in input.tokenRequestorID }, \.tokenRequestorID,
-                "The network's token requestor id (Apple Pay, merchant on file, …).", source: "TSP"),
-        .derived("request.hour_utc", { input, _ in input.time.map { (Self.secondsOfDay($0) / 3_600).rounded(.down) } },
-                 "Hour of the request, 0–23, UTC.", source: "issuerd clock"),
-        .derived("request.weekday_utc", { input, _ in input.time.map { Self.weekday($0) } },
-                 "ISO weekday of the request, 1 = Monday … 7 = Sunday, UTC.", source: "issuerd clock"),
-        .enumeration("request.cvv_result", { input, _ in input.cvvResult?.rawValue }, \RiskInput.cvvResult, domain: "CVV result",
-                     "CVV2 check of a manual or camera add.", source: "TSP"),
+        .enumeration(
+            "request.channel", { input, _ in input.channel?.rawValue }, \RiskInput.channel, domain: "channel",
+            "How the request arrived: the issuer app (in_app), the Wallet extension, or a TSP authorization for a manual or camera add.",
+            source: "issuerd (route that received the request)"),
+        .enumeration(
+            "request.source", { input, _ in input.source?.rawValue }, \RiskInput.source, domain: "tokenization source",
+            "Where the card number came from.", source: "Apple / TSP tokenization source"),
+        .string(
+            "request.token_requestor_id", { input, _ in input.tokenRequestorID }, \.tokenRequestorID,
+            "The network's token requestor id (Apple Pay, merchant on file, …).", source: "TSP"),
+        .derived(
+            "request.hour_utc", { input, _ in input.time.map { (Self.secondsOfDay($0) / 3_600).rounded(.down) } },
+            "Hour of the request, 0–23, UTC.", source: "issuerd clock"),
+        .derived(
+            "request.weekday_utc", { input, _ in input.time.map { Self.weekday($0) } },
+            "ISO weekday of the request, 1 = Monday … 7 = Sunday, UTC.", source: "issuerd clock"),
+        .enumeration(
+            "request.cvv_result", { input, _ in input.cvvResult?.rawValue }, \RiskInput.cvvResult, domain: "CVV result",
+            "CVV2 check of a manual or camera add.", source: "TSP"),
 
-        .number("wallet.device_score", { input, _ in input.walletDeviceScore }, \.walletDeviceScore,
-                "Wallet device score, 1 (risky) to 5 (trusted).", source: "Apple wallet risk data"),
-        .number("wallet.account_score", { input, _ in input.walletAccountScore }, \.walletAccountScore,
-                "Wallet account score, 1 (risky) to 5 (trusted).", source: "Apple wallet risk data"),
-        .number("wallet.phone_score", { input, _ in input.walletPhoneScore }, \.walletPhoneScore,
-                "Wallet phone-number score, 1 (risky) to 5 (trusted).", source: "Apple wallet risk data"),
-        .enumeration("wallet.recommendation", { input, _ in input.walletRecommendation?.rawValue }, \RiskInput.walletRecommendation,
-                     domain: "wallet recommendation", "The wallet's or TSP's recommended decision.", source: "Apple / TSP"),
-        .strings("wallet.reason_codes", { input, _ in input.walletReasonCodes }, \.walletReasonCodes,
-                 "Wallet recommendation reason codes, by name (table in docs/rules.md).", source: "Apple wallet risk data"),
-        .number("wallet.token_risk_score", { input, _ in input.networkTokenRiskScore }, \.networkTokenRiskScore,
-                "Network token risk score, 1 (low) to 99 (high); unknown when the network sent none.", source: "Visa VTS / Mastercard TPI"),
+        .number(
+            "wallet.device_score", { input, _ in input.walletDeviceScore }, \.walletDeviceScore,
+            "Wallet device score, 1 (risky) to 5 (trusted).", source: "Apple wallet risk data"),
+        .number(
+            "wallet.account_score", { input, _ in input.walletAccountScore }, \.walletAccountScore,
+            "Wallet account score, 1 (risky) to 5 (trusted).", source: "Apple wallet risk data"),
+        .number(
+            "wallet.phone_score", { input, _ in input.walletPhoneScore }, \.walletPhoneScore,
+            "Wallet phone-number score, 1 (risky) to 5 (trusted).", source: "Apple wallet risk data"),
+        .enumeration(
+            "wallet.recommendation", { input, _ in input.walletRecommendation?.rawValue },
+            \RiskInput.walletRecommendation,
+            domain: "wallet recommendation", "The wallet's or TSP's recommended decision.", source: "Apple / TSP"),
+        .strings(
+            "wallet.reason_codes", { input, _ in input.walletReasonCodes }, \.walletReasonCodes,
+            "Wallet recommendation reason codes, by name (table in docs/rules.md).", source: "Apple wallet risk data"),
+        .number(
+            "wallet.token_risk_score", { input, _ in input.networkTokenRiskScore }, \.networkTokenRiskScore,
+            "Network token risk score, 1 (low) to 99 (high); unknown when the network sent none.",
+            source: "Visa VTS / Mastercard TPI"),
 
         .string("device.id", { input, _ in input.deviceID }, \.deviceID, "Wallet device identifier.", source: "Apple"),
-        .enumeration("device.type", { input, _ in input.deviceType?.rawValue }, \RiskInput.deviceType, domain: "device type",
-                     "Device kind.", source: "Apple"),
-        .string("device.locale", { input, _ in input.deviceLocale }, \.deviceLocale, "Device language and region, e.g. en_US.", source: "Apple"),
-        .string("device.locale_country", { input, _ in input.deviceLocaleCountry }, \.deviceLocaleCountry,
-                "Region part of the device locale, ISO 3166-1 alpha-2.", source: "Apple"),
-        .string("device.ip_country", { input, _ in input.deviceIPCountry }, \.deviceIPCountry,
-                "Country of the device's IP address, ISO 3166-1 alpha-2.", source: "Apple / TSP"),
-        .number("device.active_tokens", { input, _ in input.deviceActiveTokens }, \.deviceActiveTokens,
-                "Active payment tokens already on the device (all issuers).", source: "Apple"),
+        .enumeration(
+            "device.type", { input, _ in input.deviceType?.rawValue }, \RiskInput.deviceType, domain: "device type",
+            "Device kind.", source: "Apple"),
+        .string(
+            "device.locale", { input, _ in input.deviceLocale }, \.deviceLocale,
+            "Device language and region, e.g. en_US.", source: "Apple"),
+        .string(
+            "device.locale_country", { input, _ in input.deviceLocaleCountry }, \.deviceLocaleCountry,
+            "Region part of the device locale, ISO 3166-1 alpha-2.", source: "Apple"),
+        .string(
+            "device.ip_country", { input, _ in input.deviceIPCountry }, \.deviceIPCountry,
+            "Country of the device's IP address, ISO 3166-1 alpha-2.", source: "Apple / TSP"),
+        .number(
+            "device.active_tokens", { input, _ in input.deviceActiveTokens }, \.deviceActiveTokens,
+            "Active payment tokens already on the device (all issuers).", source: "Apple"),
 
-        .enumeration("card.status", { input, _ in input.cardStatus?.rawValue }, \RiskInput.cardStatus, domain: "card status",
-                     "The card's status in the issuer's records.", source: "issuerd cards table"),
-        .enumeration("card.network", { input, _ in input.cardNetwork?.rawValue }, \RiskInput.cardNetwork, domain: "card network",
-                     "The card's payment network.", source: "issuerd cards table"),
-        .duration("card.age", { input, _ in input.cardAge }, \.cardAge, "Time since the card was issued.", source: "issuerd cards table"),
-        .string("card.country", { input, _ in input.cardCountry }, \.cardCountry, "Issuing country of the card, ISO 3166-1 alpha-2.", source: "issuerd cards table"),
-        .number("card.active_tokens", { input, _ in input.cardActiveTokens }, \.cardActiveTokens,
-                "Active tokens of this card in any wallet.", source: "issuerd tokens table"),
+        .enumeration(
+            "card.status", { input, _ in input.cardStatus?.rawValue }, \RiskInput.cardStatus, domain: "card status",
+            "The card's status in the issuer's records.", source: "issuerd cards table"),
+        .enumeration(
+            "card.network", { input, _ in input.cardNetwork?.rawValue }, \RiskInput.cardNetwork, domain: "card network",
+            "The card's payment network.", source: "issuerd cards table"),
+        .duration(
+            "card.age", { input, _ in input.cardAge }, \.cardAge, "Time since the card was issued.",
+            source: "issuerd cards table"),
+        .string(
+            "card.country", { input, _ in input.cardCountry }, \.cardCountry,
+            "Issuing country of the card, ISO 3166-1 alpha-2.", source: "issuerd cards table"),
+        .number(
+            "card.active_tokens", { input, _ in input.cardActiveTokens }, \.cardActiveTokens,
+            "Active tokens of this card in any wallet.", source: "issuerd tokens table"),
 
-        .duration("customer.age", { input, _ in input.customerAge }, \.customerAge, "Time since the customer relationship began.", source: "issuerd customers table"),
-        .duration("customer.since_phone_change", { input, _ in input.sincePhoneChange }, \.sincePhoneChange,
-                  "Time since the phone number on file changed (customer age if never).", source: "issuerd customers table"),
-        .duration("customer.since_email_change", { input, _ in input.sinceEmailChange }, \.sinceEmailChange,
-                  "Time since the e-mail address on file changed (customer age if never).", source: "issuerd customers table"),
-        .duration("customer.since_address_change", { input, _ in input.sinceAddressChange }, \.sinceAddressChange,
-                  "Time since the postal address on file changed (customer age if never).", source: "issuerd customers table"),
-        .number("customer.name_match_score", { input, _ in input.nameMatchScore }, \.nameMatchScore,
-                "Similarity of the wallet's cardholder name to the name on file, 0–100.", source: "issuerd (computed from the request)"),
-        .bool("customer.phone_last4_match", { input, _ in input.phoneLast4Match }, \.phoneLast4Match,
-              "The wallet's phone last four digits equal the phone on file.", source: "issuerd (computed from the request)"),
+        .duration(
+            "customer.age", { input, _ in input.customerAge }, \.customerAge,
+            "Time since the customer relationship began.", source: "issuerd customers table"),
+        .duration(
+            "customer.since_phone_change", { input, _ in input.sincePhoneChange }, \.sincePhoneChange,
+            "Time since the phone number on file changed (customer age if never).", source: "issuerd customers table"),
+        .duration(
+            "customer.since_email_change", { input, _ in input.sinceEmailChange }, \.sinceEmailChange,
+            "Time since the e-mail address on file changed (customer age if never).", source: "issuerd customers table"),
+        .duration(
+            "customer.since_address_change", { input, _ in input.sinceAddressChange }, \.sinceAddressChange,
+            "Time since the postal address on file changed (customer age if never).", source: "issuerd customers table"),
+        .number(
+            "customer.name_match_score", { input, _ in input.nameMatchScore }, \.nameMatchScore,
+            "Similarity of the wallet's cardholder name to the name on file, 0–100.",
+            source: "issuerd (computed from the request)"),
+        .bool(
+            "customer.phone_last4_match", { input, _ in input.phoneLast4Match }, \.phoneLast4Match,
+            "The wallet's phone last four digits equal the phone on file.",
+            source: "issuerd (computed from the request)"),
     ]
 
     /// Attributes by name, for the compiler (never used while evaluating).

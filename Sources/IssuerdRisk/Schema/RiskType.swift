@@ -22,7 +22,8 @@ public enum RiskType: Equatable, Sendable, CustomStringConvertible {
         case .number: "number"
         case .string: "string"
         case .duration: "duration"
-        case .enumeration(let domain): "\(domain.name) (one of \(domain.names.map { "\"\($0)\"" }.joined(separator: ", ")))"
+        case .enumeration(let domain):
+            "\(domain.name) (one of \(domain.names.map { "\"\($0)\"" }.joined(separator: ", ")))"
         case .stringSet: "set of strings"
         }
     }

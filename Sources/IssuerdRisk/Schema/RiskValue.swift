@@ -36,7 +36,9 @@ public enum RiskValue: Sendable, Hashable, CustomStringConvertible {
     /// A duration as analysts tend to write it: whole days from a week up (`14d`), else the
     /// largest of hours, minutes or seconds that divides it (`24h`, `72h`, `90m`).
     static func formatDuration(_ seconds: Double) -> String {
-        if seconds >= 7 * 86_400, (seconds / 86_400).rounded() == seconds / 86_400 { return format(seconds / 86_400) + "d" }
+        if seconds >= 7 * 86_400, (seconds / 86_400).rounded() == seconds / 86_400 {
+            return format(seconds / 86_400) + "d"
+        }
         for (unit, size) in [("h", 3_600.0), ("m", 60.0)] where seconds != 0 {
             let count = seconds / size
             if count.rounded() == count { return format(count) + unit }

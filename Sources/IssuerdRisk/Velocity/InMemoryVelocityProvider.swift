@@ -45,15 +45,18 @@ public struct InMemoryVelocityProvider: VelocityProvider {
     /// Groups given in time order (each, and one after another for a key) leave little to sort.
     ///
     /// - Parameter workers: How many shards are built at once (one below 10,000 events).
-    public init(events: [VelocityEvent], keyed: [(key: VelocityKey, events: [VelocityEvent])],
-                workers: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    public init(
+        events: [VelocityEvent], keyed: [(key: VelocityKey, events: [VelocityEvent])],
+        workers: Int = ProcessInfo.processInfo.activeProcessorCount
+    ) {
         // `events` under each key they carry: one group per key (the arrays are shared, not copied).
         let groups = (events.isEmpty ? [] : VelocityKey.allCases.map { (key: $0, events: events) }) + keyed
         let total = groups.reduce(0) { $0 + $1.events.count }
         let count = total < 10_000 ? 1 : max(1, min(workers, 8))
         // Each event's shard, from its id's hash (so ids equal as strings, canonically
         // equivalent ones included, share a shard), computed once on every core; 255: no id.
-        let shardOf = count == 1 ? [] : groups.map { group in Self.shards(of: group.events, key: group.key, count: count) }
+        let shardOf =
+            count == 1 ? [] : groups.map { group in Self.shards(of: group.events, key: group.key, count: count) }
         let built = Mutex([[Bucket: [Entry]]](repeating: [:], count: count))
         DispatchQueue.concurrentPerform(iterations: count) { shard in
             var buckets: [Bucket: [Entry]] = [:]
@@ -62,7 +65,9 @@ public struct InMemoryVelocityProvider: VelocityProvider {
             for group in groups.indices {
                 let key = groups[group].key
                 for index in groups[group].events.indices {
-                    guard count == 1 || Int(shardOf[group][index]) == shard, let id = groups[group].events[index].id(for: key) else { continue }
+                    guard count == 1 || Int(shardOf[group][index]) == shard,
+                        let id = groups[group].events[index].id(for: key)
+                    else { continue }
                     let event = groups[group].events[index]
                     buckets[Bucket(kind: event.kind, key: key, id: id), default: []].append(Entry(event))
                 }
@@ -70,7 +75,9 @@ public struct InMemoryVelocityProvider: VelocityProvider {
             // In place through the values view (iterating `keys` while assigning copied the whole table).
             var index = buckets.values.startIndex
             while index != buckets.values.endIndex {
-                if buckets.values[index].count > 1, !Self.inTimeOrder(buckets.values[index]) { buckets.values[index].sort { $0.time < $1.time } }
+                if buckets.values[index].count > 1, !Self.inTimeOrder(buckets.values[index]) {
+                    buckets.values[index].sort { $0.time < $1.time }
+                }
                 index = buckets.values.index(after: index)
             }
             built.withLock { $0[shard] = buckets }
@@ -99,7 +106,9 @@ public struct InMemoryVelocityProvider: VelocityProvider {
     /// (a backtest asks this for each value its attempt did not record, without a batch).
     public func value(of query: VelocityQuery, subject: VelocitySubject, at time: Date) -> Int? {
         guard let id = subject.id(for: query.key) else { return nil }
-        guard let entries = shards[Self.shard(of: id, count: shards.count)][Bucket(kind: query.metric.eventKind, key: query.key, id: id)]
+        guard
+            let entries = shards[Self.shard(of: id, count: shards.count)][
+                Bucket(kind: query.metric.eventKind, key: query.key, id: id)]
         else { return 0 }
         let now = time.timeIntervalSince1970
         let lower = Self.firstIndex(in: entries, notBefore: now - Double(query.windowSeconds))

@@ -28,7 +28,10 @@ public struct VelocityEvent: Sendable, Hashable {
     public var cardholderName: String?
 
     /// An event.
-    public init(kind: Kind, time: Date, cardID: String? = nil, deviceID: String? = nil, customerID: String? = nil, cardholderName: String? = nil) {
+    public init(
+        kind: Kind, time: Date, cardID: String? = nil, deviceID: String? = nil, customerID: String? = nil,
+        cardholderName: String? = nil
+    ) {
         self.kind = kind
         self.time = time
         self.cardID = cardID

@@ -29,17 +29,21 @@ package enum AuditLog {
     ///   - subject: The object, e.g. `card:c-123`.
     ///   - details: Facts about the change; never a PAN or a secret.
     package static func append(
-        actor: String, action: String, subject: String, details: [String: String], at time: Date, connection: PostgresConnection
+        actor: String, action: String, subject: String, details: [String: String], at time: Date,
+        connection: PostgresConnection
     ) throws {
         try connection.execute(appendQuery(actor: actor, action: action, subject: subject, details: details, at: time))
     }
 
     /// The INSERT of ``append(actor:action:subject:details:at:connection:)``, for callers that
     /// pipeline their statements.
-    package static func appendQuery(actor: String, action: String, subject: String, details: [String: String], at time: Date) -> PostgresQuery {
+    package static func appendQuery(
+        actor: String, action: String, subject: String, details: [String: String], at time: Date
+    ) -> PostgresQuery {
         let milliseconds = Int64((time.timeIntervalSince1970 * 1000).rounded(.down))
         let detailsText = canonicalJSON(details)
-        return "INSERT INTO audit_log (at_ms, actor, action, subject, details) VALUES (\(milliseconds), \(actor), \(action), \(subject), \(detailsText))"
+        return
+            "INSERT INTO audit_log (at_ms, actor, action, subject, details) VALUES (\(milliseconds), \(actor), \(action), \(subject), \(detailsText))"
     }
 
     /// Chains committed unsealed entries in order of arrival, in batches of `limit`, each batch
@@ -66,7 +70,8 @@ package enum AuditLog {
         if wait {
             try connection.execute("SELECT pg_advisory_xact_lock(\(lockKey))")
         } else {
-            let locked = try connection.query("SELECT pg_try_advisory_xact_lock(\(lockKey)) AS locked").first?.decode("locked", as: Bool.self)
+            let locked = try connection.query("SELECT pg_try_advisory_xact_lock(\(lockKey)) AS locked").first?.decode(
+                "locked", as: Bool.self)
             guard locked == true else { return 0 }
         }
         let pending = try connection.query(
@@ -75,15 +80,22 @@ package enum AuditLog {
             WHERE seq IS NULL ORDER BY id LIMIT \(limit) FOR UPDATE
             """)
         if pending.isEmpty { return 0 }
-        let last = try connection.query("SELECT seq, hash FROM audit_log WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1").first
+        let last = try connection.query(
+            "SELECT seq, hash FROM audit_log WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1"
+        ).first
         var sequence = try last?.decode("seq", as: Int64.self) ?? 0
         var previous = try last?.decode("hash", as: [UInt8].self) ?? genesis
-        var ids: [String] = [], sequences: [String] = [], previousHashes: [String] = [], hashes: [String] = []
+        var ids: [String] = []
+        var sequences: [String] = []
+        var previousHashes: [String] = []
+        var hashes: [String] = []
         for row in pending {
             sequence += 1
             let hash = entryHash(
-                previous: previous, sequence: sequence, milliseconds: try row.decode("at_ms"), actor: try row.decode("actor"),
-                action: try row.decode("action"), subject: try row.decode("subject"), details: try row.decode("details"))
+                previous: previous, sequence: sequence, milliseconds: try row.decode("at_ms"),
+                actor: try row.decode("actor"),
+                action: try row.decode("action"), subject: try row.decode("subject"), details: try row.decode("details")
+            )
             ids.append(String(try row.decode("id", as: Int64.self)))
             sequences.append(String(sequence))
             previousHashes.append(hex(previous))
@@ -107,8 +119,12 @@ package enum AuditLog {
     }
 
     package static func unsealed(connection: PostgresConnection) throws -> Unsealed {
-        let row = try connection.query("SELECT count(*)::bigint AS n, min(at_ms) AS oldest FROM audit_log WHERE seq IS NULL").first
-        return Unsealed(count: Int(try row?.decode("n", as: Int64.self) ?? 0), oldestMilliseconds: try row?.decode("oldest", as: Int64?.self))
+        let row = try connection.query(
+            "SELECT count(*)::bigint AS n, min(at_ms) AS oldest FROM audit_log WHERE seq IS NULL"
+        ).first
+        return Unsealed(
+            count: Int(try row?.decode("n", as: Int64.self) ?? 0),
+            oldestMilliseconds: try row?.decode("oldest", as: Int64?.self))
     }
 
     private static func hex(_ bytes: [UInt8]) -> String {
@@ -136,7 +152,9 @@ package enum AuditLog {
 
     /// Recomputes every sealed entry's hash in order and checks each link and that no sequence
     /// number is missing. Unsealed entries are not part of the chain yet (see ``unsealed(connection:)``).
-    package static func verify(connection: PostgresConnection, progress: (Int) -> Void = { _ in }) throws -> Verification {
+    package static func verify(
+        connection: PostgresConnection, progress: (Int) -> Void = { _ in }
+    ) throws -> Verification {
         var previous = genesis
         var expectedSequence: Int64 = 1
         var count = 0
@@ -151,16 +169,23 @@ package enum AuditLog {
             for row in rows {
                 let sequence = try row.decode("seq", as: Int64.self)
                 guard sequence == expectedSequence else {
-                    return Verification(entries: count, firstBrokenSequence: expectedSequence, problem: "entry \(expectedSequence) is missing")
+                    return Verification(
+                        entries: count, firstBrokenSequence: expectedSequence,
+                        problem: "entry \(expectedSequence) is missing")
                 }
                 guard try row.decode("prev_hash", as: [UInt8].self) == previous else {
-                    return Verification(entries: count, firstBrokenSequence: sequence, problem: "entry \(sequence) does not link to its predecessor")
+                    return Verification(
+                        entries: count, firstBrokenSequence: sequence,
+                        problem: "entry \(sequence) does not link to its predecessor")
                 }
                 let hash = entryHash(
-                    previous: previous, sequence: sequence, milliseconds: try row.decode("at_ms"), actor: try row.decode("actor"),
-                    action: try row.decode("action"), subject: try row.decode("subject"), details: try row.decode("details"))
+                    previous: previous, sequence: sequence, milliseconds: try row.decode("at_ms"),
+                    actor: try row.decode("actor"),
+                    action: try row.decode("action"), subject: try row.decode("subject"),
+                    details: try row.decode("details"))
                 guard try row.decode("hash", as: [UInt8].self) == hash else {
-                    return Verification(entries: count, firstBrokenSequence: sequence, problem: "entry \(sequence) was altered")
+                    return Verification(
+                        entries: count, firstBrokenSequence: sequence, problem: "entry \(sequence) was altered")
                 }
                 previous = hash
                 expectedSequence += 1
@@ -174,7 +199,8 @@ package enum AuditLog {
 
     /// Length-prefixed fields, so no two different entries serialise to the same bytes.
     package static func entryHash(
-        previous: [UInt8], sequence: Int64, milliseconds: Int64, actor: String, action: String, subject: String, details: String
+        previous: [UInt8], sequence: Int64, milliseconds: Int64, actor: String, action: String, subject: String,
+        details: String
     ) -> [UInt8] {
         var bytes = previous
         for field in [String(sequence), String(milliseconds), actor, action, subject, details] {

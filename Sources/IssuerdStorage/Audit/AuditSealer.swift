@@ -20,10 +20,13 @@ package final class AuditSealer: Sendable {
         self.database = database
         self.interval = settings.sealInterval
         self.logger = logger
-        sealedTotal = metrics.counter("issuerd_audit_sealed_total", help: "Audit entries chained by this instance's sealer.", labels: [])
+        sealedTotal = metrics.counter(
+            "issuerd_audit_sealed_total", help: "Audit entries chained by this instance's sealer.", labels: [])
         metrics.gauge("issuerd_audit_unsealed", help: "Committed audit entries not chained yet.", labels: []) {
             // Read at scrape time; a database outage simply leaves the gauge empty.
-            guard let unsealed = try? database.withConnection({ try AuditLog.unsealed(connection: $0) }) else { return [] }
+            guard let unsealed = try? database.withConnection({ try AuditLog.unsealed(connection: $0) }) else {
+                return []
+            }
             return [([], Double(unsealed.count))]
         }
     }
@@ -35,7 +38,9 @@ package final class AuditSealer: Sendable {
 
     /// Seals what is pending one last time, then waits for the thread, at most `timeout`.
     package func stop(timeout: Duration) {
-        if !thread.stop(timeout: timeout) { logger.warning("audit sealer still sealing at shutdown; the next sealer chains what is left") }
+        if !thread.stop(timeout: timeout) {
+            logger.warning("audit sealer still sealing at shutdown; the next sealer chains what is left")
+        }
     }
 
     private var stopRequested: Bool { thread.stopRequested }

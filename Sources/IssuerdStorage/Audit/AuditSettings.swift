@@ -18,6 +18,7 @@ public struct AuditSettings: Sendable {
     /// - Throws: ``ConfigurationError`` naming the first malformed key.
     package init(_ reader: ConfigurationReader) throws {
         seal = try reader.boolean("ISSUERD_AUDIT_SEAL", default: true)
-        sealInterval = try reader.duration("ISSUERD_AUDIT_SEAL_INTERVAL", default: .milliseconds(250), in: .milliseconds(10)...(.seconds(60)))
+        sealInterval = try reader.duration(
+            "ISSUERD_AUDIT_SEAL_INTERVAL", default: .milliseconds(250), in: .milliseconds(10)...(.seconds(60)))
     }
 }

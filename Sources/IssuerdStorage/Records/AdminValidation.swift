@@ -18,10 +18,14 @@ package enum AdminErrorCode {
 /// 500, and its message names columns).
 package enum AdminValidation {
     /// Card networks the schema accepts (`cards.payment_network`).
-    package static let paymentNetworks: Set<String> = ["visa", "mastercard", "amex", "discover", "jcb", "unionpay", "other"]
+    package static let paymentNetworks: Set<String> = [
+        "visa", "mastercard", "amex", "discover", "jcb", "unionpay", "other",
+    ]
 
     /// 400 `invalid_request` naming the field; the value itself is never echoed.
-    package static func invalid(_ field: String, _ problem: String, file: String = #fileID, line: Int = #line) -> HTTPError {
+    package static func invalid(
+        _ field: String, _ problem: String, file: String = #fileID, line: Int = #line
+    ) -> HTTPError {
         APIErrors.invalidRequest("\(field) \(problem)", field: field, file: file, line: line)
     }
 
@@ -35,7 +39,8 @@ package enum AdminValidation {
     }
 
     /// Free text shown to people (names, descriptions, reasons): bounded, no control characters.
-    package static func text(_ value: String, field: String, maxLength: Int, allowEmpty: Bool = false) throws -> String {
+    package static func text(_ value: String, field: String, maxLength: Int, allowEmpty: Bool = false) throws -> String
+    {
         // Printable ASCII (the common case, and the bulk import's hot path): the only blank is
         // the space and nothing is a control character, so trimming needs no CharacterSet.
         if value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
@@ -44,7 +49,9 @@ package enum AdminValidation {
             let last = bytes.lastIndex { $0 != 0x20 }.map { bytes.index(after: $0) } ?? first
             let trimmed = first == bytes.startIndex && last == bytes.endIndex ? value : String(value[first..<last])
             guard bytes.distance(from: first, to: last) <= maxLength, allowEmpty || first < last else {
-                throw invalid(field, allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
+                throw invalid(
+                    field,
+                    allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
             }
             return trimmed
         }
@@ -52,12 +59,15 @@ package enum AdminValidation {
     }
 
     /// ``text(_:field:maxLength:allowEmpty:)`` for any string (Unicode blanks and control characters).
-    package static func unicodeText(_ value: String, field: String, maxLength: Int, allowEmpty: Bool = false) throws -> String {
+    package static func unicodeText(
+        _ value: String, field: String, maxLength: Int, allowEmpty: Bool = false
+    ) throws -> String {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         // Counted in Unicode scalars, as PostgreSQL's length() counts the column's CHECK: in
         // characters as people see them, "e" + U+0301 is one, and 128 of them are 256 for the table.
         guard trimmed.unicodeScalars.count <= maxLength, allowEmpty || !trimmed.isEmpty else {
-            throw invalid(field, allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
+            throw invalid(
+                field, allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
         }
         guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw invalid(field, "must not contain control characters")
@@ -69,11 +79,13 @@ package enum AdminValidation {
     /// parentheses, 7 to 15 digits, at most 32 characters (Korean `010-1234-5678` included).
     package static func phoneNumber(_ value: String) throws -> String {
         let allowed = value.utf8.enumerated().allSatisfy { index, byte in
-            (byte >= 0x30 && byte <= 0x39) || byte == 0x20 || byte == 0x2D || byte == 0x28 || byte == 0x29 || (byte == 0x2B && index == 0)
+            (byte >= 0x30 && byte <= 0x39) || byte == 0x20 || byte == 0x2D || byte == 0x28 || byte == 0x29
+                || (byte == 0x2B && index == 0)
         }
         let digits = value.utf8.filter { $0 >= 0x30 && $0 <= 0x39 }.count
         guard value.utf8.count <= 32, allowed, (7...15).contains(digits) else {
-            throw invalid("phoneNumber", "must be a phone number such as +821012345678 (7 to 15 digits, at most 32 characters)")
+            throw invalid(
+                "phoneNumber", "must be a phone number such as +821012345678 (7 to 15 digits, at most 32 characters)")
         }
         return value
     }
@@ -83,7 +95,9 @@ package enum AdminValidation {
     package static func email(_ value: String) throws -> String {
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
         let printable = value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F }
-        guard value.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, parts[0].utf8.count <= 64, printable else {
+        guard value.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
+            parts[0].utf8.count <= 64, printable
+        else {
             throw invalid("email", "must be an e-mail address of at most 254 characters")
         }
         return value
@@ -91,7 +105,9 @@ package enum AdminValidation {
 
     /// An ISO-8601 date-time with a zone, with or without fractional seconds.
     package static func timestamp(_ value: String, field: String) throws -> Date {
-        guard let date = RFC3339.date(value) else { throw invalid(field, "must be an ISO-8601 date-time such as 2025-01-31T09:00:00Z") }
+        guard let date = RFC3339.date(value) else {
+            throw invalid(field, "must be an ISO-8601 date-time such as 2025-01-31T09:00:00Z")
+        }
         return date
     }
 
@@ -101,12 +117,15 @@ package enum AdminValidation {
     package static func expiration(_ value: String, now: Date) throws -> String {
         let bytes = Array(value.utf8)
         guard bytes.count == 5, bytes[2] == 0x2F, let month = Int(value.prefix(2)), let year = Int(value.suffix(2)),
-            bytes[0...1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), bytes[3...4].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            bytes[0...1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            bytes[3...4].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
             (1...12).contains(month)
         else { throw invalid("expiration", "must be MM/YY") }
         let current = monthNumber(now)
         guard (2000 + year) * 12 + month >= current else {
-            throw HTTPError(status: 422, code: AdminErrorCode.invalidCard, message: "the card has expired", context: ["detail": "expired"])
+            throw HTTPError(
+                status: 422, code: AdminErrorCode.invalidCard, message: "the card has expired",
+                context: ["detail": "expired"])
         }
         return value
     }

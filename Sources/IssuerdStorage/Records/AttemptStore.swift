@@ -40,7 +40,14 @@ package struct AttemptRecord: Sendable {
     package var createdAt: Date
 
     /// Creates the value from every stored property.
-    package init(attemptID: UUID, channel: String, cardID: String? = nil, customerID: String? = nil, deviceID: String? = nil, cardholderNameHash: String? = nil, tokenReference: String? = nil, tokenRequestorID: String? = nil, tokenizationSource: String? = nil, requestID: String? = nil, inputs: AttemptDocument, features: AttemptDocument, ruleHits: [RuleHit] = [], hits: [JSONValue], unknowns: [String], flow: Flow, decision: String, allowedMethods: [String], rulesetVersion: String, facts: [String: JSONValue], unresolved: [RuleHit]? = nil, createdAt: Date) {
+    package init(
+        attemptID: UUID, channel: String, cardID: String? = nil, customerID: String? = nil, deviceID: String? = nil,
+        cardholderNameHash: String? = nil, tokenReference: String? = nil, tokenRequestorID: String? = nil,
+        tokenizationSource: String? = nil, requestID: String? = nil, inputs: AttemptDocument, features: AttemptDocument,
+        ruleHits: [RuleHit] = [], hits: [JSONValue], unknowns: [String], flow: Flow, decision: String,
+        allowedMethods: [String], rulesetVersion: String, facts: [String: JSONValue], unresolved: [RuleHit]? = nil,
+        createdAt: Date
+    ) {
         self.attemptID = attemptID
         self.channel = channel
         self.cardID = cardID
@@ -101,7 +108,9 @@ package enum AttemptStore {
 
     /// The oldest in-app or Wallet-extension attempt of a customer, or of a card, since
     /// `since` (for `Retry-After`).
-    package static func oldestRecentPush(column: RateLimitSubject, id: String, since: Date, connection: PostgresConnection) throws -> Date? {
+    package static func oldestRecentPush(
+        column: RateLimitSubject, id: String, since: Date, connection: PostgresConnection
+    ) throws -> Date? {
         try connection.query(
             """
             SELECT min(created_at) AS oldest FROM provisioning_attempts
@@ -116,9 +125,12 @@ package enum AttemptStore {
     /// authorization of that card and device followed yet: the push whose step-up the next
     /// authorization must enforce. NULL when there is none.
     package static func appendPendingYellowPush(
-        cardColumn: String, deviceID: String?, since: Date, name: String, into sql: inout PostgresQuery.StringInterpolation
+        cardColumn: String, deviceID: String?, since: Date, name: String,
+        into sql: inout PostgresQuery.StringInterpolation
     ) {
-        sql.appendText("(SELECT ARRAY[a.attempt_id::text] || a.allowed_methods FROM provisioning_attempts a WHERE a.card_id = \(cardColumn)")
+        sql.appendText(
+            "(SELECT ARRAY[a.attempt_id::text] || a.allowed_methods FROM provisioning_attempts a WHERE a.card_id = \(cardColumn)"
+        )
         sql.appendLiteral(" AND a.channel IN ('in_app', 'wallet_extension') AND a.flow = 'yellow'")
         sql.appendLiteral(" AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= ")
         sql.appendInterpolation(since)
@@ -126,22 +138,27 @@ package enum AttemptStore {
         sql.appendInterpolation(deviceID)
         sql.appendLiteral("::text IS NULL OR a.device_id = ")
         sql.appendInterpolation(deviceID)
-        sql.appendLiteral(") AND NOT EXISTS (SELECT 1 FROM provisioning_attempts t WHERE t.channel = 'tsp' AND t.card_id = a.card_id")
+        sql.appendLiteral(
+            ") AND NOT EXISTS (SELECT 1 FROM provisioning_attempts t WHERE t.channel = 'tsp' AND t.card_id = a.card_id")
         sql.appendLiteral(" AND t.created_at > a.created_at AND (a.device_id IS NULL OR t.device_id = a.device_id))")
         sql.appendText(" ORDER BY a.created_at DESC LIMIT 1) AS \(name)")
     }
 
     /// The whole stored attempt as JSON for `GET /v1/admin/attempts/{attemptId}`, or nil.
     package static func find(_ attemptID: UUID, connection: PostgresConnection) throws -> [String: JSONValue]? {
-        guard let row = try connection.query(
-            """
-            SELECT attempt_id, channel, card_id, customer_id, device_id, token_reference, token_requestor_id,
-                   tokenization_source, request_id, inputs, features, hits, unknowns, flow, decision, allowed_methods,
-                   ruleset_version, facts, created_at
-            FROM provisioning_attempts WHERE attempt_id = \(attemptID)
-            """
-        ).first else { return nil }
-        func text(_ column: String) throws -> JSONValue { (try row.decode(column, as: String?.self)).map(JSONValue.string) ?? .null }
+        guard
+            let row = try connection.query(
+                """
+                SELECT attempt_id, channel, card_id, customer_id, device_id, token_reference, token_requestor_id,
+                       tokenization_source, request_id, inputs, features, hits, unknowns, flow, decision, allowed_methods,
+                       ruleset_version, facts, created_at
+                FROM provisioning_attempts WHERE attempt_id = \(attemptID)
+                """
+            ).first
+        else { return nil }
+        func text(_ column: String) throws -> JSONValue {
+            (try row.decode(column, as: String?.self)).map(JSONValue.string) ?? .null
+        }
         let created: Date = try row.decode("created_at")
         return [
             "attemptId": .string(try row.decode("attempt_id", as: UUID.self).uuidString.lowercased()),
@@ -178,7 +195,9 @@ package enum AttemptStore {
     /// The `facts` object, with `unresolved` (when the rules ran, `[]` if none) written straight
     /// from the decision: a `json` column (sql/0019), like `unknowns`.
     package static func factsJSON(_ record: AttemptRecord) -> PostgresTextJSON {
-        guard let unresolved = record.unresolved else { return textJSON(JSONValue.object(record.facts).unorderedJSONText) }
+        guard let unresolved = record.unresolved else {
+            return textJSON(JSONValue.object(record.facts).unorderedJSONText)
+        }
         var out: [UInt8] = []
         out.reserveCapacity(512 + 256 * unresolved.count)
         JSONValue.object(record.facts).appendJSON(to: &out, sortedKeys: false)
@@ -198,7 +217,8 @@ package enum AttemptStore {
     /// refuse (`jsonb` refused the insert): then parsed and written again with each NUL as
     /// U+FFFD, as ``document(_:)`` does. No decision writes one today.
     package static func textJSON(_ text: String) -> PostgresTextJSON {
-        guard text.containsUTF8(nulEscape), let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
+        guard text.containsUTF8(nulEscape), let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        else {
             return PostgresTextJSON(rawJSON: text)
         }
         return PostgresTextJSON(rawJSON: value.replacingNUL.unorderedJSONText)
@@ -246,7 +266,9 @@ extension JSONValue {
         case .string(let text): return .string(clean(text))
         case .array(let items): return .array(items.map(\.replacingNUL))
         case .object(let members):
-            return .object(Dictionary(members.map { (clean($0.key), $0.value.replacingNUL) }, uniquingKeysWith: { first, _ in first }))
+            return .object(
+                Dictionary(
+                    members.map { (clean($0.key), $0.value.replacingNUL) }, uniquingKeysWith: { first, _ in first }))
         }
     }
 }

@@ -26,43 +26,53 @@ package enum CardRegistration {
     /// - Throws: 400 `invalid_request` for a bad shape, 422 `invalid_card` for a PAN failing the
     ///   Luhn check or an expired card.
     package static func validate(_ request: CardCreateRequest, now: Date) throws -> Validated {
-        let cardID = try request.cardId.map { try AdminValidation.identifier($0, field: "cardId") }
+        let cardID =
+            try request.cardId.map { try AdminValidation.identifier($0, field: "cardId") }
             ?? "card_" + BinaryEncoding.hexString(try SecureRandom.bytes(count: 12))
         let customerID = try AdminValidation.identifier(request.customerId, field: "customerId")
         guard request.accountNumber.utf8.count <= 19, let pan = PrimaryAccountNumber(request.accountNumber) else {
             throw HTTPError(
-                status: 422, code: AdminErrorCode.invalidCard, message: "accountNumber must be 12 to 19 digits passing the Luhn check",
+                status: 422, code: AdminErrorCode.invalidCard,
+                message: "accountNumber must be 12 to 19 digits passing the Luhn check",
                 context: ["detail": "luhn"])
         }
         let expiration = try AdminValidation.expiration(request.expiration, now: now)
         let name = try AdminValidation.text(request.cardholderName, field: "cardholderName", maxLength: 128)
         let network = request.paymentNetwork.lowercased()
         guard request.paymentNetwork.utf8.count <= 32, AdminValidation.paymentNetworks.contains(network) else {
-            throw AdminValidation.invalid("paymentNetwork", "must be one of \(AdminValidation.paymentNetworks.sorted().joined(separator: ", "))")
+            throw AdminValidation.invalid(
+                "paymentNetwork", "must be one of \(AdminValidation.paymentNetworks.sorted().joined(separator: ", "))")
         }
         var status = CardStatusValue.active
         if let text = request.status {
             guard text.utf8.count <= 16, let value = CardStatusValue(rawValue: text) else {
-                throw AdminValidation.invalid("status", "must be one of \(CardStatusValue.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw AdminValidation.invalid(
+                    "status", "must be one of \(CardStatusValue.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             status = value
         }
-        let description = try request.localizedDescription.map { try AdminValidation.text($0, field: "localizedDescription", maxLength: 128) }
+        let description = try request.localizedDescription.map {
+            try AdminValidation.text($0, field: "localizedDescription", maxLength: 128)
+        }
         if let country = request.country {
             guard country.utf8.count == 2, country.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else {
                 throw AdminValidation.invalid("country", "must be an ISO 3166-1 alpha-2 code in capitals, e.g. KR")
             }
         }
         return Validated(
-            cardID: cardID, customerID: customerID, pan: pan, expiration: expiration, cardholderName: name, paymentNetwork: network,
-            status: status, localizedDescription: description?.isEmpty == true ? nil : description, country: request.country)
+            cardID: cardID, customerID: customerID, pan: pan, expiration: expiration, cardholderName: name,
+            paymentNetwork: network,
+            status: status, localizedDescription: description?.isEmpty == true ? nil : description,
+            country: request.country)
     }
 
     /// Inserts the card and its audit entry within the caller's transaction.
     ///
     /// - Throws: 404 `customer_not_found`; 409 `already_exists` for a card id or PAN that is
     ///   already registered.
-    package static func register(_ card: Validated, actor: String, now: Date, vault: PANVault, connection: PostgresConnection) throws -> CardRecord {
+    package static func register(
+        _ card: Validated, actor: String, now: Date, vault: PANVault, connection: PostgresConnection
+    ) throws -> CardRecord {
         guard try CustomerStore.find(card.customerID, connection: connection) != nil else {
             throw HTTPError(status: 404, code: AdminErrorCode.customerNotFound, message: "no such customer")
         }
@@ -71,9 +81,12 @@ package enum CardRegistration {
             record = try CardStore.insert(
                 cardID: card.cardID, customerID: card.customerID, pan: card.pan, expiration: card.expiration,
                 cardholderName: card.cardholderName, paymentNetwork: card.paymentNetwork, status: card.status,
-                localizedDescription: card.localizedDescription, country: card.country, now: now, vault: vault, connection: connection)
+                localizedDescription: card.localizedDescription, country: card.country, now: now, vault: vault,
+                connection: connection)
         } catch let error as PostgresError where error.code == .uniqueViolation {
-            let what = error.constraint == "cards_pan_fingerprint_key" ? "a card with this account number" : "a card with this cardId"
+            let what =
+                error.constraint == "cards_pan_fingerprint_key"
+                ? "a card with this account number" : "a card with this cardId"
             throw HTTPError(status: 409, code: AdminErrorCode.alreadyExists, message: "\(what) already exists")
         } catch let error as PostgresError where error.code == .foreignKeyViolation {
             throw HTTPError(status: 404, code: AdminErrorCode.customerNotFound, message: "no such customer")
@@ -91,8 +104,10 @@ package enum CardRegistration {
     /// The operator's view of a card: never the PAN, only its last four digits.
     package static func adminCard(_ record: CardRecord) -> AdminCard {
         AdminCard(
-            cardId: record.cardID, customerId: record.customerID, primaryAccountSuffix: record.lastFour, expiration: record.expiration,
-            cardholderName: record.cardholderName, paymentNetwork: record.paymentNetwork, status: record.status.rawValue,
+            cardId: record.cardID, customerId: record.customerID, primaryAccountSuffix: record.lastFour,
+            expiration: record.expiration,
+            cardholderName: record.cardholderName, paymentNetwork: record.paymentNetwork,
+            status: record.status.rawValue,
             localizedDescription: record.localizedDescription ?? defaultDescription(record),
             primaryAccountIdentifier: record.primaryAccountIdentifier, country: record.country)
     }

@@ -57,21 +57,28 @@ package enum CardStore {
 
     /// The card if it belongs to `customerID`; nil otherwise (the API answers 404 either way, so
     /// another customer's card is indistinguishable from a missing one).
-    package static func find(_ cardID: String, ownedBy customerID: String, connection: PostgresConnection) throws -> CardRecord? {
+    package static func find(
+        _ cardID: String, ownedBy customerID: String, connection: PostgresConnection
+    ) throws -> CardRecord? {
         try connection.query(
             "SELECT \(unsafeSQL: columns) FROM cards WHERE card_id = \(cardID) AND customer_id = \(customerID)"
         ).first.map(decode)
     }
 
     /// The card with this PAN, found by its keyed fingerprint.
-    package static func find(pan: PrimaryAccountNumber, vault: PANVault, connection: PostgresConnection) throws -> CardRecord? {
+    package static func find(
+        pan: PrimaryAccountNumber, vault: PANVault, connection: PostgresConnection
+    ) throws -> CardRecord? {
         let fingerprint = try vault.fingerprint(pan)
-        return try connection.query("SELECT \(unsafeSQL: columns) FROM cards WHERE pan_fingerprint = \(fingerprint)").first.map(decode)
+        return try connection.query("SELECT \(unsafeSQL: columns) FROM cards WHERE pan_fingerprint = \(fingerprint)")
+            .first.map(decode)
     }
 
     package static func list(customerID: String, connection: PostgresConnection) throws -> [CardRecord] {
-        try connection.query("SELECT \(unsafeSQL: columns) FROM cards WHERE customer_id = \(customerID) ORDER BY created_at, card_id")
-            .map(decode)
+        try connection.query(
+            "SELECT \(unsafeSQL: columns) FROM cards WHERE customer_id = \(customerID) ORDER BY created_at, card_id"
+        )
+        .map(decode)
     }
 
     /// Inserts a card, sealing its PAN and computing its fingerprint.
@@ -102,19 +109,22 @@ package enum CardStore {
         return CardRecord(
             cardID: cardID, customerID: customerID, sealedPAN: sealed, lastFour: pan.lastFour, expiration: expiration,
             cardholderName: cardholderName, paymentNetwork: paymentNetwork, status: status,
-            localizedDescription: localizedDescription, primaryAccountIdentifier: identifier, country: country, createdAt: now)
+            localizedDescription: localizedDescription, primaryAccountIdentifier: identifier, country: country,
+            createdAt: now)
     }
 
     /// Changes the status under a row lock and records the change.
     ///
     /// - Returns: The previous status, or nil when the card does not exist.
     package static func setStatus(
-        _ cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date, connection: PostgresConnection
+        _ cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date,
+        connection: PostgresConnection
     ) throws -> CardStatusValue? {
         guard let row = try connection.query("SELECT status FROM cards WHERE card_id = \(cardID) FOR UPDATE").first,
             let old = CardStatusValue(rawValue: try row.decode("status"))
         else { return nil }
-        try connection.execute("UPDATE cards SET status = \(status.rawValue), updated_at = \(now) WHERE card_id = \(cardID)")
+        try connection.execute(
+            "UPDATE cards SET status = \(status.rawValue), updated_at = \(now) WHERE card_id = \(cardID)")
         try connection.execute(
             """
             INSERT INTO card_status_history (card_id, old_status, new_status, reason, actor, at)
@@ -131,7 +141,8 @@ package enum CardStore {
     package static func decode(_ row: PostgresRow) throws -> CardRecord {
         CardRecord(
             cardID: try row.decode("card_id"), customerID: try row.decode("customer_id"),
-            sealedPAN: SealedPAN(keyVersion: try row.decode("pan_key_version"), bytes: try row.decode("pan_ciphertext")),
+            sealedPAN: SealedPAN(
+                keyVersion: try row.decode("pan_key_version"), bytes: try row.decode("pan_ciphertext")),
             lastFour: try row.decode("last_four"), expiration: try row.decode("expiration"),
             cardholderName: try row.decode("cardholder_name"), paymentNetwork: try row.decode("payment_network"),
             status: CardStatusValue(rawValue: try row.decode("status")) ?? .blocked,

@@ -14,9 +14,15 @@ package enum CustomerAdministration {
             customerID: try AdminValidation.identifier(request.customerId, field: "customerId"),
             phoneNumber: try request.phoneNumber.map(AdminValidation.phoneNumber),
             email: try request.email.map(AdminValidation.email),
-            phoneChangedAt: try request.phoneChangedAt.map { try AdminValidation.timestamp($0, field: "phoneChangedAt") },
-            emailChangedAt: try request.emailChangedAt.map { try AdminValidation.timestamp($0, field: "emailChangedAt") },
-            addressChangedAt: try request.addressChangedAt.map { try AdminValidation.timestamp($0, field: "addressChangedAt") },
+            phoneChangedAt: try request.phoneChangedAt.map {
+                try AdminValidation.timestamp($0, field: "phoneChangedAt")
+            },
+            emailChangedAt: try request.emailChangedAt.map {
+                try AdminValidation.timestamp($0, field: "emailChangedAt")
+            },
+            addressChangedAt: try request.addressChangedAt.map {
+                try AdminValidation.timestamp($0, field: "addressChangedAt")
+            },
             createdAt: Date(timeIntervalSince1970: 0))
     }
 
@@ -25,7 +31,9 @@ package enum CustomerAdministration {
     /// The audit details say which contact fields were given, never their values: the audit log
     /// is read by more people than the customer table.
     /// - Returns: The stored record and whether it was created.
-    package static func upsert(_ record: CustomerRecord, actor: String, now: Date, connection: PostgresConnection) throws -> (CustomerRecord, created: Bool) {
+    package static func upsert(
+        _ record: CustomerRecord, actor: String, now: Date, connection: PostgresConnection
+    ) throws -> (CustomerRecord, created: Bool) {
         let (stored, created) = try CustomerStore.upsert(record, now: now, connection: connection)
         var given: [String] = []
         if record.phoneNumber != nil { given.append("phoneNumber") }
@@ -34,7 +42,8 @@ package enum CustomerAdministration {
         if record.emailChangedAt != nil { given.append("emailChangedAt") }
         if record.addressChangedAt != nil { given.append("addressChangedAt") }
         try AuditLog.append(
-            actor: actor, action: created ? "customer.created" : "customer.updated", subject: "customer:\(stored.customerID)",
+            actor: actor, action: created ? "customer.created" : "customer.updated",
+            subject: "customer:\(stored.customerID)",
             details: ["fields": given.joined(separator: ",")], at: now, connection: connection)
         return (stored, created)
     }
@@ -44,7 +53,8 @@ package enum CustomerAdministration {
         CustomerView(
             customerId: record.customerID, created: created,
             phoneNumber: record.phoneNumber.map(DestinationMask.phone), email: record.email.map(DestinationMask.email),
-            phoneChangedAt: record.phoneChangedAt.map(Self.iso8601), emailChangedAt: record.emailChangedAt.map(Self.iso8601),
+            phoneChangedAt: record.phoneChangedAt.map(Self.iso8601),
+            emailChangedAt: record.emailChangedAt.map(Self.iso8601),
             addressChangedAt: record.addressChangedAt.map(Self.iso8601))
     }
 

@@ -13,7 +13,10 @@ package struct CustomerRecord: Sendable, Equatable {
     package var createdAt: Date
 
     /// Creates the value from every stored property.
-    package init(customerID: String, phoneNumber: String? = nil, email: String? = nil, phoneChangedAt: Date? = nil, emailChangedAt: Date? = nil, addressChangedAt: Date? = nil, createdAt: Date) {
+    package init(
+        customerID: String, phoneNumber: String? = nil, email: String? = nil, phoneChangedAt: Date? = nil,
+        emailChangedAt: Date? = nil, addressChangedAt: Date? = nil, createdAt: Date
+    ) {
         self.customerID = customerID
         self.phoneNumber = phoneNumber
         self.email = email
@@ -27,7 +30,8 @@ package struct CustomerRecord: Sendable, Equatable {
 /// Reads and writes `customers`.
 package enum CustomerStore {
     private static let columnNames = [
-        "customer_id", "phone_number", "email", "phone_changed_at", "email_changed_at", "address_changed_at", "created_at",
+        "customer_id", "phone_number", "email", "phone_changed_at", "email_changed_at", "address_changed_at",
+        "created_at",
     ]
     private static let columns = PostgresQuery(unsafeSQL: columnNames.joined(separator: ", "))
 
@@ -38,7 +42,8 @@ package enum CustomerStore {
     }
 
     package static func find(_ customerID: String, connection: PostgresConnection) throws -> CustomerRecord? {
-        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID)").first.map { try decode($0) }
+        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID)").first
+            .map { try decode($0) }
     }
 
     /// Inserts or updates a customer. A changed phone number or e-mail without an explicit
@@ -52,7 +57,9 @@ package enum CustomerStore {
     ///
     /// - Returns: The stored record and whether it was created.
     @discardableResult
-    package static func upsert(_ record: CustomerRecord, now: Date, connection: PostgresConnection) throws -> (CustomerRecord, created: Bool) {
+    package static func upsert(
+        _ record: CustomerRecord, now: Date, connection: PostgresConnection
+    ) throws -> (CustomerRecord, created: Bool) {
         if let existing = try lockedCustomer(record.customerID, connection: connection) {
             return (try update(existing, with: record, now: now, connection: connection), false)
         }
@@ -72,7 +79,8 @@ package enum CustomerStore {
         guard let existing = try lockedCustomer(record.customerID, connection: connection) else {
             // Nothing deletes customers, so the row the insert waited for is there; were it gone,
             // the whole transaction is retried as after a serialisation failure.
-            throw PostgresError(code: .serializationFailure, message: "customer \(record.customerID) vanished during the upsert")
+            throw PostgresError(
+                code: .serializationFailure, message: "customer \(record.customerID) vanished during the upsert")
         }
         return (try update(existing, with: record, now: now, connection: connection), false)
     }
@@ -80,11 +88,15 @@ package enum CustomerStore {
     /// `FOR NO KEY UPDATE`, what the `UPDATE` takes anyway (the key does not change): it does not
     /// wait for, nor hold up, the `FOR KEY SHARE` of a provisioning attempt's foreign key.
     private static func lockedCustomer(_ customerID: String, connection: PostgresConnection) throws -> CustomerRecord? {
-        try connection.query("SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID) FOR NO KEY UPDATE")
-            .first.map { try decode($0) }
+        try connection.query(
+            "SELECT \(unsafeSQL: columns.sql) FROM customers WHERE customer_id = \(customerID) FOR NO KEY UPDATE"
+        )
+        .first.map { try decode($0) }
     }
 
-    private static func update(_ stored: CustomerRecord, with record: CustomerRecord, now: Date, connection: PostgresConnection) throws -> CustomerRecord {
+    private static func update(
+        _ stored: CustomerRecord, with record: CustomerRecord, now: Date, connection: PostgresConnection
+    ) throws -> CustomerRecord {
         let existing = merge(record, into: stored, now: now)
         try connection.execute(
             """
@@ -124,7 +136,8 @@ package enum CustomerStore {
         CustomerRecord(
             customerID: try row.decode(prefix + "customer_id"), phoneNumber: try row.decode(prefix + "phone_number"),
             email: try row.decode(prefix + "email"), phoneChangedAt: try row.decode(prefix + "phone_changed_at"),
-            emailChangedAt: try row.decode(prefix + "email_changed_at"), addressChangedAt: try row.decode(prefix + "address_changed_at"),
+            emailChangedAt: try row.decode(prefix + "email_changed_at"),
+            addressChangedAt: try row.decode(prefix + "address_changed_at"),
             createdAt: try row.decode(prefix + "created_at"))
     }
 }

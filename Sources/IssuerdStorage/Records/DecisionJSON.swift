@@ -12,9 +12,10 @@ package enum DecisionJSON {
         var object: [String: JSONValue] = [
             "rule": .string(hit.ruleID), "outcome": .string(hit.outcome.description), "reason": .string(hit.reason),
             "mode": .string(hit.mode.rawValue),
-            "values": .array(hit.values.map { value in
-                ["name": .string(value.name), "value": json(value.value), "text": .string(value.value.description)]
-            }),
+            "values": .array(
+                hit.values.map { value in
+                    ["name": .string(value.name), "value": json(value.value), "text": .string(value.value.description)]
+                }),
         ]
         if let methods = hit.stepUp { object["stepUp"] = .array(methods.methodNames.map(JSONValue.string)) }
         return .object(object)
@@ -58,7 +59,8 @@ package enum DecisionJSON {
 
     /// A hit that is not a rule of the ruleset (card not found, expiry mismatch, a yellow push
     /// carried into the TSP authorization), written in the same shape.
-    package static func pseudoHit(rule: String, outcome: Flow, reason: String, values: [String: JSONValue]) -> JSONValue {
+    package static func pseudoHit(rule: String, outcome: Flow, reason: String, values: [String: JSONValue]) -> JSONValue
+    {
         [
             "rule": .string(rule), "outcome": .string(outcome.description), "reason": .string(reason), "mode": "live",
             "values": .array(values.sorted { $0.key < $1.key }.map { ["name": .string($0.key), "value": $0.value] }),
@@ -75,7 +77,8 @@ package enum DecisionJSON {
         switch value {
         case .unknown: .null
         case .bool(let flag): .bool(flag)
-        case .number(let number), .duration(let number): number.rounded() == number && abs(number) < 1e15 ? .int(Int(number)) : .double(number)
+        case .number(let number), .duration(let number):
+            number.rounded() == number && abs(number) < 1e15 ? .int(Int(number)) : .double(number)
         case .string(let text): .string(text)
         case .strings(let texts): .array(texts.map(JSONValue.string))
         }

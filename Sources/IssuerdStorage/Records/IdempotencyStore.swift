@@ -48,7 +48,9 @@ package struct IdempotencyStore: Sendable {
 
     /// Runs `work` at most once per `(scope, key)`, handing it the claim (nil without the header)
     /// so that it can store its answer in its own transaction (``IdempotencyClaim/recording(_:)``).
-    package func run(_ request: HTTPRequest, scope: String, _ work: (IdempotencyClaim?) throws -> HTTPResponse) throws -> HTTPResponse {
+    package func run(
+        _ request: HTTPRequest, scope: String, _ work: (IdempotencyClaim?) throws -> HTTPResponse
+    ) throws -> HTTPResponse {
         try run(request, scope: scope, rereads: 0, work)
     }
 
@@ -56,12 +58,15 @@ package struct IdempotencyStore: Sendable {
     /// it (released, answered, or took it over): each needs another party's commit in between.
     private static let maximumRereads = 3
 
-    private func run(_ request: HTTPRequest, scope: String, rereads: Int, _ work: (IdempotencyClaim?) throws -> HTTPResponse) throws -> HTTPResponse {
+    private func run(
+        _ request: HTTPRequest, scope: String, rereads: Int, _ work: (IdempotencyClaim?) throws -> HTTPResponse
+    ) throws -> HTTPResponse {
         guard let key = request.headers[Self.headerName] else { return try work(nil) }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
             throw APIErrors.invalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
-        let requestHash = SHA256.hash(Array(request.method.rawValue.utf8) + [0] + Array(request.path.utf8) + [0] + request.body)
+        let requestHash = SHA256.hash(
+            Array(request.method.rawValue.utf8) + [0] + Array(request.path.utf8) + [0] + request.body)
         let claim = IdempotencyClaim(scope: scope, key: key, token: UUID.random())
         var claimed = try database.withConnection { connection in
             try connection.execute(
@@ -86,7 +91,9 @@ package struct IdempotencyStore: Sendable {
                 return try run(request, scope: scope, rereads: rereads + 1, work)
             }
             guard try row.decode("request_hash", as: [UInt8].self) == requestHash else {
-                throw HTTPError(status: 409, code: .idempotencyKeyReused, message: "this Idempotency-Key was used with a different request")
+                throw HTTPError(
+                    status: 409, code: .idempotencyKeyReused,
+                    message: "this Idempotency-Key was used with a different request")
             }
             let status = try row.decode("status", as: Int.self)
             if status == 0, try row.decode("expired", as: Bool.self) {
@@ -101,7 +108,9 @@ package struct IdempotencyStore: Sendable {
                 }
                 // Matching no row, the claim changed since it was read: the late holder stored its
                 // answer (or released it) or another retry took it over. The row as it is now says which.
-                if !claimed, rereads < Self.maximumRereads { return try run(request, scope: scope, rereads: rereads + 1, work) }
+                if !claimed, rereads < Self.maximumRereads {
+                    return try run(request, scope: scope, rereads: rereads + 1, work)
+                }
             }
             if !claimed {
                 guard status != 0 else { throw IdempotencyClaim.takenOver() }
@@ -185,7 +194,9 @@ package final class IdempotencyClaim: Sendable {
     /// retry took over (the first holder was slower than the claim's expiry): nothing was done,
     /// and the retry's answer is the one that counts.
     package static func takenOver() -> HTTPError {
-        HTTPError(status: 409, code: .idempotencyKeyReused, message: "a request with this Idempotency-Key is still being processed")
+        HTTPError(
+            status: 409, code: .idempotencyKeyReused,
+            message: "a request with this Idempotency-Key is still being processed")
     }
 
     /// Tells the store that the work's committed transaction stored the answer.

@@ -43,15 +43,23 @@ package enum TokenStore {
     }
 
     /// The token's card and status, locked for update.
-    package static func lock(_ tokenReference: String, connection: PostgresConnection) throws -> (cardID: String, status: TokenStatusValue)? {
-        guard let row = try connection.query(
-            "SELECT card_id, status FROM tokens WHERE token_reference = \(tokenReference) FOR UPDATE"
-        ).first, let status = TokenStatusValue(rawValue: try row.decode("status")) else { return nil }
+    package static func lock(
+        _ tokenReference: String, connection: PostgresConnection
+    ) throws -> (cardID: String, status: TokenStatusValue)? {
+        guard
+            let row = try connection.query(
+                "SELECT card_id, status FROM tokens WHERE token_reference = \(tokenReference) FOR UPDATE"
+            ).first, let status = TokenStatusValue(rawValue: try row.decode("status"))
+        else { return nil }
         return (try row.decode("card_id"), status)
     }
 
-    package static func setStatus(_ tokenReference: String, to status: TokenStatusValue, now: Date, connection: PostgresConnection) throws {
-        try connection.execute("UPDATE tokens SET status = \(status.rawValue), updated_at = \(now) WHERE token_reference = \(tokenReference)")
+    package static func setStatus(
+        _ tokenReference: String, to status: TokenStatusValue, now: Date, connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            "UPDATE tokens SET status = \(status.rawValue), updated_at = \(now) WHERE token_reference = \(tokenReference)"
+        )
     }
 
     /// The statement appending `events`, in order, to the token's history (for a pipeline).

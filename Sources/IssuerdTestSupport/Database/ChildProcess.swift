@@ -23,7 +23,7 @@ enum ChildProcess {
         // so a shell changes directory and then becomes the program.
         let shell = ["/bin/sh", "-c", "cd /tmp && exec \"$0\" \"$@\"", executable] + arguments
         let argv = shell.map { strdup($0) }
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
         let spawned = (argv + [nil]).withUnsafeBufferPointer { pointers in
             posix_spawn(&pid, "/bin/sh", &actions, nil, pointers.baseAddress!, environ)

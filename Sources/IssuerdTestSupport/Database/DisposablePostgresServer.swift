@@ -29,7 +29,8 @@ public final class DisposablePostgresServer: Sendable {
     /// - Throws: ``TestEnvironmentError`` with the tail of the server log when a step fails.
     public init(loopbackTCP: Bool = false) throws {
         let environment = ProcessInfo.processInfo.environment
-        binDirectory = environment["ISSUERD_TEST_PG_BIN"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/lib/postgresql/15/bin"
+        binDirectory =
+            environment["ISSUERD_TEST_PG_BIN"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/lib/postgresql/15/bin"
         asRoot = geteuid() == 0
         let suffix = UUID().uuidString.prefix(8).lowercased()
         directory = URL(fileURLWithPath: "/tmp/issuerd-pg-\(suffix)")
@@ -40,7 +41,8 @@ public final class DisposablePostgresServer: Sendable {
 
         let data = directory.appendingPathComponent("data")
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("sock"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("sock"), withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: data.path)
         if asRoot {
             try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path], what: "chown")
@@ -54,18 +56,24 @@ public final class DisposablePostgresServer: Sendable {
     /// Starts the server and waits until it accepts connections.
     public func start() throws {
         // With TCP the socket file is named after the TCP port (one port for both).
-        let listen = tcpPort.map { "-p \($0) -c listen_addresses=127.0.0.1" } ?? "-p \(Self.port) -c listen_addresses=''"
+        let listen =
+            tcpPort.map { "-p \($0) -c listen_addresses=127.0.0.1" } ?? "-p \(Self.port) -c listen_addresses=''"
         let options = "-k \(directory.path)/sock \(listen) -c fsync=off -c max_connections=50"
         try runAsOwner(
             "pg_ctl",
-            ["-D", directory.appendingPathComponent("data").path, "-l", directory.appendingPathComponent("server.log").path,
-             "-w", "-t", "30", "-o", options, "start"],
+            [
+                "-D", directory.appendingPathComponent("data").path, "-l",
+                directory.appendingPathComponent("server.log").path,
+                "-w", "-t", "30", "-o", options, "start",
+            ],
             what: "pg_ctl start")
     }
 
     /// Stops the server with a fast shutdown: open sessions are terminated, as in an outage.
     public func stop() throws {
-        try runAsOwner("pg_ctl", ["-D", directory.appendingPathComponent("data").path, "-m", "fast", "-w", "stop"], what: "pg_ctl stop")
+        try runAsOwner(
+            "pg_ctl", ["-D", directory.appendingPathComponent("data").path, "-m", "fast", "-w", "stop"],
+            what: "pg_ctl stop")
     }
 
     /// Stops the server if it runs and deletes the folder.
@@ -77,7 +85,9 @@ public final class DisposablePostgresServer: Sendable {
     private func runAsOwner(_ tool: String, _ arguments: [String], what: String) throws {
         let executable = binDirectory + "/" + tool
         if asRoot {
-            let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+            let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"].first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }
             guard let runuser else { throw TestEnvironmentError("runuser not found; cannot run PostgreSQL as root") }
             try Self.run(runuser, ["-u", "postgres", "--", executable] + arguments, what: what, log: logTail)
         } else {
@@ -90,7 +100,9 @@ public final class DisposablePostgresServer: Sendable {
         return log.split(separator: "\n").suffix(10).joined(separator: "\n")
     }
 
-    private static func run(_ executable: String, _ arguments: [String], what: String, log: () -> String = { "" }) throws {
+    private static func run(
+        _ executable: String, _ arguments: [String], what: String, log: () -> String = { "" }
+    ) throws {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw TestEnvironmentError("\(what): \(executable) not found (set ISSUERD_TEST_PG_BIN)")
         }

@@ -45,7 +45,8 @@ public struct TestDatabase: Sendable {
     ///   - acquireTimeout: Wait for a free connection before `.poolTimeout`.
     public func makePool(size: Int = 4, acquireTimeout: Duration = .seconds(10)) -> PostgresPool {
         PostgresPool(
-            configuration: PostgresPoolConfiguration(connectionString: connectionString, size: size, acquireTimeout: acquireTimeout),
+            configuration: PostgresPoolConfiguration(
+                connectionString: connectionString, size: size, acquireTimeout: acquireTimeout),
             logger: .silent)
     }
 
@@ -58,16 +59,19 @@ public struct TestDatabase: Sendable {
     ///
     /// - Returns: Whether one was seen waiting, and the sessions as they were at the end (for
     ///   the failure message).
-    public func waitUntilBlocked(by pid: Int32, within seconds: Double = 60) throws -> (waiting: Bool, activity: [String]) {
+    public func waitUntilBlocked(
+        by pid: Int32, within seconds: Double = 60
+    ) throws -> (waiting: Bool, activity: [String]) {
         let watcher = try PostgresConnection(connectionString: connectionString)
         let deadline = Date().addingTimeInterval(seconds)
         while true {
-            let waiting = try watcher.query(
-                """
-                SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
-                  AND \(pid) = ANY(pg_blocking_pids(pid))
-                """
-            ).count >= 1
+            let waiting =
+                try watcher.query(
+                    """
+                    SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                      AND \(pid) = ANY(pg_blocking_pids(pid))
+                    """
+                ).count >= 1
             if waiting || Date() >= deadline {
                 let activity = try watcher.query(
                     """

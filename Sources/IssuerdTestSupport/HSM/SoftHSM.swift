@@ -26,7 +26,8 @@ public enum SoftHSM {
         let tokens = root.appendingPathComponent("tokens")
         try FileManager.default.createDirectory(at: tokens, withIntermediateDirectories: true)
         let configuration = root.appendingPathComponent("softhsm2.conf")
-        try "directories.tokendir = \(tokens.path)\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
+        try
+            "directories.tokendir = \(tokens.path)\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
             .write(to: configuration, atomically: true, encoding: .utf8)
         setenv("SOFTHSM2_CONF", configuration.path, 1)
         stock = try (0..<stockSize).map { _ in try initialise(in: root) }
@@ -49,19 +50,28 @@ public enum SoftHSM {
 
     private static func initialise(in root: URL) throws -> SoftHSMToken {
         guard FileManager.default.fileExists(atPath: modulePath) else {
-            throw SoftHSMSetupError("\(modulePath) is missing: install the Debian package softhsm2 (scripts/lib/common.sh does)")
+            throw SoftHSMSetupError(
+                "\(modulePath) is missing: install the Debian package softhsm2 (scripts/lib/common.sh does)")
         }
-        let utility = ["/usr/bin/softhsm2-util", "/usr/local/bin/softhsm2-util"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let utility else { throw SoftHSMSetupError("softhsm2-util is missing: install the Debian package softhsm2") }
+        let utility = ["/usr/bin/softhsm2-util", "/usr/local/bin/softhsm2-util"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+        guard let utility else {
+            throw SoftHSMSetupError("softhsm2-util is missing: install the Debian package softhsm2")
+        }
         let label = "issuerd-test-\(UUID().uuidString.prefix(8).lowercased())"
         let pin = "pin-" + UUID().uuidString.prefix(12).lowercased()
         let soPIN = "so-" + UUID().uuidString.prefix(12).lowercased()
         // Test tooling only: the product never takes a PIN as an argument.
-        guard ChildProcess.run(utility, ["--init-token", "--free", "--label", label, "--so-pin", soPIN, "--pin", pin]) == 0 else {
+        guard
+            ChildProcess.run(utility, ["--init-token", "--free", "--label", label, "--so-pin", soPIN, "--pin", pin])
+                == 0
+        else {
             throw SoftHSMSetupError("softhsm2-util --init-token failed for \(label)")
         }
         let pinFile = root.appendingPathComponent("\(label).pin")
-        _ = FileManager.default.createFile(atPath: pinFile.path, contents: Data((pin + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: pinFile.path, contents: Data((pin + "\n").utf8), attributes: [.posixPermissions: 0o600])
         return SoftHSMToken(label: label, pin: pin, pinFile: pinFile.path, directory: root)
     }
 }
@@ -80,7 +90,8 @@ public struct SoftHSMToken: Sendable {
     /// A file holding a wrong PIN, for the refusal tests.
     public func wrongPINFile() throws -> String {
         let path = directory.appendingPathComponent("\(label).wrong.pin").path
-        _ = FileManager.default.createFile(atPath: path, contents: Data("wrong-\(pin)\n".utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(
+            atPath: path, contents: Data("wrong-\(pin)\n".utf8), attributes: [.posixPermissions: 0o600])
         return path
     }
 }

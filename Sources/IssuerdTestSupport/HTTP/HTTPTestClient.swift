@@ -1,8 +1,9 @@
 import Foundation
+import Synchronization
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 
 /// A small synchronous HTTP client over `URLSession`, for ordinary requests in tests.
 ///
@@ -57,7 +58,9 @@ public final class HTTPTestClient: Sendable {
     /// Sends one request and waits for the response.
     ///
     /// - Throws: ``TestHTTPError`` when the request fails at the transport level.
-    public func send(_ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8]? = nil) throws -> TestHTTPResponse {
+    public func send(
+        _ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8]? = nil
+    ) throws -> TestHTTPResponse {
         try sendConcurrently([Request(method, path, headers: headers, body: body)])[0].get()
     }
 
@@ -98,7 +101,8 @@ public final class HTTPTestClient: Sendable {
                         guard let name = key as? String, let value = value as? String else { return nil }
                         return (name, value)
                     }
-                    result = .success(TestHTTPResponse(status: http.statusCode, headers: headers, body: Array(data ?? Data())))
+                    result = .success(
+                        TestHTTPResponse(status: http.statusCode, headers: headers, body: Array(data ?? Data())))
                 } else {
                     result = .failure(TestHTTPError("\(request.method) \(request.path): not an HTTP response"))
                 }

@@ -31,7 +31,9 @@ public final class RawHTTPConnection {
                 throw TestHTTPError("invalid IPv6 address \(host)")
             }
             connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         } else {
             var address = sockaddr_in()
@@ -42,7 +44,9 @@ public final class RawHTTPConnection {
                 throw TestHTTPError("invalid IPv4 address \(host)")
             }
             connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         guard connected == 0 else {
@@ -104,7 +108,9 @@ public final class RawHTTPConnection {
         var offset = 0
         while offset < body.count {
             let end = min(offset + max(chunkSize, 1), body.count)
-            try send(Array(String(end - offset, radix: 16).utf8) + Array("\r\n".utf8) + Array(body[offset..<end]) + Array("\r\n".utf8))
+            try send(
+                Array(String(end - offset, radix: 16).utf8) + Array("\r\n".utf8) + Array(body[offset..<end])
+                    + Array("\r\n".utf8))
             offset = end
             if pause > .zero { Thread.sleep(forTimeInterval: Self.seconds(pause)) }
         }
@@ -123,7 +129,9 @@ public final class RawHTTPConnection {
         buffer.removeFirst(headerEnd + 4)
         var lines = head.components(separatedBy: "\r\n")
         let statusLine = lines.removeFirst().split(separator: " ")
-        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestHTTPError("bad status line in \(head)") }
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+            throw TestHTTPError("bad status line in \(head)")
+        }
         let headers = lines.compactMap { line -> (name: String, value: String)? in
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
@@ -141,7 +149,8 @@ public final class RawHTTPConnection {
             var result = response
             while true {
                 let lineEnd = try readUntil(Array("\r\n".utf8))
-                let size = Int(String(decoding: buffer[..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16) ?? 0
+                let size =
+                    Int(String(decoding: buffer[..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16) ?? 0
                 buffer.removeFirst(lineEnd + 2)
                 try fill(size + 2)
                 result.body += buffer.prefix(size)

@@ -52,7 +52,8 @@ struct Arguments {
                 }
             } else {
                 let known = (knownOptions.union(knownFlags)).sorted().map { "--" + $0 }
-                throw UsageError("unknown option --\(name)" + (known.isEmpty ? "" : " (known: \(known.joined(separator: ", ")))"))
+                throw UsageError(
+                    "unknown option --\(name)" + (known.isEmpty ? "" : " (known: \(known.joined(separator: ", ")))"))
             }
         }
     }

@@ -43,8 +43,10 @@ enum CommandLineTool {
         }
         guard let command = commands.first(where: { $0.name == name }) else {
             let near = commands.map(\.name).filter { $0.hasPrefix(String(name.prefix(2))) }
-            standardError("issuerd: unknown command '\(name)'" + (near.isEmpty ? "" : " (did you mean \(near.joined(separator: " or "))?)")
-                + "; see issuerd --help")
+            standardError(
+                "issuerd: unknown command '\(name)'"
+                    + (near.isEmpty ? "" : " (did you mean \(near.joined(separator: " or "))?)")
+                    + "; see issuerd --help")
             return 2
         }
         do {
@@ -66,4 +68,3 @@ enum CommandLineTool {
 func standardError(_ line: String) {
     FileHandle.standardError.write(Data((line + "\n").utf8))
 }
-

@@ -37,7 +37,8 @@ enum APIKeyCommand: CommandDefinition {
         let pool = try OperatorCommandSupport.pool(reader)
         defer { pool.close() }
         let issued = try OperatorCommandSupport.failing {
-            try OperatorCredentials.createAPIKey(role: role, name: name, actor: OperatorCommandSupport.actor, now: Date(), database: pool)
+            try OperatorCredentials.createAPIKey(
+                role: role, name: name, actor: OperatorCommandSupport.actor, now: Date(), database: pool)
         }
         print("created API key \(issued.keyID) (role \(issued.role)); store it now, it is not shown again:")
         print(issued.key)

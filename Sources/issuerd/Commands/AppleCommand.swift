@@ -51,20 +51,24 @@ enum AppleCommand: CommandDefinition {
 
     /// Builds the verifier named by `--trust` (or `ISSUERD_APPLE_TRUST`).
     static func verifier(_ arguments: Arguments) throws -> AppleCertificateChainVerifier {
-        let trust = arguments.option("trust") ?? ProcessInfo.processInfo.environment["ISSUERD_APPLE_TRUST"] ?? "production"
+        let trust =
+            arguments.option("trust") ?? ProcessInfo.processInfo.environment["ISSUERD_APPLE_TRUST"] ?? "production"
         let profile: AppleTrustProfile
         switch trust {
         case "production":
             profile = .production
         case "sandbox":
             guard let root = arguments.option("sandbox-root") else {
-                throw UsageError("--trust sandbox needs --sandbox-root FILE.pem: Apple does not publish the sandbox root")
+                throw UsageError(
+                    "--trust sandbox needs --sandbox-root FILE.pem: Apple does not publish the sandbox root")
             }
             profile = try .sandbox(rootPEM: try readText(root))
         default:
-            profile = try .custom(rootPEM: try readText(trust), requiredIntermediateCommonName: arguments.option("intermediate-name"))
+            profile = try .custom(
+                rootPEM: try readText(trust), requiredIntermediateCommonName: arguments.option("intermediate-name"))
         }
-        return try AppleCertificateChainVerifier(trust: profile, checkValidity: !arguments.flag("no-validity-check"), cacheCapacity: 0)
+        return try AppleCertificateChainVerifier(
+            trust: profile, checkValidity: !arguments.flag("no-validity-check"), cacheCapacity: 0)
     }
 
     /// `--at`, or now.
@@ -82,7 +86,9 @@ enum AppleCommand: CommandDefinition {
     /// `--scheme`, default ECC_V2.
     static func scheme(_ arguments: Arguments) throws -> EncryptionScheme {
         let text = arguments.option("scheme") ?? "ECC_V2"
-        guard let scheme = EncryptionScheme(rawValue: text.uppercased()) else { throw UsageError("--scheme must be ECC_V2 or RSA_V2") }
+        guard let scheme = EncryptionScheme(rawValue: text.uppercased()) else {
+            throw UsageError("--scheme must be ECC_V2 or RSA_V2")
+        }
         return scheme
     }
 
@@ -92,7 +98,9 @@ enum AppleCommand: CommandDefinition {
 
     static func readBytes(_ path: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else { throw CommandFailure("cannot read \(path)") }
-        guard data.count <= CertificateDecoding.maximumFileLength else { throw CommandFailure("\(path) is larger than \(CertificateDecoding.maximumFileLength) bytes") }
+        guard data.count <= CertificateDecoding.maximumFileLength else {
+            throw CommandFailure("\(path) is larger than \(CertificateDecoding.maximumFileLength) bytes")
+        }
         return Array(data)
     }
 

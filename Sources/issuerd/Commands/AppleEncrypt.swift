@@ -6,7 +6,8 @@ import IssuerdCrypto
 enum AppleEncrypt {
     static func run(_ words: [String]) throws -> Int32 {
         let options = AppleCommand.trustOptions.union([
-            "certificates", "nonce", "nonce-signature", "pan", "expiration", "name", "tav-key", "otp-key", "card-reference",
+            "certificates", "nonce", "nonce-signature", "pan", "expiration", "name", "tav-key", "otp-key",
+            "card-reference",
         ])
         let arguments = try Arguments(words, options: options, flags: ["no-validity-check", "enable-rsa-v2"])
         if arguments.wantsHelp {
@@ -16,17 +17,22 @@ enum AppleEncrypt {
         let verifier = try AppleCommand.verifier(arguments)
         let time = try AppleCommand.time(arguments)
         let scheme = try AppleCommand.scheme(arguments)
-        let certificates = try arguments.required("certificates").split(separator: ",").map { try certificate(String($0)) }
+        let certificates = try arguments.required("certificates").split(separator: ",").map {
+            try certificate(String($0))
+        }
         let nonce = try decode(arguments.required("nonce"), "--nonce")
         let nonceSignature = try decode(arguments.required("nonce-signature"), "--nonce-signature")
         guard let pan = PrimaryAccountNumber(try panText(arguments.required("pan"))) else {
             throw UsageError("--pan must be 12 to 19 digits passing the Luhn check")
         }
-        guard let expiration = CardExpiration(try arguments.required("expiration")) else { throw UsageError("--expiration must be MM/YY") }
+        guard let expiration = CardExpiration(try arguments.required("expiration")) else {
+            throw UsageError("--expiration must be MM/YY")
+        }
         let payload: PassPayload
         do {
             payload = try PassPayload(
-                primaryAccountNumber: pan, expiration: expiration, name: try arguments.required("name"), nonce: nonce, nonceSignature: nonceSignature)
+                primaryAccountNumber: pan, expiration: expiration, name: try arguments.required("name"), nonce: nonce,
+                nonceSignature: nonceSignature)
         } catch let error as CryptoError {
             throw UsageError(error.reason)
         }
@@ -34,11 +40,16 @@ enum AppleEncrypt {
         switch verifier.verify(certificates, at: time, for: scheme) {
         case .valid(let valid): chain = valid
         case .invalid(let failure):
-            try AppleCommand.printJSON(["error": ["code": "certificate_chain_invalid", "detail": failure.code.rawValue, "message": failure.detail]])
+            try AppleCommand.printJSON([
+                "error": [
+                    "code": "certificate_chain_invalid", "detail": failure.code.rawValue, "message": failure.detail,
+                ]
+            ])
             return 1
         }
         let request = try ActivationDataRequest(
-            primaryAccountNumber: pan, expiration: expiration, cardReference: arguments.option("card-reference") ?? "cli", nonce: nonce, now: time)
+            primaryAccountNumber: pan, expiration: expiration,
+            cardReference: arguments.option("card-reference") ?? "cli", nonce: nonce, now: time)
         let activationData = try activationProvider(arguments).activationData(for: request)
         var response = ["activationData": BinaryEncoding.base64String(activationData)]
         switch scheme {
@@ -61,7 +72,9 @@ enum AppleEncrypt {
     private static func certificate(_ item: String) throws -> [UInt8] {
         if FileManager.default.fileExists(atPath: item) {
             let certificates = try CertificateDecoding.certificates(inFile: try AppleCommand.readBytes(item))
-            guard certificates.count == 1 else { throw UsageError("\(item) holds \(certificates.count) certificates; list them one by one") }
+            guard certificates.count == 1 else {
+                throw UsageError("\(item) holds \(certificates.count) certificates; list them one by one")
+            }
             return certificates[0]
         }
         return try decode(item, "a --certificates item")
@@ -85,14 +98,18 @@ enum AppleEncrypt {
 
     private static func activationProvider(_ arguments: Arguments) throws -> any ActivationDataProvider {
         if let path = arguments.option("tav-key") {
-            return try MastercardTAVProvider(signingKey: try RSA.Signing.PrivateKey(pemRepresentation: try AppleCommand.readText(path)))
+            return try MastercardTAVProvider(
+                signingKey: try RSA.Signing.PrivateKey(pemRepresentation: try AppleCommand.readText(path)))
         }
         if let text = arguments.option("otp-key") {
-            guard let bytes = try? BinaryEncoding.decodeBase64(text) else { throw UsageError("--otp-key must be base64") }
+            guard let bytes = try? BinaryEncoding.decodeBase64(text) else {
+                throw UsageError("--otp-key must be base64")
+            }
             return try IssuerOTPProvider(key: try SymmetricKey(bytes: bytes))
         }
         if let master = ProcessInfo.processInfo.environment["ISSUERD_MASTER_KEY"] {
-            return try IssuerOTPProvider(key: try PANVault(keyRing: try MasterKeyRing(settingValue: master)).activationOTPKey())
+            return try IssuerOTPProvider(
+                key: try PANVault(keyRing: try MasterKeyRing(settingValue: master)).activationOTPKey())
         }
         throw UsageError("activation data needs --tav-key FILE.pem, --otp-key BASE64 or ISSUERD_MASTER_KEY")
     }

@@ -27,7 +27,8 @@ enum AuditCommand: CommandDefinition {
             return words.isEmpty ? 2 : 0
         }
         guard sub == "verify" else { throw UsageError("unknown subcommand '\(sub)' (verify)") }
-        let arguments = try Arguments(Array(words.dropFirst()), options: ["config", "max-unsealed-age"], flags: ["no-seal"])
+        let arguments = try Arguments(
+            Array(words.dropFirst()), options: ["config", "max-unsealed-age"], flags: ["no-seal"])
         if arguments.wantsHelp {
             print(usage)
             return 0
@@ -43,14 +44,18 @@ enum AuditCommand: CommandDefinition {
         let pool = try OperatorCommandSupport.pool(try OperatorCommandSupport.reader(arguments))
         defer { pool.close() }
         let report = try OperatorCommandSupport.failing {
-            try AuditChainCheck.verify(database: pool, seal: !arguments.flag("no-seal"), unsealedMaxAge: .seconds(maxAge)) {
+            try AuditChainCheck.verify(
+                database: pool, seal: !arguments.flag("no-seal"), unsealedMaxAge: .seconds(maxAge)
+            ) {
                 standardError("audit verify: \($0) entries checked")
             }
         }
         if report.sealed > 0 { standardError("audit verify: \(report.sealed) pending entries sealed first") }
         var status: Int32 = 0
         if let broken = report.firstBrokenSequence {
-            print("audit chain BROKEN at sequence \(broken): \(report.problem ?? "hash mismatch") (\(report.entries) entries before it verified)")
+            print(
+                "audit chain BROKEN at sequence \(broken): \(report.problem ?? "hash mismatch") (\(report.entries) entries before it verified)"
+            )
             status = 1
         } else {
             print("audit chain intact: \(report.entries) entries")
@@ -58,7 +63,9 @@ enum AuditCommand: CommandDefinition {
         if let age = report.oldestUnsealedAge {
             let seconds = age.components.seconds
             if report.hasStaleUnsealed {
-                print("audit entries NOT SEALED: \(report.unsealed), the oldest \(seconds) s old (limit \(maxAge) s): is a sealer running? (ISSUERD_AUDIT_SEAL)")
+                print(
+                    "audit entries NOT SEALED: \(report.unsealed), the oldest \(seconds) s old (limit \(maxAge) s): is a sealer running? (ISSUERD_AUDIT_SEAL)"
+                )
                 status = 1
             } else {
                 print("audit entries pending seal: \(report.unsealed), the oldest \(seconds) s old")

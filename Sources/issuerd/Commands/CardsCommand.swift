@@ -46,12 +46,16 @@ enum CardsCommand: CommandDefinition {
         }
         var every = 10000
         if let text = arguments.option("progress-every") {
-            guard let value = Int(text), value >= 1 else { throw UsageError("--progress-every must be a positive whole number") }
+            guard let value = Int(text), value >= 1 else {
+                throw UsageError("--progress-every must be a positive whole number")
+            }
             every = value
         }
         var workers = ProcessInfo.processInfo.activeProcessorCount
         if let text = arguments.option("workers") {
-            guard let value = Int(text), (1...256).contains(value) else { throw UsageError("--workers must be a whole number from 1 to 256") }
+            guard let value = Int(text), (1...256).contains(value) else {
+                throw UsageError("--workers must be a whole number from 1 to 256")
+            }
             workers = value
         }
         InterruptHandler.install()
@@ -61,16 +65,20 @@ enum CardsCommand: CommandDefinition {
         defer { pool.close() }
         let summary = try OperatorCommandSupport.failing {
             try CardImport.run(
-                file: URL(fileURLWithPath: path), actor: OperatorCommandSupport.actor, now: Date(), vault: vault, database: pool,
+                file: URL(fileURLWithPath: path), actor: OperatorCommandSupport.actor, now: Date(), vault: vault,
+                database: pool,
                 progressEvery: every, workers: workers, progress: { standardError("cards import: \($0) cards") },
                 phase: { phase in
-                    if phase == CardImport.committingPhase { InterruptHandler.committing.store(true, ordering: .sequentiallyConsistent) }
+                    if phase == CardImport.committingPhase {
+                        InterruptHandler.committing.store(true, ordering: .sequentiallyConsistent)
+                    }
                     standardError("cards import: \(phase)")
                 })
         }
         standardError("cards import: peak resident memory \(ResourceUsage.peakResidentMebibytes()) MiB")
         print(
-            "imported \(summary.cards) card(s); customers created \(summary.customersCreated), updated \(summary.customersUpdated)")
+            "imported \(summary.cards) card(s); customers created \(summary.customersCreated), updated \(summary.customersUpdated)"
+        )
         return 0
     }
 }
@@ -94,7 +102,8 @@ enum InterruptHandler {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
         signal(SIGINT) { _ in
             // Only async-signal-safe calls here: write(2) of static bytes, and _exit(2).
-            let message: StaticString = InterruptHandler.committing.load(ordering: .sequentiallyConsistent)
+            let message: StaticString =
+                InterruptHandler.committing.load(ordering: .sequentiallyConsistent)
                 ? "\ncards import: interrupted while committing: the import may have been kept; look for its cards.imported audit entry (or count the file's cards) before running it again\n"
                 : "\ncards import: interrupted: nothing was imported\n"
             _ = write(2, message.utf8Start, message.utf8CodeUnitCount)

@@ -32,19 +32,26 @@ enum DemoCommand: CommandDefinition {
             return 0
         }
         let environment = ProcessInfo.processInfo.environment
-        guard let url = URL(string: arguments.option("url") ?? "http://127.0.0.1:8080") else { throw UsageError("--url is not a URL") }
+        guard let url = URL(string: arguments.option("url") ?? "http://127.0.0.1:8080") else {
+            throw UsageError("--url is not a URL")
+        }
         let adminKey: String
         if let key = environment["ISSUERD_ADMIN_KEY"], !key.isEmpty {
             adminKey = key
         } else {
             let file = arguments.option("admin-key-file") ?? ".local/admin.key"
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw CommandFailure("no admin key: set ISSUERD_ADMIN_KEY or pass --admin-key-file (scripts/run writes .local/admin.key)")
+                throw CommandFailure(
+                    "no admin key: set ISSUERD_ADMIN_KEY or pass --admin-key-file (scripts/run writes .local/admin.key)"
+                )
             }
             adminKey = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        guard let jwtSecret = environment["ISSUERD_APP_JWT_SECRET"], let tspSecret = environment["ISSUERD_TSP_HMAC_SECRET"] else {
-            throw CommandFailure("ISSUERD_APP_JWT_SECRET and ISSUERD_TSP_HMAC_SECRET must be set (source .local/dev.env)")
+        guard let jwtSecret = environment["ISSUERD_APP_JWT_SECRET"],
+            let tspSecret = environment["ISSUERD_TSP_HMAC_SECRET"]
+        else {
+            throw CommandFailure(
+                "ISSUERD_APP_JWT_SECRET and ISSUERD_TSP_HMAC_SECRET must be set (source .local/dev.env)")
         }
         let pki = URL(fileURLWithPath: arguments.option("pki") ?? ".local/pki")
         guard let leaf = try? Data(contentsOf: pki.appendingPathComponent("leaf-ecc.der")),

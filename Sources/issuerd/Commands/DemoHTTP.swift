@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// A small synchronous JSON client for commands that talk to a running issuerd (demo, health).
@@ -18,7 +18,10 @@ struct DemoHTTP {
         var text: String
     }
 
-    func send(_ method: String, _ path: String, json body: [String: Any]? = nil, headers: [String: String] = [:], rawBody: [UInt8]? = nil) throws -> Answer {
+    func send(
+        _ method: String, _ path: String, json body: [String: Any]? = nil, headers: [String: String] = [:],
+        rawBody: [UInt8]? = nil
+    ) throws -> Answer {
         guard let url = URL(string: path, relativeTo: baseURL) else { throw CommandFailure("bad path \(path)") }
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method

@@ -20,17 +20,27 @@ struct DemoRun {
         let yearAgo = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-365 * 86400))
         try expect(
             http.send(
-                "POST", "/v1/admin/customers", json: [
+                "POST", "/v1/admin/customers",
+                json: [
                     "customerId": customer, "phoneNumber": "+82 10 1234 5678", "email": "hong.gildong@example.com",
                     "phoneChangedAt": yearAgo, "emailChangedAt": yearAgo, "addressChangedAt": yearAgo,
                 ], headers: admin), [200, 201], "create customer")
-        let pan1 = try Self.testPAN(prefix: "4"), pan2 = try Self.testPAN(prefix: "5")
-        let card1 = try expect(http.send("POST", "/v1/admin/cards", json: card(customer, pan1, "visa"), headers: admin), [201], "create card 1")
-        let card2 = try expect(http.send("POST", "/v1/admin/cards", json: card(customer, pan2, "mastercard"), headers: admin), [201], "create card 2")
-        guard let cardID1 = card1["cardId"] as? String, let cardID2 = card2["cardId"] as? String else { return fail("no cardId returned") }
+        let pan1 = try Self.testPAN(prefix: "4")
+        let pan2 = try Self.testPAN(prefix: "5")
+        let card1 = try expect(
+            http.send("POST", "/v1/admin/cards", json: card(customer, pan1, "visa"), headers: admin), [201],
+            "create card 1")
+        let card2 = try expect(
+            http.send("POST", "/v1/admin/cards", json: card(customer, pan2, "mastercard"), headers: admin), [201],
+            "create card 2")
+        guard let cardID1 = card1["cardId"] as? String, let cardID2 = card2["cardId"] as? String else {
+            return fail("no cardId returned")
+        }
         say("cards \(cardID1) (visa ••\(pan1.suffix(4))) and \(cardID2) (mastercard ••\(pan2.suffix(4)))")
 
-        let app = ["Authorization": "Bearer \(try DevelopmentCredentials.appToken(secret: jwtSecret, customerID: customer))"]
+        let app = [
+            "Authorization": "Bearer \(try DevelopmentCredentials.appToken(secret: jwtSecret, customerID: customer))"
+        ]
         step("GREEN: the issuer app pushes card 1 to Apple Wallet (in-app provisioning)")
         let cards = try expect(http.send("GET", "/v1/cards", headers: app), [200], "list cards")
         say("GET /v1/cards → \((cards["cards"] as? [Any])?.count ?? 0) cards for the app")
@@ -40,22 +50,32 @@ struct DemoRun {
 
         step("YELLOW: a token service provider asks about card 1 typed into Wallet; the wallet recommends step-up")
         let authorize: [String: Any] = [
-            "requestId": "demo-\(suffix)-1", "tokenReference": "DNITHE\(suffix.uppercased())0001", "tokenRequestorId": "40010030273",
+            "requestId": "demo-\(suffix)-1", "tokenReference": "DNITHE\(suffix.uppercased())0001",
+            "tokenRequestorId": "40010030273",
             "tokenizationSource": "manual", "card": ["accountNumber": pan1, "expiration": "12/30"],
             "device": ["id": "demo-device-\(suffix)", "type": "phone", "locale": "ko_KR"],
-            "wallet": ["deviceScore": 3, "accountScore": 4, "phoneNumberScore": 4, "recommendedDecision": "REQUIRE_ADDITIONAL_AUTHENTICATION", "reasonCodes": ["0A"]],
+            "wallet": [
+                "deviceScore": 3, "accountScore": 4, "phoneNumberScore": 4,
+                "recommendedDecision": "REQUIRE_ADDITIONAL_AUTHENTICATION", "reasonCodes": ["0A"],
+            ],
             "activeTokenCount": 0,
         ]
         let body = Array(try JSONSerialization.data(withJSONObject: authorize, options: [.sortedKeys]))
         let signature = try DevelopmentCredentials.tspSignature(body: body, secret: tspSecret)
-        let yellow = try http.send("POST", "/v1/tsp/tokenization/authorize", headers: ["X-Issuerd-Signature": signature], rawBody: body)
+        let yellow = try http.send(
+            "POST", "/v1/tsp/tokenization/authorize", headers: ["X-Issuerd-Signature": signature], rawBody: body)
         ok = try report(yellow, expectedFlow: "yellow") && ok
         if let methods = yellow.json?["activationMethods"] as? [[String: Any]] {
-            for method in methods { say("  step-up method \(method["id"] ?? "") \(method["type"] ?? ""): \(method["value"] ?? "")") }
+            for method in methods {
+                say("  step-up method \(method["id"] ?? "") \(method["type"] ?? ""): \(method["value"] ?? "")")
+            }
         }
 
         step("ORANGE: card 2 is reported lost, then the app tries to push it")
-        try expect(http.send("POST", "/v1/admin/cards/\(cardID2)/status", json: ["status": "lost", "reason": "demo"], headers: admin), [200], "report lost")
+        try expect(
+            http.send(
+                "POST", "/v1/admin/cards/\(cardID2)/status", json: ["status": "lost", "reason": "demo"], headers: admin),
+            [200], "report lost")
         let orange = try http.send("POST", "/v1/cards/\(cardID2)/apple-pay/provision", json: provision(), headers: app)
         ok = try report(orange, expectedFlow: "orange") && ok
 
@@ -64,14 +84,19 @@ struct DemoRun {
     }
 
     private func card(_ customer: String, _ pan: String, _ network: String) -> [String: Any] {
-        ["customerId": customer, "accountNumber": pan, "expiration": "12/30", "cardholderName": "HONG GILDONG",
-         "paymentNetwork": network, "localizedDescription": "Demo \(network.capitalized)", "country": "KR"]
+        [
+            "customerId": customer, "accountNumber": pan, "expiration": "12/30", "cardholderName": "HONG GILDONG",
+            "paymentNetwork": network, "localizedDescription": "Demo \(network.capitalized)", "country": "KR",
+        ]
     }
 
     private func provision() throws -> [String: Any] {
-        ["certificates": certificates, "nonce": BinaryEncoding.base64String(try SecureRandom.bytes(count: 4)),
-         "nonceSignature": BinaryEncoding.base64String(try SecureRandom.bytes(count: 64)), "encryptionScheme": "ECC_V2",
-         "channel": "in_app", "device": ["id": "demo-iphone", "type": "phone", "locale": "ko_KR"]]
+        [
+            "certificates": certificates, "nonce": BinaryEncoding.base64String(try SecureRandom.bytes(count: 4)),
+            "nonceSignature": BinaryEncoding.base64String(try SecureRandom.bytes(count: 64)),
+            "encryptionScheme": "ECC_V2",
+            "channel": "in_app", "device": ["id": "demo-iphone", "type": "phone", "locale": "ko_KR"],
+        ]
     }
 
     /// Opens the pass data as Apple would, with the leaf's private key (ECC_V2, spec section 2).
@@ -79,32 +104,47 @@ struct DemoRun {
         guard let sealed = (json["encryptedPassData"] as? String).flatMap({ Data(base64Encoded: $0) }),
             let ephemeral = (json["ephemeralPublicKey"] as? String).flatMap({ Data(base64Encoded: $0) })
         else { return fail("the answer lacks encryptedPassData or ephemeralPublicKey") }
-        let secret = try leafKey.sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(x963Representation: Array(ephemeral)))
-        let key = try ConcatenationKDF.deriveKey(from: secret, otherInfo: ECCV2Encryptor.otherInfo(ephemeralPublicKey: Array(ephemeral)))
+        let secret = try leafKey.sharedSecretFromKeyAgreement(
+            with: P256.KeyAgreement.PublicKey(x963Representation: Array(ephemeral)))
+        let key = try ConcatenationKDF.deriveKey(
+            from: secret, otherInfo: ECCV2Encryptor.otherInfo(ephemeralPublicKey: Array(ephemeral)))
         let plaintext = try AES256GCM.open(Array(sealed), using: key, nonce: [UInt8](repeating: 0, count: 12))
         guard let payload = try JSONSerialization.jsonObject(with: Data(plaintext)) as? [String: String],
             let pan = payload["primaryAccountNumber"].flatMap(PrimaryAccountNumber.init)
         else { return fail("the pass data did not decrypt to the expected JSON") }
-        say("decrypted with the leaf key: PAN \(pan.masked), expiration \(payload["expiration"] ?? "?"), name \(payload["name"] ?? "?"), nonce \(payload["nonce"] ?? "?")")
-        say("activationData: \(((json["activationData"] as? String).flatMap { Data(base64Encoded: $0) }?.count) ?? 0) bytes")
+        say(
+            "decrypted with the leaf key: PAN \(pan.masked), expiration \(payload["expiration"] ?? "?"), name \(payload["name"] ?? "?"), nonce \(payload["nonce"] ?? "?")"
+        )
+        say(
+            "activationData: \(((json["activationData"] as? String).flatMap { Data(base64Encoded: $0) }?.count) ?? 0) bytes"
+        )
         return true
     }
 
     private func report(_ answer: DemoHTTP.Answer, expectedFlow: String) throws -> Bool {
-        let decision = answer.json?["decision"] as? [String: Any] ?? answer.json?["error"] as? [String: Any] ?? answer.json ?? [:]
+        let decision =
+            answer.json?["decision"] as? [String: Any] ?? answer.json?["error"] as? [String: Any] ?? answer.json ?? [:]
         let flow = (decision["flow"] as? String) ?? (answer.json?["flow"] as? String) ?? "?"
         let reasons = (decision["reasons"] as? [[String: Any]] ?? answer.json?["reasons"] as? [[String: Any]] ?? [])
             .map { "\($0["rule"] ?? "")" }
-        say("HTTP \(answer.status), flow \(flow)" + ((answer.json?["decision"] as? String).map { ", decision \($0)" } ?? "")
-            + (reasons.isEmpty ? "" : ", reasons: \(reasons.joined(separator: ", "))"))
-        if let attempt = decision["attemptId"] ?? answer.json?["attemptId"] { say("attempt \(attempt) (issuerd rules explain \(attempt))") }
-        guard flow == expectedFlow else { return fail("expected \(expectedFlow), got \(flow): \(answer.text.prefix(300))") }
+        say(
+            "HTTP \(answer.status), flow \(flow)"
+                + ((answer.json?["decision"] as? String).map { ", decision \($0)" } ?? "")
+                + (reasons.isEmpty ? "" : ", reasons: \(reasons.joined(separator: ", "))"))
+        if let attempt = decision["attemptId"] ?? answer.json?["attemptId"] {
+            say("attempt \(attempt) (issuerd rules explain \(attempt))")
+        }
+        guard flow == expectedFlow else {
+            return fail("expected \(expectedFlow), got \(flow): \(answer.text.prefix(300))")
+        }
         return true
     }
 
     @discardableResult
     private func expect(_ answer: DemoHTTP.Answer, _ statuses: Set<Int>, _ what: String) throws -> [String: Any] {
-        guard statuses.contains(answer.status) else { throw CommandFailure("\(what): HTTP \(answer.status): \(answer.text.prefix(300))") }
+        guard statuses.contains(answer.status) else {
+            throw CommandFailure("\(what): HTTP \(answer.status): \(answer.text.prefix(300))")
+        }
         return answer.json ?? [:]
     }
 

@@ -36,7 +36,10 @@ enum DevCommand: CommandDefinition {
         let now = try AppleCommand.time(arguments)
         let pki = try DevelopmentPKI.generate(now: now)
         let files = try pki.write(to: directory)
-        try AppleCommand.printJSON(["directory": directory.path, "files": files.joined(separator: ","), "trust": directory.appendingPathComponent("root.pem").path])
+        try AppleCommand.printJSON([
+            "directory": directory.path, "files": files.joined(separator: ","),
+            "trust": directory.appendingPathComponent("root.pem").path,
+        ])
         return 0
     }
 }

@@ -24,7 +24,9 @@ enum DevTokenCommand {
         let customer = try arguments.required("customer")
         var lifetime: TimeInterval = 3600
         if let text = arguments.option("ttl") {
-            guard let duration = ConfigurationReader.parseDuration(text), duration >= .seconds(30), duration <= .seconds(30 * 86400) else {
+            guard let duration = ConfigurationReader.parseDuration(text), duration >= .seconds(30),
+                duration <= .seconds(30 * 86400)
+            else {
                 throw UsageError("--ttl must be a duration from 30s to 30d, e.g. 15m or 1h")
             }
             lifetime = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -32,7 +34,8 @@ enum DevTokenCommand {
         let reader = try OperatorCommandSupport.reader(arguments)
         let secret = try OperatorCommandSupport.setting { try OperatorSettings.appJWTSecret(reader) }
         let token = try OperatorCommandSupport.failing {
-            try OperatorCredentials.developmentAppToken(secret: secret.unsafeValue, customerID: customer, lifetime: lifetime, now: Date())
+            try OperatorCredentials.developmentAppToken(
+                secret: secret.unsafeValue, customerID: customer, lifetime: lifetime, now: Date())
         }
         print(token)
         return 0

@@ -18,7 +18,8 @@ enum HealthCommand: CommandDefinition {
             print(usage)
             return 0
         }
-        guard let url = URL(string: arguments.option("url") ?? "http://127.0.0.1:8080/readyz"), let base = URL(string: "/", relativeTo: url)
+        guard let url = URL(string: arguments.option("url") ?? "http://127.0.0.1:8080/readyz"),
+            let base = URL(string: "/", relativeTo: url)
         else { throw UsageError("--url is not a URL") }
         let answer = try DemoHTTP(baseURL: base, timeout: 2).send("GET", url.path.isEmpty ? "/readyz" : url.path)
         print(answer.text)

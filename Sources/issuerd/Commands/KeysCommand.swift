@@ -40,7 +40,9 @@ enum KeysCommand: CommandDefinition {
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         var batchSize = 500
         if let text = arguments.option("batch-size") {
-            guard let value = Int(text), (1...10_000).contains(value) else { throw UsageError("--batch-size must be 1 to 10000") }
+            guard let value = Int(text), (1...10_000).contains(value) else {
+                throw UsageError("--batch-size must be 1 to 10000")
+            }
             batchSize = value
         }
         let reader = try OperatorCommandSupport.reader(arguments)
@@ -48,10 +50,13 @@ enum KeysCommand: CommandDefinition {
         let pool = try OperatorCommandSupport.pool(reader)
         defer { pool.close() }
         let summary = try OperatorCommandSupport.failing {
-            try PANKeyRotation.run(database: pool, vault: vault, actor: OperatorCommandSupport.actor, batchSize: batchSize,
+            try PANKeyRotation.run(
+                database: pool, vault: vault, actor: OperatorCommandSupport.actor, batchSize: batchSize,
                 progress: { standardError("keys rotate: \($0) cards re-sealed") })
         }
-        print("re-sealed \(summary.resealed) card(s) in \(summary.batches) batch(es); every card is under key version \(summary.currentVersion)")
+        print(
+            "re-sealed \(summary.resealed) card(s) in \(summary.batches) batch(es); every card is under key version \(summary.currentVersion)"
+        )
         return 0
     }
 }

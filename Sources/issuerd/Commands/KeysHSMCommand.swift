@@ -52,7 +52,9 @@ enum KeysHSMCommand {
         }
     }
 
-    private static func parse(_ words: [String], options: Set<String> = [], flags: Set<String> = []) throws -> Arguments? {
+    private static func parse(
+        _ words: [String], options: Set<String> = [], flags: Set<String> = []
+    ) throws -> Arguments? {
         let arguments = try Arguments(words, options: options.union(["config"]), flags: flags)
         if arguments.wantsHelp {
             print(usage)
@@ -63,9 +65,13 @@ enum KeysHSMCommand {
     }
 
     private static func initialise(_ words: [String]) throws -> Int32 {
-        guard let arguments = try parse(words, options: ["public-key-out"], flags: ["pin-stdin", "no-tav-key"]) else { return 0 }
+        guard let arguments = try parse(words, options: ["public-key-out"], flags: ["pin-stdin", "no-tav-key"]) else {
+            return 0
+        }
         let reader = try OperatorCommandSupport.reader(arguments)
-        let pin = arguments.flag("pin-stdin") ? try OperatorCommandSupport.setting { try pkcs11 { try PKCS11PIN(standardInput: .standardInput) } } : nil
+        let pin =
+            arguments.flag("pin-stdin")
+            ? try OperatorCommandSupport.setting { try pkcs11 { try PKCS11PIN(standardInput: .standardInput) } } : nil
         let (store, _) = try OperatorCommandSupport.setting { try OperatorSettings.hsm(reader, pin: pin) }
         let token = store.token
         let wrapping = store.settings.wrappingKeyLabel
@@ -89,10 +95,15 @@ enum KeysHSMCommand {
             }
             _ = try PKCS11RSASigner(token: token, label: tavLabel)
         }
-        if store.settings.tavKeyLabel == nil { print("set ISSUERD_PKCS11_SIGNING_KEY_LABEL=\(tavLabel) to sign TAVs with it") }
+        if store.settings.tavKeyLabel == nil {
+            print("set ISSUERD_PKCS11_SIGNING_KEY_LABEL=\(tavLabel) to sign TAVs with it")
+        }
         let pem = try publicKeyPEM(store, label: tavLabel)
         if let path = arguments.option("public-key-out") {
-            guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o644]) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o644])
+            else {
                 throw CommandFailure("cannot write \(path)")
             }
             print("TAV public key written to \(path) (register it with MDES)")
@@ -108,7 +119,9 @@ enum KeysHSMCommand {
         let reader = try OperatorCommandSupport.reader(arguments)
         let (store, masterKeys) = try OperatorCommandSupport.setting { try OperatorSettings.hsm(reader) }
         let info = try pkcs11 { try store.token.info }
-        print("token '\(info.label)': \(info.manufacturer) \(info.model), serial \(info.serialNumber), module \(store.settings.modulePath)")
+        print(
+            "token '\(info.label)': \(info.manufacturer) \(info.model), serial \(info.serialNumber), module \(store.settings.modulePath)"
+        )
         let objects = try pkcs11 { try store.token.objects() }
         print("objects: \(objects.count)")
         for object in objects.sorted(by: { ($0.label, $0.objectClass) < ($1.label, $1.objectClass) }) {
@@ -143,7 +156,9 @@ enum KeysHSMCommand {
         if reader.string("ISSUERD_DATABASE_URL") != nil {
             let pool = try OperatorCommandSupport.pool(reader)
             defer { pool.close() }
-            let stored = try OperatorCommandSupport.failing { try pool.withConnection { try HSMDataKey.all(connection: $0) } }
+            let stored = try OperatorCommandSupport.failing {
+                try pool.withConnection { try HSMDataKey.all(connection: $0) }
+            }
             print("data keys in PostgreSQL: \(stored.isEmpty ? "none" : "")")
             for key in stored {
                 let opens: String
@@ -154,7 +169,9 @@ enum KeysHSMCommand {
                     healthy = false
                     opens = "DOES NOT UNWRAP (\(error.description))"
                 }
-                print("  version \(key.version): \(key.origin), wrapped by '\(key.wrappingKeyLabel)', created \(ISO8601DateFormatter().string(from: key.createdAt)), \(opens)")
+                print(
+                    "  version \(key.version): \(key.origin), wrapped by '\(key.wrappingKeyLabel)', created \(ISO8601DateFormatter().string(from: key.createdAt)), \(opens)"
+                )
             }
             let environment = masterKeys.map(\.version).sorted()
             if !environment.isEmpty { print("environment master key versions still set: \(environment)") }
@@ -171,12 +188,16 @@ enum KeysHSMCommand {
         let summary = try OperatorCommandSupport.failing {
             try pkcs11 {
                 if arguments.flag("import-master-key") {
-                    return try HSMDataKeyProvisioning.importEnvironment(hsm: store, masterKeys: masterKeys, database: pool, actor: OperatorCommandSupport.actor)
+                    return try HSMDataKeyProvisioning.importEnvironment(
+                        hsm: store, masterKeys: masterKeys, database: pool, actor: OperatorCommandSupport.actor)
                 }
-                return try HSMDataKeyProvisioning.addGenerated(hsm: store, masterKeys: masterKeys, database: pool, actor: OperatorCommandSupport.actor)
+                return try HSMDataKeyProvisioning.addGenerated(
+                    hsm: store, masterKeys: masterKeys, database: pool, actor: OperatorCommandSupport.actor)
             }
         }
-        for version in summary.added { print("stored data key version \(version) (wrapped by '\(store.settings.wrappingKeyLabel)')") }
+        for version in summary.added {
+            print("stored data key version \(version) (wrapped by '\(store.settings.wrappingKeyLabel)')")
+        }
         for version in summary.alreadyPresent { print("data key version \(version) is stored already (same key)") }
         if !summary.added.isEmpty {
             print("next: restart every instance with the HSM settings, then run issuerd keys rotate")

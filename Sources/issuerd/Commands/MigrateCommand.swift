@@ -29,13 +29,15 @@ enum MigrateCommand: CommandDefinition {
         }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         guard let url = ProcessInfo.processInfo.environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
-            throw CommandFailure("ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
+            throw CommandFailure(
+                "ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
         }
         // The same folder `serve` migrates from: --sql-dir, else ISSUERD_SQL_DIR, else sql.
         let fromEnvironment = ProcessInfo.processInfo.environment["ISSUERD_SQL_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         let directory = URL(fileURLWithPath: arguments.option("sql-dir") ?? fromEnvironment ?? "sql")
         let logger = Logger(label: "issuerd.migrate", minimumLevel: .warning, handler: JSONLogHandler.standardError)
-        let pool = PostgresPool(configuration: PostgresPoolConfiguration(connectionString: url, size: 1), logger: logger)
+        let pool = PostgresPool(
+            configuration: PostgresPoolConfiguration(connectionString: url, size: 1), logger: logger)
         defer { pool.close() }
         let migrator = Migrator(directory: directory, logger: logger)
         do {
@@ -58,10 +60,16 @@ enum MigrateCommand: CommandDefinition {
             switch entry.state {
             case .applied(let date): state = "applied  " + date.formatted(.iso8601)
             case .pending: state = "pending"
-            case .changed: state = "CHANGED since applied"; healthy = false
-            case .missingFile: state = "MISSING file"; healthy = false
+            case .changed:
+                state = "CHANGED since applied"
+                healthy = false
+            case .missingFile:
+                state = "MISSING file"
+                healthy = false
             }
-            print(entry.fileName.padding(toLength: max(entry.fileName.count, 40), withPad: " ", startingAt: 0) + " " + state)
+            print(
+                entry.fileName.padding(toLength: max(entry.fileName.count, 40), withPad: " ", startingAt: 0) + " "
+                    + state)
         }
         if report.isEmpty { print("no migrations") }
         return healthy ? 0 : 1

@@ -30,8 +30,11 @@ enum OperatorCommandSupport {
 
     /// `cli:<login>`: who ran the command, as the audit log records it (bounded, safe characters).
     static var actor: String {
-        let login = ProcessInfo.processInfo.environment["USER"] ?? ProcessInfo.processInfo.environment["LOGNAME"] ?? "unknown"
-        let safe = login.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) }
+        let login =
+            ProcessInfo.processInfo.environment["USER"] ?? ProcessInfo.processInfo.environment["LOGNAME"] ?? "unknown"
+        let safe = login.unicodeScalars.filter {
+            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
+        }
         return "cli:" + String(String.UnicodeScalarView(safe.prefix(32)))
     }
 

@@ -23,7 +23,8 @@ enum RulesBacktestCommand {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        let arguments = try Arguments(words, options: ["candidate", "current", "input", "since", "until", "sample", "limit"])
+        let arguments = try Arguments(
+            words, options: ["candidate", "current", "input", "since", "until", "sample", "limit"])
         if arguments.wantsHelp {
             print(usage)
             return 0
@@ -34,7 +35,9 @@ enum RulesBacktestCommand {
             throw UsageError("--sample takes a number from 0 to 10000")
         }
         if arguments.option("since") != nil || arguments.option("until") != nil {
-            guard arguments.option("input") == nil else { throw UsageError("give either --input or --since/--until, not both") }
+            guard arguments.option("input") == nil else {
+                throw UsageError("give either --input or --since/--until, not both")
+            }
             let (since, until) = try RulesHistoryCommands.window(arguments)
             guard let limit = Int(arguments.option("limit") ?? "2000000"), (1...50_000_000).contains(limit) else {
                 throw UsageError("--limit takes a number from 1 to 50000000")
@@ -44,12 +47,16 @@ enum RulesBacktestCommand {
             let pool = try RulesHistoryCommands.openDatabase()
             defer { pool.close() }
             let outcome = try RulesHistoryCommands.databaseCall {
-                try HistoryBacktest.run(current: current, candidate: candidate, since: since, until: until, limit: limit, sampleSize: sample,
-                                        database: pool, progress: standardError)
+                try HistoryBacktest.run(
+                    current: current, candidate: candidate, since: since, until: until, limit: limit,
+                    sampleSize: sample,
+                    database: pool, progress: standardError)
             }
             switch outcome {
             case .tooManyAttempts(let found, let limit):
-                throw CommandFailure("the window holds \(found) attempts, more than --limit \(limit); narrow --since/--until or raise --limit")
+                throw CommandFailure(
+                    "the window holds \(found) attempts, more than --limit \(limit); narrow --since/--until or raise --limit"
+                )
             case .report(let report, _):
                 print(render(report, current: current, candidate: candidate))
                 return 0
@@ -58,7 +65,8 @@ enum RulesBacktestCommand {
         let inputPath = try arguments.required("input")
         let current = try load(currentDirectory, role: "current")
         let candidate = try load(candidateDirectory, role: "candidate")
-        guard let data = FileManager.default.contents(atPath: inputPath), let text = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: inputPath), let text = String(data: data, encoding: .utf8)
+        else {
             throw CommandFailure("\(inputPath): cannot read the file (or it is not UTF-8)")
         }
         let log: AttemptLog
@@ -88,22 +96,29 @@ enum RulesBacktestCommand {
         func percent(_ count: Int) -> String {
             report.attempts == 0 ? "-" : String(format: "%.1f%%", Double(count) * 100 / Double(report.attempts))
         }
-        func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0) }
+        func pad(_ text: String, _ width: Int) -> String {
+            text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0)
+        }
         lines.append("attempts: \(report.attempts)   current \(current.version)   candidate \(candidate.version)")
         lines.append("")
         lines.append(pad("flow", 10) + pad("current", 20) + "candidate")
         for flow in Flow.allCases {
             let before = report.currentMix[flow] ?? 0
             let after = report.candidateMix[flow] ?? 0
-            lines.append(pad(flow.description, 10) + pad("\(before) (\(percent(before)))", 20) + "\(after) (\(percent(after)))")
+            lines.append(
+                pad(flow.description, 10) + pad("\(before) (\(percent(before)))", 20) + "\(after) (\(percent(after)))")
         }
         lines.append("changed: \(report.changed) attempts")
         for before in Flow.allCases {
             for after in Flow.allCases where before != after {
-                if let count = report.transitions[before]?[after], count > 0 { lines.append("  \(before) → \(after): \(count)") }
+                if let count = report.transitions[before]?[after], count > 0 {
+                    lines.append("  \(before) → \(after): \(count)")
+                }
             }
         }
-        lines.append("unresolved (a value was unknown): current \(report.currentUnresolved), candidate \(report.candidateUnresolved)")
+        lines.append(
+            "unresolved (a value was unknown): current \(report.currentUnresolved), candidate \(report.candidateUnresolved)"
+        )
         lines.append("")
         lines.append(pad("rule", 40) + pad("current", 10) + pad("candidate", 10) + "delta")
         let before = Dictionary(report.currentHits.map { ($0.ruleID, $0) }, uniquingKeysWith: { a, _ in a })
@@ -115,8 +130,9 @@ enum RulesBacktestCommand {
             let b = after[id]
             let shadow = (b ?? a)?.mode == .shadow ? " (shadow)" : ""
             let delta = (b?.hits ?? 0) - (a?.hits ?? 0)
-            lines.append(pad(id + shadow, 40) + pad(a.map { "\($0.hits)" } ?? "-", 10) + pad(b.map { "\($0.hits)" } ?? "-", 10)
-                         + (delta == 0 ? "" : (delta > 0 ? "+\(delta)" : "\(delta)")))
+            lines.append(
+                pad(id + shadow, 40) + pad(a.map { "\($0.hits)" } ?? "-", 10) + pad(b.map { "\($0.hits)" } ?? "-", 10)
+                    + (delta == 0 ? "" : (delta > 0 ? "+\(delta)" : "\(delta)")))
         }
         if !report.sample.isEmpty {
             lines.append("")
@@ -133,6 +149,7 @@ enum RulesBacktestCommand {
     private static func summary(_ decision: RiskDecision) -> String {
         let live = decision.liveHits
         guard !live.isEmpty else { return "no live hits" }
-        return live.map { "\($0.ruleID) {" + $0.values.map(\.description).joined(separator: ", ") + "}" }.joined(separator: "; ")
+        return live.map { "\($0.ruleID) {" + $0.values.map(\.description).joined(separator: ", ") + "}" }.joined(
+            separator: "; ")
     }
 }

@@ -35,8 +35,12 @@ enum RulesCommand: CommandDefinition {
         case "explain": return try RulesHistoryCommands.explain(rest)
         case "export": return try RulesHistoryCommands.export(rest)
         default:
-            let near = ["check", "test", "backtest", "export", "explain"].filter { $0.hasPrefix(String(subcommand.prefix(2))) }
-            throw UsageError("unknown subcommand '\(subcommand)'" + (near.isEmpty ? "" : " (did you mean \(near.joined(separator: " or "))?)"))
+            let near = ["check", "test", "backtest", "export", "explain"].filter {
+                $0.hasPrefix(String(subcommand.prefix(2)))
+            }
+            throw UsageError(
+                "unknown subcommand '\(subcommand)'"
+                    + (near.isEmpty ? "" : " (did you mean \(near.joined(separator: " or "))?)"))
         }
     }
 
@@ -61,16 +65,21 @@ enum RulesCommand: CommandDefinition {
             ruleset = try RulesetLoader(path: directory, contentHasher: contentHasher).load()
         } catch {
             print(error.description)
-            print("\(directory): \(error.diagnostics.count) error\(error.diagnostics.count == 1 ? "" : "s"); ruleset refused")
+            print(
+                "\(directory): \(error.diagnostics.count) error\(error.diagnostics.count == 1 ? "" : "s"); ruleset refused"
+            )
             return 1
         }
         let live = ruleset.rules.filter { $0.mode == .live }.count
-        print("\(directory): OK, \(ruleset.rules.count) rules (\(live) live, \(ruleset.rules.count - live) shadow), "
-              + "\(ruleset.listSizes.count) lists, \(ruleset.velocityQueries.count) velocity queries")
+        print(
+            "\(directory): OK, \(ruleset.rules.count) rules (\(live) live, \(ruleset.rules.count - live) shadow), "
+                + "\(ruleset.listSizes.count) lists, \(ruleset.velocityQueries.count) velocity queries")
         print("version \(ruleset.version)")
         for rule in ruleset.rules {
             let stepUp = rule.stepUp.map { " stepup \($0)" } ?? ""
-            print("  \(rule.outcome.description.padding(toLength: 6, withPad: " ", startingAt: 0)) \(rule.mode == .shadow ? "shadow " : "")\(rule.id)\(stepUp)  (\(rule.location))")
+            print(
+                "  \(rule.outcome.description.padding(toLength: 6, withPad: " ", startingAt: 0)) \(rule.mode == .shadow ? "shadow " : "")\(rule.id)\(stepUp)  (\(rule.location))"
+            )
         }
         for (name, size) in ruleset.listSizes.sorted(by: { $0.key < $1.key }) {
             print("  list @\(name): \(size) entries")
@@ -99,7 +108,8 @@ enum RulesCommand: CommandDefinition {
         let report: ExampleSuite.Report
         do {
             let files = try loader.files()
-            report = try ExampleSuite.run(files, against: try RulesetCompiler.compile(files, contentHasher: contentHasher))
+            report = try ExampleSuite.run(
+                files, against: try RulesetCompiler.compile(files, contentHasher: contentHasher))
         } catch {
             print(error.description)
             return 1
@@ -109,14 +119,17 @@ enum RulesCommand: CommandDefinition {
             print("\(result.passed ? "PASS" : "FAIL") \(example.location)  \(example.name)")
             guard !result.passed else { continue }
             for failure in result.failures { print("       \(failure)") }
-            print("       decision: \(result.decision.flow) stepup \(result.decision.stepUpMethods); hits: "
-                  + result.decision.hits.map(\.ruleID).joined(separator: ", "))
+            print(
+                "       decision: \(result.decision.flow) stepup \(result.decision.stepUpMethods); hits: "
+                    + result.decision.hits.map(\.ruleID).joined(separator: ", "))
         }
         for rule in report.uncoveredRules {
             print("UNCOVERED rule \(rule): no example makes it hit")
         }
         let failed = report.results.filter { !$0.passed }.count
-        print("\(report.results.count - failed) passed, \(failed) failed, \(report.uncoveredRules.count) rules without an example")
+        print(
+            "\(report.results.count - failed) passed, \(failed) failed, \(report.uncoveredRules.count) rules without an example"
+        )
         return report.passed ? 0 : 1
     }
 

@@ -43,14 +43,18 @@ enum RulesHistoryCommands {
         var buffer = ""
         let written = try databaseCall {
             try pool.transaction(isolation: .repeatableRead) { connection in
-                standardError("export: \(try export.attemptCount(connection: connection)) attempts in the window, "
-                              + "history from \(HistoryExport.timestamp(export.historyStart))")
+                standardError(
+                    "export: \(try export.attemptCount(connection: connection)) attempts in the window, "
+                        + "history from \(HistoryExport.timestamp(export.historyStart))")
                 var reported = 0
-                let count = try export.write(connection: connection, progress: { lines in
-                    guard lines - reported >= 50_000 else { return }
-                    reported = lines
-                    standardError("export: \(lines) lines")
-                }) { line in
+                let count = try export.write(
+                    connection: connection,
+                    progress: { lines in
+                        guard lines - reported >= 50_000 else { return }
+                        reported = lines
+                        standardError("export: \(lines) lines")
+                    }
+                ) { line in
                     buffer += line
                     buffer += "\n"
                     if buffer.utf8.count >= 1 << 16 {
@@ -85,13 +89,18 @@ enum RulesHistoryCommands {
             throw UsageError("rules explain takes one ATTEMPT_ID")
         }
         guard let id = UUID(uuidString: text) else {
-            throw CommandFailure("attempt \(text.prefix(64)): not an attempt id (a UUID such as 1b4e28ba-2fa1-11d2-883f-0016d3cca427)")
+            throw CommandFailure(
+                "attempt \(text.prefix(64)): not an attempt id (a UUID such as 1b4e28ba-2fa1-11d2-883f-0016d3cca427)")
         }
         let directory = arguments.option("rules") ?? "rules"
         let ruleset = try loadRules(directory)
         let pool = try openDatabase()
         defer { pool.close() }
-        guard let attempt = try databaseCall({ try pool.withConnection { try StoredAttempt.load(id: id, connection: $0) } }) else {
+        guard
+            let attempt = try databaseCall({
+                try pool.withConnection { try StoredAttempt.load(id: id, connection: $0) }
+            })
+        else {
             throw CommandFailure("attempt \(id.uuidString.lowercased()): no such attempt")
         }
         print(render(attempt))
@@ -103,15 +112,19 @@ enum RulesHistoryCommands {
         }
         print("")
         print("re-run with \(directory) (\(ruleset.version)), velocity as stored:")
-        print("  flow:     \(replay.decision.flow)" + (replay.decision.flow == .yellow ? " stepup \(replay.decision.stepUpMethods)" : ""))
+        print(
+            "  flow:     \(replay.decision.flow)"
+                + (replay.decision.flow == .yellow ? " stepup \(replay.decision.stepUpMethods)" : ""))
         for hit in replay.decision.hits { print("  hit       \(hit)") }
         for hit in replay.decision.unresolved { print("  unresolved \(hit)") }
         if !replay.missingFeatures.isEmpty {
             print("  not stored (re-run as unknown): " + replay.missingFeatures.joined(separator: ", "))
         }
-        print(replay.differs
-              ? "DIFFERS: stored \(attempt.flow), today \(replay.decision.flow)"
-              : "same outcome: \(attempt.flow)" + (attempt.rulesetVersion == ruleset.version ? " (same ruleset version)" : ""))
+        print(
+            replay.differs
+                ? "DIFFERS: stored \(attempt.flow), today \(replay.decision.flow)"
+                : "same outcome: \(attempt.flow)"
+                    + (attempt.rulesetVersion == ruleset.version ? " (same ruleset version)" : ""))
         return 0
     }
 
@@ -122,7 +135,8 @@ enum RulesHistoryCommands {
             "subject  card \(attempt.subject.cardID ?? "-")  device \(attempt.subject.deviceID ?? "-")  customer \(attempt.subject.customerID ?? "-")",
             "ruleset  \(attempt.rulesetVersion)",
             "flow     \(attempt.flow)   decision \(attempt.decision)"
-                + (attempt.allowedMethods.isEmpty ? "" : "   stepup [\(attempt.allowedMethods.joined(separator: ", "))]"),
+                + (attempt.allowedMethods.isEmpty
+                    ? "" : "   stepup [\(attempt.allowedMethods.joined(separator: ", "))]"),
             "inputs   \(attempt.inputsJSON)",
             "features \(attempt.featuresJSON)",
             "unknowns \(attempt.unknownsJSON)",
@@ -134,12 +148,16 @@ enum RulesHistoryCommands {
 
     /// One line per element of a JSON array (the stored hits), or the text itself.
     private static func jsonArrayElements(_ json: String) -> [String] {
-        guard let array = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) as? [Any] else {
+        guard
+            let array = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) as? [Any]
+        else {
             return [json]
         }
         if array.isEmpty { return ["(none)"] }
         return array.map { element in
-            guard let data = try? JSONSerialization.data(withJSONObject: element, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+            guard
+                let data = try? JSONSerialization.data(
+                    withJSONObject: element, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
             else { return "\(element)" }
             return String(decoding: data, as: UTF8.self)
         }
@@ -149,12 +167,15 @@ enum RulesHistoryCommands {
     static func window(_ arguments: Arguments) throws -> (since: Date, until: Date) {
         let sinceText = try arguments.required("since")
         let untilText = try arguments.required("until")
-        guard let since = RFC3339.date(sinceText) else { throw UsageError("--since must be RFC 3339, e.g. 2025-03-01T00:00:00Z") }
-        guard let until = RFC3339.date(untilText) else { throw UsageError("--until must be RFC 3339, e.g. 2025-03-08T00:00:00Z") }
+        guard let since = RFC3339.date(sinceText) else {
+            throw UsageError("--since must be RFC 3339, e.g. 2025-03-01T00:00:00Z")
+        }
+        guard let until = RFC3339.date(untilText) else {
+            throw UsageError("--until must be RFC 3339, e.g. 2025-03-08T00:00:00Z")
+        }
         guard since < until else { throw UsageError("--since must be before --until") }
         return (since, until)
     }
-
 
     static func loadRules(_ directory: String) throws -> Ruleset {
         do {
@@ -166,7 +187,8 @@ enum RulesHistoryCommands {
 
     static func openDatabase() throws -> PostgresPool {
         guard let url = ProcessInfo.processInfo.environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
-            throw CommandFailure("ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
+            throw CommandFailure(
+                "ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
         }
         let logger = Logger(label: "issuerd.rules", minimumLevel: .warning, handler: JSONLogHandler.standardError)
         // A backtest reads its window on a second connection in the same snapshot, which the

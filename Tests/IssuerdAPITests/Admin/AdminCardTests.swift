@@ -1,11 +1,11 @@
 import Foundation
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdStorage
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 @Suite("Admin customers and cards over HTTP")
 struct AdminCardTests {
@@ -14,7 +14,8 @@ struct AdminCardTests {
         let app = try TestApplication()
         let key = try app.apiKey(role: .admin)
         let created = try app.client.postJSON(
-            "/v1/admin/customers", #"{"customerId":"cust-1","phoneNumber":"01012345678","email":"hong.gildong@example.com"}"#,
+            "/v1/admin/customers",
+            #"{"customerId":"cust-1","phoneNumber":"01012345678","email":"hong.gildong@example.com"}"#,
             headers: AdminFixtures.bearer(key))
         #expect(created.status == 201)
         let body = try #require(created.jsonObject())
@@ -25,7 +26,8 @@ struct AdminCardTests {
         #expect(!created.text.contains("hong.gildong"))
 
         let updated = try app.client.postJSON(
-            "/v1/admin/customers", #"{"customerId":"cust-1","phoneNumber":"01099998888","phoneChangedAt":"2025-03-01T10:00:00Z"}"#,
+            "/v1/admin/customers",
+            #"{"customerId":"cust-1","phoneNumber":"01099998888","phoneChangedAt":"2025-03-01T10:00:00Z"}"#,
             headers: AdminFixtures.bearer(key))
         #expect(updated.status == 200)
         #expect(updated.jsonObject()?["phoneChangedAt"] as? String == "2025-03-01T10:00:00Z")
@@ -33,13 +35,17 @@ struct AdminCardTests {
         #expect(stored?.phoneNumber == "01099998888")
 
         let actions = try app.pool.withConnection { connection in
-            try connection.query("SELECT action FROM audit_log ORDER BY id").map { try $0.decode("action", as: String.self) }
+            try connection.query("SELECT action FROM audit_log ORDER BY id").map {
+                try $0.decode("action", as: String.self)
+            }
         }
         #expect(actions == ["customer.created", "customer.updated"])
         #expect(try AuditChainCheck.verify(database: app.pool).isIntact)
     }
 
-    @Test("An upsert racing another writer's insert of the same new customer (an import, a second call) updates it: 200, not a 500")
+    @Test(
+        "An upsert racing another writer's insert of the same new customer (an import, a second call) updates it: 200, not a 500"
+    )
     func customerUpsertRacingInsert() throws {
         let app = try TestApplication()
         let key = try app.apiKey(role: .admin)
@@ -51,7 +57,8 @@ struct AdminCardTests {
         try other.execute("INSERT INTO customers (customer_id, phone_number) VALUES ('cust-race', '01011112222')")
         let upsert = BackgroundCall {
             try app.client.postJSON(
-                "/v1/admin/customers", #"{"customerId":"cust-race","email":"race@example.com"}"#, headers: AdminFixtures.bearer(key))
+                "/v1/admin/customers", #"{"customerId":"cust-race","email":"race@example.com"}"#,
+                headers: AdminFixtures.bearer(key))
         }
         // The upsert's insert waits on the key; then the other writer commits.
         let (waiting, activity) = try app.database.waitUntilBlocked(by: otherPID, within: 120)
@@ -65,17 +72,24 @@ struct AdminCardTests {
         #expect(stored.phoneNumber == "01011112222")
         #expect(stored.email == "race@example.com")
         let actions = try app.pool.withConnection { connection in
-            try connection.query("SELECT action FROM audit_log ORDER BY id").map { try $0.decode("action", as: String.self) }
+            try connection.query("SELECT action FROM audit_log ORDER BY id").map {
+                try $0.decode("action", as: String.self)
+            }
         }
         #expect(actions == ["customer.updated"])
     }
 
-    @Test("An admin write whose Idempotency-Key claim was taken over while it worked rolls its change back and answers 409")
+    @Test(
+        "An admin write whose Idempotency-Key claim was taken over while it worked rolls its change back and answers 409"
+    )
     func adminWriteTakenOverRollsBack() throws {
         let app = try TestApplication()
         let key = try app.apiKey(role: .admin)
-        #expect(try app.client.postJSON(
-            "/v1/admin/customers", #"{"customerId":"cust-t","email":"before@example.com"}"#, headers: AdminFixtures.bearer(key)).status == 201)
+        #expect(
+            try app.client.postJSON(
+                "/v1/admin/customers", #"{"customerId":"cust-t","email":"before@example.com"}"#,
+                headers: AdminFixtures.bearer(key)
+            ).status == 201)
         // Hold the customer, so the keyed upsert claims its key and then waits inside its work.
         let other = try PostgresConnection(connectionString: app.database.connectionString)
         let otherPID = other.backendProcessID
@@ -90,7 +104,8 @@ struct AdminCardTests {
         #expect(waiting, "the upsert never waited on the customer: \(activity)")
         // What a retry after the claim's expiry does: it takes the claim over with its own token.
         let taken = try app.pool.withConnection {
-            try $0.execute("UPDATE idempotency_keys SET claim_token = gen_random_uuid() WHERE key = 'k-admin' AND status = 0")
+            try $0.execute(
+                "UPDATE idempotency_keys SET claim_token = gen_random_uuid() WHERE key = 'k-admin' AND status = 0")
         }
         #expect(taken == 1)
         try other.execute("COMMIT")
@@ -101,7 +116,9 @@ struct AdminCardTests {
         let stored = try #require(try app.pool.withConnection { try CustomerStore.find("cust-t", connection: $0) })
         #expect(stored.email == "before@example.com")
         let actions = try app.pool.withConnection { connection in
-            try connection.query("SELECT action FROM audit_log ORDER BY id").map { try $0.decode("action", as: String.self) }
+            try connection.query("SELECT action FROM audit_log ORDER BY id").map {
+                try $0.decode("action", as: String.self)
+            }
         }
         #expect(actions == ["customer.created"])
     }
@@ -122,7 +139,8 @@ struct AdminCardTests {
         ])
     func customerValidation(body: String, field: String) throws {
         let app = try TestApplication()
-        let response = try app.client.postJSON("/v1/admin/customers", body, headers: AdminFixtures.bearer(try app.apiKey(role: .admin)))
+        let response = try app.client.postJSON(
+            "/v1/admin/customers", body, headers: AdminFixtures.bearer(try app.apiKey(role: .admin)))
         #expect(response.status == 400)
         let error = try #require(response.errorEnvelope())
         #expect(error["code"] as? String == "invalid_request")
@@ -134,7 +152,8 @@ struct AdminCardTests {
         let app = try TestApplication()
         let admin = try app.apiKey(role: .admin)
         let pan = AdminFixtures.pan(serial: 7)
-        _ = try app.client.postJSON("/v1/admin/customers", #"{"customerId":"cust-7"}"#, headers: AdminFixtures.bearer(admin))
+        _ = try app.client.postJSON(
+            "/v1/admin/customers", #"{"customerId":"cust-7"}"#, headers: AdminFixtures.bearer(admin))
         let response = try app.client.postJSON(
             "/v1/admin/cards",
             #"{"customerId":"cust-7","accountNumber":"\#(pan)","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"LEE","paymentNetwork":"visa","country":"KR"}"#,
@@ -153,13 +172,22 @@ struct AdminCardTests {
         #expect(read.status == 200)
         #expect(read.jsonObject()?["cardId"] as? String == cardID)
         #expect(read.jsonObject()?["country"] as? String == "KR")
-        #expect(try app.client.get("/v1/admin/cards/nope", headers: AdminFixtures.bearer(analyst)).errorEnvelope()?["code"] as? String == "card_not_found")
+        #expect(
+            try app.client.get("/v1/admin/cards/nope", headers: AdminFixtures.bearer(analyst)).errorEnvelope()?["code"]
+                as? String == "card_not_found")
 
         // The stored PAN opens to the digits sent, and the audit entry holds no PAN.
         let record = try #require(try app.pool.withConnection { try CardStore.find(cardID, connection: $0) })
-        #expect(try CardStore.openPAN(record, vault: PANVault(keyRing: MasterKeyRing(keys: [1: SymmetricKey(bytes: Array(repeating: 0x42, count: 32))]))).unsafeDigits == pan)
+        #expect(
+            try CardStore.openPAN(
+                record,
+                vault: PANVault(
+                    keyRing: MasterKeyRing(keys: [1: SymmetricKey(bytes: Array(repeating: 0x42, count: 32))]))
+            ).unsafeDigits == pan)
         let details = try app.pool.withConnection { connection in
-            try connection.query("SELECT details FROM audit_log WHERE action = 'card.created'").map { try $0.decode("details", as: String.self) }
+            try connection.query("SELECT details FROM audit_log WHERE action = 'card.created'").map {
+                try $0.decode("details", as: String.self)
+            }
         }
         #expect(details.count == 1)
         #expect(!(details.first ?? pan).contains(pan))
@@ -188,9 +216,11 @@ struct AdminCardTests {
     func badCards(field: String, value: String, status: Int, code: String) throws {
         let app = try TestApplication()
         let admin = try app.apiKey(role: .admin)
-        _ = try app.client.postJSON("/v1/admin/customers", #"{"customerId":"cust-1"}"#, headers: AdminFixtures.bearer(admin))
+        _ = try app.client.postJSON(
+            "/v1/admin/customers", #"{"customerId":"cust-1"}"#, headers: AdminFixtures.bearer(admin))
         var fields = [
-            "customerId": "cust-1", "accountNumber": AdminFixtures.pan(serial: 1), "expiration": AdminFixtures.futureExpiration,
+            "customerId": "cust-1", "accountNumber": AdminFixtures.pan(serial: 1),
+            "expiration": AdminFixtures.futureExpiration,
             "cardholderName": "KIM", "paymentNetwork": "visa",
         ]
         fields[field] = value
@@ -199,20 +229,26 @@ struct AdminCardTests {
         #expect(response.status == status, "\(field): \(response.text)")
         #expect(response.errorEnvelope()?["code"] as? String == code)
         #expect(!response.text.contains(AdminFixtures.pan(serial: 1)))
-        let count = try app.pool.withConnection { try $0.query("SELECT count(*) AS n FROM cards").first?.decode("n", as: Int64.self) }
+        let count = try app.pool.withConnection {
+            try $0.query("SELECT count(*) AS n FROM cards").first?.decode("n", as: Int64.self)
+        }
         #expect(count == 0)
     }
 
-    @Test("An admin write's idempotent answer commits with the change, so a lost acknowledgement replays instead of 409 or a second upsert")
+    @Test(
+        "An admin write's idempotent answer commits with the change, so a lost acknowledgement replays instead of 409 or a second upsert"
+    )
     func adminAnswersCommitWithTheChange() throws {
         let app = try TestApplication()
         let admin = try app.apiKey(role: .admin)
         var headers = AdminFixtures.bearer(admin)
         headers["Idempotency-Key"] = "onboard-7"
-        let customer = try app.client.postJSON("/v1/admin/customers", #"{"customerId":"c7","email":"c7@example.com"}"#, headers: headers)
+        let customer = try app.client.postJSON(
+            "/v1/admin/customers", #"{"customerId":"c7","email":"c7@example.com"}"#, headers: headers)
         #expect(customer.status == 201, "\(customer.text)")
         headers["Idempotency-Key"] = "card-7"
-        let body = #"{"cardId":"card-7","customerId":"c7","accountNumber":"\#(AdminFixtures.pan(serial: 7))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
+        let body =
+            #"{"cardId":"card-7","customerId":"c7","accountNumber":"\#(AdminFixtures.pan(serial: 7))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
         let card = try app.client.postJSON("/v1/admin/cards", body, headers: headers)
         #expect(card.status == 201, "\(card.text)")
         // One transaction id on the answer and on the row it describes: neither exists without the other.
@@ -240,16 +276,19 @@ struct AdminCardTests {
         let app = try TestApplication()
         let admin = try app.apiKey(role: .admin)
         try AdminFixtures.registerCard(app, adminKey: admin, customer: "c1", card: "card-a", serial: 1)
-        let sameID = #"{"cardId":"card-a","customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 2))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
+        let sameID =
+            #"{"cardId":"card-a","customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 2))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
         let first = try app.client.postJSON("/v1/admin/cards", sameID, headers: AdminFixtures.bearer(admin))
         #expect(first.status == 409)
         #expect(first.errorEnvelope()?["code"] as? String == "already_exists")
-        let samePAN = #"{"cardId":"card-b","customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 1))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
+        let samePAN =
+            #"{"cardId":"card-b","customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 1))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
         #expect(try app.client.postJSON("/v1/admin/cards", samePAN, headers: AdminFixtures.bearer(admin)).status == 409)
 
         var headers = AdminFixtures.bearer(admin)
         headers["Idempotency-Key"] = "import-42"
-        let fresh = #"{"customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 3))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
+        let fresh =
+            #"{"customerId":"c1","accountNumber":"\#(AdminFixtures.pan(serial: 3))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"}"#
         let once = try app.client.postJSON("/v1/admin/cards", fresh, headers: headers)
         let twice = try app.client.postJSON("/v1/admin/cards", fresh, headers: headers)
         #expect(once.status == 201)
@@ -257,7 +296,9 @@ struct AdminCardTests {
         #expect(once.jsonObject()?["cardId"] as? String == twice.jsonObject()?["cardId"] as? String)
         #expect(twice.header("Idempotent-Replayed") == "true")
         #expect(try app.client.postJSON("/v1/admin/cards", samePAN, headers: headers).status == 409)
-        let count = try app.pool.withConnection { try $0.query("SELECT count(*) AS n FROM cards").first?.decode("n", as: Int64.self) }
+        let count = try app.pool.withConnection {
+            try $0.query("SELECT count(*) AS n FROM cards").first?.decode("n", as: Int64.self)
+        }
         #expect(count == 2)
     }
 
@@ -270,12 +311,21 @@ struct AdminCardTests {
         let ivr = AdminFixtures.bearer(try app.apiKey(role: .ivr))
         #expect(try app.client.get("/v1/admin/cards/card-r", headers: ivr).status == 403)
         #expect(try app.client.get("/v1/admin/cards/card-r").status == 401)
-        #expect(try app.client.get("/v1/admin/cards/card-r", headers: ["Authorization": "Bearer isk_nope_nope"]).status == 401)
+        #expect(
+            try app.client.get("/v1/admin/cards/card-r", headers: ["Authorization": "Bearer isk_nope_nope"]).status
+                == 401)
         for headers in [analyst, ivr] {
-            #expect(try app.client.postJSON("/v1/admin/customers", #"{"customerId":"c2"}"#, headers: headers).status == 403)
-            #expect(try app.client.postJSON("/v1/admin/cards/card-r/status", #"{"status":"lost"}"#, headers: headers).status == 403)
+            #expect(
+                try app.client.postJSON("/v1/admin/customers", #"{"customerId":"c2"}"#, headers: headers).status == 403)
+            #expect(
+                try app.client.postJSON("/v1/admin/cards/card-r/status", #"{"status":"lost"}"#, headers: headers).status
+                    == 403)
             #expect(try app.client.postJSON("/v1/admin/cards", #"{}"#, headers: headers).status == 403)
         }
-        #expect(try app.client.postJSON("/v1/admin/customers", #"{"customerId":"c2"}"#, headers: ["Authorization": "Bearer \(try app.appToken(customer: "c1"))"]).status == 401)
+        #expect(
+            try app.client.postJSON(
+                "/v1/admin/customers", #"{"customerId":"c2"}"#,
+                headers: ["Authorization": "Bearer \(try app.appToken(customer: "c1"))"]
+            ).status == 401)
     }
 }

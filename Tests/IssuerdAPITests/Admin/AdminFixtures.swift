@@ -32,11 +32,16 @@ enum AdminFixtures {
 
     /// Creates a customer and a card over HTTP; returns the card id.
     @discardableResult
-    static func registerCard(_ app: TestApplication, adminKey: String, customer: String, card: String, serial: Int) throws -> String {
+    static func registerCard(
+        _ app: TestApplication, adminKey: String, customer: String, card: String, serial: Int
+    ) throws -> String {
         let customerResponse = try app.client.postJSON(
-            "/v1/admin/customers", #"{"customerId":"\#(customer)","phoneNumber":"010-1234-5678","email":"kim@example.com"}"#,
+            "/v1/admin/customers",
+            #"{"customerId":"\#(customer)","phoneNumber":"010-1234-5678","email":"kim@example.com"}"#,
             headers: bearer(adminKey))
-        guard [200, 201].contains(customerResponse.status) else { throw TestHTTPError("customer: \(customerResponse.status) \(customerResponse.text)") }
+        guard [200, 201].contains(customerResponse.status) else {
+            throw TestHTTPError("customer: \(customerResponse.status) \(customerResponse.text)")
+        }
         let response = try app.client.postJSON(
             "/v1/admin/cards",
             #"{"cardId":"\#(card)","customerId":"\#(customer)","accountNumber":"\#(pan(serial: serial))","expiration":"\#(futureExpiration)","cardholderName":"KIM MINJI","paymentNetwork":"visa"}"#,

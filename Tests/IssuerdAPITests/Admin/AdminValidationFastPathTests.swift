@@ -1,34 +1,41 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdStorage
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 /// The printable-ASCII path of `AdminValidation.text` and the arithmetic month of
 /// `AdminValidation.expiration` answer exactly what the general (Foundation) paths answer.
 @Suite("Admin validation: the ASCII and arithmetic short paths agree with Foundation's")
 struct AdminValidationFastPathTests {
     private func outcome(_ body: () throws -> String) -> String {
-        do { return "ok:" + (try body()) } catch let error as HTTPError { return "error:" + error.message } catch { return "other" }
+        do { return "ok:" + (try body()) } catch let error as HTTPError { return "error:" + error.message } catch {
+            return "other"
+        }
     }
 
     @Test(
         "text: the same result or error as trimming with CharacterSet.whitespaces",
         arguments: [
             "KIM MINJI", "  KIM  ", " ", "", "a", String(repeating: "x", count: 8), String(repeating: "x", count: 9),
-            "  " + String(repeating: "y", count: 8) + " ", "~!@#$%^&*()_+{}|:<>?`-=[];',./\"\\", "tab\there", "\tlead", "DEL\u{7F}",
+            "  " + String(repeating: "y", count: 8) + " ", "~!@#$%^&*()_+{}|:<>?`-=[];',./\"\\", "tab\there", "\tlead",
+            "DEL\u{7F}",
             "김민지", " 김 ", "\u{00A0}nbsp\u{00A0}", "\u{3000}wide", "e\u{301}", "line\nbreak", "\r\n",
         ])
     func text(value: String) {
         for allowEmpty in [false, true] {
             let fast = outcome { try AdminValidation.text(value, field: "f", maxLength: 8, allowEmpty: allowEmpty) }
-            let general = outcome { try AdminValidation.unicodeText(value, field: "f", maxLength: 8, allowEmpty: allowEmpty) }
+            let general = outcome {
+                try AdminValidation.unicodeText(value, field: "f", maxLength: 8, allowEmpty: allowEmpty)
+            }
             #expect(fast == general, "\(value.debugDescription) allowEmpty \(allowEmpty)")
         }
     }
 
-    @Test("monthNumber: the UTC year and month Foundation's Gregorian calendar gives, around every month end from 1970 to 2100")
+    @Test(
+        "monthNumber: the UTC year and month Foundation's Gregorian calendar gives, around every month end from 1970 to 2100"
+    )
     func monthNumber() {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!

@@ -1,11 +1,11 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdImport
 import IssuerdTestSupport
 import IssuerdWire
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdImport
 
 /// The import's own decoder for plain lines: whenever it returns a record, `JSONDecoder` (the
 /// API's decoder) returns the same one from the same bytes; anything else it leaves to it.
@@ -35,18 +35,26 @@ struct CardImportLineDecoderTests {
     @Test(
         "Lines outside the plain shape are left to JSONDecoder",
         arguments: [
-            #"{"customerId":"c\u0041","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,  // an escape
-            #"{"customerId":"c","accountNumber":4111,"expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,  // a number
-            #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p","extra":"1"}"#,  // unknown key
-            #"{"customerId":"c","customerId":"d","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,  // repeated
+            // an escape
+            #"{"customerId":"c\u0041","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,
+            // a number
+            #"{"customerId":"c","accountNumber":4111,"expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,
+            // unknown key
+            #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p","extra":"1"}"#,
+            // repeated
+            #"{"customerId":"c","customerId":"d","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,
             #"{"accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,  // customerId missing
-            #"{"customerId":null,"accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,  // required null
-            #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"} x"#,  // trailing text
+            // required null
+            #"{"customerId":null,"accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"}"#,
+            // trailing text
+            #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p"} x"#,
             #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p","customer":"c"}"#,
             #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p","customer":{"email":{}}}"#,
             #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p","customer":{"x":"1"}}"#,
-            #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p",}"#,  // trailing comma
-            "{\"customerId\":\"a\tb\",\"accountNumber\":\"4\",\"expiration\":\"x\",\"cardholderName\":\"n\",\"paymentNetwork\":\"p\"}",  // raw tab
+            // trailing comma
+            #"{"customerId":"c","accountNumber":"4","expiration":"x","cardholderName":"n","paymentNetwork":"p",}"#,
+            // raw tab
+            "{\"customerId\":\"a\tb\",\"accountNumber\":\"4\",\"expiration\":\"x\",\"cardholderName\":\"n\",\"paymentNetwork\":\"p\"}",
             #"[{"customerId":"c"}]"#, "", "nul", #"{"customerId":"c""#,
         ])
     func otherLines(line: String) {

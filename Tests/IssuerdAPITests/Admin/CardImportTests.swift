@@ -1,14 +1,14 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdImport
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdService
-import IssuerdStorage
-import IssuerdImport
 
 /// The bulk path of `issuerd cards import` (customers read once per chunk, COPY into the tables): the same
 /// answers as registering the lines one by one, the first bad line of a big file, and nothing
@@ -19,7 +19,9 @@ struct CardImportTests {
     private let vault = PANVault(keyRing: try! MasterKeyRing(settingValue: CardImportTests.masterKey))
 
     private func count(_ app: TestApplication, _ table: String) throws -> Int64 {
-        try app.pool.withConnection { try $0.query("SELECT count(*) AS n FROM \(unsafeSQL: table)").first!.decode("n", as: Int64.self) }
+        try app.pool.withConnection {
+            try $0.query("SELECT count(*) AS n FROM \(unsafeSQL: table)").first!.decode("n", as: Int64.self)
+        }
     }
 
     private func write(_ app: TestApplication, _ lines: [String]) throws -> URL {
@@ -29,10 +31,13 @@ struct CardImportTests {
         return url
     }
 
-    private func line(_ serial: Int, customer: String? = nil, card: String? = nil, pan: String? = nil, fields: String? = nil) -> String {
+    private func line(
+        _ serial: Int, customer: String? = nil, card: String? = nil, pan: String? = nil, fields: String? = nil
+    ) -> String {
         let customer = customer ?? "cust-\(serial / 2)"
         let object = fields.map { #","customer":\#($0)"# } ?? ""
-        return #"{"cardId":"\#(card ?? "card-\(serial)")","customerId":"\#(customer)","accountNumber":"\#(pan ?? AdminFixtures.pan(serial: serial))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"\#(object)}"#
+        return
+            #"{"cardId":"\#(card ?? "card-\(serial)")","customerId":"\#(customer)","accountNumber":"\#(pan ?? AdminFixtures.pan(serial: serial))","expiration":"\#(AdminFixtures.futureExpiration)","cardholderName":"KIM","paymentNetwork":"visa"\#(object)}"#
     }
 
     /// Lines 1…`count`, each card with its customer object.
@@ -55,7 +60,8 @@ struct CardImportTests {
             ("third", #"{}"#),
         ]
         let seed = CustomerRecord(
-            customerID: "old", phoneNumber: "010-1111-2222", email: "old@example.com", phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
+            customerID: "old", phoneNumber: "010-1111-2222", email: "old@example.com",
+            phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
             emailChangedAt: nil, addressChangedAt: Date(timeIntervalSince1970: 1_600_000_000), createdAt: now)
         // The reference: the API's own upsert, line by line.
         let reference = try TestApplication()
@@ -63,13 +69,16 @@ struct CardImportTests {
         for (customer, object) in objects {
             let fields = try JSONDecoder().decode(CardImport.CustomerFields.self, from: Data(object.utf8))
             let record = try CustomerAdministration.validate(
-                .init(customerId: customer, phoneNumber: fields.phoneNumber, email: fields.email, phoneChangedAt: fields.phoneChangedAt,
-                      emailChangedAt: fields.emailChangedAt, addressChangedAt: fields.addressChangedAt))
+                .init(
+                    customerId: customer, phoneNumber: fields.phoneNumber, email: fields.email,
+                    phoneChangedAt: fields.phoneChangedAt,
+                    emailChangedAt: fields.emailChangedAt, addressChangedAt: fields.addressChangedAt))
             _ = try reference.pool.withConnection { try CustomerStore.upsert(record, now: now, connection: $0) }
         }
         let app = try TestApplication()
         _ = try app.pool.withConnection { try CustomerStore.upsert(seed, now: now, connection: $0) }
-        let file = try write(app, objects.enumerated().map { line($0.offset, customer: $0.element.0, fields: $0.element.1) })
+        let file = try write(
+            app, objects.enumerated().map { line($0.offset, customer: $0.element.0, fields: $0.element.1) })
         let summary = try CardImport.run(file: file, actor: "cli:test", now: now, vault: vault, database: app.pool)
         #expect(summary == CardImport.Summary(cards: 8, customersCreated: 2, customersUpdated: 6))
         for customer in ["old", "new", "third"] {
@@ -83,10 +92,13 @@ struct CardImportTests {
         }
         // Every card opens under its own id, and is found by its PAN.
         for serial in 0..<8 {
-            let record = try #require(try app.pool.withConnection { try CardStore.find("card-\(serial)", connection: $0) })
+            let record = try #require(
+                try app.pool.withConnection { try CardStore.find("card-\(serial)", connection: $0) })
             #expect(try CardStore.openPAN(record, vault: vault).unsafeDigits == AdminFixtures.pan(serial: serial))
             let pan = try #require(PrimaryAccountNumber(AdminFixtures.pan(serial: serial)))
-            #expect(try app.pool.withConnection { try CardStore.find(pan: pan, vault: vault, connection: $0) }?.cardID == "card-\(serial)")
+            #expect(
+                try app.pool.withConnection { try CardStore.find(pan: pan, vault: vault, connection: $0) }?.cardID
+                    == "card-\(serial)")
         }
         #expect(try count(app, "card_status_history") == 8)
     }
@@ -118,12 +130,14 @@ struct CardImportTests {
             switch problem {
             case "luhn":
                 let pan = AdminFixtures.pan(serial: number)
-                replacing[number] = line(number, pan: String(pan.dropLast()) + String((Int(String(pan.last!))! + 1) % 10), fields: "{}")
+                replacing[number] = line(
+                    number, pan: String(pan.dropLast()) + String((Int(String(pan.last!))! + 1) % 10), fields: "{}")
             case "duplicate-id": replacing[number] = line(number, card: "card-1", fields: "{}")
             case "duplicate-pan": replacing[number] = line(number, pan: AdminFixtures.pan(serial: 3), fields: "{}")
             case "too-long": replacing[number] = String(repeating: "x", count: 20_000)
             case "combining-name":
-                replacing[number] = line(number, fields: "{}").replacingOccurrences(of: #""KIM""#, with: "\"" + String(repeating: "e\u{301}", count: 100) + "\"")
+                replacing[number] = line(number, fields: "{}").replacingOccurrences(
+                    of: #""KIM""#, with: "\"" + String(repeating: "e\u{301}", count: 100) + "\"")
             case "customer-later":
                 replacing[number] = line(number, customer: "late")
                 replacing[number + 2] = line(number + 2, customer: "late", fields: "{}")
@@ -138,19 +152,24 @@ struct CardImportTests {
             #expect(error.description.hasPrefix("\(file.lastPathComponent):\(expectedLine): "), "\(error)")
             #expect(error.description.contains(message), "\(error)")
         }
-        for table in ["cards", "customers", "card_status_history", "audit_log"] { #expect(try count(app, table) == 0, "\(table)") }
+        for table in ["cards", "customers", "card_status_history", "audit_log"] {
+            #expect(try count(app, table) == 0, "\(table)")
+        }
     }
 
     /// A stored customer "stored" with card "card-stored" (PAN serial 90,000), as the API registers them.
     private func seedStoredCard(_ app: TestApplication, now: Date) throws {
         let seed = CustomerRecord(
-            customerID: "stored", phoneNumber: "010-1111-2222", email: "stored@example.com", phoneChangedAt: nil, emailChangedAt: nil,
+            customerID: "stored", phoneNumber: "010-1111-2222", email: "stored@example.com", phoneChangedAt: nil,
+            emailChangedAt: nil,
             addressChangedAt: nil, createdAt: now)
         try app.pool.withConnection { connection in
             _ = try CustomerStore.upsert(seed, now: now, connection: connection)
             _ = try CardStore.insert(
-                cardID: "card-stored", customerID: "stored", pan: PrimaryAccountNumber(AdminFixtures.pan(serial: 90_000))!,
-                expiration: AdminFixtures.futureExpiration, cardholderName: "KIM", paymentNetwork: "visa", status: .active,
+                cardID: "card-stored", customerID: "stored",
+                pan: PrimaryAccountNumber(AdminFixtures.pan(serial: 90_000))!,
+                expiration: AdminFixtures.futureExpiration, cardholderName: "KIM", paymentNetwork: "visa",
+                status: .active,
                 localizedDescription: nil, country: nil, now: now, vault: vault, connection: connection)
         }
     }
@@ -174,11 +193,13 @@ struct CardImportTests {
         switch problem {
         case "existing-id": replacing[badLine] = line(badLine, card: "card-stored", fields: "{}")
         case "existing-pan": replacing[badLine] = line(badLine, pan: AdminFixtures.pan(serial: 90_000), fields: "{}")
-        case "repeat-both": replacing[badLine] = line(badLine, card: "card-40", pan: AdminFixtures.pan(serial: 40), fields: "{}")
+        case "repeat-both":
+            replacing[badLine] = line(badLine, card: "card-40", pan: AdminFixtures.pan(serial: 40), fields: "{}")
         default:
             replacing[badLine - 1] = line(badLine - 1, customer: "stored")
             let pan = AdminFixtures.pan(serial: badLine)
-            replacing[badLine] = line(badLine, pan: String(pan.dropLast()) + String((Int(String(pan.last!))! + 1) % 10), fields: "{}")
+            replacing[badLine] = line(
+                badLine, pan: String(pan.dropLast()) + String((Int(String(pan.last!))! + 1) % 10), fields: "{}")
         }
         let file = try bigFile(app, count: 12_000, replacing: replacing)
         do {
@@ -197,7 +218,9 @@ struct CardImportTests {
         #expect(stored?.email == "stored@example.com")
     }
 
-    @Test("Customer objects spread over several chunks, on stored and new customers, end as the API's upserts one by one would")
+    @Test(
+        "Customer objects spread over several chunks, on stored and new customers, end as the API's upserts one by one would"
+    )
     func customersAcrossChunks() throws {
         let now = Date(timeIntervalSince1970: 1_750_000_000)
         let given = "2025-01-02T03:04:05Z"
@@ -216,7 +239,8 @@ struct CardImportTests {
         ]
         let total = 2 * size + 10
         let seed = CustomerRecord(
-            customerID: "stored", phoneNumber: "010-1111-2222", email: "s@example.com", phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
+            customerID: "stored", phoneNumber: "010-1111-2222", email: "s@example.com",
+            phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
             emailChangedAt: nil, addressChangedAt: nil, createdAt: now)
         let reference = try TestApplication()
         _ = try reference.pool.withConnection { try CustomerStore.upsert(seed, now: now, connection: $0) }
@@ -229,8 +253,10 @@ struct CardImportTests {
                     objects += 1
                     let fields = try JSONDecoder().decode(CardImport.CustomerFields.self, from: Data(object.utf8))
                     let record = try CustomerAdministration.validate(
-                        .init(customerId: customer, phoneNumber: fields.phoneNumber, email: fields.email, phoneChangedAt: fields.phoneChangedAt,
-                              emailChangedAt: fields.emailChangedAt, addressChangedAt: fields.addressChangedAt))
+                        .init(
+                            customerId: customer, phoneNumber: fields.phoneNumber, email: fields.email,
+                            phoneChangedAt: fields.phoneChangedAt,
+                            emailChangedAt: fields.emailChangedAt, addressChangedAt: fields.addressChangedAt))
                     _ = try reference.pool.withConnection { try CustomerStore.upsert(record, now: now, connection: $0) }
                 }
             } else {
@@ -241,9 +267,11 @@ struct CardImportTests {
         let app = try TestApplication()
         _ = try app.pool.withConnection { try CustomerStore.upsert(seed, now: now, connection: $0) }
         let file = try write(app, lines)
-        let summary = try CardImport.run(file: file, actor: "cli:test", now: now, vault: vault, database: app.pool, workers: 1)
+        let summary = try CardImport.run(
+            file: file, actor: "cli:test", now: now, vault: vault, database: app.pool, workers: 1)
         let own = total - special.count
-        #expect(summary == CardImport.Summary(cards: total, customersCreated: own + 1, customersUpdated: objects - own - 1))
+        #expect(
+            summary == CardImport.Summary(cards: total, customersCreated: own + 1, customersUpdated: objects - own - 1))
         for customer in ["stored", "moving"] {
             let imported = try app.pool.withConnection { try CustomerStore.find(customer, connection: $0) }
             let expected = try reference.pool.withConnection { try CustomerStore.find(customer, connection: $0) }
@@ -259,21 +287,28 @@ struct CardImportTests {
         #expect(try count(app, "customers") == Int64(own + 2))
         // Every history row is the API's "created" entry.
         let history = try app.pool.withConnection {
-            try $0.query("SELECT count(*) AS n FROM card_status_history WHERE old_status IS NULL AND new_status = 'active' AND reason = 'created' AND actor = 'system'")
-                .first!.decode("n", as: Int64.self)
+            try $0.query(
+                "SELECT count(*) AS n FROM card_status_history WHERE old_status IS NULL AND new_status = 'active' AND reason = 'created' AND actor = 'system'"
+            )
+            .first!.decode("n", as: Int64.self)
         }
         #expect(history == Int64(total))
     }
 
-    @Test("A customer object repeated in later chunks with nothing new is not written again; a stored customer is updated once")
+    @Test(
+        "A customer object repeated in later chunks with nothing new is not written again; a stored customer is updated once"
+    )
     func repeatedCustomerObjectsWriteOnce() throws {
         let now = Date(timeIntervalSince1970: 1_750_000_000)
         let size = CardImport.linesPerSlice  // one worker: three chunks
         let app = try TestApplication()
         let seed = CustomerRecord(
-            customerID: "stored", phoneNumber: "010-1111-2222", email: "s@example.com", phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
+            customerID: "stored", phoneNumber: "010-1111-2222", email: "s@example.com",
+            phoneChangedAt: Date(timeIntervalSince1970: 1_600_000_000),
             emailChangedAt: nil, addressChangedAt: nil, createdAt: Date(timeIntervalSince1970: 1_600_000_000))
-        _ = try app.pool.withConnection { try CustomerStore.upsert(seed, now: Date(timeIntervalSince1970: 1_600_000_000), connection: $0) }
+        _ = try app.pool.withConnection {
+            try CustomerStore.upsert(seed, now: Date(timeIntervalSince1970: 1_600_000_000), connection: $0)
+        }
         // Every UPDATE of a customer row, whatever it changes.
         try app.pool.withConnection { connection in
             try connection.execute("CREATE TABLE customer_writes (customer_id text)")
@@ -282,24 +317,35 @@ struct CardImportTests {
                 CREATE FUNCTION log_customer_write() RETURNS trigger LANGUAGE plpgsql AS
                 $$ BEGIN INSERT INTO customer_writes VALUES (NEW.customer_id); RETURN NEW; END $$
                 """)
-            try connection.execute("CREATE TRIGGER customer_writes AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION log_customer_write()")
+            try connection.execute(
+                "CREATE TRIGGER customer_writes AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION log_customer_write()"
+            )
         }
         var lines: [String] = []
         for serial in 1...(2 * size + 10) {
             if serial % size == 1 {  // the first line of each chunk: the stored customer, same values
-                lines.append(line(serial, customer: "stored", fields: #"{"phoneNumber":"010-1111-2222","email":"s@example.com"}"#))
+                lines.append(
+                    line(
+                        serial, customer: "stored", fields: #"{"phoneNumber":"010-1111-2222","email":"s@example.com"}"#)
+                )
             } else if serial == 2 * size + 10 {  // the last line (chunk 3): a stamped customer whose line changes it
                 lines.append(line(serial, customer: "repeat-2", fields: #"{"email":"moved@example.com"}"#))
             } else {
                 let customer = "repeat-\(serial % 3)"
-                lines.append(line(serial, customer: customer, fields: #"{"email":"\#(customer)@example.com","addressChangedAt":"2024-05-06T07:08:09Z"}"#))
+                lines.append(
+                    line(
+                        serial, customer: customer,
+                        fields: #"{"email":"\#(customer)@example.com","addressChangedAt":"2024-05-06T07:08:09Z"}"#))
             }
         }
-        let summary = try CardImport.run(file: try write(app, lines), actor: "cli:test", now: now, vault: vault, database: app.pool, workers: 1)
+        let summary = try CardImport.run(
+            file: try write(app, lines), actor: "cli:test", now: now, vault: vault, database: app.pool, workers: 1)
         #expect(summary.cards == lines.count)
         #expect(summary.customersCreated == 3)
         let writes = try app.pool.withConnection { connection in
-            try connection.query("SELECT customer_id FROM customer_writes ORDER BY customer_id").map { try $0.decode("customer_id", as: String.self) }
+            try connection.query("SELECT customer_id FROM customer_writes ORDER BY customer_id").map {
+                try $0.decode("customer_id", as: String.self)
+            }
         }
         // Before: "stored" in each of the 3 chunks and each "repeat-" customer in chunks 2 and 3.
         // Now: "stored" once (stored before the import) and repeat-2 in chunk 3, where it changed.
@@ -317,21 +363,28 @@ struct CardImportTests {
         #expect(repeated?.addressChangedAt == Date(timeIntervalSince1970: 1_714_979_289))
     }
 
-    @Test("An empty file imports nothing, and a file of exactly one read's worth of lines imports them all (no empty last read trapping)")
+    @Test(
+        "An empty file imports nothing, and a file of exactly one read's worth of lines imports them all (no empty last read trapping)"
+    )
     func emptyAndExactMultipleFiles() throws {
         let app = try TestApplication()
         let empty = app.directory.appendingPathComponent("empty-\(UUID().uuidString).jsonl")
         try FileManager.default.createDirectory(at: app.directory, withIntermediateDirectories: true)
         try Data().write(to: empty)
-        #expect(try CardImport.run(file: empty, actor: "cli:test", now: Date(), vault: vault, database: app.pool).cards == 0)
+        #expect(
+            try CardImport.run(file: empty, actor: "cli:test", now: Date(), vault: vault, database: app.pool).cards == 0
+        )
         #expect(try count(app, "cards") == 0)
         let exact = try bigFile(app, count: CardImport.linesPerSlice)
-        let summary = try CardImport.run(file: exact, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1)
+        let summary = try CardImport.run(
+            file: exact, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1)
         #expect(summary.cards == CardImport.linesPerSlice)
         #expect(try count(app, "cards") == Int64(CardImport.linesPerSlice))
     }
 
-    @Test("A customer the import would create, created through the API meanwhile, is updated by its lines instead of failing the import")
+    @Test(
+        "A customer the import would create, created through the API meanwhile, is updated by its lines instead of failing the import"
+    )
     func customerCreatedThroughTheAPIMeanwhile() throws {
         let app = try TestApplication()
         // The API's upsert of cust-race, not committed when the import reads its chunk.
@@ -339,13 +392,17 @@ struct CardImportTests {
         let apiPID = api.backendProcessID
         try api.execute("BEGIN")
         try api.execute("INSERT INTO customers (customer_id, phone_number) VALUES ('cust-race', '010-1111-2222')")
-        let file = try write(app, [
-            line(1, customer: "cust-new", fields: #"{"email":"new@example.com"}"#),
-            line(2, customer: "cust-race", fields: #"{"email":"race@example.com"}"#),
-            line(3, customer: "cust-race"),
-        ])
+        let file = try write(
+            app,
+            [
+                line(1, customer: "cust-new", fields: #"{"email":"new@example.com"}"#),
+                line(2, customer: "cust-race", fields: #"{"email":"race@example.com"}"#),
+                line(3, customer: "cust-race"),
+            ])
         let vault = vault
-        let importing = BackgroundCall { try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1) }
+        let importing = BackgroundCall {
+            try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1)
+        }
         // The import's COPY of its new customers waits on cust-race's key; then the API commits.
         let (waiting, activity) = try app.database.waitUntilBlocked(by: apiPID, within: 120)
         #expect(waiting, "the import never waited on the API's customer: \(activity)")
@@ -362,7 +419,9 @@ struct CardImportTests {
         #expect(try count(app, "cards") == 3)
     }
 
-    @Test("A card found without its customer stays refused when the API creates that customer and a new one of the chunk meanwhile")
+    @Test(
+        "A card found without its customer stays refused when the API creates that customer and a new one of the chunk meanwhile"
+    )
     func missingCustomerCreatedMeanwhileStaysRefused() throws {
         let app = try TestApplication()
         // The API's transaction creates cust-race (which line 1 creates too) and cust-late (which
@@ -370,13 +429,17 @@ struct CardImportTests {
         let api = try PostgresConnection(connectionString: app.database.connectionString)
         try api.execute("BEGIN")
         try api.execute("INSERT INTO customers (customer_id) VALUES ('cust-race'), ('cust-late')")
-        let file = try write(app, [
-            line(1, customer: "cust-race", fields: #"{"email":"race@example.com"}"#),
-            line(2, customer: "cust-late"),
-            line(3, customer: "cust-after", fields: #"{"email":"after@example.com"}"#),
-        ])
+        let file = try write(
+            app,
+            [
+                line(1, customer: "cust-race", fields: #"{"email":"race@example.com"}"#),
+                line(2, customer: "cust-late"),
+                line(3, customer: "cust-after", fields: #"{"email":"after@example.com"}"#),
+            ])
         let vault = vault
-        let importing = BackgroundCall { try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1) }
+        let importing = BackgroundCall {
+            try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, workers: 1)
+        }
         let (waiting, activity) = try app.database.waitUntilBlocked(by: api.backendProcessID, within: 120)
         #expect(waiting, "the import never waited on the API's customer: \(activity)")
         try api.execute("COMMIT")
@@ -387,13 +450,16 @@ struct CardImportTests {
             try result.get()
         } throws: { error in
             let text = "\(error)"
-            return error is CommandInputError && text.hasPrefix("\(file.lastPathComponent):2: ") && text.contains("no such customer")
+            return error is CommandInputError && text.hasPrefix("\(file.lastPathComponent):2: ")
+                && text.contains("no such customer")
         }
         #expect(try count(app, "cards") == 0)
         #expect(try count(app, "customers") == 2)  // the API's two, nothing of the import
     }
 
-    @Test("While an import holds a stored customer it updates, provisioning for that customer is not held (foreign keys still take their lock)")
+    @Test(
+        "While an import holds a stored customer it updates, provisioning for that customer is not held (foreign keys still take their lock)"
+    )
     func importDoesNotHoldForeignKeys() throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
@@ -404,7 +470,8 @@ struct CardImportTests {
         var lockedSeen = false
         var attemptInserted = false
         _ = try CardImport.run(
-            file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, progressEvery: CardImport.linesPerSlice, workers: 1
+            file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool,
+            progressEvery: CardImport.linesPerSlice, workers: 1
         ) { cards in
             guard cards == CardImport.linesPerSlice else { return }
             // The writer thread takes the first chunk's customers; wait until cust-1 is held.
@@ -412,7 +479,8 @@ struct CardImportTests {
             while !lockedSeen, Date() < deadline {
                 do {
                     try other.transaction { connection in
-                        _ = try connection.query("SELECT 1 FROM customers WHERE customer_id = 'cust-1' FOR UPDATE NOWAIT")
+                        _ = try connection.query(
+                            "SELECT 1 FROM customers WHERE customer_id = 'cust-1' FOR UPDATE NOWAIT")
                     }
                     Thread.sleep(forTimeInterval: 0.02)
                 } catch {
@@ -423,10 +491,11 @@ struct CardImportTests {
             do {
                 try other.transaction { connection in
                     try connection.execute(unsafeSQL: "SET LOCAL lock_timeout = '2s'")
-                    try connection.execute(unsafeSQL: """
-                        INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, inputs, features, hits, flow, decision, ruleset_version)
-                        VALUES (gen_random_uuid(), 'in_app', 'stored-card', 'cust-1', 'd', '{}', '{}', '[]', 'green', 'APPROVED', 'test')
-                        """)
+                    try connection.execute(
+                        unsafeSQL: """
+                            INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, inputs, features, hits, flow, decision, ruleset_version)
+                            VALUES (gen_random_uuid(), 'in_app', 'stored-card', 'cust-1', 'd', '{}', '{}', '[]', 'green', 'APPROVED', 'test')
+                            """)
                 }
                 attemptInserted = true
             } catch {
@@ -444,7 +513,9 @@ struct CardImportTests {
         let file = try bigFile(app, count: 6_000)
         let killer = try PostgresConnection(connectionString: app.database.connectionString)
         do {
-            _ = try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, progressEvery: 2_000) { cards in
+            _ = try CardImport.run(
+                file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool, progressEvery: 2_000
+            ) { cards in
                 guard cards == 2_000 else { return }
                 // Whatever the import's connection is doing now (its COPY, or the writes after it):
                 // matching the COPY's text alone missed it when the writer had moved on (flaky in CI).
@@ -459,7 +530,9 @@ struct CardImportTests {
         } catch let error as PostgresError {
             #expect(error.code == .unavailable, "\(error)")
         }
-        for table in ["cards", "customers", "card_status_history", "audit_log"] { #expect(try count(app, table) == 0, "\(table)") }
+        for table in ["cards", "customers", "card_status_history", "audit_log"] {
+            #expect(try count(app, table) == 0, "\(table)")
+        }
         let summary = try CardImport.run(file: file, actor: "cli:test", now: Date(), vault: vault, database: app.pool)
         #expect(summary.cards == 6_000)
         #expect(try count(app, "cards") == 6_000)
@@ -468,7 +541,8 @@ struct CardImportTests {
     /// Runs `issuerd cards import` with `arguments`, sends it `signal` `after` seconds once its
     /// standard error showed `progress`, and returns the exited process with all it wrote there.
     private func interruptedImport(
-        _ arguments: [String], environment: [String: String], once progress: String, after delay: TimeInterval = 0, signal: Int32
+        _ arguments: [String], environment: [String: String], once progress: String, after delay: TimeInterval = 0,
+        signal: Int32
     ) throws -> (process: Process, standardError: String) {
         let process = Process()
         process.executableURL = CommandLineRunner.executable
@@ -492,14 +566,17 @@ struct CardImportTests {
         return (process, seen)
     }
 
-    @Test("An import process killed half-way (SIGINT, SIGKILL) keeps nothing, and running it again imports everything", arguments: [SIGINT, SIGKILL])
+    @Test(
+        "An import process killed half-way (SIGINT, SIGKILL) keeps nothing, and running it again imports everything",
+        arguments: [SIGINT, SIGKILL])
     func killedProcess(signal: Int32) throws {
         let app = try TestApplication()
         let file = try bigFile(app, count: 20_000)
         let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
         // Interrupted once the COPY is under way.
         let (process, seen) = try interruptedImport(
-            ["--progress-every", "1000", file.path], environment: environment, once: "cards import: 2000 cards", signal: signal)
+            ["--progress-every", "1000", file.path], environment: environment, once: "cards import: 2000 cards",
+            signal: signal)
         if signal == SIGINT {
             // Ctrl-C: a message and the shell's exit status for it, even where SIGINT was ignored.
             #expect(process.terminationReason == .exit && process.terminationStatus == 130)
@@ -507,22 +584,28 @@ struct CardImportTests {
         } else {
             #expect(process.terminationReason == .uncaughtSignal)
         }
-        for table in ["cards", "customers", "card_status_history", "audit_log"] { #expect(try count(app, table) == 0, "\(table)") }
+        for table in ["cards", "customers", "card_status_history", "audit_log"] {
+            #expect(try count(app, table) == 0, "\(table)")
+        }
         let again = try CommandLineRunner.run(["cards", "import", file.path], environment: environment)
         #expect(again.status == 0, "\(again.standardError)")
-        #expect(again.standardOutput.contains("imported 20000 card(s); customers created 10001, updated 9999"), "\(again.standardOutput)")
+        #expect(
+            again.standardOutput.contains("imported 20000 card(s); customers created 10001, updated 9999"),
+            "\(again.standardOutput)")
         #expect(again.standardError.contains("peak resident memory"))
         #expect(try count(app, "cards") == 20_000)
     }
 
-    @Test("A byte order mark before the first line is not part of it, whether that line is a record, a comment or blank")
+    @Test(
+        "A byte order mark before the first line is not part of it, whether that line is a record, a comment or blank")
     func byteOrderMark() throws {
         for first in [line(1, fields: "{}"), "# cards of 2026-12-02", ""] {
             let app = try TestApplication()
             let url = app.directory.appendingPathComponent("bom.jsonl")
             try FileManager.default.createDirectory(at: app.directory, withIntermediateDirectories: true)
             try Data([0xEF, 0xBB, 0xBF] + Array((first + "\n" + line(2, fields: "{}") + "\n").utf8)).write(to: url)
-            let summary = try CardImport.run(file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool)
+            let summary = try CardImport.run(
+                file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool)
             #expect(summary.cards == (first.hasPrefix("{") ? 2 : 1), "\(first)")
         }
     }
@@ -545,10 +628,13 @@ struct CardImportTests {
         let url = app.directory.appendingPathComponent("crlf.jsonl")
         try FileManager.default.createDirectory(at: app.directory, withIntermediateDirectories: true)
         try Data(text.utf8).write(to: url)
-        #expect(try CardImport.run(file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool).cards == 1)
+        #expect(
+            try CardImport.run(file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool).cards == 1)
         // One byte more is refused, naming the line.
         try Data((prefix + atLimit + "y\r\n" + line(1, fields: "{}") + "\r\n").utf8).write(to: url)
-        #expect(throws: CommandInputError.self) { try CardImport.run(file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool) }
+        #expect(throws: CommandInputError.self) {
+            try CardImport.run(file: url, actor: "cli:test", now: Date(), vault: vault, database: app.pool)
+        }
     }
 
     @Test("Ctrl-C once the COMMIT is on its way says the import may have been kept, and it is all or nothing")
@@ -579,7 +665,9 @@ struct CardImportTests {
         var cards: Int64 = -1
         for _ in 0..<100 {
             let busy = try app.pool.withConnection {
-                try $0.query("SELECT count(*) AS n FROM pg_stat_activity WHERE query LIKE 'COMMIT%' AND pid <> pg_backend_pid()").first!.decode("n", as: Int64.self)
+                try $0.query(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE query LIKE 'COMMIT%' AND pid <> pg_backend_pid()"
+                ).first!.decode("n", as: Int64.self)
             }
             cards = try count(app, "cards")
             if busy == 0 { break }

@@ -1,10 +1,10 @@
 import Foundation
 import IssuerdPostgres
+import IssuerdStorage
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 @Suite("Card status changes: tokens, outbox and audit in one transaction")
 struct CardStatusTests {
@@ -12,16 +12,23 @@ struct CardStatusTests {
     private func outbox(_ app: TestApplication) throws -> [(key: String, payload: TSPNotification)] {
         try app.pool.withConnection { connection in
             try connection.query("SELECT dedup_key, payload FROM outbox WHERE kind = 'tsp' ORDER BY id").map {
-                (try $0.decode("dedup_key", as: String.self), try $0.decode("payload", as: PostgresJSON.self).decode(TSPNotification.self))
+                (
+                    try $0.decode("dedup_key", as: String.self),
+                    try $0.decode("payload", as: PostgresJSON.self).decode(TSPNotification.self)
+                )
             }
         }
     }
 
-    private func setStatus(_ app: TestApplication, _ key: String, card: String, _ body: String) throws -> TestHTTPResponse {
+    private func setStatus(
+        _ app: TestApplication, _ key: String, card: String, _ body: String
+    ) throws -> TestHTTPResponse {
         try app.client.postJSON("/v1/admin/cards/\(card)/status", body, headers: AdminFixtures.bearer(key))
     }
 
-    @Test("Lost suspends active and pending tokens with events and outbox rows; active again resumes exactly those, to their old state")
+    @Test(
+        "Lost suspends active and pending tokens with events and outbox rows; active again resumes exactly those, to their old state"
+    )
     func lostThenFound() throws {
         let app = try TestApplication()
         let admin = try app.apiKey(role: .admin)
@@ -37,31 +44,45 @@ struct CardStatusTests {
         #expect(body["status"] as? String == "lost")
         #expect(body["tokensAffected"] as? Int == 2)
         #expect(body["cardId"] as? String == "card-1")
-        #expect(try AdminFixtures.tokenStatuses(app, card: "card-1") == [
-            "tok-active": "suspended", "tok-pending": "suspended", "tok-user-suspended": "suspended", "tok-deleted": "deleted",
-        ])
+        #expect(
+            try AdminFixtures.tokenStatuses(app, card: "card-1") == [
+                "tok-active": "suspended", "tok-pending": "suspended", "tok-user-suspended": "suspended",
+                "tok-deleted": "deleted",
+            ])
         let queued = try outbox(app)
         #expect(queued.map(\.payload.tokenReference) == ["tok-active", "tok-pending"])
-        #expect(queued.allSatisfy { $0.payload.action == "suspend" && $0.payload.reason == "card_lost" && $0.payload.cardId == "card-1" })
+        #expect(
+            queued.allSatisfy {
+                $0.payload.action == "suspend" && $0.payload.reason == "card_lost" && $0.payload.cardId == "card-1"
+            })
         #expect(queued.allSatisfy { $0.key.hasPrefix("tsp:\($0.payload.tokenReference):suspend:") })
 
         // Lost → stolen touches nothing more; the same status again is a no-op.
-        #expect(try setStatus(app, admin, card: "card-1", #"{"status":"stolen"}"#).jsonObject()?["tokensAffected"] as? Int == 0)
-        #expect(try setStatus(app, admin, card: "card-1", #"{"status":"stolen"}"#).jsonObject()?["tokensAffected"] as? Int == 0)
+        #expect(
+            try setStatus(app, admin, card: "card-1", #"{"status":"stolen"}"#).jsonObject()?["tokensAffected"] as? Int
+                == 0)
+        #expect(
+            try setStatus(app, admin, card: "card-1", #"{"status":"stolen"}"#).jsonObject()?["tokensAffected"] as? Int
+                == 0)
 
         let found = try setStatus(app, admin, card: "card-1", #"{"status":"active","reason":"found"}"#)
         #expect(found.jsonObject()?["tokensAffected"] as? Int == 2)
-        #expect(try AdminFixtures.tokenStatuses(app, card: "card-1") == [
-            "tok-active": "active", "tok-pending": "pending_verification", "tok-user-suspended": "suspended", "tok-deleted": "deleted",
-        ])
+        #expect(
+            try AdminFixtures.tokenStatuses(app, card: "card-1") == [
+                "tok-active": "active", "tok-pending": "pending_verification", "tok-user-suspended": "suspended",
+                "tok-deleted": "deleted",
+            ])
         let resumed = try outbox(app).filter { $0.payload.action == "resume" }
         #expect(Set(resumed.map(\.payload.tokenReference)) == ["tok-active", "tok-pending"])
 
         let events = try app.pool.withConnection { connection in
-            try connection.query("SELECT token_reference || ':' || event AS e FROM token_events WHERE source = 'issuer' ORDER BY id")
-                .map { try $0.decode("e", as: String.self) }
+            try connection.query(
+                "SELECT token_reference || ':' || event AS e FROM token_events WHERE source = 'issuer' ORDER BY id"
+            )
+            .map { try $0.decode("e", as: String.self) }
         }
-        #expect(events == ["tok-active:suspended", "tok-pending:suspended", "tok-active:resumed", "tok-pending:resumed"])
+        #expect(
+            events == ["tok-active:suspended", "tok-pending:suspended", "tok-active:resumed", "tok-pending:resumed"])
         let audit = try app.pool.withConnection { connection in
             try connection.query("SELECT details FROM audit_log WHERE action = 'card.status_changed' ORDER BY id")
                 .map { try $0.decode("details", as: String.self) }
@@ -93,10 +114,15 @@ struct CardStatusTests {
         let admin = try app.apiKey(role: .admin)
         try AdminFixtures.registerCard(app, adminKey: admin, customer: "c1", card: "card-3", serial: 3)
         try AdminFixtures.insertToken(app, reference: "t1", card: "card-3", status: "active")
-        #expect(try setStatus(app, admin, card: "card-3", #"{"status":"blocked"}"#).jsonObject()?["tokensAffected"] as? Int == 0)
+        #expect(
+            try setStatus(app, admin, card: "card-3", #"{"status":"blocked"}"#).jsonObject()?["tokensAffected"] as? Int
+                == 0)
         #expect(try AdminFixtures.tokenStatuses(app, card: "card-3") == ["t1": "active"])
         #expect(try setStatus(app, admin, card: "card-3", #"{"status":"misplaced"}"#).status == 400)
-        #expect(try setStatus(app, admin, card: "card-3", #"{"status":"lost","reason":"\#(String(repeating: "r", count: 257))"}"#).status == 400)
+        #expect(
+            try setStatus(
+                app, admin, card: "card-3", #"{"status":"lost","reason":"\#(String(repeating: "r", count: 257))"}"#
+            ).status == 400)
         #expect(try setStatus(app, admin, card: "card-3", #"{"reason":"x"}"#).status == 400)
         let missing = try setStatus(app, admin, card: "no-such-card", #"{"status":"lost"}"#)
         #expect(missing.status == 404)
@@ -112,7 +138,8 @@ struct CardStatusTests {
         try AdminFixtures.insertToken(app, reference: "t1", card: "card-4", status: "active")
         // A dedup key already taken makes the outbox insert fail inside the transaction.
         try app.pool.withConnection { connection in
-            let nextChange = try connection.query("SELECT last_value + 1 AS n FROM card_status_history_id_seq").first!.decode("n", as: Int64.self)
+            let nextChange = try connection.query("SELECT last_value + 1 AS n FROM card_status_history_id_seq").first!
+                .decode("n", as: Int64.self)
             _ = try connection.execute(
                 "INSERT INTO outbox (kind, dedup_key, payload) VALUES ('tsp', \("tsp:t1:suspend:\(nextChange)"), '{}')")
         }
@@ -121,7 +148,9 @@ struct CardStatusTests {
         let status = try app.pool.withConnection { try CardStore.find("card-4", connection: $0)?.status }
         #expect(status == .active)
         #expect(try AdminFixtures.tokenStatuses(app, card: "card-4") == ["t1": "active"])
-        let events = try app.pool.withConnection { try $0.query("SELECT count(*) AS n FROM token_events").first!.decode("n", as: Int64.self) }
+        let events = try app.pool.withConnection {
+            try $0.query("SELECT count(*) AS n FROM token_events").first!.decode("n", as: Int64.self)
+        }
         #expect(events == 0)
     }
 }

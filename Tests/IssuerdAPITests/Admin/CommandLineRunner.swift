@@ -17,7 +17,9 @@ enum CommandLineRunner {
 
     static func run(_ arguments: [String], environment: [String: String], input: String? = nil) throws -> Result {
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
-            throw TestEnvironmentError("\(executable.path) is missing: build it with `swift build --product issuerd` (swift test builds it too)")
+            throw TestEnvironmentError(
+                "\(executable.path) is missing: build it with `swift build --product issuerd` (swift test builds it too)"
+            )
         }
         let process = Process()
         process.executableURL = executable

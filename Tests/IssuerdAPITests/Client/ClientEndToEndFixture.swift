@@ -2,10 +2,10 @@ import Foundation
 import IssuerdClient
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdStorage
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 /// A real issuerd with customers and cards written straight to its database, and
 /// `IssuerdClient`s pointed at it: the issuer app's side of the API, end to end.
@@ -44,7 +44,8 @@ struct ClientEndToEndFixture {
         try app.pool.withConnection { connection in
             _ = try CustomerStore.upsert(
                 CustomerRecord(
-                    customerID: customerID, phoneNumber: "01012345678", email: "hong.gildong@example.com", phoneChangedAt: yearAgo,
+                    customerID: customerID, phoneNumber: "01012345678", email: "hong.gildong@example.com",
+                    phoneChangedAt: yearAgo,
                     emailChangedAt: yearAgo, addressChangedAt: yearAgo, createdAt: created),
                 now: created, connection: connection)
         }
@@ -56,15 +57,18 @@ struct ClientEndToEndFixture {
     /// - Returns: The stored record (for its `primaryAccountIdentifier`) and the PAN.
     @discardableResult
     func card(
-        _ cardID: String, customer customerID: String, pan: String = StepUpFixture.randomPAN(), expiration: String = "12/30",
-        name: String = "HONG GILDONG", network: String = "visa", status: CardStatusValue = .active, description: String? = nil
+        _ cardID: String, customer customerID: String, pan: String = StepUpFixture.randomPAN(),
+        expiration: String = "12/30",
+        name: String = "HONG GILDONG", network: String = "visa", status: CardStatusValue = .active,
+        description: String? = nil
     ) throws -> (record: CardRecord, pan: String) {
         let panValue = try #require(PrimaryAccountNumber(pan))
         let record = try app.pool.withConnection { connection in
             try CardStore.insert(
                 cardID: cardID, customerID: customerID, pan: panValue, expiration: expiration, cardholderName: name,
                 paymentNetwork: network, status: status, localizedDescription: description, country: "KR",
-                now: Date().addingTimeInterval(-200 * 86_400), vault: app.application.context.vault, connection: connection)
+                now: Date().addingTimeInterval(-200 * 86_400), vault: app.application.context.vault,
+                connection: connection)
         }
         return (record, pan)
     }
@@ -81,9 +85,12 @@ struct ClientEndToEndFixture {
     func decrypt(_ passData: ApprovedPassData) throws -> [String: String] {
         let ephemeral = Array(try #require(passData.ephemeralPublicKey))
         let leafKey = try P256.KeyAgreement.PrivateKey(pemRepresentation: app.pki.eccLeaf.privateKeyPEM)
-        let secret = try leafKey.sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(x963Representation: ephemeral))
-        let key = try ConcatenationKDF.deriveKey(from: secret, otherInfo: ECCV2Encryptor.otherInfo(ephemeralPublicKey: ephemeral))
-        let plaintext = try AES256GCM.open(Array(passData.encryptedPassData), using: key, nonce: [UInt8](repeating: 0, count: 12))
+        let secret = try leafKey.sharedSecretFromKeyAgreement(
+            with: P256.KeyAgreement.PublicKey(x963Representation: ephemeral))
+        let key = try ConcatenationKDF.deriveKey(
+            from: secret, otherInfo: ECCV2Encryptor.otherInfo(ephemeralPublicKey: ephemeral))
+        let plaintext = try AES256GCM.open(
+            Array(passData.encryptedPassData), using: key, nonce: [UInt8](repeating: 0, count: 12))
         return try #require(try JSONSerialization.jsonObject(with: Data(plaintext)) as? [String: String])
     }
 }

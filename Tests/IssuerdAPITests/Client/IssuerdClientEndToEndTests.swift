@@ -17,7 +17,8 @@ struct IssuerdClientEndToEndTests {
         try fixture.customer("cust-2")
         let first = try fixture.card(
             "card-a", customer: "cust-1", name: "홍길동", network: "visa", description: "Everyday Visa")
-        let second = try fixture.card("card-b", customer: "cust-1", name: "HONG GILDONG", network: "mastercard", status: .blocked)
+        let second = try fixture.card(
+            "card-b", customer: "cust-1", name: "HONG GILDONG", network: "mastercard", status: .blocked)
         try fixture.card("card-c", customer: "cust-2")
 
         let cards = try await fixture.client(customer: "cust-1").cards().sorted { $0.cardId < $1.cardId }
@@ -31,7 +32,8 @@ struct IssuerdClientEndToEndTests {
             CardSummary(
                 cardId: "card-b", cardholderName: "HONG GILDONG", primaryAccountSuffix: String(second.pan.suffix(4)),
                 localizedDescription: "Mastercard •••• \(second.pan.suffix(4))", paymentNetwork: "mastercard",
-                primaryAccountIdentifier: second.record.primaryAccountIdentifier, status: "blocked", walletEligible: false),
+                primaryAccountIdentifier: second.record.primaryAccountIdentifier, status: "blocked",
+                walletEligible: false),
         ]
         #expect(cards == expected)
         #expect(cards.map(\.network) == [.visa, .mastercard])
@@ -41,7 +43,8 @@ struct IssuerdClientEndToEndTests {
     func provisioningDecrypts() async throws {
         let fixture = try ClientEndToEndFixture()
         try fixture.customer("cust-1")
-        let card = try fixture.card("card-1", customer: "cust-1", expiration: "03/29", name: "홍길동", network: "mastercard")
+        let card = try fixture.card(
+            "card-1", customer: "cust-1", expiration: "03/29", name: "홍길동", network: "mastercard")
         let nonce = Data([0x9c, 0x02, 0x30, 0x92])
         let signature = Data((0..<71).map { UInt8($0 * 3 & 0xFF) })
 
@@ -69,7 +72,8 @@ struct IssuerdClientEndToEndTests {
         try fixture.card("card-lost", customer: "cust-1", status: .lost)
 
         let result = try await fixture.client(customer: "cust-1").provisioningData(
-            cardId: "card-lost", certificates: fixture.certificates, nonce: Data([1, 2, 3, 4]), nonceSignature: Data(repeating: 7, count: 64),
+            cardId: "card-lost", certificates: fixture.certificates, nonce: Data([1, 2, 3, 4]),
+            nonceSignature: Data(repeating: 7, count: 64),
             device: ClientEndToEndFixture.device)
 
         guard case .declined(let attemptId, let reasons) = result else {
@@ -79,7 +83,8 @@ struct IssuerdClientEndToEndTests {
         #expect(!attemptId.isEmpty)
         #expect(reasons.contains { $0.rule == "invariant.card_unusable" })
         let stored = try DecisionFixtures.count(
-            fixture.app, "SELECT count(*) FROM provisioning_attempts WHERE attempt_id::text = '\(attemptId)' AND flow = 'orange'")
+            fixture.app,
+            "SELECT count(*) FROM provisioning_attempts WHERE attempt_id::text = '\(attemptId)' AND flow = 'orange'")
         #expect(stored == 1)
     }
 
@@ -122,7 +127,8 @@ struct IssuerdClientEndToEndTests {
         let other = try StepUpFixture(fixture.app, serialNumber: "SERIAL-2")
         let client = try fixture.client(customer: token.customerID)
         let link = try WalletDeepLink(
-            url: try #require(URL(string: "issuerapp://wallet?passTypeIdentifier=paymentpass.com.apple&serialNumber=SERIAL-1")))
+            url: try #require(
+                URL(string: "issuerapp://wallet?passTypeIdentifier=paymentpass.com.apple&serialNumber=SERIAL-1")))
 
         let activationData = try await client.verify(link: link)
 

@@ -1,12 +1,12 @@
 import Foundation
+import IssuerdConsole
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdHistory
-import IssuerdConsole
 
 /// The hourly roll-up gives exactly what counting `provisioning_attempts` gives, whatever part
 /// of a period it already covers, and "changed the final flow" means what the page says.
@@ -42,7 +42,8 @@ struct ConsoleRollupTests {
 
     private func time(_ i: Int) -> Date { Self.end.addingTimeInterval(-Double((Self.count - i) * 61)) }
 
-    private func expected(_ since: Date, _ until: Date, channel: String? = nil, network: String? = nil) -> [String: Int] {
+    private func expected(_ since: Date, _ until: Date, channel: String? = nil, network: String? = nil) -> [String: Int]
+    {
         var counts: [String: Int] = [:]
         for i in 0..<Self.count where time(i) >= since && time(i) < until {
             if let channel, ["in_app", "wallet_extension", "tsp"][i % 3] != channel { continue }
@@ -60,12 +61,20 @@ struct ConsoleRollupTests {
         let until = Self.end.addingTimeInterval(-3600 - 180)
         let period = ConsoleQueries.Period(since: since, until: until)
         // Before any history, at the middle, and long after: the roll-up covers none, part, all.
-        for now in [Self.end.addingTimeInterval(-11 * 3600), Self.end.addingTimeInterval(-4 * 3600 - 60), Self.end.addingTimeInterval(86_400)] {
-            for (channel, network) in [(nil, nil), ("tsp", nil), (nil, "visa"), ("in_app", "mastercard")] as [(String?, String?)] {
-                let view = try ConsoleQueries.decisions(period, channel: channel, network: network, now: now, database: app.pool)
+        for now in [
+            Self.end.addingTimeInterval(-11 * 3600), Self.end.addingTimeInterval(-4 * 3600 - 60),
+            Self.end.addingTimeInterval(86_400),
+        ] {
+            for (channel, network) in [(nil, nil), ("tsp", nil), (nil, "visa"), ("in_app", "mastercard")]
+                as [(String?, String?)]
+            {
+                let view = try ConsoleQueries.decisions(
+                    period, channel: channel, network: network, now: now, database: app.pool)
                 let want = expected(since, until, channel: channel, network: network)
-                #expect(view.totals.green == want["green", default: 0] && view.totals.yellow == want["yellow", default: 0]
-                        && view.totals.orange == want["orange", default: 0], "now \(now) \(channel ?? "-") \(network ?? "-")")
+                #expect(
+                    view.totals.green == want["green", default: 0] && view.totals.yellow == want["yellow", default: 0]
+                        && view.totals.orange == want["orange", default: 0],
+                    "now \(now) \(channel ?? "-") \(network ?? "-")")
                 #expect(view.hours.count == 9)
                 #expect(view.hours.map { $0.green + $0.yellow + $0.orange }.reduce(0, +) == want.values.reduce(0, +))
             }
@@ -73,32 +82,52 @@ struct ConsoleRollupTests {
         let state = try app.pool.withConnection {
             try $0.query("SELECT history_from, rolled_from, rolled_until FROM console_rollup_state").first!
         }
-        let hour = { (date: Date) in Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 3600).rounded(.down) * 3600) }
+        let hour = { (date: Date) in
+            Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 3600).rounded(.down) * 3600)
+        }
         #expect(try state.decode("rolled_until", as: Date.self) == hour(Self.end.addingTimeInterval(86_400 - 300)))
         let history = try state.decode("history_from", as: Date.self)
-        #expect(try state.decode("rolled_from", as: Date.self) == history, "older history filled backwards to where it began")
+        #expect(
+            try state.decode("rolled_from", as: Date.self) == history,
+            "older history filled backwards to where it began")
         #expect(history <= hour(time(0)))
     }
 
-    @Test("Rule hits: live hits that decided the flow, and what shadow rules would have done, same before and after roll-up")
+    @Test(
+        "Rule hits: live hits that decided the flow, and what shadow rules would have done, same before and after roll-up"
+    )
     func ruleHits() throws {
         let app = try TestApplication()
         try seed(app.pool)
         let since = Self.end.addingTimeInterval(-8 * 3600 - 600)
         let until = Self.end
-        var hits: [String: Int] = [:], decisive: [String: Int] = [:], would = 0
+        var hits: [String: Int] = [:]
+        var decisive: [String: Int] = [:]
+        var would = 0
         for i in 0..<Self.count where time(i) >= since && time(i) < until {
             switch i % 4 {
-            case 0: hits["a.orange", default: 0] += 1; decisive["a.orange", default: 0] += 1
-            case 1: hits["a.orange", default: 0] += 1; hits["b.orange", default: 0] += 1; hits["c.yellow", default: 0] += 1
-            case 2: hits["c.yellow", default: 0] += 1; decisive["c.yellow", default: 0] += 1; hits["s.orange", default: 0] += 1; would += 1
-            default: hits["s.orange", default: 0] += 1; would += 1
+            case 0:
+                hits["a.orange", default: 0] += 1
+                decisive["a.orange", default: 0] += 1
+            case 1:
+                hits["a.orange", default: 0] += 1
+                hits["b.orange", default: 0] += 1
+                hits["c.yellow", default: 0] += 1
+            case 2:
+                hits["c.yellow", default: 0] += 1
+                decisive["c.yellow", default: 0] += 1
+                hits["s.orange", default: 0] += 1
+                would += 1
+            default:
+                hits["s.orange", default: 0] += 1
+                would += 1
             }
         }
         let ruleset = app.application.context.rules.current
         let pool = app.pool
         for now in [Self.end.addingTimeInterval(-5 * 3600), Self.end.addingTimeInterval(7200)] {
-            let view = try ConsoleQueries.ruleHits(.init(since: since, until: until), ruleset: ruleset, now: now, database: pool)
+            let view = try ConsoleQueries.ruleHits(
+                .init(since: since, until: until), ruleset: ruleset, now: now, database: pool)
             let rows = Dictionary(uniqueKeysWithValues: view.rules.map { ($0.id, $0) })
             for (rule, count) in hits {
                 #expect(rows[rule]?.hits == count, "\(rule) at \(now)")
@@ -107,7 +136,8 @@ struct ConsoleRollupTests {
             }
             #expect(rows["s.orange"]?.mode == "shadow")
             #expect(rows["s.orange"]?.wouldChange == would)
-            #expect(rows["a.orange"]?.mode == "builtin", "a hit that is not a rule of the serving ruleset is still counted")
+            #expect(
+                rows["a.orange"]?.mode == "builtin", "a hit that is not a rule of the serving ruleset is still counted")
             #expect(rows[ruleset.rules[0].id]?.hits == 0, "every serving rule is listed, hit or not")
         }
     }
@@ -131,18 +161,25 @@ struct ConsoleRollupTests {
         for i in 0..<Self.count where time(i) >= since && time(i) < until && i % 4 < 2 { named += 1 }
         // Long after the history: every hour is rolled up, so the INSERT into the roll-up ran over the row.
         let view = try ConsoleQueries.ruleHits(
-            .init(since: since, until: until), ruleset: app.application.context.rules.current, now: Self.end.addingTimeInterval(7200), database: app.pool)
+            .init(since: since, until: until), ruleset: app.application.context.rules.current,
+            now: Self.end.addingTimeInterval(7200), database: app.pool)
         #expect(view.rules.first { $0.id == "a.orange" }?.hits == named)
         #expect(!view.rules.contains { $0.id.isEmpty })
-        let decisions = try ConsoleQueries.decisions(.init(since: since, until: until), channel: "tsp", network: nil, now: Self.end.addingTimeInterval(7200), database: app.pool)
+        let decisions = try ConsoleQueries.decisions(
+            .init(since: since, until: until), channel: "tsp", network: nil, now: Self.end.addingTimeInterval(7200),
+            database: app.pool)
         #expect(decisions.totals.orange == expected(since, until, channel: "tsp")["orange", default: 0] + 1)
         // The search lists the row's named rules only, and its named hit still decided the flow.
-        let id = try app.pool.withConnection { try $0.query("SELECT md5('rule-null')::uuid::text AS id").first!.decode("id", as: String.self) }
+        let id = try app.pool.withConnection {
+            try $0.query("SELECT md5('rule-null')::uuid::text AS id").first!.decode("id", as: String.self)
+        }
         let found = try ConsoleQueries.searchAttempts(id, limit: 5, now: Self.end, database: app.pool)
         #expect(found.attempts.map(\.rules) == [["a.orange"]])
         let edited = try app.pool.withConnection {
-            try $0.query("SELECT decisive FROM (\(unsafeSQL: ConsoleRollup.hitRowsSQL)) h WHERE rule_id = 'a.orange' AND created_at = \(Self.end) - interval '3 hours 30 minutes'")
-                .map { try $0.decode("decisive", as: Bool.self) }
+            try $0.query(
+                "SELECT decisive FROM (\(unsafeSQL: ConsoleRollup.hitRowsSQL)) h WHERE rule_id = 'a.orange' AND created_at = \(Self.end) - interval '3 hours 30 minutes'"
+            )
+            .map { try $0.decode("decisive", as: Bool.self) }
         }
         #expect(edited == [true], "a hit naming no rule does not share the flow's outcome with the named one")
     }
@@ -156,7 +193,9 @@ struct ConsoleRollupTests {
             ConsoleRollup.split(since: at(since), until: at(until), coverage: .init(from: at(from), until: at(to)))
         }
         #expect(split(-0.5, 5.5, -10, 3) == .init(rolledFrom: at(0), rolledTo: at(3)))
-        #expect(split(-0.5, 5.5, 2, 3) == .init(rolledFrom: at(2), rolledTo: at(3)), "history not yet filled backwards is read raw")
+        #expect(
+            split(-0.5, 5.5, 2, 3) == .init(rolledFrom: at(2), rolledTo: at(3)),
+            "history not yet filled backwards is read raw")
         let none = split(0, 5, -3, -1)
         #expect(none.rolledFrom == none.rolledTo)
         let later = split(0, 5, 7, 9)

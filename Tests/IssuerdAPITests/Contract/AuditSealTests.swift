@@ -1,34 +1,47 @@
 import Foundation
-import Synchronization
 import IssuerdPostgres
+import IssuerdStorage
 import IssuerdTestSupport
+import Synchronization
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 @Suite("Audit entries are appended unchained and sealed into one chain afterwards")
 struct AuditSealTests {
     private func verifyCommand(_ app: TestApplication, _ extra: [String] = []) throws -> CommandLineRunner.Result {
-        try CommandLineRunner.run(["audit", "verify"] + extra, environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
+        try CommandLineRunner.run(
+            ["audit", "verify"] + extra, environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
     }
 
     private func append(_ subject: String, at time: Date = Date(), pool: PostgresPool) throws {
-        try pool.transaction { try AuditLog.append(actor: "test", action: "test.appended", subject: subject, details: ["n": subject], at: time, connection: $0) }
+        try pool.transaction {
+            try AuditLog.append(
+                actor: "test", action: "test.appended", subject: subject, details: ["n": subject], at: time,
+                connection: $0)
+        }
     }
 
-    private func counts(_ app: TestApplication) throws -> (total: Int64, unsealed: Int64, distinctSequences: Int64, maxSequence: Int64) {
+    private func counts(
+        _ app: TestApplication
+    ) throws -> (total: Int64, unsealed: Int64, distinctSequences: Int64, maxSequence: Int64) {
         try app.pool.withConnection { connection in
             let row = try connection.query(
                 """
                 SELECT count(*)::bigint AS total, count(*) FILTER (WHERE seq IS NULL)::bigint AS unsealed,
                        count(DISTINCT seq)::bigint AS distinct_seq, coalesce(max(seq), 0)::bigint AS max_seq FROM audit_log
-                """).first!
-            return (try row.decode("total"), try row.decode("unsealed"), try row.decode("distinct_seq"), try row.decode("max_seq"))
+                """
+            ).first!
+            return (
+                try row.decode("total"), try row.decode("unsealed"), try row.decode("distinct_seq"),
+                try row.decode("max_seq")
+            )
         }
     }
 
-    @Test("Appends from many connections while sealers run on two instances are each sealed exactly once into one unbroken chain")
+    @Test(
+        "Appends from many connections while sealers run on two instances are each sealed exactly once into one unbroken chain"
+    )
     func concurrentAppends() throws {
         let app = try TestApplication(environment: ["ISSUERD_AUDIT_SEAL_INTERVAL": "10ms"])
         let second = try TestApplication(environment: ["ISSUERD_AUDIT_SEAL_INTERVAL": "10ms"], sharing: app)
@@ -42,7 +55,9 @@ struct AuditSealTests {
                     try append("w\(writer)-\(index)", pool: writers)
                     // A few explicit seals racing the background ones, as `audit verify` would.
                     if index % 10 == 0 {
-                        let sealed = try writers.withConnection { try AuditLog.seal(connection: $0, wait: writer % 2 == 0) }
+                        let sealed = try writers.withConnection {
+                            try AuditLog.seal(connection: $0, wait: writer % 2 == 0)
+                        }
                         sealedExplicitly.withLock { $0 += sealed }
                     }
                 } catch {
@@ -61,7 +76,9 @@ struct AuditSealTests {
         #expect(counted.maxSequence == 320)
         #expect(report.entries == 320)
         // Each sealed once: what every sealer reports having chained adds up to the entries.
-        let sealedInBackground = [app, second].compactMap { $0.application.metrics.value(of: "issuerd_audit_sealed_total") }.reduce(0, +)
+        let sealedInBackground = [app, second].compactMap {
+            $0.application.metrics.value(of: "issuerd_audit_sealed_total")
+        }.reduce(0, +)
         #expect(Int(sealedInBackground) + sealedExplicitly.withLock { $0 } + report.sealed == 320)
     }
 
@@ -75,13 +92,19 @@ struct AuditSealTests {
         #expect(try AuditChainCheck.verify(database: app.pool, seal: false).entries == 1)
     }
 
-    @Test("An entry left unsealed past the limit is reported (exit 1) until a seal chains it; the trigger still refuses editing it")
+    @Test(
+        "An entry left unsealed past the limit is reported (exit 1) until a seal chains it; the trigger still refuses editing it"
+    )
     func staleUnsealed() throws {
         let app = try TestApplication(environment: ["ISSUERD_AUDIT_SEAL": "false"])
         try append("old", at: Date().addingTimeInterval(-120), pool: app.pool)
         try append("fresh", pool: app.pool)
-        #expect(throws: PostgresError.self) { try app.pool.withConnection { try $0.execute("UPDATE audit_log SET actor = 'x' WHERE subject = 'old'") } }
-        #expect(throws: PostgresError.self) { try app.pool.withConnection { try $0.execute("DELETE FROM audit_log WHERE subject = 'old'") } }
+        #expect(throws: PostgresError.self) {
+            try app.pool.withConnection { try $0.execute("UPDATE audit_log SET actor = 'x' WHERE subject = 'old'") }
+        }
+        #expect(throws: PostgresError.self) {
+            try app.pool.withConnection { try $0.execute("DELETE FROM audit_log WHERE subject = 'old'") }
+        }
 
         let report = try AuditChainCheck.verify(database: app.pool, seal: false, unsealedMaxAge: .seconds(60))
         #expect(report.isIntact)
@@ -99,7 +122,9 @@ struct AuditSealTests {
         let sealed = try verifyCommand(app)
         #expect(sealed.status == 0, "\(sealed.standardError)")
         #expect(sealed.standardOutput.contains("intact: 2 entries"), "\(sealed.standardOutput)")
-        let order = try app.pool.withConnection { try $0.query("SELECT subject FROM audit_log ORDER BY seq").map { try $0.decode("subject", as: String.self) } }
+        let order = try app.pool.withConnection {
+            try $0.query("SELECT subject FROM audit_log ORDER BY seq").map { try $0.decode("subject", as: String.self) }
+        }
         #expect(order == ["old", "fresh"])
         #expect(try counts(app).unsealed == 0)
     }

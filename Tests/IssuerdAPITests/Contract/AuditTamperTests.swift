@@ -1,10 +1,10 @@
 import Foundation
 import IssuerdPostgres
+import IssuerdStorage
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 @Suite("The audit chain detects edited and deleted entries")
 struct AuditTamperTests {
@@ -14,7 +14,8 @@ struct AuditTamperTests {
         let admin = try app.apiKey(role: .admin)
         try AdminFixtures.registerCard(app, adminKey: admin, customer: "c1", card: "card-1", serial: 1)
         try AdminFixtures.registerCard(app, adminKey: admin, customer: "c2", card: "card-2", serial: 2)
-        _ = try app.client.postJSON("/v1/admin/cards/card-1/status", #"{"status":"lost"}"#, headers: AdminFixtures.bearer(admin))
+        _ = try app.client.postJSON(
+            "/v1/admin/cards/card-1/status", #"{"status":"lost"}"#, headers: AdminFixtures.bearer(admin))
         // Chain everything now (the background sealer may not have had its round yet).
         try app.pool.withConnection { _ = try AuditLog.seal(connection: $0, wait: true) }
         return app
@@ -30,10 +31,13 @@ struct AuditTamperTests {
     }
 
     private func verifyCommand(_ app: TestApplication) throws -> CommandLineRunner.Result {
-        try CommandLineRunner.run(["audit", "verify"], environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
+        try CommandLineRunner.run(
+            ["audit", "verify"], environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
     }
 
-    @Test("An intact chain verifies in the library and through `issuerd audit verify` (exit 0); the trigger refuses edits")
+    @Test(
+        "An intact chain verifies in the library and through `issuerd audit verify` (exit 0); the trigger refuses edits"
+    )
     func intact() throws {
         let app = try audited()
         let report = try AuditChainCheck.verify(database: app.pool)
@@ -46,9 +50,13 @@ struct AuditTamperTests {
             try app.pool.withConnection { try $0.execute("UPDATE audit_log SET actor = 'someone' WHERE seq = 1") }
         }
         #expect(throws: PostgresError.self) {
-            try app.pool.withConnection { try $0.execute("UPDATE audit_log SET seq = NULL, prev_hash = NULL, hash = NULL WHERE seq = 5") }
+            try app.pool.withConnection {
+                try $0.execute("UPDATE audit_log SET seq = NULL, prev_hash = NULL, hash = NULL WHERE seq = 5")
+            }
         }
-        #expect(throws: PostgresError.self) { try app.pool.withConnection { try $0.execute("DELETE FROM audit_log WHERE seq = 5") } }
+        #expect(throws: PostgresError.self) {
+            try app.pool.withConnection { try $0.execute("DELETE FROM audit_log WHERE seq = 5") }
+        }
     }
 
     @Test("Two sealed entries swapped are reported at the first of them")
@@ -63,7 +71,9 @@ struct AuditTamperTests {
         #expect(try verifyCommand(app).status == 1)
     }
 
-    @Test("An edited entry is reported at its sequence number", arguments: ["actor = 'apikey:innocent'", #"details = '{"fields":""}'"#, "at_ms = at_ms + 1"])
+    @Test(
+        "An edited entry is reported at its sequence number",
+        arguments: ["actor = 'apikey:innocent'", #"details = '{"fields":""}'"#, "at_ms = at_ms + 1"])
     func edited(assignment: String) throws {
         let app = try audited()
         try tamper(app, "UPDATE audit_log SET \(assignment) WHERE seq = 3")

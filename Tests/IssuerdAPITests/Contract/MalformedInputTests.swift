@@ -9,7 +9,9 @@ struct MalformedInputTests {
     /// Path parameters filled with values that exist where the harness can make them exist.
     private func fill(_ pattern: String, card: String) -> String {
         var path = pattern
-        let values = ["cardId": card, "attemptId": UUID().uuidString, "messageId": "1", "challengeId": UUID().uuidString]
+        let values = [
+            "cardId": card, "attemptId": UUID().uuidString, "messageId": "1", "challengeId": UUID().uuidString,
+        ]
         while let open = path.firstIndex(of: "{"), let close = path[open...].firstIndex(of: "}") {
             let name = String(path[path.index(after: open)..<close])
             path.replaceSubrange(open...close, with: values[name] ?? "x")
@@ -39,7 +41,8 @@ struct MalformedInputTests {
                     // The signature covers the body and time, not the path: a distinct time per
                     // route keeps the replay guard from refusing a body another route already got.
                     let signed = now.addingTimeInterval(-Double(routeIndex))
-                    headers["X-Issuerd-Signature"] = try TSPAuthenticator.sign(body: body, secret: app.tspSecret, timestamp: Int64(signed.timeIntervalSince1970))
+                    headers["X-Issuerd-Signature"] = try TSPAuthenticator.sign(
+                        body: body, secret: app.tspSecret, timestamp: Int64(signed.timeIntervalSince1970))
                 } else {
                     headers["Authorization"] = "Bearer \(appToken)"
                 }
@@ -48,7 +51,9 @@ struct MalformedInputTests {
 
             // Calibration: a route that accepts `{}` needs no field (or reads no body), so only
             // "never 5xx" applies to it; every other route must refuse every strict case.
-            let probe = try app.client.send("POST", path, headers: try request(Array("{}".utf8), contentType: "application/json").headers, body: Array("{}".utf8))
+            let probe = try app.client.send(
+                "POST", path, headers: try request(Array("{}".utf8), contentType: "application/json").headers,
+                body: Array("{}".utf8))
             let needsFields = (400..<500).contains(probe.status)
             #expect(probe.status < 500, "\(route.method) \(route.pattern) answered \(probe.status) to {}")
 
@@ -61,15 +66,17 @@ struct MalformedInputTests {
                 let results = app.client.sendConcurrently(Array(requests[start..<end]))
                 for (offset, result) in results.enumerated() {
                     let (testCase, mustRefuse) = cases[start + offset]
-                    let where_ = "\(route.method) \(route.pattern) [\(testCase.label)]"
+                    let context = "\(route.method) \(route.pattern) [\(testCase.label)]"
                     switch result {
                     case .failure(let error):
-                        Issue.record("\(where_): no HTTP answer: \(error)")
+                        Issue.record("\(context): no HTTP answer: \(error)")
                     case .success(let response):
-                        #expect(response.status < 500, "\(where_): \(response.status) \(response.text.prefix(200))")
-                        if mustRefuse { #expect((400..<500).contains(response.status), "\(where_): \(response.status)") }
+                        #expect(response.status < 500, "\(context): \(response.status) \(response.text.prefix(200))")
+                        if mustRefuse {
+                            #expect((400..<500).contains(response.status), "\(context): \(response.status)")
+                        }
                         if response.status >= 400 {
-                            #expect(response.errorEnvelope()?["code"] is String, "\(where_): no error envelope")
+                            #expect(response.errorEnvelope()?["code"] is String, "\(context): no error envelope")
                         }
                     }
                 }
@@ -82,7 +89,9 @@ struct MalformedInputTests {
         #expect(try app.client.get("/readyz").status == 200)
         #expect(try app.client.get("/v1/admin/cards/mal-card", headers: AdminFixtures.bearer(admin)).status == 200)
         let metrics = try app.client.get("/metrics").text
-        let serverErrors = metrics.split(separator: "\n").filter { $0.hasPrefix("issuerd_http_requests_total") && $0.contains("status=\"5") }
+        let serverErrors = metrics.split(separator: "\n").filter {
+            $0.hasPrefix("issuerd_http_requests_total") && $0.contains("status=\"5")
+        }
         #expect(serverErrors.isEmpty, "\(serverErrors)")
     }
 }

@@ -44,7 +44,9 @@ struct OpenAPICoverageTests {
         let app = try TestApplication()
         let documented = try OpenAPIDocument(contentsOf: Self.document).operations
         let undocumented = routerOperations(app).subtracting(documented).sorted()
-        #expect(undocumented.isEmpty, "served but missing from docs/openapi.yaml:\n  \(undocumented.joined(separator: "\n  "))")
+        #expect(
+            undocumented.isEmpty,
+            "served but missing from docs/openapi.yaml:\n  \(undocumented.joined(separator: "\n  "))")
     }
 
     @Test("Every operation in docs/openapi.yaml is served by the router")
@@ -52,6 +54,8 @@ struct OpenAPICoverageTests {
         let app = try TestApplication()
         let documented = try OpenAPIDocument(contentsOf: Self.document).operations
         let unserved = documented.subtracting(routerOperations(app)).sorted()
-        #expect(unserved.isEmpty, "documented in docs/openapi.yaml but not served:\n  \(unserved.joined(separator: "\n  "))")
+        #expect(
+            unserved.isEmpty, "documented in docs/openapi.yaml but not served:\n  \(unserved.joined(separator: "\n  "))"
+        )
     }
 }

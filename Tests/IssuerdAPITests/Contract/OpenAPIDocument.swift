@@ -15,7 +15,11 @@ struct OpenAPIDocument {
         var currentPath: String?
         for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
             let line = String(raw)
-            if line.trimmingCharacters(in: .whitespaces).hasPrefix("#") || line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            if line.trimmingCharacters(in: .whitespaces).hasPrefix("#")
+                || line.trimmingCharacters(in: .whitespaces).isEmpty
+            {
+                continue
+            }
             if !line.hasPrefix(" ") {
                 inPaths = line.hasPrefix("paths:")
                 currentPath = nil
@@ -23,7 +27,8 @@ struct OpenAPIDocument {
             }
             guard inPaths else { continue }
             if line.hasPrefix("  /"), !line.hasPrefix("   "), line.hasSuffix(":") {
-                currentPath = String(line.dropFirst(2).dropLast()).trimmingCharacters(in: CharacterSet(charactersIn: "'\""))
+                currentPath = String(line.dropFirst(2).dropLast()).trimmingCharacters(
+                    in: CharacterSet(charactersIn: "'\""))
             } else if let path = currentPath, line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":") {
                 let key = line.trimmingCharacters(in: .whitespaces).dropLast()
                 if Self.methods.contains(String(key)) { operations.insert("\(key.uppercased()) \(path)") }

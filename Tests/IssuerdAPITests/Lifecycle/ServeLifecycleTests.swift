@@ -18,8 +18,10 @@ struct ServeLifecycleTests {
             "ISSUERD_SQL_DIR": TestApplication.repositoryRoot.appendingPathComponent("sql").path,
             "ISSUERD_APPLE_TRUST": directory.appendingPathComponent("pki/root.pem").path,
             "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
-            "ISSUERD_APP_JWT_SECRET": String(repeating: "a", count: 40), "ISSUERD_TSP_HMAC_SECRET": "tsp-secret-0123456789abcdef",
-            "ISSUERD_NOTIFY_LOG_FILE": directory.appendingPathComponent("notifications.jsonl").path, "ISSUERD_LOG_LEVEL": "warning",
+            "ISSUERD_APP_JWT_SECRET": String(repeating: "a", count: 40),
+            "ISSUERD_TSP_HMAC_SECRET": "tsp-secret-0123456789abcdef",
+            "ISSUERD_NOTIFY_LOG_FILE": directory.appendingPathComponent("notifications.jsonl").path,
+            "ISSUERD_LOG_LEVEL": "warning",
         ]
     }
 
@@ -43,14 +45,18 @@ struct ServeLifecycleTests {
         return false
     }
 
-    @Test("SIGHUP keeps serving; SIGTERM and SIGINT exit 0 well inside the 5 s shutdown budget", arguments: [SIGTERM, SIGINT])
+    @Test(
+        "SIGHUP keeps serving; SIGTERM and SIGINT exit 0 well inside the 5 s shutdown budget",
+        arguments: [SIGTERM, SIGINT])
     func gracefulStop(signal: Int32) throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-serve-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-serve-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try LoopbackPort.free()
-        let pid = try OutboxCrashTests.spawn(environment: try Self.environment(database: database, directory: directory, port: port))
+        let pid = try OutboxCrashTests.spawn(
+            environment: try Self.environment(database: database, directory: directory, port: port))
         let client = HTTPTestClient(port: port)
         guard Self.waitUntilReady(client) else {
             kill(pid, SIGKILL)
@@ -78,13 +84,16 @@ struct ServeLifecycleTests {
     func badSetting() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-bad-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-bad-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         var environment = try Self.environment(database: database, directory: directory, port: 1)
         environment["ISSUERD_MASTER_KEY"] = "c2hvcnQ="
         let result = try CommandLineRunner.run(["serve"], environment: environment)
         #expect(result.status == 1)
-        #expect(result.standardError.trimmingCharacters(in: .whitespacesAndNewlines) == "issuerd serve: ISSUERD_MASTER_KEY: must decode to 32 bytes, not 5")
+        #expect(
+            result.standardError.trimmingCharacters(in: .whitespacesAndNewlines)
+                == "issuerd serve: ISSUERD_MASTER_KEY: must decode to 32 bytes, not 5")
         environment.removeValue(forKey: "ISSUERD_DATABASE_URL")
         let missing = try CommandLineRunner.run(["serve"], environment: environment)
         #expect(missing.status == 1)

@@ -1,11 +1,11 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdStorage
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 /// Customers, cards, PassKit-shaped bodies and the Python oracle for the decision-path tests.
 /// Rows are written straight through the stores (the admin endpoints are tested elsewhere).
@@ -16,22 +16,27 @@ enum DecisionFixtures {
 
     /// A customer with contact details; `addressChangedAt` etc. steer the default rules.
     static func customer(
-        _ app: TestApplication, _ id: String, phone: String? = "01012345678", email: String? = "hong.gildong@example.com",
+        _ app: TestApplication, _ id: String, phone: String? = "01012345678",
+        email: String? = "hong.gildong@example.com",
         createdDaysAgo: Double = 400, phoneChangedAt: Date? = nil
     ) throws {
         let created = Date().addingTimeInterval(-createdDaysAgo * 86_400)
         try app.pool.withConnection { connection in
             _ = try CustomerStore.upsert(
-                CustomerRecord(customerID: id, phoneNumber: phone, email: email, phoneChangedAt: phoneChangedAt, emailChangedAt: nil,
-                               addressChangedAt: nil, createdAt: created),
+                CustomerRecord(
+                    customerID: id, phoneNumber: phone, email: email, phoneChangedAt: phoneChangedAt,
+                    emailChangedAt: nil,
+                    addressChangedAt: nil, createdAt: created),
                 now: created, connection: connection)
         }
     }
 
     /// A card of `customerID`; `createdDaysAgo` keeps it clear of the new-card rules.
     static func card(
-        _ app: TestApplication, _ cardID: String, customer customerID: String, pan: String = visaPAN, expiration: String = "12/30",
-        name: String = "HONG GILDONG", network: String = "visa", status: CardStatusValue = .active, description: String? = nil,
+        _ app: TestApplication, _ cardID: String, customer customerID: String, pan: String = visaPAN,
+        expiration: String = "12/30",
+        name: String = "HONG GILDONG", network: String = "visa", status: CardStatusValue = .active,
+        description: String? = nil,
         createdDaysAgo: Double = 200
     ) throws {
         let panValue = try #require(PrimaryAccountNumber(pan))
@@ -39,7 +44,8 @@ enum DecisionFixtures {
             _ = try CardStore.insert(
                 cardID: cardID, customerID: customerID, pan: panValue, expiration: expiration, cardholderName: name,
                 paymentNetwork: network, status: status, localizedDescription: description, country: "KR",
-                now: Date().addingTimeInterval(-createdDaysAgo * 86_400), vault: app.application.context.vault, connection: connection)
+                now: Date().addingTimeInterval(-createdDaysAgo * 86_400), vault: app.application.context.vault,
+                connection: connection)
         }
     }
 
@@ -51,14 +57,16 @@ enum DecisionFixtures {
     ) throws -> String {
         var object: [String: Any] = [
             "certificates": certificates ?? [
-                BinaryEncoding.base64String(app.pki.eccLeaf.certificateDER), BinaryEncoding.base64String(app.pki.intermediate.certificateDER),
+                BinaryEncoding.base64String(app.pki.eccLeaf.certificateDER),
+                BinaryEncoding.base64String(app.pki.intermediate.certificateDER),
             ],
             "nonce": BinaryEncoding.base64String(nonce),
             "nonceSignature": BinaryEncoding.hexString(signature),
             "device": ["id": "device-1", "type": "phone", "locale": "ko_KR"],
         ]
         object.merge(extra) { _, new in new }
-        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        return String(
+            decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
     }
 
     /// POSTs a provisioning body as `customer`'s app.
@@ -72,7 +80,8 @@ enum DecisionFixtures {
 
     /// A TSP authorization body.
     static func authorizeBody(
-        requestID: String = UUID().uuidString, tokenReference: String = "DNITHE" + UUID().uuidString.prefix(8), pan: String = visaPAN,
+        requestID: String = UUID().uuidString, tokenReference: String = "DNITHE" + UUID().uuidString.prefix(8),
+        pan: String = visaPAN,
         expiration: String = "12/30", deviceID: String = "device-1", recommendation: String = "APPROVED"
     ) -> String {
         """
@@ -92,14 +101,19 @@ enum DecisionFixtures {
     }
 
     /// Decrypts an ECC_V2 answer with the independent Python oracle and the leaf's private key.
-    static func decrypt(_ app: TestApplication, encryptedPassData: String, ephemeralPublicKey: String) throws -> [String: String] {
+    static func decrypt(
+        _ app: TestApplication, encryptedPassData: String, ephemeralPublicKey: String
+    ) throws -> [String: String] {
         guard let python = ProcessInfo.processInfo.environment["ISSUERD_TEST_PYTHON"], !python.isEmpty else {
             Issue.record("ISSUERD_TEST_PYTHON is not set: run the tests through scripts/test")
             throw CancellationError()
         }
-        let script = TestApplication.repositoryRoot.appendingPathComponent("Tests/IssuerdCryptoTests/Oracle/decrypt_pass.py").path
+        let script = TestApplication.repositoryRoot.appendingPathComponent(
+            "Tests/IssuerdCryptoTests/Oracle/decrypt_pass.py"
+        ).path
         let request: [String: String] = [
-            "scheme": "ECC_V2", "recipientPrivateKeyPEM": app.pki.eccLeaf.privateKeyPEM, "encryptedPassData": encryptedPassData,
+            "scheme": "ECC_V2", "recipientPrivateKeyPEM": app.pki.eccLeaf.privateKeyPEM,
+            "encryptedPassData": encryptedPassData,
             "ephemeralPublicKey": ephemeralPublicKey,
         ]
         let process = Process()

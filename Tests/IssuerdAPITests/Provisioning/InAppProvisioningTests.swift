@@ -1,15 +1,15 @@
 import Foundation
-import Synchronization
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
 import IssuerdTestSupport
+import Synchronization
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdService
-import IssuerdStorage
 
 /// `POST /v1/cards/{cardId}/apple-pay/provision` and `GET /v1/cards` over HTTP, against a real
 /// PostgreSQL and a generated Apple-shaped PKI.
@@ -19,11 +19,13 @@ struct InAppProvisioningTests {
     func greenPushDecrypts() throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(app, "card-1", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, expiration: "03/29",
-                                  name: "홍길동", network: "mastercard")
+        try DecisionFixtures.card(
+            app, "card-1", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, expiration: "03/29",
+            name: "홍길동", network: "mastercard")
         let signature = Array((0..<71).map { UInt8($0 * 3 & 0xFF) })
         let response = try DecisionFixtures.provision(
-            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app, signature: signature))
+            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app, signature: signature)
+        )
         #expect(response.status == 200, "\(response.text)")
         let body = try #require(response.jsonObject())
         let decision = try #require(body["decision"] as? [String: Any])
@@ -41,7 +43,8 @@ struct InAppProvisioningTests {
         #expect(!response.text.contains(DecisionFixtures.mastercardPAN))
 
         let attemptID = try #require(decision["attemptId"] as? String)
-        let explain = try app.client.get("/v1/admin/attempts/\(attemptID)", headers: ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"])
+        let explain = try app.client.get(
+            "/v1/admin/attempts/\(attemptID)", headers: ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"])
         #expect(explain.status == 200, "\(explain.text)")
         let attempt = try #require(explain.jsonObject())
         let inputs = try #require(attempt["inputs"] as? [String: Any])
@@ -57,9 +60,11 @@ struct InAppProvisioningTests {
         #expect(app.application.metrics.value(of: "issuerd_decisions_total", labels: ["in_app", "green"]) == 1)
 
         // The second push sees the first in its velocity.
-        let second = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
+        let second = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
         let secondID = try #require((second.jsonObject()?["decision"] as? [String: Any])?["attemptId"] as? String)
-        let secondAttempt = try app.client.get("/v1/admin/attempts/\(secondID)", headers: ["Authorization": "Bearer \(try app.apiKey(role: .admin))"])
+        let secondAttempt = try app.client.get(
+            "/v1/admin/attempts/\(secondID)", headers: ["Authorization": "Bearer \(try app.apiKey(role: .admin))"])
         #expect((secondAttempt.jsonObject()?["features"] as? [String: Any])?["attempts(card, 24h)"] as? Int == 1)
     }
 
@@ -68,15 +73,23 @@ struct InAppProvisioningTests {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-lost", customer: "cust-1", status: .lost)
-        let response = try DecisionFixtures.provision(app, card: "card-lost", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
+        let response = try DecisionFixtures.provision(
+            app, card: "card-lost", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
         #expect(response.status == 403)
         let error = try #require(response.errorEnvelope())
         #expect(error["code"] as? String == "provisioning_declined")
         #expect(error["flow"] as? String == "orange")
         let reasons = try #require(error["reasons"] as? [[String: Any]])
-        #expect(reasons.contains { $0["rule"] as? String == "invariant.card_unusable" && $0["reason"] as? String == "CARD_NOT_USABLE" })
+        #expect(
+            reasons.contains {
+                $0["rule"] as? String == "invariant.card_unusable" && $0["reason"] as? String == "CARD_NOT_USABLE"
+            })
         let attemptID = try #require(error["attemptId"] as? String)
-        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts WHERE attempt_id = '\(attemptID)' AND flow = 'orange' AND decision = 'DECLINED'") == 1)
+        #expect(
+            try DecisionFixtures.count(
+                app,
+                "SELECT count(*) FROM provisioning_attempts WHERE attempt_id = '\(attemptID)' AND flow = 'orange' AND decision = 'DECLINED'"
+            ) == 1)
         #expect(response.jsonObject()?["encryptedPassData"] == nil)
     }
 
@@ -87,12 +100,14 @@ struct InAppProvisioningTests {
         try DecisionFixtures.customer(app, "cust-2")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         for card in ["card-1", "card-missing"] {
-            let response = try DecisionFixtures.provision(app, card: card, customer: "cust-2", body: try DecisionFixtures.provisionBody(app))
+            let response = try DecisionFixtures.provision(
+                app, card: card, customer: "cust-2", body: try DecisionFixtures.provisionBody(app))
             #expect(response.status == 404)
             #expect(response.errorEnvelope()?["code"] as? String == "card_not_found")
         }
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 0)
-        let list = try app.client.get("/v1/cards", headers: ["Authorization": "Bearer \(try app.appToken(customer: "cust-2"))"])
+        let list = try app.client.get(
+            "/v1/cards", headers: ["Authorization": "Bearer \(try app.appToken(customer: "cust-2"))"])
         #expect(list.status == 200)
         #expect((list.jsonObject()?["cards"] as? [Any])?.isEmpty == true)
     }
@@ -104,8 +119,12 @@ struct InAppProvisioningTests {
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = try DecisionFixtures.provisionBody(app)
         let expired = try app.appToken(customer: "cust-1", lifetime: 60, now: Date().addingTimeInterval(-3600))
-        let forged = try AppTokenVerifier.mintHS256(secret: String(repeating: "b", count: 40), customerID: "cust-1", lifetime: 600, now: Date())
-        for headers in [[:], ["Authorization": "Bearer \(expired)"], ["Authorization": "Bearer \(forged)"], ["Authorization": "Bearer not.a.jwt"]] {
+        let forged = try AppTokenVerifier.mintHS256(
+            secret: String(repeating: "b", count: 40), customerID: "cust-1", lifetime: 600, now: Date())
+        for headers in [
+            [:], ["Authorization": "Bearer \(expired)"], ["Authorization": "Bearer \(forged)"],
+            ["Authorization": "Bearer not.a.jwt"],
+        ] {
             let response = try app.client.postJSON("/v1/cards/card-1/apple-pay/provision", body, headers: headers)
             #expect(response.status == 401)
             #expect(response.errorEnvelope()?["code"] as? String == "unauthenticated")
@@ -120,26 +139,32 @@ struct InAppProvisioningTests {
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = try DecisionFixtures.provisionBody(app)
-        let first = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
-        let again = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        let first = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        let again = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
         #expect(first.status == 200)
         #expect(again.status == 200)
         #expect(again.body == first.body)
         #expect(again.header("Idempotent-Replayed") == "true")
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
         let other = try DecisionFixtures.provision(
-            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app, nonce: [1, 2, 3, 4]), headers: ["Idempotency-Key": "k-1"])
+            app, card: "card-1", customer: "cust-1",
+            body: try DecisionFixtures.provisionBody(app, nonce: [1, 2, 3, 4]), headers: ["Idempotency-Key": "k-1"])
         #expect(other.status == 409)
         #expect(other.errorEnvelope()?["code"] as? String == "idempotency_key_reused")
     }
 
-    @Test("The idempotent answer commits in the attempt's own transaction, so a lost acknowledgement replays instead of provisioning twice")
+    @Test(
+        "The idempotent answer commits in the attempt's own transaction, so a lost acknowledgement replays instead of provisioning twice"
+    )
     func idempotentAnswerCommitsWithTheAttempt() throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = try DecisionFixtures.provisionBody(app)
-        let first = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-tx"])
+        let first = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-tx"])
         #expect(first.status == 200)
         // One transaction id on both rows: the answer cannot exist without the attempt or the reverse.
         let together = try DecisionFixtures.count(
@@ -151,31 +176,40 @@ struct InAppProvisioningTests {
         #expect(together == 1)
     }
 
-    @Test("A claim left without an answer (instance killed, database gone) is taken over after its expiry; a fresh one is 409")
+    @Test(
+        "A claim left without an answer (instance killed, database gone) is taken over after its expiry; a fresh one is 409"
+    )
     func abandonedClaimIsTakenOver() throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = try DecisionFixtures.provisionBody(app)
-        #expect(try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"]).status == 200)
+        #expect(
+            try DecisionFixtures.provision(
+                app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"]
+            ).status == 200)
         // What a SIGKILL between claim and answer leaves: the claim (status 0) and no attempt.
         try app.pool.withConnection { connection in
             try connection.execute("UPDATE idempotency_keys SET status = 0, response_body = '' WHERE key = 'k-1'")
             try connection.execute("DELETE FROM provisioning_attempts")
         }
-        let fresh = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        let fresh = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
         #expect(fresh.status == 409)
         #expect(fresh.text.contains("still being processed"))
 
         let expiry = Int(OutboxBackoff.seconds(IdempotencyStore.claimExpiry)) + 1
         try app.pool.withConnection {
-            try $0.execute("UPDATE idempotency_keys SET created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-1'")
+            try $0.execute(
+                "UPDATE idempotency_keys SET created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-1'")
         }
-        let retried = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        let retried = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
         #expect(retried.status == 200)
         #expect(retried.header("Idempotent-Replayed") == nil)
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
-        let replay = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
+        let replay = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-1"])
         #expect(replay.header("Idempotent-Replayed") == "true")
         #expect(replay.body == retried.body)
     }
@@ -188,20 +222,23 @@ struct InAppProvisioningTests {
         case releases
     }
 
-    @Test("A retry that finds an expired claim answered or released while it takes it over replays or redoes it (not 409)",
-          arguments: LateHolder.allCases)
+    @Test(
+        "A retry that finds an expired claim answered or released while it takes it over replays or redoes it (not 409)",
+        arguments: LateHolder.allCases)
     func expiredClaimChangedDuringTakeover(holderDoes: LateHolder) throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = try DecisionFixtures.provisionBody(app)
-        let first = try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
+        let first = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
         #expect(first.status == 200)
         // A holder slower than the expiry: its claim looks abandoned, its answer is not in yet.
         let expiry = Int(OutboxBackoff.seconds(IdempotencyStore.claimExpiry)) + 1
         try app.pool.withConnection { connection in
             try connection.execute(
-                "UPDATE idempotency_keys SET status = 0, created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-3'")
+                "UPDATE idempotency_keys SET status = 0, created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-3'"
+            )
             // A holder that will release its claim did not commit its work.
             if holderDoes == .releases { try connection.execute("DELETE FROM provisioning_attempts") }
         }
@@ -211,7 +248,8 @@ struct InAppProvisioningTests {
         try holder.execute("BEGIN")
         _ = try holder.query("SELECT key FROM idempotency_keys WHERE key = 'k-3' FOR UPDATE")
         let retry = BackgroundCall {
-            try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
+            try DecisionFixtures.provision(
+                app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
         }
         // The retry read the bare, expired claim and now waits on the row in its takeover
         // (watched from outside the holder's transaction).
@@ -219,7 +257,8 @@ struct InAppProvisioningTests {
         #expect(waiting, "the retry never reached the takeover: \(activity)")
         switch holderDoes {
         case .answers:
-            try holder.execute("UPDATE idempotency_keys SET status = 200, response_body = \(first.body) WHERE key = 'k-3'")
+            try holder.execute(
+                "UPDATE idempotency_keys SET status = 200, response_body = \(first.body) WHERE key = 'k-3'")
         case .releases:
             try holder.execute("DELETE FROM idempotency_keys WHERE key = 'k-3'")
         }
@@ -234,7 +273,9 @@ struct InAppProvisioningTests {
         case .releases:
             #expect(response.header("Idempotent-Replayed") == nil)  // done once, by the retry
             #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
-            #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM idempotency_keys WHERE key = 'k-3' AND status = 200") == 1)
+            #expect(
+                try DecisionFixtures.count(
+                    app, "SELECT count(*) FROM idempotency_keys WHERE key = 'k-3' AND status = 200") == 1)
         }
     }
 
@@ -244,8 +285,13 @@ struct InAppProvisioningTests {
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = try DecisionFixtures.provisionBody(app)
-        #expect(try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-2"]).status == 200)
-        let row = try app.pool.withConnection { try $0.query("SELECT scope, claim_token FROM idempotency_keys WHERE key = 'k-2'").first }
+        #expect(
+            try DecisionFixtures.provision(
+                app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-2"]
+            ).status == 200)
+        let row = try app.pool.withConnection {
+            try $0.query("SELECT scope, claim_token FROM idempotency_keys WHERE key = 'k-2'").first
+        }
         let scope = try #require(row).decode("scope", as: String.self)
         let winner = try #require(try row?.decode("claim_token", as: UUID.self))
         // The first holder, slower than the expiry, comes back after the retry took over.
@@ -257,18 +303,24 @@ struct InAppProvisioningTests {
             // Even on a bare claim (status 0) held by another token, the slow holder finds nothing.
             try connection.execute("UPDATE idempotency_keys SET status = 0 WHERE key = 'k-2'")
             #expect(try connection.query(slow.holding()).isEmpty)
-            #expect(try connection.query(IdempotencyClaim(scope: scope, key: "k-2", token: winner).holding()).count == 1)
+            #expect(
+                try connection.query(IdempotencyClaim(scope: scope, key: "k-2", token: winner).holding()).count == 1)
         }
     }
 
     @Test("The card limit answers 429 with Retry-After, counted in PostgreSQL")
     func rateLimited() throws {
-        let app = try TestApplication(environment: ["ISSUERD_RATE_LIMIT_CARD": "2/1m", "ISSUERD_RATE_LIMIT_CUSTOMER": "3/1m"])
+        let app = try TestApplication(environment: [
+            "ISSUERD_RATE_LIMIT_CARD": "2/1m", "ISSUERD_RATE_LIMIT_CUSTOMER": "3/1m",
+        ])
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
-        try DecisionFixtures.card(app, "card-2", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
+        try DecisionFixtures.card(
+            app, "card-2", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
         let body = try DecisionFixtures.provisionBody(app)
-        let statuses = try (0..<3).map { _ in try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body) }
+        let statuses = try (0..<3).map { _ in
+            try DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body)
+        }
         #expect(statuses.map(\.status) == [200, 200, 429])
         let limited = statuses[2]
         #expect(limited.errorEnvelope()?["code"] as? String == "rate_limited")
@@ -284,7 +336,9 @@ struct InAppProvisioningTests {
     /// the limit's worth are decided and stored, and every other request is 429.
     @Test("Concurrent pushes never exceed the card limit")
     func rateLimitHoldsUnderConcurrency() throws {
-        let app = try TestApplication(environment: ["ISSUERD_RATE_LIMIT_CARD": "3/1m", "ISSUERD_RATE_LIMIT_CUSTOMER": "100/1m"])
+        let app = try TestApplication(environment: [
+            "ISSUERD_RATE_LIMIT_CARD": "3/1m", "ISSUERD_RATE_LIMIT_CUSTOMER": "100/1m",
+        ])
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = try DecisionFixtures.provisionBody(app)
@@ -294,7 +348,8 @@ struct InAppProvisioningTests {
             requests.enter()
             Thread.detachNewThread {
                 defer { requests.leave() }
-                let status = (try? DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body).status) ?? -1
+                let status =
+                    (try? DecisionFixtures.provision(app, card: "card-1", customer: "cust-1", body: body).status) ?? -1
                 statuses.withLock { $0.append(status) }
             }
         }
@@ -305,8 +360,9 @@ struct InAppProvisioningTests {
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 3)
     }
 
-    @Test("Chain problems are 422 certificate_chain_invalid naming the check, attempt stored",
-          arguments: ["leaf_only", "garbage", "foreign_root", "rsa_leaf"])
+    @Test(
+        "Chain problems are 422 certificate_chain_invalid naming the check, attempt stored",
+        arguments: ["leaf_only", "garbage", "foreign_root", "rsa_leaf"])
     func chainProblems(_ problem: String) throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
@@ -318,19 +374,32 @@ struct InAppProvisioningTests {
         switch problem {
         case "leaf_only": (certificates, expected) = ([leaf], "missing_intermediate")
         case "garbage": (certificates, expected) = (["not!base64", intermediate], "malformed_der")
-        case "rsa_leaf": (certificates, expected) = ([BinaryEncoding.base64String(app.pki.rsaLeaf.certificateDER), intermediate], "leaf_key_type")
+        case "rsa_leaf":
+            (certificates, expected) = (
+                [BinaryEncoding.base64String(app.pki.rsaLeaf.certificateDER), intermediate], "leaf_key_type"
+            )
         default:
             let other = try DevelopmentPKI.generate()
-            (certificates, expected) = ([BinaryEncoding.base64String(other.eccLeaf.certificateDER), BinaryEncoding.base64String(other.intermediate.certificateDER)], "untrusted_root")
+            (certificates, expected) = (
+                [
+                    BinaryEncoding.base64String(other.eccLeaf.certificateDER),
+                    BinaryEncoding.base64String(other.intermediate.certificateDER),
+                ], "untrusted_root"
+            )
         }
         let response = try DecisionFixtures.provision(
-            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app, certificates: certificates))
+            app, card: "card-1", customer: "cust-1",
+            body: try DecisionFixtures.provisionBody(app, certificates: certificates))
         #expect(response.status == 422, "\(response.text)")
         let error = try #require(response.errorEnvelope())
         #expect(error["code"] as? String == "certificate_chain_invalid")
         #expect(error["detail"] as? String == expected)
         let attemptID = try #require(error["attemptId"] as? String)
-        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts WHERE attempt_id = '\(attemptID)' AND decision = 'CERTIFICATE_CHAIN_INVALID' AND facts->'chainFailure'->>'code' = '\(expected)'") == 1)
+        #expect(
+            try DecisionFixtures.count(
+                app,
+                "SELECT count(*) FROM provisioning_attempts WHERE attempt_id = '\(attemptID)' AND decision = 'CERTIFICATE_CHAIN_INVALID' AND facts->'chainFailure'->>'code' = '\(expected)'"
+            ) == 1)
     }
 
     @Test("Bad bodies are 4xx before any attempt: scheme off, bad nonce, too many certificates, bad channel")
@@ -339,12 +408,21 @@ struct InAppProvisioningTests {
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let cases: [(String, Int, String)] = [
-            (try DecisionFixtures.provisionBody(app, extra: ["encryptionScheme": "RSA_V2"]), 422, "encryption_scheme_unsupported"),
+            (
+                try DecisionFixtures.provisionBody(app, extra: ["encryptionScheme": "RSA_V2"]), 422,
+                "encryption_scheme_unsupported"
+            ),
             (try DecisionFixtures.provisionBody(app, extra: ["encryptionScheme": "AES"]), 400, "invalid_request"),
             (try DecisionFixtures.provisionBody(app, extra: ["nonce": "%%%"]), 400, "invalid_request"),
-            (try DecisionFixtures.provisionBody(app, extra: ["nonce": String(repeating: "A", count: 5000)]), 400, "invalid_request"),
+            (
+                try DecisionFixtures.provisionBody(app, extra: ["nonce": String(repeating: "A", count: 5000)]), 400,
+                "invalid_request"
+            ),
             (try DecisionFixtures.provisionBody(app, certificates: ["AA", "AA", "AA", "AA"]), 400, "invalid_request"),
-            (try DecisionFixtures.provisionBody(app, certificates: [String(repeating: "A", count: 9000)]), 400, "invalid_request"),
+            (
+                try DecisionFixtures.provisionBody(app, certificates: [String(repeating: "A", count: 9000)]), 400,
+                "invalid_request"
+            ),
             (try DecisionFixtures.provisionBody(app, extra: ["channel": "tsp"]), 400, "invalid_request"),
             (try DecisionFixtures.provisionBody(app, extra: ["device": ["type": "toaster"]]), 400, "invalid_request"),
             ("{\"certificates\": 5}", 400, "malformed_json"),
@@ -363,12 +441,16 @@ struct InAppProvisioningTests {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "a-active", customer: "cust-1", description: "My card")
-        try DecisionFixtures.card(app, "b-lost", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard", status: .lost)
+        try DecisionFixtures.card(
+            app, "b-lost", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard", status: .lost
+        )
         try DecisionFixtures.card(app, "c-expired", customer: "cust-1", pan: "4000056655665556", expiration: "01/20")
-        let response = try app.client.get("/v1/cards", headers: ["Authorization": "Bearer \(try app.appToken(customer: "cust-1"))"])
+        let response = try app.client.get(
+            "/v1/cards", headers: ["Authorization": "Bearer \(try app.appToken(customer: "cust-1"))"])
         #expect(response.status == 200)
         let cards = try #require(response.jsonObject()?["cards"] as? [[String: Any]])
-        let byID = Dictionary(uniqueKeysWithValues: cards.compactMap { card in (card["cardId"] as? String).map { ($0, card) } })
+        let byID = Dictionary(
+            uniqueKeysWithValues: cards.compactMap { card in (card["cardId"] as? String).map { ($0, card) } })
         #expect(byID["a-active"]?["walletEligible"] as? Bool == true)
         #expect(byID["a-active"]?["localizedDescription"] as? String == "My card")
         #expect(byID["a-active"]?["primaryAccountSuffix"] as? String == "1111")

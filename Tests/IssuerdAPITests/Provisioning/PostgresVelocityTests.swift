@@ -2,10 +2,10 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdStorage
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 /// The PostgreSQL velocity SQL (grouped per table and key, one filtered aggregate per window)
 /// must answer exactly what the in-memory reference answers over the same history (attempts,
@@ -48,26 +48,37 @@ struct PostgresVelocityTests {
             (DecisionFixtures.mastercardPAN, "card-a2", nil),
         ] as [(String, String, String?)] {
             let statement = TokenizationContext.statement(
-                requestID: "r-1", tokenReference: "T-1", fingerprint: try vault.fingerprint(try #require(PrimaryAccountNumber(pan))),
-                deviceID: deviceID, velocity: VelocityBatch(subject: VelocitySubject(deviceID: deviceID), time: now, queries: queries),
+                requestID: "r-1", tokenReference: "T-1",
+                fingerprint: try vault.fingerprint(try #require(PrimaryAccountNumber(pan))),
+                deviceID: deviceID,
+                velocity: VelocityBatch(subject: VelocitySubject(deviceID: deviceID), time: now, queries: queries),
                 pushesSince: now.addingTimeInterval(-86_400))
-            let context = try app.pool.withConnection { try TokenizationContext(rows: try $0.query(statement.query), statement: statement) }
+            let context = try app.pool.withConnection {
+                try TokenizationContext(rows: try $0.query(statement.query), statement: statement)
+            }
             #expect(context.card?.cardID == cardID)
             #expect(context.customer?.customerID == "cust-a")
-            let expected = reference.values(for: VelocityBatch(
-                subject: VelocitySubject(cardID: cardID, deviceID: deviceID, customerID: "cust-a"), time: now, queries: queries))
+            let expected = reference.values(
+                for: VelocityBatch(
+                    subject: VelocitySubject(cardID: cardID, deviceID: deviceID, customerID: "cust-a"), time: now,
+                    queries: queries))
             #expect(context.velocity.count == queries.count)
             for (index, query) in queries.enumerated() {
-                #expect(context.velocity[index] == expected[index], "\(query) for \(cardID) on \(deviceID ?? "no device")")
+                #expect(
+                    context.velocity[index] == expected[index], "\(query) for \(cardID) on \(deviceID ?? "no device")")
             }
             #expect(expected.contains { ($0 ?? 0) > 1 })
         }
         // No card with that PAN: one row all the same, with no card.
         let missing = TokenizationContext.statement(
-            requestID: "r-1", tokenReference: "T-1", fingerprint: try vault.fingerprint(try #require(PrimaryAccountNumber("4000056655665556"))),
-            deviceID: "dev-1", velocity: VelocityBatch(subject: VelocitySubject(deviceID: "dev-1"), time: now, queries: queries),
+            requestID: "r-1", tokenReference: "T-1",
+            fingerprint: try vault.fingerprint(try #require(PrimaryAccountNumber("4000056655665556"))),
+            deviceID: "dev-1",
+            velocity: VelocityBatch(subject: VelocitySubject(deviceID: "dev-1"), time: now, queries: queries),
             pushesSince: now.addingTimeInterval(-86_400))
-        let context = try app.pool.withConnection { try TokenizationContext(rows: try $0.query(missing.query), statement: missing) }
+        let context = try app.pool.withConnection {
+            try TokenizationContext(rows: try $0.query(missing.query), statement: missing)
+        }
         #expect(context.card == nil)
         #expect(!context.tokenTaken)
         #expect(context.storedAnswer == nil)
@@ -83,7 +94,9 @@ struct PostgresVelocityTests {
         let now = Date(timeIntervalSince1970: 1_900_000_000)
         var (events, queries) = try Self.history(app, now: now)
         // A TSP attempt (velocity counts it, a push rate limit does not) and a Wallet-extension push.
-        let others: [(channel: String, card: String, secondsAgo: Double)] = [("tsp", "card-a1", 10), ("wallet_extension", "card-a2", 20), ("tsp", "card-a2", -3)]
+        let others: [(channel: String, card: String, secondsAgo: Double)] = [
+            ("tsp", "card-a1", 10), ("wallet_extension", "card-a2", 20), ("tsp", "card-a2", -3),
+        ]
         for (channel, card, secondsAgo) in others {
             let time = now.addingTimeInterval(-secondsAgo)
             try app.pool.withConnection { connection in
@@ -94,7 +107,8 @@ struct PostgresVelocityTests {
                     VALUES (\(UUID()), \(channel), \(card), 'cust-a', 'dev-9', '{}', '{}', '[]', 'green', 'APPROVED', 'test', \(time))
                     """)
             }
-            events.append(VelocityEvent(kind: .attempt, time: time, cardID: card, deviceID: "dev-9", customerID: "cust-a"))
+            events.append(
+                VelocityEvent(kind: .attempt, time: time, cardID: card, deviceID: "dev-9", customerID: "cust-a"))
         }
         let reference = InMemoryVelocityProvider(events: events)
         func separateCount(_ column: RateLimitSubject, _ id: String, since: Date) throws -> Int {
@@ -109,17 +123,26 @@ struct PostgresVelocityTests {
         }
         let deviceOnly = queries.filter { $0.key == .device }
         var nonZero = 0
-        let windows: [(customer: TimeInterval, card: TimeInterval)] = [(60, 86_400), (3_600, 60), (30 * 86_400, 3_600), (7 * 86_400, 7 * 86_400), (90, 30 * 86_400)]
+        let windows: [(customer: TimeInterval, card: TimeInterval)] = [
+            (60, 86_400), (3_600, 60), (30 * 86_400, 3_600), (7 * 86_400, 7 * 86_400), (90, 30 * 86_400),
+        ]
         for (customerWindow, cardWindow) in windows {
             for (cardID, deviceID) in [("card-a1", "dev-1"), ("card-a2", nil)] as [(String, String?)] {
                 for asked in [queries, deviceOnly, []] {
-                    let batch = VelocityBatch(subject: VelocitySubject(cardID: cardID, deviceID: deviceID, customerID: "cust-a"), time: now, queries: asked)
+                    let batch = VelocityBatch(
+                        subject: VelocitySubject(cardID: cardID, deviceID: deviceID, customerID: "cust-a"), time: now,
+                        queries: asked)
                     let statement = PushContext.statement(
-                        cardID: cardID, customerID: "cust-a", velocity: batch, customerWindow: customerWindow, cardWindow: cardWindow, now: now)
-                    let context = try #require(try app.pool.withConnection { try PushContext(rows: try $0.query(statement.query), statement: statement) })
+                        cardID: cardID, customerID: "cust-a", velocity: batch, customerWindow: customerWindow,
+                        cardWindow: cardWindow, now: now)
+                    let context = try #require(
+                        try app.pool.withConnection {
+                            try PushContext(rows: try $0.query(statement.query), statement: statement)
+                        })
                     let label = "\(cardID), windows \(customerWindow)/\(cardWindow) s, \(asked.count) queries"
                     #expect(context.velocity == reference.values(for: batch), "\(label)")
-                    let customer = try separateCount(.customer, "cust-a", since: now.addingTimeInterval(-customerWindow))
+                    let customer = try separateCount(
+                        .customer, "cust-a", since: now.addingTimeInterval(-customerWindow))
                     let card = try separateCount(.card, cardID, since: now.addingTimeInterval(-cardWindow))
                     #expect(context.customerRecent == customer, "customer count, \(label)")
                     #expect(context.cardRecent == card, "card count, \(label)")
@@ -132,11 +155,14 @@ struct PostgresVelocityTests {
 
     /// Two cards of one customer with attempts, token deletions and step-up failures around the
     /// windows' bounds; every metric, key and window as queries.
-    private static func history(_ app: TestApplication, now: Date) throws -> (events: [VelocityEvent], queries: [VelocityQuery]) {
+    private static func history(
+        _ app: TestApplication, now: Date
+    ) throws -> (events: [VelocityEvent], queries: [VelocityQuery]) {
         try DecisionFixtures.customer(app, "cust-a")
         try DecisionFixtures.customer(app, "cust-b")
         try DecisionFixtures.card(app, "card-a1", customer: "cust-a")
-        try DecisionFixtures.card(app, "card-a2", customer: "cust-a", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
+        try DecisionFixtures.card(
+            app, "card-a2", customer: "cust-a", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
 
         // Attempts at offsets (seconds before `now`) chosen to straddle the 1 h, 1 d and 7 d
         // windows, with their exact boundaries; names differ in case and spacing only sometimes.
@@ -155,7 +181,8 @@ struct PostgresVelocityTests {
         try app.pool.withConnection { connection in
             for attempt in attempts {
                 let time = now.addingTimeInterval(-attempt.secondsAgo)
-                let hash = attempt.name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ")  // stands in for the HMAC
+                // stands in for the HMAC
+                let hash = attempt.name.lowercased().split(whereSeparator: \.isWhitespace).joined(separator: " ")
                 try connection.execute(
                     """
                     INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, cardholder_name_hash,
@@ -163,9 +190,11 @@ struct PostgresVelocityTests {
                     VALUES (\(UUID()), 'in_app', \(attempt.card), \(attempt.customer), \(attempt.device), \(hash),
                         '{}', '{}', '[]', 'green', 'APPROVED', 'test', \(time))
                     """)
-                events.append(VelocityEvent(
-                    kind: .attempt, time: time, cardID: attempt.card, deviceID: attempt.device, customerID: attempt.customer,
-                    cardholderName: attempt.name))
+                events.append(
+                    VelocityEvent(
+                        kind: .attempt, time: time, cardID: attempt.card, deviceID: attempt.device,
+                        customerID: attempt.customer,
+                        cardholderName: attempt.name))
             }
             // Token deletions of card-a1 (by card, and by customer through cards).
             for secondsAgo in [10.0, 3_600, 90_000] {
@@ -190,15 +219,20 @@ struct PostgresVelocityTests {
                     status, max_attempts, expires_at)
                 VALUES (\(challenge), 'DNITHE-STEPUP', 'card-a1', 'cust-a', 'sms', '***-5678', 1, 'locked', 3, \(now))
                 """)
-            for (kind, secondsAgo) in [("wrong_code", 30.0), ("wrong_code", 7_200), ("locked", 600), ("expired", 172_800), ("wrong_code", 3_600)] {
+            for (kind, secondsAgo) in [
+                ("wrong_code", 30.0), ("wrong_code", 7_200), ("locked", 600), ("expired", 172_800),
+                ("wrong_code", 3_600),
+            ] {
                 let time = now.addingTimeInterval(-secondsAgo)
                 try connection.execute(
                     """
                     INSERT INTO challenge_failures (challenge_id, card_id, customer_id, kind, at)
                     VALUES (\(challenge), 'card-a1', 'cust-a', \(kind), \(time))
                     """)
-                events.append(VelocityEvent(
-                    kind: kind == "wrong_code" ? .otpFailure : .stepUpFailure, time: time, cardID: "card-a1", customerID: "cust-a"))
+                events.append(
+                    VelocityEvent(
+                        kind: kind == "wrong_code" ? .otpFailure : .stepUpFailure, time: time, cardID: "card-a1",
+                        customerID: "cust-a"))
             }
         }
 

@@ -1,11 +1,11 @@
 import Foundation
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdHistory
 
 /// The backtest's export reads only the history sharing a card, device or customer id with the
 /// window's attempts (``HistoryExport/windowKeysOnly``); these tests hold it to the full export
@@ -38,7 +38,8 @@ struct BacktestHistoryRestrictionTests {
         ]
         for (offset, card, device, customer, name) in attempts {
             _ = try RulesTestData.insertAttempt(
-                at: since.addingTimeInterval(offset), card: card, device: device, customer: customer, nameHash: name, inputs: inputs,
+                at: since.addingTimeInterval(offset), card: card, device: device, customer: customer, nameHash: name,
+                inputs: inputs,
                 pool: pool)
         }
         try pool.withConnection { connection in
@@ -110,9 +111,11 @@ struct BacktestHistoryRestrictionTests {
     func restrictedLines() throws {
         let app = try TestApplication()
         try Self.seed(app.pool)
-        let full = try Self.lines(HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: 86_400), pool: app.pool)
+        let full = try Self.lines(
+            HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: 86_400), pool: app.pool)
         let restricted = try Self.lines(
-            HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: 86_400, windowKeysOnly: true), pool: app.pool)
+            HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: 86_400, windowKeysOnly: true),
+            pool: app.pool)
         // Same order: the restricted lines are a subsequence of the full ones.
         var rest = restricted[...]
         for line in full where line == rest.first { rest.removeFirst() }
@@ -122,7 +125,10 @@ struct BacktestHistoryRestrictionTests {
         // deletion of tok3 (c2/d2/u2). The attempt at −500, the failure and the deletion of c4 stay:
         // c4 has an attempt in the window.
         #expect(dropped.count == 5, "\(dropped)")
-        #expect(dropped.allSatisfy { !$0.contains(#""c1""#) && !$0.contains(#""d1""#) && !$0.contains(#""u1""#) && !$0.contains(#""c4""#) })
+        #expect(
+            dropped.allSatisfy {
+                !$0.contains(#""c1""#) && !$0.contains(#""d1""#) && !$0.contains(#""u1""#) && !$0.contains(#""c4""#)
+            })
         #expect(dropped.filter { $0.contains(#""type":"attempt""#) }.count == 2)
         #expect(restricted.filter { $0.contains(#""replay":false"#) }.count == 4)
         // Every attempt of the window is there, the one sharing no key with the others included.
@@ -133,10 +139,15 @@ struct BacktestHistoryRestrictionTests {
     func sameVelocity() throws {
         let app = try TestApplication()
         try Self.seed(app.pool)
-        let full = try AttemptLog(jsonLines: Self.lines(
-            HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: 86_400), pool: app.pool).joined(separator: "\n"))
-        let restricted = try AttemptLog(jsonLines: Self.lines(
-            HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: 86_400, windowKeysOnly: true), pool: app.pool)
+        let full = try AttemptLog(
+            jsonLines: Self.lines(
+                HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: 86_400), pool: app.pool
+            ).joined(separator: "\n"))
+        let restricted = try AttemptLog(
+            jsonLines: Self.lines(
+                HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: 86_400, windowKeysOnly: true),
+                pool: app.pool
+            )
             .joined(separator: "\n"))
         #expect(restricted.events.count < full.events.count)
         #expect(restricted.attempts.map(\.id) == full.attempts.map(\.id))
@@ -148,8 +159,10 @@ struct BacktestHistoryRestrictionTests {
         }
         // Not trivially equal: the first replayed attempt reads history through each key.
         let first = try #require(full.attempts.first)
-        let values = restrictedVelocity.values(for: VelocityBatch(subject: first.subject, time: first.time, queries: Self.queries))
-        let byQuery = Dictionary(uniqueKeysWithValues: zip(Self.queries.map { "\($0.metric.rawValue)(\($0.key.rawValue))" }, values))
+        let values = restrictedVelocity.values(
+            for: VelocityBatch(subject: first.subject, time: first.time, queries: Self.queries))
+        let byQuery = Dictionary(
+            uniqueKeysWithValues: zip(Self.queries.map { "\($0.metric.rawValue)(\($0.key.rawValue))" }, values))
         #expect(byQuery["attempts(device)"] == 2)
         #expect(byQuery["distinct_cards(customer)"] == 2)
         #expect(byQuery["distinct_names(device)"] == 2)
@@ -162,19 +175,28 @@ struct BacktestHistoryRestrictionTests {
     /// Every way of reading: one connection or several in one snapshot (slices of the window
     /// and of each history range, the last of three slices empty), attempt history through the
     /// keys' indexes or by time alone.
-    static let readings: [(readers: Int, idsPerRowByTime: Double)] = [(1, 0), (2, 0), (3, 0), (1, .infinity), (2, .infinity)]
+    static let readings: [(readers: Int, idsPerRowByTime: Double)] = [
+        (1, 0), (2, 0), (3, 0), (1, .infinity), (2, .infinity),
+    ]
 
-    @Test("HistoryBacktest over the restricted export gives the report of a replay of the full export", arguments: Self.readings)
+    @Test(
+        "HistoryBacktest over the restricted export gives the report of a replay of the full export",
+        arguments: Self.readings)
     func sameReport(readers: Int, idsPerRowByTime: Double) throws {
         let app = try TestApplication(poolSize: 4)  // up to three readers, one connection left free
         try Self.seed(app.pool)
         let current = app.application.context.rules.current
-        let candidate = try RulesetCompiler.compile([RulesetFile(path: "candidate.rules", contents: Self.candidate)],
-                                                    contentHasher: RulesetContent.fnv1a64)
+        let candidate = try RulesetCompiler.compile(
+            [RulesetFile(path: "candidate.rules", contents: Self.candidate)],
+            contentHasher: RulesetContent.fnv1a64)
         var lines: [String] = []
-        let outcome = try HistoryBacktest.run(current: current, candidate: candidate, since: Self.since, until: Self.until, limit: 100,
-                                              database: app.pool, readers: readers, idsPerRowByTime: idsPerRowByTime) { lines.append($0) }
-        #expect(lines.first == "backtest: reading on \(readers) connection\(readers == 1 ? "" : "s") in one snapshot", "\(lines)")
+        let outcome = try HistoryBacktest.run(
+            current: current, candidate: candidate, since: Self.since, until: Self.until, limit: 100,
+            database: app.pool, readers: readers, idsPerRowByTime: idsPerRowByTime
+        ) { lines.append($0) }
+        #expect(
+            lines.first == "backtest: reading on \(readers) connection\(readers == 1 ? "" : "s") in one snapshot",
+            "\(lines)")
         // The attempt history read: the attempts at −900…−500 before the window sharing a key.
         #expect(lines.contains("backtest: 3 attempt history rows for 2 device ids"), "\(lines)")
         guard case .report(let restricted, let export) = outcome else {
@@ -183,8 +205,9 @@ struct BacktestHistoryRestrictionTests {
         }
         #expect(export.windowKeysOnly)
         let fullExport = HistoryExport(since: Self.since, until: Self.until, lookbackSeconds: export.lookbackSeconds)
-        let full = Backtest.run(current: current, candidate: candidate,
-                                log: try AttemptLog(jsonLines: Self.lines(fullExport, pool: app.pool).joined(separator: "\n")))
+        let full = Backtest.run(
+            current: current, candidate: candidate,
+            log: try AttemptLog(jsonLines: Self.lines(fullExport, pool: app.pool).joined(separator: "\n")))
         #expect(restricted.attempts == 4)
         #expect(restricted.attempts == full.attempts)
         #expect(restricted.currentHits == full.currentHits)
@@ -195,12 +218,16 @@ struct BacktestHistoryRestrictionTests {
         #expect(restricted.changed == full.changed)
         #expect(restricted.currentUnresolved == full.currentUnresolved)
         #expect(restricted.candidateUnresolved == full.candidateUnresolved)
-        #expect(restricted.sample.map { "\($0.attemptID) \($0.before.flow) \($0.after.flow)" }
+        #expect(
+            restricted.sample.map { "\($0.attemptID) \($0.before.flow) \($0.after.flow)" }
                 == full.sample.map { "\($0.attemptID) \($0.before.flow) \($0.after.flow)" })
         // The candidate's velocity rules fire on history reached through each key.
         let hits = Dictionary(uniqueKeysWithValues: restricted.candidateHits.map { ($0.ruleID, $0.hits) })
-        for rule in ["t.device_attempts", "t.device_cards", "t.device_names", "t.customer_cards", "t.customer_otps", "t.card_stepups",
-                     "t.device_deletions", "t.customer_deletions"] {
+        for rule in [
+            "t.device_attempts", "t.device_cards", "t.device_names", "t.customer_cards", "t.customer_otps",
+            "t.card_stepups",
+            "t.device_deletions", "t.customer_deletions",
+        ] {
             #expect((hits[rule] ?? 0) >= 1, "\(rule) never hit: \(hits)")
         }
     }

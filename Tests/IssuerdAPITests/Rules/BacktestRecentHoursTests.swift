@@ -1,12 +1,12 @@
 import Foundation
 import IssuerdCore
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdService
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdService
-import IssuerdHistory
 
 /// The most recent hours kept parsed on the server's own initiative
 /// (`ISSUERD_BACKTEST_KEEP_RECENT_HOURS`, ``BacktestPreparation/keepRecent(hours:limit:current:clock:)``),
@@ -19,12 +19,15 @@ struct BacktestRecentHoursTests {
 
     static func quietLogger() -> Logger { Logger(label: "t", minimumLevel: .critical, handler: DiscardingLogHandler()) }
 
-    @Test("At start the server reads the last hours it is told to keep: the first backtest of them reads no complete hour")
+    @Test(
+        "At start the server reads the last hours it is told to keep: the first backtest of them reads no complete hour"
+    )
     func keptAtStart() throws {
         // The attempts exist before the server starts, as on a restart.
         let seeding = try TestApplication()
         _ = try RulesHistoryTests.seed(seeding.pool)
-        let app = try TestApplication(environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "4"], sharing: seeding, clock: { Self.now })
+        let app = try TestApplication(
+            environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "4"], sharing: seeding, clock: { Self.now })
         let preparation = app.application.context.backtestPreparation
         try RulesHistoryTests.waitForPreparations(preparation, count: 1)
         let cache = app.application.context.backtestCache
@@ -34,7 +37,8 @@ struct BacktestRecentHoursTests {
         #expect(cache.statistics.misses == 4)
         let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
         let response = try app.client.postJSON(
-            "/v1/admin/rules/backtest", try RulesHistoryTests.backtestBody(RulesHistoryTests.candidate), headers: analyst)
+            "/v1/admin/rules/backtest", try RulesHistoryTests.backtestBody(RulesHistoryTests.candidate),
+            headers: analyst)
         #expect(response.status == 200, "\(response.text)")
         #expect(response.jsonObject()?["attemptsEvaluated"] as? Int == 3)
         #expect(cache.statistics.hits == 1, "the backtest's hour was not taken from memory")
@@ -42,23 +46,30 @@ struct BacktestRecentHoursTests {
         // The same report as a server keeping nothing.
         let uncached = try TestApplication(environment: ["ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"], sharing: seeding)
         let plain = try uncached.client.postJSON(
-            "/v1/admin/rules/backtest", try RulesHistoryTests.backtestBody(RulesHistoryTests.candidate), headers: analyst)
-        #expect(NSDictionary(dictionary: try #require(plain.jsonObject())) == NSDictionary(dictionary: try #require(response.jsonObject())))
+            "/v1/admin/rules/backtest", try RulesHistoryTests.backtestBody(RulesHistoryTests.candidate),
+            headers: analyst)
+        #expect(
+            NSDictionary(dictionary: try #require(plain.jsonObject()))
+                == NSDictionary(dictionary: try #require(response.jsonObject())))
     }
 
     @Test("Off by 0 or with the cache off; a malformed or too long setting refuses to start")
     func settings() throws {
         let off = try TestApplication(environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "0"], clock: { Self.now })
         let noCache = try TestApplication(
-            environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "24", "ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"], sharing: off, clock: { Self.now })
+            environment: ["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "24", "ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"],
+            sharing: off, clock: { Self.now })
         for app in [off, noCache] {
             #expect(!app.application.context.backtestPreparation.keepsRecentHours)
             #expect(app.application.context.backtestPreparation.finishedCount == 0)
         }
         for value in ["-1", "24h", String(BacktestWindowCache.maximumHours + 1)] {
             #expect(throws: ConfigurationError.self, "\(value)") {
-                _ = try IssuerdConfiguration(ConfigurationReader(
-                    ConfigurationTests.minimal.merging(["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": value]) { _, new in new }))
+                _ = try IssuerdConfiguration(
+                    ConfigurationReader(
+                        ConfigurationTests.minimal.merging(["ISSUERD_BACKTEST_KEEP_RECENT_HOURS": value]) { _, new in
+                            new
+                        }))
             }
         }
         let configured = try IssuerdConfiguration(ConfigurationReader(ConfigurationTests.minimal))
@@ -67,12 +78,16 @@ struct BacktestRecentHoursTests {
 
     /// Holds `provisioning_attempts` under an exclusive lock and starts the analyst's read of the
     /// 10:00 hour on `preparation`; returns once that read waits on the lock (ROLLBACK to let it go).
-    static func holdAnalystRead(_ app: TestApplication, _ preparation: BacktestPreparation, current: Ruleset) throws -> PostgresConnection {
+    static func holdAnalystRead(
+        _ app: TestApplication, _ preparation: BacktestPreparation, current: Ruleset
+    ) throws -> PostgresConnection {
         let holder = try PostgresConnection(connectionString: app.database.connectionString)
         try holder.execute("BEGIN")
         try holder.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
         let hour = RulesHistoryTests.since
-        #expect(preparation.start(current: current, since: hour, until: hour.addingTimeInterval(3_600), limit: 100, now: Self.now))
+        #expect(
+            preparation.start(
+                current: current, since: hour, until: hour.addingTimeInterval(3_600), limit: 100, now: Self.now))
         let (waiting, activity) = try app.database.waitUntilBlocked(by: holder.backendProcessID, within: 120)
         #expect(waiting, "the read-ahead never waited on the lock: \(activity)")
         return holder
@@ -89,13 +104,16 @@ struct BacktestRecentHoursTests {
     /// The analyst's read-ahead of the 11:00 hour (it waits in the queue behind the 10:00 one).
     static func requestElevenOClock(_ preparation: BacktestPreparation, current: Ruleset) {
         let hour = RulesHistoryTests.since
-        #expect(preparation.start(
-            current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200), limit: 100, now: Self.now))
+        #expect(
+            preparation.start(
+                current: current, since: hour.addingTimeInterval(3_600), until: hour.addingTimeInterval(7_200),
+                limit: 100, now: Self.now))
     }
 
     /// Starts the rounds of the last complete hour (12:00 at 13:10) and waits for the first offer.
     static func startRounds(_ preparation: BacktestPreparation, current: Ruleset) throws {
-        let started = preparation.keepRecent(hours: 1, limit: 100, current: { current }, clock: { Self.now }, retry: 0.2)
+        let started = preparation.keepRecent(
+            hours: 1, limit: 100, current: { current }, clock: { Self.now }, retry: 0.2)
         #expect(started)
         guard RulesTestData.eventually(within: 60, { preparation.recentRoundCount > 0 }) else {
             throw RulesHistoryTests.TestTimeout("no round was offered")
@@ -116,7 +134,8 @@ struct BacktestRecentHoursTests {
         // 10:00, 11:00, then the round offered again (every 0.2 s) once the queue was free.
         try RulesHistoryTests.waitForPreparations(preparation, count: 3)
         #expect(cache.lookup((Self.hour10 + 1)...(Self.hour10 + 1)).count == 1, "the analyst's 11:00 request ran")
-        #expect(cache.lookup((Self.hour10 + 2)...(Self.hour10 + 2)).count == 1, "the refused round was not offered again")
+        #expect(
+            cache.lookup((Self.hour10 + 2)...(Self.hour10 + 2)).count == 1, "the refused round was not offered again")
         #expect(preparation.recentRoundCount >= 2)
         let again = preparation.keepRecent(hours: 1, limit: 100, current: { current }, clock: { Self.now })
         #expect(!again, "started twice")
@@ -159,7 +178,9 @@ struct BacktestRecentHoursTests {
         #expect(!thread.start {}, "a thread stopped before it started started")
     }
 
-    @Test("A read-ahead reports the hours it found kept and the hours it read (its log's fields), or the attempts over its limit")
+    @Test(
+        "A read-ahead reports the hours it found kept and the hours it read (its log's fields), or the attempts over its limit"
+    )
     func preparationCounts() throws {
         let app = try TestApplication()
         _ = try RulesHistoryTests.seed(app.pool)
@@ -167,20 +188,25 @@ struct BacktestRecentHoursTests {
         let current = app.application.context.rules.current
         // 10:00-13:00: three complete hours (10:00 with 3 attempts, 11:00 empty, 12:00 with 1).
         func prepare(limit: Int) throws -> HistoryBacktest.Preparation {
-            try HistoryBacktest.prepare(current: current, since: RulesHistoryTests.since, until: RulesHistoryTests.since.addingTimeInterval(10_800),
-                                        limit: limit, database: app.pool, cache: cache, now: Self.now)
+            try HistoryBacktest.prepare(
+                current: current, since: RulesHistoryTests.since,
+                until: RulesHistoryTests.since.addingTimeInterval(10_800),
+                limit: limit, database: app.pool, cache: cache, now: Self.now)
         }
         #expect(try prepare(limit: 3) == .tooManyAttempts(found: 4))
         #expect(try prepare(limit: 100) == .prepared(hoursKept: 0, hoursRead: 3))
         #expect(try prepare(limit: 100) == .prepared(hoursKept: 3, hoursRead: 0))
         // A backtest in between (the cache's own counters move) does not change what a read-ahead reports.
-        _ = try HistoryBacktest.run(current: current, candidate: current, since: RulesHistoryTests.since,
-                                    until: RulesHistoryTests.since.addingTimeInterval(3_600), limit: 100, database: app.pool, cache: cache,
-                                    now: Self.now)
+        _ = try HistoryBacktest.run(
+            current: current, candidate: current, since: RulesHistoryTests.since,
+            until: RulesHistoryTests.since.addingTimeInterval(3_600), limit: 100, database: app.pool, cache: cache,
+            now: Self.now)
         #expect(try prepare(limit: 100) == .prepared(hoursKept: 3, hoursRead: 0))
     }
 
-    @Test("The next round is due one second after the next hour has been complete for the lag; a round reads the last N complete hours")
+    @Test(
+        "The next round is due one second after the next hour has been complete for the lag; a round reads the last N complete hours"
+    )
     func nextRound() {
         let hour = Date(timeIntervalSince1970: 1_740_834_000)  // 13:00
         let lag = BacktestWindowCache.lag
@@ -189,9 +215,15 @@ struct BacktestRecentHoursTests {
         #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour.addingTimeInterval(lag + 1)) == 3_600)
         #expect(BacktestPreparation.secondsUntilNextHourIsKept(after: hour.addingTimeInterval(3_599)) == lag + 2)
         // 13:10: the last complete hour is 12:00; 13:04:59: it is still 11:00 (12:00 ended under the lag ago).
-        #expect(BacktestPreparation.recentStart(hours: 3, now: hour.addingTimeInterval(600)) == hour.addingTimeInterval(-3 * 3_600))
-        #expect(BacktestPreparation.recentStart(hours: 1, now: hour.addingTimeInterval(lag - 1)) == hour.addingTimeInterval(-2 * 3_600))
+        #expect(
+            BacktestPreparation.recentStart(hours: 3, now: hour.addingTimeInterval(600))
+                == hour.addingTimeInterval(-3 * 3_600))
+        #expect(
+            BacktestPreparation.recentStart(hours: 1, now: hour.addingTimeInterval(lag - 1))
+                == hour.addingTimeInterval(-2 * 3_600))
         let now = hour.addingTimeInterval(600)
-        #expect(BacktestWindowCache.keptHours(since: BacktestPreparation.recentStart(hours: 1, now: now), until: now, now: now)?.count == 1)
+        #expect(
+            BacktestWindowCache.keptHours(
+                since: BacktestPreparation.recentStart(hours: 1, now: now), until: now, now: now)?.count == 1)
     }
 }

@@ -1,10 +1,10 @@
 import Foundation
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdHistory
 
 /// `attempts_time_keys` (sql/0017) serves the backtest's attempt history read by time, and only
 /// it: the index is partial on ``BacktestHistory/timeKeysPredicate``, which that query states.
@@ -14,8 +14,12 @@ struct BacktestTimeKeysIndexTests {
         // Only index scans, as the provisioning statements' generic plans are made.
         try connection.execute(unsafeSQL: "SET enable_seqscan = off; SET enable_bitmapscan = off")
         if generic { try connection.execute(unsafeSQL: "SET plan_cache_mode = force_generic_plan") }
-        defer { try? connection.execute(unsafeSQL: "RESET enable_seqscan; RESET enable_bitmapscan; RESET plan_cache_mode; DEALLOCATE ALL") }
-        return try connection.query("EXPLAIN \(unsafeSQL: sql)").map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
+        defer {
+            try? connection.execute(
+                unsafeSQL: "RESET enable_seqscan; RESET enable_bitmapscan; RESET plan_cache_mode; DEALLOCATE ALL")
+        }
+        return try connection.query("EXPLAIN \(unsafeSQL: sql)").map { try $0.decode(0, as: String.self) }.joined(
+            separator: "\n")
     }
 
     @Test("The index's predicate is the one the history query states")
@@ -38,14 +42,17 @@ struct BacktestTimeKeysIndexTests {
         let app = try TestApplication()
         let start = Date(timeIntervalSince1970: 1_740_823_200)
         for index in 0..<300 {
-            _ = try RulesTestData.insertAttempt(at: start.addingTimeInterval(Double(index) * 60), card: nil, device: "d\(index % 7)",
-                                                customer: nil, pool: app.pool)
+            _ = try RulesTestData.insertAttempt(
+                at: start.addingTimeInterval(Double(index) * 60), card: nil, device: "d\(index % 7)",
+                customer: nil, pool: app.pool)
         }
         try app.pool.withConnection { connection in
-            let empty = "SELECT count(*) FROM provisioning_attempts WHERE device_id = $1 AND created_at >= $2 AND created_at < $3"
+            let empty =
+                "SELECT count(*) FROM provisioning_attempts WHERE device_id = $1 AND created_at >= $2 AND created_at < $3"
             // A generic plan made on the table with no statistics (as at a first start) ties every index.
             try connection.execute(unsafeSQL: "PREPARE lookup(text, timestamptz, timestamptz) AS \(empty)")
-            let beforeStatistics = try Self.plan("EXECUTE lookup('d1', now() - interval '1 day', now())", generic: true, connection: connection)
+            let beforeStatistics = try Self.plan(
+                "EXECUTE lookup('d1', now() - interval '1 day', now())", generic: true, connection: connection)
             #expect(!beforeStatistics.contains("attempts_time_keys"), "\(beforeStatistics)")
             try connection.execute(unsafeSQL: "VACUUM (ANALYZE) provisioning_attempts")
             let history = """

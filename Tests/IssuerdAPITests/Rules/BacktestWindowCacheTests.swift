@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdTestSupport
@@ -7,7 +8,6 @@ import Synchronization
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdHistory
 
 /// ``BacktestWindowCache``: a backtest that takes complete hours parsed by an earlier run gives
 /// the report of one that reads everything, and sees every row inserted into or changed in a
@@ -34,7 +34,8 @@ struct BacktestWindowCacheTests {
     ].joined()
 
     static func candidate(_ text: String = candidateText) throws -> Ruleset {
-        try RulesetCompiler.compile([RulesetFile(path: "candidate.rules", contents: text)], contentHasher: RulesetContent.fnv1a64)
+        try RulesetCompiler.compile(
+            [RulesetFile(path: "candidate.rules", contents: text)], contentHasher: RulesetContent.fnv1a64)
     }
 
     /// Three attempts in each of the five parts of the window (the burst rule's value recorded
@@ -42,15 +43,17 @@ struct BacktestWindowCacheTests {
     static func seed(_ pool: PostgresPool, recorded description: String) throws {
         try RulesTestData.insertCard("c1", customer: "u1", pool: pool)
         try RulesTestData.insertCard("c2", customer: "u2", pool: pool)
-        _ = try RulesTestData.insertAttempt(at: since.addingTimeInterval(-600), card: "c1", device: "d1", customer: "u1", inputs: inputs,
-                                            pool: pool)
+        _ = try RulesTestData.insertAttempt(
+            at: since.addingTimeInterval(-600), card: "c1", device: "d1", customer: "u1", inputs: inputs,
+            pool: pool)
         for part in 0..<5 {
             let start = part == 0 ? since : hour.addingTimeInterval(Double(part - 1) * 3_600)
             for index in 0..<3 {
                 let card = index == 2 ? "c2" : "c1"
                 let features = index == 1 ? #"{"\#(description)": \#(part)}"# : "{}"
                 _ = try RulesTestData.insertAttempt(
-                    at: start.addingTimeInterval(Double(index) * 300 + 60), card: card, device: "d\(index)", customer: card == "c1" ? "u1" : "u2",
+                    at: start.addingTimeInterval(Double(index) * 300 + 60), card: card, device: "d\(index)",
+                    customer: card == "c1" ? "u1" : "u2",
                     inputs: inputs, features: features, pool: pool)
             }
         }
@@ -60,7 +63,9 @@ struct BacktestWindowCacheTests {
     static func summary(_ outcome: HistoryBacktest.Outcome) -> String {
         guard case .report(let report, _) = outcome else { return "\(outcome)" }
         let mix = { (mix: [Flow: Int]) in mix.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: ",") }
-        let transitions = report.transitions.flatMap { before in before.value.map { "\(before.key)>\($0.key)=\($0.value)" } }.sorted()
+        let transitions = report.transitions.flatMap { before in
+            before.value.map { "\(before.key)>\($0.key)=\($0.value)" }
+        }.sorted()
         return """
             attempts \(report.attempts) changed \(report.changed) current \(mix(report.currentMix)) candidate \(mix(report.candidateMix)) \
             transitions \(transitions) hits \(report.candidateHits.map { "\($0.ruleID)=\($0.hits)" }) \
@@ -75,12 +80,16 @@ struct BacktestWindowCacheTests {
         var lines: [String]
     }
 
-    static func run(_ app: TestApplication, cache: BacktestWindowCache?, now: Date = later, limit: Int = 100, readers: Int = 2,
-                    until: Date = until, candidate text: String = candidateText, useRecorded: Bool = true) throws -> Run {
+    static func run(
+        _ app: TestApplication, cache: BacktestWindowCache?, now: Date = later, limit: Int = 100, readers: Int = 2,
+        until: Date = until, candidate text: String = candidateText, useRecorded: Bool = true
+    ) throws -> Run {
         var lines: [String] = []
         let outcome = try HistoryBacktest.run(
-            current: app.application.context.rules.current, candidate: try candidate(text), since: since, until: until, limit: limit,
-            useRecordedVelocity: useRecorded, database: app.pool, readers: readers, cache: cache, now: now) { lines.append($0) }
+            current: app.application.context.rules.current, candidate: try candidate(text), since: since, until: until,
+            limit: limit,
+            useRecordedVelocity: useRecorded, database: app.pool, readers: readers, cache: cache, now: now
+        ) { lines.append($0) }
         return Run(summary: summary(outcome), lines: lines)
     }
 
@@ -95,7 +104,9 @@ struct BacktestWindowCacheTests {
         try #require(try candidate().velocityQueries.first).description
     }
 
-    @Test("A second run takes the complete hours from memory and gives the report of a run that reads them all", arguments: [1, 2])
+    @Test(
+        "A second run takes the complete hours from memory and gives the report of a run that reads them all",
+        arguments: [1, 2])
     func sameReport(readers: Int) throws {
         let app = try Self.seededApplication()
         let cache = BacktestWindowCache(capacity: 1_000)
@@ -123,8 +134,9 @@ struct BacktestWindowCacheTests {
         let before = try Self.run(app, cache: cache)
 
         // A late insert stamped inside 11:00-12:00 (another instance's clock, a slow commit).
-        _ = try RulesTestData.insertAttempt(at: Self.hour.addingTimeInterval(3_600 + 1_500), card: "c2", device: "d9", customer: "u2",
-                                            inputs: Self.riskyInputs, pool: app.pool)
+        _ = try RulesTestData.insertAttempt(
+            at: Self.hour.addingTimeInterval(3_600 + 1_500), card: "c2", device: "d9", customer: "u2",
+            inputs: Self.riskyInputs, pool: app.pool)
         let inserted = try Self.run(app, cache: cache)
         #expect(inserted.lines.contains("backtest: 2 of 3 complete hours already parsed"), "\(inserted.lines)")
         #expect(inserted.summary.hasPrefix("attempts 16 "), "\(inserted.summary)")
@@ -147,7 +159,8 @@ struct BacktestWindowCacheTests {
 
         // A kept hour's row deleted by hand.
         try app.pool.withConnection { connection in
-            try connection.execute("DELETE FROM provisioning_attempts WHERE inputs::jsonb = \(PostgresJSON(rawJSON: Self.riskyInputs))")
+            try connection.execute(
+                "DELETE FROM provisioning_attempts WHERE inputs::jsonb = \(PostgresJSON(rawJSON: Self.riskyInputs))")
         }
         let deleted = try Self.run(app, cache: cache)
         #expect(deleted.lines.contains("backtest: 1 of 3 complete hours already parsed"), "\(deleted.lines)")
@@ -180,7 +193,9 @@ struct BacktestWindowCacheTests {
         #expect(tiny.statistics.hours == 0)
     }
 
-    @Test("A run with other velocity queries takes the kept hours too, parsing their features again, and the next run the same")
+    @Test(
+        "A run with other velocity queries takes the kept hours too, parsing their features again, and the next run the same"
+    )
     func otherQueries() throws {
         let app = try Self.seededApplication()
         let cache = BacktestWindowCache(capacity: 1_000)
@@ -219,18 +234,25 @@ struct BacktestWindowCacheTests {
     func hourBoundaries() throws {
         let app = try Self.seededApplication()
         let eleven = Self.hour.addingTimeInterval(3_600)
-        for time in [eleven, eleven.addingTimeInterval(3_600 - 0.000_001), eleven.addingTimeInterval(7_200 - 0.000_001)] {
-            _ = try RulesTestData.insertAttempt(at: time, card: "c2", device: "d8", customer: "u2", inputs: Self.riskyInputs, pool: app.pool)
+        for time in [
+            eleven, eleven.addingTimeInterval(3_600 - 0.000_001), eleven.addingTimeInterval(7_200 - 0.000_001),
+        ] {
+            _ = try RulesTestData.insertAttempt(
+                at: time, card: "c2", device: "d8", customer: "u2", inputs: Self.riskyInputs, pool: app.pool)
         }
         let stamps = try app.pool.withConnection { connection in
-            try connection.query("SELECT to_char(created_at AT TIME ZONE 'UTC', 'HH24:MI:SS.US') AS t FROM provisioning_attempts WHERE device_id = 'd8' ORDER BY 1")
-                .map { try $0.decode("t", as: String.self) }
+            try connection.query(
+                "SELECT to_char(created_at AT TIME ZONE 'UTC', 'HH24:MI:SS.US') AS t FROM provisioning_attempts WHERE device_id = 'd8' ORDER BY 1"
+            )
+            .map { try $0.decode("t", as: String.self) }
         }
         #expect(stamps == ["11:00:00.000000", "11:59:59.999999", "12:59:59.999999"])
         let cache = BacktestWindowCache(capacity: 1_000)
         let first = try Self.run(app, cache: cache)
-        let kept = cache.lookup(try #require(BacktestWindowCache.keptHours(since: Self.since, until: Self.until, now: Self.later)))
-        #expect(kept.values.map(\.attempts.count).sorted() == [3, 5, 4].sorted(), "\(kept.mapValues(\.attempts.count))")
+        let kept = cache.lookup(
+            try #require(BacktestWindowCache.keptHours(since: Self.since, until: Self.until, now: Self.later)))
+        #expect(
+            kept.values.map(\.attempts.count).sorted() == [3, 5, 4].sorted(), "\(kept.mapValues(\.attempts.count))")
         let second = try Self.run(app, cache: cache)
         #expect(second.lines.contains("backtest: 3 of 3 complete hours already parsed"), "\(second.lines)")
         #expect(second.summary == first.summary)
@@ -271,8 +293,9 @@ struct BacktestWindowCacheTests {
         #expect(second.summary == first.summary)
         #expect(first.summary.hasPrefix("attempts 15 "), "\(first.summary)")
         // An attempt stamped later into the empty hour is seen.
-        _ = try RulesTestData.insertAttempt(at: Self.hour.addingTimeInterval(4 * 3_600 + 60), card: "c2", device: "d9", customer: "u2",
-                                            inputs: Self.riskyInputs, pool: app.pool)
+        _ = try RulesTestData.insertAttempt(
+            at: Self.hour.addingTimeInterval(4 * 3_600 + 60), card: "c2", device: "d9", customer: "u2",
+            inputs: Self.riskyInputs, pool: app.pool)
         let third = try Self.run(app, cache: cache, until: until)
         #expect(third.lines.contains("backtest: 4 of 5 complete hours already parsed"), "\(third.lines)")
         #expect(third.summary.hasPrefix("attempts 16 "), "\(third.summary)")
@@ -288,20 +311,24 @@ struct BacktestWindowCacheTests {
         #expect(try Self.run(app, cache: nil, limit: 14).summary == "tooManyAttempts(found: 15, limit: 14)")
     }
 
-    @Test("PostgreSQL's sum of the row hashes, taken modulo 2^64, is Swift's wrapping sum", arguments: [
-        [Int64.min, Int64.max, -1, 1],
-        [Int64.max, Int64.max, Int64.max],
-        [Int64.min, Int64.min],
-        [-5, -7, -9],
-        [0],
-        [Int64.max, 1],
-    ])
+    @Test(
+        "PostgreSQL's sum of the row hashes, taken modulo 2^64, is Swift's wrapping sum",
+        arguments: [
+            [Int64.min, Int64.max, -1, 1],
+            [Int64.max, Int64.max, Int64.max],
+            [Int64.min, Int64.min],
+            [-5, -7, -9],
+            [0],
+            [Int64.max, 1],
+        ])
     func hashSums(values: [Int64]) throws {
         let app = try TestApplication()
         let rows = values.map { "('\($0)'::int8)" }.joined(separator: ", ")
         let text = try app.pool.withConnection { connection in
-            try connection.query("SELECT \(unsafeSQL: BacktestWindowCache.hashSumSQL("v")) AS s FROM (VALUES \(unsafeSQL: rows)) t(v)")
-                .first?.decode("s", as: String.self)
+            try connection.query(
+                "SELECT \(unsafeSQL: BacktestWindowCache.hashSumSQL("v")) AS s FROM (VALUES \(unsafeSQL: rows)) t(v)"
+            )
+            .first?.decode("s", as: String.self)
         }
         let swift = values.reduce(Int64(0)) { $0 &+ $1 }
         #expect(BacktestWindowCache.hashSum(text: try #require(text)) == swift, "\(values): SQL \(text ?? "nil")")
@@ -311,24 +338,38 @@ struct BacktestWindowCacheTests {
     func keptHours() {
         let base = Self.hour
         let hourNumber = Int64(base.timeIntervalSince1970 / 3_600)
-        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(7_200), now: Self.later)
+        #expect(
+            BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(7_200), now: Self.later)
                 == hourNumber...(hourNumber + 1))
-        #expect(BacktestWindowCache.keptHours(since: base.addingTimeInterval(1), until: base.addingTimeInterval(7_200), now: Self.later)
+        #expect(
+            BacktestWindowCache.keptHours(
+                since: base.addingTimeInterval(1), until: base.addingTimeInterval(7_200), now: Self.later)
                 == (hourNumber + 1)...(hourNumber + 1))
-        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(3_599), now: Self.later) == nil)
-        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(7_200), now: base.addingTimeInterval(7_499))
+        #expect(
+            BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(3_599), now: Self.later) == nil)
+        #expect(
+            BacktestWindowCache.keptHours(
+                since: base, until: base.addingTimeInterval(7_200), now: base.addingTimeInterval(7_499))
                 == hourNumber...hourNumber)
-        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(7_200), now: base.addingTimeInterval(7_500))
+        #expect(
+            BacktestWindowCache.keptHours(
+                since: base, until: base.addingTimeInterval(7_200), now: base.addingTimeInterval(7_500))
                 == hourNumber...(hourNumber + 1))
         // A window past the longest kept one keeps no hour.
         let longest = Double(BacktestWindowCache.maximumHours) * 3_600
-        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(longest), now: Self.later.addingTimeInterval(longest))
+        #expect(
+            BacktestWindowCache.keptHours(
+                since: base, until: base.addingTimeInterval(longest), now: Self.later.addingTimeInterval(longest))
                 == hourNumber...(hourNumber + Int64(BacktestWindowCache.maximumHours) - 1))
-        #expect(BacktestWindowCache.keptHours(since: base, until: base.addingTimeInterval(longest + 3_600),
-                                              now: Self.later.addingTimeInterval(longest)) == nil)
+        #expect(
+            BacktestWindowCache.keptHours(
+                since: base, until: base.addingTimeInterval(longest + 3_600),
+                now: Self.later.addingTimeInterval(longest)) == nil)
     }
 
-    @Test("A kept hour read for other queries: the shared ones copied, a new one parsed only where a text names it, as a full parse gives")
+    @Test(
+        "A kept hour read for other queries: the shared ones copied, a new one parsed only where a text names it, as a full parse gives"
+    )
     func keptHourForOtherQueries() {
         let day = VelocityQuery(metric: .attempts, key: .card, windowSeconds: 86_400)
         let week = VelocityQuery(metric: .attempts, key: .device, windowSeconds: 604_800)
@@ -336,15 +377,18 @@ struct BacktestWindowCacheTests {
         let texts = [
             #"{"attempts(card, 24h)": 2, "attempts(device, 7d)": 5}"#,
             #"{"attempts(card, 24h)": 1, "attempts(card, 48h)": 4}"#,  // the new query as a key
-            #"[{"query": "attempts(card, 48h)", "value": 7}, {"query": "attempts(card, 24h)", "value": 3}]"#,  // as an entry
+            // as an entry
+            #"[{"query": "attempts(card, 48h)", "value": 7}, {"query": "attempts(card, 24h)", "value": 3}]"#,
             #"{"attempts(card, 24h)": null}"#,
             #"{"attempts(card, 48\u0068)": 9, "attempts(card, 24h)": 6}"#,  // escaped: parsed, whatever it spells
             "{}",
-            #"{"note": "attempts(card, 48h) is not a key here", "attempts(device, 7d)": 1}"#,  // named in a value: parsed, not found
+            // named in a value: parsed, not found
+            #"{"note": "attempts(card, 48h) is not a key here", "attempts(device, 7d)": 1}"#,
         ]
         var kept = RecordedVelocity(queries: [day, week])
         for text in texts { kept.append(storedFeatures: text) }
-        let hour = BacktestWindowCache.Hour(fingerprint: .empty, attempts: [], names: [], features: texts, recorded: kept)
+        let hour = BacktestWindowCache.Hour(
+            fingerprint: .empty, attempts: [], names: [], features: texts, recorded: kept)
         for queries in [[day, new, week], [new], [week, day], [day, week]] {
             var parsed = RecordedVelocity(queries: queries)
             for text in texts { parsed.append(storedFeatures: text) }
@@ -357,7 +401,8 @@ struct BacktestWindowCacheTests {
         #expect(BacktestHistory.Page(kept: hour, queries: [day, new]).recorded.row(1) == [1, 4])
         #expect(BacktestHistory.Page(kept: hour, queries: [new]).recorded.row(2) == [7])
         #expect(texts[4].utf8.contains(UInt8(ascii: "\\")), "the escaped text has its backslash")
-        #expect(BacktestHistory.Page(kept: hour, queries: [new]).recorded.row(4) == [9], "the escaped name is the query's")
+        #expect(
+            BacktestHistory.Page(kept: hour, queries: [new]).recorded.row(4) == [9], "the escaped name is the query's")
     }
 
     @Test("The byte search behind it: a name anywhere in the text, at either end, or any backslash")
@@ -370,6 +415,8 @@ struct BacktestWindowCacheTests {
         #expect(!BacktestHistory.Page.mayName(#""attempts(card, 48h)"#, any: needle), "the closing quote is missing")
         #expect(!BacktestHistory.Page.mayName("", any: needle))
         #expect(!BacktestHistory.Page.mayName("{}", any: needle))
-        #expect(BacktestHistory.Page.mayName(#"{"x": 1, "y": "attempts(card, 48h)"}"#, any: [Array(#""y""#.utf8), needle[0]]))
+        #expect(
+            BacktestHistory.Page.mayName(
+                #"{"x": 1, "y": "attempts(card, 48h)"}"#, any: [Array(#""y""#.utf8), needle[0]]))
     }
 }

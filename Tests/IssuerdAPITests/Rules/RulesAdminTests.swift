@@ -16,16 +16,20 @@ struct RulesAdminTests {
         let now = Date()
         try RulesTestData.insertAttempt(
             at: now, card: nil, device: "d1", customer: nil,
-            hits: #"[{"ruleId":"card.blocked","mode":"live"},{"ruleId":"device.blocked","mode":"live"}]"#, flow: "orange", version: version,
+            hits: #"[{"ruleId":"card.blocked","mode":"live"},{"ruleId":"device.blocked","mode":"live"}]"#,
+            flow: "orange", version: version,
             pool: app.pool)
-        try RulesTestData.insertAttempt(at: now, card: nil, device: "d1", customer: nil, hits: #"[{"ruleId":"card.blocked"}]"#,
-                                        flow: "orange", version: version, pool: app.pool)
+        try RulesTestData.insertAttempt(
+            at: now, card: nil, device: "d1", customer: nil, hits: #"[{"ruleId":"card.blocked"}]"#,
+            flow: "orange", version: version, pool: app.pool)
         // Another version's decision counts in the last 24 h, not since load.
-        try RulesTestData.insertAttempt(at: now, card: nil, device: "d1", customer: nil, hits: #"[{"ruleId":"card.blocked"}]"#,
-                                        flow: "orange", version: "sha256:older", pool: app.pool)
+        try RulesTestData.insertAttempt(
+            at: now, card: nil, device: "d1", customer: nil, hits: #"[{"ruleId":"card.blocked"}]"#,
+            flow: "orange", version: "sha256:older", pool: app.pool)
         // Older than a day: counted nowhere.
-        try RulesTestData.insertAttempt(at: now.addingTimeInterval(-3 * 86_400), card: nil, device: "d1", customer: nil,
-                                        hits: #"[{"ruleId":"card.blocked"}]"#, flow: "orange", version: version, pool: app.pool)
+        try RulesTestData.insertAttempt(
+            at: now.addingTimeInterval(-3 * 86_400), card: nil, device: "d1", customer: nil,
+            hits: #"[{"ruleId":"card.blocked"}]"#, flow: "orange", version: version, pool: app.pool)
 
         let response = try app.client.get("/v1/admin/rules", headers: ["Authorization": "Bearer \(analyst)"])
         #expect(response.status == 200)
@@ -49,11 +53,17 @@ struct RulesAdminTests {
         #expect(lists.contains { $0["name"] as? String == "blocked_devices" && ($0["size"] as? Int ?? 0) > 0 })
 
         #expect(try app.client.get("/v1/admin/rules").status == 401)
-        #expect(try app.client.get("/v1/admin/rules", headers: ["Authorization": "Bearer \(try app.apiKey(role: .ivr))"]).status == 403)
-        #expect(try app.client.postJSON("/v1/admin/rules/reload", "{}", headers: ["Authorization": "Bearer \(analyst)"]).status == 403)
+        #expect(
+            try app.client.get("/v1/admin/rules", headers: ["Authorization": "Bearer \(try app.apiKey(role: .ivr))"])
+                .status == 403)
+        #expect(
+            try app.client.postJSON("/v1/admin/rules/reload", "{}", headers: ["Authorization": "Bearer \(analyst)"])
+                .status == 403)
     }
 
-    @Test("A bad file: reload answers 422 with positions, the old version keeps serving, /readyz, metrics and GET show the failure")
+    @Test(
+        "A bad file: reload answers 422 with positions, the old version keeps serving, /readyz, metrics and GET show the failure"
+    )
     func failedReloadKeepsTheLastGoodRuleset() throws {
         let rules = try RulesTestData.copyOfRules()
         defer { try? FileManager.default.removeItem(at: rules) }
@@ -66,7 +76,8 @@ struct RulesAdminTests {
         #expect(unchanged.status == 200)
         #expect((unchanged.jsonObject()?["reload"] as? [String: Any])?["result"] as? String == "unchanged")
 
-        try "rule broken.rule\n  title \"x\"\n  outcome yellow\n  reason R\n  owner o\n  when wallet.device_scor <= 2\nend\n"
+        try
+            "rule broken.rule\n  title \"x\"\n  outcome yellow\n  reason R\n  owner o\n  when wallet.device_scor <= 2\nend\n"
             .write(to: rules.appendingPathComponent("policy/zz_broken.rules"), atomically: true, encoding: .utf8)
         let refused = try app.client.postJSON("/v1/admin/rules/reload", "{}", headers: auth)
         #expect(refused.status == 422)
@@ -133,8 +144,10 @@ struct RulesAdminTests {
         #expect(app.application.context.rules.current.rules.contains { $0.id == "zz.watched" })
         let audited = RulesTestData.eventually(within: 5) {
             let count = try? app.pool.withConnection { connection in
-                try connection.query("SELECT count(*)::bigint AS n FROM audit_log WHERE action = 'rules.reloaded' AND actor = 'watcher'")
-                    .first?.decode("n", as: Int64.self)
+                try connection.query(
+                    "SELECT count(*)::bigint AS n FROM audit_log WHERE action = 'rules.reloaded' AND actor = 'watcher'"
+                )
+                .first?.decode("n", as: Int64.self)
             }
             return count == 1
         }

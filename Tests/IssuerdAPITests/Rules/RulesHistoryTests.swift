@@ -1,18 +1,19 @@
 import Foundation
 import IssuerdCore
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdHistory
 
 /// The PostgreSQL history behind backtest, export and explain, over attempts inserted here.
 @Suite("Rules over stored history: backtest endpoint, export, explain")
 struct RulesHistoryTests {
     static let since = Date(timeIntervalSince1970: 1_740_823_200)  // 2025-03-01T10:00:00Z
-    static let attributes = #"{"card.status":"active","wallet.recommendation":"approve","wallet.device_score":2,"not.an_attribute":1}"#
+    static let attributes =
+        #"{"card.status":"active","wallet.recommendation":"approve","wallet.device_score":2,"not.an_attribute":1}"#
 
     /// One attempt of card c1 ten minutes before the window, three inside it a minute apart,
     /// one after it; a wrong code, a locked challenge and a deleted token inside the window.
@@ -20,13 +21,16 @@ struct RulesHistoryTests {
         try RulesTestData.insertCard("c1", customer: "u1", pool: pool)
         var ids: [UUID] = []
         for offset in [-600.0, 0, 60, 120, 7_200] {
-            ids.append(try RulesTestData.insertAttempt(
-                at: since.addingTimeInterval(offset), card: "c1", device: "d1", customer: "u1", nameHash: "h-jane", inputs: attributes,
-                pool: pool))
+            ids.append(
+                try RulesTestData.insertAttempt(
+                    at: since.addingTimeInterval(offset), card: "c1", device: "d1", customer: "u1", nameHash: "h-jane",
+                    inputs: attributes,
+                    pool: pool))
         }
         try pool.withConnection { connection in
             try connection.execute(
-                "INSERT INTO tokens (token_reference, card_id, device_id, status) VALUES ('tok1', 'c1', 'd1', 'deleted')")
+                "INSERT INTO tokens (token_reference, card_id, device_id, status) VALUES ('tok1', 'c1', 'd1', 'deleted')"
+            )
             let challenge = UUID()
             try connection.execute(
                 """
@@ -49,7 +53,8 @@ struct RulesHistoryTests {
         return ids
     }
 
-    static let candidate = RulesTestData.rule("t.low_score", when: "wallet.device_score <= 2")
+    static let candidate =
+        RulesTestData.rule("t.low_score", when: "wallet.device_score <= 2")
         + RulesTestData.rule("t.burst", outcome: "orange", when: "attempts(card, 1h) >= 2")
 
     static func backtestBody(_ rules: String, limit: Int? = nil) throws -> String {
@@ -63,7 +68,8 @@ struct RulesHistoryTests {
         let app = try TestApplication()
         let ids = try Self.seed(app.pool)
         let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
-        let response = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        let response = try app.client.postJSON(
+            "/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
         #expect(response.status == 200, "\(response.text)")
         let body = try #require(response.jsonObject())
         #expect(body["attemptsEvaluated"] as? Int == 3)
@@ -89,14 +95,18 @@ struct RulesHistoryTests {
         let app = try TestApplication()
         _ = try Self.seed(app.pool)
         let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
-        let first = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        let first = try app.client.postJSON(
+            "/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
         #expect(first.status == 200, "\(first.text)")
         var metrics = try app.client.get("/metrics").text
         #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="miss"} 1"#), "\(metrics)")
         #expect(metrics.contains("issuerd_backtest_cache_attempts 3"), "\(metrics)")
-        let second = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        let second = try app.client.postJSON(
+            "/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
         #expect(second.status == 200, "\(second.text)")
-        #expect(NSDictionary(dictionary: try #require(second.jsonObject())) == NSDictionary(dictionary: try #require(first.jsonObject())))
+        #expect(
+            NSDictionary(dictionary: try #require(second.jsonObject()))
+                == NSDictionary(dictionary: try #require(first.jsonObject())))
         metrics = try app.client.get("/metrics").text
         #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 1"#), "\(metrics)")
     }
@@ -141,19 +151,25 @@ struct RulesHistoryTests {
         var metrics = try app.client.get("/metrics").text
         #expect(metrics.contains("issuerd_backtest_cache_attempts 3"), "\(metrics)")
         #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 0"#), "\(metrics)")
-        let response = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        let response = try app.client.postJSON(
+            "/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
         #expect(response.status == 200, "\(response.text)")
         #expect(response.jsonObject()?["attemptsEvaluated"] as? Int == 3)
         metrics = try app.client.get("/metrics").text
         #expect(metrics.contains(#"issuerd_backtest_cache_hours_total{result="hit"} 1"#), "\(metrics)")
         // The report of a server keeping nothing, over the same database.
         let uncached = try TestApplication(environment: ["ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"], sharing: app)
-        let plain = try uncached.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
+        let plain = try uncached.client.postJSON(
+            "/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate), headers: analyst)
         #expect(plain.status == 200, "\(plain.text)")
-        #expect(NSDictionary(dictionary: try #require(plain.jsonObject())) == NSDictionary(dictionary: try #require(response.jsonObject())))
+        #expect(
+            NSDictionary(dictionary: try #require(plain.jsonObject()))
+                == NSDictionary(dictionary: try #require(response.jsonObject())))
     }
 
-    @Test("One preparation at a time: requests while one runs wait, the latest replacing the others; none with the cache off")
+    @Test(
+        "One preparation at a time: requests while one runs wait, the latest replacing the others; none with the cache off"
+    )
     func prepareOneAtATime() throws {
         let app = try TestApplication()
         _ = try Self.seed(app.pool)
@@ -163,8 +179,10 @@ struct RulesHistoryTests {
         // Hold the first one on a lock of the attempts table.
         let holder = try Self.holdReadAheadOnLock(app, headers: analyst)
         // Two more while it waits: 12:00-13:00, then 13:00-14:00, which replaces it.
-        for body in [#"{"since":"2025-03-01T12:00:00Z","until":"2025-03-01T13:00:00Z"}"#,
-                     #"{"since":"2025-03-01T13:00:00Z","until":"2025-03-01T14:00:00Z"}"#] {
+        for body in [
+            #"{"since":"2025-03-01T12:00:00Z","until":"2025-03-01T13:00:00Z"}"#,
+            #"{"since":"2025-03-01T13:00:00Z","until":"2025-03-01T14:00:00Z"}"#,
+        ] {
             let queued = try app.client.postJSON("/v1/admin/rules/backtest/prepare", body, headers: analyst)
             #expect(queued.status == 202)
             #expect(queued.jsonObject()?["started"] as? Bool == true, "\(queued.text)")
@@ -180,7 +198,8 @@ struct RulesHistoryTests {
 
         // Nothing to read: a period without a complete hour, or the cache off.
         let partial = try app.client.postJSON(
-            "/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-01T10:10:00Z","until":"2025-03-01T10:50:00Z"}"#, headers: analyst)
+            "/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-01T10:10:00Z","until":"2025-03-01T10:50:00Z"}"#,
+            headers: analyst)
         #expect(partial.jsonObject()?["started"] as? Bool == false, "\(partial.text)")
         let off = try TestApplication(environment: ["ISSUERD_BACKTEST_CACHE_ATTEMPTS": "0"])
         let offKey = ["Authorization": "Bearer \(try off.apiKey(role: .analyst))"]
@@ -216,12 +235,16 @@ struct RulesHistoryTests {
         _ = try ConsoleRollup.catchUp(now: Self.since.addingTimeInterval(86_400), database: app.pool)
         let cache = BacktestWindowCache(capacity: 1_000)
         let preparation = BacktestPreparation(
-            cache: cache, database: app.pool, logger: Logger(label: "t", minimumLevel: .critical, handler: DiscardingLogHandler()))
+            cache: cache, database: app.pool,
+            logger: Logger(label: "t", minimumLevel: .critical, handler: DiscardingLogHandler()))
         let current = app.application.context.rules.current
         let later = Self.since.addingTimeInterval(86_400)
         func prepared(limit: Int) throws {
             let before = preparation.finishedCount
-            #expect(preparation.start(current: current, since: Self.since, until: Self.since.addingTimeInterval(3_600), limit: limit, now: later))
+            #expect(
+                preparation.start(
+                    current: current, since: Self.since, until: Self.since.addingTimeInterval(3_600), limit: limit,
+                    now: later))
             try Self.waitForPreparations(preparation, count: before + 1)
         }
         try prepared(limit: 2)
@@ -236,17 +259,21 @@ struct RulesHistoryTests {
     func prepareRefusals() throws {
         let app = try TestApplication()
         let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
-        let malformed = try app.client.postJSON("/v1/admin/rules/backtest/prepare", #"{"since":"yesterday","until":"2025-03-01T11:00:00Z"}"#,
-                                                headers: analyst)
+        let malformed = try app.client.postJSON(
+            "/v1/admin/rules/backtest/prepare", #"{"since":"yesterday","until":"2025-03-01T11:00:00Z"}"#,
+            headers: analyst)
         #expect(malformed.status == 400, "\(malformed.text)")
         let reversed = try app.client.postJSON(
-            "/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-02T00:00:00Z","until":"2025-03-01T00:00:00Z"}"#, headers: analyst)
+            "/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-02T00:00:00Z","until":"2025-03-01T00:00:00Z"}"#,
+            headers: analyst)
         #expect(reversed.status == 400, "\(reversed.text)")
-        let missing = try app.client.postJSON("/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-01T10:00:00Z"}"#, headers: analyst)
+        let missing = try app.client.postJSON(
+            "/v1/admin/rules/backtest/prepare", #"{"since":"2025-03-01T10:00:00Z"}"#, headers: analyst)
         #expect(missing.status == 400, "\(missing.text)")
         #expect(try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody).status == 401)
         let ivr = ["Authorization": "Bearer \(try app.apiKey(role: .ivr))"]
-        #expect(try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: ivr).status == 403)
+        #expect(
+            try app.client.postJSON("/v1/admin/rules/backtest/prepare", Self.prepareBody, headers: ivr).status == 403)
         #expect(app.application.context.backtestPreparation.finishedCount == 0)
         #expect(!app.application.context.backtestPreparation.isRunning)
     }
@@ -257,27 +284,32 @@ struct RulesHistoryTests {
         _ = try Self.seed(app.pool)
         let admin = ["Authorization": "Bearer \(try app.apiKey(role: .admin))"]
         let broken = try app.client.postJSON(
-            "/v1/admin/rules/backtest", try Self.backtestBody(RulesTestData.rule("t.bad", when: "attempts(card, 1h) >= \"x\"")), headers: admin)
+            "/v1/admin/rules/backtest",
+            try Self.backtestBody(RulesTestData.rule("t.bad", when: "attempts(card, 1h) >= \"x\"")), headers: admin)
         #expect(broken.status == 422)
         let error = try #require(broken.errorEnvelope())
         #expect(error["code"] as? String == "ruleset_invalid")
         #expect((error["detail"] as? String)?.hasPrefix("candidate.rules:6:") == true)
         #expect((error["diagnostics"] as? [[String: Any]])?.first?["line"] as? Int == 6)
 
-        let tooMany = try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate, limit: 2), headers: admin)
+        let tooMany = try app.client.postJSON(
+            "/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate, limit: 2), headers: admin)
         #expect(tooMany.status == 422)
         #expect(tooMany.errorEnvelope()?["code"] as? String == "backtest_too_large")
         #expect(tooMany.errorEnvelope()?["attempts"] as? Int == 3)
 
         let reversed = try app.client.postJSON(
-            "/v1/admin/rules/backtest", #"{"rules":"x","since":"2025-03-02T00:00:00Z","until":"2025-03-01T00:00:00Z"}"#, headers: admin)
+            "/v1/admin/rules/backtest", #"{"rules":"x","since":"2025-03-02T00:00:00Z","until":"2025-03-01T00:00:00Z"}"#,
+            headers: admin)
         #expect(reversed.status == 400)
         #expect(reversed.errorEnvelope()?["code"] as? String == "invalid_request")
         let escape = try app.client.postJSON(
-            "/v1/admin/rules/backtest", #"{"rules":{"../etc/x.rules":"x"},"since":"2025-03-01T00:00:00Z","until":"2025-03-02T00:00:00Z"}"#,
+            "/v1/admin/rules/backtest",
+            #"{"rules":{"../etc/x.rules":"x"},"since":"2025-03-01T00:00:00Z","until":"2025-03-02T00:00:00Z"}"#,
             headers: admin)
         #expect(escape.status == 400)
-        #expect(try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate)).status == 401)
+        #expect(
+            try app.client.postJSON("/v1/admin/rules/backtest", try Self.backtestBody(Self.candidate)).status == 401)
     }
 
     @Test("An overlay candidate replaces one file and keeps the rest of the directory")
@@ -285,7 +317,8 @@ struct RulesHistoryTests {
         let app = try TestApplication()
         _ = try Self.seed(app.pool)
         let admin = ["Authorization": "Bearer \(try app.apiKey(role: .admin))"]
-        let body = #"{"rules":{"policy/zz_extra.rules":"\#(Self.candidate.replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n"))"},"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
+        let body =
+            #"{"rules":{"policy/zz_extra.rules":"\#(Self.candidate.replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n"))"},"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
         let response = try app.client.postJSON("/v1/admin/rules/backtest", body, headers: admin)
         #expect(response.status == 200, "\(response.text)")
         let rules = try #require((response.jsonObject()?["candidate"] as? [String: Any])?["rules"] as? [[String: Any]])
@@ -294,7 +327,9 @@ struct RulesHistoryTests {
         #expect(ids.contains("t.burst"))
     }
 
-    @Test("`issuerd rules backtest --since/--until` over PostgreSQL prints the report the endpoint gives; bad windows are refused")
+    @Test(
+        "`issuerd rules backtest --since/--until` over PostgreSQL prints the report the endpoint gives; bad windows are refused"
+    )
     func commandLineBacktest() throws {
         let app = try TestApplication()
         _ = try Self.seed(app.pool)
@@ -307,12 +342,14 @@ struct RulesHistoryTests {
         let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString]
         let window = ["--since", "2025-03-01T10:00:00Z", "--until", "2025-03-01T11:00:00Z"]
         let result = try CommandLineRunner.run(
-            ["rules", "backtest", "--candidate", candidate.path, "--current", rules.path] + window, environment: environment)
+            ["rules", "backtest", "--candidate", candidate.path, "--current", rules.path] + window,
+            environment: environment)
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardError.contains("backtest: 3 attempts to replay"), "\(result.standardError)")
 
         let admin = ["Authorization": "Bearer \(try app.apiKey(role: .admin))"]
-        let overlay = #"{"rules":{"policy/zz_extra.rules":"\#(Self.candidate.replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n"))"},"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
+        let overlay =
+            #"{"rules":{"policy/zz_extra.rules":"\#(Self.candidate.replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n"))"},"since":"2025-03-01T10:00:00Z","until":"2025-03-01T11:00:00Z"}"#
         let response = try app.client.postJSON("/v1/admin/rules/backtest", overlay, headers: admin)
         #expect(response.status == 200, "\(response.text)")
         let body = try #require(response.jsonObject())
@@ -320,7 +357,8 @@ struct RulesHistoryTests {
         let before = try #require((body["current"] as? [String: Any])?["flows"] as? [String: Int])
         // The printed table: "flow  current  candidate", one line per flow.
         for flow in ["green", "yellow", "orange"] {
-            let line = result.standardOutput.split(separator: "\n").first { $0.hasPrefix(flow + " ") }.map(String.init) ?? ""
+            let line =
+                result.standardOutput.split(separator: "\n").first { $0.hasPrefix(flow + " ") }.map(String.init) ?? ""
             let numbers = line.split(separator: " ").compactMap { Int($0) }
             #expect(numbers == [before[flow] ?? -1, flows[flow] ?? -1], "\(flow): \(line)")
         }
@@ -328,15 +366,22 @@ struct RulesHistoryTests {
         #expect(result.standardOutput.contains("t.burst"))
 
         let reversed = try CommandLineRunner.run(
-            ["rules", "backtest", "--candidate", candidate.path, "--since", "2025-03-02T00:00:00Z", "--until", "2025-03-01T00:00:00Z"],
+            [
+                "rules", "backtest", "--candidate", candidate.path, "--since", "2025-03-02T00:00:00Z", "--until",
+                "2025-03-01T00:00:00Z",
+            ],
             environment: environment)
         #expect(reversed.status != 0)
         #expect(reversed.standardError.contains("--since must be before --until"), "\(reversed.standardError)")
         let tooMany = try CommandLineRunner.run(
-            ["rules", "backtest", "--candidate", candidate.path, "--current", rules.path, "--limit", "2"] + window, environment: environment)
+            ["rules", "backtest", "--candidate", candidate.path, "--current", rules.path, "--limit", "2"] + window,
+            environment: environment)
         #expect(tooMany.status != 0)
-        #expect(tooMany.standardError.contains("the window holds 3 attempts, more than --limit 2"), "\(tooMany.standardError)")
-        let noDatabase = try CommandLineRunner.run(["rules", "backtest", "--candidate", candidate.path] + window, environment: [:])
+        #expect(
+            tooMany.standardError.contains("the window holds 3 attempts, more than --limit 2"),
+            "\(tooMany.standardError)")
+        let noDatabase = try CommandLineRunner.run(
+            ["rules", "backtest", "--candidate", candidate.path] + window, environment: [:])
         #expect(noDatabase.status != 0)
         #expect(noDatabase.standardError.contains("ISSUERD_DATABASE_URL is not set"), "\(noDatabase.standardError)")
     }
@@ -345,7 +390,8 @@ struct RulesHistoryTests {
     func exportRoundTrip() throws {
         let app = try TestApplication()
         let ids = try Self.seed(app.pool)
-        let export = HistoryExport(since: Self.since, until: Self.since.addingTimeInterval(3_600), lookbackSeconds: 3_600)
+        let export = HistoryExport(
+            since: Self.since, until: Self.since.addingTimeInterval(3_600), lookbackSeconds: 3_600)
         var lines: [String] = []
         let written = try app.pool.withConnection { connection in
             #expect(try export.attemptCount(connection: connection) == 3)
@@ -374,14 +420,19 @@ struct RulesHistoryTests {
         try RulesTestData.insertCard("c9", customer: "u9", pool: app.pool)
         let id = try RulesTestData.insertAttempt(
             at: Date(), card: "c9", device: "d9", customer: "u9", inputs: Self.attributes,
-            features: #"{"attempts(card, 24h)": 7, "attempts(card, 72h)": 7}"#, hits: "[]", flow: "green", pool: app.pool)
+            features: #"{"attempts(card, 24h)": 7, "attempts(card, 72h)": 7}"#, hits: "[]", flow: "green",
+            pool: app.pool)
         let attempt = try #require(try app.pool.withConnection { try StoredAttempt.load(id: id, connection: $0) })
         #expect(attempt.flow == "green")
         #expect(attempt.subject.cardID == "c9")
         let ruleset = app.application.context.rules.current
         let replay = try attempt.replay(with: ruleset)
         #expect(replay.decision.flow == .orange)
-        #expect(replay.decision.hits.contains { $0.ruleID == "velocity.card_burst" && $0.values == [RuleValue(name: "attempts(card, 24h)", value: .number(7))] })
+        #expect(
+            replay.decision.hits.contains {
+                $0.ruleID == "velocity.card_burst"
+                    && $0.values == [RuleValue(name: "attempts(card, 24h)", value: .number(7))]
+            })
         #expect(replay.differs)
         #expect(!replay.missingFeatures.contains("attempts(card, 24h)"))
         #expect(replay.missingFeatures.count == ruleset.velocityQueries.count - 2)
@@ -392,7 +443,10 @@ struct RulesHistoryTests {
     func featureShapes() {
         let unknown: Int? = nil
         #expect(StoredAttempt.features(#"{"a": 1, "b": null, "c": "x"}"#) == ["a": 1, "b": unknown])
-        #expect(StoredAttempt.features(#"[{"query": "a", "value": 2.0}, {"name": "b", "value": null}]"#) == ["a": 2, "b": unknown])
+        #expect(
+            StoredAttempt.features(#"[{"query": "a", "value": 2.0}, {"name": "b", "value": null}]"#) == [
+                "a": 2, "b": unknown,
+            ])
         #expect(StoredAttempt.features("not json").isEmpty)
     }
 }

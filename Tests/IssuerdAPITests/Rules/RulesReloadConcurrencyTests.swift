@@ -44,14 +44,18 @@ struct RulesReloadConcurrencyTests {
                 while !stop.withLock({ $0 }) {
                     do {
                         let response = try app.client.get("/v1/admin/rules", headers: headers)
-                        guard response.status == 200, let body = response.jsonObject(), let version = body["version"] as? String,
-                              let list = body["rules"] as? [[String: Any]] else {
+                        guard response.status == 200, let body = response.jsonObject(),
+                            let version = body["version"] as? String,
+                            let list = body["rules"] as? [[String: Any]]
+                        else {
                             problems.withLock { $0.append("status \(response.status)") }
                             continue
                         }
                         let ids = Set(list.compactMap { $0["id"] as? String })
                         seen.withLock { _ = $0.insert(version) }
-                        if versions[version] != ids { problems.withLock { $0.append("version \(version) served rules \(ids.sorted())") } }
+                        if versions[version] != ids {
+                            problems.withLock { $0.append("version \(version) served rules \(ids.sorted())") }
+                        }
                     } catch {
                         problems.withLock { $0.append("\(error)") }
                     }

@@ -25,7 +25,8 @@ enum RulesTestData {
     @discardableResult
     static func insertAttempt(
         id: UUID = UUID(), at time: Date, card: String?, device: String?, customer: String?, nameHash: String? = nil,
-        inputs: String = "{}", features: String = "{}", hits: String = "[]", flow: String = "green", version: String = "sha256:test",
+        inputs: String = "{}", features: String = "{}", hits: String = "[]", flow: String = "green",
+        version: String = "sha256:test",
         pool: PostgresPool
     ) throws -> UUID {
         try pool.withConnection { connection in

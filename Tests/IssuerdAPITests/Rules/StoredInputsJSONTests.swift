@@ -1,18 +1,20 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdHistory
 import IssuerdPostgres
+import IssuerdStorage
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
-import IssuerdHistory
 
 /// An attempt's inputs and features are `json` (sql/0018): stored as issuerd wrote them, read
 /// back without `jsonb`'s rendering, and still what explain, the export and the backtest read.
 @Suite("Stored inputs and features: json text as written")
 struct StoredInputsJSONTests {
-    static func value(_ text: String) throws -> JSONValue { try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) }
+    static func value(_ text: String) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
 
     @Test("The decision path's text is stored byte for byte; lz4 is kept across the type change")
     func storedAsWritten() throws {
@@ -26,7 +28,8 @@ struct StoredInputsJSONTests {
         let features: [String: JSONValue] = ["attempts(card, 24h)": .int(3), "attempts(device, 1h)": .int(0)]
         let record = AttemptRecord(
             attemptID: UUID(), channel: "in_app", cardID: "card-json", customerID: "cust-json", deviceID: "dev-1",
-            inputs: .members(inputs), features: .members(features), hits: [], unknowns: [], flow: .green, decision: "APPROVED", allowedMethods: [],
+            inputs: .members(inputs), features: .members(features), hits: [], unknowns: [], flow: .green,
+            decision: "APPROVED", allowedMethods: [],
             rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
         let row = try app.pool.withConnection { connection in
             try AttemptStore.insert(record, connection: connection)
@@ -50,7 +53,8 @@ struct StoredInputsJSONTests {
         let lz4 = try app.pool.withConnection { try Self.hasLZ4($0) }
         #expect(try stored.decode("compression", as: String?.self) == (lz4 ? "lz4" : "pglz"))
         // The explanation reads the same values back, and picks only catalogued attributes.
-        let explained = try #require(try app.pool.withConnection { try StoredAttempt.load(id: record.attemptID, connection: $0) })
+        let explained = try #require(
+            try app.pool.withConnection { try StoredAttempt.load(id: record.attemptID, connection: $0) })
         #expect(try Self.value(explained.inputsJSON) == .object(inputs))
         #expect(try Self.value(explained.featuresJSON) == .object(features))
         let attributes = try Self.value(explained.attributesJSON)
@@ -65,7 +69,9 @@ struct StoredInputsJSONTests {
         ).first?.decode("lz4", as: Bool.self) ?? false
     }
 
-    @Test("sql/0018 on a table written before it: values kept, lz4 and NOT NULL kept, indexes valid; this version reads and writes either schema")
+    @Test(
+        "sql/0018 on a table written before it: values kept, lz4 and NOT NULL kept, indexes valid; this version reads and writes either schema"
+    )
     func migration() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
@@ -74,8 +80,10 @@ struct StoredInputsJSONTests {
         let sql = TestApplication.repositoryRoot.appendingPathComponent("sql")
         let folder = TestScratch.path("issuerd-migrations")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for name in try FileManager.default.contentsOfDirectory(atPath: sql.path).sorted() where name.hasSuffix(".sql") && name < "0018" {
-            try FileManager.default.copyItem(at: sql.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        for name in try FileManager.default.contentsOfDirectory(atPath: sql.path).sorted()
+        where name.hasSuffix(".sql") && name < "0018" {
+            try FileManager.default.copyItem(
+                at: sql.appendingPathComponent(name), to: folder.appendingPathComponent(name))
         }
         try Migrator(directory: folder, logger: .silent).migrate(using: pool)
 
@@ -84,8 +92,10 @@ struct StoredInputsJSONTests {
         let long = String(repeating: "wxyz", count: 1500)
         let nested = #"{"attributes": {"card.network": "amex", "not.an.attribute": 1}, "other": [1, 2]}"#
         let written = AttemptRecord(
-            attemptID: UUID(), channel: "tsp", inputs: ["card.network": .string("visa"), "device.locale": .string(long)],
-            features: ["attempts(card, 24h)": .int(2)], hits: [], unknowns: [], flow: .green, decision: "APPROVED", allowedMethods: [],
+            attemptID: UUID(), channel: "tsp",
+            inputs: ["card.network": .string("visa"), "device.locale": .string(long)],
+            features: ["attempts(card, 24h)": .int(2)], hits: [], unknowns: [], flow: .green, decision: "APPROVED",
+            allowedMethods: [],
             rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
         let nestedID = UUID()
         try pool.withConnection { connection in
@@ -97,35 +107,47 @@ struct StoredInputsJSONTests {
                 """)
         }
         func check(_ stage: String) throws {
-            let explained = try #require(try pool.withConnection { try StoredAttempt.load(id: nestedID, connection: $0) }, "\(stage)")
+            let explained = try #require(
+                try pool.withConnection { try StoredAttempt.load(id: nestedID, connection: $0) }, "\(stage)")
             #expect(try Self.value(explained.attributesJSON) == .object(["card.network": .string("amex")]), "\(stage)")
             #expect(try Self.value(explained.inputsJSON) == (try Self.value(nested)), "\(stage)")
             #expect(try Self.value(explained.featuresJSON) == .object(["attempts(card, 24h)": .int(5)]), "\(stage)")
-            let mine = try #require(try pool.withConnection { try StoredAttempt.load(id: written.attemptID, connection: $0) }, "\(stage)")
+            let mine = try #require(
+                try pool.withConnection { try StoredAttempt.load(id: written.attemptID, connection: $0) }, "\(stage)")
             guard case .members(let writtenInputs) = written.inputs else { throw CancellationError() }
             #expect(try Self.value(mine.inputsJSON) == .object(writtenInputs), "\(stage)")
             #expect(try Self.value(mine.attributesJSON)["device.locale"] == .string(long), "\(stage)")
         }
         try check("before sql/0018")
-        let types = "SELECT atttypid::regtype::text || ' ' || attnotnull || ' ' || attcompression::text AS t FROM pg_attribute "
+        let types =
+            "SELECT atttypid::regtype::text || ' ' || attnotnull || ' ' || attcompression::text AS t FROM pg_attribute "
             + "WHERE attrelid = 'provisioning_attempts'::regclass AND attname IN ('inputs', 'features') ORDER BY attname"
         let lz4 = try pool.withConnection { try Self.hasLZ4($0) }
-        #expect(try pool.withConnection { try $0.query(.init(unsafeSQL: types)).map { try $0.decode("t", as: String.self) } }
+        #expect(
+            try pool.withConnection {
+                try $0.query(.init(unsafeSQL: types)).map { try $0.decode("t", as: String.self) }
+            }
                 == (lz4 ? ["jsonb true l", "jsonb true l"] : ["jsonb true ", "jsonb true "]))
 
-        try FileManager.default.copyItem(at: sql.appendingPathComponent("0018_attempt_inputs_json.sql"),
-                                        to: folder.appendingPathComponent("0018_attempt_inputs_json.sql"))
+        try FileManager.default.copyItem(
+            at: sql.appendingPathComponent("0018_attempt_inputs_json.sql"),
+            to: folder.appendingPathComponent("0018_attempt_inputs_json.sql"))
         #expect(try Migrator(directory: folder, logger: .silent).migrate(using: pool).map(\.version) == [18])
-        #expect(try pool.withConnection { try $0.query(.init(unsafeSQL: types)).map { try $0.decode("t", as: String.self) } }
+        #expect(
+            try pool.withConnection {
+                try $0.query(.init(unsafeSQL: types)).map { try $0.decode("t", as: String.self) }
+            }
                 == (lz4 ? ["json true l", "json true l"] : ["json true ", "json true "]))
         try check("after sql/0018")
         let (invalid, compression): (Int, String?) = try pool.withConnection { connection in
-            let invalid = try connection.query(
-                "SELECT count(*) AS n FROM pg_index WHERE indrelid = 'provisioning_attempts'::regclass AND NOT (indisvalid AND indisready)"
-            ).first?.decode("n", as: Int.self) ?? -1
-            let compression = try connection.query(
-                "SELECT pg_column_compression(inputs) AS c FROM provisioning_attempts WHERE attempt_id = \(written.attemptID)"
-            ).first?.decode("c", as: String?.self) ?? nil
+            let invalid =
+                try connection.query(
+                    "SELECT count(*) AS n FROM pg_index WHERE indrelid = 'provisioning_attempts'::regclass AND NOT (indisvalid AND indisready)"
+                ).first?.decode("n", as: Int.self) ?? -1
+            let compression =
+                try connection.query(
+                    "SELECT pg_column_compression(inputs) AS c FROM provisioning_attempts WHERE attempt_id = \(written.attemptID)"
+                ).first?.decode("c", as: String?.self) ?? nil
             return (invalid, compression)
         }
         #expect(invalid == 0)
@@ -136,17 +158,23 @@ struct StoredInputsJSONTests {
     func nulIsReplaced() throws {
         let app = try TestApplication()
         let record = AttemptRecord(
-            attemptID: UUID(), channel: "tsp", inputs: ["device.locale": .string("fr\u{0}FR"), "a\u{0}b": .array([.string("\u{0}")])],
+            attemptID: UUID(), channel: "tsp",
+            inputs: ["device.locale": .string("fr\u{0}FR"), "a\u{0}b": .array([.string("\u{0}")])],
             features: [:], hits: [], unknowns: [], flow: .green, decision: "APPROVED", allowedMethods: [],
             rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
         let locale: String? = try app.pool.withConnection { connection in
             try AttemptStore.insert(record, connection: connection)
-            return try connection.query("SELECT inputs ->> 'device.locale' AS l FROM provisioning_attempts WHERE attempt_id = \(record.attemptID)")
-                .first?.decode("l", as: String?.self) ?? nil
+            return try connection.query(
+                "SELECT inputs ->> 'device.locale' AS l FROM provisioning_attempts WHERE attempt_id = \(record.attemptID)"
+            )
+            .first?.decode("l", as: String?.self) ?? nil
         }
         #expect(locale == "fr\u{FFFD}FR")
-        let explained = try #require(try app.pool.withConnection { try StoredAttempt.load(id: record.attemptID, connection: $0) })
-        #expect(try Self.value(explained.inputsJSON) == .object(["device.locale": .string("fr\u{FFFD}FR"), "a\u{FFFD}b": .array([.string("\u{FFFD}")])]))
+        let explained = try #require(
+            try app.pool.withConnection { try StoredAttempt.load(id: record.attemptID, connection: $0) })
+        #expect(
+            try Self.value(explained.inputsJSON)
+                == .object(["device.locale": .string("fr\u{FFFD}FR"), "a\u{FFFD}b": .array([.string("\u{FFFD}")])]))
         // Without a NUL the text is the writer's, untouched.
         #expect(AttemptStore.document(["k": .string("a\\u0000")]).rawJSON == #"{"k":"a\\u0000"}"#)
     }

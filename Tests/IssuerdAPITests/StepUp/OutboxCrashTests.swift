@@ -13,7 +13,9 @@ import Testing
 struct OutboxCrashTests {
     /// The `issuerd` executable built beside the test bundle.
     static var issuerdExecutable: String {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("issuerd").path
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "issuerd"
+        ).path
         if FileManager.default.isExecutableFile(atPath: beside) { return beside }
         return TestApplication.repositoryRoot.appendingPathComponent(".build/debug/issuerd").path
     }
@@ -36,7 +38,7 @@ struct OutboxCrashTests {
         let words: [String] = [issuerdExecutable, "serve"]
         let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) }
         let variables: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") }
-        defer { (arguments + variables).forEach { free($0) } }
+        defer { for pointer in arguments + variables { free(pointer) } }
         var pid: pid_t = 0
         let status = (arguments + [nil]).withUnsafeBufferPointer { argv in
             (variables + [nil]).withUnsafeBufferPointer { envp in
@@ -55,23 +57,27 @@ struct OutboxCrashTests {
     @Test("issuerd killed with SIGKILL during dispatch and restarted: every message delivered at least once, none lost")
     func sigkillDuringDispatch() throws {
         guard FileManager.default.isExecutableFile(atPath: Self.issuerdExecutable) else {
-            throw TestFailure("the issuerd executable is missing at \(Self.issuerdExecutable): build it first (swift build)")
+            throw TestFailure(
+                "the issuerd executable is missing at \(Self.issuerdExecutable): build it first (swift build)")
         }
         let database = try TestDatabase.create()
         defer { database.drop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-crash-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-crash-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let pki = try DevelopmentPKI.generate()
         _ = try pki.write(to: directory.appendingPathComponent("pki"))
         let pool = database.makePool(size: 2)
         defer { pool.close() }
-        _ = try Migrator(directory: TestApplication.repositoryRoot.appendingPathComponent("sql"), logger: .silent).migrate(using: pool)
+        _ = try Migrator(directory: TestApplication.repositoryRoot.appendingPathComponent("sql"), logger: .silent)
+            .migrate(using: pool)
 
         let total = 30
         try pool.transaction { connection in
             for index in 0..<total {
                 try OutboxStore.enqueue(
-                    kind: .tsp, dedupKey: "crash-\(index)", payload: TSPNotificationPayload(tokenReference: "tok-\(index)", action: "delete"),
+                    kind: .tsp, dedupKey: "crash-\(index)",
+                    payload: TSPNotificationPayload(tokenReference: "tok-\(index)", action: "delete"),
                     connection: connection)
             }
         }
@@ -83,7 +89,8 @@ struct OutboxCrashTests {
             "ISSUERD_SQL_DIR": TestApplication.repositoryRoot.appendingPathComponent("sql").path,
             "ISSUERD_APPLE_TRUST": directory.appendingPathComponent("pki/root.pem").path,
             "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
-            "ISSUERD_APP_JWT_SECRET": String(repeating: "a", count: 40), "ISSUERD_TSP_HMAC_SECRET": "tsp-secret-0123456789abcdef",
+            "ISSUERD_APP_JWT_SECRET": String(repeating: "a", count: 40),
+            "ISSUERD_TSP_HMAC_SECRET": "tsp-secret-0123456789abcdef",
             "ISSUERD_TSP_WEBHOOK_URL": receiver.url + "/tsp",
             "ISSUERD_NOTIFY_LOG_FILE": directory.appendingPathComponent("notifications.jsonl").path,
             "ISSUERD_OUTBOX_POLL_INTERVAL": "20ms", "ISSUERD_OUTBOX_LEASE": "2s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "1s",
@@ -108,7 +115,8 @@ struct OutboxCrashTests {
         var delivered: Int64 = 0
         for _ in 0..<250 where delivered != Int64(total) {
             delivered = try pool.withConnection {
-                try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE status = 'delivered'").first!.decode("n", as: Int64.self)
+                try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE status = 'delivered'").first!.decode(
+                    "n", as: Int64.self)
             }
             if delivered != Int64(total) { Thread.sleep(forTimeInterval: 0.02) }
         }

@@ -1,11 +1,11 @@
 import Foundation
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdService
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdService
 
 /// The outbox over real PostgreSQL and a real receiver: retries, dead letters, administration.
 @Suite("Outbox delivery and administration")
@@ -15,7 +15,8 @@ struct OutboxTests {
             for index in 0..<count {
                 try OutboxStore.enqueue(
                     kind: .tsp, dedupKey: "\(prefix)-\(index)",
-                    payload: TSPNotificationPayload(tokenReference: "tok-\(index)", action: "suspend", reason: "lost", cardId: "card-x"),
+                    payload: TSPNotificationPayload(
+                        tokenReference: "tok-\(index)", action: "suspend", reason: "lost", cardId: "card-x"),
                     connection: connection)
             }
         }
@@ -41,16 +42,21 @@ struct OutboxTests {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             let failedTwice = try app.pool.withConnection { connection in
-                try connection.query("SELECT count(*)::bigint AS n FROM outbox WHERE attempts >= 2 AND last_error IS NOT NULL").first!.decode("n", as: Int64.self)
+                try connection.query(
+                    "SELECT count(*)::bigint AS n FROM outbox WHERE attempts >= 2 AND last_error IS NOT NULL"
+                ).first!.decode("n", as: Int64.self)
             }
             if failedTwice == 10 { break }
             Thread.sleep(forTimeInterval: 0.05)
         }
         #expect(receiver.received.isEmpty)
-        let failing = try app.client.get("/v1/admin/outbox", headers: ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"])
+        let failing = try app.client.get(
+            "/v1/admin/outbox", headers: ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"])
         #expect(failing.status == 200)
         #expect((failing.jsonObject()?["failing"] as? [[String: Any]])?.count == 10)
-        #expect((failing.jsonObject()?["failing"] as? [[String: Any]])?.first?["lastError"] as? String == "rejected: HTTP 503")
+        #expect(
+            (failing.jsonObject()?["failing"] as? [[String: Any]])?.first?["lastError"] as? String
+                == "rejected: HTTP 503")
 
         receiver.answer(200)
         let received = receiver.wait { Set($0.compactMap { $0.header("Idempotency-Key") }).count == 10 }
@@ -67,21 +73,27 @@ struct OutboxTests {
         #expect(metrics.contains(#"issuerd_outbox_deliveries_total{kind="tsp",result="retry"}"#))
     }
 
-    @Test("A slow receiver: the dispatcher stops delivering a batch before its lease runs out and gives the rest back untried")
+    @Test(
+        "A slow receiver: the dispatcher stops delivering a batch before its lease runs out and gives the rest back untried"
+    )
     func batchReleasedBeforeTheLeaseEnds() throws {
         let receiver = try WebhookReceiver()
         receiver.answer(200, delay: 0.7)
         // Lease 3 s, timeout 1 s (+1 s guard): a delivery may start only in the batch's first second.
         let app = try StepUpFlowTests.webhookApp(
             receiver,
-            extra: ["ISSUERD_OUTBOX_DISPATCH": "false", "ISSUERD_OUTBOX_LEASE": "3s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "1s", "ISSUERD_OUTBOX_BATCH_SIZE": "6"])
+            extra: [
+                "ISSUERD_OUTBOX_DISPATCH": "false", "ISSUERD_OUTBOX_LEASE": "3s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "1s",
+                "ISSUERD_OUTBOX_BATCH_SIZE": "6",
+            ])
         try Self.enqueueTSP(app, count: 6, prefix: "slow")
         #expect(try app.application.outbox.dispatchOnce() == 6)
         let delivered = receiver.received.count
         #expect((1...2).contains(delivered), "\(delivered) delivered")
         #expect(try Self.statuses(app) == ["delivered": delivered, "pending": 6 - delivered])
         // The untried ones are due again at once and were not counted as tries.
-        let released = try DecisionFixtures.count(app, "SELECT count(*) FROM outbox WHERE status = 'pending' AND attempts = 0 AND next_attempt_at <= now()")
+        let released = try DecisionFixtures.count(
+            app, "SELECT count(*) FROM outbox WHERE status = 'pending' AND attempts = 0 AND next_attempt_at <= now()")
         #expect(released == 6 - delivered)
     }
 
@@ -106,18 +118,29 @@ struct OutboxTests {
         #expect(dead["action"] as? String == "suspend")
         let messageID = try #require(dead["messageId"] as? String)
 
-        #expect(try app.client.postJSON("/v1/admin/outbox/\(messageID)/requeue", "{}", headers: ["Authorization": "Bearer \(analyst)"]).status == 403)
-        #expect(try app.client.postJSON("/v1/admin/outbox/999999/requeue", "{}", headers: ["Authorization": "Bearer \(admin)"]).status == 404)
+        #expect(
+            try app.client.postJSON(
+                "/v1/admin/outbox/\(messageID)/requeue", "{}", headers: ["Authorization": "Bearer \(analyst)"]
+            ).status == 403)
+        #expect(
+            try app.client.postJSON(
+                "/v1/admin/outbox/999999/requeue", "{}", headers: ["Authorization": "Bearer \(admin)"]
+            ).status == 404)
         receiver.answer(200)
-        let requeued = try app.client.postJSON("/v1/admin/outbox/\(messageID)/requeue", "{}", headers: ["Authorization": "Bearer \(admin)"])
+        let requeued = try app.client.postJSON(
+            "/v1/admin/outbox/\(messageID)/requeue", "{}", headers: ["Authorization": "Bearer \(admin)"])
         #expect(requeued.status == 200)
         #expect(requeued.jsonObject()?["tries"] as? Int == 0)
         receiver.wait { !$0.isEmpty }
         #expect(receiver.received.count == 1)
         // Not dead any more: a second re-queue is a state conflict.
-        #expect(try app.client.postJSON("/v1/admin/outbox/\(messageID)/requeue", "{}", headers: ["Authorization": "Bearer \(admin)"]).status == 409)
+        #expect(
+            try app.client.postJSON(
+                "/v1/admin/outbox/\(messageID)/requeue", "{}", headers: ["Authorization": "Bearer \(admin)"]
+            ).status == 409)
         let audited = try app.pool.withConnection { connection in
-            try connection.query("SELECT count(*)::bigint AS n FROM audit_log WHERE action = 'outbox.requeued'").first!.decode("n", as: Int64.self)
+            try connection.query("SELECT count(*)::bigint AS n FROM audit_log WHERE action = 'outbox.requeued'").first!
+                .decode("n", as: Int64.self)
         }
         #expect(audited == 1)
     }
@@ -129,14 +152,17 @@ struct OutboxTests {
         let fixture = try StepUpFixture(app)
         let challengeID = try #require(try fixture.requestCode(app).jsonObject()?["challengeId"] as? String)
         #expect(StepUpFixture.loggedCode(app, challengeID: challengeID) != nil)
-        let status = try app.client.get("/v1/admin/outbox", headers: ["Authorization": "Bearer \(try app.apiKey(role: .admin))"])
+        let status = try app.client.get(
+            "/v1/admin/outbox", headers: ["Authorization": "Bearer \(try app.apiKey(role: .admin))"])
         #expect(status.jsonObject()?["backlog"] as? Int == 2)
         #expect(status.text.range(of: fixture.phone) == nil)
     }
 
-    @Test("Backoff doubles up to the ceiling with jitter in [d/2, d], then dead-letters", arguments: [
-        (1, 0.0, 1.0), (1, 1.0, 2.0), (2, 1.0, 4.0), (3, 0.5, 6.0), (10, 1.0, 60.0),
-    ])
+    @Test(
+        "Backoff doubles up to the ceiling with jitter in [d/2, d], then dead-letters",
+        arguments: [
+            (1, 0.0, 1.0), (1, 1.0, 2.0), (2, 1.0, 4.0), (3, 0.5, 6.0), (10, 1.0, 60.0),
+        ])
     func backoff(attempt: Int, unit: Double, expected: Double) {
         let backoff = OutboxBackoff(base: .seconds(2), maximum: .seconds(60), maxAttempts: 11)
         #expect(backoff.decision(afterAttempt: attempt, unit: unit) == .retry(after: expected))

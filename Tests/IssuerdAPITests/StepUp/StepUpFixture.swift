@@ -2,10 +2,10 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdStorage
 import IssuerdTestSupport
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 /// A customer, card, yellow attempt and token awaiting verification, written directly to the
 /// test database (the TSP authorize endpoint that normally creates them is another route group).
@@ -29,10 +29,13 @@ struct StepUpFixture {
         try app.pool.transaction { connection in
             let now = Date()
             try CustomerStore.upsert(
-                CustomerRecord(customerID: customerID, phoneNumber: phone, email: email, createdAt: now), now: now, connection: connection)
+                CustomerRecord(customerID: customerID, phoneNumber: phone, email: email, createdAt: now), now: now,
+                connection: connection)
             _ = try CardStore.insert(
-                cardID: cardID, customerID: customerID, pan: pan, expiration: "12/39", cardholderName: "HONG GILDONG", paymentNetwork: "visa",
-                status: .active, localizedDescription: nil, country: "KR", now: now, vault: app.application.context.vault, connection: connection)
+                cardID: cardID, customerID: customerID, pan: pan, expiration: "12/39", cardholderName: "HONG GILDONG",
+                paymentNetwork: "visa",
+                status: .active, localizedDescription: nil, country: "KR", now: now,
+                vault: app.application.context.vault, connection: connection)
             let attemptID = UUID()
             let inputs = try PostgresJSON(encoding: ["device.locale": locale])
             try connection.execute(
@@ -63,10 +66,13 @@ struct StepUpFixture {
 
     /// Requests a code by `methodID`, signed as the TSP.
     /// `padding` spaces make the body (and so the signature, which the replay guard remembers) unique.
-    func requestCode(_ app: TestApplication, method methodID: String = "sms-1", padding: Int = 0) throws -> TestHTTPResponse {
+    func requestCode(
+        _ app: TestApplication, method methodID: String = "sms-1", padding: Int = 0
+    ) throws -> TestHTTPResponse {
         try app.postAsTSP(
             "/v1/tsp/activation-codes",
-            #"{"tokenReference":"\#(tokenReference)","activationMethodId":"\#(methodID)"\#(String(repeating: " ", count: padding))}"#)
+            #"{"tokenReference":"\#(tokenReference)","activationMethodId":"\#(methodID)"\#(String(repeating: " ", count: padding))}"#
+        )
     }
 
     /// Verifies `code`, signed as the TSP; `padding` spaces make the body (and so the signature) unique.
@@ -81,7 +87,8 @@ struct StepUpFixture {
     /// The token's status in the database.
     func tokenStatus(_ app: TestApplication) throws -> String? {
         try app.pool.withConnection {
-            try $0.query("SELECT status FROM tokens WHERE token_reference = \(tokenReference)").first?.decode("status", as: String.self)
+            try $0.query("SELECT status FROM tokens WHERE token_reference = \(tokenReference)").first?.decode(
+                "status", as: String.self)
         }
     }
 

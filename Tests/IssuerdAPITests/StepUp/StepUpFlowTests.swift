@@ -9,7 +9,10 @@ import Testing
 /// Step-up over HTTP against a real PostgreSQL: codes, verification, delivery, notifications.
 @Suite("Step-up challenges and verification")
 struct StepUpFlowTests {
-    static let fastOutbox = ["ISSUERD_OUTBOX_POLL_INTERVAL": "20ms", "ISSUERD_OUTBOX_BACKOFF_BASE": "50ms", "ISSUERD_OUTBOX_BACKOFF_MAX": "200ms"]
+    static let fastOutbox = [
+        "ISSUERD_OUTBOX_POLL_INTERVAL": "20ms", "ISSUERD_OUTBOX_BACKOFF_BASE": "50ms",
+        "ISSUERD_OUTBOX_BACKOFF_MAX": "200ms",
+    ]
 
     static func webhookApp(_ receiver: WebhookReceiver, extra: [String: String] = [:]) throws -> TestApplication {
         var environment = fastOutbox
@@ -28,7 +31,8 @@ struct StepUpFlowTests {
         return try TSPAuthenticator.sign(body: message.body, secret: secret, timestamp: parsed.timestamp) == header
     }
 
-    @Test("Yellow flow: code delivered by a signed webhook, verified, token active, TSP activation signed and delivered")
+    @Test(
+        "Yellow flow: code delivered by a signed webhook, verified, token active, TSP activation signed and delivered")
     func yellowFlow() throws {
         let receiver = try WebhookReceiver()
         let app = try Self.webhookApp(receiver)
@@ -56,7 +60,9 @@ struct StepUpFlowTests {
 
         // Neither the code nor the phone number sits in clear in the database.
         let stored = try app.pool.withConnection { connection in
-            try connection.query("SELECT payload::text AS p FROM outbox WHERE kind = 'notify'").map { try $0.decode("p", as: String.self) }
+            try connection.query("SELECT payload::text AS p FROM outbox WHERE kind = 'notify'").map {
+                try $0.decode("p", as: String.self)
+            }
         }
         #expect(stored.count == 1)
         #expect(!stored[0].contains(code) && !stored[0].contains("1234-5678") && stored[0].contains("010-****-5678"))
@@ -75,9 +81,12 @@ struct StepUpFlowTests {
 
         let (events, audits) = try app.pool.withConnection { connection in
             (
-                try connection.query("SELECT count(*)::bigint AS n FROM token_events WHERE token_reference = \(fixture.tokenReference) AND event = 'activated'")
-                    .first!.decode("n", as: Int64.self),
-                try connection.query("SELECT count(*)::bigint AS n FROM audit_log WHERE action = 'challenge.verified'").first!.decode("n", as: Int64.self)
+                try connection.query(
+                    "SELECT count(*)::bigint AS n FROM token_events WHERE token_reference = \(fixture.tokenReference) AND event = 'activated'"
+                )
+                .first!.decode("n", as: Int64.self),
+                try connection.query("SELECT count(*)::bigint AS n FROM audit_log WHERE action = 'challenge.verified'")
+                    .first!.decode("n", as: Int64.self)
             )
         }
         #expect(events == 1 && audits == 1)
@@ -93,7 +102,9 @@ struct StepUpFlowTests {
         let first = try app.postAsTSP("/v1/tsp/activation-codes", body, headers: ["Idempotency-Key": "code-1"])
         #expect(first.status == 201)
         let together = try DecisionFixtures.count(
-            app, "SELECT count(*) FROM idempotency_keys k, challenges c WHERE k.key = 'code-1' AND k.status = 201 AND k.xmin = c.xmin")
+            app,
+            "SELECT count(*) FROM idempotency_keys k, challenges c WHERE k.key = 'code-1' AND k.status = 201 AND k.xmin = c.xmin"
+        )
         #expect(together == 1)
         Thread.sleep(forTimeInterval: 1.05)  // a new second: a new signature for the same body
         let again = try app.postAsTSP("/v1/tsp/activation-codes", body, headers: ["Idempotency-Key": "code-1"])
@@ -117,7 +128,8 @@ struct StepUpFlowTests {
         for attempt in 0..<5 {
             let response = try fixture.verify(app, code: wrong, padding: attempt)
             #expect(response.status == 200)
-            results.append((response.jsonObject()?["result"] as? String, response.jsonObject()?["attemptsRemaining"] as? Int))
+            results.append(
+                (response.jsonObject()?["result"] as? String, response.jsonObject()?["attemptsRemaining"] as? Int))
         }
         #expect(results.map(\.0) == ["invalid", "invalid", "invalid", "invalid", "locked"])
         #expect(results.map(\.1) == [4, 3, 2, 1, 0])
@@ -125,7 +137,8 @@ struct StepUpFlowTests {
         #expect(try fixture.verify(app, code: code, padding: 9).jsonObject()?["result"] as? String == "locked")
         #expect(try fixture.tokenStatus(app) == "pending_verification")
         let kinds = try app.pool.withConnection { connection in
-            try connection.query("SELECT kind FROM challenge_failures WHERE card_id = \(fixture.cardID) ORDER BY id").map { try $0.decode("kind", as: String.self) }
+            try connection.query("SELECT kind FROM challenge_failures WHERE card_id = \(fixture.cardID) ORDER BY id")
+                .map { try $0.decode("kind", as: String.self) }
         }
         #expect(kinds == ["wrong_code", "wrong_code", "wrong_code", "wrong_code", "wrong_code", "locked"])
     }
@@ -138,13 +151,17 @@ struct StepUpFlowTests {
         let challengeID = try #require(created.jsonObject()?["challengeId"] as? String)
         let code = try #require(StepUpFixture.loggedCode(app, challengeID: challengeID))
         try app.pool.withConnection { connection in
-            _ = try connection.execute("UPDATE challenges SET expires_at = now() - interval '1 second' WHERE token_reference = \(fixture.tokenReference)")
+            _ = try connection.execute(
+                "UPDATE challenges SET expires_at = now() - interval '1 second' WHERE token_reference = \(fixture.tokenReference)"
+            )
         }
         let response = try fixture.verify(app, code: code)
         #expect(response.jsonObject()?["result"] as? String == "expired")
         #expect(try fixture.tokenStatus(app) == "pending_verification")
         let kinds = try app.pool.withConnection { connection in
-            try connection.query("SELECT kind FROM challenge_failures WHERE card_id = \(fixture.cardID)").map { try $0.decode("kind", as: String.self) }
+            try connection.query("SELECT kind FROM challenge_failures WHERE card_id = \(fixture.cardID)").map {
+                try $0.decode("kind", as: String.self)
+            }
         }
         #expect(kinds == ["expired"])
     }
@@ -159,14 +176,16 @@ struct StepUpFlowTests {
             let body = fixture.verifyBody(code: code, padding: index)
             return HTTPTestClient.Request(
                 "POST", "/v1/tsp/activation-codes/verify",
-                headers: ["Content-Type": "application/json", "X-Issuerd-Signature": try app.tspSignature(body)], body: Array(body.utf8))
+                headers: ["Content-Type": "application/json", "X-Issuerd-Signature": try app.tspSignature(body)],
+                body: Array(body.utf8))
         }
         let responses = try app.client.sendConcurrently(requests).map { try $0.get() }
         let verified = responses.filter { $0.status == 200 && $0.jsonObject()?["result"] as? String == "verified" }
         #expect(verified.count == 1)
         #expect(responses.allSatisfy { $0.status == 200 || $0.status == 409 })
         let activations = try app.pool.withConnection { connection in
-            try connection.query("SELECT count(*)::bigint AS n FROM outbox WHERE kind = 'tsp'").first!.decode("n", as: Int64.self)
+            try connection.query("SELECT count(*)::bigint AS n FROM outbox WHERE kind = 'tsp'").first!.decode(
+                "n", as: Int64.self)
         }
         #expect(activations == 1)
     }
@@ -182,9 +201,12 @@ struct StepUpFlowTests {
         #expect(try restricted.requestCode(app, method: "pigeon-1").status == 404)
         #expect(try restricted.requestCode(app, method: "email-1").status == 201)
 
-        let unknown = try app.postAsTSP("/v1/tsp/activation-codes", #"{"tokenReference":"nope","activationMethodId":"sms-1"}"#)
+        let unknown = try app.postAsTSP(
+            "/v1/tsp/activation-codes", #"{"tokenReference":"nope","activationMethodId":"sms-1"}"#)
         #expect(unknown.status == 404)
-        #expect(try app.client.postJSON("/v1/tsp/activation-codes", #"{"tokenReference":"x","activationMethodId":"sms-1"}"#).status == 401)
+        #expect(
+            try app.client.postJSON("/v1/tsp/activation-codes", #"{"tokenReference":"x","activationMethodId":"sms-1"}"#)
+                .status == 401)
 
         let active = try StepUpFixture(app, status: "active")
         #expect(try active.requestCode(app).status == 409)
@@ -196,8 +218,10 @@ struct StepUpFlowTests {
         #expect(fourth.header("Retry-After") != nil)
         // Only the newest challenge is live: the older ones were superseded.
         let statuses = try app.pool.withConnection { connection in
-            try connection.query("SELECT status FROM challenges WHERE token_reference = \(limited.tokenReference) ORDER BY created_at")
-                .map { try $0.decode("status", as: String.self) }
+            try connection.query(
+                "SELECT status FROM challenges WHERE token_reference = \(limited.tokenReference) ORDER BY created_at"
+            )
+            .map { try $0.decode("status", as: String.self) }
         }
         #expect(statuses == ["superseded", "superseded", "pending"])
     }
@@ -210,14 +234,25 @@ struct StepUpFlowTests {
         let analyst = try app.apiKey(role: .analyst)
         let smsID = try #require(try fixture.requestCode(app, method: "sms-1").jsonObject()?["challengeId"] as? String)
         _ = smsID
-        #expect(try app.client.postJSON("/v1/tsp/activation-codes/verify", fixture.verifyBody(code: "123456"), headers: ["Authorization": "Bearer \(ivr)"]).status == 403)
-        #expect(try app.client.postJSON("/v1/tsp/activation-codes/verify", fixture.verifyBody(code: "123456"), headers: ["Authorization": "Bearer \(analyst)"]).status == 403)
+        #expect(
+            try app.client.postJSON(
+                "/v1/tsp/activation-codes/verify", fixture.verifyBody(code: "123456"),
+                headers: ["Authorization": "Bearer \(ivr)"]
+            ).status == 403)
+        #expect(
+            try app.client.postJSON(
+                "/v1/tsp/activation-codes/verify", fixture.verifyBody(code: "123456"),
+                headers: ["Authorization": "Bearer \(analyst)"]
+            ).status == 403)
         let arsID = try #require(try fixture.requestCode(app, method: "ars-1").jsonObject()?["challengeId"] as? String)
         let code = try #require(StepUpFixture.loggedCode(app, challengeID: arsID))
-        let response = try app.client.postJSON("/v1/tsp/activation-codes/verify", fixture.verifyBody(code: code), headers: ["Authorization": "Bearer \(ivr)"])
+        let response = try app.client.postJSON(
+            "/v1/tsp/activation-codes/verify", fixture.verifyBody(code: code),
+            headers: ["Authorization": "Bearer \(ivr)"])
         #expect(response.jsonObject()?["result"] as? String == "verified")
         let actor = try app.pool.withConnection { connection in
-            try connection.query("SELECT actor FROM audit_log WHERE action = 'challenge.verified'").first?.decode("actor", as: String.self)
+            try connection.query("SELECT actor FROM audit_log WHERE action = 'challenge.verified'").first?.decode(
+                "actor", as: String.self)
         }
         #expect(actor?.hasPrefix("apikey:") == true)
     }

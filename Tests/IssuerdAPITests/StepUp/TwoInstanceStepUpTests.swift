@@ -28,9 +28,13 @@ struct TwoInstanceStepUpTests {
             let verified = answers.filter { $0?.status == 200 && $0?.jsonObject()?["result"] as? String == "verified" }
             #expect(verified.count == 1, "\(answers.map { $0?.status ?? -1 })")
             // Every loser learns the code is spent: 409, never a 5xx, never a second activation.
-            #expect(answers.allSatisfy { $0 != nil && ($0?.status == 200 || $0?.status == 409) }, "\(answers.map { $0?.status ?? -1 })")
+            #expect(
+                answers.allSatisfy { $0 != nil && ($0?.status == 200 || $0?.status == 409) },
+                "\(answers.map { $0?.status ?? -1 })")
             #expect(try fixture.tokenStatus(first) == "active")
-            #expect(try DecisionFixtures.count(first, "SELECT count(*) FROM outbox WHERE kind = 'tsp' AND payload->>'action' = 'activate'") == 1)
+            #expect(
+                try DecisionFixtures.count(
+                    first, "SELECT count(*) FROM outbox WHERE kind = 'tsp' AND payload->>'action' = 'activate'") == 1)
         }
     }
 
@@ -46,7 +50,8 @@ struct TwoInstanceStepUpTests {
             var results: [String?] = []
             for attempt in 0..<6 {
                 let app = attempt % 2 == 0 ? first : second
-                results.append(try fixture.verify(app, code: wrong, padding: attempt).jsonObject()?["result"] as? String)
+                results.append(
+                    try fixture.verify(app, code: wrong, padding: attempt).jsonObject()?["result"] as? String)
             }
             #expect(results == ["invalid", "invalid", "invalid", "invalid", "locked", "locked"])
             // The right code no longer helps, on either instance.

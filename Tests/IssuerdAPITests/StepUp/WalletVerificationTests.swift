@@ -18,13 +18,15 @@ struct WalletVerificationTests {
         let headers = ["Authorization": "Bearer \(token)"]
 
         // Another customer's token is indistinguishable from a missing one.
-        let foreign = try app.client.postJSON("/v1/wallet/verifications", #"{"tokenReference":"\#(other.tokenReference)"}"#, headers: headers)
+        let foreign = try app.client.postJSON(
+            "/v1/wallet/verifications", #"{"tokenReference":"\#(other.tokenReference)"}"#, headers: headers)
         #expect(foreign.status == 404)
         #expect(try app.client.postJSON("/v1/wallet/verifications", "{}", headers: headers).status == 400)
         #expect(try app.client.postJSON("/v1/wallet/verifications", #"{"serialNumber":"SERIAL-1"}"#).status == 401)
 
         let response = try app.client.postJSON(
-            "/v1/wallet/verifications", #"{"serialNumber":"SERIAL-1","passTypeIdentifier":"paymentpass.com.apple"}"#, headers: headers)
+            "/v1/wallet/verifications", #"{"serialNumber":"SERIAL-1","passTypeIdentifier":"paymentpass.com.apple"}"#,
+            headers: headers)
         #expect(response.status == 200)
         let body = try #require(response.jsonObject())
         #expect(body["status"] as? String == "active")
@@ -36,7 +38,10 @@ struct WalletVerificationTests {
         let notified = receiver.wait { $0.contains { $0.path == "/tsp" } }
         #expect(notified.first { $0.path == "/tsp" }?.json?["reason"] as? String == "in_app_verification")
         // Already active: nothing left to verify.
-        #expect(try app.client.postJSON("/v1/wallet/verifications", #"{"tokenReference":"\#(fixture.tokenReference)"}"#, headers: headers).status == 409)
+        #expect(
+            try app.client.postJSON(
+                "/v1/wallet/verifications", #"{"tokenReference":"\#(fixture.tokenReference)"}"#, headers: headers
+            ).status == 409)
     }
 
     @Test("In-App Verification is rate limited per customer")
@@ -45,7 +50,8 @@ struct WalletVerificationTests {
         let fixture = try StepUpFixture(app)
         let headers = ["Authorization": "Bearer \(try app.appToken(customer: fixture.customerID))"]
         let statuses = try (0..<3).map { _ in
-            try app.client.postJSON("/v1/wallet/verifications", #"{"tokenReference":"unknown"}"#, headers: headers).status
+            try app.client.postJSON("/v1/wallet/verifications", #"{"tokenReference":"unknown"}"#, headers: headers)
+                .status
         }
         #expect(statuses == [404, 404, 429])
     }

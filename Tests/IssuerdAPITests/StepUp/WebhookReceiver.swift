@@ -35,11 +35,15 @@ final class WebhookReceiver: Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(descriptor, 64) == 0 else { throw TestFailure("bind/listen failed") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
         listener = descriptor
         port = Int(UInt16(bigEndian: address.sin_port))
         let thread = Thread { [self] in acceptLoop() }
@@ -51,7 +55,12 @@ final class WebhookReceiver: Sendable {
     var url: String { "http://127.0.0.1:\(port)" }
 
     /// The status answered from now on (e.g. 503 while "down").
-    func answer(_ status: Int, delay: Double = 0) { state.withLock { $0.status = status; $0.delay = delay } }
+    func answer(_ status: Int, delay: Double = 0) {
+        state.withLock {
+            $0.status = status
+            $0.delay = delay
+        }
+    }
 
     var received: [Received] { state.withLock { $0.received } }
 
@@ -72,7 +81,10 @@ final class WebhookReceiver: Sendable {
             defer { state.stopped = true }
             return state.stopped
         }
-        if !wasStopped { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+        if !wasStopped {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
     }
 
     private func acceptLoop() {
@@ -122,7 +134,11 @@ final class WebhookReceiver: Sendable {
         if status / 100 == 2 {
             // Recorded only when accepted, like a receiver that stores what it acknowledged.
             let path = requestLine.count > 1 ? String(requestLine[1]) : "/"
-            state.withLock { $0.received.append(Received(path: path, headers: headers, body: Array(buffer[headerEnd..<(headerEnd + contentLength)]))) }
+            state.withLock {
+                $0.received.append(
+                    Received(path: path, headers: headers, body: Array(buffer[headerEnd..<(headerEnd + contentLength)]))
+                )
+            }
         }
         let response = "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         _ = Array(response.utf8).withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
@@ -130,7 +146,8 @@ final class WebhookReceiver: Sendable {
 
     private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
         guard haystack.count >= needle.count else { return nil }
-        for index in 0...(haystack.count - needle.count) where Array(haystack[index..<(index + needle.count)]) == needle { return index }
+        for index in 0...(haystack.count - needle.count) where Array(haystack[index..<(index + needle.count)]) == needle
+        { return index }
         return nil
     }
 }

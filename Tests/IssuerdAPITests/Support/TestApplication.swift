@@ -2,10 +2,10 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdService
 import IssuerdTestSupport
 
 @testable import IssuerdAPI
-import IssuerdService
 
 /// A real issuerd on a loopback port 0, over a fresh migrated database, trusting a generated
 /// Apple-shaped PKI: what the API tests talk to over HTTP.
@@ -45,7 +45,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     ) throws {
         let database = try sharing?.database ?? TestDatabase.create()
         let ownsDatabase = sharing == nil
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-api-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-api-\(UUID().uuidString)")
         // A start that fails (many tests expect it to) never reaches deinit: remove what it made.
         var started: IssuerdApplication?
         do {
@@ -63,7 +64,9 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
                 "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
                 "ISSUERD_APP_JWT_SECRET": appJWTSecret,
                 "ISSUERD_TSP_HMAC_SECRET": tspSecret,
-                "ISSUERD_NOTIFY_LOG_FILE": (sharing?.directory ?? directory).appendingPathComponent("notifications.jsonl").path,
+                "ISSUERD_NOTIFY_LOG_FILE": (sharing?.directory ?? directory).appendingPathComponent(
+                    "notifications.jsonl"
+                ).path,
                 "ISSUERD_LOG_LEVEL": "critical",
                 // Off unless a test turns it on: its rounds would count in the cache's metrics.
                 "ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "0",
@@ -71,7 +74,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
             settings.merge(environment) { _, new in new }
             let configuration = try IssuerdConfiguration(ConfigurationReader(settings))
             let application = try IssuerdApplication(
-                configuration: configuration, logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()),
+                configuration: configuration,
+                logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()),
                 clock: clock)
             started = application
             try application.start()
@@ -108,7 +112,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
 
     /// The `X-Issuerd-Signature` header for `body`.
     func tspSignature(_ body: String, at time: Date = Date()) throws -> String {
-        try TSPAuthenticator.sign(body: Array(body.utf8), secret: tspSecret, timestamp: Int64(time.timeIntervalSince1970))
+        try TSPAuthenticator.sign(
+            body: Array(body.utf8), secret: tspSecret, timestamp: Int64(time.timeIntervalSince1970))
     }
 
     /// POSTs JSON signed as the TSP.

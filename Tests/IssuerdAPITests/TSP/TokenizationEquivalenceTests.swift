@@ -3,12 +3,12 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdStorage
 import IssuerdTestSupport
 import Synchronization
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 /// The two-round-trip TSP authorization against the path it replaced
 /// (``SequentialTokenizationReference``), and the guarantees it folds into its transaction: the
@@ -27,19 +27,26 @@ struct TokenizationEquivalenceTests {
     private static func seed(_ app: TestApplication, base: Date) throws {
         let day: TimeInterval = 86_400
         try app.pool.withConnection { connection in
-            for (id, phone, email) in [("cust-1", "01012345678", "hong.gildong@example.com"), ("cust-2", nil, "kim@example.com")] as [(String, String?, String?)] {
+            for (id, phone, email) in [
+                ("cust-1", "01012345678", "hong.gildong@example.com"), ("cust-2", nil, "kim@example.com"),
+            ] as [(String, String?, String?)] {
                 let created = base.addingTimeInterval(-400 * day)
                 _ = try CustomerStore.upsert(
-                    CustomerRecord(customerID: id, phoneNumber: phone, email: email, createdAt: created), now: created, connection: connection)
+                    CustomerRecord(customerID: id, phoneNumber: phone, email: email, createdAt: created), now: created,
+                    connection: connection)
             }
             for (card, customer, pan, network) in [
-                ("card-1", "cust-1", DecisionFixtures.visaPAN, "visa"), ("card-2", "cust-1", DecisionFixtures.mastercardPAN, "mastercard"),
+                ("card-1", "cust-1", DecisionFixtures.visaPAN, "visa"),
+                ("card-2", "cust-1", DecisionFixtures.mastercardPAN, "mastercard"),
                 ("card-3", "cust-2", "4000056655665556", "visa"),
             ] {
                 _ = try CardStore.insert(
-                    cardID: card, customerID: customer, pan: try #require(PrimaryAccountNumber(pan)), expiration: "12/30",
-                    cardholderName: "HONG GILDONG", paymentNetwork: network, status: .active, localizedDescription: nil, country: "KR",
-                    now: base.addingTimeInterval(-200 * day), vault: app.application.context.vault, connection: connection)
+                    cardID: card, customerID: customer, pan: try #require(PrimaryAccountNumber(pan)),
+                    expiration: "12/30",
+                    cardholderName: "HONG GILDONG", paymentNetwork: network, status: .active, localizedDescription: nil,
+                    country: "KR",
+                    now: base.addingTimeInterval(-200 * day), vault: app.application.context.vault,
+                    connection: connection)
             }
         }
     }
@@ -48,7 +55,8 @@ struct TokenizationEquivalenceTests {
     /// plus ``DecisionFixtures/pushStepUpRules()``'s rule making an in-app push to a watch yellow.
     private static func defaultPolicyWithWatchPushes() throws -> String {
         let directory = TestScratch.path("issuerd-rules")
-        try FileManager.default.copyItem(at: TestApplication.repositoryRoot.appendingPathComponent("rules"), to: directory)
+        try FileManager.default.copyItem(
+            at: TestApplication.repositoryRoot.appendingPathComponent("rules"), to: directory)
         let watch = URL(fileURLWithPath: try DecisionFixtures.pushStepUpRules()).appendingPathComponent("test.rules")
         try FileManager.default.copyItem(at: watch, to: directory.appendingPathComponent("policy/test.rules"))
         return directory.path
@@ -56,27 +64,32 @@ struct TokenizationEquivalenceTests {
 
     /// Every UUID (attempt ids, push attempt ids) replaced: they are random on each side.
     private static func normalized(_ text: String) -> String {
-        text.replacingOccurrences(of: "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", with: "<uuid>", options: .regularExpression)
+        text.replacingOccurrences(
+            of: "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", with: "<uuid>",
+            options: .regularExpression)
     }
 
     /// What a TSP authorization writes, as normalised JSON text per table.
     private static func written(_ app: TestApplication) throws -> [String: String] {
         let tables = [
             "attempts": """
-                SELECT channel, card_id, customer_id, device_id, cardholder_name_hash, token_reference, token_requestor_id,
-                       tokenization_source, request_id, inputs::jsonb AS inputs, features::jsonb AS features, hits, unknowns::jsonb AS unknowns,
-                       flow, decision, allowed_methods, ruleset_version, facts::jsonb AS facts, created_at
-                FROM provisioning_attempts WHERE channel = 'tsp' ORDER BY created_at, request_id, token_reference
-                """,
-            "tokens": "SELECT token_reference, card_id, device_id, token_requestor_id, status, created_at, updated_at FROM tokens ORDER BY token_reference",
+            SELECT channel, card_id, customer_id, device_id, cardholder_name_hash, token_reference, token_requestor_id,
+                   tokenization_source, request_id, inputs::jsonb AS inputs, features::jsonb AS features, hits, unknowns::jsonb AS unknowns,
+                   flow, decision, allowed_methods, ruleset_version, facts::jsonb AS facts, created_at
+            FROM provisioning_attempts WHERE channel = 'tsp' ORDER BY created_at, request_id, token_reference
+            """,
+            "tokens":
+                "SELECT token_reference, card_id, device_id, token_requestor_id, status, created_at, updated_at FROM tokens ORDER BY token_reference",
             "events": "SELECT token_reference, card_id, event, source, at, recorded_at FROM token_events ORDER BY id",
             "audit": "SELECT at_ms, actor, action, subject, details FROM audit_log ORDER BY id",
         ]
         var result: [String: String] = [:]
         try app.pool.withConnection { connection in
             for (name, sql) in tables {
-                let text = try connection.query(.init(unsafeSQL: "SELECT coalesce(json_agg(x), '[]')::text AS rows FROM (\(sql)) x")).first?
-                    .decode("rows", as: String.self)
+                let text = try connection.query(
+                    .init(unsafeSQL: "SELECT coalesce(json_agg(x), '[]')::text AS rows FROM (\(sql)) x")
+                ).first?
+                .decode("rows", as: String.self)
                 result[name] = normalized(text ?? "")
             }
         }
@@ -95,7 +108,8 @@ struct TokenizationEquivalenceTests {
         let reference = SequentialTokenizationReference(context: old.application.context)
 
         func noDevice(_ body: String) -> String {
-            body.replacingOccurrences(of: #""device":{"id":"device-1","type":"phone","name":"iPhone","locale":"ko_KR"},"#, with: "")
+            body.replacingOccurrences(
+                of: #""device":{"id":"device-1","type":"phone","name":"iPhone","locale":"ko_KR"},"#, with: "")
         }
         func push(card: String, customer: String, device: String) throws {
             for app in [fresh, old] {
@@ -107,30 +121,84 @@ struct TokenizationEquivalenceTests {
         }
         let steps: [(String, () throws -> String?)] = [
             ("green", { DecisionFixtures.authorizeBody(requestID: "r-1", tokenReference: "T-1") }),
-            ("retry of the pair: the stored answer", { DecisionFixtures.authorizeBody(requestID: "r-1", tokenReference: "T-1") }),
-            ("token reference of another request: 409", { DecisionFixtures.authorizeBody(requestID: "r-2", tokenReference: "T-1") }),
-            ("unknown card", { DecisionFixtures.authorizeBody(requestID: "r-3", tokenReference: "T-3", pan: "4242424242424242") }),
-            ("expiry mismatch", { DecisionFixtures.authorizeBody(requestID: "r-4", tokenReference: "T-4", expiration: "11/30") }),
-            ("wallet declined: orange, no token", { DecisionFixtures.authorizeBody(requestID: "r-5", tokenReference: "T-5", recommendation: "DECLINED") }),
-            ("retry of an orange answer", { DecisionFixtures.authorizeBody(requestID: "r-5", tokenReference: "T-5", recommendation: "DECLINED") }),
-            ("after an orange answer, its token reference for another request", { DecisionFixtures.authorizeBody(requestID: "r-6", tokenReference: "T-5") }),
-            ("second card, velocity of the first", { DecisionFixtures.authorizeBody(requestID: "r-7", tokenReference: "T-7", pan: DecisionFixtures.mastercardPAN, deviceID: "device-2") }),
-            ("no device", { noDevice(DecisionFixtures.authorizeBody(requestID: "r-8", tokenReference: "T-8")) }),
-            ("a yellow push on a watch", { try push(card: "card-1", customer: "cust-1", device: "watch-1"); return nil }),
-            ("the push's card on another device: green", { DecisionFixtures.authorizeBody(requestID: "r-9", tokenReference: "T-9", deviceID: "device-9") }),
-            ("the push's card and device: yellow, masked methods", { DecisionFixtures.authorizeBody(requestID: "r-10", tokenReference: "T-10", deviceID: "watch-1") }),
-            ("the push answered: green again", { DecisionFixtures.authorizeBody(requestID: "r-11", tokenReference: "T-11", deviceID: "watch-1") }),
-            ("a customer without a phone: yellow, e-mail and app", {
-                try push(card: "card-3", customer: "cust-2", device: "watch-3")
-                return DecisionFixtures.authorizeBody(requestID: "r-12", tokenReference: "T-12", pan: "4000056655665556", deviceID: "watch-3")
-            }),
-            ("a push without a device id counts for any device", {
-                for app in [fresh, old] {
-                    let body = try DecisionFixtures.provisionBody(app, extra: ["device": ["type": "watch"]])
-                    #expect(try DecisionFixtures.provision(app, card: "card-2", customer: "cust-1", body: body).status == 200)
+            (
+                "retry of the pair: the stored answer",
+                { DecisionFixtures.authorizeBody(requestID: "r-1", tokenReference: "T-1") }
+            ),
+            (
+                "token reference of another request: 409",
+                { DecisionFixtures.authorizeBody(requestID: "r-2", tokenReference: "T-1") }
+            ),
+            (
+                "unknown card",
+                { DecisionFixtures.authorizeBody(requestID: "r-3", tokenReference: "T-3", pan: "4242424242424242") }
+            ),
+            (
+                "expiry mismatch",
+                { DecisionFixtures.authorizeBody(requestID: "r-4", tokenReference: "T-4", expiration: "11/30") }
+            ),
+            (
+                "wallet declined: orange, no token",
+                { DecisionFixtures.authorizeBody(requestID: "r-5", tokenReference: "T-5", recommendation: "DECLINED") }
+            ),
+            (
+                "retry of an orange answer",
+                { DecisionFixtures.authorizeBody(requestID: "r-5", tokenReference: "T-5", recommendation: "DECLINED") }
+            ),
+            (
+                "after an orange answer, its token reference for another request",
+                { DecisionFixtures.authorizeBody(requestID: "r-6", tokenReference: "T-5") }
+            ),
+            (
+                "second card, velocity of the first",
+                {
+                    DecisionFixtures.authorizeBody(
+                        requestID: "r-7", tokenReference: "T-7", pan: DecisionFixtures.mastercardPAN,
+                        deviceID: "device-2")
                 }
-                return DecisionFixtures.authorizeBody(requestID: "r-13", tokenReference: "T-13", pan: DecisionFixtures.mastercardPAN, deviceID: "device-13")
-            }),
+            ),
+            ("no device", { noDevice(DecisionFixtures.authorizeBody(requestID: "r-8", tokenReference: "T-8")) }),
+            (
+                "a yellow push on a watch",
+                {
+                    try push(card: "card-1", customer: "cust-1", device: "watch-1")
+                    return nil
+                }
+            ),
+            (
+                "the push's card on another device: green",
+                { DecisionFixtures.authorizeBody(requestID: "r-9", tokenReference: "T-9", deviceID: "device-9") }
+            ),
+            (
+                "the push's card and device: yellow, masked methods",
+                { DecisionFixtures.authorizeBody(requestID: "r-10", tokenReference: "T-10", deviceID: "watch-1") }
+            ),
+            (
+                "the push answered: green again",
+                { DecisionFixtures.authorizeBody(requestID: "r-11", tokenReference: "T-11", deviceID: "watch-1") }
+            ),
+            (
+                "a customer without a phone: yellow, e-mail and app",
+                {
+                    try push(card: "card-3", customer: "cust-2", device: "watch-3")
+                    return DecisionFixtures.authorizeBody(
+                        requestID: "r-12", tokenReference: "T-12", pan: "4000056655665556", deviceID: "watch-3")
+                }
+            ),
+            (
+                "a push without a device id counts for any device",
+                {
+                    for app in [fresh, old] {
+                        let body = try DecisionFixtures.provisionBody(app, extra: ["device": ["type": "watch"]])
+                        #expect(
+                            try DecisionFixtures.provision(app, card: "card-2", customer: "cust-1", body: body).status
+                                == 200)
+                    }
+                    return DecisionFixtures.authorizeBody(
+                        requestID: "r-13", tokenReference: "T-13", pan: DecisionFixtures.mastercardPAN,
+                        deviceID: "device-13")
+                }
+            ),
         ]
         var answered: [String: Int] = [:]
         for (index, (name, step)) in steps.enumerated() {
@@ -138,8 +206,11 @@ struct TokenizationEquivalenceTests {
             guard let body = try step() else { continue }
             let now = clock.now
             let new = try fresh.client.postJSON(
-                "/v1/tsp/tokenization/authorize", body, headers: ["X-Issuerd-Signature": try fresh.tspSignature(body, at: now)])
-            let request = HTTPRequest(method: .post, path: "/v1/tsp/tokenization/authorize", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+                "/v1/tsp/tokenization/authorize", body,
+                headers: ["X-Issuerd-Signature": try fresh.tspSignature(body, at: now)])
+            let request = HTTPRequest(
+                method: .post, path: "/v1/tsp/tokenization/authorize", headers: ["Content-Type": "application/json"],
+                body: Array(body.utf8))
             let (status, text): (Int, String)
             do {
                 let response = try reference.authorize(request, now: now)
@@ -154,8 +225,10 @@ struct TokenizationEquivalenceTests {
                 answered[flow, default: 0] += 1
             } else {
                 #expect(new.errorEnvelope()?["code"] as? String != nil)
-                #expect(new.errorEnvelope()?["code"] as? String == (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-                    .flatMap { ($0["error"] as? [String: Any])?["code"] as? String }, "\(name)")
+                #expect(
+                    new.errorEnvelope()?["code"] as? String
+                        == (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+                        .flatMap { ($0["error"] as? [String: Any])?["code"] as? String }, "\(name)")
             }
         }
         // The fixture covers every flow (the policy's velocity rules turn some of them orange).
@@ -179,7 +252,8 @@ struct TokenizationEquivalenceTests {
         let app = try TestApplication(environment: ["ISSUERD_AUDIT_SEAL": "false"])
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
-        let response = try app.postAsTSP("/v1/tsp/tokenization/authorize", DecisionFixtures.authorizeBody(tokenReference: "TOKEN-TX"))
+        let response = try app.postAsTSP(
+            "/v1/tsp/tokenization/authorize", DecisionFixtures.authorizeBody(tokenReference: "TOKEN-TX"))
         #expect(response.status == 200, "\(response.text)")
         let together = try DecisionFixtures.count(
             app,
@@ -199,12 +273,15 @@ struct TokenizationEquivalenceTests {
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let green = DecisionFixtures.authorizeBody(requestID: "r-1", tokenReference: "TOKEN-R")
         let taken = DecisionFixtures.authorizeBody(requestID: "r-2", tokenReference: "TOKEN-R")
-        let bad = #"{"requestId":"r-3","tokenReference":"TOKEN-B","card":{"accountNumber":"4111111111111112","expiration":"12/30"}}"#
+        let bad =
+            #"{"requestId":"r-3","tokenReference":"TOKEN-B","card":{"accountNumber":"4111111111111112","expiration":"12/30"}}"#
         for (body, first) in [(green, 200), (taken, 409), (bad, 400)] {
             let signature = try app.tspSignature(body)
-            let answer = try app.client.postJSON("/v1/tsp/tokenization/authorize", body, headers: ["X-Issuerd-Signature": signature])
+            let answer = try app.client.postJSON(
+                "/v1/tsp/tokenization/authorize", body, headers: ["X-Issuerd-Signature": signature])
             #expect(answer.status == first, "\(answer.text)")
-            let replay = try app.client.postJSON("/v1/tsp/tokenization/authorize", body, headers: ["X-Issuerd-Signature": signature])
+            let replay = try app.client.postJSON(
+                "/v1/tsp/tokenization/authorize", body, headers: ["X-Issuerd-Signature": signature])
             #expect(replay.status == 401, "after \(first): \(replay.text)")
         }
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM tsp_signatures_seen") == 3)
@@ -220,7 +297,10 @@ struct TokenizationEquivalenceTests {
         let signature = try app.tspSignature(body)
         let statuses = Mutex<[Int]>([])
         DispatchQueue.concurrentPerform(iterations: 6) { _ in
-            let status = (try? app.client.postJSON("/v1/tsp/tokenization/authorize", body, headers: ["X-Issuerd-Signature": signature]).status) ?? -1
+            let status =
+                (try? app.client.postJSON(
+                    "/v1/tsp/tokenization/authorize", body, headers: ["X-Issuerd-Signature": signature]
+                ).status) ?? -1
             statuses.withLock { $0.append(status) }
         }
         #expect(statuses.withLock { $0.sorted() } == [200, 401, 401, 401, 401, 401])
@@ -245,11 +325,16 @@ struct TokenizationEquivalenceTests {
         #expect(together == 1)
         let retry = try app.client.postJSON(
             "/v1/tsp/tokenization/authorize", body,
-            headers: ["X-Issuerd-Signature": try app.tspSignature(body, at: Date().addingTimeInterval(-3)), "Idempotency-Key": "k-tsp"])
+            headers: [
+                "X-Issuerd-Signature": try app.tspSignature(body, at: Date().addingTimeInterval(-3)),
+                "Idempotency-Key": "k-tsp",
+            ])
         #expect(retry.status == 200)
         #expect(retry.header("Idempotent-Replayed") == "true")
         #expect(retry.body == first.body)
-        let other = try app.postAsTSP("/v1/tsp/tokenization/authorize", DecisionFixtures.authorizeBody(requestID: "r-x"), headers: ["Idempotency-Key": "k-tsp"])
+        let other = try app.postAsTSP(
+            "/v1/tsp/tokenization/authorize", DecisionFixtures.authorizeBody(requestID: "r-x"),
+            headers: ["Idempotency-Key": "k-tsp"])
         #expect(other.status == 409)
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
     }
@@ -263,7 +348,8 @@ struct TokenizationEquivalenceTests {
         let authorization = TokenizationAuthorization(context: context, risk: RiskService(context: context))
         let body = DecisionFixtures.authorizeBody(tokenReference: "TOKEN-S")
         let request = HTTPRequest(
-            method: .post, path: "/v1/tsp/tokenization/authorize", headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+            method: .post, path: "/v1/tsp/tokenization/authorize", headers: ["Content-Type": "application/json"],
+            body: Array(body.utf8))
         let winner = UUID.random()
         try app.pool.withConnection { connection in
             try connection.execute(
@@ -286,14 +372,19 @@ struct TokenizationEquivalenceTests {
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 0)
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM tokens") == 0)
         // Its signature was recorded with the refusal, as it was recorded before any work.
-        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM tsp_signatures_seen WHERE signature = 'fresh-signature'") == 1)
+        #expect(
+            try DecisionFixtures.count(
+                app, "SELECT count(*) FROM tsp_signatures_seen WHERE signature = 'fresh-signature'") == 1)
         #expect(fresh.isDecided)
 
         // A replay (its signature seen) that holds a claim: 401, nothing done, the claim gone.
-        try app.pool.withConnection { try $0.execute("INSERT INTO tsp_signatures_seen (signature) VALUES ('seen-signature')") }
+        try app.pool.withConnection {
+            try $0.execute("INSERT INTO tsp_signatures_seen (signature) VALUES ('seen-signature')")
+        }
         let replay = IdempotencyClaim(scope: "tsp:authorize", key: "k-replay", token: winner)
         do {
-            _ = try authorization.authorize(request, now: Date(), signature: VerifiedTSPSignature(fingerprint: "seen-signature"), claim: replay)
+            _ = try authorization.authorize(
+                request, now: Date(), signature: VerifiedTSPSignature(fingerprint: "seen-signature"), claim: replay)
             Issue.record("a replay was authorized")
         } catch let error as HTTPError {
             #expect(error.status == 401)
@@ -302,7 +393,9 @@ struct TokenizationEquivalenceTests {
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 0)
     }
 
-    @Test("A server-side failure after the signature committed keeps its own answer; a client mistake on a seen signature is 401")
+    @Test(
+        "A server-side failure after the signature committed keeps its own answer; a client mistake on a seen signature is 401"
+    )
     func committedSignatureWithLostAcknowledgement() throws {
         let app = try TestApplication()
         let database = app.application.context.database
@@ -327,7 +420,9 @@ struct TokenizationEquivalenceTests {
             #expect(error.status == 500)
         }
         // A client mistake (400) carrying a signature already seen is a replay: 401.
-        try app.pool.withConnection { try $0.execute("INSERT INTO tsp_signatures_seen (signature) VALUES ('seen-before')") }
+        try app.pool.withConnection {
+            try $0.execute("INSERT INTO tsp_signatures_seen (signature) VALUES ('seen-before')")
+        }
         do {
             _ = try VerifiedTSPSignature(fingerprint: "seen-before").guarding(database: database, logger: .silent) {
                 throw HTTPError.malformedJSON("bad body")
@@ -343,6 +438,8 @@ struct TokenizationEquivalenceTests {
         } catch let error as HTTPError {
             #expect(error.status == 400)
         }
-        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM tsp_signatures_seen WHERE signature = 'first-bad-body'") == 1)
+        #expect(
+            try DecisionFixtures.count(
+                app, "SELECT count(*) FROM tsp_signatures_seen WHERE signature = 'first-bad-body'") == 1)
     }
 }

@@ -1,10 +1,10 @@
 import Foundation
 import IssuerdHTTP
 import IssuerdRisk
+import IssuerdStorage
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 /// What a decision writes straight into the attempt's text must be what the dictionaries it
 /// replaced gave: the stored `inputs` and `features` (read by explain, the console and the
@@ -78,14 +78,16 @@ struct AttemptDocumentTests {
               when    attempts(card, 24h) > 3 or distinct_cards(device, 7d) >= 2 or failed_otps(card, 7d) > 1
             end
             """
-        let ruleset = try RulesetCompiler.compile([RulesetFile(path: "t.rules", contents: rules)], contentHasher: RulesetContent.fnv1a64)
+        let ruleset = try RulesetCompiler.compile(
+            [RulesetFile(path: "t.rules", contents: rules)], contentHasher: RulesetContent.fnv1a64)
         let queries = ruleset.velocityQueries
         #expect(queries.count == 3)
         #expect(ruleset.velocityDescriptions == queries.map(\.description))
         for values in [[3, nil, 0], [nil, nil, nil], [Int.max, -1, 12]] as [[Int?]] {
             var expected: [String: JSONValue] = [:]
             for (query, value) in zip(queries, values) { expected[query.description] = value.map { .int($0) } ?? .null }
-            #expect(Self.parsed(RiskService.featuresDocument(ruleset.velocityDescriptions, values)) == .object(expected))
+            #expect(
+                Self.parsed(RiskService.featuresDocument(ruleset.velocityDescriptions, values)) == .object(expected))
         }
         #expect(Self.parsed(RiskService.featuresDocument([], [])) == .object([:]))
     }
@@ -97,16 +99,21 @@ struct AttemptDocumentTests {
 
     @Test func nameHashInputMatchesTheUnicodePath() {
         let names = [
-            "", " ", "JANE DOE", "  Jane   Doe  ", "jane\tdoe", "JANE\r\nDOE", "A\u{0B}B\u{0C}C", "O'BRIEN-SMITH JR.", "x",
-            "José Núñez", "ÅSA ÖBERG", "JANE\u{00A0}DOE", "ИВАН ИВАНОВ", "Straße", "İSTANBUL", "ǅ", "A\u{2003}B", "\u{1F600} DOE",
+            "", " ", "JANE DOE", "  Jane   Doe  ", "jane\tdoe", "JANE\r\nDOE", "A\u{0B}B\u{0C}C", "O'BRIEN-SMITH JR.",
+            "x",
+            "José Núñez", "ÅSA ÖBERG", "JANE\u{00A0}DOE", "ИВАН ИВАНОВ", "Straße", "İSTANBUL", "ǅ", "A\u{2003}B",
+            "\u{1F600} DOE",
         ]
-        for name in names { #expect(RiskService.nameHashInput(name) == Self.unicodeInput(name), "\(name.debugDescription)") }
+        for name in names {
+            #expect(RiskService.nameHashInput(name) == Self.unicodeInput(name), "\(name.debugDescription)")
+        }
         // Random ASCII, whitespace and case included.
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("aZ \t\n\r\u{0B}\u{0C}.-'09~AZaz@[`{".unicodeScalars)
         for _ in 0..<2_000 {
             let length = Int.random(in: 0...24, using: &generator)
-            let name = String(String.UnicodeScalarView((0..<length).map { _ in alphabet.randomElement(using: &generator)! }))
+            let name = String(
+                String.UnicodeScalarView((0..<length).map { _ in alphabet.randomElement(using: &generator)! }))
             #expect(RiskService.nameHashInput(name) == Self.unicodeInput(name), "\(name.debugDescription)")
         }
     }

@@ -1,28 +1,33 @@
 import Foundation
 import IssuerdCrypto
+import IssuerdService
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdService
 
 @Suite("Bearer token and TSP signature parsing")
 struct AuthParsingTests {
     static func token(header: String, payload: String, signature: [UInt8] = [1, 2, 3]) -> String {
-        BinaryEncoding.base64URLString(Array(header.utf8)) + "." + BinaryEncoding.base64URLString(Array(payload.utf8)) + "."
+        BinaryEncoding.base64URLString(Array(header.utf8)) + "." + BinaryEncoding.base64URLString(Array(payload.utf8))
+            + "."
             + BinaryEncoding.base64URLString(signature)
     }
 
     @Test("A well-formed JWT yields its algorithm, claims and signing input")
     func parsesJWT() throws {
-        let compact = Self.token(header: #"{"alg":"HS256","typ":"JWT"}"#, payload: #"{"sub":"cust-1","exp":1900000000,"nbf":1}"#)
+        let compact = Self.token(
+            header: #"{"alg":"HS256","typ":"JWT"}"#, payload: #"{"sub":"cust-1","exp":1900000000,"nbf":1}"#)
         let jwt = try #require(JWT(compact: compact))
         #expect(jwt.algorithm == "HS256")
         #expect(jwt.subject == "cust-1")
         #expect(jwt.expiresAt == 1_900_000_000)
         #expect(jwt.notBefore == 1)
         #expect(jwt.signature == [1, 2, 3])
-        #expect(String(decoding: jwt.signingInput, as: UTF8.self) == compact.split(separator: ".").prefix(2).joined(separator: "."))
-        let fractional = try #require(JWT(compact: Self.token(header: #"{"alg":"ES256"}"#, payload: #"{"sub":"c\u00e9","exp":1.9e9,"nbf":1.5}"#)))
+        #expect(
+            String(decoding: jwt.signingInput, as: UTF8.self)
+                == compact.split(separator: ".").prefix(2).joined(separator: "."))
+        let fractional = try #require(
+            JWT(compact: Self.token(header: #"{"alg":"ES256"}"#, payload: #"{"sub":"c\u00e9","exp":1.9e9,"nbf":1.5}"#)))
         #expect(fractional.subject == "c\u{e9}")
         #expect(fractional.expiresAt == 1_900_000_000)
         #expect(fractional.notBefore == 1.5)
@@ -30,7 +35,8 @@ struct AuthParsingTests {
 
     @Test("Claims of another JSON type are absent; a repeated name is read as JSONSerialization reads it")
     func claimTypes() throws {
-        let typed = try #require(JWT(compact: Self.token(header: #"{"alg":"HS256"}"#, payload: #"{"sub":7,"exp":"1900000000","nbf":null}"#)))
+        let typed = try #require(
+            JWT(compact: Self.token(header: #"{"alg":"HS256"}"#, payload: #"{"sub":7,"exp":"1900000000","nbf":null}"#)))
         #expect(typed.subject == nil)
         #expect(typed.expiresAt == nil)
         #expect(typed.notBefore == nil)
@@ -70,7 +76,10 @@ struct AuthParsingTests {
         #expect(TSPSignature(header: "t =1700000000,v1=\(hex)") == nil)
         #expect(TSPSignature(header: "t=1700000000,v1= \(hex)") == nil)
         #expect(TSPSignature(header: "t=1700000000, ,v1=\(hex)") == nil)
-        for bad in ["", "t=1", "v1=\(hex)", "t=x,v1=\(hex)", "t=1,v1=abc", "t=1,v1=\(hex.dropLast(2))", "t=-5,v1=\(hex)", "t=1,t=2,v1=\(hex)", "t=1,v1"] {
+        for bad in [
+            "", "t=1", "v1=\(hex)", "t=x,v1=\(hex)", "t=1,v1=abc", "t=1,v1=\(hex.dropLast(2))", "t=-5,v1=\(hex)",
+            "t=1,t=2,v1=\(hex)", "t=1,v1",
+        ] {
             #expect(TSPSignature(header: bad) == nil, "\(bad)")
         }
         #expect(TSPSignature.signedPayload(timestamp: 12, body: Array("{}".utf8)) == Array("12.{}".utf8))

@@ -43,7 +43,8 @@ struct ConfigurationDocsTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-sql-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        try Data("CREATE TABLE settings_probe (id int);\n".utf8).write(to: folder.appendingPathComponent("0001_settings_probe.sql"))
+        try Data("CREATE TABLE settings_probe (id int);\n".utf8).write(
+            to: folder.appendingPathComponent("0001_settings_probe.sql"))
 
         let environment = ["ISSUERD_DATABASE_URL": database.connectionString, "ISSUERD_SQL_DIR": folder.path]
         let status = try CommandLineRunner.run(["migrate", "--status"], environment: environment)
@@ -56,7 +57,8 @@ struct ConfigurationDocsTests {
         #expect(applied.standardOutput.contains("applied 0001_settings_probe.sql"))
 
         let explicit = try CommandLineRunner.run(
-            ["migrate", "--status", "--sql-dir", Self.root.appendingPathComponent("sql").path], environment: environment)
+            ["migrate", "--status", "--sql-dir", Self.root.appendingPathComponent("sql").path], environment: environment
+        )
         #expect(explicit.standardOutput.contains("0001_core_schema"))
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdService
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdService
 
 @Suite("Configuration")
 struct ConfigurationTests {
@@ -46,7 +46,10 @@ struct ConfigurationTests {
             ("ISSUERD_NOTIFY_PROVIDER", "pigeon", "ISSUERD_NOTIFY_PROVIDER: must be one of log, webhook"),
             ("ISSUERD_LOG_LEVEL", "loud", "ISSUERD_LOG_LEVEL: must be one of"),
             ("ISSUERD_TSP_WEBHOOK_URL", "ftp://x", "ISSUERD_TSP_WEBHOOK_URL: must be an http:// or https:// URL"),
-            ("ISSUERD_MASTER_KEY_PREVIOUS", "1:" + Data(repeating: 1, count: 32).base64EncodedString(), "ISSUERD_MASTER_KEY_PREVIOUS: must be version:base64"),
+            (
+                "ISSUERD_MASTER_KEY_PREVIOUS", "1:" + Data(repeating: 1, count: 32).base64EncodedString(),
+                "ISSUERD_MASTER_KEY_PREVIOUS: must be version:base64"
+            ),
         ] as [(String, String?, String)])
     func namesTheSetting(key: String, value: String?, expected: String) {
         var environment = Self.minimal
@@ -66,7 +69,9 @@ struct ConfigurationTests {
     func previousKeys() throws {
         var environment = Self.minimal
         environment["ISSUERD_MASTER_KEY_VERSION"] = "3"
-        environment["ISSUERD_MASTER_KEY_PREVIOUS"] = "2:" + Data(repeating: 2, count: 32).base64EncodedString() + ",1:" + Data(repeating: 1, count: 32).base64EncodedString()
+        environment["ISSUERD_MASTER_KEY_PREVIOUS"] =
+            "2:" + Data(repeating: 2, count: 32).base64EncodedString() + ",1:"
+            + Data(repeating: 1, count: 32).base64EncodedString()
         let configuration = try IssuerdConfiguration(ConfigurationReader(environment))
         #expect(configuration.masterKeys.map(\.version) == [3, 2, 1])
         #expect(configuration.masterKeys[1].key.unsafeValue == Array(repeating: 2, count: 32))
@@ -74,8 +79,10 @@ struct ConfigurationTests {
 
     @Test("A config file is layered under the environment")
     func configFile() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-\(UUID().uuidString).env").path
-        try "# comment\nISSUERD_LISTEN=\"0.0.0.0:9000\"\nISSUERD_RULES_DIR=/from/file\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-\(UUID().uuidString).env")
+            .path
+        try "# comment\nISSUERD_LISTEN=\"0.0.0.0:9000\"\nISSUERD_RULES_DIR=/from/file\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         var environment = Self.minimal
         environment["ISSUERD_RULES_DIR"] = "/from/env"
@@ -86,7 +93,12 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationError.self) { try ConfigurationReader.layered(file: path, environment: [:]) }
     }
 
-    @Test("Durations parse with units", arguments: [("500ms", Duration.milliseconds(500)), ("30s", .seconds(30)), ("10m", .seconds(600)), ("24h", .seconds(86400)), ("14d", .seconds(14 * 86400))])
+    @Test(
+        "Durations parse with units",
+        arguments: [
+            ("500ms", Duration.milliseconds(500)), ("30s", .seconds(30)), ("10m", .seconds(600)),
+            ("24h", .seconds(86400)), ("14d", .seconds(14 * 86400)),
+        ])
     func durations(text: String, expected: Duration) {
         #expect(ConfigurationReader.parseDuration(text) == expected)
     }

@@ -1,10 +1,10 @@
 import Foundation
 import IssuerdHTTP
 import IssuerdRisk
+import IssuerdStorage
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdStorage
 
 /// Hits and unresolved rules are written into the attempt straight from the decision
 /// (``DecisionJSON/appendHit(_:to:)``): the text must parse to what ``DecisionJSON/hit(_:)``
@@ -50,7 +50,8 @@ struct DecisionJSONTests {
 
     @Test("Every hit and unresolved rule reads back as hit(_:) builds it")
     func sameAsBuilt() throws {
-        let ruleset = try RulesetCompiler.compile([RulesetFile(path: "t.rules", contents: Self.rules)], contentHasher: RulesetContent.fnv1a64)
+        let ruleset = try RulesetCompiler.compile(
+            [RulesetFile(path: "t.rules", contents: Self.rules)], contentHasher: RulesetContent.fnv1a64)
         var input = RiskInput()
         input.source = .manual
         input.cardAge = 3 * 86_400
@@ -72,22 +73,29 @@ struct DecisionJSONTests {
 
     @Test("The stored hits and facts hold the rule hits first, then the others, and the unresolved rules")
     func storedDocuments() throws {
-        let ruleset = try RulesetCompiler.compile([RulesetFile(path: "t.rules", contents: Self.rules)], contentHasher: RulesetContent.fnv1a64)
+        let ruleset = try RulesetCompiler.compile(
+            [RulesetFile(path: "t.rules", contents: Self.rules)], contentHasher: RulesetContent.fnv1a64)
         var input = RiskInput()
         input.source = .camera
         input.cardAge = 86_400
         let decision = ruleset.evaluate(input, velocity: ruleset.velocityQueries.map { _ in nil })
         var record = AttemptRecord(
-            attemptID: UUID(), channel: "in_app", cardID: "c", customerID: "u", deviceID: nil, cardholderNameHash: nil, requestID: nil,
-            inputs: [:], features: [:], ruleHits: decision.hits, hits: [["rule": "extra"]], unknowns: [], flow: decision.flow,
-            decision: "APPROVED", allowedMethods: [], rulesetVersion: "v", facts: ["channel": "in_app"], unresolved: decision.unresolved,
+            attemptID: UUID(), channel: "in_app", cardID: "c", customerID: "u", deviceID: nil, cardholderNameHash: nil,
+            requestID: nil,
+            inputs: [:], features: [:], ruleHits: decision.hits, hits: [["rule": "extra"]], unknowns: [],
+            flow: decision.flow,
+            decision: "APPROVED", allowedMethods: [], rulesetVersion: "v", facts: ["channel": "in_app"],
+            unresolved: decision.unresolved,
             createdAt: Date())
         let hits = try #require(Self.parsed(Array(AttemptStore.hitsJSON(record).rawJSON.utf8)))
         #expect(hits == .array(decision.hits.map(DecisionJSON.hit) + [["rule": "extra"]]))
         let facts = try #require(Self.parsed(Array(AttemptStore.factsJSON(record).rawJSON.utf8)))
-        #expect(facts == .object(["channel": "in_app", "unresolved": .array(decision.unresolved.map(DecisionJSON.hit))]))
+        #expect(
+            facts == .object(["channel": "in_app", "unresolved": .array(decision.unresolved.map(DecisionJSON.hit))]))
         record.facts = [:]
-        #expect(Self.parsed(Array(AttemptStore.factsJSON(record).rawJSON.utf8)) == .object(["unresolved": .array(decision.unresolved.map(DecisionJSON.hit))]))
+        #expect(
+            Self.parsed(Array(AttemptStore.factsJSON(record).rawJSON.utf8))
+                == .object(["unresolved": .array(decision.unresolved.map(DecisionJSON.hit))]))
         record.ruleHits = []
         record.unresolved = []
         #expect(Self.parsed(Array(AttemptStore.hitsJSON(record).rawJSON.utf8)) == .array([["rule": "extra"]]))

@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdService
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdService
 
 /// `ISSUERD_PKCS11_*`: absent without a module (nothing else changes), validated eagerly with it.
 @Suite("HSM settings")
@@ -40,15 +40,28 @@ struct HSMSettingsTests {
             (["ISSUERD_PKCS11_MODULE": "libsofthsm2.so"], "ISSUERD_PKCS11_MODULE: must be the absolute path"),
             (["ISSUERD_PKCS11_TOKEN_LABEL": ""], "ISSUERD_PKCS11_TOKEN_LABEL: is required"),
             (["ISSUERD_PKCS11_PIN_FILE": ""], "ISSUERD_PKCS11_PIN_FILE: is required"),
-            (["ISSUERD_PKCS11_WRAP_KEY_LABEL": String(repeating: "k", count: 65)], "ISSUERD_PKCS11_WRAP_KEY_LABEL: must be 1 to 64"),
+            (
+                ["ISSUERD_PKCS11_WRAP_KEY_LABEL": String(repeating: "k", count: 65)],
+                "ISSUERD_PKCS11_WRAP_KEY_LABEL: must be 1 to 64"
+            ),
             (["ISSUERD_PKCS11_SIGNING_KEY_LABEL": "tav\u{7}"], "ISSUERD_PKCS11_SIGNING_KEY_LABEL: must be 1 to 64"),
             (["ISSUERD_PKCS11_SESSIONS": "0"], "ISSUERD_PKCS11_SESSIONS: must be a whole number from 1 to 1024"),
-            (["ISSUERD_PKCS11_SIGNING_KEY_LABEL": "tav", "ISSUERD_TAV_SIGNING_KEY": "-----BEGIN PRIVATE KEY-----"], "ISSUERD_PKCS11_SIGNING_KEY_LABEL: set either it or"),
-            (["ISSUERD_PKCS11_MODULE": "", "ISSUERD_PKCS11_TOKEN_LABEL": "x"], "ISSUERD_PKCS11_TOKEN_LABEL: is set but ISSUERD_PKCS11_MODULE is not"),
-            (["ISSUERD_MASTER_KEY": "", "ISSUERD_MASTER_KEY_VERSION": "2"], "ISSUERD_MASTER_KEY_VERSION: is set but ISSUERD_MASTER_KEY is not"),
+            (
+                ["ISSUERD_PKCS11_SIGNING_KEY_LABEL": "tav", "ISSUERD_TAV_SIGNING_KEY": "-----BEGIN PRIVATE KEY-----"],
+                "ISSUERD_PKCS11_SIGNING_KEY_LABEL: set either it or"
+            ),
+            (
+                ["ISSUERD_PKCS11_MODULE": "", "ISSUERD_PKCS11_TOKEN_LABEL": "x"],
+                "ISSUERD_PKCS11_TOKEN_LABEL: is set but ISSUERD_PKCS11_MODULE is not"
+            ),
+            (
+                ["ISSUERD_MASTER_KEY": "", "ISSUERD_MASTER_KEY_VERSION": "2"],
+                "ISSUERD_MASTER_KEY_VERSION: is set but ISSUERD_MASTER_KEY is not"
+            ),
         ] as [([String: String], String)])
     func invalid(changes: [String: String], message: String) {
-        let values = ConfigurationTests.minimal.merging(Self.module) { _, new in new }.merging(changes) { _, new in new }
+        let values = ConfigurationTests.minimal.merging(Self.module) { _, new in new }.merging(changes) { _, new in new
+        }
         do {
             _ = try IssuerdConfiguration(ConfigurationReader(values))
             Issue.record("expected: \(message)")

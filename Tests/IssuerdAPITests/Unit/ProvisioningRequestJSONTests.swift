@@ -35,8 +35,10 @@ struct ProvisioningRequestJSONTests {
         "Bodies JSONDecoder refuses are never accepted by the fast path",
         arguments: [
             "", "[]", "null", #""x""#, "{}", #"{"certificates":["a"],"nonce":"n"}"#,
-            #"{"certificates":"a","nonce":"n","nonceSignature":"s"}"#, #"{"certificates":[1],"nonce":"n","nonceSignature":"s"}"#,
-            #"{"certificates":null,"nonce":"n","nonceSignature":"s"}"#, #"{"certificates":["a"],"nonce":null,"nonceSignature":"s"}"#,
+            #"{"certificates":"a","nonce":"n","nonceSignature":"s"}"#,
+            #"{"certificates":[1],"nonce":"n","nonceSignature":"s"}"#,
+            #"{"certificates":null,"nonce":"n","nonceSignature":"s"}"#,
+            #"{"certificates":["a"],"nonce":null,"nonceSignature":"s"}"#,
             #"{"certificates":["a"],"nonce":"n","nonceSignature":"s","channel":7}"#,
             #"{"certificates":["a"],"nonce":"n","nonceSignature":"s","device":[]}"#,
             #"{"certificates":["a"],"nonce":"n","nonceSignature":"s","device":{"id":5}}"#,
@@ -59,7 +61,10 @@ struct ProvisioningRequestJSONTests {
 
     @Test("Leniencies and repeated names are left to JSONDecoder")
     func declined() {
-        for body in [#"{"certificates":["a"],"nonce":"n","nonceSignature":"s",}"#, #"{"certificates":["a"],"nonce":"n","nonce":"m","nonceSignature":"s"}"#] {
+        for body in [
+            #"{"certificates":["a"],"nonce":"n","nonceSignature":"s",}"#,
+            #"{"certificates":["a"],"nonce":"n","nonce":"m","nonceSignature":"s"}"#,
+        ] {
             #expect(Self.fast(body) == nil)
         }
         #expect(Self.decoded(#"{"certificates":["a"],"nonce":"n","nonce":"m","nonceSignature":"s"}"#)?.nonce == "n")
@@ -77,7 +82,8 @@ struct ProvisioningRequestJSONTests {
             default: return "\"\(name)\":" + strings.randomElement(using: &generator)!
             }
         }
-        var agreed = 0, fastAnswers = 0
+        var agreed = 0
+        var fastAnswers = 0
         for _ in 0..<3_000 {
             var members: [String] = []
             switch Int.random(in: 0..<8, using: &generator) {
@@ -85,19 +91,27 @@ struct ProvisioningRequestJSONTests {
             case 1: members.append(#""certificates":"# + wrong.randomElement(using: &generator)!)
             default:
                 let count = Int.random(in: 0...3, using: &generator)
-                let items = (0..<count).map { _ in Int.random(in: 0..<12, using: &generator) == 0 ? "7" : strings.randomElement(using: &generator)! }
+                let items = (0..<count).map { _ in
+                    Int.random(in: 0..<12, using: &generator) == 0 ? "7" : strings.randomElement(using: &generator)!
+                }
                 members.append(#""certificates":["# + items.joined(separator: ",") + "]")
             }
             for name in ["nonce", "nonceSignature", "encryptionScheme", "channel"] {
                 if let member = field(name, required: true) { members.append(member) }
             }
             // Now and then a repeated name (JSONDecoder keeps the first, or refuses).
-            if Int.random(in: 0..<5, using: &generator) == 0, let member = field(["nonce", "channel"].randomElement(using: &generator)!, required: true) {
+            if Int.random(in: 0..<5, using: &generator) == 0,
+                let member = field(["nonce", "channel"].randomElement(using: &generator)!, required: true)
+            {
                 members.append(member)
             }
             if Bool.random(using: &generator) {
-                let fields = ["id", "type", "name", "model", "osVersion", "locale", "ipAddress", "other"].compactMap { field($0, required: false) }
-                members.append(Int.random(in: 0..<6, using: &generator) == 0 ? #""device":"x""# : #""device":{"# + fields.joined(separator: ",") + "}")
+                let fields = ["id", "type", "name", "model", "osVersion", "locale", "ipAddress", "other"].compactMap {
+                    field($0, required: false)
+                }
+                members.append(
+                    Int.random(in: 0..<6, using: &generator) == 0
+                        ? #""device":"x""# : #""device":{"# + fields.joined(separator: ",") + "}")
             }
             members.shuffle(using: &generator)
             let body = "{" + members.joined(separator: Bool.random(using: &generator) ? "," : " ,\n ") + "}"

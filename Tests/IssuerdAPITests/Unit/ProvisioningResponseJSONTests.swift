@@ -11,13 +11,17 @@ import Testing
 @Suite struct ProvisioningResponseJSONTests {
     static let samples: [ProvisioningResponse] = [
         ProvisioningResponse(
-            encryptedPassData: "q83v/+Eg==", activationData: "AAEC/w==", ephemeralPublicKey: "BPq/7w==", wrappedKey: nil,
+            encryptedPassData: "q83v/+Eg==", activationData: "AAEC/w==", ephemeralPublicKey: "BPq/7w==",
+            wrappedKey: nil,
             decision: Decision(flow: "green", attemptId: "5f0c1e4e-0000-4000-8000-000000000001", reasons: [])),
         ProvisioningResponse(
             encryptedPassData: "x", activationData: "y", ephemeralPublicKey: nil, wrappedKey: "w/r+k=",
             decision: Decision(
                 flow: "yellow", attemptId: "a",
-                reasons: [Reason(rule: "wallet.low_device_score", reason: "DEVICE_SCORE"), Reason(rule: "q\"uote", reason: "한글/\\")])),
+                reasons: [
+                    Reason(rule: "wallet.low_device_score", reason: "DEVICE_SCORE"),
+                    Reason(rule: "q\"uote", reason: "한글/\\"),
+                ])),
     ]
 
     @Test(arguments: samples)
@@ -25,6 +29,8 @@ import Testing
         let encoded = Array(try JSONCoding.encoder.encode(response))
         #expect(response.httpResponse.body == encoded, "\(String(decoding: response.httpResponse.body, as: UTF8.self))")
         #expect(response.httpResponse.status == 200)
-        #expect(try JSONCoding.decoder.decode(ProvisioningResponse.self, from: Data(response.httpResponse.body)) == response)
+        #expect(
+            try JSONCoding.decoder.decode(ProvisioningResponse.self, from: Data(response.httpResponse.body)) == response
+        )
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdService
 import Testing
 
 @testable import IssuerdAPI
-import IssuerdService
 
 /// `RFC3339.date`'s arithmetic path for `YYYY-MM-DDTHH:MM:SSZ` gives the instant Foundation's
 /// ISO 8601 format style gives, and leaves every other text to it.
@@ -25,13 +25,18 @@ struct RFC3339Tests {
     @Test(
         "Other text is not taken the short way, and RFC3339.date answers as the format styles do",
         arguments: [
-            "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-00-10T00:00:00Z", "2024-01-00T00:00:00Z", "2024-04-31T00:00:00Z",
-            "2024-01-01T24:00:00Z", "2024-01-01T00:60:00Z", "2024-01-01T00:00:60Z", "1969-12-31T23:59:59Z", "2024-01-01t00:00:00z",
-            "2024-01-01T00:00:00+09:00", "2024-01-01T00:00:00.5Z", "2024-1-01T00:00:00Z", "+024-01-01T00:00:00Z", "2024-01-01 00:00:00Z",
+            "2023-02-29T00:00:00Z", "2024-13-01T00:00:00Z", "2024-00-10T00:00:00Z", "2024-01-00T00:00:00Z",
+            "2024-04-31T00:00:00Z",
+            "2024-01-01T24:00:00Z", "2024-01-01T00:60:00Z", "2024-01-01T00:00:60Z", "1969-12-31T23:59:59Z",
+            "2024-01-01t00:00:00z",
+            "2024-01-01T00:00:00+09:00", "2024-01-01T00:00:00.5Z", "2024-1-01T00:00:00Z", "+024-01-01T00:00:00Z",
+            "2024-01-01 00:00:00Z",
         ])
     func otherText(text: String) {
         #expect(RFC3339.wholeSecondsUTC(text) == nil)
-        let expected = (try? Date.ISO8601FormatStyle().parse(text)) ?? (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
+        let expected =
+            (try? Date.ISO8601FormatStyle().parse(text))
+            ?? (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
         #expect(RFC3339.date(text) == expected)
     }
 

@@ -11,7 +11,8 @@ import Testing
 @Suite("TSP authorization body, fast path")
 struct TokenizationAuthorizeRequestJSONTests {
     static func fast(_ text: String) -> TokenizationAuthorizeRequest? {
-        Array(text.utf8).withUnsafeBufferPointer { JSONValue.parse(bytes: $0) }.flatMap(TokenizationAuthorizeRequest.init(json:))
+        Array(text.utf8).withUnsafeBufferPointer { JSONValue.parse(bytes: $0) }.flatMap(
+            TokenizationAuthorizeRequest.init(json:))
     }
 
     static func decoded(_ text: String) -> TokenizationAuthorizeRequest? {
@@ -32,7 +33,10 @@ struct TokenizationAuthorizeRequestJSONTests {
         #expect(fast.card.expiration == "12/30")
         #expect(fast.wallet?.reasonCodes == ["A1", "B2"])
         #expect(fast.activeTokenCount == 2)
-        #expect(Self.fast(#"{"requestId":"","tokenReference":"","card":{"accountNumber":"","expiration":""},"wallet":null,"device":null}"#) != nil)
+        #expect(
+            Self.fast(
+                #"{"requestId":"","tokenReference":"","card":{"accountNumber":"","expiration":""},"wallet":null,"device":null}"#
+            ) != nil)
     }
 
     @Test(
@@ -69,24 +73,38 @@ struct TokenizationAuthorizeRequestJSONTests {
             default: return "\"\(name)\":" + values.randomElement(using: &generator)!
             }
         }
-        func object(_ parts: [String?]) -> String { "{" + parts.compactMap { $0 }.shuffled(using: &generator).joined(separator: ",") + "}" }
+        func object(_ parts: [String?]) -> String {
+            "{" + parts.compactMap { $0 }.shuffled(using: &generator).joined(separator: ",") + "}"
+        }
         var fastAnswers = 0
         for _ in 0..<3_000 {
-            var members: [String?] = ["requestId", "tokenReference", "tokenRequestorId", "tokenizationSource"].map { member($0, strings) }
+            var members: [String?] = ["requestId", "tokenReference", "tokenRequestorId", "tokenizationSource"].map {
+                member($0, strings)
+            }
             members.append(member("activeTokenCount", integers))
             if Int.random(in: 0..<12, using: &generator) > 0 {
                 let card = object([member("accountNumber", strings), member("expiration", strings)])
                 members.append(#""card":"# + (Int.random(in: 0..<10, using: &generator) == 0 ? #""x""# : card))
             }
             if Bool.random(using: &generator) {
-                let codes = (0..<Int.random(in: 0...2, using: &generator)).map { _ in Int.random(in: 0..<8, using: &generator) == 0 ? "3" : strings.randomElement(using: &generator)! }
+                let codes = (0..<Int.random(in: 0...2, using: &generator)).map { _ in
+                    Int.random(in: 0..<8, using: &generator) == 0 ? "3" : strings.randomElement(using: &generator)!
+                }
                 let wallet = object(
                     ["deviceScore", "accountScore", "phoneNumberScore", "tokenRiskScore"].map { member($0, integers) }
-                        + [member("recommendedDecision", strings), member("reasonCodes", ["[" + codes.joined(separator: ",") + "]", "null"])])
+                        + [
+                            member("recommendedDecision", strings),
+                            member("reasonCodes", ["[" + codes.joined(separator: ",") + "]", "null"]),
+                        ])
                 members.append(#""wallet":"# + wallet)
             }
             if Bool.random(using: &generator) {
-                members.append(#""device":"# + object(["id", "type", "name", "model", "osVersion", "locale", "ipAddress"].map { member($0, strings) }))
+                members.append(
+                    #""device":"#
+                        + object(
+                            ["id", "type", "name", "model", "osVersion", "locale", "ipAddress"].map {
+                                member($0, strings)
+                            }))
             }
             // Now and then a repeated name (JSONDecoder keeps the first, or refuses).
             if Int.random(in: 0..<6, using: &generator) == 0 { members.append(member("requestId", strings)) }

@@ -6,19 +6,24 @@ import Testing
 struct CardsTests {
     static let cards = [
         CardSummary(
-            cardId: "card_1", cardholderName: "KIM MINJI", primaryAccountSuffix: "1234", localizedDescription: "Issuer Platinum",
-            paymentNetwork: "visa", primaryAccountIdentifier: "V-3018253329239943005544", status: "active", walletEligible: true),
+            cardId: "card_1", cardholderName: "KIM MINJI", primaryAccountSuffix: "1234",
+            localizedDescription: "Issuer Platinum",
+            paymentNetwork: "visa", primaryAccountIdentifier: "V-3018253329239943005544", status: "active",
+            walletEligible: true),
         CardSummary(
-            cardId: "card_2", cardholderName: "KIM MINJI", primaryAccountSuffix: "9876", localizedDescription: "Issuer Check",
+            cardId: "card_2", cardholderName: "KIM MINJI", primaryAccountSuffix: "9876",
+            localizedDescription: "Issuer Check",
             paymentNetwork: "mastercard", primaryAccountIdentifier: "M-1128", status: "lost", walletEligible: false),
     ]
 
     @Test func decodesTheCardListAndSendsTheContractHeaders() async throws {
-        try await withStubServer({ request, _ in
+        try await withStubServer { request, _ in
             guard ClientFixtures.isAuthorized(request) else { return ClientFixtures.unauthenticatedReply }
-            guard request.method == "GET", request.path == "/v1/cards" else { return .json(404, #"{"error":{"code":"not_found","message":"no"}}"#) }
+            guard request.method == "GET", request.path == "/v1/cards" else {
+                return .json(404, #"{"error":{"code":"not_found","message":"no"}}"#)
+            }
             return .json(200, encoding: CardList(cards: Self.cards))
-        }) { server in
+        } body: { server in
             let cards = try await ClientFixtures.client(for: server).cards()
             #expect(cards == Self.cards)
             let request = try #require(server.requests.first)
@@ -30,20 +35,22 @@ struct CardsTests {
     }
 
     @Test func keepsThePathPrefixOfTheBaseURL() async throws {
-        try await withStubServer({ request, _ in
-            request.path == "/issuerd/v1/cards" ? .json(200, #"{"cards":[]}"#) : .json(404, #"{"error":{"code":"not_found","message":"no"}}"#)
-        }) { server in
+        try await withStubServer { request, _ in
+            request.path == "/issuerd/v1/cards"
+                ? .json(200, #"{"cards":[]}"#) : .json(404, #"{"error":{"code":"not_found","message":"no"}}"#)
+        } body: { server in
             let client = IssuerdClient(
-                baseURL: try #require(URL(string: "http://127.0.0.1:\(server.port)/issuerd/")), tokenProvider: { ClientFixtures.token })
+                baseURL: try #require(URL(string: "http://127.0.0.1:\(server.port)/issuerd/")),
+                tokenProvider: { ClientFixtures.token })
             let cards = try await client.cards()
             #expect(cards.isEmpty)
         }
     }
 
     @Test func expiredTokenIsUnauthenticated() async throws {
-        try await withStubServer({ request, _ in
+        try await withStubServer { request, _ in
             ClientFixtures.isAuthorized(request) ? .json(200, #"{"cards":[]}"#) : ClientFixtures.unauthenticatedReply
-        }) { server in
+        } body: { server in
             let client = ClientFixtures.client(for: server, token: "eyJ.expired-token-that-must-not-leak")
             let error = await #expect(throws: IssuerdClientError.self) { try await client.cards() }
             #expect(error?.code == .unauthenticated)
@@ -56,7 +63,9 @@ struct CardsTests {
 
     @Test func tokenProviderErrorsAreRethrownUnchanged() async throws {
         struct SignedOut: Error {}
-        try await withStubServer({ _, _ in .json(200, #"{"cards":[]}"#) }) { server in
+        try await withStubServer { _, _ in
+            .json(200, #"{"cards":[]}"#)
+        } body: { server in
             let client = IssuerdClient(baseURL: server.baseURL, tokenProvider: { throw SignedOut() })
             await #expect(throws: SignedOut.self) { try await client.cards() }
             #expect(server.requests.isEmpty)
@@ -64,8 +73,12 @@ struct CardsTests {
     }
 
     @Test func bodyThatBreaksTheContractIsInvalidResponse() async throws {
-        try await withStubServer({ _, _ in .json(200, #"{"cards":[{"cardId":"x"}]}"#) }) { server in
-            let error = await #expect(throws: IssuerdClientError.self) { try await ClientFixtures.client(for: server).cards() }
+        try await withStubServer { _, _ in
+            .json(200, #"{"cards":[{"cardId":"x"}]}"#)
+        } body: { server in
+            let error = await #expect(throws: IssuerdClientError.self) {
+                try await ClientFixtures.client(for: server).cards()
+            }
             #expect(error?.code == .invalidResponse)
             #expect(error?.requestId == server.requests.first?.header("X-Request-Id"))
         }

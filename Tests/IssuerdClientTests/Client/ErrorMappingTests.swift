@@ -24,8 +24,12 @@ struct ErrorMappingTests {
         Case(403, #"{"error":{"code":"card_not_eligible","message":"No."}}"#, .forbidden),
         Case(404, #"{"error":{"code":"not_found","message":"Unknown card."}}"#, .notFound),
         Case(409, #"{"error":{"code":"idempotency_key_reused","message":"Other body."}}"#, .conflict),
-        Case(422, #"{"error":{"code":"certificate_chain_invalid","message":"x","detail":"expired"}}"#, .invalidCertificateChain),
-        Case(429, #"{"error":{"code":"rate_limited","message":"Slow down."}}"#, headers: ["Retry-After": "7"], .throttled),
+        Case(
+            422, #"{"error":{"code":"certificate_chain_invalid","message":"x","detail":"expired"}}"#,
+            .invalidCertificateChain),
+        Case(
+            429, #"{"error":{"code":"rate_limited","message":"Slow down."}}"#, headers: ["Retry-After": "7"], .throttled
+        ),
         Case(400, #"{"error":{"code":"malformed_json","message":"x"}}"#, .badRequest),
         Case(413, "", .badRequest),
         Case(500, #"{"error":{"code":"internal","message":"x","requestId":"req-from-body"}}"#, .server),
@@ -36,9 +40,9 @@ struct ErrorMappingTests {
 
     @Test(arguments: cases)
     func mapsStatus(_ testCase: Case) async throws {
-        try await withStubServer({ _, _ in
+        try await withStubServer { _, _ in
             .respond(status: testCase.status, headers: testCase.headers, body: Data(testCase.body.utf8))
-        }) { server in
+        } body: { server in
             let client = ClientFixtures.client(for: server, retry: .never)
             let error = await #expect(throws: IssuerdClientError.self) { try await client.cards() }
             #expect(error?.code == testCase.code)
@@ -49,9 +53,12 @@ struct ErrorMappingTests {
     }
 
     @Test func throttledCarriesRetryAfter() async throws {
-        try await withStubServer({ _, _ in .json(429, #"{"error":{"code":"rate_limited","message":"x"}}"#, headers: ["Retry-After": "7"]) }) {
-            server in
-            let error = await #expect(throws: IssuerdClientError.self) { try await ClientFixtures.client(for: server).cards() }
+        try await withStubServer { _, _ in
+            .json(429, #"{"error":{"code":"rate_limited","message":"x"}}"#, headers: ["Retry-After": "7"])
+        } body: { server in
+            let error = await #expect(throws: IssuerdClientError.self) {
+                try await ClientFixtures.client(for: server).cards()
+            }
             #expect(error?.retryAfter == .seconds(7))
             // The server asked the app to slow down: no automatic retry.
             #expect(server.requests.count == 1)
@@ -59,10 +66,12 @@ struct ErrorMappingTests {
     }
 
     @Test func serverErrorCarriesItsCodeAndTheServersRequestId() async throws {
-        try await withStubServer({ _, _ in
+        try await withStubServer { _, _ in
             .json(500, #"{"error":{"code":"internal","message":"x"}}"#, headers: ["X-Request-Id": "srv-req-9"])
-        }) { server in
-            let error = await #expect(throws: IssuerdClientError.self) { try await ClientFixtures.client(for: server).cards() }
+        } body: { server in
+            let error = await #expect(throws: IssuerdClientError.self) {
+                try await ClientFixtures.client(for: server).cards()
+            }
             #expect(error?.code == .server)
             #expect(error?.serverCode == "internal")
             #expect(error?.requestId == "srv-req-9")
@@ -80,6 +89,9 @@ struct ErrorMappingTests {
         let error = await #expect(throws: IssuerdClientError.self) { try await client.cards() }
         #expect(error?.code == .transport)
         #expect(error?.underlying != nil)
-        #expect(error.map { !String(describing: $0).contains(ClientFixtures.token) && !String(describing: $0).contains("127.0.0.1") } == true)
+        #expect(
+            error.map {
+                !String(describing: $0).contains(ClientFixtures.token) && !String(describing: $0).contains("127.0.0.1")
+            } == true)
     }
 }

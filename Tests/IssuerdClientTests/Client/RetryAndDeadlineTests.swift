@@ -10,7 +10,8 @@ struct RetryAndDeadlineTests {
         .json(
             200,
             encoding: ProvisioningResponse(
-                encryptedPassData: "AAEC", activationData: "AwQF", ephemeralPublicKey: ClientFixtures.ephemeralKey().base64EncodedString(),
+                encryptedPassData: "AAEC", activationData: "AwQF",
+                ephemeralPublicKey: ClientFixtures.ephemeralKey().base64EncodedString(),
                 wrappedKey: nil, decision: Decision(flow: "green", attemptId: "att_1", reasons: [])))
     }
 
@@ -20,7 +21,9 @@ struct RetryAndDeadlineTests {
     }
 
     @Test func stallingServerTimesOutWithinTheBudget() async throws {
-        try await withStubServer({ _, _ in .stall }) { server in
+        try await withStubServer { _, _ in
+            .stall
+        } body: { server in
             let client = ClientFixtures.client(for: server, budget: .milliseconds(500))
             let error = await #expect(throws: IssuerdClientError.self) { try await Self.provision(client) }
             #expect(error?.code == .timedOut)
@@ -29,7 +32,9 @@ struct RetryAndDeadlineTests {
     }
 
     @Test func budgetCoversTheTokenProvider() async throws {
-        try await withStubServer({ _, _ in .json(200, #"{"cards":[]}"#) }) { server in
+        try await withStubServer { _, _ in
+            .json(200, #"{"cards":[]}"#)
+        } body: { server in
             let client = IssuerdClient(
                 baseURL: server.baseURL, timeBudget: .milliseconds(300),
                 tokenProvider: {
@@ -43,7 +48,9 @@ struct RetryAndDeadlineTests {
     }
 
     @Test func postIsRetriedAfter503WithTheSameIdempotencyKeyAndAFreshRequestId() async throws {
-        try await withStubServer({ _, index in index == 0 ? Self.unavailable : Self.approvedAnswer() }) { server in
+        try await withStubServer { _, index in
+            index == 0 ? Self.unavailable : Self.approvedAnswer()
+        } body: { server in
             let result = try await Self.provision(ClientFixtures.client(for: server))
             #expect(result.approved?.attemptId == "att_1")
             let requests = server.requests
@@ -57,7 +64,9 @@ struct RetryAndDeadlineTests {
     }
 
     @Test func separateCallsUseSeparateIdempotencyKeys() async throws {
-        try await withStubServer({ _, _ in Self.approvedAnswer() }) { server in
+        try await withStubServer { _, _ in
+            Self.approvedAnswer()
+        } body: { server in
             let client = ClientFixtures.client(for: server)
             _ = try await Self.provision(client)
             _ = try await Self.provision(client)
@@ -67,7 +76,9 @@ struct RetryAndDeadlineTests {
     }
 
     @Test func getIsRetriedAfter503() async throws {
-        try await withStubServer({ _, index in index == 0 ? Self.unavailable : .json(200, #"{"cards":[]}"#) }) { server in
+        try await withStubServer { _, index in
+            index == 0 ? Self.unavailable : .json(200, #"{"cards":[]}"#)
+        } body: { server in
             let cards = try await ClientFixtures.client(for: server).cards()
             #expect(cards.isEmpty)
             #expect(server.requests.count == 2)
@@ -75,8 +86,11 @@ struct RetryAndDeadlineTests {
     }
 
     @Test func persistent503EndsAsServerErrorAfterMaxAttempts() async throws {
-        try await withStubServer({ _, _ in Self.unavailable }) { server in
-            let client = ClientFixtures.client(for: server, retry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(5)))
+        try await withStubServer { _, _ in
+            Self.unavailable
+        } body: { server in
+            let client = ClientFixtures.client(
+                for: server, retry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(5)))
             let error = await #expect(throws: IssuerdClientError.self) { try await Self.provision(client) }
             #expect(error?.code == .server)
             #expect(error?.status == 503)
@@ -87,9 +101,9 @@ struct RetryAndDeadlineTests {
     }
 
     @Test func retryThatCannotFitTheBudgetIsNotAttempted() async throws {
-        try await withStubServer({ _, _ in
+        try await withStubServer { _, _ in
             .json(503, #"{"error":{"code":"database_unavailable","message":"x"}}"#, headers: ["Retry-After": "60"])
-        }) { server in
+        } body: { server in
             let client = ClientFixtures.client(
                 for: server, budget: .seconds(3), retry: RetryPolicy(maxAttempts: 3, maxBackoff: .seconds(120)))
             let error = await #expect(throws: IssuerdClientError.self) { try await client.cards() }
@@ -101,8 +115,12 @@ struct RetryAndDeadlineTests {
 
     @Test(arguments: [400, 401, 404, 409, 422, 429, 500])
     func otherStatusesAreNotRetried(status: Int) async throws {
-        try await withStubServer({ _, _ in .json(status, #"{"error":{"code":"x","message":"x"}}"#) }) { server in
-            await #expect(throws: IssuerdClientError.self) { try await Self.provision(ClientFixtures.client(for: server)) }
+        try await withStubServer { _, _ in
+            .json(status, #"{"error":{"code":"x","message":"x"}}"#)
+        } body: { server in
+            await #expect(throws: IssuerdClientError.self) {
+                try await Self.provision(ClientFixtures.client(for: server))
+            }
             #expect(server.requests.count == 1)
         }
     }

@@ -22,7 +22,8 @@ struct TransportUnitTests {
         let value = formatter.string(from: Self.now.addingTimeInterval(42))
         #expect(HTTPReply.parseRetryAfter(value, now: Self.now) == .seconds(42))
         // A date in the past means "now".
-        #expect(HTTPReply.parseRetryAfter(formatter.string(from: Self.now.addingTimeInterval(-5)), now: Self.now) == .zero)
+        #expect(
+            HTTPReply.parseRetryAfter(formatter.string(from: Self.now.addingTimeInterval(-5)), now: Self.now) == .zero)
     }
 
     @Test(arguments: ["", "-1", "soon", "7s", "Sun, 99 Foo 2025 00:00:00 GMT"])

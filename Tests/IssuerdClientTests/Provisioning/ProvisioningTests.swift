@@ -26,12 +26,13 @@ struct ProvisioningTests {
             ephemeralPublicKey: scheme == .eccV2 ? ephemeral.base64EncodedString() : nil,
             wrappedKey: scheme == .rsaV2 ? wrapped.base64EncodedString() : nil,
             decision: Decision(flow: "yellow", attemptId: "att_42", reasons: reasons))
-        try await withStubServer({ request, _ in
+        try await withStubServer { request, _ in
             guard ClientFixtures.isAuthorized(request) else { return ClientFixtures.unauthenticatedReply }
             return .json(200, encoding: answer)
-        }) { server in
+        } body: { server in
             let result = try await ClientFixtures.client(for: server).provisioningData(
-                cardId: "card_1", certificates: inputs.certificates, nonce: inputs.nonce, nonceSignature: inputs.nonceSignature,
+                cardId: "card_1", certificates: inputs.certificates, nonce: inputs.nonce,
+                nonceSignature: inputs.nonceSignature,
                 scheme: scheme, channel: channel, device: DeviceInfo(type: "phone", locale: "ko_KR"))
             let approved = try #require(result.approved)
             #expect(approved.encryptedPassData == encrypted)
@@ -63,16 +64,20 @@ struct ProvisioningTests {
             "attemptId":"att_orange_7","reasons":[{"rule":"device.cards_24h","reason":"velocity"},
             {"rule":"wallet.recommended_decline","reason":"wallet_decline"}]}}
             """
-        try await withStubServer({ _, _ in .json(403, body) }) { server in
+        try await withStubServer { _, _ in
+            .json(403, body)
+        } body: { server in
             let inputs = PassKitInputs()
             let result = try await ClientFixtures.client(for: server).provisioningData(
-                cardId: "card_1", certificates: inputs.certificates, nonce: inputs.nonce, nonceSignature: inputs.nonceSignature)
+                cardId: "card_1", certificates: inputs.certificates, nonce: inputs.nonce,
+                nonceSignature: inputs.nonceSignature)
             #expect(
                 result
                     == .declined(
                         attemptId: "att_orange_7",
                         reasons: [
-                            Reason(rule: "device.cards_24h", reason: "velocity"), Reason(rule: "wallet.recommended_decline", reason: "wallet_decline"),
+                            Reason(rule: "device.cards_24h", reason: "velocity"),
+                            Reason(rule: "wallet.recommended_decline", reason: "wallet_decline"),
                         ]))
             #expect(result.approved == nil)
             #expect(server.requests.count == 1)
@@ -80,12 +85,16 @@ struct ProvisioningTests {
     }
 
     @Test func invalidCertificateChainCarriesTheFailedCheck() async throws {
-        let body = #"{"error":{"code":"certificate_chain_invalid","message":"Invalid chain.","detail":"leaf_not_signed_by_sub_ca"}}"#
-        try await withStubServer({ _, _ in .json(422, body) }) { server in
+        let body =
+            #"{"error":{"code":"certificate_chain_invalid","message":"Invalid chain.","detail":"leaf_not_signed_by_sub_ca"}}"#
+        try await withStubServer { _, _ in
+            .json(422, body)
+        } body: { server in
             let inputs = PassKitInputs()
             let error = await #expect(throws: IssuerdClientError.self) {
                 try await ClientFixtures.client(for: server).provisioningData(
-                    cardId: "card_1", certificates: inputs.certificates, nonce: inputs.nonce, nonceSignature: inputs.nonceSignature)
+                    cardId: "card_1", certificates: inputs.certificates, nonce: inputs.nonce,
+                    nonceSignature: inputs.nonceSignature)
             }
             #expect(error?.code == .invalidCertificateChain)
             #expect(error?.detail == "leaf_not_signed_by_sub_ca")
@@ -96,22 +105,28 @@ struct ProvisioningTests {
         let answer = ProvisioningResponse(
             encryptedPassData: "AAAA", activationData: "AAAA", ephemeralPublicKey: nil, wrappedKey: nil,
             decision: Decision(flow: "green", attemptId: "att_1", reasons: []))
-        try await withStubServer({ _, _ in .json(200, encoding: answer) }) { server in
+        try await withStubServer { _, _ in
+            .json(200, encoding: answer)
+        } body: { server in
             let inputs = PassKitInputs()
             let error = await #expect(throws: IssuerdClientError.self) {
                 try await ClientFixtures.client(for: server).provisioningData(
-                    cardId: "card_1", certificates: inputs.certificates, nonce: inputs.nonce, nonceSignature: inputs.nonceSignature)
+                    cardId: "card_1", certificates: inputs.certificates, nonce: inputs.nonce,
+                    nonceSignature: inputs.nonceSignature)
             }
             #expect(error?.code == .invalidResponse)
         }
     }
 
     @Test func cardIdIsOnePercentEncodedPathSegment() async throws {
-        try await withStubServer({ _, _ in .json(404, #"{"error":{"code":"not_found","message":"Unknown card."}}"#) }) { server in
+        try await withStubServer { _, _ in
+            .json(404, #"{"error":{"code":"not_found","message":"Unknown card."}}"#)
+        } body: { server in
             let inputs = PassKitInputs()
             let error = await #expect(throws: IssuerdClientError.self) {
                 try await ClientFixtures.client(for: server).provisioningData(
-                    cardId: "../admin?x=1", certificates: inputs.certificates, nonce: inputs.nonce, nonceSignature: inputs.nonceSignature)
+                    cardId: "../admin?x=1", certificates: inputs.certificates, nonce: inputs.nonce,
+                    nonceSignature: inputs.nonceSignature)
             }
             #expect(error?.code == .notFound)
             #expect(server.requests.first?.path == "/v1/cards/..%2Fadmin%3Fx%3D1/apple-pay/provision")
@@ -120,11 +135,14 @@ struct ProvisioningTests {
 
     @Test(arguments: ["", ".", "..", String(repeating: "a", count: 257)])
     func unsendableCardIdIsRejectedBeforeAnyRequest(cardId: String) async throws {
-        try await withStubServer({ _, _ in .json(500, "{}") }) { server in
+        try await withStubServer { _, _ in
+            .json(500, "{}")
+        } body: { server in
             let inputs = PassKitInputs()
             let error = await #expect(throws: IssuerdClientError.self) {
                 try await ClientFixtures.client(for: server).provisioningData(
-                    cardId: cardId, certificates: inputs.certificates, nonce: inputs.nonce, nonceSignature: inputs.nonceSignature)
+                    cardId: cardId, certificates: inputs.certificates, nonce: inputs.nonce,
+                    nonceSignature: inputs.nonceSignature)
             }
             #expect(error?.code == .invalidArgument)
             #expect(server.requests.isEmpty)

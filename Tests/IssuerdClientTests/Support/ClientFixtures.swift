@@ -18,18 +18,21 @@ enum ClientFixtures {
     /// seconds, and an async test that cannot resume must not be mistaken for a slow server.
     /// Tests of the deadline itself pass their own small budget.
     static func client(
-        for server: StubHTTPServer, budget: Duration = .seconds(120), retry: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(10)),
+        for server: StubHTTPServer, budget: Duration = .seconds(120),
+        retry: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(10)),
         token: String = ClientFixtures.token
     ) -> IssuerdClient {
         IssuerdClient(
-            baseURL: server.baseURL, session: URLSession(configuration: .ephemeral), timeBudget: budget, retryPolicy: retry,
+            baseURL: server.baseURL, session: URLSession(configuration: .ephemeral), timeBudget: budget,
+            retryPolicy: retry,
             tokenProvider: { token })
     }
 
     /// A client for an arbitrary base URL (e.g. a port that refuses connections).
     static func client(baseURL: URL, retry: RetryPolicy) -> IssuerdClient {
         IssuerdClient(
-            baseURL: baseURL, session: URLSession(configuration: .ephemeral), timeBudget: .seconds(120), retryPolicy: retry,
+            baseURL: baseURL, session: URLSession(configuration: .ephemeral), timeBudget: .seconds(120),
+            retryPolicy: retry,
             tokenProvider: { token })
     }
 

@@ -1,10 +1,11 @@
+import Foundation
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import Synchronization
 
 /// A minimal loopback HTTP/1.1 server for the client tests, standing in for issuerd until the
 /// real server exists: it reads a request head up to CRLFCRLF and a `Content-Length` body,
@@ -31,7 +32,9 @@ final class StubHTTPServer: Sendable {
         case stall
 
         static func json(_ status: Int, _ text: String, headers: [String: String] = [:]) -> Reply {
-            .respond(status: status, headers: headers.merging(["Content-Type": "application/json"]) { $1 }, body: Data(text.utf8))
+            .respond(
+                status: status, headers: headers.merging(["Content-Type": "application/json"]) { $1 },
+                body: Data(text.utf8))
         }
 
         static func json(_ status: Int, encoding value: some Encodable, headers: [String: String] = [:]) -> Reply {
@@ -71,7 +74,9 @@ final class StubHTTPServer: Sendable {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let named = withUnsafeMutablePointer(to: &address) {
@@ -87,7 +92,7 @@ final class StubHTTPServer: Sendable {
     }
 
     /// Stops accepting, releases stalled connections and waits for every thread to end. The
-    /// threads hold the stub, so it lives until this is called: use ``withStubServer(_:_:)``.
+    /// threads hold the stub, so it lives until this is called: use ``withStubServer(_:body:)``.
     func stop() {
         let first = state.withLock { state in
             defer { state.stopped = true }
@@ -160,17 +165,21 @@ final class StubHTTPServer: Sendable {
         var headers: [String: String] = [:]
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { return nil }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         let length = Int(headers["content-length"] ?? "0") ?? -1
         guard (0...1_048_576).contains(length) else { return nil }
-        if headers["expect"]?.lowercased() == "100-continue" { writeAll(fd, Data("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
+        if headers["expect"]?.lowercased() == "100-continue" {
+            writeAll(fd, Data("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+        }
         var body = Data(buffer[headEnd.upperBound...])
         while body.count < length {
             guard let chunk = readSome(fd) else { return nil }
             body.append(chunk)
         }
-        return Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers, body: body.prefix(length))
+        return Request(
+            method: String(requestLine[0]), path: String(requestLine[1]), headers: headers, body: body.prefix(length))
     }
 
     /// Some bytes, or `nil` at end of stream, on error, or when the stub stops.
@@ -205,7 +214,7 @@ struct StubError: Error, CustomStringConvertible {
 
 /// Runs `body` against a fresh stub and stops the stub afterwards, whatever happens.
 func withStubServer<T>(
-    _ handler: @escaping StubHTTPServer.Handler, _ body: (StubHTTPServer) async throws -> T
+    _ handler: @escaping StubHTTPServer.Handler, body: (StubHTTPServer) async throws -> T
 ) async throws -> T {
     let server = try StubHTTPServer(handler: handler)
     defer { server.stop() }

@@ -9,7 +9,9 @@ enum ExternalTool {
     /// The Python of the test venv; scripts/test sets `ISSUERD_TEST_PYTHON`.
     static func python() throws -> String {
         guard let path = ProcessInfo.processInfo.environment["ISSUERD_TEST_PYTHON"], !path.isEmpty else {
-            throw SetupError("ISSUERD_TEST_PYTHON is not set: run the tests through scripts/test, which creates a venv with Python cryptography")
+            throw SetupError(
+                "ISSUERD_TEST_PYTHON is not set: run the tests through scripts/test, which creates a venv with Python cryptography"
+            )
         }
         return path
     }

@@ -7,14 +7,20 @@ import Testing
 enum Fixtures {
     /// The bytes of `Fixtures/<name>`.
     static func bytes(_ name: String) throws -> [UInt8] {
-        let url = try #require(Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures"), "missing fixture \(name)")
+        let url = try #require(
+            Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures"),
+            "missing fixture \(name)")
         return Array(try Data(contentsOf: url))
     }
 
-    static var productionLeaf: [UInt8] { get throws { try bytes("prod-leaf-ecc-crypto-services-encipherment-UC6.der") } }
+    static var productionLeaf: [UInt8] {
+        get throws { try bytes("prod-leaf-ecc-crypto-services-encipherment-UC6.der") }
+    }
     static var productionIntermediate: [UInt8] { get throws { try bytes("apple-wwdr-ca-g2.der") } }
     static var appleRoot: [UInt8] { get throws { try bytes("apple-root-ca-g3.der") } }
-    static var sandboxLeaf: [UInt8] { get throws { try bytes("sandbox-leaf-ecc-crypto-services-encipherment-UC6-InMemory.der") } }
+    static var sandboxLeaf: [UInt8] {
+        get throws { try bytes("sandbox-leaf-ecc-crypto-services-encipherment-UC6-InMemory.der") }
+    }
 
     /// `ecc_v2_vectors.json`.
     struct ECCV2Vectors: Decodable {
@@ -50,12 +56,16 @@ let january2020 = Date(timeIntervalSince1970: 1_577_836_800)
 enum TestPKI {
     static let now = Date()
     static let shared: DevelopmentPKI = {
-        do { return try DevelopmentPKI.generate(now: now) } catch { fatalError("development PKI generation failed: \(error)") }
+        do { return try DevelopmentPKI.generate(now: now) } catch {
+            fatalError("development PKI generation failed: \(error)")
+        }
     }()
 }
 
 /// Asserts that `body` throws a ``CryptoError`` with `code`.
-func expectCryptoError<T>(_ code: CryptoError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T) {
+func expectCryptoError<T>(
+    _ code: CryptoError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T
+) {
     do {
         _ = try body()
         Issue.record("expected \(code), got success", sourceLocation: sourceLocation)

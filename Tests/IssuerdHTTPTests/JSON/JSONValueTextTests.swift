@@ -5,7 +5,8 @@ import Testing
 @Suite("JSONValue written directly")
 struct JSONValueTextTests {
     static let samples: [JSONValue] = [
-        .null, true, 0, -42, 7, 1_234_567_890, .int(Int.max), .int(Int.min), 3.25, 1e-7, "", "quote \" backslash \\ newline \n tab \t control \u{01} 홍길동 /",
+        .null, true, 0, -42, 7, 1_234_567_890, .int(Int.max), .int(Int.min), 3.25, 1e-7, "",
+        "quote \" backslash \\ newline \n tab \t control \u{01} 홍길동 /",
         [], [1, "a", nil, [true]], [:],
         ["b": 1, "a": ["nested": [1.5, "x"]], "": .null, "한글": "값"],
     ]

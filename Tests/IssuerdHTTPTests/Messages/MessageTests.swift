@@ -45,11 +45,15 @@ import Testing
     }
 
     @Test func envelopeCannotBeOverriddenByContext() throws {
-        let error = HTTPError(status: 409, code: "state_conflict", message: "token not awaiting verification",
-                              context: ["code": "spoof", "message": "spoof", "tokenReference": "t/1"])
+        let error = HTTPError(
+            status: 409, code: "state_conflict", message: "token not awaiting verification",
+            context: ["code": "spoof", "message": "spoof", "tokenReference": "t/1"])
         let response = error.response(requestId: "rid")
         let text = String(decoding: response.body, as: UTF8.self)
-        #expect(text == #"{"error":{"code":"state_conflict","message":"token not awaiting verification","tokenReference":"t/1"}}"#)
+        #expect(
+            text
+                == #"{"error":{"code":"state_conflict","message":"token not awaiting verification","tokenReference":"t/1"}}"#
+        )
         #expect(response.status == 409)
         #expect(response.headers["X-Request-Id"] == "rid")
     }

@@ -60,21 +60,31 @@ import Testing
     func literalSegmentsBeatParametersWhateverTheOrder(literalFirst: Bool) {
         var router = Router()
         let literal: (String, Router.Handler) = ("/v1/tsp/activation-codes/verify", { _ in .text("verify") })
-        let parameter: (String, Router.Handler) = ("/v1/tsp/activation-codes/{challengeId}", { request in
-            .text("id=" + (request.pathParameters["challengeId"] ?? ""))
-        })
+        let parameter: (String, Router.Handler) = (
+            "/v1/tsp/activation-codes/{challengeId}",
+            { request in
+                .text("id=" + (request.pathParameters["challengeId"] ?? ""))
+            }
+        )
         for (pattern, handler) in literalFirst ? [literal, parameter] : [parameter, literal] {
             router.add(.post, pattern, handler)
         }
-        #expect(router.respond(to: HTTPRequest(method: .post, path: "/v1/tsp/activation-codes/verify")).body == Array("verify".utf8))
-        #expect(router.respond(to: HTTPRequest(method: .post, path: "/v1/tsp/activation-codes/c1")).body == Array("id=c1".utf8))
+        #expect(
+            router.respond(to: HTTPRequest(method: .post, path: "/v1/tsp/activation-codes/verify")).body
+                == Array("verify".utf8))
+        #expect(
+            router.respond(to: HTTPRequest(method: .post, path: "/v1/tsp/activation-codes/c1")).body
+                == Array("id=c1".utf8))
     }
 
     @Test func aLessSpecificRouteWithTheMethodWinsOverA405() {
         var router = Router()
-        router.add(.get, "/v1/admin/attempts/{attemptId}") { request in .text(request.pathParameters["attemptId"] ?? "") }
+        router.add(.get, "/v1/admin/attempts/{attemptId}") { request in .text(request.pathParameters["attemptId"] ?? "")
+        }
         router.add(.post, "/v1/admin/attempts/export") { _ in .noContent() }
-        #expect(router.respond(to: HTTPRequest(method: .get, path: "/v1/admin/attempts/export")).body == Array("export".utf8))
+        #expect(
+            router.respond(to: HTTPRequest(method: .get, path: "/v1/admin/attempts/export")).body
+                == Array("export".utf8))
         let response = router.respond(to: HTTPRequest(method: .delete, path: "/v1/admin/attempts/export"))
         #expect(response.status == 405)
         #expect(response.headers["Allow"] == "GET, HEAD, POST")
@@ -89,8 +99,9 @@ import Testing
     @Test func thrownHTTPErrorBecomesItsEnvelope() {
         var router = Router()
         router.add(.post, "/v1/cards/{cardId}/apple-pay/provision") { _ in
-            throw HTTPError(status: 403, code: "provisioning_declined", message: "declined",
-                            context: ["flow": "orange", "code": "overridden?", "reasons": [["rule": "r1"]]])
+            throw HTTPError(
+                status: 403, code: "provisioning_declined", message: "declined",
+                context: ["flow": "orange", "code": "overridden?", "reasons": [["rule": "r1"]]])
         }
         let request = HTTPRequest(method: .post, path: "/v1/cards/c/apple-pay/provision", requestId: "req-1")
         let response = router.respond(to: request)

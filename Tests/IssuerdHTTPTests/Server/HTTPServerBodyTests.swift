@@ -11,14 +11,16 @@ import Testing
         let test = try TestServer()
         defer { test.server.shutdown() }
         let connection = try RawHTTPConnection(port: test.port)
-        try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(TestServer.bodyLimit + 1)\r\nExpect: 100-continue\r\n\r\n")
+        try connection.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(TestServer.bodyLimit + 1)\r\nExpect: 100-continue\r\n\r\n")
         let response = try connection.readResponse()
         #expect(response.status == 413)
         #expect(response.errorEnvelope()?["code"] as? String == "payload_too_large")
         #expect(response.header("X-Request-Id") != nil)
 
-        let viaClient = try test.client.send("POST", "/echo", body: Array(repeating: 0x61, count: TestServer.bodyLimit + 1))
+        let viaClient = try test.client.send(
+            "POST", "/echo", body: Array(repeating: 0x61, count: TestServer.bodyLimit + 1))
         #expect(viaClient.status == 413)
     }
 
@@ -29,8 +31,9 @@ import Testing
         defer { test.server.shutdown() }
         let connection = try RawHTTPConnection(port: test.port)
         let body = [UInt8](repeating: 0x61, count: TestServer.bodyLimit + 4096)
-        try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            + "Content-Length: \(body.count)\r\n\r\n")
+        try connection.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.count)\r\n\r\n")
         // Pieces with pauses, as a client on a real network writes: a server that answered at the
         // headers and closed would make these writes fail before the answer is read.
         try connection.sendSlowly(body, pieceSize: max(body.count / 16, 1), pause: .milliseconds(20))
@@ -57,7 +60,8 @@ import Testing
         defer { test.server.shutdown() }
         let connection = try RawHTTPConnection(port: test.port)
         try connection.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-        let huge = Array(repeating: UInt8(0x63), count: TestServer.bodyLimit + ServerContext.discardAllowance + 64 * 1024)
+        let huge = Array(
+            repeating: UInt8(0x63), count: TestServer.bodyLimit + ServerContext.discardAllowance + 64 * 1024)
         // The server closes the connection part-way, so the send may fail; either way no response.
         _ = try? connection.sendChunked(huge, chunkSize: 16 * 1024)
         #expect((try? connection.readResponse()) == nil)
@@ -82,8 +86,9 @@ import Testing
         defer { test.server.shutdown() }
         let body = Array(#"{"nonce":"slow-nonce","device":{"id":"dev-1"}}"#.utf8)
         let connection = try RawHTTPConnection(port: test.port)
-        try connection.send("POST /v1/cards/c-slow/apple-pay/provision HTTP/1.1\r\nHost: x\r\n"
-            + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n")
+        try connection.send(
+            "POST /v1/cards/c-slow/apple-pay/provision HTTP/1.1\r\nHost: x\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n")
         try connection.sendSlowly(body, pieceSize: 2, pause: .milliseconds(40))
         let response = try connection.readResponse()
         #expect(response.status == 200)
@@ -109,7 +114,9 @@ import Testing
         #expect(missing.status == 400)
         #expect(missing.errorEnvelope()?["field"] as? String == "device.id")
 
-        let good = try test.client.postJSON(path, #"{"nonce": "n", "device": {"id": "d"}}"#, headers: ["Content-Type": "application/json; charset=utf-8"])
+        let good = try test.client.postJSON(
+            path, #"{"nonce": "n", "device": {"id": "d"}}"#,
+            headers: ["Content-Type": "application/json; charset=utf-8"])
         #expect(good.status == 200)
     }
 }

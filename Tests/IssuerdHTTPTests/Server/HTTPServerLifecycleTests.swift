@@ -10,7 +10,9 @@ import Testing
     @Test func sixtyFourConcurrentRequestsAreAllAnswered() throws {
         let test = try TestServer()
         defer { test.server.shutdown() }
-        let requests = (0..<64).map { HTTPTestClient.Request("GET", "/v1/cards/card-\($0)", headers: ["X-Request-Id": "c-\($0)"]) }
+        let requests = (0..<64).map {
+            HTTPTestClient.Request("GET", "/v1/cards/card-\($0)", headers: ["X-Request-Id": "c-\($0)"])
+        }
         let results = test.client.sendConcurrently(requests)
         #expect(results.count == 64)
         for (index, result) in results.enumerated() {
@@ -75,7 +77,8 @@ import Testing
         #expect(throws: HTTPServerError.self) { try test.server.start() }
 
         let clash = HTTPServer(
-            configuration: HTTPServerConfiguration(listen: try ListenAddress.parse("127.0.0.1:\(test.port)"), threadCount: 2),
+            configuration: HTTPServerConfiguration(
+                listen: try ListenAddress.parse("127.0.0.1:\(test.port)"), threadCount: 2),
             router: Router(), logger: .silent, metrics: MetricsRegistry())
         #expect {
             try clash.start()
@@ -83,7 +86,10 @@ import Testing
             (error as? HTTPServerError)?.code == .socketFailed && "\(error)".contains("bind")
         }
         #expect(throws: HTTPServerError.self) {
-            try HTTPServer(configuration: HTTPServerConfiguration(threadCount: 0), router: Router(), logger: .silent, metrics: MetricsRegistry()).start()
+            try HTTPServer(
+                configuration: HTTPServerConfiguration(threadCount: 0), router: Router(), logger: .silent,
+                metrics: MetricsRegistry()
+            ).start()
         }
     }
 

@@ -96,7 +96,8 @@ import Testing
     @Test func accessLogLineIsJSONWithEveryField() throws {
         let test = try TestServer()
         defer { test.server.shutdown() }
-        _ = try test.client.send("POST", "/echo?secret=not-logged", headers: ["X-Request-Id": "log-1"], body: Array("hello".utf8))
+        _ = try test.client.send(
+            "POST", "/echo?secret=not-logged", headers: ["X-Request-Id": "log-1"], body: Array("hello".utf8))
         let lines = test.log.jsonLines().filter { $0["msg"] as? String == "request" }
         #expect(lines.count == 1)
         let line = try #require(lines.first)

@@ -4,13 +4,14 @@ import Testing
 
 /// Parsing `ISSUERD_LISTEN`-style addresses.
 @Suite struct ListenAddressTests {
-    @Test(arguments: [
-        ("127.0.0.1:8080", "127.0.0.1", 8080, ListenAddress.Family.ipv4),
-        ("0.0.0.0:0", "0.0.0.0", 0, .ipv4),
-        ("[::1]:65535", "::1", 65535, .ipv6),
-        ("[::]:443", "::", 443, .ipv6),
-        ("localhost:9000", "127.0.0.1", 9000, .ipv4),
-    ] as [(String, String, Int, ListenAddress.Family)])
+    @Test(
+        arguments: [
+            ("127.0.0.1:8080", "127.0.0.1", 8080, ListenAddress.Family.ipv4),
+            ("0.0.0.0:0", "0.0.0.0", 0, .ipv4),
+            ("[::1]:65535", "::1", 65535, .ipv6),
+            ("[::]:443", "::", 443, .ipv6),
+            ("localhost:9000", "127.0.0.1", 9000, .ipv4),
+        ] as [(String, String, Int, ListenAddress.Family)])
     func validAddresses(text: String, host: String, port: Int, family: ListenAddress.Family) throws {
         let address = try ListenAddress.parse(text)
         #expect(address.host == host)

@@ -29,8 +29,11 @@ struct TestServer {
         var router = Router()
         Self.addRoutes(to: &router, gate: gate)
         let configuration = HTTPServerConfiguration(
-            listen: try ListenAddress.parse("127.0.0.1:0"), threadCount: threads, bodyLimit: Self.bodyLimit, connectionTimeout: 30)
-        server = HTTPServer(configuration: configuration, router: router, logger: log.logger("issuerd.http", level: .info), metrics: metrics)
+            listen: try ListenAddress.parse("127.0.0.1:0"), threadCount: threads, bodyLimit: Self.bodyLimit,
+            connectionTimeout: 30)
+        server = HTTPServer(
+            configuration: configuration, router: router, logger: log.logger("issuerd.http", level: .info),
+            metrics: metrics)
         try server.start()
         client = HTTPTestClient(port: server.port)
     }
@@ -41,16 +44,22 @@ struct TestServer {
         }
         router.add(.post, "/v1/cards/{cardId}/apple-pay/provision") { request in
             let probe = try request.decodeJSON(ProvisionProbe.self)
-            return try .json(["cardId": request.pathParameters["cardId"] ?? "", "nonce": probe.nonce, "deviceId": probe.device.id])
+            return try .json([
+                "cardId": request.pathParameters["cardId"] ?? "", "nonce": probe.nonce, "deviceId": probe.device.id,
+            ])
         }
         router.add(.post, "/echo") { request in
-            try .json(["bytes": JSONValue.int(request.body.count), "text": .string(String(decoding: request.body, as: UTF8.self))])
+            try .json([
+                "bytes": JSONValue.int(request.body.count),
+                "text": .string(String(decoding: request.body, as: UTF8.self)),
+            ])
         }
         router.add(.get, "/inspect") { request in
             var query: [String: JSONValue] = [:]
             for (name, value) in request.query { query[name] = .string(value) }
             return try .json([
-                "path": JSONValue.string(request.path), "query": .object(query), "requestId": .string(request.requestId),
+                "path": JSONValue.string(request.path), "query": .object(query),
+                "requestId": .string(request.requestId),
                 "remoteAddress": request.remoteAddress.map(JSONValue.string) ?? .null,
             ])
         }

@@ -8,10 +8,12 @@ import Testing
     @Test func textFormatRoundTripsEscapesNullsAndBytes() throws {
         try withTestPool { pool in
             try pool.withConnection { connection in
-                try connection.execute(unsafeSQL: "CREATE TABLE staged (n int, label text, data bytea, flag boolean, at timestamptz)")
+                try connection.execute(
+                    unsafeSQL: "CREATE TABLE staged (n int, label text, data bytea, flag boolean, at timestamptz)")
                 let at = Date(timeIntervalSince1970: 1_700_000_000.25)
                 let labels: [String?] = ["tab\there", "line\nbreak\r", #"back\slash \N"#, nil, "한국어"]
-                let copied = try connection.copyIn(unsafeSQL: "COPY staged (n, label, data, flag, at) FROM STDIN") { writer in
+                let copied = try connection.copyIn(unsafeSQL: "COPY staged (n, label, data, flag, at) FROM STDIN") {
+                    writer in
                     for (index, label) in labels.enumerated() {
                         var row = PostgresCopyText()
                         row.integer(index)
@@ -28,7 +30,9 @@ import Testing
                 #expect(copied == labels.count)
                 let rows = try connection.query("SELECT n, label, data, flag, at FROM staged ORDER BY n")
                 #expect(try rows.map { try $0.decode("label", as: String?.self) } == labels)
-                #expect(try rows.map { try $0.decode("data", as: [UInt8].self) } == labels.indices.map { [0x00, 0x5C, 0xFF, UInt8($0)] })
+                #expect(
+                    try rows.map { try $0.decode("data", as: [UInt8].self) }
+                        == labels.indices.map { [0x00, 0x5C, 0xFF, UInt8($0)] })
                 #expect(try rows.map { try $0.decode("flag", as: Bool.self) } == [true, false, true, false, true])
                 #expect(try rows[0].decode("at", as: Date.self) == at)
                 #expect(try rows[1].decode("at", as: Date?.self) == nil)
@@ -62,7 +66,9 @@ import Testing
                 }
                 #expect(error?.code == .uniqueViolation)
                 let malformed = postgresError {
-                    try connection.copyIn(unsafeSQL: "COPY staged FROM STDIN") { try $0.write(Array("not a number\n".utf8)) }
+                    try connection.copyIn(unsafeSQL: "COPY staged FROM STDIN") {
+                        try $0.write(Array("not a number\n".utf8))
+                    }
                 }
                 #expect(malformed != nil)
                 #expect(try connection.query("SELECT count(*) AS n FROM staged")[0].decode("n", as: Int.self) == 0)
@@ -77,12 +83,15 @@ import Testing
         try withTestPool { pool in
             try pool.withConnection { connection in
                 // Digits in the table's name must not be taken for the line.
-                try connection.execute(unsafeSQL: "CREATE TABLE staged2025 (n int PRIMARY KEY, label text CHECK (label <> 'bad'))")
+                try connection.execute(
+                    unsafeSQL: "CREATE TABLE staged2025 (n int PRIMARY KEY, label text CHECK (label <> 'bad'))")
                 // Past COPY's batches of 1,000 rows, whose index entries are made when a batch is
                 // flushed: the line is still the refused row's own.
                 let rows = (1...2_500).map { "\($0)\tok\n" }.joined() + "17\tok\n"
                 let duplicate = postgresError {
-                    _ = try connection.transaction { try $0.copyIn(unsafeSQL: "COPY staged2025 FROM STDIN") { try $0.write(Array(rows.utf8)) } }
+                    _ = try connection.transaction {
+                        try $0.copyIn(unsafeSQL: "COPY staged2025 FROM STDIN") { try $0.write(Array(rows.utf8)) }
+                    }
                 }
                 #expect(duplicate?.code == .uniqueViolation)
                 #expect(duplicate?.constraint == "staged2025_pkey")
@@ -90,13 +99,17 @@ import Testing
                 // A row refused before it is batched (a CHECK): the context quotes the row, the line is read all the same.
                 let check = postgresError {
                     _ = try connection.transaction {
-                        try $0.copyIn(unsafeSQL: "COPY staged2025 FROM STDIN") { try $0.write(Array("1\tok\n2\tok\n3\tbad\n".utf8)) }
+                        try $0.copyIn(unsafeSQL: "COPY staged2025 FROM STDIN") {
+                            try $0.write(Array("1\tok\n2\tok\n3\tbad\n".utf8))
+                        }
                     }
                 }
                 #expect(check?.code == .checkViolation)
                 #expect(check?.copyLine == 3)
                 // Not a COPY: no line.
-                let other = postgresError { try connection.execute(unsafeSQL: "INSERT INTO staged2025 VALUES (1, 'bad')") }
+                let other = postgresError {
+                    try connection.execute(unsafeSQL: "INSERT INTO staged2025 VALUES (1, 'bad')")
+                }
                 #expect(other?.code == .checkViolation)
                 #expect(other?.copyLine == nil)
             }
@@ -116,7 +129,8 @@ import Testing
     }
 
     @Test func noCopyLineWithoutACopyContext() {
-        #expect(PostgresError(code: .other, message: "m", context: "PL/pgSQL function f() line 3 at RAISE").copyLine == nil)
+        #expect(
+            PostgresError(code: .other, message: "m", context: "PL/pgSQL function f() line 3 at RAISE").copyLine == nil)
         #expect(PostgresError(code: .other, message: "m").copyLine == nil)
     }
 }

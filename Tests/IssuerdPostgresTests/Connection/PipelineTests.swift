@@ -40,8 +40,12 @@ import Testing
                 // first insert is rolled back with the failure, the third never ran.
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
                 // The same statements run again (their prepared forms survived the failure).
-                try connection.pipeline(["INSERT INTO ledger VALUES (\(Int32(1)))", "INSERT INTO ledger VALUES (\(Int32(3)))"])
-                #expect(try connection.query("SELECT n FROM ledger ORDER BY n").map { try $0.decode("n", as: Int32.self) } == [1, 3])
+                try connection.pipeline([
+                    "INSERT INTO ledger VALUES (\(Int32(1)))", "INSERT INTO ledger VALUES (\(Int32(3)))",
+                ])
+                #expect(
+                    try connection.query("SELECT n FROM ledger ORDER BY n").map { try $0.decode("n", as: Int32.self) }
+                        == [1, 3])
             }
         }
     }
@@ -50,14 +54,23 @@ import Testing
         try withTestPool { pool in
             try pool.withConnection { connection in
                 try connection.execute(unsafeSQL: "CREATE TABLE ledger (n int)")
-                let seen = try connection.pipelinedTransaction(opening: ["SELECT count(*) AS n FROM ledger"]) { _, rows in
-                    (value: try rows[0][0].decode("n", as: Int.self), closing: ["INSERT INTO ledger VALUES (\(Int32(5)))"])
+                let seen = try connection.pipelinedTransaction(opening: ["SELECT count(*) AS n FROM ledger"]) {
+                    _, rows in
+                    (
+                        value: try rows[0][0].decode("n", as: Int.self),
+                        closing: ["INSERT INTO ledger VALUES (\(Int32(5)))"]
+                    )
                 }
                 #expect(seen == 0)
                 #expect(try connection.query("SELECT n FROM ledger").map { try $0.decode("n", as: Int32.self) } == [5])
                 // Above READ COMMITTED, BEGIN and COMMIT travel with the halves.
-                let level = try connection.pipelinedTransaction(isolation: .repeatableRead, opening: ["SHOW transaction_isolation"]) { _, rows in
-                    (value: try rows[0][0].decode("transaction_isolation", as: String.self), closing: ["INSERT INTO ledger VALUES (\(Int32(6)))"])
+                let level = try connection.pipelinedTransaction(
+                    isolation: .repeatableRead, opening: ["SHOW transaction_isolation"]
+                ) { _, rows in
+                    (
+                        value: try rows[0][0].decode("transaction_isolation", as: String.self),
+                        closing: ["INSERT INTO ledger VALUES (\(Int32(6)))"]
+                    )
                 }
                 #expect(level == "repeatable read")
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 2)
@@ -70,7 +83,8 @@ import Testing
             try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int PRIMARY KEY)") }
             #expect(throws: Abort.self) {
                 try pool.withConnection { connection in
-                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) { _, _ -> (value: Void, closing: [PostgresQuery]) in
+                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) {
+                        _, _ -> (value: Void, closing: [PostgresQuery]) in
                         throw Abort()
                     }
                 }
@@ -126,14 +140,18 @@ import Testing
             try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int, xid bigint)") }
             try pool.withConnection { connection in
                 let seenInside = try connection.pipelinedTransaction(
-                    opening: ["SELECT pg_advisory_xact_lock(\(Int64(43)))", "INSERT INTO ledger VALUES (\(Int32(1)), txid_current())"]
+                    opening: [
+                        "SELECT pg_advisory_xact_lock(\(Int64(43)))",
+                        "INSERT INTO ledger VALUES (\(Int32(1)), txid_current())",
+                    ]
                 ) { connection, _ in
                     let inside = try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self)
                     // Another session sees nothing yet, and cannot take the lock.
                     let outside = try pool.withConnection { other in
                         (
                             rows: try other.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self),
-                            locked: try other.query("SELECT pg_try_advisory_lock(\(Int64(43))) AS got")[0].decode("got", as: Bool.self)
+                            locked: try other.query("SELECT pg_try_advisory_lock(\(Int64(43))) AS got")[0].decode(
+                                "got", as: Bool.self)
                         )
                     }
                     #expect(outside.rows == 0)
@@ -141,11 +159,15 @@ import Testing
                     return (value: inside, closing: ["INSERT INTO ledger VALUES (\(Int32(2)), txid_current())"])
                 }
                 #expect(seenInside == 1)
-                let rows = try connection.query("SELECT n, xid FROM ledger ORDER BY n").map { (try $0.decode("n", as: Int32.self), try $0.decode("xid", as: Int64.self)) }
+                let rows = try connection.query("SELECT n, xid FROM ledger ORDER BY n").map {
+                    (try $0.decode("n", as: Int32.self), try $0.decode("xid", as: Int64.self))
+                }
                 #expect(rows.map(\.0) == [1, 2])
                 #expect(Set(rows.map(\.1)).count == 1)
                 // The lock ended with the transaction.
-                #expect(try connection.query("SELECT pg_try_advisory_xact_lock(\(Int64(43))) AS got")[0].decode("got", as: Bool.self))
+                #expect(
+                    try connection.query("SELECT pg_try_advisory_xact_lock(\(Int64(43))) AS got")[0].decode(
+                        "got", as: Bool.self))
             }
         }
     }
@@ -157,11 +179,18 @@ import Testing
             try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int PRIMARY KEY)") }
             let error = postgresError {
                 try pool.withConnection { connection in
-                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) { connection, _ in
-                        #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO ledger VALUES (\(Int32(1)))") }
+                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) {
+                        connection, _ in
+                        #expect(throws: PostgresError.self) {
+                            try connection.execute("INSERT INTO ledger VALUES (\(Int32(1)))")
+                        }
                         // Nothing more runs on its own (it would commit outside the transaction and its lock).
-                        #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO ledger VALUES (\(Int32(9)))") }
-                        #expect(throws: PostgresError.self) { try connection.pipeline(["INSERT INTO ledger VALUES (\(Int32(10)))"]) }
+                        #expect(throws: PostgresError.self) {
+                            try connection.execute("INSERT INTO ledger VALUES (\(Int32(9)))")
+                        }
+                        #expect(throws: PostgresError.self) {
+                            try connection.pipeline(["INSERT INTO ledger VALUES (\(Int32(10)))"])
+                        }
                         return (value: (), closing: ["INSERT INTO ledger VALUES (\(Int32(3)))"])
                     }
                 }
@@ -171,7 +200,10 @@ import Testing
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
                 // The connection is usable again, in and out of pipelined transactions.
                 let n = try connection.pipelinedTransaction(opening: ["SELECT count(*) AS n FROM ledger"]) { _, rows in
-                    (value: try rows[0][0].decode("n", as: Int.self), closing: ["INSERT INTO ledger VALUES (\(Int32(4)))"])
+                    (
+                        value: try rows[0][0].decode("n", as: Int.self),
+                        closing: ["INSERT INTO ledger VALUES (\(Int32(4)))"]
+                    )
                 }
                 #expect(n == 0)
                 #expect(try connection.query("SELECT n FROM ledger").map { try $0.decode("n", as: Int32.self) } == [4])
@@ -187,14 +219,18 @@ import Testing
             try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int)") }
             try pool.withConnection { connection throws in
                 #expect(throws: PostgresError.self) {
-                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) { connection, _ in
+                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) {
+                        connection, _ in
                         try connection.pipeline(["INSERT INTO ledger VALUES (\(Int32(2)))"])
                         return (value: (), closing: [])
                     }
                 }
                 #expect(throws: PostgresError.self) {
-                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) { connection, _ in
-                        try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(2)))"]) { _, _ in (value: (), closing: []) }
+                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))"]) {
+                        connection, _ in
+                        try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(2)))"]) {
+                            _, _ in (value: (), closing: [])
+                        }
                         return (value: (), closing: [])
                     }
                 }
@@ -203,15 +239,20 @@ import Testing
                 try connection.transaction { connection in
                     try connection.execute("INSERT INTO ledger VALUES (\(Int32(3)))")
                     #expect(throws: PostgresError.self) {
-                        try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(4)))"]) { _, _ -> (value: Void, closing: [PostgresQuery]) in
+                        try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(4)))"]) {
+                            _, _ -> (value: Void, closing: [PostgresQuery]) in
                             throw PostgresError(code: .other, message: "the body fails")
                         }
                     }
                 }
-                #expect(try connection.query("SELECT string_agg(n::text, ',') AS n FROM ledger")[0].decode("n", as: String?.self) == "3")
+                #expect(
+                    try connection.query("SELECT string_agg(n::text, ',') AS n FROM ledger")[0].decode(
+                        "n", as: String?.self) == "3")
                 try connection.execute("DELETE FROM ledger")
                 // Sessions run READ COMMITTED whatever the server's default (the implicit transaction takes it).
-                #expect(try connection.query("SHOW default_transaction_isolation")[0].decode("default_transaction_isolation", as: String.self) == "read committed")
+                #expect(
+                    try connection.query("SHOW default_transaction_isolation")[0].decode(
+                        "default_transaction_isolation", as: String.self) == "read committed")
             }
             #expect(pool.statistics.idle == 1)
         }
@@ -224,7 +265,9 @@ import Testing
             try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE ledger (n int PRIMARY KEY)") }
             let error = postgresError {
                 try pool.withConnection { connection in
-                    try connection.pipelinedTransaction(opening: ["INSERT INTO ledger VALUES (\(Int32(1)))", "SELECT 1 / \(Int32(0)) AS boom"]) { _, _ in
+                    try connection.pipelinedTransaction(opening: [
+                        "INSERT INTO ledger VALUES (\(Int32(1)))", "SELECT 1 / \(Int32(0)) AS boom",
+                    ]) { _, _ in
                         (value: (), closing: ["INSERT INTO ledger VALUES (\(Int32(2)))"])
                     }
                 }
@@ -234,7 +277,10 @@ import Testing
             let first = postgresError {
                 try pool.withConnection { connection in
                     try connection.pipelinedTransaction(
-                        opening: ["SELECT 1 / \(Int32(0)) AS boom", "INSERT INTO ledger VALUES (\(Int32(5)))", "SELECT \(Int32(1)) AS one"]
+                        opening: [
+                            "SELECT 1 / \(Int32(0)) AS boom", "INSERT INTO ledger VALUES (\(Int32(5)))",
+                            "SELECT \(Int32(1)) AS one",
+                        ]
                     ) { _, _ in (value: (), closing: ["INSERT INTO ledger VALUES (\(Int32(6)))"]) }
                 }
             }
@@ -243,11 +289,18 @@ import Testing
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
                 for n in Int32(10)..<Int32(14) {
                     try connection.pipelinedTransaction(opening: ["SELECT \(n) AS n"]) { _, _ in
-                        (value: (), closing: ["INSERT INTO ledger VALUES (\(n))", "INSERT INTO ledger VALUES (\(n + 100))"])
+                        (
+                            value: (),
+                            closing: ["INSERT INTO ledger VALUES (\(n))", "INSERT INTO ledger VALUES (\(n + 100))"]
+                        )
                     }
                 }
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 8)
-                #expect(try connection.query("SELECT count(*) AS n FROM pg_prepared_statements WHERE statement LIKE 'INSERT INTO ledger%'")[0].decode("n", as: Int.self) == 1)
+                #expect(
+                    try connection.query(
+                        "SELECT count(*) AS n FROM pg_prepared_statements WHERE statement LIKE 'INSERT INTO ledger%'")[
+                            0
+                        ].decode("n", as: Int.self) == 1)
             }
             #expect(pool.statistics.idle == 1)
         }

@@ -9,7 +9,8 @@ import Testing
         #expect(uri["password"] == "s3cr'et")
         #expect(!uri.description.contains("s3cr"))
         #expect(uri.description.contains("password='****'"))
-        #expect(!"\(PostgresPoolConfiguration(connectionString: "postgresql://u:topsecret@h/db"))".contains("topsecret"))
+        #expect(
+            !"\(PostgresPoolConfiguration(connectionString: "postgresql://u:topsecret@h/db"))".contains("topsecret"))
 
         let moved = uri.setting("dbname", to: "other db")
         let reparsed = try PostgresConnectionString(moved.unsafeConnectionString)

@@ -19,7 +19,9 @@ import Testing
                 try connection.execute(unsafeSQL: Self.schema)
                 let pan = "4111111111111111"
                 try connection.execute("INSERT INTO cards (id, pan) VALUES (\(1), \(pan))")
-                let error = postgresError { try connection.execute("INSERT INTO cards (id, pan) VALUES (\(2), \(pan))") }
+                let error = postgresError {
+                    try connection.execute("INSERT INTO cards (id, pan) VALUES (\(2), \(pan))")
+                }
                 #expect(error?.code == .uniqueViolation)
                 #expect(error?.sqlState == "23505")
                 #expect(error?.constraint == "cards_pan_key")
@@ -32,7 +34,10 @@ import Testing
     }
 
     @Test(arguments: [
-        ("INSERT INTO cards (id, pan, issuer_id) VALUES (1, 'x', 99)", PostgresError.Code.foreignKeyViolation, "cards_issuer_fk"),
+        (
+            "INSERT INTO cards (id, pan, issuer_id) VALUES (1, 'x', 99)", PostgresError.Code.foreignKeyViolation,
+            "cards_issuer_fk"
+        ),
         ("INSERT INTO cards (id, pan, tries) VALUES (1, 'x', -1)", .checkViolation, "cards_tries_check"),
         ("INSERT INTO cards (id, pan) VALUES (1, NULL)", .notNullViolation, ""),
         ("SELEC 1", .syntax, ""),
@@ -76,8 +81,10 @@ import Testing
         }
     }
 
-    @Test(arguments: [("23505", "uniqueViolation"), ("40001", "serializationFailure"), ("40P01", "deadlockDetected"),
-                      ("57P01", "unavailable"), ("08006", "unavailable"), ("42703", "syntax"), ("XX000", "other")])
+    @Test(arguments: [
+        ("23505", "uniqueViolation"), ("40001", "serializationFailure"), ("40P01", "deadlockDetected"),
+        ("57P01", "unavailable"), ("08006", "unavailable"), ("42703", "syntax"), ("XX000", "other"),
+    ])
     func codeMapping(sqlState: String, name: String) {
         #expect(PostgresError.code(forSQLState: sqlState).name == name)
     }

@@ -19,7 +19,9 @@ import Testing
                 try connection.execute("INSERT INTO ledger VALUES (\(Int32(2)))")
             }
             #expect(committed == 1)
-            let values = try pool.withConnection { try $0.query("SELECT n FROM ledger").map { try $0.decode("n", as: Int32.self) } }
+            let values = try pool.withConnection {
+                try $0.query("SELECT n FROM ledger").map { try $0.decode("n", as: Int32.self) }
+            }
             #expect(values == [2])
         }
     }
@@ -34,7 +36,9 @@ import Testing
                 }
             }
             #expect(error?.message.contains("rolled back") == true)
-            let count = try pool.withConnection { try $0.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) }
+            let count = try pool.withConnection {
+                try $0.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self)
+            }
             #expect(count == 0)
         }
     }
@@ -45,7 +49,9 @@ import Testing
                 try connection.execute(unsafeSQL: "CREATE TABLE ledger (n int)")
                 try connection.execute(unsafeSQL: "BEGIN; INSERT INTO ledger VALUES (1)")
             }
-            let count = try pool.withConnection { try $0.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) }
+            let count = try pool.withConnection {
+                try $0.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self)
+            }
             #expect(count == 0)
             #expect(pool.statistics.idle == 1)
         }
@@ -57,7 +63,10 @@ import Testing
     @Test func serializationFailureIsRetried() throws {
         try withTestPool(size: 2) { pool in
             try pool.withConnection { connection in
-                try connection.execute(unsafeSQL: "CREATE TABLE dots (id int PRIMARY KEY, colour text NOT NULL); INSERT INTO dots VALUES (1, 'white'), (2, 'black')")
+                try connection.execute(
+                    unsafeSQL:
+                        "CREATE TABLE dots (id int PRIMARY KEY, colour text NOT NULL); INSERT INTO dots VALUES (1, 'white'), (2, 'black')"
+                )
             }
             let attempts = Mutex(0)
             let flipped = try pool.transaction(isolation: .serializable) { connection in
@@ -76,7 +85,9 @@ import Testing
             }
             #expect(attempts.withLock { $0 } == 2)
             #expect(flipped == 2)
-            let colours = try pool.withConnection { try $0.query("SELECT DISTINCT colour FROM dots").map { try $0.decode("colour", as: String.self) } }
+            let colours = try pool.withConnection {
+                try $0.query("SELECT DISTINCT colour FROM dots").map { try $0.decode("colour", as: String.self) }
+            }
             #expect(colours == ["black"])
         }
     }
@@ -84,7 +95,8 @@ import Testing
     @Test func serializationFailureSurfacesWhenAttemptsRunOut() throws {
         try withTestPool(size: 2) { pool in
             try pool.withConnection { connection in
-                try connection.execute(unsafeSQL: "CREATE TABLE counter (id int PRIMARY KEY, n int); INSERT INTO counter VALUES (1, 0)")
+                try connection.execute(
+                    unsafeSQL: "CREATE TABLE counter (id int PRIMARY KEY, n int); INSERT INTO counter VALUES (1, 0)")
             }
             let error = postgresError {
                 try pool.transaction(isolation: .repeatableRead, maxAttempts: 1) { connection in

@@ -6,7 +6,8 @@ import Testing
 @Suite struct MigratorTests {
     /// A temporary migrations folder holding `files`.
     final class Folder: Sendable {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("issuerd-migrations-\(UUID().uuidString)")
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+            "issuerd-migrations-\(UUID().uuidString)")
 
         init(_ files: [String: String]) throws {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -23,7 +24,8 @@ import Testing
     // Deliberately not idempotent (no IF NOT EXISTS): running one twice would fail.
     static let files = [
         "0001_cards.sql": "CREATE TABLE cards (id int8 PRIMARY KEY, label text NOT NULL);",
-        "0002_events.sql": "CREATE TABLE events (id int8 PRIMARY KEY, card_id int8 REFERENCES cards (id));\nINSERT INTO cards VALUES (1, '한글 첫 카드');",
+        "0002_events.sql":
+            "CREATE TABLE events (id int8 PRIMARY KEY, card_id int8 REFERENCES cards (id));\nINSERT INTO cards VALUES (1, '한글 첫 카드');",
         "0010_index.sql": "CREATE INDEX events_card ON events (card_id);",
         "README.md": "not a migration",
     ]
@@ -40,7 +42,9 @@ import Testing
 
             try folder.write("0011_more.sql", "ALTER TABLE cards ADD COLUMN tries int4 NOT NULL DEFAULT 0;")
             #expect(try migrator.migrate(using: pool).map(\.version) == [11])
-            let label = try pool.withConnection { try $0.query("SELECT label FROM cards WHERE id = 1")[0].decode("label", as: String.self) }
+            let label = try pool.withConnection {
+                try $0.query("SELECT label FROM cards WHERE id = 1")[0].decode("label", as: String.self)
+            }
             #expect(label == "한글 첫 카드")
             let states = try migrator.status(using: pool).map(\.state)
             #expect(states.count == 4)
@@ -69,7 +73,9 @@ import Testing
             #expect(error?.message.contains("0002_events.sql") == true)
             #expect(error?.message.contains("changed") == true)
             // Nothing new was applied after the refusal.
-            let exists = try pool.withConnection { try $0.query("SELECT to_regclass('never_applied') IS NOT NULL AS e")[0].decode("e", as: Bool.self) }
+            let exists = try pool.withConnection {
+                try $0.query("SELECT to_regclass('never_applied') IS NOT NULL AS e")[0].decode("e", as: Bool.self)
+            }
             #expect(!exists)
             let state = try migrator.status(using: pool).first { $0.version == 2 }?.state
             #expect(state == .changed)
@@ -91,7 +97,9 @@ import Testing
     }
 
     @Test func failingMigrationRollsBackAndNamesTheFile() throws {
-        let folder = try Folder(["0001_ok.sql": "CREATE TABLE a (id int);", "0002_bad.sql": "CREATE TABLE b (id int); SELEC broken;"])
+        let folder = try Folder([
+            "0001_ok.sql": "CREATE TABLE a (id int);", "0002_bad.sql": "CREATE TABLE b (id int); SELEC broken;",
+        ])
         try withTestPool { pool in
             let migrator = Migrator(directory: folder.url, logger: .silent)
             let error = postgresError { try migrator.migrate(using: pool) }

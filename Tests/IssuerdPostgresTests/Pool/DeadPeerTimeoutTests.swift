@@ -9,8 +9,10 @@ import Testing
     @Test func aDeadPeerTimeoutSetsFastKeepalivesAndTheTCPUserTimeout() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
-        let pool = PostgresPool(configuration: PostgresPoolConfiguration(
-            connectionString: database.connectionString, size: 1, deadPeerTimeout: .milliseconds(3_500)), logger: .silent)
+        let pool = PostgresPool(
+            configuration: PostgresPoolConfiguration(
+                connectionString: database.connectionString, size: 1, deadPeerTimeout: .milliseconds(3_500)),
+            logger: .silent)
         defer { pool.close() }
         try pool.withConnection { connection in
             #expect(connection.connectionOption("tcp_user_timeout") == "3500")
@@ -34,14 +36,18 @@ import Testing
         }
         // Over the tests' Unix socket the values read 0; that the session set them shows in `source`.
         let serving = try PostgresConnection(connectionString: database.connectionString, deadPeerTimeout: .seconds(3))
-        #expect(try sources(serving) == [
-            "tcp_keepalives_count=session", "tcp_keepalives_idle=session", "tcp_keepalives_interval=session", "tcp_user_timeout=session",
-        ])
+        #expect(
+            try sources(serving) == [
+                "tcp_keepalives_count=session", "tcp_keepalives_idle=session", "tcp_keepalives_interval=session",
+                "tcp_user_timeout=session",
+            ])
         let command = try PostgresConnection(connectionString: database.connectionString)
         #expect(try sources(command).allSatisfy { !$0.hasSuffix("=session") })
     }
 
-    @Test("Over TCP the session's server-side values are the ones promised: keepalives 1/1/3 s, tcp_user_timeout the dead-peer timeout (at least 10 s)")
+    @Test(
+        "Over TCP the session's server-side values are the ones promised: keepalives 1/1/3 s, tcp_user_timeout the dead-peer timeout (at least 10 s)"
+    )
     func theServersValuesOverTCP() throws {
         let server = try DisposablePostgresServer(loopbackTCP: true)
         defer { server.destroy() }
@@ -55,9 +61,11 @@ import Testing
             ).map { try $0.decode("s", as: String.self) }
         }
         let serving = try PostgresConnection(connectionString: tcp, deadPeerTimeout: .seconds(3))
-        #expect(try values(serving) == [
-            "tcp_keepalives_count=3", "tcp_keepalives_idle=1", "tcp_keepalives_interval=1", "tcp_user_timeout=10000",
-        ])
+        #expect(
+            try values(serving) == [
+                "tcp_keepalives_count=3", "tcp_keepalives_idle=1", "tcp_keepalives_interval=1",
+                "tcp_user_timeout=10000",
+            ])
         let longer = try PostgresConnection(connectionString: tcp, deadPeerTimeout: .seconds(25))
         #expect(try values(longer).last == "tcp_user_timeout=25000")
         // A command's session keeps the server's defaults: the kernel's keepalives, no user timeout.
@@ -78,8 +86,10 @@ import Testing
     @Test func theConnectionStringsOwnValuesWin() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
-        let own = try PostgresConnectionString(database.connectionString).setting("tcp_user_timeout", to: "9000").setting("keepalives_idle", to: "7")
-        let connection = try PostgresConnection(connectionString: own.unsafeConnectionString, deadPeerTimeout: .seconds(3))
+        let own = try PostgresConnectionString(database.connectionString).setting("tcp_user_timeout", to: "9000")
+            .setting("keepalives_idle", to: "7")
+        let connection = try PostgresConnection(
+            connectionString: own.unsafeConnectionString, deadPeerTimeout: .seconds(3))
         #expect(connection.connectionOption("tcp_user_timeout") == "9000")
         #expect(connection.connectionOption("keepalives_idle") == "7")
         #expect(connection.connectionOption("keepalives_interval") == "1")

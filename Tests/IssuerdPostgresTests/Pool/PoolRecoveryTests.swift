@@ -9,7 +9,8 @@ import Testing
         let server = try DisposablePostgresServer()
         defer { server.destroy() }
         let pool = PostgresPool(
-            configuration: PostgresPoolConfiguration(connectionString: server.connectionString, size: 2, acquireTimeout: .seconds(5)),
+            configuration: PostgresPoolConfiguration(
+                connectionString: server.connectionString, size: 2, acquireTimeout: .seconds(5)),
             logger: .silent)
         defer { pool.close() }
 
@@ -39,7 +40,8 @@ import Testing
         let server = try DisposablePostgresServer()
         defer { server.destroy() }
         let pool = PostgresPool(
-            configuration: PostgresPoolConfiguration(connectionString: server.connectionString, size: 1), logger: .silent)
+            configuration: PostgresPoolConfiguration(connectionString: server.connectionString, size: 1),
+            logger: .silent)
         defer { pool.close() }
         let error = postgresError {
             try pool.transaction { connection in

@@ -1,5 +1,6 @@
-@testable import IssuerdPostgres
 import Testing
+
+@testable import IssuerdPostgres
 
 @Suite struct PoolStateTests {
     @Test func opensUpToCapacityThenWaits() {

@@ -1,7 +1,8 @@
 import Foundation
-@testable import IssuerdPostgres
 import Synchronization
 import Testing
+
+@testable import IssuerdPostgres
 
 @Suite struct PostgresPoolTests {
     @Test func exhaustedPoolTimesOutCleanlyAndKeepsWorking() throws {
@@ -36,7 +37,9 @@ import Testing
                 // Return the connection only once the other thread is provably blocked waiting.
                 while pool.waitingCount == 0 { Thread.sleep(forTimeInterval: 0.005) }
             }
-            while waiterPID.withLock({ $0 }) == 0 && waiterError.withLock({ $0 }) == nil { Thread.sleep(forTimeInterval: 0.005) }
+            while waiterPID.withLock({ $0 }) == 0 && waiterError.withLock({ $0 }) == nil {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
             #expect(waiterError.withLock { $0 } == nil)
             #expect(waiterPID.withLock { $0 } == holderPID.withLock { $0 })
         }
@@ -61,7 +64,9 @@ import Testing
             }
             #expect(failures.withLock { $0 } == 0)
             #expect(peak.withLock { $0 } <= 3)
-            let count = try pool.withConnection { try $0.query("SELECT count(*) AS n FROM hits")[0].decode("n", as: Int.self) }
+            let count = try pool.withConnection {
+                try $0.query("SELECT count(*) AS n FROM hits")[0].decode("n", as: Int.self)
+            }
             #expect(count == 8 * 15)
             #expect(pool.statistics.inUse == 0)
             #expect(pool.statistics.idle <= 3)
@@ -109,7 +114,8 @@ import Testing
 
     @Test func unreachableServerFailsFastWithUnavailable() {
         let pool = PostgresPool(
-            configuration: PostgresPoolConfiguration(connectionString: "host=/nonexistent-socket-dir port=1 user=nobody dbname=nothing", size: 1),
+            configuration: PostgresPoolConfiguration(
+                connectionString: "host=/nonexistent-socket-dir port=1 user=nobody dbname=nothing", size: 1),
             logger: .silent)
         let error = postgresError { try pool.ping() }
         #expect(error?.code == .unavailable)

@@ -25,7 +25,12 @@ import Testing
             try writer.execute("INSERT INTO shared_snapshot_rows SELECT generate_series(6, 9)")
             return try pool.withSharedSnapshot(of: connection, extra: 2) { connections in
                 #expect(connections.count == 3)
-                #expect(Set(try connections.map { try $0.query("SELECT pg_backend_pid() AS p").first!.decode("p", as: Int32.self) }).count == 3)
+                #expect(
+                    Set(
+                        try connections.map {
+                            try $0.query("SELECT pg_backend_pid() AS p").first!.decode("p", as: Int32.self)
+                        }
+                    ).count == 3)
                 return try connections.map(Self.count)
             }
         }
@@ -36,7 +41,9 @@ import Testing
         // The extra connections went back to the pool with no transaction open.
         #expect(pool.statistics.inUse == 0)
         try pool.withConnection { connection in
-            let status = try connection.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'")
+            let status = try connection.query(
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
+            )
             #expect(try status.first?.decode("n", as: Int32.self) == 0)
         }
     }
@@ -98,7 +105,8 @@ import Testing
         #expect(pool.statistics.inUse == 0)
         try pool.withConnection { connection in
             let open = try connection.query(
-                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'")
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
+            )
             #expect(try open.first?.decode("n", as: Int32.self) == 0)
         }
     }
@@ -112,7 +120,9 @@ import Testing
         try pool.transaction(isolation: .repeatableRead) { connection in
             try pool.withSharedSnapshot(of: connection, extra: 1) { connections in
                 #expect(connections.count == 2)
-                #expect(throws: PostgresError.self) { try connections[1].execute("INSERT INTO shared_snapshot_rows VALUES (1)") }
+                #expect(throws: PostgresError.self) {
+                    try connections[1].execute("INSERT INTO shared_snapshot_rows VALUES (1)")
+                }
             }
         }
     }

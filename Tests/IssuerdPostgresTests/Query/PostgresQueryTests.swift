@@ -56,7 +56,8 @@ import Testing
     @Test func multiStatementScriptRunsEveryStatement() throws {
         try withTestPool { pool in
             try pool.withConnection { connection in
-                try connection.execute(unsafeSQL: "CREATE TABLE a (x int); INSERT INTO a VALUES (1), (2); INSERT INTO a VALUES (3)")
+                try connection.execute(
+                    unsafeSQL: "CREATE TABLE a (x int); INSERT INTO a VALUES (1), (2); INSERT INTO a VALUES (3)")
                 let rows = try connection.query("SELECT sum(x)::int8 AS total FROM a")
                 #expect(try rows[0].decode("total", as: Int.self) == 6)
                 #expect(rows.affectedRows == 1)

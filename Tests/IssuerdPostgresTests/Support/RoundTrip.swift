@@ -5,9 +5,14 @@ import IssuerdPostgres
 func roundTrip<T: PostgresEncodable & PostgresDecodable>(
     _ values: [T], as sqlType: String, on connection: PostgresConnection
 ) throws -> [T] {
-    try connection.execute(unsafeSQL: "DROP TABLE IF EXISTS round_trip; CREATE TEMP TABLE round_trip (position int PRIMARY KEY, value \(sqlType))")
+    try connection.execute(
+        unsafeSQL:
+            "DROP TABLE IF EXISTS round_trip; CREATE TEMP TABLE round_trip (position int PRIMARY KEY, value \(sqlType))"
+    )
     for (position, value) in values.enumerated() {
         try connection.execute("INSERT INTO round_trip (position, value) VALUES (\(Int32(position)), \(value))")
     }
-    return try connection.query("SELECT value FROM round_trip ORDER BY position").map { try $0.decode("value", as: T.self) }
+    return try connection.query("SELECT value FROM round_trip ORDER BY position").map {
+        try $0.decode("value", as: T.self)
+    }
 }

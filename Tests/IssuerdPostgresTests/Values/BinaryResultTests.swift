@@ -31,9 +31,12 @@ import Testing
                 for (t, b) in zip(text, binary) {
                     #expect(try t.decode(0, as: String?.self) == b.decode(0, as: String?.self))
                     #expect(try t.decode(0, as: UUID?.self) == b.decode(0, as: UUID?.self))
-                    let textTime = try t.decode(1, as: Date?.self), binaryTime = try b.decode(1, as: Date?.self)
+                    let textTime = try t.decode(1, as: Date?.self)
+                    let binaryTime = try b.decode(1, as: Date?.self)
                     #expect(textTime == binaryTime, "\(String(describing: textTime)) \(String(describing: binaryTime))")
-                    #expect(textTime.map { $0.timeIntervalSinceReferenceDate.bitPattern } == binaryTime.map { $0.timeIntervalSinceReferenceDate.bitPattern })
+                    #expect(
+                        textTime.map { $0.timeIntervalSinceReferenceDate.bitPattern }
+                            == binaryTime.map { $0.timeIntervalSinceReferenceDate.bitPattern })
                     for column in 2...4 {
                         #expect(try t.decode(column, as: Int64?.self) == b.decode(column, as: Int64?.self), "\(column)")
                         #expect(try t.decode(column, as: Int?.self) == b.decode(column, as: Int?.self), "\(column)")
@@ -42,8 +45,11 @@ import Testing
                     #expect(try t.decode(3, as: Int32?.self) == b.decode(3, as: Int32?.self))
                     #expect(try t.decode(5, as: Bool?.self) == b.decode(5, as: Bool?.self))
                     for column in [6, 7, 9, 10] {
-                        #expect(try t.decode(column, as: String?.self) == b.decode(column, as: String?.self), "\(column)")
-                        #expect(try t.withBytes(column) { $0.map(Array.init) } == b.withBytes(column) { $0.map(Array.init) }, "\(column): the same bytes")
+                        #expect(
+                            try t.decode(column, as: String?.self) == b.decode(column, as: String?.self), "\(column)")
+                        #expect(
+                            try t.withBytes(column) { $0.map(Array.init) }
+                                == b.withBytes(column) { $0.map(Array.init) }, "\(column): the same bytes")
                     }
                     #expect(try t.decode(8, as: String?.self) == b.decode(8, as: String?.self))
                 }
@@ -51,7 +57,8 @@ import Testing
                 let wide = try connection.queryBinary("SELECT 2147483648::int8 AS n")[0]
                 #expect(throws: PostgresError.self) { try wide.decode(0, as: Int32.self) }
                 // A type with no binary reading (numeric, float8, bytea, arrays) is refused, not misread.
-                let others = try connection.queryBinary("SELECT 1.5::numeric AS a, 2.5::float8 AS b, '\\x00'::bytea AS c, ARRAY['a']::text[] AS d")[0]
+                let others = try connection.queryBinary(
+                    "SELECT 1.5::numeric AS a, 2.5::float8 AS b, '\\x00'::bytea AS c, ARRAY['a']::text[] AS d")[0]
                 #expect(throws: PostgresError.self) { try others.decode(0, as: Double.self) }
                 #expect(throws: PostgresError.self) { try others.decode(1, as: Double.self) }
                 #expect(throws: PostgresError.self) { try others.decode(2, as: String.self) }
@@ -65,7 +72,9 @@ import Testing
         try withTestPool(size: 1) { pool in
             try pool.withConnection { connection in
                 try connection.transaction { connection in
-                    try connection.execute("DECLARE c NO SCROLL CURSOR FOR SELECT gen_random_uuid() AS id, now() - n * interval '1 second' AS at FROM generate_series(1, 2500) n")
+                    try connection.execute(
+                        "DECLARE c NO SCROLL CURSOR FOR SELECT gen_random_uuid() AS id, now() - n * interval '1 second' AS at FROM generate_series(1, 2500) n"
+                    )
                     var rows = 0
                     while true {
                         let page = try connection.queryBinary("FETCH FORWARD 1000 FROM c")

@@ -23,7 +23,9 @@ import Testing
     @Test func nullIntoNonOptionalNamesTheColumn() throws {
         try withTestPool { pool in
             let error = postgresError {
-                try pool.withConnection { _ = try $0.query("SELECT NULL::int8 AS risk_score")[0].decode("risk_score", as: Int.self) }
+                try pool.withConnection {
+                    _ = try $0.query("SELECT NULL::int8 AS risk_score")[0].decode("risk_score", as: Int.self)
+                }
             }
             #expect(error?.code == .decoding)
             #expect(error?.message.contains("\"risk_score\" is NULL") == true)
@@ -34,7 +36,9 @@ import Testing
     func typeMismatchNamesTheColumnAndTypesNotTheValue(sql: String) throws {
         try withTestPool { pool in
             let error = postgresError {
-                try pool.withConnection { _ = try $0.query(PostgresQuery(unsafeSQL: sql))[0].decode("word", as: Int.self) }
+                try pool.withConnection {
+                    _ = try $0.query(PostgresQuery(unsafeSQL: sql))[0].decode("word", as: Int.self)
+                }
             }
             #expect(error?.code == .decoding)
             #expect(error?.message.contains("\"word\"") == true)

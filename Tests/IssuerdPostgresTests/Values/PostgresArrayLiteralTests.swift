@@ -1,5 +1,6 @@
-@testable import IssuerdPostgres
 import Testing
+
+@testable import IssuerdPostgres
 
 @Suite struct PostgresArrayLiteralTests {
     @Test(arguments: [

@@ -1,6 +1,7 @@
 import Foundation
-@testable import IssuerdPostgres
 import Testing
+
+@testable import IssuerdPostgres
 
 @Suite struct PostgresTimestampParsingTests {
     @Test(arguments: [
@@ -26,7 +27,9 @@ import Testing
 
     @Test func bytesDecodeInfinityAndRefuseOtherTypes() throws {
         func decode(_ text: String, _ type: PostgresDataType) throws(PostgresDecodingFailure) -> Date {
-            try Array(text.utf8).withUnsafeBufferPointer { bytes throws(PostgresDecodingFailure) in try Date(postgresBytes: bytes, dataType: type) }
+            try Array(text.utf8).withUnsafeBufferPointer { bytes throws(PostgresDecodingFailure) in
+                try Date(postgresBytes: bytes, dataType: type)
+            }
         }
         #expect(try decode("infinity", .timestamptz) == .distantFuture)
         #expect(try decode("-infinity", .timestamp) == .distantPast)
@@ -34,20 +37,29 @@ import Testing
         #expect(throws: PostgresDecodingFailure.self) { try decode("infinityx", .timestamptz) }
     }
 
-    @Test(arguments: ["", "2024-3-5 12:00:00+00", "2024-13-01 00:00:00+00", "2024-01-01 00:00:00+0", "2024-01-01 00:00:00.+00",
-                      "2024-01-01 00:00:00+00 junk", "99999999-01-01 00:00:00+00", "2024-01-01"])
+    @Test(arguments: [
+        "", "2024-3-5 12:00:00+00", "2024-13-01 00:00:00+00", "2024-01-01 00:00:00+0", "2024-01-01 00:00:00.+00",
+        "2024-01-01 00:00:00+00 junk", "99999999-01-01 00:00:00+00", "2024-01-01",
+    ])
     func rejectsMalformedText(text: String) {
         #expect(throws: PostgresDecodingFailure.self) { try PostgresTimestamp.parse(text) }
     }
 
     @Test func formatsUTCWithMicroseconds() {
-        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 1_709_642_096.789012)) == "2024-03-05 12:34:56.789012+00")
+        #expect(
+            PostgresTimestamp.format(Date(timeIntervalSince1970: 1_709_642_096.789012))
+                == "2024-03-05 12:34:56.789012+00")
         #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -0.5)) == "1969-12-31 23:59:59.500000+00")
-        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -62_167_219_200)) == "0001-01-01 00:00:00.000000+00 BC")
+        #expect(
+            PostgresTimestamp.format(Date(timeIntervalSince1970: -62_167_219_200)) == "0001-01-01 00:00:00.000000+00 BC"
+        )
         #expect(PostgresTimestamp.format(Date(timeIntervalSinceReferenceDate: 1e300)) == "infinity")
         #expect(PostgresTimestamp.format(Date(timeIntervalSinceReferenceDate: -.infinity)) == "-infinity")
-        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 327_403_382_400)) == "12345-01-01 00:00:00.000000+00")
-        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -62_167_219_200.5)) == "0002-12-31 23:59:59.500000+00 BC")
+        #expect(
+            PostgresTimestamp.format(Date(timeIntervalSince1970: 327_403_382_400)) == "12345-01-01 00:00:00.000000+00")
+        #expect(
+            PostgresTimestamp.format(Date(timeIntervalSince1970: -62_167_219_200.5))
+                == "0002-12-31 23:59:59.500000+00 BC")
     }
 
     @Test func formattedTextParsesBackToTheSameMicrosecond() throws {
@@ -58,7 +70,9 @@ import Testing
             let date = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
             let text = PostgresTimestamp.format(date)
             let parsed = try PostgresTimestamp.parse(text)
-            #expect(abs(parsed.timeIntervalSince1970 - date.timeIntervalSince1970) <= 1e-6 * max(1, abs(date.timeIntervalSince1970) / 1e9), "\(text)")
+            #expect(
+                abs(parsed.timeIntervalSince1970 - date.timeIntervalSince1970) <= 1e-6
+                    * max(1, abs(date.timeIntervalSince1970) / 1e9), "\(text)")
         }
     }
 }

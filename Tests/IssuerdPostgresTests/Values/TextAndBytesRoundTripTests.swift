@@ -23,11 +23,14 @@ import Testing
     @Test func byteaKeepsZeroBytesAndHighBytes() throws {
         try withTestPool { pool in
             try pool.withConnection { connection in
-                let blobs: [[UInt8]] = [[], [0], [0, 0, 1, 0, 255, 0], Array(0...255), [UInt8](repeating: 0, count: 70_000)]
+                let blobs: [[UInt8]] = [
+                    [], [0], [0, 0, 1, 0, 255, 0], Array(0...255), [UInt8](repeating: 0, count: 70_000),
+                ]
                 #expect(try roundTrip(blobs, as: "bytea", on: connection) == blobs)
                 let datas = blobs.map { Data($0) }
                 #expect(try roundTrip(datas, as: "bytea", on: connection) == datas)
-                let server = try connection.query("SELECT length(\([UInt8]([0, 0, 7, 0]))) AS n, \(Data([0xde, 0xad])) = '\\xdead'::bytea AS same")
+                let server = try connection.query(
+                    "SELECT length(\([UInt8]([0, 0, 7, 0]))) AS n, \(Data([0xde, 0xad])) = '\\xdead'::bytea AS same")
                 #expect(try server[0].decode("n", as: Int.self) == 4)
                 #expect(try server[0].decode("same", as: Bool.self))
             }
@@ -39,11 +42,13 @@ import Testing
             try pool.withConnection { connection in
                 let arrays: [[String]] = [[], ["a"], Self.strings, ["", "", "x"], ["NULL", "null", " spaced "]]
                 #expect(try roundTrip(arrays, as: "text[]", on: connection) == arrays)
-                let count = try connection.query("SELECT cardinality(\(["a,b", "c"])) AS n")[0].decode("n", as: Int.self)
+                let count = try connection.query("SELECT cardinality(\(["a,b", "c"])) AS n")[0].decode(
+                    "n", as: Int.self)
                 #expect(count == 2)
                 // Server-written literals: unquoted, quoted, a non-default lower bound.
                 let rows = try connection.query(
-                    "SELECT ARRAY['x', 'y z', 'a\"b']::text[] AS plain, '[0:1]={p,q}'::text[] AS shifted, ARRAY['a', NULL]::text[] AS holed")
+                    "SELECT ARRAY['x', 'y z', 'a\"b']::text[] AS plain, '[0:1]={p,q}'::text[] AS shifted, ARRAY['a', NULL]::text[] AS holed"
+                )
                 #expect(try rows[0].decode("plain", as: [String].self) == ["x", "y z", "a\"b"])
                 #expect(try rows[0].decode("shifted", as: [String].self) == ["p", "q"])
                 #expect(postgresError { _ = try rows[0].decode("holed", as: [String].self) }?.code == .decoding)
@@ -60,13 +65,18 @@ import Testing
         try withTestPool { pool in
             try pool.withConnection { connection in
                 let device = Device(name: "iPhone 한국", score: 7, tags: ["a/b", "\"q\""])
-                let values = [try PostgresJSON(encoding: device), PostgresJSON(rawJSON: #"{"b": [1, 2, {"c": null}], "a": "é"}"#)]
+                let values = [
+                    try PostgresJSON(encoding: device), PostgresJSON(rawJSON: #"{"b": [1, 2, {"c": null}], "a": "é"}"#),
+                ]
                 let back = try roundTrip(values, as: "jsonb", on: connection)
                 #expect(try back[0].decode(Device.self) == device)
-                let server = try connection.query("SELECT \(values[1]) -> 'b' -> 2 ->> 'c' IS NULL AS is_null, \(values[0]) ->> 'score' AS score")
+                let server = try connection.query(
+                    "SELECT \(values[1]) -> 'b' -> 2 ->> 'c' IS NULL AS is_null, \(values[0]) ->> 'score' AS score")
                 #expect(try server[0].decode("is_null", as: Bool.self))
                 #expect(try server[0].decode("score", as: String.self) == "7")
-                let invalid = postgresError { _ = try connection.query("SELECT \(PostgresJSON(rawJSON: "{nope")) AS j") }
+                let invalid = postgresError {
+                    _ = try connection.query("SELECT \(PostgresJSON(rawJSON: "{nope")) AS j")
+                }
                 #expect(invalid?.sqlState == "22P02")
                 #expect(invalid?.message.contains("nope") == false)
             }
@@ -80,14 +90,17 @@ import Testing
             try pool.withConnection { connection in
                 let text = #"{"b":[1,2.50,{"c":null}],"a":"é\u00e9","a":1}"#
                 let value = PostgresTextJSON(rawJSON: text)
-                let rows = try connection.query("SELECT \(value) AS j, pg_typeof(\(value))::text AS type, \(value) -> 'b' ->> 1 AS second")
+                let rows = try connection.query(
+                    "SELECT \(value) AS j, pg_typeof(\(value))::text AS type, \(value) -> 'b' ->> 1 AS second")
                 #expect(try rows[0].decode("j", as: PostgresTextJSON.self).rawJSON == text)
                 #expect(try rows[0].decode("type", as: String.self) == "json")
                 #expect(try rows[0].decode("second", as: String.self) == "2.50")
                 // A jsonb column's text is PostgreSQL's rendering, not what was sent.
                 let jsonb = try connection.query("SELECT \(PostgresJSON(rawJSON: text)) AS j")
                 #expect(try jsonb[0].decode("j", as: PostgresTextJSON.self).rawJSON != text)
-                let invalid = postgresError { _ = try connection.query("SELECT \(PostgresTextJSON(rawJSON: "{nope")) AS j") }
+                let invalid = postgresError {
+                    _ = try connection.query("SELECT \(PostgresTextJSON(rawJSON: "{nope")) AS j")
+                }
                 #expect(invalid?.sqlState == "22P02")
                 #expect(invalid?.message.contains("nope") == false)
                 #expect(String(describing: value) == "PostgresTextJSON(****)")
@@ -104,9 +117,12 @@ import Testing
             try pool.withConnection { connection in
                 let document = #"{"device.locale": "한국어", "emoji": "🃏"}"#
                 let row = try connection.query(
-                    "SELECT \(document)::json AS j, NULL::text AS n, ''::text AS e, \(TextAndBytesRoundTripTests.strings.last!)::text AS long")[0]
+                    "SELECT \(document)::json AS j, NULL::text AS n, ''::text AS e, \(TextAndBytesRoundTripTests.strings.last!)::text AS long"
+                )[0]
                 #expect(try row.withBytes(0) { $0.map { Array($0) } } == Array(document.utf8))
-                #expect(try row.withBytes(0) { $0.map { String(decoding: $0, as: UTF8.self) } } == (try row.decode(0, as: String.self)))
+                #expect(
+                    try row.withBytes(0) { $0.map { String(decoding: $0, as: UTF8.self) } }
+                        == (try row.decode(0, as: String.self)))
                 #expect(try row.withBytes(1) { $0 == nil })
                 #expect(try row.withBytes(2) { $0?.count } == 0)
                 #expect(try row.withBytes(3) { $0?.count } == TextAndBytesRoundTripTests.strings.last!.utf8.count)

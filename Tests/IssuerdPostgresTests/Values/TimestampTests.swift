@@ -1,6 +1,7 @@
 import Foundation
-@testable import IssuerdPostgres
 import Testing
+
+@testable import IssuerdPostgres
 
 @Suite struct TimestampTests {
     /// 2024-03-05 12:34:56.789012 UTC, computed independently of the module's calendar code.
@@ -32,14 +33,19 @@ import Testing
     /// (the form they were bound in before), at the edges too, in any session time zone.
     @Test func binaryBindingIsTheTextFormsInstant() throws {
         var generator = SystemRandomNumberGenerator()
-        var dates = Self.dates + [
-            Date(timeIntervalSince1970: 1_709_642_096.7890125), Date(timeIntervalSince1970: -0.0000005),
-            Date(timeIntervalSinceReferenceDate: 1e300), Date(timeIntervalSinceReferenceDate: -.infinity), .distantFuture,
-            Date(timeIntervalSince1970: 327_403_382_400), Date(timeIntervalSince1970: -62_167_219_200.5),
-        ]
+        var dates =
+            Self.dates + [
+                Date(timeIntervalSince1970: 1_709_642_096.7890125), Date(timeIntervalSince1970: -0.0000005),
+                Date(timeIntervalSinceReferenceDate: 1e300), Date(timeIntervalSinceReferenceDate: -.infinity),
+                .distantFuture,
+                Date(timeIntervalSince1970: 327_403_382_400), Date(timeIntervalSince1970: -62_167_219_200.5),
+            ]
         for _ in 0..<300 {
             let micros = Int64.random(in: -210_866_803_200_000_000...9_000_000_000_000_000_000, using: &generator)
-            dates.append(Date(timeIntervalSince1970: Double(micros) / 1_000_000 + Double.random(in: 0..<0.000_001, using: &generator)))
+            dates.append(
+                Date(
+                    timeIntervalSince1970: Double(micros) / 1_000_000
+                        + Double.random(in: 0..<0.000_001, using: &generator)))
         }
         try withTestPool { pool in
             try pool.withConnection { connection in
@@ -47,7 +53,10 @@ import Testing
                     try connection.execute(unsafeSQL: "SET TimeZone = '\(zone)'")
                     for date in dates {
                         let text = PostgresTimestamp.format(date)
-                        let row = try #require(try connection.query("SELECT \(date) = \(text)::timestamptz AS same, \(date)::text AS bound").first)
+                        let row = try #require(
+                            try connection.query(
+                                "SELECT \(date) = \(text)::timestamptz AS same, \(date)::text AS bound"
+                            ).first)
                         let bound = try row.decode("bound", as: String.self)
                         #expect(try row.decode("same", as: Bool.self), "\(text) bound as \(bound)")
                     }
@@ -60,7 +69,8 @@ import Testing
         try withTestPool { pool in
             try pool.withConnection { connection in
                 let rows = try connection.query(
-                    "SELECT \(Self.reference) = '2024-03-05 12:34:56.789012+00'::timestamptz AS same, extract(epoch FROM \(Date(timeIntervalSince1970: 86_400)))::int8 AS epoch")
+                    "SELECT \(Self.reference) = '2024-03-05 12:34:56.789012+00'::timestamptz AS same, extract(epoch FROM \(Date(timeIntervalSince1970: 86_400)))::int8 AS epoch"
+                )
                 #expect(try rows[0].decode("same", as: Bool.self))
                 #expect(try rows[0].decode("epoch", as: Int.self) == 86_400)
             }
@@ -78,7 +88,9 @@ import Testing
         try withTestPool { pool in
             try pool.withConnection { connection in
                 try connection.execute(unsafeSQL: "SET TimeZone = '\(zone)'")
-                let rows = try connection.query("SELECT '2024-03-05 12:34:56.789012+00'::timestamptz AS t, '2024-03-05 12:34:56.789012+00'::timestamptz::text AS raw")
+                let rows = try connection.query(
+                    "SELECT '2024-03-05 12:34:56.789012+00'::timestamptz AS t, '2024-03-05 12:34:56.789012+00'::timestamptz::text AS raw"
+                )
                 #expect(try rows[0].decode("raw", as: String.self) == expectedText)
                 let decoded = try rows[0].decode("t", as: Date.self)
                 #expect(abs(decoded.timeIntervalSince(Self.reference)) < 0.000_001)
