@@ -42,7 +42,7 @@ let package = Package(
 
         // What every service module shares: settings from the environment, the API's shared error
         // answers, RFC 3339 times, background threads and their backoff.
-        .target(name: "IssuerdService", dependencies: ["IssuerdCore", "IssuerdHTTP"]),
+        .target(name: "IssuerdService", dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdHTTP"]),
 
         // The PostgreSQL-backed records: cards, customers, attempts, tokens, idempotency claims,
         // and the hash-chained audit log.
@@ -75,6 +75,15 @@ let package = Package(
             ]
         ),
 
+        // The outbox: step-up messages and TSP notifications written with the change they announce,
+        // sealed, claimed with SKIP LOCKED, delivered with retries and dead letters.
+        .target(
+            name: "IssuerdOutbox",
+            dependencies: [
+                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdService", "IssuerdStorage",
+            ]
+        ),
+
         // Bulk card import (`issuerd cards import`): COPY in one transaction, encoded on every core.
         .target(
             name: "IssuerdImport",
@@ -92,6 +101,7 @@ let package = Package(
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
                 "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
+                "IssuerdOutbox",
             ]
         ),
 
@@ -127,6 +137,7 @@ let package = Package(
             name: "IssuerdAPITests",
             dependencies: [
                 "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
+                "IssuerdOutbox",
                 "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
             ]
         ),

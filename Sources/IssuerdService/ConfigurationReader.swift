@@ -143,3 +143,14 @@ public struct ConfigurationReader: Sendable {
         return nil
     }
 }
+
+extension ConfigurationReader {
+    package static func httpURL(_ text: String, key: String) throws -> URL {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host != nil
+        else {
+            throw ConfigurationError(key: key, problem: "must be an http:// or https:// URL")
+        }
+        return url
+    }
+}

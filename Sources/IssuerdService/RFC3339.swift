@@ -61,3 +61,13 @@ public enum RFC3339 {
         plain.format(date)
     }
 }
+
+/// ISO-8601 text for wire timestamps.
+package enum Timestamps {
+    /// `2025-03-01T09:30:00Z` (UTC, whole seconds).
+    package static func iso8601(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+}

@@ -2,6 +2,7 @@ import Foundation
 import IssuerdConsole
 import IssuerdCore
 import IssuerdHTTP
+import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdService
 import IssuerdStorage
@@ -85,11 +86,13 @@ public final class IssuerdApplication: Sendable {
         }
         let serverConfiguration = HTTPServerConfiguration(
             listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit)
+        let delivery = OutboxDelivery(
+            notify: configuration.notify, tspWebhookURL: configuration.tspWebhookURL,
+            tspSecret: configuration.tspHMACSecret, settings: configuration.outbox,
+            sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock)
         self.outbox = OutboxDispatcher(
-            database: database, configuration: configuration,
-            delivery: OutboxDelivery(
-                configuration: configuration, sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock),
-            metrics: metrics, logger: logger.labelled("issuerd.outbox"))
+            database: database, settings: configuration.outbox, delivery: delivery, metrics: metrics,
+            logger: logger.labelled("issuerd.outbox"))
         self.auditSealer = AuditSealer(
             database: database, settings: configuration.audit, metrics: metrics,
             logger: logger.labelled("issuerd.audit"))

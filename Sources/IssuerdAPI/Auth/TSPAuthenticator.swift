@@ -2,6 +2,7 @@ import Foundation
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
+import IssuerdService
 
 /// Authenticates token service provider calls by `X-Issuerd-Signature` (api.md).
 ///
@@ -12,7 +13,7 @@ import IssuerdPostgres
 /// (``VerifiedTSPSignature``), which the tokenization authorization writes in its own
 /// transaction and ``authenticate(_:database:now:)`` on its own.
 struct TSPAuthenticator: Sendable {
-    static let headerName = "X-Issuerd-Signature"
+    static let headerName = TSPSignature.headerName
     /// api.md: reject a timestamp more than 300 s off.
     static let window: TimeInterval = 300
 
@@ -51,9 +52,6 @@ struct TSPAuthenticator: Sendable {
 
     /// The header value for `body` at `timestamp` (outbound webhooks and tests sign with it).
     static func sign(body: [UInt8], secret: String, timestamp: Int64) throws -> String {
-        let mac = HMACSHA256.authenticationCode(
-            for: TSPSignature.signedPayload(timestamp: timestamp, body: body),
-            using: try SymmetricKey(bytes: Array(secret.utf8)))
-        return "t=\(timestamp),v1=\(BinaryEncoding.hexString(mac))"
+        try TSPSignature.header(body: body, secret: secret, timestamp: timestamp)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdConsole
 import IssuerdCore
+import IssuerdOutbox
 import IssuerdService
 import IssuerdStorage
 
@@ -107,7 +108,7 @@ public struct IssuerdConfiguration: Sendable {
             "ISSUERD_ACTIVATION_VALIDITY", default: .seconds(1800), in: .seconds(60)...(.seconds(30 * 86400)))
         notify = try NotifySetting(reader)
         if let text = reader.string("ISSUERD_TSP_WEBHOOK_URL") {
-            tspWebhookURL = try Self.httpURL(text, key: "ISSUERD_TSP_WEBHOOK_URL")
+            tspWebhookURL = try ConfigurationReader.httpURL(text, key: "ISSUERD_TSP_WEBHOOK_URL")
         } else {
             tspWebhookURL = nil
         }
@@ -133,15 +134,6 @@ public struct IssuerdConfiguration: Sendable {
             throw ConfigurationError(key: key, problem: "must be PEM text or the path of a readable PEM file")
         }
         return text
-    }
-
-    static func httpURL(_ text: String, key: String) throws -> URL {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-            url.host != nil
-        else {
-            throw ConfigurationError(key: key, problem: "must be an http:// or https:// URL")
-        }
-        return url
     }
 }
 
@@ -233,28 +225,6 @@ public struct AppJWTSetting: Sendable {
             throw ConfigurationError(
                 key: "ISSUERD_APP_JWT_SECRET",
                 problem: "is required unless ISSUERD_APP_JWT_PUBLIC_KEY is set (issuer-app tokens must be verifiable)")
-        }
-    }
-}
-
-/// Where one-time codes are delivered.
-public enum NotifySetting: Sendable {
-    /// One JSON line per message appended to a file (development default).
-    case log(path: String)
-    /// A signed POST to an SMS/voice/e-mail gateway.
-    case webhook(url: URL, secret: Redacted<String>)
-
-    init(_ reader: ConfigurationReader) throws {
-        switch try reader.choice("ISSUERD_NOTIFY_PROVIDER", default: "log", from: ["log", "webhook"]) {
-        case "webhook":
-            let url = try IssuerdConfiguration.httpURL(
-                try reader.required(
-                    "ISSUERD_NOTIFY_WEBHOOK_URL", hint: "required when ISSUERD_NOTIFY_PROVIDER=webhook"),
-                key: "ISSUERD_NOTIFY_WEBHOOK_URL")
-            let secret = try reader.required("ISSUERD_NOTIFY_WEBHOOK_SECRET", hint: "signs webhook deliveries")
-            self = .webhook(url: url, secret: Redacted(secret))
-        default:
-            self = .log(path: reader.string("ISSUERD_NOTIFY_LOG_FILE") ?? "issuerd-notifications.jsonl")
         }
     }
 }

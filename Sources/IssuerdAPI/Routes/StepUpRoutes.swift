@@ -1,4 +1,5 @@
 import IssuerdHTTP
+import IssuerdOutbox
 import IssuerdWire
 
 /// Routes for step-up: activation codes, verify, In-App Verification, outbox administration.

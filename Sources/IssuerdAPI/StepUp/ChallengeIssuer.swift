@@ -2,6 +2,7 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
+import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdService
 import IssuerdStorage
@@ -127,15 +128,5 @@ struct ChallengeIssuer: Sendable {
         throw APIErrors.rateLimited(
             retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)),
             message: "too many requests; try again later")
-    }
-}
-
-/// ISO-8601 text for wire timestamps.
-enum Timestamps {
-    /// `2025-03-01T09:30:00Z` (UTC, whole seconds).
-    static func iso8601(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCrypto
 import IssuerdHTTP
+import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdService
 import IssuerdStorage

@@ -16,9 +16,4 @@ enum StepUpError {
     static func methodNotAllowed(_ message: String, file: String = #fileID, line: Int = #line) -> HTTPError {
         HTTPError(status: 422, code: "activation_method_not_allowed", message: message, file: file, line: line)
     }
-
-    /// 404 `message_not_found`.
-    static func messageNotFound(file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 404, code: "message_not_found", message: "no such outbox message", file: file, line: line)
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdOutbox
 import IssuerdService
 
 /// Step-up settings: one-time code lifetime and limits, message language, In-App Verification.
@@ -32,22 +33,5 @@ public struct StepUpSettings: Sendable {
         defaultLocale = locale == "en" ? .english : .korean
         inAppVerificationNotifiesTSP = try reader.boolean("ISSUERD_IAV_NOTIFY_TSP", default: true)
         inAppVerificationsPerHour = try reader.integer("ISSUERD_IAV_MAX_PER_HOUR", default: 10, in: 1...10_000)
-    }
-}
-
-/// The languages step-up messages are written in.
-public enum MessageLocale: String, Sendable {
-    case korean = "ko"
-    case english = "en"
-
-    /// The language of a device locale such as `ko_KR` or `en-US`; nil when unknown or absent.
-    init?(deviceLocale: String?) {
-        guard let deviceLocale, deviceLocale.utf8.count <= 64 else { return nil }
-        let language = deviceLocale.lowercased().prefix { $0.isLetter }
-        switch language {
-        case "ko": self = .korean
-        case "en": self = .english
-        default: return nil
-        }
     }
 }

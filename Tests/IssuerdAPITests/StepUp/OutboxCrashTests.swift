@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdTestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdCrypto
+import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdService
 import IssuerdTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdService
 import IssuerdTestSupport
 import Testing
 

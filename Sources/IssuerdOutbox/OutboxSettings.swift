@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdService
 
 /// How the outbox dispatcher claims, delivers and retries messages.
@@ -28,7 +29,7 @@ public struct OutboxSettings: Sendable {
     /// Reads and validates the outbox keys.
     ///
     /// - Throws: ``ConfigurationError`` naming the first malformed key.
-    init(_ reader: ConfigurationReader) throws {
+    package init(_ reader: ConfigurationReader) throws {
         dispatch = try reader.boolean("ISSUERD_OUTBOX_DISPATCH", default: true)
         maxAttempts = try reader.integer("ISSUERD_OUTBOX_MAX_ATTEMPTS", default: 10, in: 1...100)
         backoffBase = try reader.duration(
@@ -50,5 +51,27 @@ public struct OutboxSettings: Sendable {
                 key: "ISSUERD_OUTBOX_LEASE", problem: "must be longer than ISSUERD_OUTBOX_HTTP_TIMEOUT")
         }
         batchSize = try reader.integer("ISSUERD_OUTBOX_BATCH_SIZE", default: 20, in: 1...500)
+    }
+}
+
+/// Where one-time codes are delivered.
+public enum NotifySetting: Sendable {
+    /// One JSON line per message appended to a file (development default).
+    case log(path: String)
+    /// A signed POST to an SMS/voice/e-mail gateway.
+    case webhook(url: URL, secret: Redacted<String>)
+
+    package init(_ reader: ConfigurationReader) throws {
+        switch try reader.choice("ISSUERD_NOTIFY_PROVIDER", default: "log", from: ["log", "webhook"]) {
+        case "webhook":
+            let url = try ConfigurationReader.httpURL(
+                try reader.required(
+                    "ISSUERD_NOTIFY_WEBHOOK_URL", hint: "required when ISSUERD_NOTIFY_PROVIDER=webhook"),
+                key: "ISSUERD_NOTIFY_WEBHOOK_URL")
+            let secret = try reader.required("ISSUERD_NOTIFY_WEBHOOK_SECRET", hint: "signs webhook deliveries")
+            self = .webhook(url: url, secret: Redacted(secret))
+        default:
+            self = .log(path: reader.string("ISSUERD_NOTIFY_LOG_FILE") ?? "issuerd-notifications.jsonl")
+        }
     }
 }

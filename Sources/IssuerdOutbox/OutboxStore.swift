@@ -11,15 +11,15 @@ import IssuerdService
 /// delivered. A dispatcher killed between delivering and marking leaves the message pending:
 /// once the lease ends it is delivered again (at-least-once; receivers drop duplicates by the
 /// `Idempotency-Key` header, the message's dedup key).
-enum OutboxStore {
+package enum OutboxStore {
     /// A message taken for delivery.
-    struct Claimed: Sendable {
-        var id: Int64
-        var kind: OutboxKind
-        var dedupKey: String
-        var payload: PostgresJSON
+    package struct Claimed: Sendable {
+        package var id: Int64
+        package var kind: OutboxKind
+        package var dedupKey: String
+        package var payload: PostgresJSON
         /// Tries including this one.
-        var attempts: Int
+        package var attempts: Int
     }
 
     /// Enqueues a message within the caller's transaction; a second message with the same
@@ -27,7 +27,7 @@ enum OutboxStore {
     ///
     /// - Returns: Whether a row was inserted.
     @discardableResult
-    static func enqueue(
+    package static func enqueue(
         kind: OutboxKind, dedupKey: String, payload: some Encodable, connection: PostgresConnection
     ) throws -> Bool {
         let json = try PostgresJSON(encoding: payload)
@@ -39,7 +39,7 @@ enum OutboxStore {
     }
 
     /// Claims up to `limit` due messages of `kinds` and reserves them for `lease`.
-    static func claim(
+    package static func claim(
         limit: Int, lease: Duration, kinds: [OutboxKind], connection: PostgresConnection
     ) throws -> [Claimed] {
         let leaseSeconds = OutboxBackoff.seconds(lease)
@@ -63,7 +63,7 @@ enum OutboxStore {
     }
 
     /// Gives claimed messages back untried: due now, and the try they were counted for undone.
-    static func release(_ ids: [Int64], connection: PostgresConnection) throws {
+    package static func release(_ ids: [Int64], connection: PostgresConnection) throws {
         guard !ids.isEmpty else { return }
         try connection.execute(
             """
@@ -74,15 +74,16 @@ enum OutboxStore {
 
     /// Records a delivery. Only a still-pending message changes (an admin may not have touched
     /// it meanwhile, but a delivered one stays delivered).
-    static func markDelivered(_ id: Int64, connection: PostgresConnection) throws {
+    package static func markDelivered(_ id: Int64, connection: PostgresConnection) throws {
         try connection.execute(
             "UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(id) AND status = 'pending'"
         )
     }
 
     /// Records a failed try: retry after `delay` seconds, or dead-letter when `delay` is nil.
-    static func markFailed(_ id: Int64, error: String, retryAfter delay: Double?, connection: PostgresConnection) throws
-    {
+    package static func markFailed(
+        _ id: Int64, error: String, retryAfter delay: Double?, connection: PostgresConnection
+    ) throws {
         let summary = String(error.prefix(300))
         if let delay {
             try connection.execute(
@@ -97,7 +98,7 @@ enum OutboxStore {
     }
 
     /// Message counts by kind and status.
-    static func counts(connection: PostgresConnection) throws -> [(kind: String, status: String, count: Int)] {
+    package static func counts(connection: PostgresConnection) throws -> [(kind: String, status: String, count: Int)] {
         try connection.query(
             "SELECT kind, status, count(*)::bigint AS n FROM outbox GROUP BY kind, status ORDER BY kind, status"
         ).map {

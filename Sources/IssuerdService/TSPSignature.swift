@@ -1,18 +1,22 @@
 import Foundation
+import IssuerdCrypto
 
 /// The `X-Issuerd-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`
 /// header of api.md, parsed.
 ///
 /// Verification (HMAC, time window, replay) is ``TSPAuthenticator``'s; this type only takes the
 /// header apart strictly so that malformed input never reaches the crypto.
-struct TSPSignature: Equatable {
+package struct TSPSignature: Equatable {
+    /// The header's name.
+    package static let headerName = "X-Issuerd-Signature"
+
     /// The signing time in seconds since 1970.
-    let timestamp: Int64
+    package let timestamp: Int64
     /// The `v1` signatures (a sender may send several while it rotates secrets), 32 bytes each.
-    let signatures: [[UInt8]]
+    package let signatures: [[UInt8]]
 
     /// Parses the header; `nil` when it is malformed.
-    init?(header: String) {
+    package init?(header: String) {
         guard header.utf8.count <= 1024 else { return nil }
         var timestamp: Int64?
         var signatures: [[UInt8]] = []
@@ -47,11 +51,11 @@ struct TSPSignature: Equatable {
     }
 
     /// The bytes the HMAC covers: `"<t>." + raw body`.
-    static func signedPayload(timestamp: Int64, body: [UInt8]) -> [UInt8] {
+    package static func signedPayload(timestamp: Int64, body: [UInt8]) -> [UInt8] {
         Array("\(timestamp).".utf8) + body
     }
 
-    static func hex(_ text: Substring) -> [UInt8]? {
+    package static func hex(_ text: Substring) -> [UInt8]? {
         let digits = Array(text.utf8)
         guard digits.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []
@@ -72,5 +76,13 @@ struct TSPSignature: Equatable {
         case 0x41...0x46: byte - 0x41 + 10
         default: nil
         }
+    }
+
+    /// The header value for `body` at `timestamp` (outbound webhooks and tests sign with it).
+    package static func header(body: [UInt8], secret: String, timestamp: Int64) throws -> String {
+        let mac = HMACSHA256.authenticationCode(
+            for: signedPayload(timestamp: timestamp, body: body),
+            using: try SymmetricKey(bytes: Array(secret.utf8)))
+        return "t=\(timestamp),v1=\(BinaryEncoding.hexString(mac))"
     }
 }

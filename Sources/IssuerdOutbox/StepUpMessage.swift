@@ -2,12 +2,12 @@
 ///
 /// Every message says never to share the code: social engineering of codes ("the bank's
 /// security team needs the number you just received") is how yellow-path fraud works.
-enum StepUpMessage {
+package enum StepUpMessage {
     /// The message for `code` sent by `method`.
     ///
     /// - Parameters:
     ///   - minutes: The code's lifetime, stated so the cardholder knows it expires.
-    static func text(code: String, method: StepUpMethod, locale: MessageLocale, minutes: Int) -> String {
+    package static func text(code: String, method: StepUpMethod, locale: MessageLocale, minutes: Int) -> String {
         switch (locale, method) {
         case (.korean, .ars):
             // Voice: digits read one by one, twice, so the listener can write them down.
@@ -31,6 +31,23 @@ enum StepUpMessage {
         case (.english, _):
             return
                 "Apple Pay card verification code: \(code) (valid \(minutes) min). Never share it with anyone; we will never ask for it."
+        }
+    }
+}
+
+/// The languages step-up messages are written in.
+public enum MessageLocale: String, Sendable {
+    case korean = "ko"
+    case english = "en"
+
+    /// The language of a device locale such as `ko_KR` or `en-US`; nil when unknown or absent.
+    package init?(deviceLocale: String?) {
+        guard let deviceLocale, deviceLocale.utf8.count <= 64 else { return nil }
+        let language = deviceLocale.lowercased().prefix { $0.isLetter }
+        switch language {
+        case "ko": self = .korean
+        case "en": self = .english
+        default: return nil
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdService
 import IssuerdStorage
@@ -8,50 +9,50 @@ import IssuerdStorage
 /// Views show what an operator needs to act (kind, state, tries, last error, the masked
 /// destination or the TSP action) and never a code or a clear destination: those exist only
 /// sealed in the payload.
-enum OutboxAdministration {
+package enum OutboxAdministration {
     /// One message as the admin API shows it.
-    struct MessageView: Codable, Sendable, Equatable {
-        var messageId: String
-        var kind: String
-        var state: String
-        var tries: Int
-        var nextAttemptAt: String?
-        var lastError: String?
-        var createdAt: String
-        var deliveredAt: String?
-        var dedupKey: String
-        var method: String?
-        var destination: String?
-        var challengeId: String?
-        var tokenReference: String?
-        var action: String?
+    package struct MessageView: Codable, Sendable, Equatable {
+        package var messageId: String
+        package var kind: String
+        package var state: String
+        package var tries: Int
+        package var nextAttemptAt: String?
+        package var lastError: String?
+        package var createdAt: String
+        package var deliveredAt: String?
+        package var dedupKey: String
+        package var method: String?
+        package var destination: String?
+        package var challengeId: String?
+        package var tokenReference: String?
+        package var action: String?
     }
 
     /// Counts by kind and status.
-    struct Count: Codable, Sendable, Equatable {
-        var kind: String
-        var status: String
-        var count: Int
+    package struct Count: Codable, Sendable, Equatable {
+        package var kind: String
+        package var status: String
+        package var count: Int
     }
 
     /// The whole `GET /v1/admin/outbox` answer.
-    struct Status: Codable, Sendable, Equatable {
+    package struct Status: Codable, Sendable, Equatable {
         /// Pending messages (due or waiting for a retry).
-        var backlog: Int
-        var counts: [Count]
+        package var backlog: Int
+        package var counts: [Count]
         /// Seconds since the oldest pending message was created; nil when none is pending.
-        var oldestPendingAgeSeconds: Int?
+        package var oldestPendingAgeSeconds: Int?
         /// Pending messages whose last try failed (they will be retried).
-        var failing: [MessageView]
-        var deadLetters: [MessageView]
+        package var failing: [MessageView]
+        package var deadLetters: [MessageView]
     }
 
-    static let listLimit = 50
+    package static let listLimit = 50
     private static let columns =
         "id, kind, status, attempts, next_attempt_at, last_error, created_at, delivered_at, dedup_key, payload"
 
     /// The backlog, the failing messages and the dead letters (newest first, at most 50 each).
-    static func status(now: Date, connection: PostgresConnection) throws -> Status {
+    package static func status(now: Date, connection: PostgresConnection) throws -> Status {
         let counts = try OutboxStore.counts(connection: connection).map {
             Count(kind: $0.kind, status: $0.status, count: $0.count)
         }
@@ -73,12 +74,12 @@ enum OutboxAdministration {
     /// Puts a dead letter back in the queue with its tries reset, audited, in one transaction.
     ///
     /// - Throws: 404 unknown message, 409 the message is not dead-lettered.
-    static func requeue(
+    package static func requeue(
         _ messageID: String, actor: String, now: Date, connection: PostgresConnection
     ) throws -> MessageView {
         guard messageID.utf8.count <= 19, let id = Int64(messageID), id > 0,
             let row = try connection.query("SELECT status FROM outbox WHERE id = \(id) FOR UPDATE").first
-        else { throw StepUpError.messageNotFound() }
+        else { throw Self.messageNotFound() }
         guard try row.decode("status", as: String.self) == "dead" else {
             throw APIErrors.invalidState("the message is not dead-lettered")
         }
@@ -89,7 +90,7 @@ enum OutboxAdministration {
             connection: connection)
         guard let updated = try connection.query("SELECT \(unsafeSQL: columns) FROM outbox WHERE id = \(id)").first
         else {
-            throw StepUpError.messageNotFound()
+            throw Self.messageNotFound()
         }
         return try view(updated)
     }
@@ -110,5 +111,10 @@ enum OutboxAdministration {
             dedupKey: try row.decode("dedup_key"),
             method: delivery?.method, destination: delivery?.destinationMasked, challengeId: delivery?.challengeId,
             tokenReference: delivery?.tokenReference ?? notification?.tokenReference, action: notification?.action)
+    }
+
+    /// 404 `message_not_found`.
+    package static func messageNotFound(file: String = #fileID, line: Int = #line) -> HTTPError {
+        HTTPError(status: 404, code: "message_not_found", message: "no such outbox message", file: file, line: line)
     }
 }

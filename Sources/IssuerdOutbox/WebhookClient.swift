@@ -12,13 +12,13 @@ import IssuerdService
 /// dispatcher's own thread, never Swift's cooperative pool. Signing is the TSP scheme of
 /// api.md (`X-Issuerd-Signature: t=…,v1=…`), and the message's dedup key travels as
 /// `Idempotency-Key` so the receiver can drop the duplicates at-least-once delivery implies.
-struct WebhookClient: Sendable {
-    let url: URL
-    let secret: String
-    let timeout: Duration
-    let session: URLSession
+package struct WebhookClient: Sendable {
+    package let url: URL
+    package let secret: String
+    package let timeout: Duration
+    package let session: URLSession
 
-    init(url: URL, secret: String, timeout: Duration) {
+    package init(url: URL, secret: String, timeout: Duration) {
         self.url = url
         self.secret = secret
         self.timeout = timeout
@@ -34,7 +34,7 @@ struct WebhookClient: Sendable {
     /// - Throws: ``OutboxError`` `.transport` when the receiver cannot be reached in time,
     ///   `.rejected` for a non-2xx answer. The error text names the status or the transport
     ///   failure, never the body.
-    func post(_ body: [UInt8], idempotencyKey: String, now: Date) throws {
+    package func post(_ body: [UInt8], idempotencyKey: String, now: Date) throws {
         var request = URLRequest(
             url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: OutboxBackoff.seconds(timeout))
         request.httpMethod = "POST"
@@ -42,8 +42,8 @@ struct WebhookClient: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
         request.setValue(
-            try TSPAuthenticator.sign(body: body, secret: secret, timestamp: Int64(now.timeIntervalSince1970)),
-            forHTTPHeaderField: TSPAuthenticator.headerName)
+            try TSPSignature.header(body: body, secret: secret, timestamp: Int64(now.timeIntervalSince1970)),
+            forHTTPHeaderField: TSPSignature.headerName)
 
         let outcome = OutcomeBox()
         let done = DispatchSemaphore(value: 0)

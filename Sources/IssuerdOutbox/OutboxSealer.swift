@@ -8,17 +8,22 @@ import IssuerdCrypto
 /// independent of the digest key while needing no new purpose in the ring. AES-256-GCM with a
 /// random 12-byte nonce; the associated data binds the key version and the outbox dedup key,
 /// so a sealed value copied into another message does not open.
-struct OutboxSealer: Sendable {
-    let keyRing: MasterKeyRing
+package struct OutboxSealer: Sendable {
+    package let keyRing: MasterKeyRing
+
+    /// Creates the value from every stored property.
+    package init(keyRing: MasterKeyRing) {
+        self.keyRing = keyRing
+    }
 
     /// A sealed value: the master key version and `nonce ‖ ciphertext ‖ tag`.
-    struct Sealed: Sendable, Equatable {
-        var keyVersion: Int
-        var bytes: [UInt8]
+    package struct Sealed: Sendable, Equatable {
+        package var keyVersion: Int
+        package var bytes: [UInt8]
     }
 
     /// Seals `plaintext` for the message with `dedupKey`.
-    func seal(_ plaintext: [UInt8], dedupKey: String) throws -> Sealed {
+    package func seal(_ plaintext: [UInt8], dedupKey: String) throws -> Sealed {
         let version = keyRing.currentVersion
         let nonce = try SecureRandom.bytes(count: AES256GCM.nonceByteCount)
         let ciphertext = try AES256GCM.seal(
@@ -30,7 +35,7 @@ struct OutboxSealer: Sendable {
     ///
     /// - Throws: ``CryptoError`` when the version left the ring or the bytes were altered,
     ///   ``OutboxError`` for a value of impossible length.
-    func open(_ sealed: Sealed, dedupKey: String) throws -> [UInt8] {
+    package func open(_ sealed: Sealed, dedupKey: String) throws -> [UInt8] {
         guard sealed.bytes.count >= AES256GCM.nonceByteCount + AES256GCM.tagByteCount, sealed.bytes.count <= 4096 else {
             throw OutboxError(.unreadablePayload, "sealed outbox value of \(sealed.bytes.count) bytes")
         }

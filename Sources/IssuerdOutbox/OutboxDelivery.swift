@@ -9,43 +9,50 @@ import Synchronization
 ///
 /// The code and the destination are opened from the sealed payload only here, for the
 /// provider call, and never logged.
-struct OutboxDelivery: Sendable {
-    let notify: NotifySetting
-    let notifyWebhook: WebhookClient?
+package struct OutboxDelivery: Sendable {
+    package let notify: NotifySetting
+    package let notifyWebhook: WebhookClient?
     /// Nil when `ISSUERD_TSP_WEBHOOK_URL` is unset: TSP messages then stay pending (visible in
     /// the backlog) and are not claimed, so nothing is lost until the URL is configured.
-    let tspWebhook: WebhookClient?
-    let sealer: OutboxSealer
-    let logFile: AppendOnlyFile?
-    let clock: @Sendable () -> Date
+    package let tspWebhook: WebhookClient?
+    package let sealer: OutboxSealer
+    package let logFile: AppendOnlyFile?
+    package let clock: @Sendable () -> Date
 
-    init(configuration: IssuerdConfiguration, sealer: OutboxSealer, clock: @escaping @Sendable () -> Date) {
-        notify = configuration.notify
-        switch configuration.notify {
+    /// The delivery for the configured providers.
+    ///
+    /// - Parameters:
+    ///   - notify: Where one-time codes go (`ISSUERD_NOTIFY_*`).
+    ///   - tspWebhookURL: `ISSUERD_TSP_WEBHOOK_URL`, if set; `tspSecret` signs its calls.
+    ///   - settings: The outbox's settings (the HTTP timeout).
+    package init(
+        notify: NotifySetting, tspWebhookURL: URL?, tspSecret: Redacted<String>, settings: OutboxSettings,
+        sealer: OutboxSealer, clock: @escaping @Sendable () -> Date
+    ) {
+        self.notify = notify
+        switch notify {
         case .webhook(let url, let secret):
-            notifyWebhook = WebhookClient(
-                url: url, secret: secret.unsafeValue, timeout: configuration.outbox.httpTimeout)
+            notifyWebhook = WebhookClient(url: url, secret: secret.unsafeValue, timeout: settings.httpTimeout)
             logFile = nil
         case .log(let path):
             notifyWebhook = nil
             logFile = AppendOnlyFile(path: path)
         }
-        tspWebhook = configuration.tspWebhookURL.map {
-            WebhookClient(
-                url: $0, secret: configuration.tspHMACSecret.unsafeValue, timeout: configuration.outbox.httpTimeout)
+        tspWebhook = tspWebhookURL.map {
+            WebhookClient(url: $0, secret: tspSecret.unsafeValue, timeout: settings.httpTimeout)
         }
         self.sealer = sealer
         self.clock = clock
     }
 
     /// The kinds this instance can deliver (TSP only with a TSP webhook URL).
-    var deliverableKinds: [OutboxKind] { tspWebhook == nil ? [.notify] : [.notify, .tsp] }
+    package var deliverableKinds: [OutboxKind] { tspWebhook == nil ? [.notify] : [.notify, .tsp] }
 
     /// Delivers `message`.
     ///
     /// - Throws: ``OutboxError`` (safe to store as `last_error`) or ``CryptoError`` when the
     ///   sealed part does not open.
-    func deliver(_ message: OutboxStore.Claimed) throws {
+    package func deliver(_ message: OutboxStore.Claimed) throws {
         switch message.kind {
         case .notify: try deliverStepUp(message)
         case .tsp: try deliverTSP(message)
@@ -96,13 +103,13 @@ struct OutboxDelivery: Sendable {
 }
 
 /// A JSON scalar (or null) of a flat TSP payload, passed through as it was enqueued.
-enum JSONScalar: Codable, Sendable, Equatable {
+package enum JSONScalar: Codable, Sendable, Equatable {
     case string(String)
     case number(Double)
     case bool(Bool)
     case null
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -115,7 +122,7 @@ enum JSONScalar: Codable, Sendable, Equatable {
         }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .string(let value): try container.encode(value)
@@ -127,15 +134,15 @@ enum JSONScalar: Codable, Sendable, Equatable {
 }
 
 /// A file lines are appended to, one writer at a time (the `log` provider).
-final class AppendOnlyFile: Sendable {
-    let path: String
+package final class AppendOnlyFile: Sendable {
+    package let path: String
     // Guarded by Mutex: serialises appends so lines never interleave.
     private let lock = Mutex(())
 
-    init(path: String) { self.path = path }
+    package init(path: String) { self.path = path }
 
     /// Appends `bytes` and flushes them to the file.
-    func append(_ bytes: [UInt8]) throws {
+    package func append(_ bytes: [UInt8]) throws {
         try lock.withLock { _ in
             let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
             guard descriptor >= 0 else {

@@ -9,7 +9,7 @@ import Synchronization
 /// One thread per instance, started by ``IssuerdApplication/start()`` and stopped (after the
 /// message in hand) by ``IssuerdApplication/shutdown(timeout:)``. Instances share the work
 /// through `FOR UPDATE SKIP LOCKED` (see ``OutboxStore``).
-final class OutboxDispatcher: Sendable {
+package final class OutboxDispatcher: Sendable {
     private let database: PostgresPool
     private let settings: OutboxSettings
     private let delivery: OutboxDelivery
@@ -18,16 +18,15 @@ final class OutboxDispatcher: Sendable {
     private let deliveries: Counter
     private let thread = BackgroundThread(name: "issuerd-outbox")
 
-    init(
-        database: PostgresPool, configuration: IssuerdConfiguration, delivery: OutboxDelivery, metrics: MetricsRegistry,
+    package init(
+        database: PostgresPool, settings: OutboxSettings, delivery: OutboxDelivery, metrics: MetricsRegistry,
         logger: Logger
     ) {
         self.database = database
-        self.settings = configuration.outbox
+        self.settings = settings
         self.delivery = delivery
         self.backoff = OutboxBackoff(
-            base: configuration.outbox.backoffBase, maximum: configuration.outbox.backoffMax,
-            maxAttempts: configuration.outbox.maxAttempts)
+            base: settings.backoffBase, maximum: settings.backoffMax, maxAttempts: settings.maxAttempts)
         self.logger = logger
         deliveries = metrics.counter(
             "issuerd_outbox_deliveries_total",
@@ -45,7 +44,7 @@ final class OutboxDispatcher: Sendable {
     }
 
     /// Starts the worker thread (once).
-    func start() {
+    package func start() {
         guard thread.start({ [self] in run() }) else { return }
         if !delivery.deliverableKinds.contains(.tsp) {
             logger.warning(
@@ -54,7 +53,7 @@ final class OutboxDispatcher: Sendable {
     }
 
     /// Stops after the message in hand and waits for the thread, at most `timeout`.
-    func stop(timeout: Duration) {
+    package func stop(timeout: Duration) {
         if !thread.stop(timeout: timeout) {
             logger.warning("outbox dispatcher still delivering at shutdown; its claims will expire and be retried")
         }
@@ -89,7 +88,7 @@ final class OutboxDispatcher: Sendable {
     ///
     /// - Returns: The number of messages claimed.
     @discardableResult
-    func dispatchOnce() throws -> Int {
+    package func dispatchOnce() throws -> Int {
         let claimedAt = ContinuousClock.now
         let batch = try database.transaction { connection in
             try OutboxStore.claim(

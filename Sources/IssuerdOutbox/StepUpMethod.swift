@@ -1,5 +1,5 @@
 /// A step-up method, as offered in the authorization's `activationMethods` and chosen by the TSP.
-enum StepUpMethod: String, Sendable, CaseIterable {
+package enum StepUpMethod: String, Sendable, CaseIterable {
     /// Code by text message to the phone on file.
     case sms
     /// Automated voice call (ARS) reading the code to the phone on file.
@@ -11,7 +11,7 @@ enum StepUpMethod: String, Sendable, CaseIterable {
 
     /// The method of an `activationMethodId` such as `sms-1` or `email-1` (the id the TSP
     /// authorization answer offers: `<method>-<n>`); nil for anything else.
-    init?(methodID: String) {
+    package init?(methodID: String) {
         guard methodID.utf8.count <= 32 else { return nil }
         let parts = methodID.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard let method = StepUpMethod(rawValue: String(parts[0])) else { return nil }
@@ -22,5 +22,5 @@ enum StepUpMethod: String, Sendable, CaseIterable {
     }
 
     /// Whether a one-time code is generated and delivered for this method.
-    var sendsCode: Bool { self != .app }
+    package var sendsCode: Bool { self != .app }
 }

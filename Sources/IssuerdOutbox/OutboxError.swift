@@ -1,0 +1,33 @@
+/// A failure inside the outbox machinery. `description` is safe to log and to store as a
+/// message's `last_error`: it never holds a code, a destination or a secret.
+package struct OutboxError: Error, CustomStringConvertible, Sendable {
+    /// A stable identifier of the failure, open for new values.
+    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        package var rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
+        package var description: String { rawValue }
+
+        /// A payload that does not decode or open.
+        package static let unreadablePayload = Code(rawValue: "unreadable_payload")
+        /// The receiver could not be reached or timed out.
+        package static let transport = Code(rawValue: "transport")
+        /// The receiver answered with a non-2xx status.
+        package static let rejected = Code(rawValue: "rejected")
+        /// The `log` provider could not append to its file.
+        package static let logFile = Code(rawValue: "log_file")
+    }
+
+    package let code: Code
+    package let message: String
+    package let file: String
+    package let line: Int
+
+    package init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.file = file
+        self.line = line
+    }
+
+    package var description: String { "\(code): \(message)" }
+}
