@@ -26,6 +26,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TEMPLATE = os.path.join(ROOT, "deploy", "ha", "patroni.yml")
 RESTAPI_USER = "patroni"
+CUT_TABLE = "issuerd_failover_cut"
 
 
 def overrides(node_dir):
@@ -36,6 +37,10 @@ def overrides(node_dir):
         "unix_socket_directories": os.path.join(node_dir, "sock"),
         "logging_collector": "on", "log_directory": os.path.join(node_dir, "pglog"),
         "log_min_messages": "warning"}}}
+
+
+def nft(*words):
+    subprocess.run(["nft", *words], check=True)
 
 
 def free_port():
@@ -297,6 +302,21 @@ class Cluster:
                 pass
         return len(pids)
 
+    def cut_off(self, name):
+        """Drops every packet to and from the node's PostgreSQL and REST ports (nftables, in the
+        run's own network namespace): a dead host answers nothing, not even a reset, so its peers
+        notice it only by timeouts."""
+        node = self.node(name)
+        ports = f"{{ {node['port']}, {node['rest']} }}"
+        nft("add", "table", "inet", CUT_TABLE)
+        nft("add", "chain", "inet", CUT_TABLE, "input", "{ type filter hook input priority 0; policy accept; }")
+        nft("add", "rule", "inet", CUT_TABLE, "input", "tcp", "dport", ports, "drop")
+        nft("add", "rule", "inet", CUT_TABLE, "input", "tcp", "sport", ports, "drop")
+
+    @staticmethod
+    def reconnect():
+        subprocess.run(["nft", "delete", "table", "inet", CUT_TABLE], capture_output=True)
+
     def switchover(self, leader, candidate):
         return self.rest(self.node(leader), "POST", "/switchover", {"leader": leader, "candidate": candidate}, timeout=60)
 
@@ -307,6 +327,8 @@ class Cluster:
         whatever is left killed, then etcd. Safe to call more than once."""
         if not self.state:
             return
+        if os.environ.get("FAILOVER_NETNS"):
+            self.reconnect()
         for node in self.state["nodes"]:
             if alive(node["pid"]):
                 os.kill(node["pid"], signal.SIGTERM)

@@ -5,7 +5,7 @@ Two issuerd instances reach the Patroni cluster through one libpq multi-host con
 step-up codes requested and verified, cards then reported lost by an admin), the leader is taken
 away three times, each once the cluster is whole again (a synchronous standby streaming):
 
-  crash       the leader's PostgreSQL, every process of it, SIGKILLed (Patroni restarts it in place);
+  crash       the leader's PostgreSQL, every process of it, SIGKILLed (Patroni fails over);
   switchover  a planned switchover through Patroni's REST API;
   node        the leader's Patroni and PostgreSQL SIGKILLed together, as a host that died; the
               standby is promoted once the leader key expires (ttl), then the lost node is started
@@ -260,9 +260,20 @@ class Run:
             say(f"  switchover answered {status}: {str(body).strip()[:120]}")
             promise("switchover_accepted", status == 200, f"Patroni answered the switchover {status}: {body}")
 
-            say(f"== fault 3: the leader's node lost (Patroni and PostgreSQL SIGKILLed; ttl {TTL} s)")
-            lost, _ = self.fault("node", lambda leader, _: self.killed(self.cluster.kill_node(leader)), NODE_BOUND_S, TTL + 60)
+            silent = bool(os.environ.get("FAILOVER_NETNS"))
+            say(f"== fault 3: the leader's node lost (Patroni and PostgreSQL SIGKILLed"
+                + ("; its ports then silent, no reset" if silent else "; not root: its ports refuse, no silent drop") + f"; ttl {TTL} s)")
+
+            def lose(leader, _):
+                if silent:
+                    self.cluster.cut_off(leader)
+                self.killed(self.cluster.kill_node(leader))
+
+            lost, _ = self.fault("node", lose, NODE_BOUND_S, TTL + 60)
+            figures["node_silent"] = int(silent)
             started = time.monotonic()
+            if silent:
+                self.cluster.reconnect()
             self.cluster.start_node(lost)
             rejoined = self.cluster.wait_healthy(120)
             rejoin_s = time.monotonic() - started
