@@ -2,6 +2,7 @@
 
 import os
 import secrets
+import time
 import shlex
 import sys
 
@@ -20,7 +21,6 @@ def up(work, bin_dir):
     # The first node bootstraps the cluster alone, so that it is the first leader; the second
     # then clones it (pg_basebackup) and becomes its synchronous standby.
     cluster.start_node("pg1")
-    import time
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and cluster.leader() != "pg1":
         time.sleep(0.3)

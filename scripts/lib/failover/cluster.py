@@ -323,10 +323,14 @@ class Cluster:
     # ------------------------------------------------------------ stopping
 
     def stop(self):
-        """Everything this run started: each Patroni asked to stop (it stops its PostgreSQL), then
-        whatever is left killed, then etcd. Safe to call more than once."""
+        """Everything this run started: the issuerd instances the driver left (killed), each
+        Patroni asked to stop (it stops its PostgreSQL), then whatever is left killed, then etcd.
+        Safe to call more than once."""
         if not self.state:
             return
+        for pid in self.state.get("instances", []):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
         if os.environ.get("FAILOVER_NETNS"):
             self.reconnect()
         for node in self.state["nodes"]:

@@ -23,6 +23,7 @@ Test tooling only (Python standard library; reuses scripts/lib/reliability/harne
 import json
 import os
 import random
+import signal
 import subprocess
 import threading
 import time
@@ -44,6 +45,10 @@ TTL = int(DCS["ttl"])
 CRASH_BOUND_S = 15.0
 SWITCHOVER_BOUND_S = 15.0
 NODE_BOUND_S = TTL + 10.0
+
+
+class Stopped(Exception):
+    """The load is over (or interrupted): a flow ends between two requests, never inside one."""
 
 
 class Run:
@@ -94,6 +99,8 @@ class Run:
         deadline = time.monotonic() + 120
         failed_once = False
         while time.monotonic() < deadline:
+            if self.stop.is_set():
+                raise Stopped()
             started = self.now()
             answer = attempt(port)
             self.record(kind, port, started, answer)
@@ -122,7 +129,13 @@ class Run:
         challenge = answer.json()["challengeId"]
         with self.lock:
             self.expected.add(("notify", challenge))
-        code = self.receiver.code(challenge, 120)
+        code = None
+        for _ in range(120):
+            if self.stop.is_set():
+                raise Stopped()
+            code = self.receiver.code(challenge, 1)
+            if code is not None:
+                break
         if code is None:
             raise RuntimeError(f"no code arrived for {token}")
         answer, port, ambiguous = self.persist("verify", lambda port: tsp_call(
@@ -164,6 +177,8 @@ class Run:
                 self.next_card += 1
             try:
                 self.flow(self.tsp_cards[index], f"FOTOK{index:06d}")
+            except Stopped:
+                return
             except Exception as error:  # noqa: BLE001 - every failure is a figure
                 self.failures.append(str(error))
 
@@ -284,7 +299,7 @@ class Run:
         finally:
             self.stop.set()
             for thread in threads:
-                thread.join(150)
+                thread.join(30)
 
     # ------------------------------------------------------------ checking
 
@@ -424,9 +439,21 @@ def main(work):
     harness.ENV["ISSUERD_TSP_WEBHOOK_URL"] = f"http://127.0.0.1:{receiver.port}/tsp"
     instances = [Instance("A", free_port()), Instance("B", free_port())]
     started = time.monotonic()
+
+    def terminated(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    # SIGTERM (scripts/failover's clean-up, a CI timeout) ends the run through the finally below.
+    signal.signal(signal.SIGTERM, terminated)
     try:
         for instance in instances:
-            instance.start()
+            instance.start(wait=False)
+        # For `down`, should this process die before its finally runs.
+        cluster.state["instances"] = [i.process.pid for i in instances]
+        cluster.save()
+        for instance in instances:
+            if not instance.wait_ready(30):
+                raise RuntimeError(f"instance {instance.name} not ready within 30 s (see instance-{instance.name}.log)")
         say(f"two instances on the cluster through one multi-host connection string: A on {instances[0].port}, B on {instances[1].port}")
         run = Run(cluster, instances, receiver)
         run.run()
