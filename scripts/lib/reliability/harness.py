@@ -124,7 +124,9 @@ def app_token(customer_id):
 
 
 def psql(sql):
-    out = subprocess.run(["psql", "-X", "-q", "-tA", "-d", "issuerd", "-c", sql], capture_output=True, text=True, timeout=60)
+    # RELIABILITY_PSQL_TARGET: a conninfo instead of the database name (scripts/failover: the leader).
+    target = ENV.get("RELIABILITY_PSQL_TARGET") or "issuerd"
+    out = subprocess.run(["psql", "-X", "-q", "-tA", "-d", target, "-c", sql], capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
         raise RuntimeError(f"psql failed: {out.stderr.strip()}")
     return [line for line in out.stdout.splitlines() if line != ""]
