@@ -88,7 +88,7 @@ public enum TerminalEcho {
 // imported C struct that it can initialise statically (`= termios()`) as a packed constant
 // without the struct's interior padding, 57 bytes for glibc's 60-byte `termios`, so every store
 // of a whole `termios` into it wrote 3 bytes past its end (AddressSanitizer's
-// global-buffer-overflow, docs/reliability.md "Sanitizers").
+// global-buffer-overflow, docs/testing.md "Sanitizers").
 nonisolated(unsafe) private var restoreDescriptor: Int32 = -1
 nonisolated(unsafe) private let restoreSettings: UnsafeMutablePointer<termios> = {
     let settings = UnsafeMutablePointer<termios>.allocate(capacity: 1)
