@@ -249,6 +249,9 @@ final class ServerContext: Sendable {
         slot.pointee = nil
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         inFlightCount.withLock { $0 -= 1 }
+        // Settled by now (a suspended connection does not complete); one whose answer was never
+        // taken (the connection failed on resuming) must not stay registered.
+        if let handoff = state.handoff { forget(handoff) }
         if !state.responded {
             logger.debug(
                 "request aborted",
