@@ -40,7 +40,8 @@ public final class IssuerdApplication: Sendable {
                 connectionString: configuration.databaseURL.unsafeValue,
                 size: configuration.databasePoolSize,
                 acquireTimeout: configuration.databaseAcquireTimeout,
-                connectTimeout: .seconds(2), deadPeerTimeout: configuration.databaseDeadPeerTimeout),
+                connectTimeout: .seconds(2), deadPeerTimeout: configuration.databaseDeadPeerTimeout,
+                statementTimeout: configuration.databaseStatementTimeout),
             logger: logger.labelled("issuerd.postgres"))
         self.database = database
         metrics.gauge("issuerd_db_pool_connections", help: "Database pool connections by state.", labels: ["state"]) {

@@ -21,10 +21,13 @@ public struct IssuerdConfiguration: Sendable {
     /// connection counts as dead (`ISSUERD_DB_DEAD_PEER_TIMEOUT`, default 3s): a network
     /// partition then answers 503 within seconds instead of holding the request.
     public var databaseDeadPeerTimeout: Duration
+    /// How long a statement waits for the database's answer before the request gets a 503
+    /// and the connection is closed (`ISSUERD_DB_STATEMENT_TIMEOUT`, default 5s).
+    public var databaseStatementTimeout: Duration
     /// `host:port` to listen on (`ISSUERD_LISTEN`, default `127.0.0.1:8080`).
     public var listen: String
-    /// libmicrohttpd worker threads (`ISSUERD_HTTP_THREADS`, default: the pool size, since a
-    /// blocking database call stalls its worker).
+    /// Handler threads (`ISSUERD_HTTP_THREADS`, default: the pool size, since a blocking
+    /// database call occupies its thread).
     public var httpThreads: Int
     /// Largest accepted request body in bytes (`ISSUERD_BODY_LIMIT`, default 1 MiB).
     public var bodyLimit: Int
@@ -84,6 +87,8 @@ public struct IssuerdConfiguration: Sendable {
             "ISSUERD_DB_ACQUIRE_TIMEOUT", default: .seconds(2), in: .milliseconds(10)...(.seconds(60)))
         databaseDeadPeerTimeout = try reader.duration(
             "ISSUERD_DB_DEAD_PEER_TIMEOUT", default: .seconds(3), in: .seconds(1)...(.seconds(600)))
+        databaseStatementTimeout = try reader.duration(
+            "ISSUERD_DB_STATEMENT_TIMEOUT", default: .seconds(5), in: .milliseconds(100)...(.seconds(600)))
         listen = reader.string("ISSUERD_LISTEN") ?? "127.0.0.1:8080"
         httpThreads = try reader.integer("ISSUERD_HTTP_THREADS", default: databasePoolSize, in: 1...512)
         bodyLimit = try reader.integer("ISSUERD_BODY_LIMIT", default: 1 << 20, in: 1024...(64 << 20))

@@ -6,7 +6,8 @@ import IssuerdHTTP
 /// `deploy/nginx.conf` keeps `/metrics` off the public listener.
 enum OperationsRoutes {
     static func register(in table: inout RouteTable, readiness: Readiness, metrics: MetricsRegistry) {
-        table.add(.get, "/healthz") { _ in
+        // On the network thread: answered while every handler thread waits for the database.
+        table.add(.get, "/healthz", inline: true) { _ in
             try .json(["status": "ok"])
         }
         table.add(.get, "/readyz") { _ in

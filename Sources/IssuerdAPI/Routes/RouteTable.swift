@@ -27,12 +27,16 @@ struct RouteTable {
         }
     }
 
-    /// Registers a handler behind the error mapping.
-    mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Router.Handler) {
-        router.add(method, pattern) { request in
+    /// Registers a handler behind the error mapping; its database work is one request's
+    /// (``PostgresRequestScope``: the wait for a handler thread counts against the wait for a
+    /// connection, and after a statement got no answer in time nothing more waits).
+    mutating func add(
+        _ method: HTTPMethod, _ pattern: String, inline: Bool = false, _ handler: @escaping Router.Handler
+    ) {
+        router.add(method, pattern, inline: inline) { request in
             do {
-                return try handler(request)
-            } catch let error as PostgresError where error.code == .unavailable || error.code == .poolTimeout {
+                return try PostgresRequestScope.run(waited: .now - request.receivedAt) { try handler(request) }
+            } catch let error as PostgresError where error.isUnavailability {
                 request.logger.warning("database unavailable", ["error": "\(error.code)"])
                 throw HTTPError.databaseUnavailable()
             } catch let error as PostgresError where error.isRejectedValue {
@@ -46,8 +50,16 @@ struct RouteTable {
     }
 }
 
+extension PostgresError {
+    /// The database is away, saturated or not answering in time (a client-side deadline, or a
+    /// server-side statement timeout): not the caller's fault, answered 503.
+    fileprivate var isUnavailability: Bool {
+        code == .unavailable || code == .poolTimeout || code == .timedOut || code == .queryCanceled
+    }
+}
+
 extension HTTPError.Code {
-    /// PostgreSQL could not be reached or no connection was free in time.
+    /// PostgreSQL could not be reached, no connection was free in time, or it did not answer in time.
     static let databaseUnavailable: Self = "database_unavailable"
 }
 

@@ -25,6 +25,9 @@ public struct HTTPRequest: Sendable {
     public var remoteAddress: String?
     /// A logger whose lines carry `requestId`.
     public var logger: Logger
+    /// When the whole request had arrived, before it waited for a handler thread: what the
+    /// request has waited since counts against the bounds on its later waits (the database's).
+    public var receivedAt: ContinuousClock.Instant
 
     /// Creates a request.
     ///
@@ -37,6 +40,7 @@ public struct HTTPRequest: Sendable {
     ///   - requestId: The request id; a fresh one when omitted.
     ///   - remoteAddress: The peer's IP address.
     ///   - logger: The base logger; the request's copy adds `requestId` to every line.
+    ///   - receivedAt: When the request had arrived; now when omitted.
     public init(
         method: HTTPMethod,
         path: String,
@@ -45,7 +49,8 @@ public struct HTTPRequest: Sendable {
         body: [UInt8] = [],
         requestId: String = RequestIdentifier.generate(),
         remoteAddress: String? = nil,
-        logger: Logger = .silent
+        logger: Logger = .silent,
+        receivedAt: ContinuousClock.Instant = .now
     ) {
         self.method = method
         self.path = path
@@ -57,5 +62,6 @@ public struct HTTPRequest: Sendable {
         self.requestId = requestId
         self.remoteAddress = remoteAddress
         self.logger = logger.with(["requestId": .string(requestId)])
+        self.receivedAt = receivedAt
     }
 }

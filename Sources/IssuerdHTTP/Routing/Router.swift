@@ -10,6 +10,7 @@ public struct Router: Sendable {
     private struct Entry: Sendable {
         let method: HTTPMethod
         let pattern: RoutePattern
+        let inline: Bool
         let handler: Handler
     }
 
@@ -43,8 +44,13 @@ public struct Router: Sendable {
     /// - Parameters:
     ///   - method: The method; `GET` routes also answer `HEAD`.
     ///   - pattern: A path such as `/v1/cards/{cardId}`; `{name}` matches one non-empty segment.
-    ///   - handler: Called on a server thread with the routed request; it must not block long.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Handler) {
+    ///   - inline: Answer on the server's network thread instead of a handler thread: for a
+    ///     handler that needs nothing that can block (`/healthz`), so that it is answered even
+    ///     while every handler thread waits (on the database, up to its deadline).
+    ///   - handler: Called on a server thread with the routed request.
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, inline: Bool = false, _ handler: @escaping Handler
+    ) {
         let parsed: RoutePattern
         switch RoutePattern.parse(pattern) {
         case .success(let value): parsed = value
@@ -53,7 +59,23 @@ public struct Router: Sendable {
         if let clash = entries.first(where: { $0.method == method && $0.pattern.hasSameShape(as: parsed) }) {
             preconditionFailure("Router.add: \(method) \(pattern) clashes with \(clash.method) \(clash.pattern.text)")
         }
-        entries.append(Entry(method: method, pattern: parsed, handler: handler))
+        entries.append(Entry(method: method, pattern: parsed, inline: inline, handler: handler))
+    }
+
+    /// Whether the server answers this request on its network thread: it resolves to an inline
+    /// route. Only the (few) inline routes are matched unless one fits, so routed requests pay
+    /// next to nothing for the question.
+    package func runsInline(_ method: HTTPMethod, path: String) -> Bool {
+        guard path.hasPrefix("/") else { return false }
+        let pieces = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        let methods: [HTTPMethod] = method == .head ? [.head, .get] : [method]
+        guard
+            let candidate = entries.first(where: {
+                $0.inline && methods.contains($0.method) && $0.pattern.match(pieces) != nil
+            })
+        else { return false }
+        guard case .matched(let route, _, _) = resolve(method, path: path) else { return false }
+        return route == candidate.pattern.text
     }
 
     /// Resolves a method and path to a handler, a 405, or a 404.

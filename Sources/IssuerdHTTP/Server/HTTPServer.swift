@@ -3,12 +3,14 @@ import IssuerdCore
 import Synchronization
 
 /// The HTTP/1.1 server: libmicrohttpd accepting on a socket this class binds, answering
-/// through a ``Router`` on libmicrohttpd's worker threads.
+/// through a ``Router``.
 ///
-/// Handlers run synchronously on those threads (a blocking database call occupies one), so the
-/// thread count is sized to the database pool. Every request gets an `X-Request-Id`, a JSON
-/// access-log line at info, and samples in `issuerd_http_requests_total` and
-/// `issuerd_http_request_duration_seconds`.
+/// libmicrohttpd's network threads read requests and write answers; route handlers run on
+/// handler threads of their own (a blocking database call occupies one, so their count is sized
+/// to the database pool) while the request's connection waits suspended, and inline routes
+/// (`/healthz`) are answered on the network thread, even while every handler waits. Every
+/// request gets an `X-Request-Id`, a JSON access-log line at info, and samples in
+/// `issuerd_http_requests_total` and `issuerd_http_request_duration_seconds`.
 public final class HTTPServer: Sendable {
     private enum Phase {
         case created
@@ -33,7 +35,8 @@ public final class HTTPServer: Sendable {
     public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger, metrics: MetricsRegistry) {
         self.configuration = configuration
         self.context = ServerContext(
-            router: router, logger: logger, metrics: metrics, bodyLimit: configuration.bodyLimit)
+            router: router, logger: logger, metrics: metrics, bodyLimit: configuration.bodyLimit,
+            handlerThreads: configuration.threadCount)
     }
 
     /// The port actually bound (the kernel's pick for port 0), or the configured one before start.
@@ -56,6 +59,7 @@ public final class HTTPServer: Sendable {
             }
             let socket = try ListeningSocket(address: configuration.listen)
             let daemon = try MicroHTTPDaemon(socket: socket, configuration: configuration, context: context)
+            context.handlers.start()
             boundPort.withLock { $0 = socket.port }
             phase = .running(daemon: daemon, socket: socket)
         }
@@ -98,8 +102,16 @@ public final class HTTPServer: Sendable {
             // from every request completion would cost all requests for this one wait.
             usleep(5_000)
         }
-        let abandoned = context.inFlight
+        var abandoned = context.inFlight
+        // A connection still waiting for its handler is closed without an answer (as stopping
+        // the daemon closes the others); the daemon must not stop with one suspended.
+        if context.abandonHandoffs() > 0 {
+            let closing = ContinuousClock.now + .seconds(1)
+            while context.inFlight > 0, ContinuousClock.now < closing { usleep(5_000) }
+            abandoned = max(abandoned, context.inFlight)
+        }
         running.daemon.stop()
+        context.handlers.stop()
         // The phase held the last references: the socket closes here, after the daemon stopped.
         phase.withLock { $0 = .stopped }
         context.logger.notice("http server stopped", ["abandonedRequests": .int(abandoned)])

@@ -4,8 +4,9 @@ import Foundation
 public struct HTTPServerConfiguration: Sendable {
     /// Where to listen.
     public var listen: ListenAddress
-    /// libmicrohttpd worker threads. Handlers block on the database, so the executable sizes
-    /// this to the connection pool; more threads than connections only queue on the pool.
+    /// Handler threads, and as many libmicrohttpd network threads. Handlers block on the
+    /// database, so the executable sizes this to the connection pool; more threads than
+    /// connections only queue on the pool.
     public var threadCount: Int
     /// The largest request body accepted; larger ones get 413 before or while they are read.
     public var bodyLimit: Int

@@ -19,9 +19,13 @@ final class MicroHTTPDaemon: @unchecked Sendable {
     init(socket: ListeningSocket, configuration: HTTPServerConfiguration, context: ServerContext) throws {
         let contextPointer = Unmanaged.passUnretained(context).toOpaque()
         // MHD_USE_ITC lets MHD_quiesce_daemon wake the pool's threads (microhttpd.h says
-        // quiescing "some thread modes" requires it); MHD_USE_ERROR_LOG routes the library's
-        // own diagnostics to the external logger below instead of losing them.
-        let flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_ITC.rawValue | MHD_USE_ERROR_LOG.rawValue
+        // quiescing "some thread modes" requires it) and a resumed connection be served at once;
+        // MHD_ALLOW_SUSPEND_RESUME lets a connection wait while its handler runs on another
+        // thread (ServerContext); MHD_USE_ERROR_LOG routes the library's own diagnostics to the
+        // external logger below instead of losing them.
+        let flags =
+            MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_ITC.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_ERROR_LOG.rawValue
         var options: [MHD_OptionItem] = [
             // First, or libmicrohttpd prints what it finds while parsing the others to stderr.
             // Two-pointer options carry the function in `value` and its context in `ptr_value`.

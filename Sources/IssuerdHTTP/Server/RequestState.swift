@@ -3,7 +3,8 @@
 /// libmicrohttpd calls the access handler once for the headers, once per body chunk and once
 /// at the end, always on the connection's own worker thread, and the completion callback
 /// afterwards on that thread too; so this object is never touched by two threads at once and
-/// needs no lock. It travels through `*con_cls` as a retained `Unmanaged` reference.
+/// needs no lock (a handler thread touches only the ``Handoff``). It travels through
+/// `*con_cls` as a retained `Unmanaged` reference.
 final class RequestState {
     let startedAt: ContinuousClock.Instant
     let requestId: String
@@ -19,6 +20,8 @@ final class RequestState {
     var rejection: HTTPError?
     /// Whether a response has been queued (libmicrohttpd accepts one per request).
     var responded = false
+    /// Set while a handler thread runs the route (the connection is suspended meanwhile).
+    var handoff: Handoff?
 
     init(requestId: String, methodToken: String, path: String) {
         self.startedAt = ContinuousClock.now

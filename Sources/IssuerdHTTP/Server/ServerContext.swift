@@ -5,20 +5,26 @@ import Synchronization
 
 /// Everything libmicrohttpd's callbacks need, shared by all worker threads.
 ///
-/// Immutable after init except the in-flight count, which is behind a `Mutex`.
+/// Immutable after init except the in-flight count and the handoffs, which are behind `Mutex`es.
 final class ServerContext: Sendable {
     let router: Router
     let logger: Logger
     let bodyLimit: Int
+    /// Where route handlers run (every route but the inline ones, see ``Router/add(_:_:inline:_:)``).
+    let handlers: HandlerThreads
     private let requestsTotal: Counter
     private let requestDuration: Histogram
     // Requests whose headers arrived and whose completion has not fired; shutdown waits on it.
     private let inFlightCount = Mutex(0)
+    // Guarded by Mutex: requests whose handler runs (their connections suspended), and whether
+    // shutdown has abandoned them (no handoff starts after that).
+    private let handoffs = Mutex((open: [ObjectIdentifier: Handoff](), closed: false))
 
-    init(router: Router, logger: Logger, metrics: MetricsRegistry, bodyLimit: Int) {
+    init(router: Router, logger: Logger, metrics: MetricsRegistry, bodyLimit: Int, handlerThreads: Int) {
         self.router = router
         self.logger = logger
         self.bodyLimit = bodyLimit
+        self.handlers = HandlerThreads(count: handlerThreads)
         self.requestsTotal = metrics.counter(
             "issuerd_http_requests_total", help: "HTTP requests by route pattern, method and status.",
             labels: ["route", "method", "status"])
@@ -49,6 +55,18 @@ final class ServerContext: Sendable {
             return receive(UnsafeRawBufferPointer(start: uploadData, count: size), into: state, connection: connection)
         }
         if state.responded { return .YES }
+        if let handoff = state.handoff {
+            // Called again after the handler thread resumed the connection.
+            switch handoff.take() {
+            case nil:
+                return .YES
+            case .answered(let response, let route):
+                forget(handoff)
+                return queue(response, route: route, state: state, connection: connection)
+            case .abandoned:
+                return .NO
+            }
+        }
         if let rejection = state.rejection {
             return queue(rejection.response(), route: nil, state: state, connection: connection)
         }
@@ -122,10 +140,49 @@ final class ServerContext: Sendable {
         let request = HTTPRequest(
             method: method, path: state.path, query: query,
             headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), body: state.body,
-            requestId: state.requestId, remoteAddress: Self.remoteAddress(connection), logger: logger)
+            requestId: state.requestId, remoteAddress: Self.remoteAddress(connection), logger: logger,
+            receivedAt: .now)
         state.body = []
-        let (response, route) = router.dispatch(request)
-        return queue(response, route: route, state: state, connection: connection)
+        if router.runsInline(method, path: state.path) {
+            let (response, route) = router.dispatch(request)
+            return queue(response, route: route, state: state, connection: connection)
+        }
+        // Off this network thread: the connection waits suspended while a handler thread runs
+        // the route, so this thread keeps serving every other connection meanwhile.
+        let handoff = Handoff(connection: connection)
+        let accepted = handoffs.withLock { handoffs in
+            guard !handoffs.closed else { return false }
+            handoffs.open[ObjectIdentifier(handoff)] = handoff
+            return true
+        }
+        guard accepted else { return .NO }  // stopping: close, as the daemon's stop would
+        state.handoff = handoff
+        MHD_suspend_connection(connection)
+        let router = router
+        handlers.submit {
+            let (response, route) = router.dispatch(request)
+            handoff.settle(.answered(response, route: route))
+        }
+        return .YES
+    }
+
+    private func forget(_ handoff: Handoff) {
+        _ = handoffs.withLock { $0.open.removeValue(forKey: ObjectIdentifier(handoff)) }
+    }
+
+    /// For shutdown, once in-flight requests had their time: every request whose handler still
+    /// runs has its connection resumed and closed without an answer (libmicrohttpd must not be
+    /// stopped with a connection suspended), and no new handoff starts.
+    ///
+    /// - Returns: How many were abandoned.
+    func abandonHandoffs() -> Int {
+        let open = handoffs.withLock { handoffs in
+            handoffs.closed = true
+            defer { handoffs.open.removeAll() }
+            return Array(handoffs.open.values)
+        }
+        for handoff in open { handoff.settle(.abandoned) }
+        return open.count
     }
 
     /// Hands a response to libmicrohttpd, then writes the access-log line and metrics.
@@ -192,6 +249,9 @@ final class ServerContext: Sendable {
         slot.pointee = nil
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         inFlightCount.withLock { $0 -= 1 }
+        // Settled by now (a suspended connection does not complete); one whose answer was never
+        // taken (the connection failed on resuming) must not stay registered.
+        if let handoff = state.handoff { forget(handoff) }
         if !state.responded {
             logger.debug(
                 "request aborted",

@@ -39,7 +39,9 @@ extension PostgresConnection {
     /// Runs `COPY … FROM STDIN`, letting `body` stream the data, and returns the rows copied.
     ///
     /// If `body` throws, the COPY is ended with a failure (the server discards what it had, and
-    /// the surrounding transaction is aborted) and the error is rethrown.
+    /// the surrounding transaction is aborted) and the error is rethrown. The COPY runs with
+    /// libpq's blocking I/O and without ``statementTimeout``: bulk import is a command of its
+    /// own (`issuerd cards import`), never a request's work.
     /// - Parameters:
     ///   - sql: The COPY statement. It takes no parameters: never build it from input.
     ///   - body: Writes the data through the writer it is given.
@@ -54,6 +56,9 @@ extension PostgresConnection {
             throw PostgresError(
                 code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
+        try refuseIfAbandoned(file: file, line: line)
+        PQsetnonblocking(handle, 0)
+        defer { PQsetnonblocking(handle, 1) }
         guard let started = PQexec(handle, sql) else {
             throw PostgresError(
                 code: isConnected ? .other : .unavailable, message: Self.errorMessage(of: handle), file: file,

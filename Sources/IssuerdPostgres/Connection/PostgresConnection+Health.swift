@@ -2,8 +2,9 @@ import CPostgres
 import Foundation
 
 extension PostgresConnection {
-    /// True while libpq still considers the connection established.
-    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+    /// True while libpq still considers the connection established and no statement on it was
+    /// abandoned (``statementTimeout``).
+    public var isConnected: Bool { !abandoned && PQstatus(handle) == CONNECTION_OK }
 
     /// True when the connection is established and outside any transaction.
     var isIdleOutsideTransaction: Bool { isConnected && PQtransactionStatus(handle) == PQTRANS_IDLE }

@@ -9,8 +9,8 @@ extension PostgresConnection {
     /// statements form one implicit transaction (all commit, or none); inside one, the
     /// transaction is aborted, as after any failed statement.
     ///
-    /// The connection uses blocking I/O, so a pipeline must stay small (a few statements of at
-    /// most some kilobytes each): libpq writes everything before it reads.
+    /// libpq writes everything before it reads, so a pipeline must stay small (a few statements
+    /// of at most some kilobytes each). The round trip is one wait for ``statementTimeout``.
     /// - Throws: ``PostgresError``, as for ``query(_:file:line:)``.
     @discardableResult
     public func pipeline(_ queries: [PostgresQuery], file: String = #fileID, line: Int = #line) throws -> [PostgresRows]
@@ -19,11 +19,20 @@ extension PostgresConnection {
         try refuseInsideImplicitTransaction(file: file, line: line)
         // Preparing is synchronous, so new statements are prepared before the pipeline starts.
         let bound = try queries.map { try bind($0, file: file, line: line) }
+        try refuseIfAbandoned(file: file, line: line)
+        let deadline = roundTripDeadline()
         try enterPipelineMode(file: file, line: line)
         defer { PQexitPipelineMode(handle) }
         try send(bound, file: file, line: line)
+        try sync(until: deadline, file: file, line: line)
+        return try collect(bound, throughSync: true, until: deadline, file: file, line: line).map(
+            PostgresRows.init(result:))
+    }
+
+    /// Sends the sync point and everything before it.
+    private func sync(until deadline: ContinuousClock.Instant?, file: String, line: Int) throws {
         guard PQpipelineSync(handle) == 1 else { throw abandonPipeline(file: file, line: line) }
-        return try collect(bound, throughSync: true, file: file, line: line).map(PostgresRows.init(result:))
+        try flushOutput(until: deadline, file: file, line: line)
     }
 
     private func enterPipelineMode(file: String, line: Int) throws {
@@ -51,14 +60,16 @@ extension PostgresConnection {
     /// follows them, without it (after a flush request) only the statements' own results.
     /// The first failure is thrown once every result is read (libpq answers the statements a
     /// failure skipped with `PGRES_PIPELINE_ABORTED`, without waiting for the server).
-    private func collect(_ bound: [BoundQuery], throughSync: Bool, file: String, line: Int) throws -> [PostgresResult] {
+    private func collect(
+        _ bound: [BoundQuery], throughSync: Bool, until deadline: ContinuousClock.Instant?, file: String, line: Int
+    ) throws -> [PostgresResult] {
         // Each statement's results end with a NULL; the sync point ends the pipeline.
         var results: [PostgresResult?] = Array(repeating: nil, count: bound.count)
         var firstError: PostgresError?
         var failedStatement: String?
         var index = 0
         while throughSync || index < bound.count {
-            guard let result = PQgetResult(handle) else {
+            guard let result = try nextResult(until: deadline, file: file, line: line) else {
                 index += 1
                 // More NULLs than statements: the connection broke before the sync point.
                 if index > bound.count || !isConnected { throw firstError ?? lostConnection(file: file, line: line) }
@@ -89,9 +100,9 @@ extension PostgresConnection {
                 // The server skips everything up to a sync point, which ends the (failed)
                 // implicit transaction: send one, and read to it. (If it cannot be sent, the
                 // transaction stays open and the connection is discarded.)
-                guard PQpipelineSync(handle) == 1 else { throw firstError }
+                guard (try? sync(until: deadline, file: file, line: line)) != nil else { throw firstError }
                 if implicitTransaction == .open { implicitTransaction = .failed }
-                _ = try? collect([], throughSync: true, file: file, line: line)
+                _ = try? collect([], throughSync: true, until: deadline, file: file, line: line)
             }
             // Out of pipeline mode first: forgetting may free the statement with a plain command.
             PQexitPipelineMode(handle)
@@ -156,6 +167,8 @@ extension PostgresConnection {
                 isolation: isolation, opening: opening, body, file: file, line: line)
         }
         let bound = try opening.map { try bind($0, file: file, line: line) }
+        try refuseIfAbandoned(file: file, line: line)
+        let opened = roundTripDeadline()
         try enterPipelineMode(file: file, line: line)
         defer {
             // Left without a sync point: the server may hold the transaction open.
@@ -166,12 +179,13 @@ extension PostgresConnection {
         // From the first statement sent, the transaction is open until a sync point is sent.
         implicitTransaction = .open
         try send(bound, file: file, line: line)
-        try flushRequest(file: file, line: line)
-        let opened = try collect(bound, throughSync: false, file: file, line: line).map(PostgresRows.init(result:))
+        try flushRequest(until: opened, file: file, line: line)
+        let rows = try collect(bound, throughSync: false, until: opened, file: file, line: line).map(
+            PostgresRows.init(result:))
         let value: T
         let closing: [BoundQuery]
         do {
-            let decided = try body(self, opened)
+            let decided = try body(self, rows)
             // A statement of `body` failed (and `body` went on): the server already ended the
             // transaction without committing, so the closing statements must not run alone.
             guard implicitTransaction == .open else {
@@ -185,10 +199,14 @@ extension PostgresConnection {
             endImplicitTransactionWithRollback()
             throw error
         }
+        let closed = roundTripDeadline()
         try send(closing, file: file, line: line)
+        // Once the sync point is queued the server commits when it gets it, even if the flush
+        // or the answer does not come back in time (the transaction is then no longer open here).
         guard PQpipelineSync(handle) == 1 else { throw abandonPipeline(file: file, line: line) }
         implicitTransaction = .none
-        _ = try collect(closing, throughSync: true, file: file, line: line)
+        try flushOutput(until: closed, file: file, line: line)
+        _ = try collect(closing, throughSync: true, until: closed, file: file, line: line)
         PQexitPipelineMode(handle)
         for query in closing where query.preparedName == nil { prepareForNextTime(query) }
         return value
@@ -196,30 +214,33 @@ extension PostgresConnection {
 
     /// Asks the server to send what it has answered so far without ending the implicit
     /// transaction (a sync point would commit it), and sends everything queued.
-    private func flushRequest(file: String, line: Int) throws {
-        guard PQsendFlushRequest(handle) == 1, PQflush(handle) == 0 else {
-            throw abandonPipeline(file: file, line: line)
-        }
+    private func flushRequest(until deadline: ContinuousClock.Instant?, file: String, line: Int) throws {
+        guard PQsendFlushRequest(handle) == 1 else { throw abandonPipeline(file: file, line: line) }
+        try flushOutput(until: deadline, file: file, line: line)
     }
 
     /// A statement `body` runs inside an implicit pipelined transaction (``query(_:file:line:)``
     /// routes here): sent with a flush request, so the transaction stays open.
     func runInImplicitTransaction(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresResult {
         let bound = try bind(query, preparing: false, file: file, line: line)
+        try refuseIfAbandoned(file: file, line: line)
+        let deadline = roundTripDeadline()
         try send([bound], file: file, line: line)
-        try flushRequest(file: file, line: line)
-        return try collect([bound], throughSync: false, file: file, line: line)[0]
+        try flushRequest(until: deadline, file: file, line: line)
+        return try collect([bound], throughSync: false, until: deadline, file: file, line: line)[0]
     }
 
     /// Sends `ROLLBACK` and the sync point after a failed decision: the implicit transaction
     /// ends with nothing committed. A connection where even that fails stays marked open and
     /// is discarded (``mustDiscard``).
     private func endImplicitTransactionWithRollback() {
-        guard implicitTransaction == .open else { return }  // a failed statement already ended it
+        guard implicitTransaction == .open, !abandoned else { return }  // a failed statement already ended it
+        let deadline = roundTripDeadline()
         let rollback = BoundQuery(sql: "ROLLBACK", storage: [0])
         guard (try? send([rollback], file: #fileID, line: #line)) != nil, PQpipelineSync(handle) == 1 else { return }
         implicitTransaction = .none
-        _ = try? collect([rollback], throughSync: true, file: #fileID, line: #line)
+        guard (try? flushOutput(until: deadline, file: #fileID, line: #line)) != nil else { return }
+        _ = try? collect([rollback], throughSync: true, until: deadline, file: #fileID, line: #line)
     }
 
     /// A pipeline's sync point, or another transaction, inside a pipelined transaction's body

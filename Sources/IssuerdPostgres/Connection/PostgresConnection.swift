@@ -5,7 +5,9 @@ import IssuerdCore
 /// One libpq connection (`PGconn`), used by one thread at a time.
 ///
 /// Statements run synchronously on the calling thread; results always come back in text
-/// format. Most code borrows a connection from ``PostgresPool`` rather than making one.
+/// format. Most code borrows a connection from ``PostgresPool`` rather than making one. Every
+/// wait for the server is bounded by ``statementTimeout`` when it is set (see
+/// `PostgresConnection+Waiting.swift`).
 public final class PostgresConnection {
     let handle: OpaquePointer
     let logger: Logger
@@ -28,6 +30,15 @@ public final class PostgresConnection {
     /// session may still hold it open, with its locks and writes, while libpq reports it idle
     /// (it learns the state only at a sync). The pool must not hand such a session out again.
     var mustDiscard = false
+    /// How long one statement, or one round trip of a pipeline, may wait for the server's
+    /// answer; nil waits as long as it takes. Past it the statement is abandoned: a cancel
+    /// request goes to the server in the background, the connection takes no further statement
+    /// (``isConnected`` turns false, the pool closes it), and ``PostgresError/Code/timedOut`` is
+    /// thrown. A server that stopped without closing its sockets is noticed only this way.
+    public var statementTimeout: Duration?
+    /// Set when a statement got no answer within ``statementTimeout``: the server may still
+    /// run what it received, so the session is never used again.
+    var abandoned = false
     /// The result columns of each prepared statement that returned rows, by statement name.
     private var preparedColumns: [String: PostgresColumns] = [:]
     /// Beyond this many, statements run unprepared (dynamic SQL must not grow the cache forever).
@@ -37,14 +48,20 @@ public final class PostgresConnection {
     ///
     /// - Parameters:
     ///   - connectionString: A libpq URI (`postgresql://…`) or conninfo (`host=… dbname=…`).
-    ///   - connectTimeout: How long to try; libpq counts whole seconds, at least 2.
+    ///   - connectTimeout: How long connecting and preparing the session may take in all
+    ///     (libpq's non-blocking connect, so any length counts, not whole seconds). Resolving a
+    ///     host name is libpq's blocking `getaddrinfo`, outside this bound.
+    ///   - statementTimeout: The connection's ``statementTimeout``.
     ///   - logger: Receives debug lines; never parameter values.
     /// - Throws: ``PostgresError`` with code ``PostgresError/Code/unavailable`` when the server
-    ///   cannot be reached or refuses the login.
+    ///   cannot be reached, refuses the login or does not finish within `connectTimeout`.
     public init(
         connectionString: String, connectTimeout: Duration = .seconds(2), deadPeerTimeout: Duration? = nil,
-        logger: Logger = .silent
+        statementTimeout: Duration? = nil, logger: Logger = .silent
     ) throws {
+        let deadline = ContinuousClock.now + connectTimeout
+        // libpq ignores connect_timeout in a non-blocking connect (the deadline below bounds
+        // it); it stays for what reads the options back (``connectionOption(_:)``).
         let timeoutSeconds = max(2, Int(min(connectTimeout.timeInterval, 3600).rounded(.up)))
         // libpq reads the arrays front to back and the last value wins: entries before the
         // expanded `dbname` are defaults the connection string may override, entries after it
@@ -71,19 +88,20 @@ public final class PostgresConnection {
         ]
         let handle = CStringArray(parameters.map(\.0)).withPointers { keywords in
             CStringArray(parameters.map(\.1)).withPointers { values in
-                PQconnectdbParams(keywords, values, 1)
+                PQconnectStartParams(keywords, values, 1)
             }
         }
         guard let handle else {
             throw PostgresError(code: .unavailable, message: "libpq could not allocate a connection")
         }
-        guard PQstatus(handle) == CONNECTION_OK else {
-            let message = Self.errorMessage(of: handle)
+        if let problem = Self.finishConnecting(handle, until: deadline, timeout: connectTimeout) {
             PQfinish(handle)
-            throw PostgresError(code: .unavailable, message: "could not connect: \(message)")
+            throw PostgresError(code: .unavailable, message: problem)
         }
         self.handle = handle
         self.logger = logger
+        // Sends never block either: a statement is queued and flushed as the socket takes it.
+        PQsetnonblocking(handle, 1)
         // libpq prints NOTICE and WARNING to stderr by default; they can quote data (RAISE
         // NOTICE), so they are dropped rather than mixed into the JSON log stream.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
@@ -104,16 +122,64 @@ public final class PostgresConnection {
             // the client's kernel however busy the client is; `tcp_user_timeout` also ends a
             // session whose client leaves a result unread that long (Linux counts zero-window
             // time), so it is at least 10 s, and the serve path reads every result whole
-            // (`PQexec`, no streaming). Ignored (reads 0) over a Unix socket.
+            // (no streaming). Ignored (reads 0) over a Unix socket.
             let milliseconds = max(10_000, Int(min(deadPeerTimeout.timeInterval, 3600) * 1_000))
             settings += "; SET tcp_keepalives_idle = 1; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3"
             settings += "; SET tcp_user_timeout = \(milliseconds)"
         }
-        try execute(unsafeSQL: settings)
+        // The session's settings count against the connect deadline.
+        self.statementTimeout = max(.milliseconds(1), deadline - ContinuousClock.now)
+        do {
+            try execute(unsafeSQL: settings)
+        } catch let error as PostgresError where error.code == .timedOut {
+            throw PostgresError(code: .unavailable, message: "could not connect: no answer within \(connectTimeout)")
+        }
+        self.statementTimeout = statementTimeout
         logger.debug("postgres connection opened", ["backend_pid": .int(Int(PQbackendPID(handle)))])
     }
 
     deinit { PQfinish(handle) }
+
+    /// Drives libpq's non-blocking connect (`PQconnectPoll`) until the connection is made or
+    /// `deadline` passes.
+    ///
+    /// - Returns: nil when connected, otherwise why not.
+    private static func finishConnecting(
+        _ handle: OpaquePointer, until deadline: ContinuousClock.Instant, timeout: Duration
+    ) -> String? {
+        guard PQstatus(handle) != CONNECTION_BAD else { return "could not connect: \(errorMessage(of: handle))" }
+        // libpq's protocol: start as if the last poll had asked to wait for writing.
+        var state = PGRES_POLLING_WRITING
+        while true {
+            switch state {
+            case PGRES_POLLING_OK:
+                return nil
+            case PGRES_POLLING_FAILED:
+                return "could not connect: \(errorMessage(of: handle))"
+            default:
+                let events = state == PGRES_POLLING_READING ? Int16(POLLIN) : Int16(POLLOUT)
+                // The socket may change between calls (another host, another address).
+                switch waitForSocket(PQsocket(handle), events, until: deadline) {
+                case .ready: break
+                case .timedOut:
+                    // The request this was for stops waiting for the database (``PostgresRequestScope``).
+                    PostgresRequestScope.current?.gaveUp = true
+                    return "could not connect: no answer within \(timeout)"
+                case .failed: return "could not connect: \(errorMessage(of: handle))"
+                }
+                state = PQconnectPoll(handle)
+            }
+        }
+    }
+
+    /// Runs `body` with ``statementTimeout`` set to `timeout`, then restores it: for work that
+    /// is allowed to take longer than the serve path's statements (migrations at start-up).
+    public func withStatementTimeout<T>(_ timeout: Duration?, _ body: () throws -> T) rethrows -> T {
+        let previous = statementTimeout
+        statementTimeout = timeout
+        defer { statementTimeout = previous }
+        return try body()
+    }
 
     /// Runs one statement and returns its rows.
     ///
@@ -157,12 +223,13 @@ public final class PostgresConnection {
             throw PostgresError(
                 code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
-        _ = try check(PQexec(handle, script), file: file, line: line)
+        _ = try check(try roundTrip(file: file, line: line) { PQsendQuery(handle, script) }, file: file, line: line)
     }
 
     /// The command tag of a script's last statement, for transaction control.
     func executeReturningTag(unsafeSQL sql: String) throws -> String {
-        try check(PQexec(handle, sql), file: #fileID, line: #line).commandTag
+        try check(try roundTrip(file: #fileID, line: #line) { PQsendQuery(handle, sql) }, file: #fileID, line: #line)
+            .commandTag
     }
 
     private func run(_ query: PostgresQuery, file: String, line: Int) throws -> PostgresResult {
@@ -187,12 +254,15 @@ public final class PostgresConnection {
         _ query: PostgresQuery, resultFormat: Int32 = 0, file: String, line: Int
     ) throws -> PostgresResult {
         let bound = try bind(query, file: file, line: line)
-        let result = bound.withPointers { pointers, lengths, formats -> OpaquePointer? in
-            if let name = bound.preparedName {
-                return PQexecPrepared(handle, name, Int32(bound.count), pointers, lengths, formats, resultFormat)
+        let result = try roundTrip(file: file, line: line) {
+            bound.withPointers { pointers, lengths, formats -> Int32 in
+                if let name = bound.preparedName {
+                    return PQsendQueryPrepared(
+                        handle, name, Int32(bound.count), pointers, lengths, formats, resultFormat)
+                }
+                return PQsendQueryParams(
+                    handle, query.sql, Int32(bound.count), bound.types, pointers, lengths, formats, resultFormat)
             }
-            return PQexecParams(
-                handle, query.sql, Int32(bound.count), bound.types, pointers, lengths, formats, resultFormat)
         }
         do {
             return try check(result, statement: bound.preparedName, file: file, line: line)
@@ -299,7 +369,10 @@ public final class PostgresConnection {
         guard preparing, prepared.count < Self.preparedStatementLimit else { return nil }
         preparedCounter += 1
         let name = "issuerd_\(preparedCounter)"
-        _ = try check(PQprepare(handle, name, sql, Int32(types.count), types), file: file, line: line)
+        let result = try roundTrip(file: file, line: line) {
+            PQsendPrepare(handle, name, sql, Int32(types.count), types)
+        }
+        _ = try check(result, file: file, line: line)
         prepared[key] = name
         return name
     }

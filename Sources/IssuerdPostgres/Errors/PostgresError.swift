@@ -18,6 +18,11 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         public static let unavailable = Code("unavailable")
         /// No pooled connection became free within the pool's acquire timeout.
         public static let poolTimeout = Code("poolTimeout")
+        /// The server did not answer a statement within the connection's client-side deadline
+        /// (``PostgresConnection/statementTimeout``): the statement was abandoned and its
+        /// connection closed. It may still have committed (a frozen server resumes what it
+        /// had received); an idempotent retry finds out.
+        public static let timedOut = Code("timedOut")
         /// SQLSTATE 23505.
         public static let uniqueViolation = Code("uniqueViolation")
         /// SQLSTATE 23503.
@@ -104,7 +109,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     }
 
     /// True when the failure means the connection it happened on can no longer be used.
-    public var isConnectionLost: Bool { code == .unavailable }
+    public var isConnectionLost: Bool { code == .unavailable || code == .timedOut }
 
     /// True for failures that a fresh attempt of the whole transaction may not repeat.
     public var isTransient: Bool { code == .serializationFailure || code == .deadlockDetected }

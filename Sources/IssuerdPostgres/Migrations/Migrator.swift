@@ -30,7 +30,9 @@ public struct Migrator: Sendable {
 
     /// Applies every migration the database has not recorded yet.
     ///
-    /// - Parameter pool: Where to apply them; one connection is held for the whole run.
+    /// - Parameter pool: Where to apply them; one connection is held for the whole run, its
+    ///   statements without the pool's statement timeout (a migration may rewrite a table, and
+    ///   another instance may hold the migration lock while it does).
     /// - Returns: The migrations applied by this call, in order (empty when up to date).
     /// - Throws: ``PostgresError/Code/migration`` naming the file for a changed or missing
     ///   file, or a failing migration (with the server's SQLSTATE).
@@ -38,29 +40,33 @@ public struct Migrator: Sendable {
     public func migrate(using pool: PostgresPool) throws -> [AppliedMigration] {
         let files = try MigrationFile.load(from: directory)
         return try pool.withConnection { connection in
-            try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
-            defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
-            try connection.execute(
-                unsafeSQL: """
-                    CREATE TABLE IF NOT EXISTS issuerd_schema_migrations (
-                        version integer PRIMARY KEY,
-                        name text NOT NULL,
-                        checksum text NOT NULL,
-                        applied_at timestamptz NOT NULL DEFAULT now()
-                    )
-                    """)
-            let applied = try Self.recorded(on: connection)
-            let checksums = try Self.checksums(of: files, on: connection)
-            let problems = Self.problems(files: files, checksums: checksums, applied: applied)
-            guard problems.isEmpty else {
-                throw PostgresError(code: .migration, message: problems.joined(separator: "; "))
-            }
-            var newlyApplied: [AppliedMigration] = []
-            for (file, checksum) in zip(files, checksums) where applied[file.version] == nil {
-                newlyApplied.append(try apply(file, checksum: checksum, on: connection))
-            }
-            return newlyApplied
+            try connection.withStatementTimeout(nil) { try migrate(files, on: connection) }
         }
+    }
+
+    private func migrate(_ files: [MigrationFile], on connection: PostgresConnection) throws -> [AppliedMigration] {
+        try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
+        try connection.execute(
+            unsafeSQL: """
+                CREATE TABLE IF NOT EXISTS issuerd_schema_migrations (
+                    version integer PRIMARY KEY,
+                    name text NOT NULL,
+                    checksum text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+        let applied = try Self.recorded(on: connection)
+        let checksums = try Self.checksums(of: files, on: connection)
+        let problems = Self.problems(files: files, checksums: checksums, applied: applied)
+        guard problems.isEmpty else {
+            throw PostgresError(code: .migration, message: problems.joined(separator: "; "))
+        }
+        var newlyApplied: [AppliedMigration] = []
+        for (file, checksum) in zip(files, checksums) where applied[file.version] == nil {
+            newlyApplied.append(try apply(file, checksum: checksum, on: connection))
+        }
+        return newlyApplied
     }
 
     /// Reports every migration's state without changing anything.

@@ -167,13 +167,26 @@ public final class PostgresPool: @unchecked Sendable {
         return state.waiters == 0 && state.capacity - state.leased >= 2  // idle ones plus those not yet opened
     }
 
+    /// Lends an idle connection, or opens one, within the acquire timeout; with `waiting` false
+    /// only what is available at once.
+    ///
+    /// Inside a ``PostgresRequestScope`` the request's earlier wait counts against the timeout,
+    /// and a request that already gave up on the database gets nothing.
     private func acquire(waiting: Bool = true) throws -> PostgresConnection {
-        let deadline = waiting ? Date().addingTimeInterval(configuration.acquireTimeout.timeInterval) : Date()
+        let scope = PostgresRequestScope.current
+        if let scope, scope.gaveUp {
+            throw PostgresError(
+                code: .timedOut, message: "an earlier statement of this request got no answer from the database in time"
+            )
+        }
+        let budget = waiting ? max(.zero, configuration.acquireTimeout - (scope?.waited ?? .zero)) : .zero
+        let deadline = ContinuousClock.now + budget
         while true {
             condition.lock()
             var action = state.acquire()
             while case .wait = action {
-                guard Date() < deadline else {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else {
                     condition.unlock()
                     throw PostgresError(
                         code: .poolTimeout,
@@ -182,7 +195,7 @@ public final class PostgresPool: @unchecked Sendable {
                     )
                 }
                 state.waiters += 1
-                _ = condition.wait(until: deadline)
+                _ = condition.wait(until: Date().addingTimeInterval(left.timeInterval))
                 state.waiters -= 1
                 action = state.acquire()
             }
@@ -195,11 +208,21 @@ public final class PostgresPool: @unchecked Sendable {
                     "postgres idle connection discarded", ["backend_pid": .int(Int(connection.backendProcessID))])
                 slotFreed()
             case .open:
+                // Waiting for a slot and connecting share the acquire timeout.
+                let connectTimeout =
+                    waiting
+                    ? min(configuration.connectTimeout, deadline - ContinuousClock.now) : configuration.connectTimeout
                 do {
-                    let connection = try PostgresConnection(
-                        connectionString: configuration.connectionString, connectTimeout: configuration.connectTimeout,
-                        deadPeerTimeout: configuration.deadPeerTimeout, logger: logger)
-                    return connection
+                    guard connectTimeout > .zero else {
+                        throw PostgresError(
+                            code: .unavailable,
+                            message: "no time left to connect within \(configuration.acquireTimeout)")
+                    }
+                    return try PostgresConnection(
+                        connectionString: configuration.connectionString, connectTimeout: connectTimeout,
+                        deadPeerTimeout: configuration.deadPeerTimeout,
+                        statementTimeout: configuration.statementTimeout,
+                        logger: logger)
                 } catch {
                     slotFreed()
                     throw error

@@ -27,7 +27,8 @@ extension HTTPError.Code {
 package struct IdempotencyStore: Sendable {
     package static let headerName = "Idempotency-Key"
     /// How long a claim without an answer blocks retries. Far longer than any request holds one
-    /// (pool wait 2 s by default, statements of milliseconds), short enough for a client's retry.
+    /// (pool wait 2 s by default, statements of milliseconds, abandoned after
+    /// `ISSUERD_DB_STATEMENT_TIMEOUT`, 5 s by default), short enough for a client's retry.
     package static let claimExpiry: Duration = .seconds(15)
 
     package let database: PostgresPool

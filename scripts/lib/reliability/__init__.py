@@ -18,7 +18,7 @@ docs/reliability.md.
 import importlib
 
 # The phases in the order they run (the database phases together, then the race and the fuzzing).
-PHASES = ("outbox", "outage", "partition", "split", "race", "fuzz")
+PHASES = ("outbox", "outage", "freeze", "partition", "split", "race", "fuzz")
 
 
 def load(name):
