@@ -84,6 +84,10 @@ let package = Package(
             ]
         ),
 
+        // Credentials checked without the database: the issuer app's JWT (HS256/ES256 and its
+        // claims) and its settings.
+        .target(name: "IssuerdAuth", dependencies: ["IssuerdCore", "IssuerdService", "IssuerdCrypto", "IssuerdHTTP"]),
+
         // The HTTP API: routes, authentication, the provisioning and step-up flows, the outbox,
         // keys and configuration, wired together by IssuerdApplication.
         .target(
@@ -91,7 +95,7 @@ let package = Package(
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
-                "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
+                "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport", "IssuerdAuth",
             ]
         ),
 
@@ -127,7 +131,7 @@ let package = Package(
             name: "IssuerdAPITests",
             dependencies: [
                 "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
+                "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11", "IssuerdAuth",
             ]
         ),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),

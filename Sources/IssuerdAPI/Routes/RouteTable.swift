@@ -9,6 +9,8 @@ import IssuerdService
 /// A database that is down or saturated is not the client's fault and not a bug: it is a 503
 /// `database_unavailable` with `Retry-After`, so load balancers and apps back off and retry.
 struct RouteTable {
+    /// The head-time credential check of each route pattern (``ServiceContext/admission(for:)``).
+    var admission: (String) -> Router.Admission? = { _ in nil }
     private(set) var router: Router = {
         var router = Router()
         router.finishing = RouteTable.finish
@@ -29,7 +31,7 @@ struct RouteTable {
 
     /// Registers a handler behind the error mapping.
     mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Router.Handler) {
-        router.add(method, pattern) { request in
+        router.add(method, pattern, admission: admission(pattern)) { request in
             do {
                 return try handler(request)
             } catch let error as PostgresError where error.code == .unavailable || error.code == .poolTimeout {
