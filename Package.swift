@@ -93,6 +93,10 @@ let package = Package(
             ]
         ),
 
+        // Credentials checked without the database: the issuer app's JWT (HS256/ES256 and its
+        // claims) and its settings.
+        .target(name: "IssuerdAuth", dependencies: ["IssuerdCore", "IssuerdService", "IssuerdCrypto", "IssuerdHTTP"]),
+
         // The HTTP API: routes, authentication, the provisioning and step-up flows, the outbox,
         // keys and configuration, wired together by IssuerdApplication.
         .target(
@@ -101,7 +105,7 @@ let package = Package(
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
                 "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox",
+                "IssuerdOutbox", "IssuerdAuth",
             ]
         ),
 
@@ -137,7 +141,7 @@ let package = Package(
             name: "IssuerdAPITests",
             dependencies: [
                 "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox",
+                "IssuerdOutbox", "IssuerdAuth",
                 "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
             ]
         ),

@@ -105,6 +105,18 @@ public struct ConfigurationReader: Sendable {
         return value
     }
 
+    /// PEM text given inline, or read from the path given; nil when unset.
+    ///
+    /// - Throws: ``ConfigurationError`` when the value is neither PEM nor a readable PEM file.
+    public func pem(_ key: String) throws -> String? {
+        guard let value = string(key) else { return nil }
+        if value.contains("-----BEGIN") { return value }
+        guard let text = try? String(contentsOfFile: value, encoding: .utf8), text.contains("-----BEGIN") else {
+            throw ConfigurationError(key: key, problem: "must be PEM text or the path of a readable PEM file")
+        }
+        return text
+    }
+
     /// One of a closed set of words.
     public func choice(_ key: String, default defaultValue: String, from choices: [String]) throws -> String {
         guard let text = string(key) else { return defaultValue }

@@ -198,7 +198,7 @@ class Fuzzer:
             fx.certificates = [base64.b64encode(open(os.path.join(pki, name), "rb").read()).decode()
                                for name in ("leaf-ecc.der", "intermediate.der")]
         for customer in fx.customers:
-            out = subprocess.run([self.args.issuerd, "dev", "token", "--customer", customer, "--ttl", "2h"],
+            out = subprocess.run([self.args.issuerd, "dev", "token", "--customer", customer, "--ttl", "1h"],
                                  check=True, capture_output=True, text=True).stdout.strip().splitlines()
             fx.app_tokens[customer] = out[-1]
         # A dead-lettered outbox message, so the re-queue operation reaches its handler.

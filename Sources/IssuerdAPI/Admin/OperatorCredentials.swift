@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdAuth
 import IssuerdPostgres
 import IssuerdService
 import IssuerdStorage
@@ -51,15 +52,29 @@ public enum OperatorCredentials {
         }
     }
 
-    /// A development HS256 app token for `customerID` (`issuerd dev token`).
+    /// A development HS256 app token for `customerID` (`issuerd dev token`), signed with
+    /// `ISSUERD_APP_JWT_SECRET` and carrying what the server requires: `iat`, a lifetime within
+    /// `ISSUERD_APP_JWT_MAX_LIFETIME`, and `ISSUERD_APP_JWT_ISSUER`/`_AUDIENCE` when set.
     ///
-    /// - Throws: ``CommandInputError`` for a customer id outside 1–64 characters of `[A-Za-z0-9._:-]`.
+    /// - Parameter lifetime: Seconds from 30 to the maximum lifetime; that maximum when nil.
+    /// - Throws: ``ConfigurationError`` for a missing or bad setting; ``CommandInputError`` for a
+    ///   customer id outside 1–64 characters of `[A-Za-z0-9._:-]` or a lifetime out of range.
     public static func developmentAppToken(
-        secret: String, customerID: String, lifetime: TimeInterval, now: Date
+        _ reader: ConfigurationReader, customerID: String, lifetime: TimeInterval?, now: Date
     ) throws -> String {
         guard (try? AdminValidation.identifier(customerID, field: "customerId")) != nil else {
             throw CommandInputError("--customer must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
         }
-        return try AppTokenVerifier.mintHS256(secret: secret, customerID: customerID, lifetime: lifetime, now: now)
+        let secret = try OperatorSettings.appJWTSecret(reader)
+        let setting = try AppJWTSetting(reader, requireKey: false)
+        let longest = TimeInterval(setting.maxLifetime.components.seconds)
+        guard (30...longest).contains(lifetime ?? longest) else {
+            throw CommandInputError(
+                "--ttl must be from 30s to ISSUERD_APP_JWT_MAX_LIFETIME (\(Int(longest))s): the server refuses longer tokens"
+            )
+        }
+        return try AppTokenVerifier.mintHS256(
+            secret: secret.unsafeValue, customerID: customerID, lifetime: lifetime ?? longest, now: now,
+            issuer: setting.issuer, audience: setting.audience)
     }
 }

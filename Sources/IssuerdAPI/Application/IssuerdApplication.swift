@@ -61,7 +61,7 @@ public final class IssuerdApplication: Sendable {
             probes: [Self.databaseProbe(database), Self.rulesProbe(rules)]
                 + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
             rulesetVersion: { rules.current.version })
-        var table = RouteTable()
+        var table = RouteTable(admission: context.admission(for:))
         OperationsRoutes.register(in: &table, readiness: readiness, metrics: metrics)
         CardRoutes.register(in: &table, context: context)
         TSPRoutes.register(in: &table, context: context)
@@ -86,7 +86,8 @@ public final class IssuerdApplication: Sendable {
                 key: "ISSUERD_LISTEN", problem: "must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
         }
         let serverConfiguration = HTTPServerConfiguration(
-            listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit)
+            listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit,
+            limits: configuration.httpLimits)
         let delivery = OutboxDelivery(
             notify: configuration.notify, tspWebhookURL: configuration.tspWebhookURL,
             tspSecret: configuration.tspHMACSecret, settings: configuration.outbox,
@@ -154,8 +155,9 @@ public final class IssuerdApplication: Sendable {
         {
             let status = rules.active.status
             // A failed reload does not make the instance unready (the last good ruleset serves),
-            // but it is reported here so nobody misses it.
-            let detail = status.lastFailure.map { "last reload failed at \($0.time): \($0.message)" }
+            // but it is reported here so nobody misses it. Only that it failed: /readyz is public
+            // (deploy/nginx.conf), and the rule files' diagnostics are for GET /v1/admin/rules.
+            let detail = status.lastFailure.map { "last reload failed at \($0.time); details in GET /v1/admin/rules" }
             return .init(
                 name: "rules", ok: status.lastFailure == nil, critical: false,
                 detail: detail ?? "version \(status.version)")

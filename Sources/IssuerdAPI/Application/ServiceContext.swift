@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdAuth
 import IssuerdConsole
 import IssuerdCore
 import IssuerdCrypto

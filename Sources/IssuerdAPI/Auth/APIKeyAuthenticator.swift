@@ -39,6 +39,16 @@ struct APIKeyAuthenticator: Sendable {
         return principal
     }
 
+    /// What can be checked before the body is read, without the database: a bearer credential in
+    /// an API key's form, or a console session cookie. Throws the 401 of ``authenticate(_:roles:consoleSession:)``.
+    func admit(_ request: HTTPRequest) throws {
+        if let credential = request.bearerCredential, credential.hasPrefix("isk_"), credential.utf8.count <= 128 {
+            return
+        }
+        if let sessions, request.cookie(sessions.cookieName(for: request)) != nil { return }
+        throw HTTPError.unauthenticated()
+    }
+
     /// The 403 for a key whose role the route does not allow, logged with the key's id and role.
     private func refusedRole(_ principal: APIKeyPrincipal, request: HTTPRequest) -> HTTPError {
         request.logger.notice(

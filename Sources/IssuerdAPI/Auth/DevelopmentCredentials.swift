@@ -1,13 +1,17 @@
 import Foundation
+import IssuerdAuth
 
 /// Credentials a developer or a demo needs to call a development instance: an issuer-app token
 /// and a TSP signature, made with the same code the server verifies them with.
 public enum DevelopmentCredentials {
-    /// An HS256 app token for `customerID`, valid for `lifetime` seconds.
+    /// An HS256 app token for `customerID`, valid for `lifetime` seconds (at most the server's
+    /// `ISSUERD_APP_JWT_MAX_LIFETIME`), with the `iss` and `aud` the server requires, if any.
     public static func appToken(
-        secret: String, customerID: String, lifetime: TimeInterval = 3600, now: Date = Date()
+        secret: String, customerID: String, lifetime: TimeInterval = 600, now: Date = Date(), issuer: String? = nil,
+        audience: String? = nil
     ) throws -> String {
-        try AppTokenVerifier.mintHS256(secret: secret, customerID: customerID, lifetime: lifetime, now: now)
+        try AppTokenVerifier.mintHS256(
+            secret: secret, customerID: customerID, lifetime: lifetime, now: now, issuer: issuer, audience: audience)
     }
 
     /// The `X-Issuerd-Signature` value for `body` signed now.

@@ -42,6 +42,14 @@ struct TSPAuthenticator: Sendable {
         return VerifiedTSPSignature(fingerprint: BinaryEncoding.hexString(matched))
     }
 
+    /// What can be checked before the body is read: the header well formed, its time within the
+    /// window. Throws the same 401 as ``verify(_:now:)``.
+    func admit(_ request: HTTPRequest, now: Date) throws {
+        guard let header = request.headers[Self.headerName], let signature = TSPSignature(header: header),
+            abs(now.timeIntervalSince1970 - Double(signature.timestamp)) <= Self.window
+        else { throw HTTPError.unauthenticated(scheme: "IssuerdSignature") }
+    }
+
     /// Verifies the request and records its signature before the work, or throws 401.
     func authenticate(_ request: HTTPRequest, database: PostgresPool, now: Date) throws {
         let signature = try verify(request, now: now)

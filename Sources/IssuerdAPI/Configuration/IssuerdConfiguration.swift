@@ -1,6 +1,8 @@
 import Foundation
+import IssuerdAuth
 import IssuerdConsole
 import IssuerdCore
+import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdService
 import IssuerdStorage
@@ -31,6 +33,8 @@ public struct IssuerdConfiguration: Sendable {
     public var httpThreads: Int
     /// Largest accepted request body in bytes (`ISSUERD_BODY_LIMIT`, default 1 MiB).
     public var bodyLimit: Int
+    /// Connection limits and request deadlines (`ISSUERD_HTTP_*`).
+    public var httpLimits: HTTPServerLimits
     /// Directory of the active rules (`ISSUERD_RULES_DIR`, default `rules`).
     public var rulesDirectory: String
     /// Directory of the SQL migrations (`ISSUERD_SQL_DIR`, default `sql`).
@@ -92,6 +96,7 @@ public struct IssuerdConfiguration: Sendable {
         listen = reader.string("ISSUERD_LISTEN") ?? "127.0.0.1:8080"
         httpThreads = try reader.integer("ISSUERD_HTTP_THREADS", default: databasePoolSize, in: 1...512)
         bodyLimit = try reader.integer("ISSUERD_BODY_LIMIT", default: 1 << 20, in: 1024...(64 << 20))
+        httpLimits = try HTTPServerLimits(reader, threads: httpThreads)
         rulesDirectory = reader.string("ISSUERD_RULES_DIR") ?? "rules"
         sqlDirectory = reader.string("ISSUERD_SQL_DIR") ?? "sql"
         migrateOnStart = try reader.boolean("ISSUERD_MIGRATE_ON_START", default: true)
@@ -106,9 +111,7 @@ public struct IssuerdConfiguration: Sendable {
         guard tspHMACSecret.unsafeValue.utf8.count >= 16 else {
             throw ConfigurationError(key: "ISSUERD_TSP_HMAC_SECRET", problem: "must be at least 16 bytes")
         }
-        tavSigningKeyPEM = try reader.string("ISSUERD_TAV_SIGNING_KEY").map {
-            Redacted(try Self.pemText($0, key: "ISSUERD_TAV_SIGNING_KEY"))
-        }
+        tavSigningKeyPEM = try reader.pem("ISSUERD_TAV_SIGNING_KEY").map(Redacted.init)
         activationValidity = try reader.duration(
             "ISSUERD_ACTIVATION_VALIDITY", default: .seconds(1800), in: .seconds(60)...(.seconds(30 * 86400)))
         notify = try NotifySetting(reader)
@@ -130,15 +133,6 @@ public struct IssuerdConfiguration: Sendable {
         outbox = try OutboxSettings(reader)
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
-    }
-
-    /// PEM given inline, or read from the path given.
-    static func pemText(_ value: String, key: String) throws -> String {
-        if value.contains("-----BEGIN") { return value }
-        guard let text = try? String(contentsOfFile: value, encoding: .utf8), text.contains("-----BEGIN") else {
-            throw ConfigurationError(key: key, problem: "must be PEM text or the path of a readable PEM file")
-        }
-        return text
     }
 }
 
@@ -208,28 +202,5 @@ public struct MasterKeySetting: Sendable {
             keys.append(MasterKeySetting(version: old, key: Redacted(bytes)))
         }
         return keys
-    }
-}
-
-/// How issuer-app bearer tokens are verified: HS256 with a shared secret, ES256 with a public key, or both.
-public struct AppJWTSetting: Sendable {
-    /// `ISSUERD_APP_JWT_SECRET` (HS256), at least 32 bytes.
-    public var hmacSecret: Redacted<String>?
-    /// `ISSUERD_APP_JWT_PUBLIC_KEY` (ES256), PEM text or a path to it.
-    public var publicKeyPEM: String?
-
-    init(_ reader: ConfigurationReader) throws {
-        hmacSecret = reader.string("ISSUERD_APP_JWT_SECRET").map(Redacted.init)
-        publicKeyPEM = try reader.string("ISSUERD_APP_JWT_PUBLIC_KEY").map {
-            try IssuerdConfiguration.pemText($0, key: "ISSUERD_APP_JWT_PUBLIC_KEY")
-        }
-        if let secret = hmacSecret, secret.unsafeValue.utf8.count < 32 {
-            throw ConfigurationError(key: "ISSUERD_APP_JWT_SECRET", problem: "must be at least 32 bytes for HS256")
-        }
-        guard hmacSecret != nil || publicKeyPEM != nil else {
-            throw ConfigurationError(
-                key: "ISSUERD_APP_JWT_SECRET",
-                problem: "is required unless ISSUERD_APP_JWT_PUBLIC_KEY is set (issuer-app tokens must be verifiable)")
-        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdAuth
 import IssuerdHTTP
 import IssuerdService
 import IssuerdStorage

@@ -9,6 +9,8 @@ import IssuerdService
 /// A database that is down or saturated is not the client's fault and not a bug: it is a 503
 /// `database_unavailable` with `Retry-After`, so load balancers and apps back off and retry.
 struct RouteTable {
+    /// The head-time credential check of each route pattern (``ServiceContext/admission(for:)``).
+    var admission: (String) -> Router.Admission? = { _ in nil }
     private(set) var router: Router = {
         var router = Router()
         router.finishing = RouteTable.finish
@@ -33,7 +35,7 @@ struct RouteTable {
     mutating func add(
         _ method: HTTPMethod, _ pattern: String, inline: Bool = false, _ handler: @escaping Router.Handler
     ) {
-        router.add(method, pattern, inline: inline) { request in
+        router.add(method, pattern, inline: inline, admission: admission(pattern)) { request in
             do {
                 return try PostgresRequestScope.run(waited: .now - request.receivedAt) { try handler(request) }
             } catch let error as PostgresError where error.isUnavailability {

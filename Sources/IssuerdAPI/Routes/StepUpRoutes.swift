@@ -1,3 +1,4 @@
+import IssuerdAuth
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdWire

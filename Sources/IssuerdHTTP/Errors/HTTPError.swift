@@ -20,6 +20,8 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
         /// 400: the body is not JSON or does not fit the expected shape.
         public static let malformedJSON: Code = "malformed_json"
+        /// 400: the request's head is ambiguous or malformed (framing, Host, control characters).
+        public static let malformedRequest: Code = "malformed_request"
         /// 404: no route, or a resource the caller may not know exists.
         public static let notFound: Code = "not_found"
         /// 405: the path exists but not for this method.
@@ -142,6 +144,15 @@ extension HTTPError {
         HTTPError(
             status: 400, code: .malformedJSON, message: message,
             context: field.map { ["field": .string($0)] } ?? [:], file: file, line: line)
+    }
+
+    /// 400 `malformed_request` with `Connection: close`: after a head whose framing cannot be
+    /// trusted, nothing more on the connection is read as a request.
+    public static func malformedRequest(_ why: String, file: String = #fileID, line: Int = #line) -> HTTPError {
+        HTTPError(
+            status: 400, code: .malformedRequest, message: "malformed request: \(why)",
+            headers: ["Connection": "close"],
+            file: file, line: line)
     }
 
     /// 500 `internal_error` whose message gives the request id to quote to support.

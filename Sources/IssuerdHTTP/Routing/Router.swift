@@ -6,17 +6,22 @@
 public struct Router: Sendable {
     /// Handles one routed request; a thrown ``HTTPError`` becomes its envelope, anything else a 500.
     public typealias Handler = @Sendable (HTTPRequest) throws -> HTTPResponse
+    /// Judges a request on its head alone (its body is empty), before the body is read: a thrown
+    /// ``HTTPError`` is the answer, and the body is discarded as it arrives instead of being kept.
+    /// For the credential a route requires, as far as it can be checked without the body.
+    public typealias Admission = @Sendable (HTTPRequest) throws -> Void
 
     private struct Entry: Sendable {
         let method: HTTPMethod
         let pattern: RoutePattern
         let inline: Bool
+        let admission: Admission?
         let handler: Handler
     }
 
     /// What a method and path resolve to.
     package enum Resolution {
-        case matched(route: String, parameters: [String: String], handler: Handler)
+        case matched(route: String, parameters: [String: String], handler: Handler, admission: Admission?)
         case methodNotAllowed(route: String, allowed: [HTTPMethod])
         case notFound
     }
@@ -47,9 +52,11 @@ public struct Router: Sendable {
     ///   - inline: Answer on the server's network thread instead of a handler thread: for a
     ///     handler that needs nothing that can block (`/healthz`), so that it is answered even
     ///     while every handler thread waits (on the database, up to its deadline).
+    ///   - admission: Checked on the head of a request that has a body, before the body is read.
     ///   - handler: Called on a server thread with the routed request.
     public mutating func add(
-        _ method: HTTPMethod, _ pattern: String, inline: Bool = false, _ handler: @escaping Handler
+        _ method: HTTPMethod, _ pattern: String, inline: Bool = false, admission: Admission? = nil,
+        _ handler: @escaping Handler
     ) {
         let parsed: RoutePattern
         switch RoutePattern.parse(pattern) {
@@ -59,7 +66,7 @@ public struct Router: Sendable {
         if let clash = entries.first(where: { $0.method == method && $0.pattern.hasSameShape(as: parsed) }) {
             preconditionFailure("Router.add: \(method) \(pattern) clashes with \(clash.method) \(clash.pattern.text)")
         }
-        entries.append(Entry(method: method, pattern: parsed, inline: inline, handler: handler))
+        entries.append(Entry(method: method, pattern: parsed, inline: inline, admission: admission, handler: handler))
     }
 
     /// Whether the server answers this request on its network thread: it resolves to an inline
@@ -74,7 +81,7 @@ public struct Router: Sendable {
                 $0.inline && methods.contains($0.method) && $0.pattern.match(pieces) != nil
             })
         else { return false }
-        guard case .matched(let route, _, _) = resolve(method, path: path) else { return false }
+        guard case .matched(let route, _, _, _) = resolve(method, path: path) else { return false }
         return route == candidate.pattern.text
     }
 
@@ -100,7 +107,9 @@ public struct Router: Sendable {
         // RFC 9110 section 9.3.2: HEAD is GET without the body; the server drops the body.
         if best == nil, method == .head { best = bestGet }
         if let best {
-            return .matched(route: best.entry.pattern.text, parameters: best.parameters, handler: best.entry.handler)
+            return .matched(
+                route: best.entry.pattern.text, parameters: best.parameters, handler: best.entry.handler,
+                admission: best.entry.admission)
         }
         guard let shapeMatch else { return .notFound }
         if allowed.contains(.get) { allowed.insert(.head) }
@@ -126,17 +135,52 @@ public struct Router: Sendable {
         case .methodNotAllowed(let pattern, let allowed):
             route = pattern
             response = HTTPError.methodNotAllowed(allowed: allowed).response()
-        case .matched(let pattern, let parameters, let handler):
+        case .matched(let pattern, let parameters, let handler, _):
             route = pattern
-            var routed = request
-            routed.route = pattern
-            routed.pathParameters = parameters
-            routed.logger = request.logger.with(["route": .string(pattern)])
-            response = Self.invoke(handler, with: routed)
+            response = Self.invoke(handler, with: Self.routed(request, pattern: pattern, parameters: parameters))
         }
         finishing(request, &response)
         response.headers.set(RequestIdentifier.headerName, request.requestId)
         return (response, route)
+    }
+
+    /// The answer to a request that announced a body, decided on its head (`request.body` is
+    /// empty): a 404 or 405, or the refusal of the route's ``Admission``; nil when the body is to
+    /// be read and the request handled as usual.
+    package func admit(_ request: HTTPRequest) -> (response: HTTPResponse, route: String?)? {
+        var response: HTTPResponse
+        let route: String?
+        switch resolve(request.method, path: request.path) {
+        case .notFound:
+            route = nil
+            response = HTTPError.notFound().response()
+        case .methodNotAllowed(let pattern, let allowed):
+            route = pattern
+            response = HTTPError.methodNotAllowed(allowed: allowed).response()
+        case .matched(let pattern, let parameters, _, let admission):
+            guard let admission else { return nil }
+            do {
+                try admission(Self.routed(request, pattern: pattern, parameters: parameters))
+                return nil
+            } catch let error as HTTPError {
+                route = pattern
+                response = error.response()
+            } catch {
+                // Not an answer an admission gives: the handler, with the body, decides.
+                return nil
+            }
+        }
+        finishing(request, &response)
+        response.headers.set(RequestIdentifier.headerName, request.requestId)
+        return (response, route)
+    }
+
+    private static func routed(_ request: HTTPRequest, pattern: String, parameters: [String: String]) -> HTTPRequest {
+        var routed = request
+        routed.route = pattern
+        routed.pathParameters = parameters
+        routed.logger = request.logger.with(["route": .string(pattern)])
+        return routed
     }
 
     /// Runs a handler; nothing it throws escapes, and nothing about an unexpected error but the

@@ -36,7 +36,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.context = ServerContext(
             router: router, logger: logger, metrics: metrics, bodyLimit: configuration.bodyLimit,
-            handlerThreads: configuration.threadCount)
+            handlerThreads: configuration.threadCount, limits: configuration.limits)
     }
 
     /// The port actually bound (the kernel's pick for port 0), or the configured one before start.
@@ -49,10 +49,12 @@ public final class HTTPServer: Sendable {
     /// Call it after blocking termination signals (``TerminationSignals``) so the worker
     /// threads inherit the mask and signals reach only the thread that waits for them.
     ///
-    /// - Throws: ``HTTPServerError``: `invalid_configuration`, `socket_failed` (e.g. the port is
-    ///   taken), `daemon_failed`, or `invalid_state` when started twice or after shutdown.
+    /// - Throws: ``HTTPServerError``: `invalid_configuration` (also when the process may not open
+    ///   a descriptor for every connection allowed), `socket_failed` (e.g. the port is taken),
+    ///   `daemon_failed`, or `invalid_state` when started twice or after shutdown.
     public func start() throws {
         try configuration.validate()
+        try DescriptorLimit.ensure(room: configuration.limits.maxConnections + DescriptorLimit.reserve)
         try phase.withLock { phase in
             guard case .created = phase else {
                 throw HTTPServerError(.invalidState, "the HTTP server can be started only once")
@@ -63,6 +65,7 @@ public final class HTTPServer: Sendable {
             boundPort.withLock { $0 = socket.port }
             phase = .running(daemon: daemon, socket: socket)
         }
+        context.deadlines.start()
         context.logger.notice(
             "http server listening",
             [
@@ -71,6 +74,8 @@ public final class HTTPServer: Sendable {
                         host: configuration.listen.host, port: UInt16(port), family: configuration.listen.family
                     ).description),
                 "threads": .int(configuration.threadCount),
+                "maxConnections": .int(configuration.limits.maxConnections),
+                "maxConnectionsPerAddress": .int(configuration.limits.maxConnectionsPerAddress),
             ])
     }
 
@@ -110,6 +115,7 @@ public final class HTTPServer: Sendable {
             while context.inFlight > 0, ContinuousClock.now < closing { usleep(5_000) }
             abandoned = max(abandoned, context.inFlight)
         }
+        context.deadlines.stop()
         running.daemon.stop()
         context.handlers.stop()
         // The phase held the last references: the socket closes here, after the daemon stopped.

@@ -10,8 +10,14 @@ public struct HTTPServerConfiguration: Sendable {
     public var threadCount: Int
     /// The largest request body accepted; larger ones get 413 before or while they are read.
     public var bodyLimit: Int
-    /// Seconds of inactivity after which a connection is closed, bounding slow clients.
-    public var connectionTimeout: Int
+    /// Connection counts, memory per connection and the deadlines for slow clients.
+    public var limits: HTTPServerLimits
+
+    /// Seconds of inactivity after which a connection is closed (``HTTPServerLimits/idleTimeout``).
+    public var connectionTimeout: Int {
+        get { limits.idleTimeout }
+        set { limits.idleTimeout = newValue }
+    }
 
     /// Creates a configuration.
     ///
@@ -19,17 +25,20 @@ public struct HTTPServerConfiguration: Sendable {
     ///   - listen: Where to listen; loopback port 8080 by default.
     ///   - threadCount: Worker threads; twice the processor count by default.
     ///   - bodyLimit: Bytes; 1 MiB by default.
-    ///   - connectionTimeout: Seconds; 30 by default.
+    ///   - limits: Connection limits and deadlines; ``HTTPServerLimits``' defaults unless given.
+    ///   - connectionTimeout: Idle seconds, replacing `limits.idleTimeout` when given.
     public init(
         listen: ListenAddress = .default,
         threadCount: Int = 2 * ProcessInfo.processInfo.activeProcessorCount,
         bodyLimit: Int = 1 << 20,
-        connectionTimeout: Int = 30
+        limits: HTTPServerLimits = HTTPServerLimits(),
+        connectionTimeout: Int? = nil
     ) {
         self.listen = listen
         self.threadCount = threadCount
         self.bodyLimit = bodyLimit
-        self.connectionTimeout = connectionTimeout
+        self.limits = limits
+        if let connectionTimeout { self.limits.idleTimeout = connectionTimeout }
     }
 
     /// Checks ranges before any socket is opened.
@@ -42,9 +51,6 @@ public struct HTTPServerConfiguration: Sendable {
         guard (0...(1 << 30)).contains(bodyLimit) else {
             throw HTTPServerError(.invalidConfiguration, "bodyLimit must be 0...1 GiB, got \(bodyLimit)")
         }
-        guard (1...86_400).contains(connectionTimeout) else {
-            throw HTTPServerError(
-                .invalidConfiguration, "connectionTimeout must be 1...86400 seconds, got \(connectionTimeout)")
-        }
+        try limits.validate(threadCount: threadCount)
     }
 }

@@ -6,19 +6,34 @@ import Glibc
 
 /// The access handler: called for the headers, for each body chunk, and at the end.
 let accessHandlerCallback: MHD_AccessHandlerCallback = {
-    cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
+    cls, connection, url, method, version, uploadData, uploadDataSize, conCls in
     guard let cls, let connection, let uploadDataSize, let conCls else { return .NO }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     return context.handle(
-        connection: connection, url: url, method: method, uploadData: uploadData, uploadSize: uploadDataSize,
-        slot: conCls)
+        connection: connection, url: url, method: method, version: version, uploadData: uploadData,
+        uploadSize: uploadDataSize, slot: conCls)
 }
 
 /// Fires once per request after its response was sent or the request was aborted; frees its state.
-let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
+let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, conCls, termination in
     guard let cls, let conCls else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
-    context.complete(slot: conCls, termination: termination)
+    context.complete(connection: connection, slot: conCls, termination: termination)
+}
+
+/// Fires when a connection is accepted and when it is closed (before its socket is), on the
+/// connection's own thread; the connection's deadline id travels in its socket context.
+let connectionNotifyCallback: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
+    guard let cls, let connection, let socketContext else { return }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED:
+        let id = context.deadlines.opened(descriptor: issuerd_mhd_connection_fd(connection))
+        socketContext.pointee = UnsafeMutableRawPointer(bitPattern: id)
+    default:
+        if let id = socketContext.pointee.map({ Int(bitPattern: $0) }) { context.deadlines.closed(id) }
+        socketContext.pointee = nil
+    }
 }
 
 /// Receives libmicrohttpd's own diagnostics (printf-style) and logs them.
@@ -28,7 +43,7 @@ let daemonLogCallback: MHD_LogCallback = { cls, format, arguments in
     _ = buffer.withUnsafeMutableBufferPointer { vsnprintf($0.baseAddress, $0.count, format, arguments) }
     let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
-    context.logger.warning("libmicrohttpd: " + text.trimmingSuffix(while: { $0 == "\n" }))
+    context.libraryMessage(text.trimmingSuffix(while: { $0 == "\n" }))
 }
 
 /// Appends each key/value pair libmicrohttpd iterates over to a `[(String, String)]`.

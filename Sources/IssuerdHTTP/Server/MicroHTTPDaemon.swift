@@ -13,11 +13,12 @@ final class MicroHTTPDaemon: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - socket: A listening, non-blocking socket the daemon accepts on (it does not close it).
-    ///   - configuration: Thread count and connection timeout.
+    ///   - configuration: Thread count, connection limits and the idle timeout.
     ///   - context: Passed to every callback; the caller keeps it alive until ``stop()`` returns.
     /// - Throws: ``HTTPServerError`` `daemon_failed` when libmicrohttpd refuses the options.
     init(socket: ListeningSocket, configuration: HTTPServerConfiguration, context: ServerContext) throws {
         let contextPointer = Unmanaged.passUnretained(context).toOpaque()
+        let limits = configuration.limits
         // MHD_USE_ITC lets MHD_quiesce_daemon wake the pool's threads (microhttpd.h says
         // quiescing "some thread modes" requires it) and a resumed connection be served at once;
         // MHD_ALLOW_SUSPEND_RESUME lets a connection wait while its handler runs on another
@@ -33,9 +34,18 @@ final class MicroHTTPDaemon: @unchecked Sendable {
                 option: .EXTERNAL_LOGGER, value: unsafeBitCast(daemonLogCallback, to: Int.self),
                 ptr_value: contextPointer),
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.descriptor), ptr_value: nil),
-            MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: limits.idleTimeout, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.maxConnections, ptr_value: nil),
+            MHD_OptionItem(option: .PER_IP_CONNECTION_LIMIT, value: limits.maxConnectionsPerAddress, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: limits.connectionMemory, ptr_value: nil),
+            // 1: an HTTP/1.1 request without Host, and a space inside the request target, are 400
+            // (RFC 9112 sections 3.2 and 3); RequestFraming checks what this does not.
+            MHD_OptionItem(option: .STRICT_FOR_CLIENT, value: 1, ptr_value: nil),
             MHD_OptionItem(
                 option: .NOTIFY_COMPLETED, value: unsafeBitCast(requestCompletedCallback, to: Int.self),
+                ptr_value: contextPointer),
+            MHD_OptionItem(
+                option: .NOTIFY_CONNECTION, value: unsafeBitCast(connectionNotifyCallback, to: Int.self),
                 ptr_value: contextPointer),
         ]
         // A pool of one is refused by libmicrohttpd ("greater than 1" enables pooling).

@@ -16,8 +16,9 @@ final class RequestState {
     var body: [UInt8] = []
     /// Every body byte received, including discarded ones, for the access log.
     var bytesIn = 0
-    /// Set once the body is known to be too large; the rest of it is discarded.
-    var rejection: HTTPError?
+    /// The answer decided before the body was complete (too large, or refused on the head
+    /// alone) with its route for metrics; the rest of the body is discarded, not kept.
+    var rejection: (response: HTTPResponse, route: String?)?
     /// Whether a response has been queued (libmicrohttpd accepts one per request).
     var responded = false
     /// Set while a handler thread runs the route (the connection is suspended meanwhile).

@@ -5,26 +5,40 @@ import Synchronization
 
 /// Everything libmicrohttpd's callbacks need, shared by all worker threads.
 ///
-/// Immutable after init except the in-flight count and the handoffs, which are behind `Mutex`es.
+/// Immutable after init except the in-flight count, the handoffs and the library log's throttle,
+/// which are behind a `Mutex` each.
 final class ServerContext: Sendable {
     let router: Router
     let logger: Logger
     let bodyLimit: Int
     /// Where route handlers run (every route but the inline ones, see ``Router/add(_:_:inline:_:)``).
     let handlers: HandlerThreads
+    /// The head and body deadlines of every open connection.
+    let deadlines: ConnectionDeadlines
     private let requestsTotal: Counter
     private let requestDuration: Histogram
+    private let refusedTotal: Counter
     // Requests whose headers arrived and whose completion has not fired; shutdown waits on it.
     private let inFlightCount = Mutex(0)
     // Guarded by Mutex: requests whose handler runs (their connections suspended), and whether
     // shutdown has abandoned them (no handoff starts after that).
     private let handoffs = Mutex((open: [ObjectIdentifier: Handoff](), closed: false))
+    // Guarded by Mutex: libmicrohttpd lines logged in the current window, and those left out.
+    private let libraryLog = Mutex((windowStart: ContinuousClock.now, logged: 0, suppressed: 0))
 
-    init(router: Router, logger: Logger, metrics: MetricsRegistry, bodyLimit: Int, handlerThreads: Int) {
+    init(
+        router: Router, logger: Logger, metrics: MetricsRegistry, bodyLimit: Int, handlerThreads: Int,
+        limits: HTTPServerLimits
+    ) {
         self.router = router
         self.logger = logger
         self.bodyLimit = bodyLimit
         self.handlers = HandlerThreads(count: handlerThreads)
+        self.deadlines = ConnectionDeadlines(
+            headTimeout: limits.headTimeout, bodyTimeout: limits.bodyTimeout, metrics: metrics)
+        self.refusedTotal = metrics.counter(
+            "issuerd_http_connections_refused_total",
+            help: "Connections closed as soon as accepted: over the total or the per-address limit.")
         self.requestsTotal = metrics.counter(
             "issuerd_http_requests_total", help: "HTTP requests by route pattern, method and status.",
             labels: ["route", "method", "status"])
@@ -41,12 +55,16 @@ final class ServerContext: Sendable {
         connection: OpaquePointer,
         url: UnsafePointer<CChar>?,
         method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?,
         uploadData: UnsafePointer<CChar>?,
         uploadSize: UnsafeMutablePointer<Int>,
         slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
+        let connectionID = Self.connectionID(connection)
         guard let raw = slot.pointee else {
-            return begin(connection: connection, url: url, method: method, slot: slot)
+            // A connection the deadline watcher shut down is not served.
+            guard deadlines.headReceived(connectionID) else { return .NO }
+            return begin(connection: connection, url: url, method: method, version: version, slot: slot)
         }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
         let size = uploadSize.pointee
@@ -67,17 +85,20 @@ final class ServerContext: Sendable {
                 return .NO
             }
         }
+        guard deadlines.handling(connectionID) else { return .NO }
         if let rejection = state.rejection {
-            return queue(rejection.response(), route: nil, state: state, connection: connection)
+            return queue(rejection.response, route: rejection.route, state: state, connection: connection)
         }
         return finish(state: state, connection: connection)
     }
 
-    /// First call: headers only. Allocates the request state and notes a declared
-    /// `Content-Length` over the limit (answered at once, or after discarding the body).
+    /// First call: headers only. Allocates the request state; answers at once a head whose
+    /// framing cannot be trusted; and for a request with a body, decides on the head alone what
+    /// it can (no such route, the route's credential missing, a declared length over the limit):
+    /// such a request is answered at once or after its body has been discarded unread.
     private func begin(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+        version: UnsafePointer<CChar>?, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         let requestId = RequestIdentifier.resolve(Self.header(connection, RequestIdentifier.headerName))
         let state = RequestState(
@@ -86,22 +107,34 @@ final class ServerContext: Sendable {
             path: url.map { String(cString: $0) } ?? "/")
         slot.pointee = Unmanaged.passRetained(state).toOpaque()
         inFlightCount.withLock { $0 += 1 }
+        if let problem = RequestFraming.problem(connection: connection, method: method, version: version) {
+            _ = deadlines.handling(Self.connectionID(connection))
+            return queue(
+                HTTPError.malformedRequest(problem).response(), route: nil, state: state, connection: connection)
+        }
         // libmicrohttpd has already refused a malformed Content-Length with 400.
-        if let declared = Self.header(connection, "Content-Length"), let length = UInt64(declared),
-            length > UInt64(bodyLimit)
-        {
-            state.rejection = .payloadTooLarge(limit: bodyLimit)
-            // A client that sent `Expect: 100-continue` has not sent its body: answer now, and
-            // libmicrohttpd never asks for it (RFC 9110 section 10.1.1). A client already sending
-            // would see its writes fail against a closed connection and might never read the
-            // answer (RFC 9112 section 9.6), so a body within the discard allowance is read and
-            // dropped first and answered at its end, as a chunked one is.
-            let expectsContinue = Self.header(connection, "Expect")?.lowercased() == "100-continue"
-            if expectsContinue || length > UInt64(bodyLimit + Self.discardAllowance) {
-                return queue(
-                    HTTPError.payloadTooLarge(limit: bodyLimit).response(), route: nil, state: state,
-                    connection: connection)
-            }
+        let length = Self.header(connection, "Content-Length").flatMap { UInt64($0) }
+        let chunked = Self.header(connection, "Transfer-Encoding") != nil
+        if (length ?? 0) > 0 || chunked, let method = HTTPMethod(rawValue: state.methodToken) {
+            state.rejection = router.admit(
+                HTTPRequest(
+                    method: method, path: state.path, query: Self.query(connection),
+                    headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), requestId: requestId,
+                    remoteAddress: Self.remoteAddress(connection), logger: logger))
+        }
+        if state.rejection == nil, let length, length > UInt64(bodyLimit) {
+            state.rejection = (HTTPError.payloadTooLarge(limit: bodyLimit).response(), nil)
+        }
+        guard let rejection = state.rejection else { return .YES }
+        // A client that sent `Expect: 100-continue` has not sent its body: answer now, and
+        // libmicrohttpd never asks for it (RFC 9110 section 10.1.1). A client already sending
+        // would see its writes fail against a closed connection and might never read the answer
+        // (RFC 9112 section 9.6), so a body within the discard allowance is read and dropped
+        // first and answered at its end, as a chunked one is.
+        let expectsContinue = Self.header(connection, "Expect")?.lowercased() == "100-continue"
+        if expectsContinue || (length ?? 0) > UInt64(bodyLimit + Self.discardAllowance) {
+            _ = deadlines.handling(Self.connectionID(connection))
+            return queue(rejection.response, route: rejection.route, state: state, connection: connection)
         }
         return .YES
     }
@@ -117,7 +150,7 @@ final class ServerContext: Sendable {
             return state.bytesIn > bodyLimit + Self.discardAllowance ? .NO : .YES
         }
         guard state.body.count + chunk.count <= bodyLimit else {
-            state.rejection = .payloadTooLarge(limit: bodyLimit)
+            state.rejection = (HTTPError.payloadTooLarge(limit: bodyLimit).response(), nil)
             state.body = []
             return .YES
         }
@@ -133,12 +166,8 @@ final class ServerContext: Sendable {
         guard let method = HTTPMethod(rawValue: state.methodToken) else {
             return queue(HTTPError.notImplemented().response(), route: nil, state: state, connection: connection)
         }
-        var query: [String: String] = [:]
-        for (name, value) in Self.pairs(connection, .GET_ARGUMENT_KIND) where query[name] == nil {
-            query[name] = value
-        }
         let request = HTTPRequest(
-            method: method, path: state.path, query: query,
+            method: method, path: state.path, query: Self.query(connection),
             headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), body: state.body,
             requestId: state.requestId, remoteAddress: Self.remoteAddress(connection), logger: logger,
             receivedAt: .now)
@@ -244,7 +273,11 @@ final class ServerContext: Sendable {
     }
 
     /// Completion: releases the state retained in ``begin``; also fires for aborted requests.
-    func complete(slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: MHD_RequestTerminationCode) {
+    func complete(
+        connection: OpaquePointer?, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+        termination: MHD_RequestTerminationCode
+    ) {
+        if let connection { deadlines.answered(Self.connectionID(connection)) }
         guard let raw = slot.pointee else { return }
         slot.pointee = nil
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
@@ -262,41 +295,28 @@ final class ServerContext: Sendable {
         }
     }
 
-    private static func header(_ connection: OpaquePointer, _ name: String) -> String? {
-        MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
-    }
-
-    private static func pairs(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(String, String)] {
-        var pairs: [(String, String)] = []
-        _ = withUnsafeMutablePointer(to: &pairs) {
-            MHD_get_connection_values(connection, kind, collectPairsCallback, $0)
-        }
-        return pairs
-    }
-
-    private static func remoteAddress(_ connection: OpaquePointer) -> String? {
-        guard let address = issuerd_mhd_client_address(connection) else { return nil }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let ok: Bool = text.withUnsafeMutableBufferPointer { buffer in
-            switch Int32(address.pointee.sa_family) {
-            case AF_INET:
-                address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                    withUnsafePointer(to: sin.pointee.sin_addr) {
-                        inet_ntop(AF_INET, $0, buffer.baseAddress, socklen_t(buffer.count)) != nil
-                    }
-                }
-            case AF_INET6:
-                address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                    withUnsafePointer(to: sin6.pointee.sin6_addr) {
-                        inet_ntop(AF_INET6, $0, buffer.baseAddress, socklen_t(buffer.count)) != nil
-                    }
-                }
-            default:
-                false
+    /// A line of libmicrohttpd's own diagnostics. Most follow from what clients send (a refused
+    /// connection, a malformed request), so a client must not be able to flood the log with
+    /// them: at most 20 lines per minute, then one line saying how many were left out. Refused
+    /// connections are counted in `issuerd_http_connections_refused_total` as well.
+    func libraryMessage(_ text: String) {
+        if text.hasPrefix("Server reached connection limit") { refusedTotal.increment() }
+        let now = ContinuousClock.now
+        let (log, suppressed) = libraryLog.withLock { window -> (Bool, Int) in
+            var suppressed = 0
+            if now - window.windowStart > .seconds(60) {
+                suppressed = window.suppressed
+                window = (now, 0, 0)
             }
+            guard window.logged < 20 else {
+                window.suppressed += 1
+                return (false, suppressed)
+            }
+            window.logged += 1
+            return (true, suppressed)
         }
-        guard ok else { return nil }
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if suppressed > 0 { logger.warning("libmicrohttpd lines left out", ["count": .int(suppressed)]) }
+        if log { logger.warning("libmicrohttpd: " + text) }
     }
 
     private static func seconds(_ duration: Duration) -> Double {

@@ -16,11 +16,29 @@ public final class RawHTTPConnection {
     ///   - port: The server's port.
     ///   - host: A numeric IPv4 or IPv6 address (no brackets); IPv4 loopback unless given.
     ///   - timeout: Seconds a read may wait before it fails instead of hanging the test.
+    ///   - source: An IPv4 address to connect from (any of 127.0.0.0/8 works on loopback), so a
+    ///     test can be another client to the server's per-address accounting.
     /// - Throws: ``TestHTTPError`` when the connection is refused or cannot be made.
-    public init(port: Int, host: String = "127.0.0.1", timeout: Int = 30) throws {
+    public init(port: Int, host: String = "127.0.0.1", timeout: Int = 30, source: String? = nil) throws {
         let isIPv6 = host.contains(":")
         let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestHTTPError("socket: \(String(cString: strerror(errno)))") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            let bound =
+                inet_pton(AF_INET, source, &local.sin_addr) == 1
+                && withUnsafePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                    }
+                }
+            guard bound else {
+                let reason = String(cString: strerror(errno))
+                Glibc.close(fd)
+                throw TestHTTPError("bind to \(source): \(reason)")
+            }
+        }
         let connected: Int32
         if isIPv6 {
             var address = sockaddr_in6()
@@ -66,6 +84,24 @@ public final class RawHTTPConnection {
     /// Whether a TCP connection to `host:port` is accepted right now.
     public static func canConnect(port: Int, host: String = "127.0.0.1") -> Bool {
         (try? RawHTTPConnection(port: port, host: host)) != nil
+    }
+
+    /// Whether the server has closed the connection (or reset it), waiting up to `timeout` for
+    /// that to happen; bytes the server sent meanwhile are kept for ``readResponse(expectingBody:)``.
+    public func isClosedByServer(waiting timeout: Duration = .zero) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let left = max(deadline - ContinuousClock.now, .zero)
+            let milliseconds = Int32(
+                left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            guard poll(&entry, 1, milliseconds) > 0 else { return false }
+            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return true }
+            if count > 0 { buffer += chunk.prefix(count) }
+            if ContinuousClock.now >= deadline { return false }
+        }
     }
 
     /// Closes the connection; later calls do nothing.

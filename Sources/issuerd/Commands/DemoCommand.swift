@@ -60,7 +60,9 @@ enum DemoCommand: CommandDefinition {
         else { throw CommandFailure("no development PKI in \(pki.path) (issuerd dev pki --out \(pki.path))") }
 
         let demo = DemoRun(
-            http: DemoHTTP(baseURL: url), adminKey: adminKey, jwtSecret: jwtSecret, tspSecret: tspSecret,
+            http: DemoHTTP(baseURL: url), adminKey: adminKey, jwtSecret: jwtSecret,
+            jwtIssuer: environment["ISSUERD_APP_JWT_ISSUER"], jwtAudience: environment["ISSUERD_APP_JWT_AUDIENCE"],
+            tspSecret: tspSecret,
             certificates: [leaf.base64EncodedString(), intermediate.base64EncodedString()],
             leafKey: try P256.KeyAgreement.PrivateKey(pemRepresentation: leafKeyPEM))
         return try demo.run() ? 0 : 1

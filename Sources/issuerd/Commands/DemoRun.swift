@@ -8,6 +8,9 @@ struct DemoRun {
     let http: DemoHTTP
     let adminKey: String
     let jwtSecret: String
+    /// The `iss` and `aud` the server requires of app tokens, if any.
+    let jwtIssuer: String?
+    let jwtAudience: String?
     let tspSecret: String
     let certificates: [String]
     let leafKey: P256.KeyAgreement.PrivateKey
@@ -38,9 +41,9 @@ struct DemoRun {
         }
         say("cards \(cardID1) (visa ••\(pan1.suffix(4))) and \(cardID2) (mastercard ••\(pan2.suffix(4)))")
 
-        let app = [
-            "Authorization": "Bearer \(try DevelopmentCredentials.appToken(secret: jwtSecret, customerID: customer))"
-        ]
+        let appToken = try DevelopmentCredentials.appToken(
+            secret: jwtSecret, customerID: customer, issuer: jwtIssuer, audience: jwtAudience)
+        let app = ["Authorization": "Bearer \(appToken)"]
         step("GREEN: the issuer app pushes card 1 to Apple Wallet (in-app provisioning)")
         let cards = try expect(http.send("GET", "/v1/cards", headers: app), [200], "list cards")
         say("GET /v1/cards → \((cards["cards"] as? [Any])?.count ?? 0) cards for the app")

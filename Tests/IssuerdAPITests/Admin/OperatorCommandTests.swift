@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
@@ -258,16 +259,28 @@ struct OperatorCommandTests {
         #expect(rotated.status == 0, "\(rotated.standardError)")
         #expect(rotated.standardOutput.contains("re-sealed 1 card(s)"))
 
+        // The token carries what the server is configured to require: iat, iss, aud.
+        let claims = [
+            "ISSUERD_APP_JWT_SECRET": app.appJWTSecret, "ISSUERD_APP_JWT_ISSUER": "https://login.example-bank.com",
+            "ISSUERD_APP_JWT_AUDIENCE": "issuerd",
+        ]
         let token = try CommandLineRunner.run(
-            ["dev", "token", "--customer", "cust-1", "--ttl", "5m"],
-            environment: ["ISSUERD_APP_JWT_SECRET": app.appJWTSecret])
+            ["dev", "token", "--customer", "cust-1", "--ttl", "5m"], environment: claims)
         #expect(token.status == 0)
         let jwt = try #require(token.lastLine)
-        let verifier = try AppTokenVerifier(
-            AppJWTSetting(ConfigurationReader(["ISSUERD_APP_JWT_SECRET": app.appJWTSecret])))
+        let verifier = try AppTokenVerifier(AppJWTSetting(ConfigurationReader(claims)))
         let request = HTTPRequest(method: .get, path: "/v1/cards", headers: ["Authorization": "Bearer \(jwt)"])
         #expect(try verifier.customerID(for: request, now: Date()) == "cust-1")
         #expect(throws: (any Error).self) { try verifier.customerID(for: request, now: Date().addingTimeInterval(400)) }
+        // Without --ttl: the longest lifetime the server accepts; longer is refused before minting.
+        let longest = try CommandLineRunner.run(["dev", "token", "--customer", "cust-1"], environment: claims)
+        let longestLine = try #require(longest.lastLine)
+        let longestJWT = try #require(JWT(compact: longestLine))
+        #expect(longestJWT.expiresAt.map { $0 - (longestJWT.issuedAt ?? 0) } == 3600)
+        let tooLong = try CommandLineRunner.run(
+            ["dev", "token", "--customer", "c", "--ttl", "2h"], environment: claims)
+        #expect(tooLong.status == 1)
+        #expect(tooLong.standardError.contains("ISSUERD_APP_JWT_MAX_LIFETIME"))
         let noSecret = try CommandLineRunner.run(["dev", "token", "--customer", "c"], environment: [:])
         #expect(noSecret.status == 1)
         #expect(noSecret.standardError.contains("ISSUERD_APP_JWT_SECRET"))

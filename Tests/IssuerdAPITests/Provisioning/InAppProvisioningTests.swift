@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
@@ -112,7 +113,7 @@ struct InAppProvisioningTests {
         #expect((list.jsonObject()?["cards"] as? [Any])?.isEmpty == true)
     }
 
-    @Test("A missing, expired or forged app token is 401")
+    @Test("A missing, expired, forged, 100-year or iat-less app token is 401")
     func appTokenRefused() throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
@@ -121,9 +122,14 @@ struct InAppProvisioningTests {
         let expired = try app.appToken(customer: "cust-1", lifetime: 60, now: Date().addingTimeInterval(-3600))
         let forged = try AppTokenVerifier.mintHS256(
             secret: String(repeating: "b", count: 40), customerID: "cust-1", lifetime: 600, now: Date())
+        let century = try app.appToken(customer: "cust-1", lifetime: 100 * 365 * 86_400)
+        let issued = Int(Date().timeIntervalSince1970)
+        let noIssuedAt = try AppTokenClaimsTests.token(
+            ["sub": "cust-1", "exp": issued + 600], secret: app.appJWTSecret)
         for headers in [
             [:], ["Authorization": "Bearer \(expired)"], ["Authorization": "Bearer \(forged)"],
-            ["Authorization": "Bearer not.a.jwt"],
+            ["Authorization": "Bearer not.a.jwt"], ["Authorization": "Bearer \(century)"],
+            ["Authorization": "Bearer \(noIssuedAt)"],
         ] {
             let response = try app.client.postJSON("/v1/cards/card-1/apple-pay/provision", body, headers: headers)
             #expect(response.status == 401)

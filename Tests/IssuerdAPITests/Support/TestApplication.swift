@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres

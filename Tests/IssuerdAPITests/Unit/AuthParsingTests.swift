@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCrypto
 import IssuerdService
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdHTTP
 import IssuerdService
 import Testing
 
@@ -26,6 +27,28 @@ struct ConfigurationTests {
         #expect(configuration.masterKeys.map(\.version) == [1])
         #expect(configuration.activationValidity == .seconds(1800))
         #expect(configuration.databaseDeadPeerTimeout == .seconds(3))
+        #expect(configuration.httpLimits == HTTPServerLimits())
+        #expect(configuration.httpLimits.maxConnections == 512)
+        #expect(configuration.httpLimits.maxConnectionsPerAddress == 128)
+        #expect(configuration.httpLimits.headTimeout == .seconds(10))
+        #expect(configuration.appJWT.maxLifetime == .seconds(3600))
+        #expect(configuration.appJWT.issuer == nil && configuration.appJWT.audience == nil)
+    }
+
+    @Test("The HTTP limits are read from ISSUERD_HTTP_*")
+    func httpLimits() throws {
+        var environment = Self.minimal
+        environment.merge([
+            "ISSUERD_HTTP_MAX_CONNECTIONS": "64", "ISSUERD_HTTP_CONNECTION_MEMORY": "65536",
+            "ISSUERD_HTTP_HEAD_TIMEOUT": "5s", "ISSUERD_HTTP_BODY_TIMEOUT": "1m", "ISSUERD_HTTP_IDLE_TIMEOUT": "2m",
+        ]) { _, new in new }
+        let limits = try IssuerdConfiguration(ConfigurationReader(environment)).httpLimits
+        // The per-address default never exceeds the total.
+        #expect(
+            limits
+                == HTTPServerLimits(
+                    maxConnections: 64, maxConnectionsPerAddress: 64, connectionMemory: 65536, headTimeout: .seconds(5),
+                    bodyTimeout: .seconds(60), idleTimeout: 120))
     }
 
     @Test(
@@ -42,6 +65,14 @@ struct ConfigurationTests {
             ("ISSUERD_APPLE_CHECK_VALIDITY", "maybe", "ISSUERD_APPLE_CHECK_VALIDITY: must be true or false"),
             ("ISSUERD_ACTIVATION_VALIDITY", "31d", "ISSUERD_ACTIVATION_VALIDITY: must be a duration"),
             ("ISSUERD_APP_JWT_SECRET", "short", "ISSUERD_APP_JWT_SECRET: must be at least 32 bytes"),
+            ("ISSUERD_APP_JWT_MAX_LIFETIME", "100y", "ISSUERD_APP_JWT_MAX_LIFETIME: must be a duration"),
+            ("ISSUERD_APP_JWT_MAX_LIFETIME", "25h", "ISSUERD_APP_JWT_MAX_LIFETIME: must be a duration"),
+            ("ISSUERD_APP_JWT_ISSUER", "a\u{1}b", "ISSUERD_APP_JWT_ISSUER: must be at most 256 characters"),
+            ("ISSUERD_HTTP_MAX_CONNECTIONS", "4", "ISSUERD_HTTP_MAX_CONNECTIONS: must be a whole number from 8"),
+            ("ISSUERD_HTTP_MAX_CONNECTIONS_PER_ADDRESS", "513", "ISSUERD_HTTP_MAX_CONNECTIONS_PER_ADDRESS: must be"),
+            ("ISSUERD_HTTP_CONNECTION_MEMORY", "1024", "ISSUERD_HTTP_CONNECTION_MEMORY: must be a whole number"),
+            ("ISSUERD_HTTP_HEAD_TIMEOUT", "20m", "ISSUERD_HTTP_HEAD_TIMEOUT: must be a duration"),
+            ("ISSUERD_HTTP_BODY_TIMEOUT", "0s", "ISSUERD_HTTP_BODY_TIMEOUT: must be a duration"),
             ("ISSUERD_TSP_HMAC_SECRET", nil, "ISSUERD_TSP_HMAC_SECRET: is required"),
             ("ISSUERD_NOTIFY_PROVIDER", "pigeon", "ISSUERD_NOTIFY_PROVIDER: must be one of log, webhook"),
             ("ISSUERD_LOG_LEVEL", "loud", "ISSUERD_LOG_LEVEL: must be one of"),

@@ -20,17 +20,19 @@ struct TestServer {
     let log: CapturingLogHandler
     let metrics: MetricsRegistry
     let client: HTTPTestClient
+    /// Calls of the `/guarded` handler.
+    let guardedCalls = CallCounter()
     var port: Int { server.port }
 
     /// Starts a server; `gate` holds requests to `/slow` until released.
-    init(gate: Gate = Gate(), threads: Int = 4) throws {
+    init(gate: Gate = Gate(), threads: Int = 4, limits: HTTPServerLimits = HTTPServerLimits()) throws {
         log = CapturingLogHandler()
         metrics = MetricsRegistry()
         var router = Router()
-        Self.addRoutes(to: &router, gate: gate)
+        Self.addRoutes(to: &router, gate: gate, calls: guardedCalls)
         let configuration = HTTPServerConfiguration(
             listen: try ListenAddress.parse("127.0.0.1:0"), threadCount: threads, bodyLimit: Self.bodyLimit,
-            connectionTimeout: 30)
+            limits: limits, connectionTimeout: 30)
         server = HTTPServer(
             configuration: configuration, router: router, logger: log.logger("issuerd.http", level: .info),
             metrics: metrics)
@@ -38,7 +40,7 @@ struct TestServer {
         client = HTTPTestClient(port: server.port)
     }
 
-    static func addRoutes(to router: inout Router, gate: Gate) {
+    static func addRoutes(to router: inout Router, gate: Gate, calls: CallCounter = CallCounter()) {
         router.add(.get, "/v1/cards/{cardId}") { request in
             try .json(["cardId": request.pathParameters["cardId"] ?? "", "route": request.route])
         }
@@ -76,6 +78,18 @@ struct TestServer {
             gate.pass()
             return .text("finished")
         }
+        // A route whose credential is checked on the head, before its body is read.
+        router.add(
+            .post, "/guarded",
+            admission: { request in
+                guard request.headers["Authorization"] == "Bearer good" else {
+                    throw HTTPError(status: 401, code: "unauthenticated", message: "no credential")
+                }
+            },
+            { request in
+                calls.count()
+                return try .json(["bytes": request.body.count])
+            })
     }
 }
 

@@ -118,7 +118,7 @@ def app_token(customer_id):
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
     now = int(time.time())
     header = b64(b'{"alg":"HS256","typ":"JWT"}')
-    claims = b64(json.dumps({"exp": now + 7200, "iat": now, "sub": customer_id}, sort_keys=True, separators=(",", ":")).encode())
+    claims = b64(json.dumps({"exp": now + 3600, "iat": now, "sub": customer_id}, sort_keys=True, separators=(",", ":")).encode())
     mac = hmac.new(JWT_SECRET, f"{header}.{claims}".encode(), hashlib.sha256).digest()
     return f"{header}.{claims}.{b64(mac)}"
 

@@ -5,25 +5,32 @@ import IssuerdHTTP
 /// A compact JWS (RFC 7515 §7.1) split into its parts, with the claims issuerd reads.
 ///
 /// Parsing does not verify anything: ``AppTokenVerifier`` checks the signature with the
-/// configured algorithm and then the time claims.
-struct JWT {
+/// configured algorithm and then the claims.
+package struct JWT {
     /// `BASE64URL(header) || '.' || BASE64URL(payload)`, the bytes the signature covers.
-    let signingInput: [UInt8]
-    let signature: [UInt8]
+    package let signingInput: [UInt8]
+    package let signature: [UInt8]
     /// The `alg` header parameter.
-    let algorithm: String
+    package let algorithm: String
     /// The `sub` claim: the customer id.
-    let subject: String?
+    package let subject: String?
     /// The `exp` claim in seconds since 1970.
-    let expiresAt: Double?
+    package let expiresAt: Double?
     /// The `nbf` claim in seconds since 1970.
-    let notBefore: Double?
+    package let notBefore: Double?
+    /// The `iat` claim in seconds since 1970.
+    package let issuedAt: Double?
+    /// The `iss` claim.
+    package let issuer: String?
+    /// The `aud` claim: one string or an array of them (RFC 7519 §4.1.3); nil when absent or of
+    /// another shape.
+    package let audience: [String]?
 
     /// Longest token accepted, long before any base64 decoding.
     static let maximumLength = 8192
 
     /// Splits and decodes a compact token; `nil` for anything malformed.
-    init?(compact token: String) {
+    package init?(compact token: String) {
         guard token.utf8.count <= Self.maximumLength else { return nil }
         // Split over the bytes: splitting a String compares characters, grapheme by grapheme.
         let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
@@ -42,6 +49,9 @@ struct JWT {
         self.subject = payload.string("sub")
         self.expiresAt = payload.number("exp")
         self.notBefore = payload.number("nbf")
+        self.issuedAt = payload.number("iat")
+        self.issuer = payload.string("iss")
+        self.audience = payload.strings("aud")
     }
 
     /// A header or claims object, parsed in one pass (``JSONValue/parse(bytes:)``: every request
@@ -74,6 +84,23 @@ struct JWT {
             switch self {
             case .parsed(let members): if case .string(let text)? = members[key] { text } else { nil }
             case .foundation(let object): object[key] as? String
+            }
+        }
+
+        /// A string, or an array of nothing but strings.
+        func strings(_ key: String) -> [String]? {
+            switch self {
+            case .parsed(let members):
+                switch members[key] {
+                case .string(let text)?: return [text]
+                case .array(let items)?:
+                    let texts = items.compactMap { if case .string(let text) = $0 { text } else { nil } }
+                    return texts.count == items.count ? texts : nil
+                default: return nil
+                }
+            case .foundation(let object):
+                if let text = object[key] as? String { return [text] }
+                return object[key] as? [String]
             }
         }
 
