@@ -300,7 +300,13 @@
       if (challenges.length) stepUpSummary = (a.stepUp.some((c) => c.status === 'verified') ? 'The cardholder completed a step-up.' : 'A step-up was started and not completed.');
       else stepUpSummary = 'No one-time code was requested' + (a.token ? ' (token ' + a.token.status + ').' : '.');
     }
-    const inputs = Object.entries(a.inputs && a.inputs.attributes ? a.inputs.attributes : (a.inputs || {})).sort(([x], [y]) => x.localeCompare(y));
+    // A TSP attempt's inputs also hold what was checked beside the rules (docs/rules.md, "What a replay decides").
+    const inputs = Object.entries(a.inputs && a.inputs.attributes ? a.inputs.attributes : (a.inputs || {})).filter(([k]) => k !== 'checks').sort(([x], [y]) => x.localeCompare(y));
+    const checks = a.inputs && a.inputs.checks;
+    const checkText = checks ? [checks.cardFound === false ? 'no card with this number' : 'card found',
+      checks.expiryMatches === false ? 'expiry does not match' : 'expiry matches',
+      checks.pendingPush ? 'a yellow push pending (' + (checks.pendingPush.methods || []).join(', ') + ')' : 'no pending push',
+      checks.reachableMethods ? 'customer reachable by ' + (checks.reachableMethods.join(', ') || 'no method') : null].filter(Boolean).join(' · ') : null;
     show(el('h1', {}, 'Attempt ', el('span', { cls: 'mono', id: 'attempt-id', text: a.attemptId })),
       el('div', { cls: 'sub', text: when(a.createdAt) + ' · ' + a.channel }),
       el('div', { cls: 'tiles' }, el('div', { cls: 'tile ' + a.flow }, el('div', { cls: 'label', text: 'Flow' }), el('div', { cls: 'value', id: 'flow', text: a.flow })),
@@ -309,6 +315,7 @@
       el('div', { cls: 'panel' }, el('h2', { text: 'Why: the rules that hit, with the values they read' }),
         hits.length ? table(['Rule', 'Mode', 'Outcome', 'Reason', 'Values read', 'Step-up allowed'], hits, 'hits-table') : el('div', { cls: 'muted', text: 'No rule hit: green by default.' }),
         a.unknowns && a.unknowns.length ? el('p', { cls: 'muted', text: 'Unknown values: ' + a.unknowns.join(', ') }) : null,
+        checkText ? el('p', { id: 'checks' }, 'Checked beside the rules: ', el('span', { cls: 'muted', text: checkText })) : null,
         el('p', {}, 'Decided by ruleset ', el('span', { cls: 'mono', id: 'ruleset-version', text: a.rulesetVersion })),
         a.replay ? el('div', { cls: a.replay.differs ? 'error' : 'notice', id: 'replay' },
           a.replay.differs ? 'The serving rules would decide differently today: ' : 'The serving rules decide the same today: ', badge(a.replay.flow), ' ',
