@@ -249,7 +249,8 @@ package struct BacktestHistory {
                     DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
                     SELECT a.attempt_id, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
                            a.inputs, CASE WHEN \(useRecorded) THEN a.features ELSE '{}'::json END,
-                           \(unsafeSQL: keepFeatures ? BacktestWindowCache.rowHashSQL : "0::int8")
+                           \(unsafeSQL: keepFeatures ? BacktestWindowCache.rowHashSQL : "0::int8"),
+                           \(unsafeSQL: RequestChecks.legacyChecksSQL)
                     FROM provisioning_attempts a
                     WHERE a.created_at >= \(from) AND a.created_at < \(to)
                     """
@@ -394,6 +395,14 @@ package struct BacktestHistory {
                 case .success(let value): input = value
                 case .failure(let error): throw BadAttempt(id: id, message: error.message)
                 }
+                // Recorded with the inputs; for an older TSP attempt derived from its hits in SQL.
+                var checks = reader.checks ?? .none
+                if reader.checks == nil, let derived = try row.decode(9, as: String?.self) {
+                    guard let parsed = RequestChecks(jsonText: derived) else {
+                        throw BadAttempt(id: id, message: "its checks derived from its hits do not parse: \(derived)")
+                    }
+                    checks = parsed
+                }
                 if useRecorded || keepFeatures {
                     try row.withBytes(7) { bytes in
                         // NOT NULL in the schema
@@ -405,7 +414,8 @@ package struct BacktestHistory {
                 if keepFeatures { hashes.append(try row.decode(8)) }
                 let subject = VelocitySubject(
                     cardID: try row.decode(2), deviceID: try row.decode(3), customerID: try row.decode(4))
-                attempts.append(AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0))
+                attempts.append(
+                    AttemptLog.Attempt(id: id, time: time, subject: subject, input: input, line: 0, checks: checks))
                 names.append(try row.decode(5))
             }
         }

@@ -110,7 +110,9 @@ public struct HistoryExport: Sendable {
                 """
                 SELECT a.attempt_id::text AS id, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
                        a.created_at >= \(since) AS replay,
-                       CASE WHEN a.created_at >= \(since) THEN \(storedAttributesOf: .a) END AS attributes
+                       CASE WHEN a.created_at >= \(since) THEN \(storedAttributesOf: .a) END AS attributes,
+                       CASE WHEN a.created_at >= \(since)
+                            THEN coalesce((a.inputs -> 'checks')::text, \(unsafeSQL: RequestChecks.legacyChecksSQL)) END AS checks
                 FROM provisioning_attempts a
                 WHERE a.created_at >= \(start) AND a.created_at < \(until)
                   AND (a.created_at, a.attempt_id::text) > (\(cursorTime), \(cursorID))
@@ -131,6 +133,7 @@ public struct HistoryExport: Sendable {
                 }
                 if try row.decode("replay", as: Bool.self) {
                     fields.append(("attributes", try row.decode("attributes", as: String?.self) ?? "{}"))
+                    if let checks = try row.decode("checks", as: String?.self) { fields.append(("checks", checks)) }
                 } else {
                     fields.append(("replay", "false"))
                 }

@@ -35,6 +35,8 @@ public struct StoredAttempt: Sendable {
     public var allowedMethods: [String]
     /// The ruleset that decided.
     public var rulesetVersion: String
+    /// What the live path checked beside the rules (``RequestChecks/stored(inputs:derived:)``).
+    public var checks: RequestChecks
 
     /// The attempt `id`, or nil when there is none.
     ///
@@ -46,26 +48,29 @@ public struct StoredAttempt: Sendable {
                 SELECT a.attempt_id, a.created_at, a.channel, a.card_id, a.device_id, a.customer_id,
                        a.inputs::text AS inputs, a.features::text AS features, a.hits::text AS hits, a.unknowns::text AS unknowns,
                        a.flow, a.decision, a.allowed_methods, a.ruleset_version,
-                       \(storedAttributesOf: .a) AS attributes
+                       \(storedAttributesOf: .a) AS attributes, \(unsafeSQL: RequestChecks.legacyChecksSQL) AS legacy_checks
                 FROM provisioning_attempts a WHERE a.attempt_id = \(id)
                 """
             ).first
         else { return nil }
+        let inputs: String = try row.decode("inputs")
         return StoredAttempt(
             id: try row.decode("attempt_id"), time: try row.decode("created_at"), channel: try row.decode("channel"),
             subject: VelocitySubject(
                 cardID: try row.decode("card_id"), deviceID: try row.decode("device_id"),
                 customerID: try row.decode("customer_id")),
-            attributesJSON: try row.decode("attributes"), inputsJSON: try row.decode("inputs"),
+            attributesJSON: try row.decode("attributes"), inputsJSON: inputs,
             featuresJSON: try row.decode("features"),
             hitsJSON: try row.decode("hits"), unknownsJSON: try row.decode("unknowns"), flow: try row.decode("flow"),
             decision: try row.decode("decision"), allowedMethods: try row.decode("allowed_methods"),
-            rulesetVersion: try row.decode("ruleset_version"))
+            rulesetVersion: try row.decode("ruleset_version"),
+            checks: RequestChecks.stored(inputs: inputs, derived: try row.decode("legacy_checks")))
     }
 
     /// A re-run of the stored decision.
     public struct Replay: Sendable {
-        /// The decision `ruleset` makes on the stored inputs and features.
+        /// The decision `ruleset` makes on the stored inputs, features and checks, as the live
+        /// path makes it (``Ruleset/decide(_:velocity:checks:)``).
         public var decision: RiskDecision
         /// Velocity queries of `ruleset` that the stored features do not hold (re-run as unknown).
         public var missingFeatures: [String]
@@ -74,7 +79,8 @@ public struct StoredAttempt: Sendable {
     }
 
     /// Re-runs the decision with `ruleset`, velocity taken from the stored features (not
-    /// recomputed: history may have changed since).
+    /// recomputed: history may have changed since), the stored checks applied as the live path
+    /// applied them.
     ///
     /// - Throws: ``AttemptLogError`` when a stored attribute does not fit its type.
     public func replay(with ruleset: Ruleset) throws(AttemptLogError) -> Replay {
@@ -93,8 +99,11 @@ public struct StoredAttempt: Sendable {
             }
             return stored
         }
-        let decision = ruleset.evaluate(input, velocity: velocity)
-        return Replay(decision: decision, missingFeatures: missing, differs: decision.flow.description != flow)
+        let decision = ruleset.decide(input, velocity: velocity, checks: checks).decision
+        // An unknown card's rules do not run: no value is missing.
+        return Replay(
+            decision: decision, missingFeatures: checks.cardFound ? missing : [],
+            differs: decision.flow.description != flow)
     }
 
     /// Features as `{"attempts(card, 24h)": 3, …}` or `[{"query"|"name": …, "value": …}, …]`;

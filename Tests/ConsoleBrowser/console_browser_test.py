@@ -397,6 +397,75 @@ def test_backtest(c):
     check(re.search(r"candidate\.rules:\d+:\d+", text), "each error names file:line:column: " + text)
 
 
+# Words a box broke inside (two letters or digits of one text node on two lines), and boxes that
+# cut their text without its full text in their title.
+LAYOUT_SCRIPT = """
+const broken = [], cut = [];
+const word = (ch) => /[\\p{L}\\p{N}]/u.test(ch);
+for (const box of document.querySelectorAll(arguments[0])) {
+  const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    let previous = null;
+    for (let i = 0; i < node.textContent.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const rects = range.getClientRects();
+      if (!rects.length) continue;
+      const ch = node.textContent[i];
+      if (previous && rects[0].top > previous.top + 2 && word(previous.ch) && word(ch)) broken.push(box.textContent.slice(0, 80));
+      previous = { top: rects[0].top, ch };
+    }
+  }
+  if (box.scrollWidth > box.clientWidth + 1 && getComputedStyle(box).overflowX !== 'auto' && box.title !== box.textContent) cut.push(box.textContent.slice(0, 80));
+}
+return [broken, cut, document.documentElement.scrollWidth - window.innerWidth];
+"""
+
+
+def test_layout(c):
+    # Issue 34, 4: tile and table texts broke inside words ('31 (2 shado / w)',
+    # 'REQUIRE_ADDITIONAL_AUT / HENTICATION'); the page must read at 1280 and at 768 px.
+    yellow = sql("SELECT attempt_id FROM provisioning_attempts WHERE flow = 'yellow' LIMIT 1")
+    sql("UPDATE provisioning_attempts SET decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' WHERE attempt_id = '%s'" % yellow)
+    try:
+        for width in (1280, 768):
+            c.driver.set_window_size(width, 1000)
+            for path in ("/console/rules", "/console/decisions?range=24h", "/console/rule-hits?range=24h", "/console/attempts",
+                         "/console/attempts/" + yellow):
+                c.open(path)
+                c.css("main .panel table, main svg#chart")
+                broken, cut, overflow = c.driver.execute_script(LAYOUT_SCRIPT, ".tile .value, .tile .label, td, th, h1, h2")
+                check(not broken, "%d px %s: words broken inside: %r" % (width, path, broken))
+                check(not cut, "%d px %s: text cut without its full text on hover: %r" % (width, path, cut))
+                check(overflow <= 0, "%d px %s: the page is %d px wider than the window" % (width, path, overflow))
+            c.driver.save_screenshot(os.path.join(SHOTS, "console-attempt-%d.png" % width))
+    finally:
+        c.driver.set_window_size(1360, 1000)
+    # On the 24 h period, attempts of the last minutes only are bars of a readable width, not one
+    # sliver at the right edge; at 768 px the chart is drawn at its width (its text unscaled).
+    sql("INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, inputs, features, hits, flow, decision, ruleset_version, created_at) "
+        "SELECT gen_random_uuid(), 'in_app', card_id, customer_id, '{\"card.network\": \"jcb\"}', '{}', '[]', 'green', 'APPROVED', 'layout', "
+        "now() - make_interval(secs => i * 20) FROM cards, generate_series(1, 5) i WHERE card_id = (SELECT min(card_id) FROM cards)")
+    try:
+        for width in (1280, 768):
+            c.driver.set_window_size(width, 1000)
+            c.open("/console/decisions?range=24h&network=jcb")
+            chart = c.css("svg#chart")
+            bars = [bar for bar in c.all("#chart rect.bar")]
+            check(bars, "the new attempts are drawn")
+            chart_width = chart.rect["width"]
+            narrowest = min(bar.rect["width"] for bar in bars)
+            check(narrowest >= chart_width / 20, "%d px: bars of %.0f px in a chart of %.0f px" % (width, narrowest, chart_width))
+            check("No attempt from" in c.css("#chart-note").text, "the chart says where it starts")
+            label = c.all("#chart text.axis")[0]
+            check(label.rect["height"] >= 10, "%d px: axis text %.1f px high" % (width, label.rect["height"]))
+            c.driver.save_screenshot(os.path.join(SHOTS, "console-new-data-%d.png" % width))
+    finally:
+        c.driver.set_window_size(1360, 1000)
+        sql("DELETE FROM provisioning_attempts WHERE ruleset_version = 'layout'")
+
+
 def test_csrf_refused(c):
     before = int(sql("SELECT count(*) FROM audit_log"))
     body = json.dumps({"rules": CANDIDATE, "since": iso(c.since), "until": iso(c.until)})
@@ -474,7 +543,7 @@ def test_security_headers(c):
 
 
 TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_failed_reload, test_decisions, test_rule_hits, test_attempts, test_card_number_in_link, test_attempt_page,
-         test_backtest, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
+         test_backtest, test_layout, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
 
 
 def main():

@@ -45,6 +45,39 @@ struct BacktestTests {
         #expect(report.candidateUnresolved == 1, "a3 has no device score")
     }
 
+    @Test("An attempt line's checks decide as the live path did: unknown card, expiry, pending push, reachable methods")
+    func checksOfAnAttemptLine() throws {
+        let attributes = #""attributes":{"card.status":"active","wallet.recommendation":"approve"}"#
+        let log = try AttemptLog(
+            jsonLines: [
+                #"{"type":"attempt","id":"a1","time":"2025-03-01T10:00:00Z","checks":{"cardFound":false}}"#,
+                #"{"type":"attempt","id":"a2","time":"2025-03-01T10:01:00Z","card_id":"c1","checks":{"expiryMatches":false},"#
+                    + attributes + "}",
+                #"{"type":"attempt","id":"a3","time":"2025-03-01T10:02:00Z","card_id":"c2","checks":{"pendingPush":{"attemptId":"p1","methods":["sms","app"]},"reachableMethods":["email","app"]},"#
+                    + attributes + "}",
+                #"{"type":"attempt","id":"a4","time":"2025-03-01T10:03:00Z","card_id":"c3","checks":{"pendingPush":{"attemptId":"p2","methods":["sms"]},"reachableMethods":["email","app"]},"#
+                    + attributes + "}",
+                #"{"type":"attempt","id":"a5","time":"2025-03-01T10:04:00Z","card_id":"c4","checks":null,"# + attributes
+                    + "}",
+            ].joined(separator: "\n"))
+        #expect(log.attempts[0].checks == RequestChecks(cardFound: false))
+        #expect(log.attempts[2].checks.pendingPush == .init(attemptID: "p1", methods: [.sms, .app]))
+        #expect(log.attempts[4].checks == .none)
+        let ruleset = try compileRules(rule("never", when: "wallet.device_score <= -1"))
+        let report = Backtest.run(current: ruleset, candidate: ruleset, log: log)
+        // a1 and a2 orange, a3 yellow (app is left), a4 orange (only sms, which the customer cannot get).
+        #expect(report.currentMix == [.orange: 3, .yellow: 1, .green: 1])
+        #expect(
+            report.currentHits.map { "\($0.ruleID)=\($0.hits)" } == [
+                "invariant.no_step_up_method=1", "card_not_found=1", "expiry_mismatch=1", "issuerd.in_app_yellow=2",
+                "never=0",
+            ])
+        #expect(RequestChecks(jsonText: log.attempts[3].checks.jsonText) == log.attempts[3].checks)
+        #expect(throws: AttemptLogError.self) {
+            try AttemptLog(jsonLines: #"{"type":"attempt","time":"2025-03-01T10:00:00Z","checks":{"cardFound":"no"}}"#)
+        }
+    }
+
     @Test(arguments: [
         ("{\"type\":\"attempt\"}", "line 1: \"time\" must be an RFC 3339 timestamp such as 2025-03-01T12:00:00Z"),
         ("{\"type\":\"click\",\"time\":\"2025-03-01T10:00:00Z\"}", "line 1: \"type\" must be one of"),

@@ -30,7 +30,19 @@ struct RulesetTallyTests {
         return input
     }
 
-    /// Checks `tally` against `evaluate` on `count` random inputs and velocity values.
+    /// Request checks, none half of the time, otherwise each check at random.
+    static func randomChecks(_ random: inout SeededGenerator) -> RequestChecks {
+        guard Bool.random(using: &random) else { return .none }
+        func methods() -> StepUpMethods { StepUpMethods(rawValue: UInt8.random(in: 0...15, using: &random)) }
+        return RequestChecks(
+            cardFound: Int.random(in: 0..<10, using: &random) > 0,
+            expiryMatches: Int.random(in: 0..<10, using: &random) > 0,
+            pendingPush: Bool.random(using: &random) ? .init(attemptID: "push", methods: methods()) : nil,
+            reachableMethods: Bool.random(using: &random) ? methods() : nil)
+    }
+
+    /// Checks `tally` against `evaluate` on `count` random inputs and velocity values, and
+    /// `tally(checks:)` against `decide` with random request checks.
     static func check(_ ruleset: Ruleset, count: Int, seed: UInt64, density: Int = 2) -> (flows: [Flow: Int], hits: Int)
     {
         var random = SeededGenerator(seed: seed)
@@ -52,6 +64,17 @@ struct RulesetTallyTests {
             #expect(tally.unresolved == !decision.unresolved.isEmpty)
             flows[decision.flow, default: 0] += 1
             totalHits += expected.reduce(0, +)
+            // The same with the request's checks applied, as the live TSP path and every replay decide.
+            let checks = randomChecks(&random)
+            let checked = ruleset.decide(input, velocity: velocity, checks: checks)
+            var expectedChecked = [Int](repeating: 0, count: slots.count)
+            for hit in checked.decision.hits { expectedChecked[slots.firstIndex(of: hit.ruleID)!] += 1 }
+            var checkedHits = [Int](repeating: 0, count: slots.count)
+            let checkedTally = ruleset.tally(input, velocity: velocity, checks: checks, hits: &checkedHits)
+            #expect(checkedTally.flow == checked.decision.flow, "\(checks)")
+            #expect(checkedHits == expectedChecked, "\(checks)")
+            #expect(checkedTally.unresolved == !checked.decision.unresolved.isEmpty)
+            if checks == .none { #expect(checked.decision == decision) }
         }
         return (flows, totalHits)
     }

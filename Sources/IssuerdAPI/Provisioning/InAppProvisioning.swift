@@ -117,7 +117,8 @@ struct InAppProvisioning: Sendable {
             channel: input.channel, card: card, customer: pushContext.customer, device: input.device,
             cardActiveTokens: pushContext.cardActiveTokens, time: now)
         let assessment = try risk.assess(riskRequest, ruleset: ruleset, velocity: pushContext.velocity)
-        let decision = assessment.decision
+        // An in-app push checks nothing beside the rules: the evaluation is the decision.
+        let decision = assessment.checked.decision
         let attemptID = UUID.random()
         let attemptText = attemptID.uuidString.lowercased()
         let reasons = DecisionJSON.reasons(decision)

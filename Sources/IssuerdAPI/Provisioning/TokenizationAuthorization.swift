@@ -168,59 +168,53 @@ struct TokenizationAuthorization: Sendable {
 
         guard let card = tsp.card else {
             // No value: the facts hold the last four, and no more of the PAN is kept (the console's rule).
-            return refuse(&record, reason: "card_not_found", values: [:], hits: [])
+            let checks = RequestChecks(cardFound: false)
+            record.inputs = Self.inputs(.members([:]), checks: checks)
+            let checked = ruleset.decide(RiskInput(), velocity: [], checks: checks)
+            return refuse(&record, checked)
         }
         record.cardID = card.cardID
         record.customerID = card.customerID
         let customer = tsp.customer
-        let assessment = try risk.assess(
-            RiskRequest(
-                channel: .tsp, card: card, customer: customer, device: body.device, wallet: body.wallet,
-                tokenizationSource: input.source,
-                tokenRequestorID: body.tokenRequestorId, deviceActiveTokens: body.activeTokenCount,
-                cardActiveTokens: tsp.cardActiveTokens,
-                time: now),
-            ruleset: ruleset, velocity: tsp.velocity)
+        let riskRequest = RiskRequest(
+            channel: .tsp, card: card, customer: customer, device: body.device, wallet: body.wallet,
+            tokenizationSource: input.source,
+            tokenRequestorID: body.tokenRequestorId, deviceActiveTokens: body.activeTokenCount,
+            cardActiveTokens: tsp.cardActiveTokens,
+            time: now)
+        let checks = RequestChecks(
+            expiryMatches: card.expiration == input.expiration.slashed,
+            pendingPush: tsp.pendingPush.map { push in
+                RequestChecks.PendingPush(
+                    attemptID: push.attemptID.uuidString.lowercased(),
+                    methods: push.allowedMethods.compactMap(StepUpMethods.init(name:)).reduce(into: StepUpMethods()) {
+                        $0.formUnion($1)
+                    })
+            },
+            reachableMethods: Self.reachableMethods(customer: customer))
+        // The one decision function a replay calls too (``Ruleset/decide(_:velocity:checks:)``),
+        // with the checks recorded in `inputs` for it.
+        let assessment = try risk.assess(riskRequest, ruleset: ruleset, velocity: tsp.velocity, checks: checks)
         record.cardholderNameHash = assessment.cardholderNameHash
-        record.inputs = assessment.attributes
+        record.inputs = Self.inputs(assessment.attributes, checks: checks)
         record.features = assessment.features
-        let decision = assessment.decision
-        // As JSON values: refusals put their pseudo-hit first (``AttemptRecord/ruleHits`` come first).
-        record.hits = decision.hits.map(DecisionJSON.hit)
-        record.unknowns = decision.unknowns
-        record.unresolved = decision.unresolved
-        guard card.expiration == input.expiration.slashed else {
-            return refuse(&record, reason: "expiry_mismatch", values: [:], hits: decision.hits)
+        let checked = assessment.checked
+        let evaluation = assessment.decision
+        record.unknowns = evaluation.unknowns
+        record.unresolved = evaluation.unresolved
+        if checked.refusal != nil { return refuse(&record, checked) }
+        // As JSON values: the checks' hits in the pseudo-hits' shape (``DecisionJSON/pseudoHit(_:)``).
+        let decision = checked.decision
+        record.hits = decision.hits.map { $0.isCheck ? DecisionJSON.pseudoHit($0) : DecisionJSON.hit($0) }
+        let flow = decision.flow
+        let methods = decision.stepUpMethods
+        var reasons = DecisionJSON.reasons(evaluation)
+        for hit in decision.hits.dropFirst(evaluation.hits.count) {
+            let reason = Reason(rule: hit.ruleID, reason: hit.reason)
+            if hit.outcome == .orange { reasons.insert(reason, at: 0) } else { reasons.append(reason) }
         }
-
-        var flow = decision.flow
-        var methods = decision.stepUpMethods
-        var reasons = DecisionJSON.reasons(decision)
-        if flow != .orange, let push = tsp.pendingPush {
-            let pushed = push.allowedMethods.compactMap(StepUpMethods.init(name:)).reduce(into: StepUpMethods()) {
-                $0.formUnion($1)
-            }
-            methods = flow == .yellow ? methods.intersection(pushed) : pushed
-            flow = .yellow
-            let pushID = push.attemptID.uuidString.lowercased()
-            record.hits.append(
-                DecisionJSON.pseudoHit(
-                    rule: "issuerd.in_app_yellow", outcome: .yellow, reason: "IN_APP_STEP_UP_REQUIRED",
-                    values: ["pushAttemptId": .string(pushID)]))
-            reasons.append(Reason(rule: "issuerd.in_app_yellow", reason: "IN_APP_STEP_UP_REQUIRED"))
-        }
-        var activationMethods: [ActivationMethod] = []
-        if flow == .yellow {
-            activationMethods = Self.activationMethods(customer: customer, allowed: methods)
-            if activationMethods.isEmpty {
-                flow = .orange
-                record.hits.append(
-                    DecisionJSON.pseudoHit(
-                        rule: Invariants.noStepUpMethod, outcome: .orange, reason: "NO_STEP_UP_METHOD_LEFT",
-                        values: ["allowed": .array(methods.methodNames.map(JSONValue.string))]))
-                reasons.insert(Reason(rule: Invariants.noStepUpMethod, reason: "NO_STEP_UP_METHOD_LEFT"), at: 0)
-            }
-        }
+        let activationMethods =
+            flow == .yellow ? Self.activationMethods(customer: customer, allowed: methods) : []
         record.flow = flow
         record.decision =
             flow == .green ? "APPROVED" : flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "DECLINED"
@@ -252,30 +246,55 @@ struct TokenizationAuthorization: Sendable {
         return (
             .answer(
                 Self.httpResponse(answer),
-                decided: Decided(attemptID: attemptText, flow: flow, hits: decision.hits, logged: true)), closing
+                decided: Decided(attemptID: attemptText, flow: flow, hits: evaluation.hits, logged: true)), closing
         )
     }
 
-    /// A DECLINED attempt decided before (or beside) the rules, and its answer.
+    /// A DECLINED attempt refused by a check before (card not found) or beside (expiry
+    /// mismatch) the rules, and its answer, which names only that check.
     private func refuse(
-        _ record: inout AttemptRecord, reason: String, values: [String: JSONValue], hits: [RuleHit]
+        _ record: inout AttemptRecord, _ checked: CheckedDecision
     ) -> (value: Outcome, closing: [PostgresQuery]) {
+        let refusal = checked.refusal!
         record.flow = .orange
         record.decision = "DECLINED"
-        record.hits.insert(
-            DecisionJSON.pseudoHit(rule: reason, outcome: .orange, reason: reason, values: values), at: 0)
+        record.hits = checked.decision.hits.map { $0.isCheck ? DecisionJSON.pseudoHit($0) : DecisionJSON.hit($0) }
         let attemptText = record.attemptID.uuidString.lowercased()
         let response = TokenizationAuthorizeResponse(
             decision: "DECLINED", flow: "orange", attemptId: attemptText,
-            reasons: [Reason(rule: reason, reason: reason)], activationMethods: [])
+            reasons: [Reason(rule: refusal.ruleID, reason: refusal.reason)], activationMethods: [])
         let answer = response.jsonValue
         record.facts["response"] = answer
         return (
             .answer(
                 Self.httpResponse(answer),
-                decided: Decided(attemptID: attemptText, flow: .orange, hits: hits, logged: false)),
+                decided: Decided(
+                    attemptID: attemptText, flow: .orange, hits: checked.evaluation?.hits ?? [], logged: false)),
             [AttemptStore.insertion(record)]
         )
+    }
+
+    /// `inputs` with the request's checks as its `checks` member, which every replay reads with
+    /// the attributes (docs/rules.md, "What a replay decides").
+    static func inputs(_ attributes: AttemptDocument, checks: RequestChecks) -> AttemptDocument {
+        switch attributes {
+        case .written(let text):
+            let open = text.dropLast()  // the object's closing brace
+            return .written(open + (open.count > 1 ? "," : "") + #""checks":"# + checks.jsonText + "}")
+        case .members(var members):
+            members["checks"] = DecisionJSON.checks(checks)
+            return .members(members)
+        }
+    }
+
+    /// The step-up methods `customer` can receive (``activationMethods(customer:allowed:)``'s
+    /// rule): `sms` and `ars` with a phone number, `email` with an address, `app` for any customer.
+    static func reachableMethods(customer: CustomerRecord?) -> StepUpMethods {
+        var methods = StepUpMethods()
+        if let phone = customer?.phoneNumber, !phone.isEmpty { methods.formUnion([.sms, .ars]) }
+        if let email = customer?.email, !email.isEmpty { methods.formUnion(.email) }
+        if customer != nil { methods.formUnion(.app) }
+        return methods
     }
 
     /// The customer's step-up methods that `allowed` permits, destinations masked, stable ids.

@@ -59,12 +59,18 @@ struct RiskService: Sendable {
 
     /// Decides `request` with `ruleset` and the answers to its ``velocityBatch(for:ruleset:)``
     /// (the same ruleset: rules may be reloaded between the two calls).
-    func assess(_ request: RiskRequest, ruleset: Ruleset, velocity: [Int?]) throws -> RiskAssessment {
+    ///
+    /// The decision is ``Ruleset/decide(_:velocity:checks:)``'s, the function every replay calls:
+    /// `checks` are what the caller checked beside the rules (none for in-app requests).
+    func assess(
+        _ request: RiskRequest, ruleset: Ruleset, velocity: [Int?], checks: RequestChecks = .none
+    ) throws -> RiskAssessment {
         let input = RiskInputBuilder.input(for: request)
-        let decision = ruleset.evaluate(input, velocity: velocity)
+        let checked = ruleset.decide(input, velocity: velocity, checks: checks)
         return RiskAssessment(
             input: input, attributes: RiskInputBuilder.attributesDocument(of: input),
-            features: Self.featuresDocument(ruleset.velocityDescriptions, velocity), decision: decision,
+            features: Self.featuresDocument(ruleset.velocityDescriptions, velocity),
+            decision: checked.evaluation ?? checked.decision, checked: checked,
             cardholderNameHash: try nameHash(request.card.cardholderName))
     }
 
@@ -139,8 +145,10 @@ struct RiskAssessment: Sendable {
     var attributes: AttemptDocument
     /// The velocity values by rule-language description, e.g. `attempts(card, 24h)`.
     var features: AttemptDocument
-    /// The engine's answer.
+    /// The ruleset's evaluation (with no checks, the final decision too).
     var decision: RiskDecision
+    /// The final decision, the request's checks applied.
+    var checked: CheckedDecision
     /// See ``RiskService/nameHash(_:)``.
     var cardholderNameHash: String
 

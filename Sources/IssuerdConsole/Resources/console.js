@@ -5,12 +5,28 @@
   const params = new URLSearchParams(location.search);
   let session = null;
 
+  // Identifiers (rule ids, file:line, attempt decisions, hashes) wrap only at their own word
+  // boundaries: after . _ / , and a colon before a long word (a <wbr> there), never inside a word
+  // (nor between a file and its line); a word longer than its box
+  // is cut with an ellipsis (console.css), the full text on hover (title).
+  function breakable(text) {
+    const fragment = document.createDocumentFragment();
+    String(text).split(/(?<=[_/,]|\.(?!(?:rules|list|cases)\b)|:(?=[^:]{12}))/).forEach((part, index) => {
+      if (index > 0) fragment.append(document.createElement('wbr'));
+      fragment.append(part);
+    });
+    return fragment;
+  }
   function el(tag, attrs, ...children) {
     const svg = ['svg', 'rect', 'line', 'text', 'polyline', 'g', 'title'].includes(tag);
     const node = svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
+    const wraps = !svg && /(^| )(mono|value)( |$)/.test((attrs && attrs.cls) || '');
     for (const [key, value] of Object.entries(attrs || {})) {
       if (value === undefined || value === null || value === false) continue;
-      if (key === 'text') node.textContent = String(value);
+      if (key === 'text' && wraps) {
+        node.append(breakable(value));
+        if (!attrs.title) node.title = String(value);
+      } else if (key === 'text') node.textContent = String(value);
       else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
       else node.setAttribute(key === 'cls' ? 'class' : key, String(value));
     }
@@ -150,25 +166,44 @@
         tile('Rules', fmt(r.rules.length) + ' (' + r.rules.filter((x) => x.mode === 'shadow').length + ' shadow)'), tile('Files', fmt(r.files.length))),
       reload,
       el('div', { cls: 'panel' }, el('h2', { text: 'Rules' }),
-        table(['Rule', 'Mode', 'Outcome', 'Step-up', 'Owner', 'Where', 'Hits since load#', 'Hits 24 h#'], rows, 'rules-table')));
+        table(['Rule', 'Mode', 'Outcome', 'Step-up', 'Owner', 'Where', 'Hits since load#', 'Hits 24\u00a0h#'], rows, 'rules-table')));
   }
 
   // ---- Decisions ---------------------------------------------------------------
+  // The flow mix per hour as stacked bars, drawn at the panel's own width (text stays its size on
+  // a narrow screen). Bars stay readable whatever the period: hours are summed into buckets of
+  // several hours when there are more than one per 12 px, and a period whose first quarter or
+  // more holds no attempt starts at the hour before its first attempt (at least 12 hours shown),
+  // so new data is not one sliver at the right edge; the note says so.
   function chart(hours) {
-    const width = 1180, height = 280, left = 48, bottom = 28, top = 10;
-    const max = Math.max(1, ...hours.map((h) => h.green + h.yellow + h.orange));
-    const step = (width - left) / Math.max(1, hours.length);
+    const width = Math.max(320, Math.round(app.getBoundingClientRect().width - 90)), height = 280, left = 48, bottom = 28, top = 10;
+    const total = (h) => h.green + h.yellow + h.orange;
+    const firstWithData = hours.findIndex((h) => total(h) > 0);
+    const start = firstWithData >= hours.length / 4 ? Math.max(0, Math.min(firstWithData - 1, hours.length - 12)) : 0;
+    const shown = hours.slice(start);
+    const per = Math.max(1, Math.ceil(shown.length / Math.floor((width - left) / 12)));
+    const buckets = [];
+    for (let i = 0; i < shown.length; i += per) {
+      const group = shown.slice(i, i + per);
+      buckets.push({ hour: group[0].hour, hours: group.length, green: group.reduce((n, h) => n + h.green, 0),
+        yellow: group.reduce((n, h) => n + h.yellow, 0), orange: group.reduce((n, h) => n + h.orange, 0) });
+    }
+    const max = Math.max(1, ...buckets.map(total));
+    const step = (width - left) / Math.max(1, buckets.length);
     const scale = (height - bottom - top) / max;
-    const svg = el('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'decisions per hour', id: 'chart' });
+    const svg = el('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': 'decisions per hour', id: 'chart' });
     for (let i = 0; i <= 4; i++) {
       const y = height - bottom - (i / 4) * (height - bottom - top);
       svg.append(el('line', { cls: 'grid', x1: left, x2: width, y1: y, y2: y }), el('text', { cls: 'axis', x: left - 6, y: y + 4, 'text-anchor': 'end', text: fmt(Math.round(max * i / 4)) }));
     }
-    const labelEvery = Math.ceil(hours.length / 12);
-    hours.forEach((h, i) => {
+    const span = buckets.length * per;
+    const labelEvery = Math.max(1, Math.ceil(buckets.length / Math.max(2, Math.floor((width - left) / 90))));
+    buckets.forEach((h, i) => {
       let y = height - bottom;
       const x = left + i * step + step * 0.1;
-      const g = el('g', { cls: 'hour', 'data-hour': h.hour, 'data-green': h.green, 'data-yellow': h.yellow, 'data-orange': h.orange }, el('title', { text: `${when(h.hour)}: ${h.green} green, ${h.yellow} yellow, ${h.orange} orange` }));
+      const range = h.hours > 1 ? `${when(h.hour)} + ${h.hours} h` : when(h.hour);
+      const g = el('g', { cls: 'hour', 'data-hour': h.hour, 'data-hours': h.hours, 'data-green': h.green, 'data-yellow': h.yellow, 'data-orange': h.orange },
+        el('title', { text: `${range}: ${h.green} green, ${h.yellow} yellow, ${h.orange} orange` }));
       for (const flow of ['green', 'yellow', 'orange']) {
         const bar = h[flow] * scale;
         if (bar > 0) { y -= bar; g.append(el('rect', { cls: 'bar ' + flow, x, y, width: Math.max(1, step * 0.8), height: bar })); }
@@ -176,11 +211,15 @@
       svg.append(g);
       if (i % labelEvery === 0) {
         const d = new Date(h.hour);
-        const label = hours.length > 48 ? d.toISOString().slice(5, 10) + ' ' + d.toISOString().slice(11, 13) + 'h' : d.toISOString().slice(11, 16);
+        const label = span > 48 ? d.toISOString().slice(5, 10) + ' ' + d.toISOString().slice(11, 13) + 'h' : d.toISOString().slice(11, 16);
         svg.append(el('text', { cls: 'axis', x: x + step * 0.4, y: height - 8, 'text-anchor': 'middle', text: label }));
       }
     });
-    return el('div', { cls: 'chart' }, svg, el('div', { cls: 'legend' }, ['green', 'yellow', 'orange'].map((f) => el('span', {}, el('i', { cls: f }), f))));
+    const notes = [];
+    if (start > 0) notes.push(`No attempt from ${when(hours[0].hour)} to ${when(hours[firstWithData].hour)}: the chart starts an hour before the first (the totals above cover the whole period).`);
+    if (per > 1) notes.push(`Each bar sums ${per} hours.`);
+    return el('div', { cls: 'chart' }, notes.length ? el('p', { cls: 'note', id: 'chart-note', text: notes.join(' ') }) : null, svg,
+      el('div', { cls: 'legend' }, ['green', 'yellow', 'orange'].map((f) => el('span', {}, el('i', { cls: f }), f))));
   }
   async function decisions() {
     const p = period();
@@ -274,7 +313,7 @@
     const d = result.json;
     const rows = d.attempts.map((a) => el('tr', { 'data-attempt': a.attemptId },
       td(el('a', { href: '/console/attempts/' + a.attemptId, cls: 'mono', text: a.attemptId.slice(0, 8) + '…' })), td(when(a.createdAt)),
-      td(a.channel), td(a.lastFour ? '•••• ' + a.lastFour : '–'), td(el('span', { cls: 'mono', text: a.cardId || '–' })), td(a.customerId || '–'),
+      td(a.channel), td(a.lastFour ? '••••\u00a0' + a.lastFour : '–'), td(el('span', { cls: 'mono', text: a.cardId || '–' })), td(a.customerId || '–'),
       td(a.network), td(badge(a.flow)), td(el('span', { cls: 'mono', text: a.rules.join(', ') || '–' }))));
     const label = { recent: 'Newest attempts', attempt: 'Attempt id', last_four: 'Cards ending in ' + q, id: 'Card, customer or device id ' + q };
     show(el('h1', { text: 'Attempts' }), el('div', { cls: 'sub', text: 'Search an attempt, a card (id or last four), a customer or a device. Card numbers are never shown, only their last four digits.' }), form,
@@ -300,15 +339,22 @@
       if (challenges.length) stepUpSummary = (a.stepUp.some((c) => c.status === 'verified') ? 'The cardholder completed a step-up.' : 'A step-up was started and not completed.');
       else stepUpSummary = 'No one-time code was requested' + (a.token ? ' (token ' + a.token.status + ').' : '.');
     }
-    const inputs = Object.entries(a.inputs && a.inputs.attributes ? a.inputs.attributes : (a.inputs || {})).sort(([x], [y]) => x.localeCompare(y));
+    // A TSP attempt's inputs also hold what was checked beside the rules (docs/rules.md, "What a replay decides").
+    const inputs = Object.entries(a.inputs && a.inputs.attributes ? a.inputs.attributes : (a.inputs || {})).filter(([k]) => k !== 'checks').sort(([x], [y]) => x.localeCompare(y));
+    const checks = a.inputs && a.inputs.checks;
+    const checkText = checks ? [checks.cardFound === false ? 'no card with this number' : 'card found',
+      checks.expiryMatches === false ? 'expiry does not match' : 'expiry matches',
+      checks.pendingPush ? 'a yellow push pending (' + (checks.pendingPush.methods || []).join(', ') + ')' : 'no pending push',
+      checks.reachableMethods ? 'customer reachable by ' + (checks.reachableMethods.join(', ') || 'no method') : null].filter(Boolean).join(' · ') : null;
     show(el('h1', {}, 'Attempt ', el('span', { cls: 'mono', id: 'attempt-id', text: a.attemptId })),
       el('div', { cls: 'sub', text: when(a.createdAt) + ' · ' + a.channel }),
       el('div', { cls: 'tiles' }, el('div', { cls: 'tile ' + a.flow }, el('div', { cls: 'label', text: 'Flow' }), el('div', { cls: 'value', id: 'flow', text: a.flow })),
-        tile('Decision', a.decision, '', true), tile('Card', a.lastFour ? '•••• ' + a.lastFour : '–', '', true),
+        tile('Decision', a.decision, '', true), tile('Card', a.lastFour ? '••••\u00a0' + a.lastFour : '–', '', true),
         tile('Customer', a.customerId || '–', '', true), tile('Device', a.deviceId || '–', '', true)),
       el('div', { cls: 'panel' }, el('h2', { text: 'Why: the rules that hit, with the values they read' }),
         hits.length ? table(['Rule', 'Mode', 'Outcome', 'Reason', 'Values read', 'Step-up allowed'], hits, 'hits-table') : el('div', { cls: 'muted', text: 'No rule hit: green by default.' }),
         a.unknowns && a.unknowns.length ? el('p', { cls: 'muted', text: 'Unknown values: ' + a.unknowns.join(', ') }) : null,
+        checkText ? el('p', { id: 'checks' }, 'Checked beside the rules: ', el('span', { cls: 'muted', text: checkText })) : null,
         el('p', {}, 'Decided by ruleset ', el('span', { cls: 'mono', id: 'ruleset-version', text: a.rulesetVersion })),
         a.replay ? el('div', { cls: a.replay.differs ? 'error' : 'notice', id: 'replay' },
           a.replay.differs ? 'The serving rules would decide differently today: ' : 'The serving rules decide the same today: ', badge(a.replay.flow), ' ',

@@ -25,14 +25,20 @@ public struct AttemptLog: Sendable {
         public var input: RiskInput
         /// The 1-based line in the file (the row's position for attempts read from PostgreSQL).
         public var line: Int
+        /// What the live path checked beside the rules (``RequestChecks``).
+        public var checks: RequestChecks
 
         /// An attempt.
-        public init(id: String, time: Date, subject: VelocitySubject, input: RiskInput, line: Int) {
+        public init(
+            id: String, time: Date, subject: VelocitySubject, input: RiskInput, line: Int,
+            checks: RequestChecks = .none
+        ) {
             self.id = id
             self.time = time
             self.subject = subject
             self.input = input
             self.line = line
+            self.checks = checks
         }
     }
 
@@ -96,8 +102,17 @@ public struct AttemptLog: Sendable {
                 if let problem = Self.assign(name, raw, to: &input) { throw fail(problem) }
             }
         }
+        var checks = RequestChecks.none
+        switch object["checks"] {
+        case nil, .null?: break
+        case let stored?:
+            guard let parsed = RequestChecks(json: stored) else {
+                throw fail("\"checks\" must be an object of the members in docs/rules.md (\"Backtest input\")")
+            }
+            checks = parsed
+        }
         let id = object["id"]?.string ?? "line \(number)"
-        attempts.append(Attempt(id: id, time: time, subject: subject, input: input, line: number))
+        attempts.append(Attempt(id: id, time: time, subject: subject, input: input, line: number, checks: checks))
     }
 
     /// Sets attribute `name` of `input` from its JSON value; returns what is wrong, or nil.
@@ -128,20 +143,28 @@ public struct AttemptLog: Sendable {
     /// no `String` per document) into one buffer of members reused for each.
     public struct StoredInputReader {
         private var found: [JSONValue?] = []
+        /// The `checks` member of the last document read (``RequestChecks``), nil when it has none.
+        public private(set) var checks: RequestChecks?
 
         public init() {}
 
-        /// The input of one stored attempt; see ``AttemptLog/input(storedInputs:time:)``.
+        /// The input of one stored attempt; see ``AttemptLog/input(storedInputs:time:)``. Its
+        /// `checks` member, when it has one, is left in ``checks``.
         public mutating func input(
             storedInputs bytes: UnsafeBufferPointer<UInt8>, time: Date
         ) -> Result<RiskInput, AttemptLogError> {
             var input = RiskInput()
             input.time = time
+            checks = nil
             // The fast path: a flat attribute object whose values all fit, assigned straight
             // from the members found (no dictionary of names in between, which was half of a
             // backtest row's parse). Anything else (a nested `attributes`, a bad value to name)
             // takes the general path below.
             let flat = JSONValue.members(of: bytes, keys: AttemptLog.storedKeys, into: &found)
+            if flat, let stored = found[found.count - 1] {
+                guard let parsed = RequestChecks(json: stored) else { return .failure(Self.badChecks) }
+                checks = parsed
+            }
             if flat, found[0] == nil, assignFound(to: &input) { return .success(input) }
             input = RiskInput()
             input.time = time
@@ -151,6 +174,10 @@ public struct AttemptLog: Sendable {
             } else {
                 guard let stored = JSONValue.parse(bytes: bytes) else {
                     return .failure(AttemptLogError(line: 0, message: "inputs are not JSON"))
+                }
+                if let member = stored.object?["checks"] {
+                    guard let parsed = RequestChecks(json: member) else { return .failure(Self.badChecks) }
+                    checks = parsed
                 }
                 if case .object(let nested)? = stored.object?["attributes"] {
                     attributes = nested
@@ -172,9 +199,12 @@ public struct AttemptLog: Sendable {
             return .success(input)
         }
 
+        private static let badChecks = AttemptLogError(
+            line: 0, message: "\"checks\" is not an object of the members in docs/rules.md")
+
         /// Assigns every attribute found; false, with `input` partly set, at the first value that does not fit.
         private func assignFound(to input: inout RiskInput) -> Bool {
-            for index in 1..<found.count {
+            for index in 1...AttributeCatalog.all.count {
                 guard let raw = found[index] else { continue }
                 let attribute = AttributeCatalog.all[index - 1]
                 guard let value = AttemptLog.value(raw, for: attribute.type), attribute.assign(value, to: &input) else {
@@ -188,16 +218,16 @@ public struct AttemptLog: Sendable {
         private func storedAttributes() -> [String: JSONValue] {
             if case .object(let nested)? = found[0] { return nested }
             var attributes: [String: JSONValue] = [:]
-            for (index, value) in found.enumerated().dropFirst() {
+            for (index, value) in found.enumerated().dropFirst().dropLast() {
                 if let value { attributes[AttributeCatalog.all[index - 1].name] = value }
             }
             return attributes
         }
     }
 
-    /// `attributes`, then every attribute name.
+    /// `attributes`, then every attribute name, then `checks`.
     fileprivate static let storedKeys = JSONValue.KeySet(
-        [Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) })
+        [Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) } + [Array("checks".utf8)])
 
     fileprivate static func value(_ raw: JSONValue, for type: RiskType) -> RiskValue? {
         switch (raw, type) {

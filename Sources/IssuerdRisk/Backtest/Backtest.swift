@@ -201,8 +201,9 @@ public enum Backtest {
             self.sampleSize = sampleSize
         }
 
-        /// Counts through ``Ruleset/tally(_:velocity:hits:)``; only a sampled changed attempt
-        /// gets its two full decisions, from the same values.
+        /// Counts through ``Ruleset/tally(_:velocity:checks:hits:)`` (the attempt's recorded
+        /// checks applied, as the live path applied them); only a sampled changed attempt gets its
+        /// two full decisions (``Ruleset/decide(_:velocity:checks:)``), from the same values.
         func run(_ attempts: [AttemptLog.Attempt], _ range: Range<Int>) -> Partial {
             var part = Partial(current: current, candidate: candidate)
             // Each attempt is read in place (`attempts[index]` at each use, borrowed): a local copy
@@ -213,8 +214,12 @@ public enum Backtest {
                 for index in range {
                     currentVelocity.fill(&beforeValues, attempt: index, attempts[index], history: history)
                     candidateVelocity.fill(&afterValues, attempt: index, attempts[index], history: history)
-                    let before = current.tally(attempts[index].input, velocity: beforeValues, hits: &part.currentHits)
-                    let after = candidate.tally(attempts[index].input, velocity: afterValues, hits: &part.candidateHits)
+                    let before = current.tally(
+                        attempts[index].input, velocity: beforeValues, checks: attempts[index].checks,
+                        hits: &part.currentHits)
+                    let after = candidate.tally(
+                        attempts[index].input, velocity: afterValues, checks: attempts[index].checks,
+                        hits: &part.candidateHits)
                     part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
                     if before.unresolved { part.currentUnresolved += 1 }
                     if after.unresolved { part.candidateUnresolved += 1 }
@@ -225,8 +230,12 @@ public enum Backtest {
                             part.sample.append(
                                 Change(
                                     attemptID: attempt.id,
-                                    before: current.evaluate(attempt.input, velocity: beforeValues),
-                                    after: candidate.evaluate(attempt.input, velocity: afterValues)))
+                                    before: current.decide(
+                                        attempt.input, velocity: beforeValues, checks: attempt.checks
+                                    ).decision,
+                                    after: candidate.decide(
+                                        attempt.input, velocity: afterValues, checks: attempt.checks
+                                    ).decision))
                         }
                     }
                 }
@@ -235,7 +244,8 @@ public enum Backtest {
         }
     }
 
-    /// Hit counts per rule id in the ruleset's order, the invariants first.
+    /// Hit counts per rule id in the ruleset's order, the invariants and the request checks'
+    /// hits first (those only when they hit).
     private struct HitCounter {
         var order: [String]
         var modes: [RuleMode]
@@ -252,7 +262,7 @@ public enum Backtest {
             order.indices.compactMap { index in
                 let id = order[index]
                 let count = hits[index]
-                if id.hasPrefix("invariant."), count == 0 { return nil }
+                if index < Ruleset.invariantSlots.count, count == 0 { return nil }
                 return RuleCount(ruleID: id, mode: modes[index], hits: count)
             }
         }

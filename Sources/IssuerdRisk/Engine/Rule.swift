@@ -49,9 +49,12 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
         let mode: RuleMode
         let stepUp: StepUpMethods?
         let valueNames: [String]
+        /// Whether a request check recorded it (``RequestChecks``), not a rule or an invariant.
+        let isCheck: Bool
 
         init(
-            ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods?, valueNames: [String]
+            ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods?, valueNames: [String],
+            isCheck: Bool = false
         ) {
             self.ruleID = ruleID
             self.outcome = outcome
@@ -59,6 +62,7 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
             self.mode = mode
             self.stepUp = stepUp
             self.valueNames = valueNames
+            self.isCheck = isCheck
         }
     }
 
@@ -78,6 +82,14 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
         header = Header(
             ruleID: ruleID, outcome: outcome, reason: reason, mode: mode, stepUp: stepUp, valueNames: values.map(\.name)
         )
+        readValues = values.map(\.value)
+    }
+
+    /// The hit of a request check (``RequestChecks``).
+    init(check ruleID: String, outcome: Flow, reason: String, values: [RuleValue]) {
+        header = Header(
+            ruleID: ruleID, outcome: outcome, reason: reason, mode: .live, stepUp: nil, valueNames: values.map(\.name),
+            isCheck: true)
         readValues = values.map(\.value)
     }
 
@@ -105,9 +117,13 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
     /// True for the built-in invariants.
     public var isInvariant: Bool { ruleID.hasPrefix("invariant.") }
 
+    /// True for the hit of a request check (``RequestChecks``): an unknown card, an expiry
+    /// mismatch, a pending yellow push, a yellow decision the customer can receive no method of.
+    public var isCheck: Bool { header.isCheck }
+
     public static func == (a: RuleHit, b: RuleHit) -> Bool {
         a.ruleID == b.ruleID && a.outcome == b.outcome && a.reason == b.reason && a.mode == b.mode
-            && a.stepUp == b.stepUp
+            && a.stepUp == b.stepUp && a.isCheck == b.isCheck
             && a.header.valueNames == b.header.valueNames && a.readValues == b.readValues
     }
 

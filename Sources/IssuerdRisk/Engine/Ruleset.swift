@@ -118,12 +118,20 @@ public struct Ruleset: Sendable {
             shadowFlow: shadowFlow, rulesetVersion: version)
     }
 
-    /// The positions ``tally(_:velocity:hits:)`` counts hits at: the four invariants in this
-    /// order, then rule `i` at `invariantSlots.count + i`.
-    public static let invariantSlots = [
-        Invariants.walletDeclined, Invariants.walletRequiresAuthentication, Invariants.cardUnusable,
-        Invariants.noStepUpMethod,
-    ]
+    /// The positions ``tally(_:velocity:hits:)`` and ``tally(_:velocity:checks:hits:)`` count hits
+    /// at: the four invariants, then the request checks' hits (``RequestChecks/hitIDs``), in
+    /// this order, then rule `i` at `invariantSlots.count + i`.
+    public static let invariantSlots =
+        [
+            Invariants.walletDeclined, Invariants.walletRequiresAuthentication, Invariants.cardUnusable,
+            Invariants.noStepUpMethod,
+        ] + RequestChecks.hitIDs
+
+    /// ``invariantSlots``' position of `invariant.no_step_up_method`.
+    static let noStepUpSlot = 3
+    /// ``invariantSlots``' position of `card_not_found` (`expiry_mismatch` and
+    /// `issuerd.in_app_yellow` follow).
+    static let cardNotFoundSlot = 4
 
     /// What a backtest counts of ``evaluate(_:velocity:)``'s decision, without building it: adds 1
     /// to `hits` at each hit's position (``invariantSlots``; shadow hits and the
@@ -133,8 +141,17 @@ public struct Ruleset: Sendable {
     ///   - hits: At least `invariantSlots.count + rules.count` counters.
     /// - Returns: The decision's flow, and whether its `unresolved` is non-empty.
     public func tally(_ input: RiskInput, velocity: [Int?], hits: inout [Int]) -> (flow: Flow, unresolved: Bool) {
+        let (flow, unresolved, _) = tallyRules(input, velocity: velocity, hits: &hits)
+        return (flow, unresolved)
+    }
+
+    /// ``tally(_:velocity:hits:)``, and the step-up methods a yellow flow allows (meaningless
+    /// for another flow).
+    func tallyRules(
+        _ input: RiskInput, velocity: [Int?], hits: inout [Int]
+    ) -> (flow: Flow, unresolved: Bool, methods: StepUpMethods) {
         guard velocity.count == velocityQueries.count else {
-            return tally(input, velocity: [Int?](repeating: nil, count: velocityQueries.count), hits: &hits)
+            return tallyRules(input, velocity: [Int?](repeating: nil, count: velocityQueries.count), hits: &hits)
         }
         var flow = Flow.green
         var unresolved = false
@@ -181,10 +198,10 @@ public struct Ruleset: Sendable {
             }
         }
         if flow == .yellow, methods.isEmpty {
-            hits[3] += 1
+            hits[Self.noStepUpSlot] += 1
             flow = .orange
         }
-        return (flow, unresolved)
+        return (flow, unresolved, methods)
     }
 
     private func hit(_ index: Int, _ input: RiskInput, _ velocity: [Int?]) -> RuleHit {

@@ -67,6 +67,30 @@ package enum DecisionJSON {
         ]
     }
 
+    /// A request check's hit (``RequestChecks``) in the pseudo-hit shape attempts have always
+    /// stored it in (values without `text`).
+    package static func pseudoHit(_ hit: RuleHit) -> JSONValue {
+        pseudoHit(
+            rule: hit.ruleID, outcome: hit.outcome, reason: hit.reason,
+            values: Dictionary(hit.values.map { ($0.name, json($0.value)) }, uniquingKeysWith: { first, _ in first }))
+    }
+
+    /// The checks as the `checks` member of an attempt's `inputs` (``RequestChecks/jsonText``).
+    package static func checks(_ checks: RequestChecks) -> JSONValue {
+        var object: [String: JSONValue] = [:]
+        if !checks.cardFound { object["cardFound"] = false }
+        if !checks.expiryMatches { object["expiryMatches"] = false }
+        if let push = checks.pendingPush {
+            object["pendingPush"] = [
+                "attemptId": .string(push.attemptID), "methods": .array(push.methods.methodNames.map(JSONValue.string)),
+            ]
+        }
+        if let reachable = checks.reachableMethods {
+            object["reachableMethods"] = .array(reachable.methodNames.map(JSONValue.string))
+        }
+        return .object(object)
+    }
+
     /// The live hits, most severe first, as the wire's reasons.
     package static func reasons(_ decision: RiskDecision) -> [Reason] {
         decision.liveHits.sorted { $0.outcome > $1.outcome }.map { Reason(rule: $0.ruleID, reason: $0.reason) }

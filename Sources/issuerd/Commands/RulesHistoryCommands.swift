@@ -74,9 +74,10 @@ enum RulesHistoryCommands {
         issuerd rules explain ATTEMPT_ID [--rules DIR]
 
         Prints a stored decision from PostgreSQL (ISSUERD_DATABASE_URL): its inputs, velocity features,
-        every hit with the values it read, unknowns, flow and ruleset version. Then re-runs it with
-        the rules in DIR (default ./rules), velocity as stored, and says whether the outcome would
-        differ today. Exit 1 for an unknown attempt id.
+        every hit with the values it read, unknowns, the request's checks, flow and ruleset version.
+        Then re-runs it with the rules in DIR (default ./rules), velocity and checks as stored (the
+        live path's decision function), and says whether the outcome would differ today. Exit 1
+        for an unknown attempt id.
         """
 
     static func explain(_ words: [String]) throws -> Int32 {
@@ -140,6 +141,7 @@ enum RulesHistoryCommands {
             "inputs   \(attempt.inputsJSON)",
             "features \(attempt.featuresJSON)",
             "unknowns \(attempt.unknownsJSON)",
+            "checks   \(attempt.checks == .none ? "none beside the rules" : attempt.checks.jsonText)",
             "hits:",
         ]
         lines += jsonArrayElements(attempt.hitsJSON).map { "  \($0)" }
