@@ -84,6 +84,11 @@ let package = Package(
             ]
         ),
 
+        // Mastercard MDES, issuer side: field-level encryption of `encryptedPayload`s (opened with
+        // the issuer's keys, made to Mastercard's certificate) and the OAuth 1.0a RSA-SHA256 signer
+        // of the Customer Service API.
+        .target(name: "IssuerdMDES", dependencies: ["IssuerdCrypto"]),
+
         // Bulk card import (`issuerd cards import`): COPY in one transaction, encoded on every core.
         .target(
             name: "IssuerdImport",
@@ -146,6 +151,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
+        .testTarget(
+            name: "IssuerdMDESTests", dependencies: ["IssuerdMDES", "IssuerdCrypto", "IssuerdTestSupport"],
+            exclude: ["Oracle"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,7 +10,14 @@ final class Algorithms: @unchecked Sendable {
     static let shared = Algorithms()
 
     let sha256: OpaquePointer
+    /// SHA-1, only for certificate and key fingerprints (Mastercard's `publicKeyFingerprint`).
+    let sha1: OpaquePointer
+    /// SHA-512, the other hash Mastercard's RSA-OAEP key wrap may name.
+    let sha512: OpaquePointer
     let aes256GCM: OpaquePointer
+    /// AES-CBC (Mastercard field-level encryption), 128- and 256-bit keys.
+    let aes128CBC: OpaquePointer
+    let aes256CBC: OpaquePointer
     let hkdf: OpaquePointer
     /// The HMAC `EVP_MAC` (``HMACKeyedContext``).
     let hmac: OpaquePointer
@@ -24,7 +31,11 @@ final class Algorithms: @unchecked Sendable {
 
     private init() {
         guard let sha256 = EVP_MD_fetch(nil, "SHA256", nil),
+            let sha1 = EVP_MD_fetch(nil, "SHA1", nil),
+            let sha512 = EVP_MD_fetch(nil, "SHA512", nil),
             let aes = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil),
+            let aes128CBC = EVP_CIPHER_fetch(nil, "AES-128-CBC", nil),
+            let aes256CBC = EVP_CIPHER_fetch(nil, "AES-256-CBC", nil),
             let hkdf = EVP_KDF_fetch(nil, "HKDF", nil),
             let hmac = EVP_MAC_fetch(nil, "HMAC", nil),
             let appleOID = OBJ_txt2obj(AppleOID.issuerEncryption, 1),
@@ -32,10 +43,15 @@ final class Algorithms: @unchecked Sendable {
         else {
             // Without the default provider nothing in this module can work: fail at start-up.
             preconditionFailure(
-                "OpenSSL default provider is missing SHA256, AES-256-GCM, HKDF or HMAC: \(OpenSSLErrorQueue.drain())")
+                "OpenSSL default provider is missing SHA1, SHA256, SHA512, AES-GCM, AES-CBC, HKDF or HMAC: \(OpenSSLErrorQueue.drain())"
+            )
         }
         self.sha256 = sha256
+        self.sha1 = sha1
+        self.sha512 = sha512
         self.aes256GCM = aes
+        self.aes128CBC = aes128CBC
+        self.aes256CBC = aes256CBC
         self.hkdf = hkdf
         self.hmac = hmac
         self.appleIssuerEncryptionOID = appleOID
