@@ -6,24 +6,24 @@ import IssuerdHTTP
 ///
 /// Parsing does not verify anything: ``AppTokenVerifier`` checks the signature with the
 /// configured algorithm and then the time claims.
-struct JWT {
+package struct JWT {
     /// `BASE64URL(header) || '.' || BASE64URL(payload)`, the bytes the signature covers.
-    let signingInput: [UInt8]
-    let signature: [UInt8]
+    package let signingInput: [UInt8]
+    package let signature: [UInt8]
     /// The `alg` header parameter.
-    let algorithm: String
+    package let algorithm: String
     /// The `sub` claim: the customer id.
-    let subject: String?
+    package let subject: String?
     /// The `exp` claim in seconds since 1970.
-    let expiresAt: Double?
+    package let expiresAt: Double?
     /// The `nbf` claim in seconds since 1970.
-    let notBefore: Double?
+    package let notBefore: Double?
 
     /// Longest token accepted, long before any base64 decoding.
     static let maximumLength = 8192
 
     /// Splits and decodes a compact token; `nil` for anything malformed.
-    init?(compact token: String) {
+    package init?(compact token: String) {
         guard token.utf8.count <= Self.maximumLength else { return nil }
         // Split over the bytes: splitting a String compares characters, grapheme by grapheme.
         let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)

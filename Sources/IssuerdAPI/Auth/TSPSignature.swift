@@ -5,14 +5,14 @@ import Foundation
 ///
 /// Verification (HMAC, time window, replay) is ``TSPAuthenticator``'s; this type only takes the
 /// header apart strictly so that malformed input never reaches the crypto.
-struct TSPSignature: Equatable {
+package struct TSPSignature: Equatable {
     /// The signing time in seconds since 1970.
-    let timestamp: Int64
+    package let timestamp: Int64
     /// The `v1` signatures (a sender may send several while it rotates secrets), 32 bytes each.
-    let signatures: [[UInt8]]
+    package let signatures: [[UInt8]]
 
     /// Parses the header; `nil` when it is malformed.
-    init?(header: String) {
+    package init?(header: String) {
         guard header.utf8.count <= 1024 else { return nil }
         var timestamp: Int64?
         var signatures: [[UInt8]] = []
@@ -47,7 +47,7 @@ struct TSPSignature: Equatable {
     }
 
     /// The bytes the HMAC covers: `"<t>." + raw body`.
-    static func signedPayload(timestamp: Int64, body: [UInt8]) -> [UInt8] {
+    package static func signedPayload(timestamp: Int64, body: [UInt8]) -> [UInt8] {
         Array("\(timestamp).".utf8) + body
     }
 
