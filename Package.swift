@@ -127,6 +127,21 @@ let package = Package(
             dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdRisk", "IssuerdPKCS11"]
         ),
 
+        // The parsers exposed to input as fuzz targets (docs/fuzzing.md): each feeds one input to
+        // its parser and checks the answer. `issuerd-fuzz` is a libFuzzer binary when
+        // scripts/fuzz-parsers builds it with -sanitize=fuzzer,address -D FUZZING, and otherwise
+        // replays files; IssuerdFuzzTests replays Fuzz/Corpus and Fuzz/Regressions in every test run.
+        .target(
+            name: "IssuerdFuzz",
+            dependencies: [
+                "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdHTTP", "IssuerdRisk", "IssuerdImport",
+                "IssuerdAPI", "IssuerdService", "IssuerdAuth",
+            ]
+        ),
+        // libFuzzer's driver (the toolchain's compiler-rt), header only: only a fuzzing build links it.
+        .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
+        .executableTarget(name: "issuerd-fuzz", dependencies: ["IssuerdFuzz", "CLibFuzzer"]),
+
         // Throwaway databases, generated PKI and HTTP helpers for the test targets.
         .target(
             name: "IssuerdTestSupport",
@@ -154,6 +169,7 @@ let package = Package(
         .testTarget(
             name: "IssuerdMDESTests", dependencies: ["IssuerdMDES", "IssuerdCrypto", "IssuerdTestSupport"],
             exclude: ["Oracle"]),
+        .testTarget(name: "IssuerdFuzzTests", dependencies: ["IssuerdFuzz"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -43,6 +43,8 @@ struct JSONValueParseTests {
             // Not taken by the fast pass, accepted by JSONDecoder: the same value either way.
             "{\"a\": 1,}",
             "\"just a string\"", "true", "null", "-12", "1.0e+308",
+            // Zeros with an exponent that JSONDecoder takes, and the smallest numbers a Double holds.
+            "[0e-400, -0.0e-999, 0e+1, 0e400, 1e-310, 4.9e-324, 2.5e-324]",
         ])
     func sameAsDecoder(text: String) {
         let fast = JSONValue.parse(text)
@@ -55,6 +57,11 @@ struct JSONValueParseTests {
         arguments: [
             "", "{", "{\"a\" 1}", "[1 2]", "01", "1.", ".5", "-", "+1", "1e", "tru", "nul", "\"unterminated",
             "\"bad \\x escape\"", "\"control \u{01} char\"", "{\"a\": 1} trailing", "[1]]", "{1: 2}", "\"\\u12\"",
+            // 0 to strtod, refused by JSONDecoder as a Double (found by fuzzing): not zero but too small,
+            // and zeros with an exponent whose last bytes its zero check reads out of order.
+            "1e-400", "[-1e-400]", "{\"x\": 2.4e-324}", "12345600000000000288056e-708",
+            "0." + String(repeating: "0", count: 400) + "1",
+            "0e5", "[0.000e5]", "{\"x\": 0.00e2}", "0E2",
         ])
     func refusesNonJSON(text: String) {
         #expect(Self.decoder(text) == nil, "the reference accepts \(text)")

@@ -6,7 +6,7 @@ extension ProvisioningRequest {
     /// would refuse or that this does not take (``HTTPRequest/decodeJSON(_:fast:)`` then lets
     /// `JSONDecoder` decode it and say what is wrong). Every request carries one: decoding it
     /// through `JSONDecoder` was 3–4 % of a provisioning request's CPU.
-    init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard case .object(let members) = json,
             case .array(let items)? = members["certificates"],
             case .string(let nonce)? = members["nonce"],

@@ -6,7 +6,7 @@ extension TokenizationAuthorizeRequest {
     /// would refuse or that this does not take (``HTTPRequest/decodeJSON(_:fast:)`` then lets
     /// `JSONDecoder` decode it and say what is wrong), as ``ProvisioningRequest/init(json:)``
     /// does for the in-app body: `JSONDecoder` was 6 % of a TSP authorization's CPU.
-    init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard case .object(let members) = json,
             case .string(let requestId)? = members["requestId"],
             case .string(let tokenReference)? = members["tokenReference"],

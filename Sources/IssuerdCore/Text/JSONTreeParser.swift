@@ -18,8 +18,9 @@ package protocol JSONTree {
 /// `JSONDecoder` and `JSONSerialization` cost tens of microseconds for a small document (an
 /// app token's claims, a provisioning body, a stored attempt's inputs); this builds the tree
 /// directly. It declines (nil) rather than decide anything it does not take: nesting deeper
-/// than 64, a lone surrogate, a member name repeated in an object, malformed text (and the
-/// leniencies `JSONDecoder` allows, such as a trailing comma). Callers fall back to Foundation there, so that
+/// than 64, a lone surrogate, a member name repeated in an object, a number that is not zero but
+/// too small for a Double, a zero with an exponent, malformed text (and the leniencies `JSONDecoder` allows, such as a
+/// trailing comma). Callers fall back to Foundation there, so that
 /// what is accepted and every error stay Foundation's (``JSONValueParseTests``). A string
 /// holding bytes that are not UTF-8 is declined too.
 package struct JSONTreeParser<Tree: JSONTree> {
@@ -188,6 +189,7 @@ package struct JSONTreeParser<Tree: JSONTree> {
             position += 1
             guard digits() > 0 else { return nil }
         }
+        let mantissaEnd = position
         if position < bytes.count, bytes[position] | 0x20 == UInt8(ascii: "e") {
             position += 1
             if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
@@ -197,6 +199,18 @@ package struct JSONTreeParser<Tree: JSONTree> {
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
         guard let number = Double(text), number.isFinite else { return nil }
+        // A zero from strtod is declined where `JSONDecoder` may refuse it as a Double, so that the
+        // caller's fallback decides: a number too small for a Double (1e-400, which it reads as the
+        // Int 0), and any zero with an exponent (its zero check reads the last bytes out of order,
+        // so it refuses 0e5 and 0.00e2 but takes 0e+1 and 0e400).
+        if number == 0,
+            mantissaEnd != position
+                || bytes[integerStart..<mantissaEnd].contains(where: {
+                    (UInt8(ascii: "1")...UInt8(ascii: "9")).contains($0)
+                })
+        {
+            return nil
+        }
         return .jsonNumber(integer: isInteger ? Int64(text) : nil, double: number)
     }
 
