@@ -1,13 +1,16 @@
 // The fuzz targets' executable (docs/fuzzing.md).
 //
 // Built by scripts/fuzz-parsers with `-sanitize=fuzzer,address -D FUZZING` into .build-fuzz, it is
-// a libFuzzer binary: main hands its command line to libFuzzer's driver (LLVMFuzzerRunDriver),
-// which calls LLVMFuzzerTestOneInput with each input, for the target named by
-// ISSUERD_FUZZ_TARGET (`list` prints them). main is ours, not libFuzzer's, because SwiftPM links
-// an executable's main under its own name. Built normally (swift build), it replays files through
-// the same targets without libFuzzer:
+// a libFuzzer binary: main takes the target's name off its command line and hands the rest to
+// libFuzzer's driver (LLVMFuzzerRunDriver), which calls LLVMFuzzerTestOneInput with each input.
+// main is ours, not libFuzzer's, because SwiftPM links an executable's main under its own name.
 //
 //   issuerd-fuzz list                          # name, -max_len and entry point of each target
+//   issuerd-fuzz TARGET [libFuzzer flags and corpus folders]
+//
+// Built normally (swift build), it replays files through the same targets without libFuzzer:
+//
+//   issuerd-fuzz list
 //   issuerd-fuzz replay TARGET PATH...         # each file, or every file under each folder
 import CLibFuzzer
 import Foundation
@@ -35,18 +38,25 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
 enum FuzzMain {
     static func main() {
         #if FUZZING
-        let name = ProcessInfo.processInfo.environment["ISSUERD_FUZZ_TARGET"] ?? ""
-        if name == "list" {
+        let arguments = CommandLine.arguments
+        if arguments.count == 2, arguments[1] == "list" {
             list()
             exit(0)
         }
-        guard let target = FuzzTarget.named(name) else {
-            usage("ISSUERD_FUZZ_TARGET must name a target (issuerd-fuzz list), not '\(name)'")
+        guard arguments.count >= 2, let target = FuzzTarget.named(arguments[1]) else {
+            usage("the first argument names the target (issuerd-fuzz list)")
         }
         selected = target
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzerTestOneInput(data, size) })
+        // libFuzzer's command line: the program's name and everything after the target's. The
+        // strings stay allocated for the life of the process, as argv's would.
+        let forwarded = [arguments[0]] + arguments.dropFirst(2)
+        var cStrings: [UnsafeMutablePointer<CChar>?] = forwarded.map { strdup($0) } + [nil]
+        var argc = Int32(forwarded.count)
+        exit(
+            cStrings.withUnsafeMutableBufferPointer { buffer in
+                var argv = buffer.baseAddress
+                return LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzerTestOneInput(data, size) }
+            })
         #else
         let arguments = Array(CommandLine.arguments.dropFirst())
         switch arguments.first {
@@ -91,7 +101,12 @@ enum FuzzMain {
 
     static func usage(_ problem: String?) -> Never {
         if let problem { FileHandle.standardError.write(Data("issuerd-fuzz: \(problem)\n".utf8)) }
-        FileHandle.standardError.write(Data("usage: issuerd-fuzz list | issuerd-fuzz replay TARGET PATH...\n".utf8))
+        #if FUZZING
+        let forms = "issuerd-fuzz list | issuerd-fuzz TARGET [libFuzzer flags] [CORPUS...]"
+        #else
+        let forms = "issuerd-fuzz list | issuerd-fuzz replay TARGET PATH..."
+        #endif
+        FileHandle.standardError.write(Data("usage: \(forms)\n".utf8))
         exit(2)
     }
 }
