@@ -81,20 +81,33 @@ public final class PostgresConnection {
             // Over TCP, notice a silently vanished peer within ~25 s instead of hours.
             parameters += [("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3")]
         }
-        parameters += [
-            ("dbname", connectionString),
-            ("connect_timeout", String(timeoutSeconds)),
-            ("client_encoding", "UTF8"),
-        ]
+        // Several hosts (a Patroni cluster's nodes, `target_session_attrs=read-write`): libpq
+        // moves on from a host that does not answer only in its blocking connect, which applies
+        // `connect_timeout` per host (a non-blocking connect would wait on a silent first host
+        // until the deadline and never try the leader). There the connection string's own
+        // `connect_timeout` wins, and the bound is hosts × that timeout.
+        let severalHosts = Self.listsSeveralHosts(connectionString)
+        if severalHosts {
+            parameters += [("connect_timeout", String(timeoutSeconds)), ("dbname", connectionString)]
+        } else {
+            parameters += [("dbname", connectionString), ("connect_timeout", String(timeoutSeconds))]
+        }
+        parameters += [("client_encoding", "UTF8")]
         let handle = CStringArray(parameters.map(\.0)).withPointers { keywords in
             CStringArray(parameters.map(\.1)).withPointers { values in
-                PQconnectStartParams(keywords, values, 1)
+                severalHosts ? PQconnectdbParams(keywords, values, 1) : PQconnectStartParams(keywords, values, 1)
             }
         }
         guard let handle else {
             throw PostgresError(code: .unavailable, message: "libpq could not allocate a connection")
         }
-        if let problem = Self.finishConnecting(handle, until: deadline, timeout: connectTimeout) {
+        let problem: String?
+        if severalHosts {
+            problem = PQstatus(handle) == CONNECTION_OK ? nil : "could not connect: \(Self.errorMessage(of: handle))"
+        } else {
+            problem = Self.finishConnecting(handle, until: deadline, timeout: connectTimeout)
+        }
+        if let problem {
             PQfinish(handle)
             throw PostgresError(code: .unavailable, message: problem)
         }
@@ -139,6 +152,27 @@ public final class PostgresConnection {
     }
 
     deinit { PQfinish(handle) }
+
+    /// Whether a connection string names more than one host (`host=a,b`, or a URI with
+    /// `host1,host2` or `?host=a,b`), as libpq reads it.
+    package static func listsSeveralHosts(_ connectionString: String) -> Bool {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &error) else {
+            if let error { PQfreemem(error) }
+            return false
+        }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if String(cString: keyword) == "host" || String(cString: keyword) == "hostaddr",
+                let value = option.pointee.val, String(cString: value).contains(",")
+            {
+                return true
+            }
+            option += 1
+        }
+        return false
+    }
 
     /// Drives libpq's non-blocking connect (`PQconnectPoll`) until the connection is made or
     /// `deadline` passes.
