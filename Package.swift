@@ -75,12 +75,14 @@ let package = Package(
             ]
         ),
 
-        // The outbox: step-up messages and TSP notifications written with the change they announce,
-        // sealed, claimed with SKIP LOCKED, delivered with retries and dead letters.
+        // The outbox: step-up messages, TSP notifications and Mastercard Customer Service API calls
+        // written with the change they announce, sealed, claimed with SKIP LOCKED, delivered with
+        // retries and dead letters.
         .target(
             name: "IssuerdOutbox",
             dependencies: [
                 "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdService", "IssuerdStorage",
+                "IssuerdMDES",
             ]
         ),
 
@@ -161,9 +163,10 @@ let package = Package(
             name: "IssuerdAPITests",
             dependencies: [
                 "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox", "IssuerdAuth",
+                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES",
                 "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
-            ]
+            ],
+            exclude: ["MDES/FakeCustomerService"]
         ),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
         .testTarget(

@@ -5,7 +5,8 @@ import IssuerdPostgres
 import Synchronization
 
 /// Delivers one claimed message by its kind: step-up codes through the configured provider,
-/// TSP notifications to `ISSUERD_TSP_WEBHOOK_URL`.
+/// TSP notifications to `ISSUERD_TSP_WEBHOOK_URL`, Mastercard token changes to the Customer
+/// Service API at `ISSUERD_MDES_CSAPI_URL`.
 ///
 /// The code and the destination are opened from the sealed payload only here, for the
 /// provider call, and never logged.
@@ -15,6 +16,8 @@ package struct OutboxDelivery: Sendable {
     /// Nil when `ISSUERD_TSP_WEBHOOK_URL` is unset: TSP messages then stay pending (visible in
     /// the backlog) and are not claimed, so nothing is lost until the URL is configured.
     package let tspWebhook: WebhookClient?
+    /// Nil when `ISSUERD_MDES_CSAPI_URL` is unset: `mdes_csapi` messages then stay pending.
+    package let customerService: CustomerServiceDelivery?
     package let sealer: OutboxSealer
     package let logFile: AppendOnlyFile?
     package let clock: @Sendable () -> Date
@@ -25,10 +28,12 @@ package struct OutboxDelivery: Sendable {
     ///   - notify: Where one-time codes go (`ISSUERD_NOTIFY_*`).
     ///   - tspWebhookURL: `ISSUERD_TSP_WEBHOOK_URL`, if set; `tspSecret` signs its calls.
     ///   - settings: The outbox's settings (the HTTP timeout).
+    ///   - customerService: Mastercard's Customer Service API, if configured.
     package init(
         notify: NotifySetting, tspWebhookURL: URL?, tspSecret: Redacted<String>, settings: OutboxSettings,
-        sealer: OutboxSealer, clock: @escaping @Sendable () -> Date
+        customerService: CustomerServiceDelivery? = nil, sealer: OutboxSealer, clock: @escaping @Sendable () -> Date
     ) {
+        self.customerService = customerService
         self.notify = notify
         switch notify {
         case .webhook(let url, let secret):
@@ -45,8 +50,11 @@ package struct OutboxDelivery: Sendable {
         self.clock = clock
     }
 
-    /// The kinds this instance can deliver (TSP only with a TSP webhook URL).
-    package var deliverableKinds: [OutboxKind] { tspWebhook == nil ? [.notify] : [.notify, .tsp] }
+    /// The kinds this instance can deliver (TSP only with a TSP webhook URL, MDES only with the
+    /// Customer Service API's URL).
+    package var deliverableKinds: [OutboxKind] {
+        [.notify] + (tspWebhook == nil ? [] : [.tsp]) + (customerService == nil ? [] : [.mdesCustomerService])
+    }
 
     /// Delivers `message`.
     ///
@@ -56,6 +64,9 @@ package struct OutboxDelivery: Sendable {
         switch message.kind {
         case .notify: try deliverStepUp(message)
         case .tsp: try deliverTSP(message)
+        case .mdesCustomerService:
+            guard let customerService else { throw OutboxError(.rejected, "no ISSUERD_MDES_CSAPI_URL") }
+            try customerService.deliver(message)
         }
     }
 

@@ -50,6 +50,10 @@ package final class OutboxDispatcher: Sendable {
             logger.warning(
                 "ISSUERD_TSP_WEBHOOK_URL is not set: TSP notifications stay pending in the outbox until it is")
         }
+        if !delivery.deliverableKinds.contains(.mdesCustomerService) {
+            logger.info(
+                "ISSUERD_MDES_CSAPI_URL is not set: Mastercard token changes stay pending in the outbox until it is")
+        }
     }
 
     /// Stops after the message in hand and waits for the thread, at most `timeout`.
@@ -127,13 +131,19 @@ package final class OutboxDispatcher: Sendable {
             deliveries.increment(labels: [message.kind.rawValue, "delivered"])
             logger.debug("outbox message delivered", metadata)
         } catch {
-            let summary = (error as? OutboxError)?.description ?? "delivery failed (\(type(of: error)))"
-            let decision = backoff.decision(afterAttempt: message.attempts)
+            let outboxError = error as? OutboxError
+            let summary = outboxError?.description ?? "delivery failed (\(type(of: error)))"
+            // A refusal that says trying again cannot help is dead at once (Mastercard's
+            // `Recoverable: "false"`); everything else follows the backoff.
+            let decision =
+                outboxError?.deadLetter == true ? .deadLetter : backoff.decision(afterAttempt: message.attempts)
             let delay: Double?
             if case .retry(let after) = decision { delay = after } else { delay = nil }
             do {
-                try database.withConnection {
-                    try OutboxStore.markFailed(message.id, error: summary, retryAfter: delay, connection: $0)
+                try database.transaction { connection in
+                    try OutboxStore.markFailed(message.id, error: summary, retryAfter: delay, connection: connection)
+                    try outboxError?.mastercard?.record(
+                        outboxID: message.id, attempt: message.attempts, connection: connection)
                 }
             } catch {
                 // The lease ends by itself; the message is retried then.

@@ -15,16 +15,28 @@ package struct OutboxError: Error, CustomStringConvertible, Sendable {
         package static let rejected = Code(rawValue: "rejected")
         /// The `log` provider could not append to its file.
         package static let logFile = Code(rawValue: "log_file")
+        /// Mastercard's Customer Service API refused the call (its errors are in ``mastercard``).
+        package static let mastercardRefused = Code(rawValue: "mastercard_refused")
     }
 
     package let code: Code
     package let message: String
+    /// True when trying again cannot succeed: the message becomes a dead letter at once instead
+    /// of after `ISSUERD_OUTBOX_MAX_ATTEMPTS` tries.
+    package let deadLetter: Bool
+    /// Mastercard's answer, recorded in `mdes_csapi_errors` beside the outcome.
+    package let mastercard: MastercardRefusal?
     package let file: String
     package let line: Int
 
-    package init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
+    package init(
+        _ code: Code, _ message: String, deadLetter: Bool = false, mastercard: MastercardRefusal? = nil,
+        file: String = #fileID, line: Int = #line
+    ) {
         self.code = code
         self.message = message
+        self.deadLetter = deadLetter
+        self.mastercard = mastercard
         self.file = file
         self.line = line
     }

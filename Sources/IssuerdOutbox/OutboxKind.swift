@@ -1,9 +1,12 @@
-/// The two kinds of outbound message (the `outbox.kind` column).
+/// The kinds of outbound message (the `outbox.kind` column).
 package enum OutboxKind: String, Sendable, CaseIterable, Codable {
     /// A one-time code for the cardholder, through `ISSUERD_NOTIFY_PROVIDER`.
     case notify
     /// A token lifecycle notification for the TSP, through `ISSUERD_TSP_WEBHOOK_URL`.
     case tsp
+    /// A call of Mastercard's Customer Service API for a token with `service = 'mdes'`, through
+    /// `ISSUERD_MDES_CSAPI_URL` (``MDESCustomerServicePayload``).
+    case mdesCustomerService = "mdes_csapi"
 }
 
 /// What a `notify` message stores: everything the admin view may show, plus the code and the

@@ -1,32 +1,25 @@
 import Foundation
+import IssuerdService
 import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
-import IssuerdService
 #endif
 
 /// Signed JSON POSTs to a webhook receiver, synchronously, for the dispatcher thread.
 ///
-/// Foundation's `URLSession` does the HTTP (no parser of our own); the call blocks the
-/// dispatcher's own thread, never Swift's cooperative pool. Signing is the TSP scheme of
-/// api.md (`X-Issuerd-Signature: t=…,v1=…`), and the message's dedup key travels as
-/// `Idempotency-Key` so the receiver can drop the duplicates at-least-once delivery implies.
+/// Signing is the TSP scheme of api.md (`X-Issuerd-Signature: t=…,v1=…`), and the message's
+/// dedup key travels as `Idempotency-Key` so the receiver can drop the duplicates at-least-once
+/// delivery implies.
 package struct WebhookClient: Sendable {
     package let url: URL
     package let secret: String
-    package let timeout: Duration
-    package let session: URLSession
+    package let poster: HTTPPoster
 
     package init(url: URL, secret: String, timeout: Duration) {
         self.url = url
         self.secret = secret
-        self.timeout = timeout
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = OutboxBackoff.seconds(timeout)
-        configuration.timeoutIntervalForResource = OutboxBackoff.seconds(timeout)
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
+        poster = HTTPPoster(timeout: timeout)
     }
 
     /// POSTs `body`, signed at `now`.
@@ -35,24 +28,54 @@ package struct WebhookClient: Sendable {
     ///   `.rejected` for a non-2xx answer. The error text names the status or the transport
     ///   failure, never the body.
     package func post(_ body: [UInt8], idempotencyKey: String, now: Date) throws {
+        let signature = try TSPSignature.header(body: body, secret: secret, timestamp: Int64(now.timeIntervalSince1970))
+        let answer = try poster.post(
+            url: url,
+            headers: [
+                ("Content-Type", "application/json"), ("Idempotency-Key", idempotencyKey),
+                (TSPSignature.headerName, signature),
+            ], body: body)
+        guard (200..<300).contains(answer.status) else { throw OutboxError(.rejected, "HTTP \(answer.status)") }
+    }
+}
+
+/// One synchronous HTTP POST through Foundation's `URLSession` (no HTTP parser of our own).
+///
+/// The call blocks the dispatcher's own thread, never Swift's cooperative pool.
+package struct HTTPPoster: Sendable {
+    package let timeout: Duration
+    package let session: URLSession
+    /// Answers longer than this are cut (the outbox reads statuses and short JSON errors only).
+    package static let answerLimit = 65536
+
+    package init(timeout: Duration) {
+        self.timeout = timeout
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = OutboxBackoff.seconds(timeout)
+        configuration.timeoutIntervalForResource = OutboxBackoff.seconds(timeout)
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration)
+    }
+
+    /// POSTs `body` with `headers` and returns the status and (at most ``answerLimit`` bytes of)
+    /// the answer.
+    ///
+    /// - Throws: ``OutboxError`` `.transport` when no answer arrived in time.
+    package func post(url: URL, headers: [(String, String)], body: [UInt8]) throws -> (status: Int, body: [UInt8]) {
         var request = URLRequest(
             url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: OutboxBackoff.seconds(timeout))
         request.httpMethod = "POST"
         request.httpBody = Data(body)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
-        request.setValue(
-            try TSPSignature.header(body: body, secret: secret, timestamp: Int64(now.timeIntervalSince1970)),
-            forHTTPHeaderField: TSPSignature.headerName)
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
 
         let outcome = OutcomeBox()
         let done = DispatchSemaphore(value: 0)
-        let task = session.dataTask(with: request) { _, response, error in
-            let result: Result<Int, OutboxError>
+        let task = session.dataTask(with: request) { data, response, error in
+            let result: Result<(Int, [UInt8]), OutboxError>
             if let error {
                 result = .failure(OutboxError(.transport, "transport error \((error as NSError).code)"))
             } else if let http = response as? HTTPURLResponse {
-                result = .success(http.statusCode)
+                result = .success((http.statusCode, Array((data ?? Data()).prefix(Self.answerLimit))))
             } else {
                 result = .failure(OutboxError(.transport, "no HTTP response"))
             }
@@ -67,14 +90,9 @@ package struct WebhookClient: Sendable {
             throw OutboxError(.transport, "timed out")
         }
         switch outcome.value.withLock({ $0 }) {
-        case .success(let status) where (200..<300).contains(status):
-            return
-        case .success(let status):
-            throw OutboxError(.rejected, "HTTP \(status)")
-        case .failure(let error):
-            throw error
-        case nil:
-            throw OutboxError(.transport, "no outcome")
+        case .success(let answer): return (answer.0, answer.1)
+        case .failure(let error): throw error
+        case nil: throw OutboxError(.transport, "no outcome")
         }
     }
 }
@@ -83,5 +101,5 @@ package struct WebhookClient: Sendable {
 /// by an escaping closure directly).
 private final class OutcomeBox: Sendable {
     // Guarded by Mutex.
-    let value = Mutex<Result<Int, OutboxError>?>(nil)
+    let value = Mutex<Result<(Int, [UInt8]), OutboxError>?>(nil)
 }

@@ -1,11 +1,15 @@
 import Foundation
 import IssuerdHTTP
+import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdService
 import IssuerdStorage
 
 /// A card status change and what it does to the card's tokens, in one transaction with its audit
-/// entry and the TSP notifications (outbox rows; another component delivers them).
+/// entry and the token service's notifications (outbox rows; the dispatcher delivers them): a
+/// `tsp` message, or for a Mastercard token (`service = 'mdes'`) a Customer Service API call
+/// (``MDESTokenChange``: lost → suspend `L`, stolen → suspend `S`, closed → delete `C`, active
+/// again → unsuspend `F`).
 ///
 /// Token effects (api.md: lost, stolen and closed suspend or delete the card's tokens at the TSP):
 /// - `lost`, `stolen`: active and pending tokens become `suspended` (TSP action `suspend`); the
@@ -59,34 +63,41 @@ enum CardStatusChange {
             affected = try connection.query(
                 """
                 UPDATE tokens SET issuer_suspended_from = status, status = 'suspended', updated_at = \(now)
-                WHERE card_id = \(cardID) AND status IN ('active', 'pending_verification') RETURNING token_reference
+                WHERE card_id = \(cardID) AND status IN ('active', 'pending_verification') RETURNING token_reference, service
                 """)
         case .closed:
             (action, event) = ("delete", "deleted")
             affected = try connection.query(
                 """
                 UPDATE tokens SET status = 'deleted', issuer_suspended_from = NULL, updated_at = \(now)
-                WHERE card_id = \(cardID) AND status <> 'deleted' RETURNING token_reference
+                WHERE card_id = \(cardID) AND status <> 'deleted' RETURNING token_reference, service
                 """)
         case .active:
             (action, event) = ("resume", "resumed")
             affected = try connection.query(
                 """
                 UPDATE tokens SET status = issuer_suspended_from, issuer_suspended_from = NULL, updated_at = \(now)
-                WHERE card_id = \(cardID) AND status = 'suspended' AND issuer_suspended_from IS NOT NULL RETURNING token_reference
+                WHERE card_id = \(cardID) AND status = 'suspended' AND issuer_suspended_from IS NOT NULL RETURNING token_reference, service
                 """)
         case .blocked:
             (action, event) = ("", "")
-            affected = try connection.query("SELECT token_reference FROM tokens WHERE false")
+            affected = try connection.query("SELECT token_reference, service FROM tokens WHERE false")
         }
-        var tokens: [String] = []
-        for row in affected { tokens.append(try row.decode("token_reference")) }
-        for token in tokens.sorted() {
+        var tokens: [(reference: String, service: String)] = []
+        for row in affected { tokens.append((try row.decode("token_reference"), try row.decode("service"))) }
+        for (token, service) in tokens.sorted(by: { $0.reference < $1.reference }) {
             try connection.execute(
                 """
                 INSERT INTO token_events (token_reference, card_id, event, source, at)
                 VALUES (\(token), \(cardID), \(event), 'issuer', \(now))
                 """)
+            // A Mastercard token changes through the Customer Service API, with Mastercard's reason code.
+            if service == "mdes", let change = Self.mdesChange(status) {
+                try MDESCustomerServicePayload.enqueue(
+                    tokenReference: token, change: change, cardID: cardID, occurrence: String(statusChangeID),
+                    connection: connection)
+                continue
+            }
             let payload = try PostgresJSON(
                 encoding: TSPNotification(
                     tokenReference: token, action: action, reason: "card_\(status.rawValue)", cardId: cardID))
@@ -103,6 +114,17 @@ enum CardStatusChange {
             connection: connection)
         guard let card = try CardStore.find(cardID, connection: connection) else { return nil }
         return Outcome(card: card, previous: previous, tokensAffected: tokens.count)
+    }
+
+    /// The Customer Service API change a card status makes to the card's Mastercard tokens.
+    private static func mdesChange(_ status: CardStatusValue) -> MDESTokenChange? {
+        switch status {
+        case .lost: .cardLost
+        case .stolen: .cardStolen
+        case .closed: .cardClosed
+        case .active: .cardReopened
+        case .blocked: nil
+        }
     }
 }
 

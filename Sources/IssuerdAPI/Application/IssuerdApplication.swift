@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdConsole
 import IssuerdCore
+import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
@@ -91,6 +92,11 @@ public final class IssuerdApplication: Sendable {
         let delivery = OutboxDelivery(
             notify: configuration.notify, tspWebhookURL: configuration.tspWebhookURL,
             tspSecret: configuration.tspHMACSecret, settings: configuration.outbox,
+            customerService: try configuration.mdesCustomerService.map {
+                CustomerServiceDelivery(
+                    settings: $0, signingKey: try Self.customerServiceSigner($0, hsm: context.hsm),
+                    timeout: configuration.outbox.httpTimeout)
+            },
             sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock)
         self.outbox = OutboxDispatcher(
             database: database, settings: configuration.outbox, delivery: delivery, metrics: metrics,
@@ -161,6 +167,26 @@ public final class IssuerdApplication: Sendable {
             return .init(
                 name: "rules", ok: status.lastFailure == nil, critical: false,
                 detail: detail ?? "version \(status.version)")
+        }
+    }
+
+    /// The Customer Service API's OAuth signing key: PEM, or a label in the HSM.
+    private static func customerServiceSigner(
+        _ settings: MDESCustomerServiceSettings, hsm: HSMKeyStore?
+    ) throws -> any RSASigningKey {
+        switch settings.signingKey {
+        case .pem(let pem):
+            do {
+                return try RSA.Signing.PrivateKey(pemRepresentation: pem.unsafeValue)
+            } catch {
+                throw ConfigurationError(
+                    key: "ISSUERD_MDES_SIGNING_KEY", problem: "must be an RSA private key of at least 2048 bits in PEM")
+            }
+        case .hsm(let label):
+            guard let hsm else {
+                throw ConfigurationError(key: "ISSUERD_MDES_SIGNING_KEY_LABEL", problem: "needs ISSUERD_PKCS11_MODULE")
+            }
+            return try hsm.rsaSigner(label: label, setting: "ISSUERD_MDES_SIGNING_KEY_LABEL")
         }
     }
 

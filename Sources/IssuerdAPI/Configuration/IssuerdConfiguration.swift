@@ -65,6 +65,8 @@ public struct IssuerdConfiguration: Sendable {
     public var notify: NotifySetting
     /// Where TSP notifications go (`ISSUERD_TSP_WEBHOOK_URL`); none when unset.
     public var tspWebhookURL: URL?
+    /// Mastercard's Customer Service API (`ISSUERD_MDES_CSAPI_URL` and its companions); nil when unset.
+    public var mdesCustomerService: MDESCustomerServiceSettings?
     /// Minimum log level (`ISSUERD_LOG_LEVEL`, default info).
     public var logLevel: LogLevel
     /// In-app provisioning requests per customer (`ISSUERD_RATE_LIMIT_CUSTOMER`, default `10/1m`).
@@ -119,6 +121,11 @@ public struct IssuerdConfiguration: Sendable {
             tspWebhookURL = try ConfigurationReader.httpURL(text, key: "ISSUERD_TSP_WEBHOOK_URL")
         } else {
             tspWebhookURL = nil
+        }
+        mdesCustomerService = try MDESCustomerServiceSettings.read(reader)
+        if case .hsm = mdesCustomerService?.signingKey, hsm == nil {
+            throw ConfigurationError(
+                key: "ISSUERD_MDES_SIGNING_KEY_LABEL", problem: "names a key in the HSM, but ISSUERD_PKCS11_MODULE is not set")
         }
         guard let level = LogLevel(name: reader.string("ISSUERD_LOG_LEVEL") ?? "info") else {
             throw ConfigurationError(

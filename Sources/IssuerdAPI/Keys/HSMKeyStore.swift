@@ -53,6 +53,14 @@ public struct HSMKeyStore: Sendable {
         return HSMRSASigner(signer: signer)
     }
 
+    /// The RSA signer labelled `label` in the HSM (the Customer Service API's OAuth key).
+    ///
+    /// - Throws: ``ConfigurationError`` naming `setting` for a missing key, one that is not
+    ///   RSA ≥ 2048 with CKA_SIGN, or one that can leave the HSM.
+    public func rsaSigner(label: String, setting: String) throws -> any RSASigningKey {
+        HSMRSASigner(signer: try Self.mapping(keySetting: setting) { try PKCS11RSASigner(token: token, label: label) })
+    }
+
     /// Generates a new data key in the HSM and returns it wrapped.
     public func wrapNewDataKey() throws -> [UInt8] {
         try Self.mapping(keySetting: "ISSUERD_PKCS11_WRAP_KEY_LABEL") {

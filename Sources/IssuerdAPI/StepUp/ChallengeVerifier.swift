@@ -23,6 +23,11 @@ struct ChallengeVerifier: Sendable {
         case tsp
         case ivr(auditActor: String)
 
+        var isIVR: Bool {
+            if case .ivr = self { return true }
+            return false
+        }
+
         var auditActor: String {
             switch self {
             case .tsp: "tsp"
@@ -96,12 +101,10 @@ struct ChallengeVerifier: Sendable {
                 )
                 guard won == 1 else { throw APIErrors.invalidState("the code was already used") }
                 try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
-                try OutboxStore.enqueue(
-                    kind: .tsp, dedupKey: "tsp:activate:\(token.tokenReference):\(challengeText)",
-                    payload: TSPNotificationPayload(
-                        tokenReference: token.tokenReference, action: "activate", reason: "step_up_verified",
-                        cardId: token.cardID),
-                    connection: connection)
+                // A code checked by the issuer's IVR is the call centre's verification (Mastercard's `C`).
+                try token.queueActivation(
+                    reason: "step_up_verified", mdesChange: caller.isIVR ? .callCentreVerified : .codeVerified,
+                    occurrence: challengeText, connection: connection)
                 try AuditLog.append(
                     actor: caller.auditActor, action: "challenge.verified", subject: subject,
                     details: ["challengeId": challengeText, "method": method], at: now, connection: connection)

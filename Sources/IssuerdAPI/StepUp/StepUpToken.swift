@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdOutbox
 import IssuerdPostgres
 
 /// A token awaiting (or past) step-up, with what the step-up needs from its card, customer and
@@ -15,12 +16,14 @@ struct StepUpToken: Sendable {
     var allowedMethods: [String]?
     /// The device locale recorded with the attempt, if any.
     var deviceLocale: String?
+    /// The token service it is managed through: `tsp` or `mdes` (sql/0020).
+    var service: String = "tsp"
 
     static let awaitingVerification = "pending_verification"
 
     private static let select = """
         SELECT t.token_reference, t.card_id, c.customer_id, t.status, a.allowed_methods,
-               a.inputs ->> 'device.locale' AS device_locale
+               a.inputs ->> 'device.locale' AS device_locale, t.service
         FROM tokens t JOIN cards c ON c.card_id = t.card_id
         LEFT JOIN provisioning_attempts a ON a.attempt_id = t.attempt_id
         """
@@ -67,6 +70,28 @@ struct StepUpToken: Sendable {
             tokenReference: try row.decode("token_reference"), cardID: try row.decode("card_id"),
             customerID: try row.decode("customer_id"),
             status: try row.decode("status"), allowedMethods: try row.decode("allowed_methods", as: [String]?.self),
-            deviceLocale: try row.decode("device_locale"))
+            deviceLocale: try row.decode("device_locale"), service: try row.decode("service"))
+    }
+
+    /// Queues the activation at the token's service, inside the caller's transaction: a `tsp`
+    /// notification, or for a Mastercard token (`service = 'mdes'`) a Customer Service API
+    /// `activate` with `mdesChange`'s reason code.
+    ///
+    /// - Parameters:
+    ///   - occurrence: What makes this activation unique (a challenge id); part of the dedup key.
+    func queueActivation(
+        reason: String, mdesChange: MDESTokenChange, occurrence: String, connection: PostgresConnection
+    ) throws {
+        if service == "mdes" {
+            try MDESCustomerServicePayload.enqueue(
+                tokenReference: tokenReference, change: mdesChange, cardID: cardID, occurrence: occurrence,
+                connection: connection)
+        } else {
+            try OutboxStore.enqueue(
+                kind: .tsp, dedupKey: "tsp:activate:\(tokenReference):\(occurrence)",
+                payload: TSPNotificationPayload(
+                    tokenReference: tokenReference, action: "activate", reason: reason, cardId: cardID),
+                connection: connection)
+        }
     }
 }

@@ -60,13 +60,9 @@ struct WalletVerifier: Sendable {
             )
             try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
             if settings.inAppVerificationNotifiesTSP {
-                try OutboxStore.enqueue(
-                    kind: .tsp,
-                    dedupKey: "tsp:activate:\(token.tokenReference):iav:\(UUID.random().uuidString.lowercased())",
-                    payload: TSPNotificationPayload(
-                        tokenReference: token.tokenReference, action: "activate", reason: "in_app_verification",
-                        cardId: token.cardID),
-                    connection: connection)
+                try token.queueActivation(
+                    reason: "in_app_verification", mdesChange: .inAppVerified,
+                    occurrence: "iav:\(UUID.random().uuidString.lowercased())", connection: connection)
             }
             try AuditLog.append(
                 actor: "app:\(customerID)", action: "token.verified_in_app", subject: "token:\(token.tokenReference)",

@@ -1,0 +1,55 @@
+import IssuerdMDES
+
+/// Why issuerd changes a Mastercard token (`tokens.service = 'mdes'`), and the Customer Service
+/// API call, reason code and comment that say so (mdes-issuer.md §5.4).
+package enum MDESTokenChange: String, Sendable, CaseIterable, Codable {
+    /// The card was reported lost: suspend, `L`.
+    case cardLost = "card_lost"
+    /// The card was reported stolen: suspend, `S`.
+    case cardStolen = "card_stolen"
+    /// The card was closed: delete everywhere (`DeleteFromConsumerApp` `"false"`), `C` (account closed).
+    case cardClosed = "card_closed"
+    /// A lost or stolen card is active again: unsuspend what the issuer suspended, `F` (found / not stolen).
+    case cardReopened = "card_reopened"
+    /// The cardholder entered the right one-time code (sent by text, e-mail or voice): activate, `A`.
+    case codeVerified = "step_up_verified"
+    /// The code was checked by the issuer's call centre (its IVR, an `ivr` API key): activate, `C`.
+    case callCentreVerified = "call_centre_verified"
+    /// The cardholder verified in the issuer's app (In-App Verification): activate, `A`.
+    case inAppVerified = "in_app_verification"
+
+    /// The Customer Service API operation.
+    package var operation: CustomerServiceOperation {
+        switch self {
+        case .cardLost, .cardStolen: .suspend
+        case .cardClosed: .delete
+        case .cardReopened: .unsuspend
+        case .codeVerified, .callCentreVerified, .inAppVerified: .activate
+        }
+    }
+
+    /// Mastercard's one-character `ReasonCode` for this change.
+    package var reasonCode: Character {
+        switch self {
+        case .cardLost: "L"
+        case .cardStolen: "S"
+        case .cardClosed: "C"
+        case .cardReopened: "F"
+        case .codeVerified, .inAppVerified: "A"
+        case .callCentreVerified: "C"
+        }
+    }
+
+    /// `CommentText`, what Mastercard's customer service reads about the call.
+    package var commentText: String {
+        switch self {
+        case .cardLost: "Card reported lost to the issuer"
+        case .cardStolen: "Card reported stolen to the issuer"
+        case .cardClosed: "Card account closed by the issuer"
+        case .cardReopened: "Card active again; the issuer lifts its own suspension"
+        case .codeVerified: "Cardholder verified with a one-time activation code"
+        case .callCentreVerified: "Cardholder verified through the issuer's call centre"
+        case .inAppVerified: "Cardholder verified in the issuer's mobile app"
+        }
+    }
+}
