@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""A fake MDES Customer Service API for issuerd's tests (test tooling only).
+
+Every request's OAuth 1.0a header is checked with Mastercard's own signer library
+(`mastercard-oauth1-signer`, pinned in scripts/lib/common.sh): the signature base string is rebuilt
+by `OAuth.get_base_string` from the URL the request reached and the header's parameters, the body
+hash by the library's own SHA-256/Base64 helpers, and the RSA-SHA256 signature is verified with the
+public key of the issuer's signing key. A request that fails any check is answered 401 in
+Mastercard's error shape. The body is checked against the CSAPI 2.1.7 schema (root object,
+TokenUniqueReference 48-64, the operation's ReasonCodes, AuditInfo lengths).
+
+Answers: `Token<Op>Response` by default; a planned answer for a token unique reference
+(POST /_plan {"<TUR>": [{"status": 503, "errors": [{...}]}, ...]}) is used once, in order.
+GET /_requests returns every request seen, with the checks' results.
+
+Usage: fake_csapi.py --signing-key PEM_FILE --consumer-key KEY
+Prints "listening <port>" on stdout once ready; stops on SIGTERM or when stdin closes.
+"""
+import argparse
+import base64
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding
+
+import oauth1.coreutils as oauth_util
+from oauth1.oauth import OAuth
+
+REASONS = {"activate": "AC", "suspend": "LSTZ", "unsuspend": "FTZ", "delete": "LSFTCDZ"}
+PATH = re.compile(r"^/mdes/csapi/v2/token/(activate|suspend|unsuspend|delete)$")
+
+lock = threading.Lock()
+seen = []
+plans = {}
+
+
+def errors(status, source, reason, code, description, recoverable):
+    return status, {"Errors": {"Error": [{"Source": source, "ReasonCode": reason, "ErrorCode": code,
+                                          "Description": description, "Recoverable": recoverable}]}}
+
+
+def check_signature(handler, url, body_text):
+    """The header's parameters through Mastercard's base-string code, the signature verified."""
+    header = handler.headers.get("Authorization", "")
+    if not header.startswith("OAuth "):
+        return {"signatureValid": False, "problem": "no OAuth header"}
+    params = {}
+    for item in header[len("OAuth "):].split(","):
+        name, _, value = item.partition("=")
+        if not (value.startswith('"') and value.endswith('"')):
+            return {"signatureValid": False, "problem": "unquoted parameter " + name}
+        params[name] = value[1:-1]
+    problems = []
+    if params.get("oauth_consumer_key") != handler.server.consumer_key:
+        problems.append("consumer key")
+    if params.get("oauth_signature_method") != "RSA-SHA256" or params.get("oauth_version") != "1.0":
+        problems.append("method or version")
+    if not re.fullmatch(r"[0-9A-Za-z]{16}", params.get("oauth_nonce", "")):
+        problems.append("nonce")
+    if abs(int(params.get("oauth_timestamp", "0")) - time.time()) > 300:
+        problems.append("timestamp")
+    body_hash_ok = params.get("oauth_body_hash") == oauth_util.base64_encode(oauth_util.sha256_encode(body_text))
+    if not body_hash_ok:
+        problems.append("body hash")
+    signature_text = params.pop("oauth_signature", "")
+    base_string = OAuth.get_base_string(url, "POST", params)
+    try:
+        handler.server.public_key.verify(base64.b64decode(unquote(signature_text), validate=True),
+                                         base_string.encode(), padding.PKCS1v15(), hashes.SHA256())
+        signature_ok = True
+    except (InvalidSignature, ValueError):
+        signature_ok = False
+        problems.append("signature")
+    return {"signatureValid": signature_ok, "bodyHashValid": body_hash_ok, "baseString": base_string,
+            "nonce": params.get("oauth_nonce"), "problem": ", ".join(problems) or None}
+
+
+def check_body(operation, body):
+    root = body.get("Token" + operation.capitalize() + "Request") if isinstance(body, dict) else None
+    if not isinstance(root, dict) or len(body) != 1:
+        return "root object"
+    tur = root.get("TokenUniqueReference")
+    if not isinstance(tur, str) or not 48 <= len(tur) <= 64:
+        return "TokenUniqueReference"
+    reason = root.get("ReasonCode")
+    if not isinstance(reason, str) or len(reason) != 1 or reason not in REASONS[operation]:
+        return "ReasonCode"
+    audit = root.get("AuditInfo")
+    if not isinstance(audit, dict):
+        return "AuditInfo"
+    for field, low, high in (("UserId", 4, 50), ("UserName", 4, 200), ("Organization", 4, 200)):
+        if not isinstance(audit.get(field), str) or not low <= len(audit[field]) <= high:
+            return "AuditInfo." + field
+    comment = root.get("CommentText")
+    if comment is not None and not (isinstance(comment, str) and 1 <= len(comment) <= 500):
+        return "CommentText"
+    if "DeleteFromConsumerApp" in root and (operation != "delete" or root["DeleteFromConsumerApp"] not in ("true", "false")):
+        return "DeleteFromConsumerApp"
+    return None
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/_requests":
+            with lock:
+                return self.answer(200, {"requests": list(seen)})
+        self.answer(404, {})
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path == "/_plan":
+            with lock:
+                for tur, answers in json.loads(raw).items():
+                    plans.setdefault(tur, []).extend(answers)
+            return self.answer(200, {})
+        match = PATH.match(self.path)
+        if not match:
+            return self.answer(*errors(404, "System", "NOT_FOUND", "E0000404", "No such resource", "false"))
+        operation = match.group(1)
+        url = "http://" + self.headers.get("Host", "") + self.path
+        body_text = raw.decode("utf-8")
+        record = {"operation": operation, "path": self.path, "contentType": self.headers.get("Content-Type")}
+        record.update(check_signature(self, url, body_text))
+        try:
+            body = json.loads(body_text)
+        except ValueError:
+            body = None
+        record["body"] = body
+        record["schemaProblem"] = check_body(operation, body)
+        root = (body or {}).get("Token" + operation.capitalize() + "Request") or {}
+        tur = root.get("TokenUniqueReference")
+        if record["problem"]:
+            status, payload = errors(401, "Authorization", "AUTHENTICATION_FAILED", "E0000401",
+                                     "OAuth signature check failed", "false")
+        elif record["schemaProblem"]:
+            status, payload = errors(400, record["schemaProblem"], "INVALID_FIELD_VALUE", "E0010020",
+                                     "Field does not match the schema", "false")
+        else:
+            with lock:
+                planned = plans.get(tur, [])
+                plan = planned.pop(0) if planned else None
+            if plan:
+                status, payload = plan["status"], {"Errors": {"Error": plan["errors"]}}
+            else:
+                token = {"TokenUniqueReference": tur}
+                if root.get("CommentText"):
+                    token["CommentId"] = "C" + str(len(seen) + 100000)
+                status, payload = 200, {"Token" + operation.capitalize() + "Response": {"Token": token}}
+        record["answeredStatus"] = status
+        with lock:
+            seen.append(record)
+        self.answer(status, payload)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Fake MDES Customer Service API for tests")
+    parser.add_argument("--signing-key", required=True, help="PEM file of the issuer's signing key (its public half is used)")
+    parser.add_argument("--consumer-key", required=True)
+    arguments = parser.parse_args()
+    with open(arguments.signing_key, "rb") as handle:
+        private = serialization.load_pem_private_key(handle.read(), password=None)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.public_key = private.public_key()
+    server.consumer_key = arguments.consumer_key
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print("listening", server.server_address[1], flush=True)
+    sys.stdin.read()  # the test closes stdin (or exits) to stop the fake
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()

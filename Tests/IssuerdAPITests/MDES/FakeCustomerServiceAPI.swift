@@ -1,0 +1,103 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdTestSupport
+
+/// The fake Customer Service API (FakeCustomerService/fake_csapi.py) as a child process: it checks
+/// every request's OAuth signature with Mastercard's own signer library and answers in
+/// Mastercard's shapes.
+final class FakeCustomerServiceAPI: @unchecked Sendable {  // immutable after init; the child is stopped in deinit
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("FakeCustomerService/fake_csapi.py").path
+    static let consumerKey = "issuerd-test-consumer!4f2a9c0b1d"
+
+    let process = Process()
+    let input = Pipe()
+    let port: Int
+    let client: HTTPTestClient
+    /// The issuer's signing key (PEM), as issuerd reads it from `ISSUERD_MDES_SIGNING_KEY`.
+    let signingKeyPEM: String
+    let keyFile: URL
+
+    /// `ISSUERD_MDES_CSAPI_URL` for this fake.
+    var baseURL: String { "http://127.0.0.1:\(port)/mdes/csapi/v2" }
+
+    /// The settings that point issuerd at this fake.
+    var environment: [String: String] {
+        [
+            "ISSUERD_MDES_CSAPI_URL": baseURL, "ISSUERD_MDES_CONSUMER_KEY": Self.consumerKey,
+            "ISSUERD_MDES_SIGNING_KEY": signingKeyPEM, "ISSUERD_MDES_AUDIT_USER_ID": "issuerd-csr",
+            "ISSUERD_MDES_AUDIT_USER_NAME": "issuerd automation", "ISSUERD_MDES_AUDIT_ORGANIZATION": "Test Bank",
+        ]
+    }
+
+    init() throws {
+        guard let python = ProcessInfo.processInfo.environment["ISSUERD_TEST_PYTHON"], !python.isEmpty else {
+            throw TestFailure("ISSUERD_TEST_PYTHON is not set: run the tests through scripts/test (Mastercard's signer)")
+        }
+        signingKeyPEM = try RSA.Signing.PrivateKey(bits: 2048).pemRepresentation
+        keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("csapi-\(UUID().uuidString).pem")
+        try Data(signingKeyPEM.utf8).write(to: keyFile)
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [Self.script, "--signing-key", keyFile.path, "--consumer-key", Self.consumerKey]
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        var line: [UInt8] = []
+        while !line.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            line += chunk
+        }
+        let words = String(decoding: line, as: UTF8.self).split(separator: " ")
+        guard words.count == 2, words[0] == "listening",
+            let port = Int(words[1].trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            process.terminate()
+            throw TestFailure("the fake Customer Service API did not start")
+        }
+        self.port = port
+        client = HTTPTestClient(port: port)
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: keyFile)
+    }
+
+    /// Answers planned for a token unique reference, each used once in order:
+    /// `(status, [[Source, ReasonCode, ErrorCode, Description, Recoverable]])`.
+    func plan(_ tokenUniqueReference: String, _ answers: [(status: Int, errors: [[String: String]])]) throws {
+        let plan = [tokenUniqueReference: answers.map { ["status": $0.status, "errors": $0.errors] as [String: Any] }]
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self)
+        guard try client.postJSON("/_plan", json).status == 200 else { throw TestFailure("plan refused") }
+    }
+
+    /// Every request the fake received, with its checks.
+    func requests() throws -> [[String: Any]] {
+        let response = try client.get("/_requests")
+        return response.jsonObject()?["requests"] as? [[String: Any]] ?? []
+    }
+
+    /// Waits until `condition` holds for the requests received (at most `timeout` seconds).
+    func wait(timeout: Double = 20, until condition: ([[String: Any]]) -> Bool) throws -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var seen = try requests()
+        while !condition(seen) && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+            seen = try requests()
+        }
+        return seen
+    }
+}
+
+extension [String: Any] {
+    /// The request's root object (`Token<Op>Request`).
+    var csapiRequest: [String: Any]? {
+        guard let operation = self["operation"] as? String,
+            let body = self["body"] as? [String: Any]
+        else { return nil }
+        return body["Token" + operation.prefix(1).uppercased() + operation.dropFirst() + "Request"] as? [String: Any]
+    }
+}
