@@ -3,9 +3,10 @@
 
 ISSUERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 ISSUERD_DEBIAN_PACKAGES=(libssl-dev libpq-dev libmicrohttpd-dev libcurl4 postgresql openssl python3-venv curl libp11-kit-dev softhsm2)
-# Only the tests need these (the console's browser test, the console script's syntax check):
+# Only the tests need these (the console's browser test, the console script's syntax check, the
+# nginx mutual-TLS test of deploy/nginx-mdes.conf):
 # scripts/test installs them, scripts/run does not.
-ISSUERD_TEST_DEBIAN_PACKAGES=(chromium chromium-driver nodejs)
+ISSUERD_TEST_DEBIAN_PACKAGES=(chromium chromium-driver nodejs nginx)
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""deploy/nginx-mdes.conf under the real nginx: mutual TLS for Mastercard's calls to /mdes/.
+
+Throwaway PKI made with the openssl CLI: a server CA and the server certificate, the client CA
+nginx trusts (standing in for Mastercard's) with a client certificate, and another CA with a
+client certificate of its own. The deploy file is used as written, with only its listen address
+and its three certificate paths rewritten to the throwaway ones (each rewrite must match, so a
+changed file fails here rather than testing something else). Behind it, a small Python upstream
+records the headers of every request that reaches it (it stands in for issuerd; see
+docs/networks.md for running the same checks against issuerd's /mdes/ routes).
+
+Checks, one "✔ nginx mtls: …" or "✘ nginx mtls: …" line each (scripts/test counts them):
+  1. a valid client certificate → the upstream sees exactly one X-Client-Verify, SUCCESS;
+  2. the same with a client-supplied "X-Client-Verify: FAILED" and "…: SUCCESS" → still only
+     nginx's own SUCCESS (the client's header is replaced, not passed alongside);
+  3. no client certificate, with a client-supplied "X-Client-Verify: SUCCESS" → refused by nginx,
+     nothing reaches the upstream;
+  4. a client certificate from another CA, with "X-Client-Verify: SUCCESS" → refused, nothing
+     reaches the upstream;
+  5. a valid client certificate on a path outside /mdes/ → 404 from nginx, nothing reaches it.
+
+Usage: nginx_mtls_test.py [--nginx PATH] [--keep]
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEPLOY_FILE = os.path.join(ROOT, "deploy", "nginx-mdes.conf")
+PATH = "/mdes/issuerServices/1/0/authorizeService"
+
+seen = []
+seen_lock = threading.Lock()
+
+
+class Upstream(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(length)
+        with seen_lock:
+            seen.append({"path": self.path,
+                         "verify": self.headers.get_all("X-Client-Verify") or [],
+                         "subject": self.headers.get("X-Client-Cert-Subject")})
+        body = json.dumps({"responseId": "fake-upstream"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def make_ca(directory, name):
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
+            "-keyout", f"{name}.key", "-out", f"{name}.pem",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            cwd=directory)
+
+
+def make_leaf(directory, name, ca, extensions):
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
+            "-out", f"{name}.csr", cwd=directory)
+    with open(os.path.join(directory, f"{name}.ext"), "w") as handle:
+        handle.write(extensions)
+    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
+            "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.pem", cwd=directory)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def rewrite(text, replacements):
+    for old, new in replacements:
+        if text.count(old) != 1:
+            raise SystemExit(f"✘ nginx mtls: deploy/nginx-mdes.conf no longer has exactly one '{old}'")
+        text = text.replace(old, new)
+    return text
+
+
+def request(port, pki, client=None, headers=None, path=PATH):
+    """POSTs over TLS (verifying nginx's certificate); returns the status, or the TLS/connection error."""
+    context = ssl.create_default_context(cafile=os.path.join(pki, "server-ca.pem"))
+    if client:
+        context.load_cert_chain(os.path.join(pki, f"{client}.pem"), os.path.join(pki, f"{client}.key"))
+    connection = http.client.HTTPSConnection("localhost", port, context=context, timeout=10)
+    try:
+        connection.request("POST", path, body=b'{"requestId":"1"}',
+                           headers={"Content-Type": "application/json", **(headers or {})})
+        return connection.getresponse().status
+    except (ssl.SSLError, ConnectionError, OSError) as error:
+        return f"refused ({type(error).__name__})"
+    finally:
+        connection.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    arguments = parser.parse_args()
+
+    work = tempfile.mkdtemp(prefix="issuerd-nginx-mtls-")
+    os.chmod(work, 0o755)  # nginx workers (another user when run as root) read below it
+    nginx = None
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    upstream.daemon_threads = True
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    failures = 0
+    try:
+        pki = os.path.join(work, "pki")
+        os.mkdir(pki)
+        os.chmod(pki, 0o755)
+        make_ca(pki, "server-ca")
+        make_ca(pki, "client-ca")
+        make_ca(pki, "other-ca")
+        make_leaf(pki, "server", "server-ca",
+                  "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        make_leaf(pki, "mastercard-client", "client-ca", "extendedKeyUsage=clientAuth\n")
+        make_leaf(pki, "stranger-client", "other-ca", "extendedKeyUsage=clientAuth\n")
+
+        port = free_port()
+        with open(DEPLOY_FILE) as handle:
+            site = rewrite(handle.read(), [
+                ("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
+                ("/etc/nginx/tls/mdes-server.crt", os.path.join(pki, "server.pem")),
+                ("/etc/nginx/tls/mdes-server.key", os.path.join(pki, "server.key")),
+                ("/etc/nginx/tls/mastercard-client-ca.pem", os.path.join(pki, "client-ca.pem")),
+            ])
+        with open(os.path.join(work, "nginx-mdes.conf"), "w") as handle:
+            handle.write(site)
+        for directory in ("logs", "tmp"):
+            os.mkdir(os.path.join(work, directory))
+            os.chmod(os.path.join(work, directory), 0o777)
+        # The http block nginx.conf gives it in production: the upstream it proxies to.
+        with open(os.path.join(work, "nginx.conf"), "w") as handle:
+            handle.write(f"""daemon off;
+pid {work}/nginx.pid;
+error_log {work}/logs/error.log info;
+worker_processes 1;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {work}/tmp/body;
+    proxy_temp_path {work}/tmp/proxy;
+    fastcgi_temp_path {work}/tmp/fastcgi;
+    uwsgi_temp_path {work}/tmp/uwsgi;
+    scgi_temp_path {work}/tmp/scgi;
+    upstream issuerd {{ server 127.0.0.1:{upstream.server_address[1]}; keepalive 4; }}
+    include {work}/nginx-mdes.conf;
+}}
+""")
+        check = subprocess.run([arguments.nginx, "-t", "-p", work, "-c", f"{work}/nginx.conf", "-e",
+                                f"{work}/logs/error.log"], capture_output=True, text=True)
+        if check.returncode != 0:
+            print(check.stderr, file=sys.stderr)
+            raise SystemExit("✘ nginx mtls: nginx -t refuses deploy/nginx-mdes.conf")
+        nginx = subprocess.Popen([arguments.nginx, "-p", work, "-c", f"{work}/nginx.conf", "-e",
+                                  f"{work}/logs/error.log"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if nginx.poll() is not None:
+                    raise SystemExit("✘ nginx mtls: nginx exited: " + nginx.stderr.read().decode())
+                time.sleep(0.05)
+
+        def verdict(name, ok, detail):
+            nonlocal failures
+            print(f"{'✔' if ok else '✘'} nginx mtls: {name} ({detail})", flush=True)
+            failures += 0 if ok else 1
+
+        def reached(action):
+            with seen_lock:
+                before = len(seen)
+            status = action()
+            with seen_lock:
+                return status, seen[before:]
+
+        status, got = reached(lambda: request(port, pki, client="mastercard-client"))
+        verdict("a client certificate from the configured CA reaches the upstream with X-Client-Verify: SUCCESS",
+                status == 200 and len(got) == 1 and got[0]["verify"] == ["SUCCESS"]
+                and "CN=mastercard-client" in (got[0]["subject"] or ""),
+                f"status {status}, upstream saw {got}")
+
+        status, got = reached(lambda: request(port, pki, client="mastercard-client",
+                                              headers={"X-Client-Verify": "FAILED"}))
+        ok_failed = status == 200 and len(got) == 1 and got[0]["verify"] == ["SUCCESS"]
+        status2, got2 = reached(lambda: request(port, pki, client="mastercard-client",
+                                                headers={"X-Client-Verify": "SUCCESS, NONE"}))
+        verdict("a client-supplied X-Client-Verify is replaced by nginx's verdict, never passed along",
+                ok_failed and status2 == 200 and len(got2) == 1 and got2[0]["verify"] == ["SUCCESS"],
+                f"upstream saw {got + got2}")
+
+        status, got = reached(lambda: request(port, pki, headers={"X-Client-Verify": "SUCCESS"}))
+        verdict("no client certificate (and a forged X-Client-Verify: SUCCESS) is refused; nothing reaches the upstream",
+                status != 200 and got == [], f"status {status}, upstream saw {got}")
+
+        status, got = reached(lambda: request(port, pki, client="stranger-client",
+                                              headers={"X-Client-Verify": "SUCCESS"}))
+        verdict("a client certificate from another CA is refused; nothing reaches the upstream",
+                status != 200 and got == [], f"status {status}, upstream saw {got}")
+
+        status, got = reached(lambda: request(port, pki, client="mastercard-client", path="/v1/cards"))
+        verdict("a path outside /mdes/ is 404 at nginx; nothing reaches the upstream",
+                status == 404 and got == [], f"status {status}, upstream saw {got}")
+    finally:
+        if nginx is not None:
+            nginx.send_signal(signal.SIGQUIT)  # graceful stop of the nginx this test started
+            try:
+                nginx.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                nginx.kill()
+                nginx.wait()
+        upstream.shutdown()
+        if arguments.keep:
+            print(f"work directory kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
