@@ -13,9 +13,10 @@ struct CustomerServiceTests {
 
     @Test("Paths and root objects of the four operations")
     func paths() {
-        #expect(CustomerServiceOperation.allCases.map(\.path) == [
-            "/token/activate", "/token/suspend", "/token/unsuspend", "/token/delete",
-        ])
+        #expect(
+            CustomerServiceOperation.allCases.map(\.path) == [
+                "/token/activate", "/token/suspend", "/token/unsuspend", "/token/delete",
+            ])
         #expect(CustomerServiceOperation.suspend.requestRoot == "TokenSuspendRequest")
         #expect(CustomerServiceOperation.unsuspend.responseRoot == "TokenUnsuspendResponse")
         #expect(CustomerServiceOperation.activate.requestRoot == "TokenActivateRequest")
@@ -100,12 +101,19 @@ struct CustomerServiceTests {
                 == .accepted(tokenUniqueReference: Self.reference, commentID: "ABC123456"))
         // Another operation's root is not this call's answer.
         guard case .refused(let wrongRoot) = CustomerServiceOutcome.interpret(.delete, status: 200, body: success)
-        else { Issue.record("a suspend answer accepted a delete"); return }
+        else {
+            Issue.record("a suspend answer accepted a delete")
+            return
+        }
         #expect(wrongRoot.recoverable)
 
-        guard case .refused(let permanent) = CustomerServiceOutcome.interpret(
-            .suspend, status: 400, body: Self.errors(Self.notRecoverable))
-        else { Issue.record("errors accepted"); return }
+        guard
+            case .refused(let permanent) = CustomerServiceOutcome.interpret(
+                .suspend, status: 400, body: Self.errors(Self.notRecoverable))
+        else {
+            Issue.record("errors accepted")
+            return
+        }
         #expect(!permanent.recoverable)
         #expect(permanent.errors.first?.reasonCode == "INVALID_TOKEN_STATUS")
         #expect(permanent.errors.first?.errorCode == "E0010039")
@@ -117,14 +125,22 @@ struct CustomerServiceTests {
         )
 
         // Errors with HTTP 200 are still errors; one non-recoverable error makes the whole answer so.
-        guard case .refused(let mixed) = CustomerServiceOutcome.interpret(
-            .suspend, status: 200, body: Self.errors(Self.recoverable + "," + Self.notRecoverable))
-        else { Issue.record("errors with 200 accepted"); return }
+        guard
+            case .refused(let mixed) = CustomerServiceOutcome.interpret(
+                .suspend, status: 200, body: Self.errors(Self.recoverable + "," + Self.notRecoverable))
+        else {
+            Issue.record("errors with 200 accepted")
+            return
+        }
         #expect(!mixed.recoverable && mixed.errors.count == 2)
 
-        guard case .refused(let retry) = CustomerServiceOutcome.interpret(
-            .suspend, status: 500, body: Self.errors(Self.recoverable))
-        else { Issue.record("500 accepted"); return }
+        guard
+            case .refused(let retry) = CustomerServiceOutcome.interpret(
+                .suspend, status: 500, body: Self.errors(Self.recoverable))
+        else {
+            Issue.record("500 accepted")
+            return
+        }
         #expect(retry.recoverable)
 
         // A JSON boolean is taken too; without the flag the status decides.
@@ -136,7 +152,10 @@ struct CustomerServiceTests {
             (404, [], false), (401, Array("{}".utf8), false),
         ] {
             guard case .refused(let failure) = CustomerServiceOutcome.interpret(.activate, status: status, body: body)
-            else { Issue.record("\(status) accepted"); continue }
+            else {
+                Issue.record("\(status) accepted")
+                continue
+            }
             #expect(failure.recoverable == expected, "\(status)")
         }
     }
@@ -144,10 +163,14 @@ struct CustomerServiceTests {
     @Test("Error values are cut to their schema lengths and stripped of control characters")
     func boundedErrors() {
         let long = String(repeating: "d", count: 1000)
-        let body = Self.errors(#"{"Source":"S\u0000\n\#(long)","ReasonCode":"R","Description":"\#(long)","Recoverable":"TRUE"}"#)
+        let body = Self.errors(
+            #"{"Source":"S\u0000\n\#(long)","ReasonCode":"R","Description":"\#(long)","Recoverable":"TRUE"}"#)
         guard case .refused(let failure) = CustomerServiceOutcome.interpret(.suspend, status: 500, body: body),
             let error = failure.errors.first
-        else { Issue.record("not refused"); return }
+        else {
+            Issue.record("not refused")
+            return
+        }
         #expect(error.source?.count == 64 && error.source?.hasPrefix("Sddd") == true)
         #expect(error.errorDescription?.count == 256)
         #expect(error.recoverable == true)

@@ -125,7 +125,8 @@ public struct IssuerdConfiguration: Sendable {
         mdesCustomerService = try MDESCustomerServiceSettings.read(reader)
         if case .hsm = mdesCustomerService?.signingKey, hsm == nil {
             throw ConfigurationError(
-                key: "ISSUERD_MDES_SIGNING_KEY_LABEL", problem: "names a key in the HSM, but ISSUERD_PKCS11_MODULE is not set")
+                key: "ISSUERD_MDES_SIGNING_KEY_LABEL",
+                problem: "names a key in the HSM, but ISSUERD_PKCS11_MODULE is not set")
         }
         guard let level = LogLevel(name: reader.string("ISSUERD_LOG_LEVEL") ?? "info") else {
             throw ConfigurationError(

@@ -15,7 +15,8 @@ public struct AuditInfo: Sendable, Equatable, Codable {
         for (name, value, range) in [
             ("UserId", userID, 4...50), ("UserName", userName, 4...200), ("Organization", organization, 4...200),
         ] where !range.contains(value.count) || value.contains(where: { $0.isNewline }) {
-            throw CustomerServiceRequestError("AuditInfo.\(name) must be \(range.lowerBound) to \(range.upperBound) characters on one line")
+            throw CustomerServiceRequestError(
+                "AuditInfo.\(name) must be \(range.lowerBound) to \(range.upperBound) characters on one line")
         }
         self.userID = userID
         self.userName = userName

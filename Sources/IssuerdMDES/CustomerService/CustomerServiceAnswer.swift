@@ -36,10 +36,14 @@ public enum CustomerServiceOutcome: Sendable, Equatable {
         if (200..<300).contains(status), let root = object?[operation.responseRoot] as? [String: Any] {
             let token = root["Token"] as? [String: Any]
             return .accepted(
-                tokenUniqueReference: (token?["TokenUniqueReference"] as? String).map { CustomerServiceError.bounded($0, 64) },
+                tokenUniqueReference: (token?["TokenUniqueReference"] as? String).map {
+                    CustomerServiceError.bounded($0, 64)
+                },
                 commentID: (token?["CommentId"] as? String).map { CustomerServiceError.bounded($0, 256) })
         }
-        return .refused(CustomerServiceFailure(httpStatus: status, errors: [], recoverable: statusRetryable || (200..<300).contains(status)))
+        return .refused(
+            CustomerServiceFailure(
+                httpStatus: status, errors: [], recoverable: statusRetryable || (200..<300).contains(status)))
     }
 }
 
@@ -115,6 +119,7 @@ public struct CustomerServiceError: Sendable, Equatable, CustomStringConvertible
     }
 
     static func bounded(_ text: String, _ limit: Int) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }).prefix(limit))
+        String(
+            String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }).prefix(limit))
     }
 }

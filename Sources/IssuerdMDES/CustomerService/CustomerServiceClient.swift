@@ -28,7 +28,9 @@ public struct CustomerServiceClient: Sendable {
     ///
     /// - Throws: ``MastercardOAuthError`` for a base that is not an absolute http(s) URL; the
     ///   signing key's error.
-    public func prepare(_ request: CustomerServiceRequest) throws -> (
+    public func prepare(
+        _ request: CustomerServiceRequest
+    ) throws -> (
         url: String, headers: [(String, String)], body: [UInt8]
     ) {
         let url = baseURL + request.operation.path

@@ -38,8 +38,12 @@ public struct MDESCustomerServiceSettings: Sendable {
             throw ConfigurationError(
                 key: "ISSUERD_MDES_SIGNING_KEY_LABEL", problem: "set either it or ISSUERD_MDES_SIGNING_KEY, not both")
         }
-        if let label, !(1...64).contains(label.utf8.count) || !label.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) {
-            throw ConfigurationError(key: "ISSUERD_MDES_SIGNING_KEY_LABEL", problem: "must be 1 to 64 printable ASCII characters")
+        if let label,
+            !(1...64).contains(label.utf8.count)
+                || !label.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F })
+        {
+            throw ConfigurationError(
+                key: "ISSUERD_MDES_SIGNING_KEY_LABEL", problem: "must be 1 to 64 printable ASCII characters")
         }
         guard let text = reader.string("ISSUERD_MDES_CSAPI_URL") else { return nil }
         let url = try ConfigurationReader.httpURL(text, key: "ISSUERD_MDES_CSAPI_URL")
@@ -48,12 +52,14 @@ public struct MDESCustomerServiceSettings: Sendable {
                 key: "ISSUERD_MDES_CSAPI_URL", problem: "must be the API's base up to /v2, without a query")
         }
         let hint = "required when ISSUERD_MDES_CSAPI_URL is set"
-        let consumerKey = try reader.required("ISSUERD_MDES_CONSUMER_KEY", hint: "the Mastercard Developers consumer key, \(hint)")
+        let consumerKey = try reader.required(
+            "ISSUERD_MDES_CONSUMER_KEY", hint: "the Mastercard Developers consumer key, \(hint)")
         guard (1...256).contains(consumerKey.utf8.count),
             consumerKey.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "," })
         else {
             throw ConfigurationError(
-                key: "ISSUERD_MDES_CONSUMER_KEY", problem: "must be 1 to 256 printable ASCII characters without quotes or commas")
+                key: "ISSUERD_MDES_CONSUMER_KEY",
+                problem: "must be 1 to 256 printable ASCII characters without quotes or commas")
         }
         let signingKey: SigningKey
         if let pem {

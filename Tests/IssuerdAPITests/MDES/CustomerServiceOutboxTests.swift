@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCrypto
 import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdTestSupport
@@ -42,7 +43,9 @@ struct CustomerServiceOutboxTests {
     }
 
     /// The outbox rows of `kind` as (status, attempts, last error, token reference).
-    static func outbox(_ app: TestApplication, kind: String) throws -> [(
+    static func outbox(
+        _ app: TestApplication, kind: String
+    ) throws -> [(
         status: String, attempts: Int, lastError: String?, token: String
     )] {
         try app.pool.withConnection { connection in
@@ -160,6 +163,62 @@ struct CustomerServiceOutboxTests {
     }
 
     @Test(
+        "A code verified by the TSP activates a Mastercard token with reason A; one verified by the issuer's IVR (call centre) with C"
+    )
+    func codeVerificationActivates() throws {
+        let fake = try FakeCustomerServiceAPI()
+        let app = try Self.app(fake)
+        let admin = try app.apiKey(role: .admin)
+        let ivr = try app.apiKey(role: .ivr)
+        try AdminFixtures.registerCard(app, adminKey: admin, customer: "c-otp", card: "card-otp", serial: 77)
+        let bySMS = Self.tokenUniqueReference()
+        let byIVR = Self.tokenUniqueReference()
+        try app.pool.transaction { connection in
+            for token in [bySMS, byIVR] {
+                let attemptID = UUID()
+                try connection.execute(
+                    """
+                    INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, token_reference, inputs,
+                                                       features, hits, flow, decision, allowed_methods, ruleset_version)
+                    VALUES (\(attemptID), 'mdes', 'card-otp', 'c-otp', \(token), '{}', '{}', '[]', 'yellow',
+                            'REQUIRE_ADDITIONAL_AUTHENTICATION', \(["sms", "ars"]), 'test')
+                    """)
+                try connection.execute(
+                    """
+                    INSERT INTO tokens (token_reference, card_id, status, attempt_id, service)
+                    VALUES (\(token), 'card-otp', 'pending_verification', \(attemptID), 'mdes')
+                    """)
+            }
+        }
+        for (token, method) in [(bySMS, "sms-1"), (byIVR, "ars-1")] {
+            let created = try app.postAsTSP(
+                "/v1/tsp/activation-codes", #"{"tokenReference":"\#(token)","activationMethodId":"\#(method)"}"#)
+            try #require(created.status == 201, "\(created.text)")
+            let challengeID = try #require(created.jsonObject()?["challengeId"] as? String)
+            let code = try #require(StepUpFixture.loggedCode(app, challengeID: challengeID))
+            let body = #"{"tokenReference":"\#(token)","code":"\#(code)"}"#
+            let verified =
+                method == "sms-1"
+                ? try app.postAsTSP("/v1/tsp/activation-codes/verify", body)
+                : try app.client.postJSON(
+                    "/v1/tsp/activation-codes/verify", body, headers: ["Authorization": "Bearer \(ivr)"])
+            #expect(verified.jsonObject()?["result"] as? String == "verified", "\(verified.text)")
+        }
+        let seen = try fake.wait { $0.count >= 2 }
+        try #require(seen.count == 2)
+        var reasons: [String: String] = [:]
+        for request in seen {
+            #expect(request["operation"] as? String == "activate")
+            Self.expectSignedAndValid(request)
+            if let token = request.csapiRequest?["TokenUniqueReference"] as? String {
+                reasons[token] = request.csapiRequest?["ReasonCode"] as? String
+            }
+        }
+        #expect(reasons == [bySMS: "A", byIVR: "C"])
+        #expect(try Self.outbox(app, kind: "tsp").isEmpty)
+    }
+
+    @Test(
         "A recoverable 503 is retried and then delivered; a non-recoverable error is a dead letter at once; both recorded with their ReasonCode"
     )
     func recoverableAndNot() throws {
@@ -235,6 +294,39 @@ struct CustomerServiceOutboxTests {
         let refusedError = try #require(recorded.first { $0.0 == refused })
         #expect(refusedError.1 == 400 && refusedError.2 == "INVALID_TOKEN_STATUS" && refusedError.3 == "E0010039")
         #expect(refusedError.4 == "TokenUniqueReference" && refusedError.5 == false && refusedError.6 == 1)
+    }
+
+    @Test(
+        "The OAuth key in the HSM (ISSUERD_MDES_SIGNING_KEY_LABEL): calls signed in the token verify with its public key"
+    )
+    func signingKeyInHSM() throws {
+        let (token, store) = try HSMKeyTests.initialisedToken()
+        try store.token.createRSASigningKey(label: "issuerd-csapi")
+        let parts = try store.token.rsaPublicKey(label: "issuerd-csapi")
+        let publicKey = try RSA.Signing.PublicKey(modulus: parts.modulus, exponent: parts.exponent)
+        let fake = try FakeCustomerServiceAPI(publicKeyPEM: publicKey.pemRepresentation)
+        var environment = StepUpFlowTests.fastOutbox.merging(fake.environment) { $1 }
+        environment.merge(HSMKeyTests.hsmEnvironment(token)) { $1 }
+        environment["ISSUERD_MDES_SIGNING_KEY_LABEL"] = "issuerd-csapi"
+        environment["ISSUERD_TAV_SIGNING_KEY"] = ""
+        environment["ISSUERD_MASTER_KEY"] = ""
+        let app = try TestApplication(
+            environment: environment,
+            prepare: { database in
+                try HSMKeyTests.migrate(database)
+                let pool = database.makePool(size: 1)
+                defer { pool.close() }
+                _ = try HSMDataKeyProvisioning.addGenerated(hsm: store, masterKeys: [], database: pool, actor: "test")
+            })
+        let admin = try app.apiKey(role: .admin)
+        try AdminFixtures.registerCard(app, adminKey: admin, customer: "c-hsm", card: "card-hsm", serial: 76)
+        let mastercard = Self.tokenUniqueReference()
+        try Self.insertToken(app, reference: mastercard, card: "card-hsm")
+        #expect(try Self.setStatus(app, admin, card: "card-hsm", "lost") == 200)
+        let seen = try fake.wait { $0.count >= 1 }
+        try #require(seen.count == 1)
+        Self.expectSignedAndValid(seen[0])
+        #expect(seen[0].csapiRequest?["TokenUniqueReference"] as? String == mastercard)
     }
 
     @Test("Without ISSUERD_MDES_CSAPI_URL nothing is sent: the Mastercard calls stay pending, untried")

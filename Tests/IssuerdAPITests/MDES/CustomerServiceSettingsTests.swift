@@ -33,22 +33,26 @@ struct CustomerServiceSettingsTests {
         #expect(settings.baseURL.absoluteString == "https://api.mastercard.com/mdes/csapi/v2")
         #expect(settings.consumerKey == "abc!def")
         #expect(settings.auditInfo.organization == "Test Bank")
-        guard case .pem = settings.signingKey else { Issue.record("the PEM key was not taken"); return }
+        guard case .pem = settings.signingKey else {
+            Issue.record("the PEM key was not taken")
+            return
+        }
     }
 
-    @Test(arguments: [
-        ("ISSUERD_MDES_CONSUMER_KEY", nil, "ISSUERD_MDES_CONSUMER_KEY"),
-        ("ISSUERD_MDES_CONSUMER_KEY", "has \"quote\"", "ISSUERD_MDES_CONSUMER_KEY"),
-        ("ISSUERD_MDES_SIGNING_KEY", nil, "ISSUERD_MDES_SIGNING_KEY"),
-        ("ISSUERD_MDES_SIGNING_KEY", "/no/such/file.pem", "ISSUERD_MDES_SIGNING_KEY"),
-        ("ISSUERD_MDES_SIGNING_KEY_LABEL", "csapi-key", "ISSUERD_MDES_SIGNING_KEY_LABEL"),
-        ("ISSUERD_MDES_AUDIT_USER_ID", nil, "ISSUERD_MDES_AUDIT_USER_ID"),
-        ("ISSUERD_MDES_AUDIT_USER_ID", "abc", "ISSUERD_MDES_AUDIT_USER_ID"),
-        ("ISSUERD_MDES_AUDIT_USER_NAME", "ab", "ISSUERD_MDES_AUDIT_USER_NAME"),
-        ("ISSUERD_MDES_AUDIT_ORGANIZATION", nil, "ISSUERD_MDES_AUDIT_ORGANIZATION"),
-        ("ISSUERD_MDES_CSAPI_URL", "ftp://example.com/v2", "ISSUERD_MDES_CSAPI_URL"),
-        ("ISSUERD_MDES_CSAPI_URL", "https://api.mastercard.com/mdes/csapi/v2?x=1", "ISSUERD_MDES_CSAPI_URL"),
-    ] as [(String, String?, String)])
+    @Test(
+        arguments: [
+            ("ISSUERD_MDES_CONSUMER_KEY", nil, "ISSUERD_MDES_CONSUMER_KEY"),
+            ("ISSUERD_MDES_CONSUMER_KEY", "has \"quote\"", "ISSUERD_MDES_CONSUMER_KEY"),
+            ("ISSUERD_MDES_SIGNING_KEY", nil, "ISSUERD_MDES_SIGNING_KEY"),
+            ("ISSUERD_MDES_SIGNING_KEY", "/no/such/file.pem", "ISSUERD_MDES_SIGNING_KEY"),
+            ("ISSUERD_MDES_SIGNING_KEY_LABEL", "csapi-key", "ISSUERD_MDES_SIGNING_KEY_LABEL"),
+            ("ISSUERD_MDES_AUDIT_USER_ID", nil, "ISSUERD_MDES_AUDIT_USER_ID"),
+            ("ISSUERD_MDES_AUDIT_USER_ID", "abc", "ISSUERD_MDES_AUDIT_USER_ID"),
+            ("ISSUERD_MDES_AUDIT_USER_NAME", "ab", "ISSUERD_MDES_AUDIT_USER_NAME"),
+            ("ISSUERD_MDES_AUDIT_ORGANIZATION", nil, "ISSUERD_MDES_AUDIT_ORGANIZATION"),
+            ("ISSUERD_MDES_CSAPI_URL", "ftp://example.com/v2", "ISSUERD_MDES_CSAPI_URL"),
+            ("ISSUERD_MDES_CSAPI_URL", "https://api.mastercard.com/mdes/csapi/v2?x=1", "ISSUERD_MDES_CSAPI_URL"),
+        ] as [(String, String?, String)])
     func refused(key: String, value: String?, named: String) {
         var settings = Self.complete
         settings[key] = value

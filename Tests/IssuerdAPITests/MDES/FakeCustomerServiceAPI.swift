@@ -14,8 +14,9 @@ final class FakeCustomerServiceAPI: @unchecked Sendable {  // immutable after in
     let input = Pipe()
     let port: Int
     let client: HTTPTestClient
-    /// The issuer's signing key (PEM), as issuerd reads it from `ISSUERD_MDES_SIGNING_KEY`.
-    let signingKeyPEM: String
+    /// The issuer's signing key (PEM), as issuerd reads it from `ISSUERD_MDES_SIGNING_KEY`; nil
+    /// when the fake was given only the public key of a key kept in an HSM.
+    let signingKeyPEM: String?
     let keyFile: URL
 
     /// `ISSUERD_MDES_CSAPI_URL` for this fake.
@@ -23,23 +24,33 @@ final class FakeCustomerServiceAPI: @unchecked Sendable {  // immutable after in
 
     /// The settings that point issuerd at this fake.
     var environment: [String: String] {
-        [
+        var settings = [
             "ISSUERD_MDES_CSAPI_URL": baseURL, "ISSUERD_MDES_CONSUMER_KEY": Self.consumerKey,
-            "ISSUERD_MDES_SIGNING_KEY": signingKeyPEM, "ISSUERD_MDES_AUDIT_USER_ID": "issuerd-csr",
+            "ISSUERD_MDES_AUDIT_USER_ID": "issuerd-csr",
             "ISSUERD_MDES_AUDIT_USER_NAME": "issuerd automation", "ISSUERD_MDES_AUDIT_ORGANIZATION": "Test Bank",
         ]
+        settings["ISSUERD_MDES_SIGNING_KEY"] = signingKeyPEM
+        return settings
     }
 
-    init() throws {
+    /// Starts the fake.
+    ///
+    /// - Parameter publicKeyPEM: The public key of a signing key kept elsewhere (an HSM); by
+    ///   default a fresh key pair is made and issuerd gets its private key.
+    init(publicKeyPEM: String? = nil) throws {
         guard let python = ProcessInfo.processInfo.environment["ISSUERD_TEST_PYTHON"], !python.isEmpty else {
-            throw TestFailure("ISSUERD_TEST_PYTHON is not set: run the tests through scripts/test (Mastercard's signer)")
+            throw TestFailure(
+                "ISSUERD_TEST_PYTHON is not set: run the tests through scripts/test (Mastercard's signer)")
         }
-        signingKeyPEM = try RSA.Signing.PrivateKey(bits: 2048).pemRepresentation
+        signingKeyPEM = publicKeyPEM == nil ? try RSA.Signing.PrivateKey(bits: 2048).pemRepresentation : nil
         keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("csapi-\(UUID().uuidString).pem")
-        try Data(signingKeyPEM.utf8).write(to: keyFile)
+        try Data((publicKeyPEM ?? signingKeyPEM ?? "").utf8).write(to: keyFile)
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [Self.script, "--signing-key", keyFile.path, "--consumer-key", Self.consumerKey]
+        process.arguments = [
+            Self.script, publicKeyPEM == nil ? "--signing-key" : "--public-key", keyFile.path, "--consumer-key",
+            Self.consumerKey,
+        ]
         process.standardInput = input
         process.standardOutput = output
         try process.run()

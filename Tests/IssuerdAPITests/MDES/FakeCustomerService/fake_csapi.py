@@ -13,7 +13,7 @@ Answers: `Token<Op>Response` by default; a planned answer for a token unique ref
 (POST /_plan {"<TUR>": [{"status": 503, "errors": [{...}]}, ...]}) is used once, in order.
 GET /_requests returns every request seen, with the checks' results.
 
-Usage: fake_csapi.py --signing-key PEM_FILE --consumer-key KEY
+Usage: fake_csapi.py (--signing-key PEM_FILE | --public-key PEM_FILE) --consumer-key KEY
 Prints "listening <port>" on stdout once ready; stops on SIGTERM or when stdin closes.
 """
 import argparse
@@ -174,14 +174,20 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     parser = argparse.ArgumentParser(description="Fake MDES Customer Service API for tests")
-    parser.add_argument("--signing-key", required=True, help="PEM file of the issuer's signing key (its public half is used)")
+    key = parser.add_mutually_exclusive_group(required=True)
+    key.add_argument("--signing-key", help="PEM file of the issuer's signing key (only its public half is used)")
+    key.add_argument("--public-key", help="PEM file of the signing key's public key (a key kept in an HSM)")
     parser.add_argument("--consumer-key", required=True)
     arguments = parser.parse_args()
-    with open(arguments.signing_key, "rb") as handle:
-        private = serialization.load_pem_private_key(handle.read(), password=None)
+    if arguments.public_key:
+        with open(arguments.public_key, "rb") as handle:
+            public_key = serialization.load_pem_public_key(handle.read())
+    else:
+        with open(arguments.signing_key, "rb") as handle:
+            public_key = serialization.load_pem_private_key(handle.read(), password=None).public_key()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    server.public_key = private.public_key()
+    server.public_key = public_key
     server.consumer_key = arguments.consumer_key
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print("listening", server.server_address[1], flush=True)
