@@ -6,8 +6,8 @@ nginx trusts (standing in for Mastercard's) with a client certificate, and anoth
 client certificate of its own. The deploy file is used as written, with only its listen address
 and its three certificate paths rewritten to the throwaway ones (each rewrite must match, so a
 changed file fails here rather than testing something else). Behind it, a small Python upstream
-records the headers of every request that reaches it (it stands in for issuerd; see
-docs/networks.md for running the same checks against issuerd's /mdes/ routes).
+records the headers of every request that reaches it (it stands in for issuerd; docs/networks.md,
+"Tests", says how to put issuerd's /mdes/ routes there instead).
 
 Checks, one "✔ nginx mtls: …" or "✘ nginx mtls: …" line each (scripts/test counts them):
   1. a valid client certificate → the upstream sees exactly one X-Client-Verify, SUCCESS;
