@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""deploy/nginx-mdes.conf under the real nginx: mutual TLS for Mastercard's calls to /mdes/.
+"""deploy/nginx-mdes.conf and deploy/nginx.conf under the real nginx: mutual TLS for /mdes/.
 
 Throwaway PKI made with the openssl CLI: a server CA and the server certificate, the client CA
 nginx trusts (standing in for Mastercard's) with a client certificate, and another CA with a
-client certificate of its own. The deploy file is used as written, with only its listen address
-and its three certificate paths rewritten to the throwaway ones (each rewrite must match, so a
-changed file fails here rather than testing something else). Behind it, a small Python upstream
+client certificate of its own. Both deploy files are included in one http block, as in
+production, used as written but for their listen addresses, certificate paths and (nginx.conf's)
+upstream servers, rewritten to throwaway ones (each rewrite must match exactly once, so a changed
+file fails here rather than testing something else). Behind them, a small Python upstream
 records the headers of every request that reaches it (it stands in for issuerd; docs/networks.md,
 "Tests", says how to put issuerd's /mdes/ routes there instead).
 
@@ -17,7 +18,10 @@ Checks, one "✔ nginx mtls: …" or "✘ nginx mtls: …" line each (scripts/te
      nothing reaches the upstream;
   4. a client certificate from another CA, with "X-Client-Verify: SUCCESS" → refused, nothing
      reaches the upstream;
-  5. a valid client certificate on a path outside /mdes/ → 404 from nginx, nothing reaches it.
+  5. a valid client certificate on a path outside /mdes/ → 404 from nginx, nothing reaches it;
+  6. nginx.conf's main server: /mdes/ → 404 there, nothing reaches the upstream;
+  7. nginx.conf's main server: a client-supplied "X-Client-Verify: SUCCESS" on another route is
+     not passed to the upstream.
 
 Usage: nginx_mtls_test.py [--nginx PATH] [--keep]
 """
@@ -38,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY_FILE = os.path.join(ROOT, "deploy", "nginx-mdes.conf")
+MAIN_FILE = os.path.join(ROOT, "deploy", "nginx.conf")
 PATH = "/mdes/issuerServices/1/0/authorizeService"
 
 seen = []
@@ -91,22 +96,22 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def rewrite(text, replacements):
+def rewrite(name, text, replacements):
     for old, new in replacements:
         if text.count(old) != 1:
-            raise SystemExit(f"✘ nginx mtls: deploy/nginx-mdes.conf no longer has exactly one '{old}'")
+            raise SystemExit(f"✘ nginx mtls: deploy/{name} no longer has exactly one '{old}'")
         text = text.replace(old, new)
     return text
 
 
-def request(port, pki, client=None, headers=None, path=PATH):
+def request(port, pki, client=None, headers=None, path=PATH, method="POST"):
     """POSTs over TLS (verifying nginx's certificate); returns the status, or the TLS/connection error."""
     context = ssl.create_default_context(cafile=os.path.join(pki, "server-ca.pem"))
     if client:
         context.load_cert_chain(os.path.join(pki, f"{client}.pem"), os.path.join(pki, f"{client}.key"))
     connection = http.client.HTTPSConnection("localhost", port, context=context, timeout=10)
     try:
-        connection.request("POST", path, body=b'{"requestId":"1"}',
+        connection.request(method, path, body=b'{"requestId":"1"}',
                            headers={"Content-Type": "application/json", **(headers or {})})
         return connection.getresponse().status
     except (ssl.SSLError, ConnectionError, OSError) as error:
@@ -140,9 +145,21 @@ def main():
         make_leaf(pki, "mastercard-client", "client-ca", "extendedKeyUsage=clientAuth\n")
         make_leaf(pki, "stranger-client", "other-ca", "extendedKeyUsage=clientAuth\n")
 
-        port = free_port()
+        port, main_port = free_port(), free_port()
+        with open(MAIN_FILE) as handle:
+            main_site = rewrite("nginx.conf", handle.read(), [
+                ("listen 443 ssl http2;", f"listen 127.0.0.1:{main_port} ssl http2;"),
+                ("server 10.0.1.11:8080", f"server 127.0.0.1:{upstream.server_address[1]}"),
+                ("    server 10.0.1.12:8080 max_fails=3 fail_timeout=5s max_conns=96;\n", ""),
+                ("    server 10.0.1.13:8080 max_fails=3 fail_timeout=5s max_conns=96;\n", ""),
+                ("/etc/nginx/tls/issuerd.crt", os.path.join(pki, "server.pem")),
+                ("/etc/nginx/tls/issuerd.key", os.path.join(pki, "server.key")),
+                ("/etc/nginx/tls/tsp-client-ca.pem", os.path.join(pki, "other-ca.pem")),
+            ])
+        with open(os.path.join(work, "nginx-main.conf"), "w") as handle:
+            handle.write(main_site)
         with open(DEPLOY_FILE) as handle:
-            site = rewrite(handle.read(), [
+            site = rewrite("nginx-mdes.conf", handle.read(), [
                 ("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;"),
                 ("/etc/nginx/tls/mdes-server.crt", os.path.join(pki, "server.pem")),
                 ("/etc/nginx/tls/mdes-server.key", os.path.join(pki, "server.key")),
@@ -153,7 +170,7 @@ def main():
         for directory in ("logs", "tmp"):
             os.mkdir(os.path.join(work, directory))
             os.chmod(os.path.join(work, directory), 0o777)
-        # The http block nginx.conf gives it in production: the upstream it proxies to.
+        # One http block holding both deploy files, as /etc/nginx/nginx.conf includes them.
         with open(os.path.join(work, "nginx.conf"), "w") as handle:
             handle.write(f"""daemon off;
 pid {work}/nginx.pid;
@@ -167,7 +184,7 @@ http {{
     fastcgi_temp_path {work}/tmp/fastcgi;
     uwsgi_temp_path {work}/tmp/uwsgi;
     scgi_temp_path {work}/tmp/scgi;
-    upstream issuerd {{ server 127.0.0.1:{upstream.server_address[1]}; keepalive 4; }}
+    include {work}/nginx-main.conf;
     include {work}/nginx-mdes.conf;
 }}
 """)
@@ -182,6 +199,7 @@ http {{
         while time.time() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                socket.create_connection(("127.0.0.1", main_port), timeout=0.2).close()
                 break
             except OSError:
                 if nginx.poll() is not None:
@@ -227,6 +245,15 @@ http {{
         status, got = reached(lambda: request(port, pki, client="mastercard-client", path="/v1/cards"))
         verdict("a path outside /mdes/ is 404 at nginx; nothing reaches the upstream",
                 status == 404 and got == [], f"status {status}, upstream saw {got}")
+
+        status, got = reached(lambda: request(main_port, pki, headers={"X-Client-Verify": "SUCCESS"}))
+        verdict("nginx.conf's main server answers /mdes/ with 404; nothing reaches the upstream",
+                status == 404 and got == [], f"status {status}, upstream saw {got}")
+
+        status, got = reached(lambda: request(main_port, pki, headers={"X-Client-Verify": "SUCCESS"},
+                                              path="/v1/wallet/verifications"))
+        verdict("nginx.conf's main server never passes a client's X-Client-Verify on",
+                status == 200 and len(got) == 1 and got[0]["verify"] == [], f"status {status}, upstream saw {got}")
     finally:
         if nginx is not None:
             nginx.send_signal(signal.SIGQUIT)  # graceful stop of the nginx this test started
