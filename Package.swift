@@ -110,7 +110,7 @@ let package = Package(
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
                 "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox", "IssuerdAuth",
+                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES",
             ]
         ),
 
@@ -161,7 +161,7 @@ let package = Package(
             name: "IssuerdAPITests",
             dependencies: [
                 "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox", "IssuerdAuth",
+                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdRisk", "IssuerdCrypto",
                 "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
             ]
         ),
