@@ -1,0 +1,39 @@
+import Foundation
+import IssuerdHTTP
+import IssuerdPostgres
+import IssuerdService
+
+/// Mastercard MDES, issuer side (docs/networks.md): the seven operations MDES calls, behind the
+/// mutual-TLS gate, when `ISSUERD_MDES_ISSUER_KEYS` is set; and the analysts' view of the
+/// suspicious events MDES reported.
+enum MDESRoutes {
+    static func register(in table: inout RouteTable, context: ServiceContext) {
+        guard let settings = context.configuration.mdes else { return }
+        let services = MDESIssuerServices(context: context, settings: settings)
+        table.add(.post, "/mdes/issuerServices/1/0/{op}") { request in try services.handle(request) }
+
+        table.add(.get, "/v1/admin/mdes/suspicious-events") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
+            let token = request.query["tokenReference"]
+            if let token, !(1...64).contains(token.utf8.count) {
+                throw APIErrors.invalidRequest("tokenReference must be 1 to 64 characters", field: "tokenReference")
+            }
+            let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 500)
+            let rows = try context.database.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT json_build_object('id', id, 'requestId', request_id, 'tokenReference', token_reference,
+                             'cardId', card_id, 'status', status, 'paymentAppInstanceId', payment_app_instance_id,
+                             'events', events, 'receivedAt', to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))::text AS event
+                    FROM mdes_suspicious_events
+                    WHERE \(token)::text IS NULL OR token_reference = \(token)
+                    ORDER BY received_at DESC, id DESC LIMIT \(limit)
+                    """
+                ).map { try $0.decode("event", as: String.self) }
+            }
+            return HTTPResponse(
+                status: 200, headers: ["Content-Type": "application/json"],
+                body: Array(#"{"events":[\#(rows.joined(separator: ","))]}"#.utf8))
+        }
+    }
+}
