@@ -200,16 +200,15 @@ extension MDESFlows {
         }
         if let pending = try connection.query(
             """
-            SELECT challenge_id FROM challenges WHERE token_reference = \(token.tokenReference) AND method = \(method.rawValue)
-              AND status = 'pending' AND expires_at > \(now) ORDER BY created_at DESC LIMIT 1
+            SELECT o.dedup_key, o.payload::text AS payload, c.expires_at FROM challenges c
+            JOIN outbox o ON o.dedup_key = 'notify:' || c.challenge_id::text
+            WHERE c.token_reference = \(token.tokenReference) AND c.method = \(method.rawValue)
+              AND c.status = 'pending' AND c.expires_at > \(now) ORDER BY c.created_at DESC LIMIT 1
             """
         ).first {
-            let challenge: UUID = try pending.decode("challenge_id")
-            try connection.execute(
-                """
-                UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = \(now), last_error = NULL
-                WHERE dedup_key = \("notify:\(challenge.uuidString.lowercased())") AND status <> 'pending'
-                """)
+            try resend(
+                dedupKey: try pending.decode("dedup_key"), payload: try pending.decode("payload"),
+                expiresAt: try pending.decode("expires_at"), requestId: request.requestId)
             services.stepUpMetrics.record(method: method.rawValue, result: "resent")
             return
         }
@@ -227,6 +226,21 @@ extension MDESFlows {
             throw MDESRequestError("ACTIVATION_METHOD_REFUSED", error.message)
         }
         services.stepUpMetrics.record(method: method.rawValue, result: "sent")
+    }
+
+    /// Queues the pending code's message again under a key of its own (a gateway that honours
+    /// `Idempotency-Key` would drop a second delivery under the first one's): the same sealed
+    /// code, destination and expiry, sealed anew for the new key.
+    private func resend(dedupKey: String, payload text: String, expiresAt: Date, requestId: String) throws {
+        var payload = try JSONDecoder().decode(StepUpDeliveryPayload.self, from: Data(text.utf8))
+        let sealed = try BinaryEncoding.decodeBase64(payload.sealed)
+        let secret = try services.sealer.open(.init(keyVersion: payload.keyVersion, bytes: sealed), dedupKey: dedupKey)
+        let key = "\(dedupKey):resend:\(requestId)"
+        let resealed = try services.sealer.seal(secret, dedupKey: key)
+        payload.keyVersion = resealed.keyVersion
+        payload.sealed = BinaryEncoding.base64String(resealed.bytes)
+        payload.validMinutes = max(1, Int(expiresAt.timeIntervalSince(now) / 60))
+        _ = try OutboxStore.enqueue(kind: .notify, dedupKey: key, payload: payload, connection: connection)
     }
 
     /// Validate Activation Code through the step-up verifier (its attempt limit and lockout):

@@ -27,14 +27,16 @@ struct MDESIssuerServices: Sendable {
     let challenges: ChallengeIssuer
     let verifier: ChallengeVerifier
     let stepUpMetrics: StepUpMetrics
+    let sealer: OutboxSealer
 
     init(context: ServiceContext, settings: MDESSettings) {
         self.context = context
         self.settings = settings
         risk = RiskService(context: context)
         stepUpMetrics = StepUpMetrics(context.metrics)
+        sealer = OutboxSealer(keyRing: context.vault.keyRing)
         challenges = ChallengeIssuer(
-            database: context.database, vault: context.vault, sealer: OutboxSealer(keyRing: context.vault.keyRing),
+            database: context.database, vault: context.vault, sealer: sealer,
             settings: context.configuration.stepUp, metrics: stepUpMetrics)
         verifier = ChallengeVerifier(database: context.database, vault: context.vault, metrics: stepUpMetrics)
     }
