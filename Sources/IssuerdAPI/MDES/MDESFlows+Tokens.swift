@@ -23,20 +23,7 @@ extension MDESFlows {
             let card = try CardStore.find(pan: pan, vault: context.vault, connection: connection)
         else { throw MDESRequestError("ACCOUNT_NOT_FOUND", "the account in encryptedPayload is not the issuer's") }
         let token = data.tokenData!
-        var wallet: [String: String] = [
-            "network": "mdes", "correlationId": request.correlationId, "tokenType": request.tokenType.text,
-            "tokenSuffix": String(token.token.suffix(4)), "tokenExpiry": token.expiryMonth + token.expiryYear,
-            "accountPanSuffix": request.accountPanSuffix, "tokenActivatedDateTime": request.tokenActivatedDateTime,
-            "decision": request.decision.text,
-        ]
-        for (key, value) in [
-            ("walletId", request.walletId), ("paymentAppInstanceId", request.paymentAppInstanceId),
-            ("deviceName", request.deviceInfo?.deviceName), ("formFactor", request.deviceInfo?.formFactor),
-            ("secureElementId", request.secureElementId), ("decisionMadeBy", request.decisionMadeBy),
-        ] {
-            if let value { wallet[key] = value }
-        }
-        let walletJSON = PostgresJSON(rawJSON: String(decoding: MDESMessageDecoder.encode(wallet), as: UTF8.self))
+        let walletJSON = PostgresJSON(rawJSON: request.tokenWalletJSON(tokenData: token))
         let existing = try TokenStore.lock(tokenReference, connection: connection)
         if let existing, existing.cardID != card.cardID {
             throw MDESRequestError("TOKEN_CARD_MISMATCH", "tokenUniqueReference belongs to another account")
@@ -183,13 +170,7 @@ extension MDESFlows {
     /// repeated call while the code is pending re-sends the same message: no new code, no later
     /// expiry. `CARDHOLDER_TO_USE_MOBILE_APP` records an app challenge (nothing is sent).
     func deliverCode(_ request: MDESDeliverActivationCodeRequest) throws {
-        let method: StepUpMethod
-        switch request.activationMethod.type {
-        case .textToCardholderNumber: method = .sms
-        case .emailToCardholderAddress: method = .email
-        case .cardholderToCallAutomatedNumber: method = .ars
-        case .cardholderToUseMobileApp: method = .app
-        default:
+        guard let method = request.activationMethod.type.stepUpMethod.flatMap(StepUpMethod.init(rawValue:)) else {
             throw MDESRequestError.invalidField("activationMethod.type", "is not a method this issuer offers")
         }
         guard let token = try StepUpToken.lock(request.tokenUniqueReference, connection: connection) else {

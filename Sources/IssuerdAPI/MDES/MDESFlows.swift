@@ -84,14 +84,14 @@ struct MDESFlows {
                 pushesSince: now.addingTimeInterval(-TokenizationAuthorization.yellowPushWindow))
             return try TokenizationContext(rows: try connection.query(statement.query), statement: statement)
         }
-        let source = request.walletSource(data.source)
+        let source = data.source?.ruleName.flatMap(TokenizationSource.init(name:))
         let attemptID = UUID.random()
         var record = AttemptRecord(
             attemptID: attemptID, channel: "mdes", deviceID: deviceID, tokenReference: tokenReference,
             tokenRequestorID: request.tokenRequestorId, tokenizationSource: source?.name, requestID: request.requestId,
             inputs: .members([:]), features: .members([:]), hits: [], unknowns: [], flow: .orange, decision: "DECLINED",
             allowedMethods: [], rulesetVersion: ruleset.version,
-            facts: request.facts(lastFour: String(account.accountNumber.suffix(4))), createdAt: now)
+            facts: try Self.facts(request.factsJSON(lastFour: String(account.accountNumber.suffix(4)))), createdAt: now)
         let services = request.services.filter(\.isKnown)
         var answer = MDESAuthorizeServiceResponse(
             responseId: responseId, decision: .declined, services: services, cvcResponse: .notProcessed)
@@ -108,7 +108,10 @@ struct MDESFlows {
         let customer = found.customer
         let decisioning = request.walletProviderDecisioningInfo
         let riskRequest = RiskRequest(
-            channel: .mdes, card: card, customer: customer, device: request.deviceInfo.map { request.device($0) },
+            channel: .mdes, card: card, customer: customer,
+            device: request.deviceInfo.map {
+                DeviceInfo(id: deviceID, type: $0.ruleDeviceType, name: $0.deviceName, osVersion: $0.osVersion)
+            },
             wallet: decisioning.map {
                 WalletSignals(
                     deviceScore: MDESWalletProviderDecisioningInfo.score($0.deviceScore),
@@ -202,16 +205,16 @@ struct MDESFlows {
     /// The step-up methods as MDES activation methods (SMS, e-mail, ARS, the issuer app), masked.
     static func activationMethods(customer: CustomerRecord?, allowed: StepUpMethods) -> [MDESActivationMethod] {
         TokenizationAuthorization.activationMethods(customer: customer, allowed: allowed).compactMap { method in
-            let type: MDESActivationMethodType
-            switch method.type {
-            case "sms": type = .textToCardholderNumber
-            case "email": type = .emailToCardholderAddress
-            case "ars": type = .cardholderToCallAutomatedNumber
-            case "app": type = .cardholderToUseMobileApp
-            default: return nil
+            MDESActivationMethodType(stepUpMethod: method.type).map {
+                MDESActivationMethod(type: $0, value: String(method.value.prefix(64)))
             }
-            return MDESActivationMethod(type: type, value: String(method.value.prefix(64)))
         }
+    }
+
+    /// An attempt's facts from their JSON text.
+    static func facts(_ json: Data) throws -> [String: JSONValue] {
+        guard case .object(let members) = try JSONDecoder().decode(JSONValue.self, from: json) else { return [:] }
+        return members
     }
 
     // MARK: Request Activation Methods
@@ -243,81 +246,5 @@ struct MDESFlows {
         }
         return MDESRequestActivationMethodsResponse(
             responseId: responseId, activationMethods: Self.activationMethods(customer: customer, allowed: allowed))
-    }
-}
-
-extension MDESAuthorizeServiceRequest {
-    /// MDES's `source` in the rule language's names; nil when absent or new.
-    func walletSource(_ source: MDESFundingSource?) -> TokenizationSource? {
-        switch source {
-        case .accountAddedManually?: .manual
-        case .accountAddedViaApplication?: .push
-        case .accountOnFile?: .onFile
-        case .existingTokenCredential?: .existingToken
-        case .accountAddedViaBrowser?: .browser
-        case .accountAddedViaChipData?: .chip
-        case .unknown?, nil: nil
-        }
-    }
-
-    /// `deviceInfo` as the rules' device: the form factor as the device type.
-    func device(_ info: MDESDeviceInfo) -> DeviceInfo {
-        let type: String? =
-            switch info.formFactor {
-            case "PHONE": "phone"
-            case "WATCH", "WATCH_OR_WRISTBAND": "watch"
-            case "TABLET", "TABLET_OR_EREADER": "tablet"
-            case nil: nil
-            default: "other"
-            }
-        return DeviceInfo(id: paymentAppInstanceId, type: type, name: info.deviceName, osVersion: info.osVersion)
-    }
-
-    /// What `explain` and the console show of the request: never card data.
-    func facts(lastFour: String) -> [String: JSONValue] {
-        var facts: [String: JSONValue] = [
-            "channel": "mdes", "lastFour": .string(lastFour), "correlationId": .string(correlationId),
-            "tokenType": .string(tokenType.text),
-        ]
-        for (key, value) in [
-            ("walletId", walletId), ("accountIdHash", accountIdHash), ("activeTokenCount", activeTokenCount),
-            ("paymentAppInstanceId", paymentAppInstanceId), ("consumerFacingEntityName", consumerFacingEntityName),
-        ] {
-            if let value { facts[key] = .string(value) }
-        }
-        if let device = deviceInfo {
-            var object: [String: JSONValue] = [:]
-            for (key, value) in [
-                ("deviceName", device.deviceName), ("formFactor", device.formFactor), ("osName", device.osName),
-                ("osVersion", device.osVersion), ("storageTechnology", device.storageTechnology),
-            ] {
-                if let value { object[key] = .string(value) }
-            }
-            facts["device"] = .object(object)
-        }
-        if let wallet = walletProviderDecisioningInfo {
-            var object: [String: JSONValue] = [:]
-            for (key, value) in [
-                ("recommendedDecision", wallet.recommendedDecision?.text), ("deviceScore", wallet.deviceScore),
-                ("accountScore", wallet.accountScore), ("phoneNumberScore", wallet.phoneNumberScore),
-                ("accountLifeTime", wallet.accountLifeTime),
-            ] {
-                if let value { object[key] = .string(value) }
-            }
-            if let reasons = wallet.recommendationReasons {
-                object["recommendationReasons"] = .array(reasons.map { .string($0) })
-            }
-            facts["wallet"] = .object(object)
-        }
-        return facts
-    }
-
-    /// The token's `wallet` column: MDES's identifiers of the token's wallet and device.
-    var tokenWalletJSON: String {
-        var object: [String: String] = ["network": "mdes", "correlationId": correlationId, "tokenType": tokenType.text]
-        if let walletId { object["walletId"] = walletId }
-        if let paymentAppInstanceId { object["paymentAppInstanceId"] = paymentAppInstanceId }
-        if let name = deviceInfo?.deviceName { object["deviceName"] = name }
-        return String(decoding: MDESMessageDecoder.encode(object), as: UTF8.self)
     }
 }
