@@ -135,7 +135,7 @@ public struct IssuerdConfiguration: Sendable {
         outbox = try OutboxSettings(reader)
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
-        mdes = try MDESSettings.read(reader)
+        mdes = try MDESSettings.read(reader, hsm: hsm != nil)
     }
 }
 

@@ -23,15 +23,18 @@ import IssuerdService
 struct MDESIssuerServices: Sendable {
     let context: ServiceContext
     let settings: MDESSettings
+    /// The issuer keys (``ServiceContext/mdesIssuerKeys``).
+    let keys: MDESIssuerKeyRing
     let risk: RiskService
     let challenges: ChallengeIssuer
     let verifier: ChallengeVerifier
     let stepUpMetrics: StepUpMetrics
     let sealer: OutboxSealer
 
-    init(context: ServiceContext, settings: MDESSettings) {
+    init(context: ServiceContext, settings: MDESSettings, keys: MDESIssuerKeyRing) {
         self.context = context
         self.settings = settings
+        self.keys = keys
         risk = RiskService(context: context)
         stepUpMetrics = StepUpMetrics(context.metrics)
         sealer = OutboxSealer(keyRing: context.vault.keyRing)
@@ -147,7 +150,7 @@ struct MDESIssuerServices: Sendable {
     func open<T: Decodable>(_ payload: EncryptedPayload, as type: T.Type, now: Date, logger: Logger) throws -> T {
         let opened: OpenedPayload
         do {
-            opened = try FieldLevelEncryption.open(payload, with: settings.issuerKeys, now: now)
+            opened = try FieldLevelEncryption.open(payload, with: keys, now: now)
         } catch let error as FieldLevelEncryptionError {
             logger.notice("MDES payload did not open", ["problem": .string(error.description)])
             throw MDESRequestError(error.errorCode, "the encryptedPayload could not be decrypted or has expired")

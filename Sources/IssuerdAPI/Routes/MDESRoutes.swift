@@ -4,12 +4,12 @@ import IssuerdPostgres
 import IssuerdService
 
 /// Mastercard MDES, issuer side (docs/networks.md): the seven operations MDES calls, behind the
-/// mutual-TLS gate, when `ISSUERD_MDES_ISSUER_KEYS` is set; and the analysts' view of the
+/// mutual-TLS gate, when `ISSUERD_MDES_ISSUER_KEYS` (or `ISSUERD_MDES_ISSUER_KEY_LABELS`) is set; and the analysts' view of the
 /// suspicious events MDES reported.
 enum MDESRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
-        guard let settings = context.configuration.mdes else { return }
-        let services = MDESIssuerServices(context: context, settings: settings)
+        guard let settings = context.configuration.mdes, let keys = context.mdesIssuerKeys else { return }
+        let services = MDESIssuerServices(context: context, settings: settings, keys: keys)
         table.add(.post, "/mdes/issuerServices/1/0/{op}") { request in try services.handle(request) }
 
         table.add(.get, "/v1/admin/mdes/suspicious-events") { request in
