@@ -44,6 +44,9 @@ struct MDESIssuerServices: Sendable {
         verifier = ChallengeVerifier(database: context.database, vault: context.vault, metrics: stepUpMetrics)
     }
 
+    /// How long a stored answer is kept for MDES's retries (30 days: far beyond any retry).
+    static let answerRetention: TimeInterval = 30 * 86_400
+
     /// The largest body read: an `encryptedData` of the schema's 256 KiB and the rest.
     static let bodyLimit = 300 * 1024
 
@@ -141,6 +144,15 @@ struct MDESIssuerServices: Sendable {
                 VALUES (\(operation.rawValue), \(requestId), \(digest), \(answer.status),
                         \(String(decoding: answer.body, as: UTF8.self)), \(now))
                 """)
+            // Stored answers older than MDES retries are pruned here, now and then, not by a job.
+            if Int.random(in: 0..<200) == 0 {
+                try connection.execute(
+                    """
+                    DELETE FROM mdes_requests WHERE ctid IN (
+                        SELECT ctid FROM mdes_requests WHERE created_at < \(now.addingTimeInterval(-Self.answerRetention))
+                        LIMIT 1000)
+                    """)
+            }
             return answer
         }
     }

@@ -48,6 +48,7 @@ struct FakeMDESTests {
                     "deviceInfo": ["formFactor": "WATCH", "osName": "WEAR_OS_NEXT"], "newField": ["x": 1],
                 ]),
             ],
+            ["repeatPrevious": true],
             ["op": "authorizeService", "plaintext": account, "oaep": "SHA256", "body": with(["requestId": "as-1"])],
             [
                 "op": "authorizeService", "plaintext": account, "oaep": "SHA512", "send": "tampered",
@@ -110,19 +111,21 @@ struct FakeMDESTests {
         #expect(answers[0]["status"] as? Int == 200, "\(answers[0])")
         #expect(body(0)["decision"] as? String == "REQUIRE_ADDITIONAL_AUTHENTICATION")
         #expect(body(0)["responseId"] as? String == "as-1")
+        // MDES's retry, the same bytes: the same answer, byte for byte, and no second attempt.
+        #expect(answers[1]["raw"] as? String == answers[0]["raw"] as? String)
         // The same requestId with a payload made anew (the library draws a fresh key): another body, refused.
-        #expect(body(1)["errorCode"] as? String == "DUPLICATE_REQUEST_ID")
-        #expect(answers[2]["status"] as? Int == 400)
-        #expect(body(2)["errorCode"] as? String == "CRYPTOGRAPHY_ERROR")
-        #expect((body(3)["activationMethods"] as? [[String: Any]])?.isEmpty == false, "\(answers[3])")
-        #expect(body(4)["responseId"] as? String == "dac-1", "\(answers[4])")
-        #expect(body(5)["result"] as? String == "INCORRECT_CODE", "\(answers[5])")
-        #expect(body(6)["result"] as? String == "SUCCESS", "\(answers[6])")
-        for index in 7...9 {
+        #expect(body(2)["errorCode"] as? String == "DUPLICATE_REQUEST_ID")
+        #expect(answers[3]["status"] as? Int == 400)
+        #expect(body(3)["errorCode"] as? String == "CRYPTOGRAPHY_ERROR")
+        #expect((body(4)["activationMethods"] as? [[String: Any]])?.isEmpty == false, "\(answers[4])")
+        #expect(body(5)["responseId"] as? String == "dac-1", "\(answers[5])")
+        #expect(body(6)["result"] as? String == "INCORRECT_CODE", "\(answers[6])")
+        #expect(body(7)["result"] as? String == "SUCCESS", "\(answers[7])")
+        for index in 8...10 {
             #expect(answers[index]["status"] as? Int == 200, "\(answers[index])")
             #expect(body(index)["responseId"] is String)
         }
-        #expect(answers[10]["status"] as? Int == 403)
+        #expect(answers[11]["status"] as? Int == 403)
         #expect(try fixture.count("SELECT count(*) FROM provisioning_attempts WHERE channel = 'mdes'") == 1)
         #expect(
             try fixture.count(

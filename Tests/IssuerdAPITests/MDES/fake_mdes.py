@@ -10,7 +10,8 @@ Reads one JSON object on stdin:
    "steps": [{"op": "authorizeService", "body": {...}, "plaintext": {...} | null,
               "oaep": "SHA256"|"SHA512", "headers": {...} | null, "send": "encrypted"|"tampered"}]}
 For a step with "plaintext", the library encrypts it into body.fundingAccountInfo.encryptedPayload.
-"tampered" flips one byte of the ciphertext after the library made it. Headers default to
+"tampered" flips one byte of the ciphertext after the library made it. {"repeatPrevious": true}
+sends the previous step's bytes again (MDES's retry). Headers default to
 X-Client-Verify: SUCCESS (the mutual-TLS proxy's). Prints {"answers": [{"status", "body"}]}.
 """
 import copy
@@ -72,7 +73,12 @@ def post(url, body_bytes, headers):
 def main():
     request = json.load(sys.stdin)
     answers = []
+    previous = None
     for step in request["steps"]:
+        if step.get("repeatPrevious"):  # MDES's retry: the same bytes again
+            status, text = post(previous[0], previous[1], previous[2])
+            answers.append({"status": status, "body": json.loads(text), "raw": text})
+            continue
         body = step["body"]
         if step.get("plaintext") is not None:
             body = encrypt(body, step["plaintext"], request["certificatePEM"], step.get("oaep", "SHA256"))
@@ -85,7 +91,9 @@ def main():
             headers = {"X-Client-Verify": "SUCCESS"}
         raw = step.get("raw")
         data = raw.encode() if raw is not None else json.dumps(body, separators=(",", ":")).encode()
-        status, text = post(request["baseURL"] + "/mdes/issuerServices/1/0/" + step["op"], data, headers)
+        url = request["baseURL"] + "/mdes/issuerServices/1/0/" + step["op"]
+        previous = (url, data, headers)
+        status, text = post(url, data, headers)
         try:
             parsed = json.loads(text)
         except ValueError:
