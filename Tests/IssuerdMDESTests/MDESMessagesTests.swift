@@ -68,6 +68,13 @@ import Testing
         #expect(throws: MDESRequestError.invalidField("correlationId", "must be 1 to 14 characters")) {
             try request.validate()
         }
+        // Fourteen characters, each with a combining accent: 28 scalars, over the bound.
+        let combining = Self.authorize.replacingOccurrences(
+            of: "D98765432104", with: String(repeating: "e\u{301}", count: 14))
+        let accented = try MDESMessageDecoder.decode(MDESAuthorizeServiceRequest.self, from: Data(combining.utf8))
+        #expect(throws: MDESRequestError.invalidField("correlationId", "must be 1 to 14 characters")) {
+            try accented.validate()
+        }
         let missing = Self.authorize.replacingOccurrences(of: #""correlationId":"D98765432104","#, with: "")
         #expect(throws: MDESRequestError.invalidField("correlationId", "is required")) {
             _ = try MDESMessageDecoder.decode(MDESAuthorizeServiceRequest.self, from: Data(missing.utf8))

@@ -30,9 +30,10 @@ public struct MDESRequestError: Error, Sendable, Equatable, CustomStringConverti
 /// Bounds of the wire's fields, checked after decoding (decoding itself tolerates everything
 /// the JSON types allow).
 public enum MDESField {
-    /// `value`'s UTF-8 length is in `lengths`.
+    /// `value`'s length in Unicode scalars is in `lengths` (Mastercard's lengths are characters;
+    /// counting scalars, not grapheme clusters, bounds the bytes too: at most four per scalar).
     public static func check(_ value: String, _ field: String, _ lengths: ClosedRange<Int>) throws {
-        let count = value.count
+        let count = value.unicodeScalars.count
         guard lengths.contains(count) else {
             throw MDESRequestError.invalidField(
                 field,
