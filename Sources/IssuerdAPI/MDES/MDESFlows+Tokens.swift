@@ -151,14 +151,11 @@ extension MDESFlows {
 
     /// Records the events for analysts (`GET /v1/admin/mdes/suspicious-events`).
     func suspiciousEvents(_ request: MDESNotifySuspiciousEventsRequest, body: Data) throws {
-        let events = PostgresJSON(rawJSON: String(decoding: MDESMessageDecoder.encode(request.events), as: UTF8.self))
-        try connection.execute(
-            """
-            INSERT INTO mdes_suspicious_events (request_id, token_reference, card_id, status, payment_app_instance_id, events, received_at)
-            VALUES (\(request.requestId), \(request.tokenUniqueReference),
-                    (SELECT card_id FROM tokens WHERE token_reference = \(request.tokenUniqueReference)),
-                    \(request.status.text), \(request.paymentAppInstanceId), \(events), \(now))
-            """)
+        try MDESStore.recordSuspiciousEvents(
+            requestId: request.requestId, tokenReference: request.tokenUniqueReference, status: request.status.text,
+            paymentAppInstanceId: request.paymentAppInstanceId,
+            eventsJSON: String(decoding: MDESMessageDecoder.encode(request.events), as: UTF8.self), now: now,
+            connection: connection)
         logger.notice(
             "MDES suspicious events", ["status": .string(request.status.text), "events": .int(request.events.count)])
     }

@@ -6,6 +6,7 @@ import IssuerdMDES
 import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdService
+import IssuerdStorage
 
 /// `POST /mdes/issuerServices/1/0/{op}`: the gate, the bounded body, the stored answer of a
 /// repeated `requestId`, and the operation's flow, in one transaction.
@@ -122,37 +123,18 @@ struct MDESIssuerServices: Sendable {
         let digest = SHA256.hash(Array(body))
         let now = context.now
         return try context.database.transaction { connection in
-            try connection.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(\("mdes:\(operation.rawValue):\(requestId)"), 0))")
-            if let row = try connection.query(
-                """
-                SELECT body_sha256, status, answer FROM mdes_requests
-                WHERE operation = \(operation.rawValue) AND request_id = \(requestId)
-                """
-            ).first {
-                guard try row.decode("body_sha256", as: [UInt8].self) == digest else {
-                    throw MDESRequestError.requestIdReused
-                }
-                return Answer(
-                    status: try row.decode("status"), body: Array(try row.decode("answer", as: String.self).utf8))
+            if let stored = try MDESStore.lockAndFindAnswer(
+                operation: operation.rawValue, requestId: requestId, connection: connection)
+            {
+                guard stored.bodySHA256 == digest else { throw MDESRequestError.requestIdReused }
+                return Answer(status: stored.status, body: Array(stored.answer.utf8))
             }
             let flows = MDESFlows(services: self, connection: connection, now: now, logger: logger)
             let answer = try flows.run(operation, body: body, responseId: MDESResponseID.responseId(for: requestId))
-            try connection.execute(
-                """
-                INSERT INTO mdes_requests (operation, request_id, body_sha256, status, answer, created_at)
-                VALUES (\(operation.rawValue), \(requestId), \(digest), \(answer.status),
-                        \(String(decoding: answer.body, as: UTF8.self)), \(now))
-                """)
-            // Stored answers older than MDES retries are pruned here, now and then, not by a job.
-            if Int.random(in: 0..<200) == 0 {
-                try connection.execute(
-                    """
-                    DELETE FROM mdes_requests WHERE ctid IN (
-                        SELECT ctid FROM mdes_requests WHERE created_at < \(now.addingTimeInterval(-Self.answerRetention))
-                        LIMIT 1000)
-                    """)
-            }
+            try MDESStore.storeAnswer(
+                operation: operation.rawValue, requestId: requestId,
+                .init(bodySHA256: digest, status: answer.status, answer: String(decoding: answer.body, as: UTF8.self)),
+                now: now, keptSince: now.addingTimeInterval(-Self.answerRetention), connection: connection)
             return answer
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdService
+import IssuerdStorage
 
 /// Mastercard MDES, issuer side (docs/networks.md): the seven operations MDES calls, behind the
 /// mutual-TLS gate, when `ISSUERD_MDES_ISSUER_KEYS` (or `ISSUERD_MDES_ISSUER_KEY_LABELS`) is set; and the analysts' view of the
@@ -19,17 +20,8 @@ enum MDESRoutes {
                 throw APIErrors.invalidRequest("tokenReference must be 1 to 64 characters", field: "tokenReference")
             }
             let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 500)
-            let rows = try context.database.withConnection { connection in
-                try connection.query(
-                    """
-                    SELECT json_build_object('id', id, 'requestId', request_id, 'tokenReference', token_reference,
-                             'cardId', card_id, 'status', status, 'paymentAppInstanceId', payment_app_instance_id,
-                             'events', events, 'receivedAt', to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))::text AS event
-                    FROM mdes_suspicious_events
-                    WHERE \(token)::text IS NULL OR token_reference = \(token)
-                    ORDER BY received_at DESC, id DESC LIMIT \(limit)
-                    """
-                ).map { try $0.decode("event", as: String.self) }
+            let rows = try context.database.withConnection {
+                try MDESStore.suspiciousEvents(tokenReference: token, limit: limit, connection: $0)
             }
             return HTTPResponse(
                 status: 200, headers: ["Content-Type": "application/json"],
