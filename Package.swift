@@ -112,7 +112,7 @@ let package = Package(
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
                 "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox", "IssuerdAuth",
+                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES",
             ]
         ),
 
@@ -163,7 +163,7 @@ let package = Package(
             name: "IssuerdAPITests",
             dependencies: [
                 "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES",
+                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdRisk", "IssuerdCrypto",
                 "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
             ],
             exclude: ["MDES/FakeCustomerService"]

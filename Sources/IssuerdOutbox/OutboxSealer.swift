@@ -20,6 +20,12 @@ package struct OutboxSealer: Sendable {
     package struct Sealed: Sendable, Equatable {
         package var keyVersion: Int
         package var bytes: [UInt8]
+
+        /// A sealed value as stored (a message re-sent under another key opens it first).
+        package init(keyVersion: Int, bytes: [UInt8]) {
+            self.keyVersion = keyVersion
+            self.bytes = bytes
+        }
     }
 
     /// Seals `plaintext` for the message with `dedupKey`.

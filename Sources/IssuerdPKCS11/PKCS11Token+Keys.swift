@@ -40,6 +40,19 @@ extension PKCS11Token {
     ///
     /// - Throws: ``PKCS11Error/Code/keyExists`` when a private key with the label is already there.
     public func createRSASigningKey(label: String, bits: Int = 2048) throws {
+        try createRSAKeyPair(label: label, bits: bits, decrypt: false)
+    }
+
+    /// Creates an RSA key pair for MDES issuer encryption: the private half sensitive and never
+    /// extractable, allowed only to decrypt (the AES key of an inbound `encryptedPayload`,
+    /// ``PKCS11RSADecrypter``); the public half allowed to encrypt.
+    ///
+    /// - Throws: ``PKCS11Error/Code/keyExists`` when a private key with the label is already there.
+    public func createRSADecryptionKey(label: String, bits: Int = 2048) throws {
+        try createRSAKeyPair(label: label, bits: bits, decrypt: true)
+    }
+
+    private func createRSAKeyPair(label: String, bits: Int, decrypt: Bool) throws {
         try checkLabel(label)
         guard [2048, 3072, 4096].contains(bits) else {
             throw PKCS11Error(.invalidInput, "RSA key size must be 2048, 3072 or 4096 bits")
@@ -60,7 +73,8 @@ extension PKCS11Token {
             let publicTemplate: [PKCS11Attribute] = [
                 .number(CKA_CLASS, CKO_PUBLIC_KEY), .number(CKA_KEY_TYPE, CKK_RSA), .data(CKA_LABEL, Array(label.utf8)),
                 .data(CKA_ID, id),
-                .flag(CKA_TOKEN, true), .flag(CKA_VERIFY, true), .flag(CKA_ENCRYPT, false), .flag(CKA_WRAP, false),
+                .flag(CKA_TOKEN, true), .flag(CKA_VERIFY, !decrypt), .flag(CKA_ENCRYPT, decrypt),
+                .flag(CKA_WRAP, false),
                 .number(CKA_MODULUS_BITS, bits), .data(CKA_PUBLIC_EXPONENT, [0x01, 0x00, 0x01]),
             ]
             let privateTemplate: [PKCS11Attribute] = [
@@ -68,7 +82,7 @@ extension PKCS11Token {
                 .data(CKA_LABEL, Array(label.utf8)), .data(CKA_ID, id),
                 .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, true),
                 .flag(CKA_EXTRACTABLE, false),
-                .flag(CKA_SIGN, true), .flag(CKA_DECRYPT, false), .flag(CKA_UNWRAP, false),
+                .flag(CKA_SIGN, !decrypt), .flag(CKA_DECRYPT, decrypt), .flag(CKA_UNWRAP, false),
             ]
             try PKCS11Attribute.withTemplate(publicTemplate) { publicAttributes, publicCount in
                 try PKCS11Attribute.withTemplate(privateTemplate) { privateAttributes, privateCount in

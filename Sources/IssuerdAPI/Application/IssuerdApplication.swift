@@ -71,6 +71,7 @@ public final class IssuerdApplication: Sendable {
         StepUpRoutes.register(in: &table, context: context)
         AttemptRoutes.register(in: &table, context: context)
         AnalystRoutes.register(in: &table, context: context)
+        MDESRoutes.register(in: &table, context: context)
         let apiKeys = context.apiKeys
         for route in ConsoleRoutes.routes(
             sessions: context.consoleSessions, principal: { try apiKeys.principal(key: $0) })

@@ -4,6 +4,7 @@ import IssuerdConsole
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHistory
+import IssuerdMDES
 import IssuerdPostgres
 import IssuerdStorage
 
@@ -29,6 +30,8 @@ struct ServiceContext: Sendable {
     let backtestPreparation: BacktestPreparation
     /// One backtest at a time on this instance.
     let backtestGate = BacktestGate()
+    /// The MDES issuer keys (PEM files and HSM labels); nil without MDES settings.
+    let mdesIssuerKeys: MDESIssuerKeyRing?
     let metrics: MetricsRegistry
     let logger: Logger
     /// The time source; tests may pin it.
@@ -70,6 +73,7 @@ struct ServiceContext: Sendable {
                 [([], Double(token.sessionsReopened))]
             }
         }
+        mdesIssuerKeys = try configuration.mdes.map { try HSMIssuerKeyUnwrapper.ring($0, hsm: hsm) }
         crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, hsm: hsm, logger: logger)
         rules = try RulesService(
             directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics,

@@ -14,6 +14,7 @@ extension ServiceContext {
     ///   takes an IVR system's API key instead.
     /// - `/v1/admin/`: an API key's form, or the console's session cookie (both looked up in
     ///   PostgreSQL by the handler).
+    /// - `/mdes/`: a trusted proxy's `X-Client-Verify: SUCCESS` (``MDESIssuerServices/admit(_:proxies:)``).
     func admission(for pattern: String) -> Router.Admission? {
         let (appTokens, tsp, apiKeys, clock) = (self.appTokens, self.tsp, self.apiKeys, self.clock)
         if pattern.hasPrefix("/v1/cards") || pattern.hasPrefix("/v1/wallet/") {
@@ -30,6 +31,9 @@ extension ServiceContext {
         }
         if pattern.hasPrefix("/v1/tsp/") { return { try tsp.admit($0, now: clock()) } }
         if pattern.hasPrefix("/v1/admin/") { return { try apiKeys.admit($0) } }
+        if pattern.hasPrefix("/mdes/"), let proxies = configuration.mdes?.trustedProxies {
+            return { try MDESIssuerServices.admit($0, proxies: proxies) }
+        }
         return nil
     }
 }

@@ -81,6 +81,8 @@ public struct IssuerdConfiguration: Sendable {
     public var console: ConsoleSettings
     /// The audit chain's background sealer (`ISSUERD_AUDIT_*`).
     public var audit: AuditSettings
+    /// Mastercard MDES inbound (`ISSUERD_MDES_ISSUER_KEYS`, …); nil without issuer keys.
+    public var mdes: MDESSettings?
 
     /// Reads and validates every setting.
     ///
@@ -141,6 +143,7 @@ public struct IssuerdConfiguration: Sendable {
         outbox = try OutboxSettings(reader)
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
+        mdes = try MDESSettings.read(reader, hsm: hsm != nil)
     }
 }
 

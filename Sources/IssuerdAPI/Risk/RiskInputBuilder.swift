@@ -26,7 +26,9 @@ enum RiskInputBuilder {
             input.walletAccountScore = wallet.accountScore.map(Double.init)
             input.walletPhoneScore = wallet.phoneNumberScore.map(Double.init)
             input.walletRecommendation = wallet.recommendedDecision.flatMap(recommendation)
-            input.walletReasonCodes = wallet.reasonCodes.map(reasonNames)
+            // MDES sends the names themselves (an open list): kept as sent.
+            input.walletReasonCodes =
+                request.channel == .mdes ? wallet.reasonCodes : wallet.reasonCodes.map(reasonNames)
             input.networkTokenRiskScore = wallet.tokenRiskScore.map(Double.init)
         }
 
@@ -37,6 +39,15 @@ enum RiskInputBuilder {
             input.deviceLocaleCountry = device.locale.flatMap(localeCountry)
         }
         input.deviceActiveTokens = request.deviceActiveTokens.map(Double.init)
+        if let mdes = request.mdes {
+            input.tokenType = mdes.tokenType
+            input.walletID = mdes.walletID
+            input.walletAccountIDHash = mdes.accountIDHash
+            input.walletAccountLifetime = mdes.accountLifetime.map(Double.init)
+            input.deviceFormFactor = mdes.formFactor
+            input.deviceOSName = mdes.osName
+            input.deviceStorageTechnology = mdes.storageTechnology
+        }
 
         let card = request.card
         input.cardStatus = CardStatus(name: card.status.rawValue)

@@ -30,6 +30,19 @@ struct RiskRequest: Sendable {
     var cardActiveTokens: Int?
     /// The decision time.
     var time: Date
+    /// What only Mastercard's Authorize Service sends (MDES only).
+    var mdes: MDESSignals? = nil
+
+    /// MDES's own facts, as sent (docs/rules.md: `request.token_type`, `device.form_factor`, …).
+    struct MDESSignals: Sendable {
+        var tokenType: String
+        var walletID: String?
+        var accountIDHash: String?
+        var accountLifetime: Int?
+        var formFactor: String?
+        var osName: String?
+        var storageTechnology: String?
+    }
 
     /// The subject whose history velocity reads.
     var velocitySubject: VelocitySubject {

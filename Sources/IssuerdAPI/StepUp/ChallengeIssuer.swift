@@ -36,56 +36,8 @@ struct ChallengeIssuer: Sendable {
             throw StepUpError.methodNotFound()
         }
         let response = try database.transaction { connection -> ActivationCodeResponse in
-            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else {
-                throw APIErrors.tokenNotFound()
-            }
-            guard token.status == StepUpToken.awaitingVerification else {
-                throw APIErrors.invalidState("the token is not awaiting verification")
-            }
-            // The rules already removed SMS and ARS when the phone number changed recently.
-            if let allowed = token.allowedMethods, !allowed.contains(method.rawValue) {
-                throw StepUpError.methodNotAllowed("the risk decision did not offer \(method.rawValue) for this token")
-            }
-            let destination = try Self.destination(for: method, customerID: token.customerID, connection: connection)
-            if method.sendsCode { try enforceSendLimit(token.tokenReference, now: now, connection: connection) }
-            try connection.execute(
-                "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'"
-            )
-
-            let challengeID = UUID.random()
-            let challengeText = challengeID.uuidString.lowercased()
-            let expiresAt = now.addingTimeInterval(OutboxBackoff.seconds(settings.codeLifetime))
-            let code = method.sendsCode ? try OneTimeCode.generate() : nil
-            let digest = try code.map { try vault.otpDigest(code: $0, challengeId: challengeText) }
-            let masked =
-                destination.map { method == .email ? DestinationMask.email($0) : DestinationMask.phone($0) }
-                ?? "issuer app"
-            try connection.execute(
-                """
-                INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, code_hmac,
-                                        key_version, status, max_attempts, expires_at, created_at)
-                VALUES (\(challengeID), \(token.tokenReference), \(token.cardID), \(token.customerID), \(method.rawValue), \(masked),
-                        \(digest), \(vault.keyRing.fingerprintVersion), 'pending', \(settings.maxAttempts), \(expiresAt), \(now))
-                """)
-            if let code, let destination {
-                let dedupKey = "notify:\(challengeText)"
-                let secret = Array(try JSONEncoder().encode(StepUpSecret(code: code, destination: destination)))
-                let sealed = try sealer.seal(secret, dedupKey: dedupKey)
-                let locale = MessageLocale(deviceLocale: token.deviceLocale) ?? settings.defaultLocale
-                let payload = StepUpDeliveryPayload(
-                    challengeId: challengeText, tokenReference: token.tokenReference, method: method.rawValue,
-                    destinationMasked: masked,
-                    expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
-                    validMinutes: Int(OutboxBackoff.seconds(settings.codeLifetime) / 60), keyVersion: sealed.keyVersion,
-                    sealed: BinaryEncoding.base64String(sealed.bytes))
-                try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)
-            }
-            try AuditLog.append(
-                actor: "tsp", action: "challenge.created", subject: "token:\(token.tokenReference)",
-                details: ["challengeId": challengeText, "method": method.rawValue, "destination": masked], at: now,
-                connection: connection)
-            let response = ActivationCodeResponse(
-                challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
+            let response = try issue(
+                tokenReference: request.tokenReference, method: method, now: now, connection: connection)
             // Zero rows: a retry took the claim over; rolling back sends no second code.
             if let claim, try connection.execute(claim.recording(try Self.answer(response))) != 1 {
                 throw IdempotencyClaim.takenOver()
@@ -94,6 +46,71 @@ struct ChallengeIssuer: Sendable {
         }
         claim?.markRecorded()
         metrics.record(method: method.rawValue, result: "sent")
+        return response
+    }
+
+    /// Issues a challenge for the token in the caller's transaction: the token's lock, the
+    /// method restriction, the send limit, the code's HMAC, its delivery through the outbox.
+    ///
+    /// - Parameters:
+    ///   - given: A code made by the network (MDES Deliver Activation Code) with its expiry,
+    ///     delivered as given; nil to generate one.
+    ///   - actor: The audit log's actor.
+    func issue(
+        tokenReference: String, method: StepUpMethod, now: Date, connection: PostgresConnection,
+        given: (code: String, expiresAt: Date)? = nil, actor: String = "tsp"
+    ) throws -> ActivationCodeResponse {
+        guard let token = try StepUpToken.lock(tokenReference, connection: connection) else {
+            throw APIErrors.tokenNotFound()
+        }
+        guard token.status == StepUpToken.awaitingVerification else {
+            throw APIErrors.invalidState("the token is not awaiting verification")
+        }
+        // The rules already removed SMS and ARS when the phone number changed recently.
+        if let allowed = token.allowedMethods, !allowed.contains(method.rawValue) {
+            throw StepUpError.methodNotAllowed("the risk decision did not offer \(method.rawValue) for this token")
+        }
+        let destination = try Self.destination(for: method, customerID: token.customerID, connection: connection)
+        if method.sendsCode { try enforceSendLimit(token.tokenReference, now: now, connection: connection) }
+        try connection.execute(
+            "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'"
+        )
+
+        let challengeID = UUID.random()
+        let challengeText = challengeID.uuidString.lowercased()
+        let expiresAt = given?.expiresAt ?? now.addingTimeInterval(OutboxBackoff.seconds(settings.codeLifetime))
+        let code = method.sendsCode ? try given?.code ?? OneTimeCode.generate() : nil
+        let digest = try code.map { try vault.otpDigest(code: $0, challengeId: challengeText) }
+        let masked =
+            destination.map { method == .email ? DestinationMask.email($0) : DestinationMask.phone($0) }
+            ?? "issuer app"
+        try connection.execute(
+            """
+            INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, code_hmac,
+                                    key_version, status, max_attempts, expires_at, created_at)
+            VALUES (\(challengeID), \(token.tokenReference), \(token.cardID), \(token.customerID), \(method.rawValue), \(masked),
+                    \(digest), \(vault.keyRing.fingerprintVersion), 'pending', \(settings.maxAttempts), \(expiresAt), \(now))
+            """)
+        if let code, let destination {
+            let dedupKey = "notify:\(challengeText)"
+            let secret = Array(try JSONEncoder().encode(StepUpSecret(code: code, destination: destination)))
+            let sealed = try sealer.seal(secret, dedupKey: dedupKey)
+            let locale = MessageLocale(deviceLocale: token.deviceLocale) ?? settings.defaultLocale
+            let payload = StepUpDeliveryPayload(
+                challengeId: challengeText, tokenReference: token.tokenReference, method: method.rawValue,
+                destinationMasked: masked,
+                expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
+                validMinutes: given.map { max(1, Int($0.expiresAt.timeIntervalSince(now) / 60)) }
+                    ?? Int(OutboxBackoff.seconds(settings.codeLifetime) / 60), keyVersion: sealed.keyVersion,
+                sealed: BinaryEncoding.base64String(sealed.bytes))
+            try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)
+        }
+        try AuditLog.append(
+            actor: actor, action: "challenge.created", subject: "token:\(token.tokenReference)",
+            details: ["challengeId": challengeText, "method": method.rawValue, "destination": masked], at: now,
+            connection: connection)
+        let response = ActivationCodeResponse(
+            challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
         return response
     }
 

@@ -22,6 +22,8 @@ struct ChallengeVerifier: Sendable {
     enum Caller: Sendable {
         case tsp
         case ivr(auditActor: String)
+        /// MDES's Validate Activation Code.
+        case mdes
 
         var isIVR: Bool {
             if case .ivr = self { return true }
@@ -31,6 +33,7 @@ struct ChallengeVerifier: Sendable {
         var auditActor: String {
             switch self {
             case .tsp: "tsp"
+            case .mdes: "mdes"
             case .ivr(let actor): actor
             }
         }
@@ -51,86 +54,103 @@ struct ChallengeVerifier: Sendable {
         }
         var method = "unknown"
         let response = try database.transaction { connection -> ActivationCodeVerifyResponse in
-            guard let token = try StepUpToken.lock(request.tokenReference, connection: connection) else {
-                throw APIErrors.tokenNotFound()
-            }
-            guard token.status == StepUpToken.awaitingVerification else {
-                throw APIErrors.invalidState("the token is not awaiting verification")
-            }
-            guard
-                let row = try connection.query(
-                    """
-                    SELECT challenge_id, method, code_hmac, status, failed_attempts, max_attempts, expires_at FROM challenges
-                    WHERE token_reference = \(token.tokenReference) AND method <> 'app' AND status <> 'superseded'
-                    ORDER BY created_at DESC LIMIT 1
-                    """
-                ).first
-            else { throw APIErrors.invalidState("no one-time code was requested for this token") }
-            let challengeID: UUID = try row.decode("challenge_id")
-            let challengeText = challengeID.uuidString.lowercased()
-            method = try row.decode("method")
-            if case .ivr = caller, method != StepUpMethod.ars.rawValue {
-                throw HTTPError.forbidden("an IVR key may verify only codes delivered by an ARS call")
-            }
-            let failed: Int = try row.decode("failed_attempts")
-            let maxAttempts: Int = try row.decode("max_attempts")
-            switch try row.decode("status", as: String.self) {
-            case "locked": return ActivationCodeVerifyResponse(result: "locked", attemptsRemaining: 0)
-            case "expired":
-                return ActivationCodeVerifyResponse(result: "expired", attemptsRemaining: max(0, maxAttempts - failed))
-            case "pending": break
-            default: throw APIErrors.invalidState("the code is no longer valid")
-            }
-            let subject = "token:\(token.tokenReference)"
-            if try row.decode("expires_at", as: Date.self) <= now {
-                try connection.execute(
-                    "UPDATE challenges SET status = 'expired' WHERE challenge_id = \(challengeID) AND status = 'pending'"
-                )
-                try Self.recordFailure(
-                    "expired", challengeID: challengeID, token: token, now: now, connection: connection)
-                return ActivationCodeVerifyResponse(result: "expired", attemptsRemaining: max(0, maxAttempts - failed))
-            }
-            let digest = try row.decode("code_hmac", as: [UInt8]?.self) ?? []
-            let matches =
-                try OneTimeCode.isWellFormed(request.code)
-                && vault.otpMatches(code: request.code, challengeId: challengeText, digest: digest)
-            if matches {
-                // Conditional on `pending`, so even without the token lock only one caller could win.
-                let won = try connection.execute(
-                    "UPDATE challenges SET status = 'verified', verified_at = \(now) WHERE challenge_id = \(challengeID) AND status = 'pending'"
-                )
-                guard won == 1 else { throw APIErrors.invalidState("the code was already used") }
-                try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
+            try verify(
+                tokenReference: request.tokenReference, code: request.code, caller: caller, now: now,
+                connection: connection, method: &method)
+        }
+        metrics.record(method: method, result: response.result)
+        return response
+    }
+
+    /// Verifies `code` against the token's current challenge in the caller's transaction.
+    ///
+    /// - Parameters:
+    ///   - notifyTSP: Whether a verified code queues the TSP's activation (false for MDES,
+    ///     which completes the provisioning itself on `SUCCESS`).
+    ///   - method: Set to the challenge's method once known (for the metrics).
+    func verify(
+        tokenReference: String, code: String, caller: Caller, now: Date, connection: PostgresConnection,
+        notifyTSP: Bool = true, method: inout String
+    ) throws -> ActivationCodeVerifyResponse {
+        guard let token = try StepUpToken.lock(tokenReference, connection: connection) else {
+            throw APIErrors.tokenNotFound()
+        }
+        guard token.status == StepUpToken.awaitingVerification else {
+            throw APIErrors.invalidState("the token is not awaiting verification")
+        }
+        guard
+            let row = try connection.query(
+                """
+                SELECT challenge_id, method, code_hmac, status, failed_attempts, max_attempts, expires_at FROM challenges
+                WHERE token_reference = \(token.tokenReference) AND method <> 'app' AND status <> 'superseded'
+                ORDER BY created_at DESC LIMIT 1
+                """
+            ).first
+        else { throw APIErrors.invalidState("no one-time code was requested for this token") }
+        let challengeID: UUID = try row.decode("challenge_id")
+        let challengeText = challengeID.uuidString.lowercased()
+        method = try row.decode("method")
+        if case .ivr = caller, method != StepUpMethod.ars.rawValue {
+            throw HTTPError.forbidden("an IVR key may verify only codes delivered by an ARS call")
+        }
+        let failed: Int = try row.decode("failed_attempts")
+        let maxAttempts: Int = try row.decode("max_attempts")
+        switch try row.decode("status", as: String.self) {
+        case "locked": return ActivationCodeVerifyResponse(result: "locked", attemptsRemaining: 0)
+        case "expired":
+            return ActivationCodeVerifyResponse(result: "expired", attemptsRemaining: max(0, maxAttempts - failed))
+        case "pending": break
+        default: throw APIErrors.invalidState("the code is no longer valid")
+        }
+        let subject = "token:\(token.tokenReference)"
+        if try row.decode("expires_at", as: Date.self) <= now {
+            try connection.execute(
+                "UPDATE challenges SET status = 'expired' WHERE challenge_id = \(challengeID) AND status = 'pending'"
+            )
+            try Self.recordFailure(
+                "expired", challengeID: challengeID, token: token, now: now, connection: connection)
+            return ActivationCodeVerifyResponse(result: "expired", attemptsRemaining: max(0, maxAttempts - failed))
+        }
+        let digest = try row.decode("code_hmac", as: [UInt8]?.self) ?? []
+        let matches =
+            try OneTimeCode.isWellFormed(code)
+            && vault.otpMatches(code: code, challengeId: challengeText, digest: digest)
+        if matches {
+            // Conditional on `pending`, so even without the token lock only one caller could win.
+            let won = try connection.execute(
+                "UPDATE challenges SET status = 'verified', verified_at = \(now) WHERE challenge_id = \(challengeID) AND status = 'pending'"
+            )
+            guard won == 1 else { throw APIErrors.invalidState("the code was already used") }
+            try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
+            if notifyTSP {
                 // A code checked by the issuer's IVR is the call centre's verification (Mastercard's `C`).
                 try token.queueActivation(
                     reason: "step_up_verified", mdesChange: caller.isIVR ? .callCentreVerified : .codeVerified,
                     occurrence: challengeText, connection: connection)
-                try AuditLog.append(
-                    actor: caller.auditActor, action: "challenge.verified", subject: subject,
-                    details: ["challengeId": challengeText, "method": method], at: now, connection: connection)
-                return ActivationCodeVerifyResponse(result: "verified", attemptsRemaining: max(0, maxAttempts - failed))
             }
-            let failures = failed + 1
-            try Self.recordFailure(
-                "wrong_code", challengeID: challengeID, token: token, now: now, connection: connection)
-            if failures >= maxAttempts {
-                try connection.execute(
-                    "UPDATE challenges SET status = 'locked', failed_attempts = \(failures) WHERE challenge_id = \(challengeID)"
-                )
-                try Self.recordFailure(
-                    "locked", challengeID: challengeID, token: token, now: now, connection: connection)
-                try AuditLog.append(
-                    actor: caller.auditActor, action: "challenge.locked", subject: subject,
-                    details: ["challengeId": challengeText, "method": method, "failedAttempts": String(failures)],
-                    at: now, connection: connection)
-                return ActivationCodeVerifyResponse(result: "locked", attemptsRemaining: 0)
-            }
-            try connection.execute(
-                "UPDATE challenges SET failed_attempts = \(failures) WHERE challenge_id = \(challengeID)")
-            return ActivationCodeVerifyResponse(result: "invalid", attemptsRemaining: maxAttempts - failures)
+            try AuditLog.append(
+                actor: caller.auditActor, action: "challenge.verified", subject: subject,
+                details: ["challengeId": challengeText, "method": method], at: now, connection: connection)
+            return ActivationCodeVerifyResponse(result: "verified", attemptsRemaining: max(0, maxAttempts - failed))
         }
-        metrics.record(method: method, result: response.result)
-        return response
+        let failures = failed + 1
+        try Self.recordFailure(
+            "wrong_code", challengeID: challengeID, token: token, now: now, connection: connection)
+        if failures >= maxAttempts {
+            try connection.execute(
+                "UPDATE challenges SET status = 'locked', failed_attempts = \(failures) WHERE challenge_id = \(challengeID)"
+            )
+            try Self.recordFailure(
+                "locked", challengeID: challengeID, token: token, now: now, connection: connection)
+            try AuditLog.append(
+                actor: caller.auditActor, action: "challenge.locked", subject: subject,
+                details: ["challengeId": challengeText, "method": method, "failedAttempts": String(failures)],
+                at: now, connection: connection)
+            return ActivationCodeVerifyResponse(result: "locked", attemptsRemaining: 0)
+        }
+        try connection.execute(
+            "UPDATE challenges SET failed_attempts = \(failures) WHERE challenge_id = \(challengeID)")
+        return ActivationCodeVerifyResponse(result: "invalid", attemptsRemaining: maxAttempts - failures)
     }
 
     private static func recordFailure(

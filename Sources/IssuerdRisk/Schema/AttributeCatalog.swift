@@ -26,6 +26,12 @@ public enum AttributeCatalog {
         .enumeration(
             "request.cvv_result", { input, _ in input.cvvResult?.rawValue }, \RiskInput.cvvResult, domain: "CVV result",
             "CVV2 check of a manual or camera add.", source: "TSP"),
+        .string(
+            "request.token_type", { input, _ in input.tokenType }, \.tokenType,
+            "The kind of token requested, as MDES sends it: EMBEDDED_SE, CLOUD, STATIC.", source: "MDES"),
+        .string(
+            "request.wallet_id", { input, _ in input.walletID }, \.walletID,
+            "The wallet provider's id at MDES (walletId, 1–3 characters).", source: "MDES"),
 
         .number(
             "wallet.device_score", { input, _ in input.walletDeviceScore }, \.walletDeviceScore,
@@ -47,6 +53,12 @@ public enum AttributeCatalog {
             "wallet.token_risk_score", { input, _ in input.networkTokenRiskScore }, \.networkTokenRiskScore,
             "Network token risk score, 1 (low) to 99 (high); unknown when the network sent none.",
             source: "Visa VTS / Mastercard TPI"),
+        .string(
+            "wallet.account_id_hash", { input, _ in input.walletAccountIDHash }, \.walletAccountIDHash,
+            "SHA-256 of the wallet account id (usually the e-mail), hex as sent.", source: "MDES"),
+        .number(
+            "wallet.account_lifetime", { input, _ in input.walletAccountLifetime }, \.walletAccountLifetime,
+            "The wallet's account lifetime figure (accountLifeTime, 0–99).", source: "MDES"),
 
         .string("device.id", { input, _ in input.deviceID }, \.deviceID, "Wallet device identifier.", source: "Apple"),
         .enumeration(
@@ -64,6 +76,15 @@ public enum AttributeCatalog {
         .number(
             "device.active_tokens", { input, _ in input.deviceActiveTokens }, \.deviceActiveTokens,
             "Active payment tokens already on the device (all issuers).", source: "Apple"),
+        .string(
+            "device.form_factor", { input, _ in input.deviceFormFactor }, \.deviceFormFactor,
+            "The device's form factor as MDES sends it: PHONE, TABLET, WATCH, CARD, …", source: "MDES"),
+        .string(
+            "device.os_name", { input, _ in input.deviceOSName }, \.deviceOSName,
+            "The device's operating system as MDES sends it: ANDROID, IOS, TIZEN, …", source: "MDES"),
+        .string(
+            "device.storage_technology", { input, _ in input.deviceStorageTechnology }, \.deviceStorageTechnology,
+            "Where the token is stored, as MDES sends it: TEE, SE, SERVER, DEVICE_MEMORY, …", source: "MDES"),
 
         .enumeration(
             "card.status", { input, _ in input.cardStatus?.rawValue }, \RiskInput.cardStatus, domain: "card status",

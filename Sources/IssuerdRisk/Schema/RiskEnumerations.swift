@@ -22,17 +22,18 @@ extension RiskEnumeration {
 /// How the add-card request reached the issuer.
 public enum RequestChannel: UInt8, RiskEnumeration {
     /// The values, in `names` order.
-    case inApp, walletExtension, tsp
+    case inApp, walletExtension, tsp, mdes
     /// The names rules use.
-    public static let names = ["in_app", "wallet_extension", "tsp"]
+    public static let names = ["in_app", "wallet_extension", "tsp", "mdes"]
 }
 
 /// Where the card number came from, as the wallet reports it.
 public enum TokenizationSource: UInt8, RiskEnumeration {
     /// The values, in `names` order.
-    case manual, camera, push, onFile
-    /// The names rules use.
-    public static let names = ["manual", "camera", "push", "on_file"]
+    case manual, camera, push, onFile, existingToken, browser, chip
+    /// The names rules use (the last three only from MDES: `EXISTING_TOKEN_CREDENTIAL`,
+    /// `ACCOUNT_ADDED_VIA_BROWSER`, `ACCOUNT_ADDED_VIA_CHIP_DATA`).
+    public static let names = ["manual", "camera", "push", "on_file", "existing_token", "browser", "chip"]
 }
 
 /// The wallet's or TSP's recommended decision (MDES Authorize / VTS approve-provisioning).

@@ -17,6 +17,10 @@ public struct RiskInput: Sendable, Equatable {
     public var time: Date?
     /// `request.cvv_result` (TSP-originated manual or camera adds only).
     public var cvvResult: CVVResult?
+    /// `request.token_type`: MDES's `tokenType` as sent (`EMBEDDED_SE`, `CLOUD`, `STATIC`, …).
+    public var tokenType: String?
+    /// `request.wallet_id`: MDES's `walletId` (wallet providers only).
+    public var walletID: String?
 
     // wallet (Apple) and network
     /// `wallet.device_score`, 1 (risky) to 5.
@@ -31,6 +35,10 @@ public struct RiskInput: Sendable, Equatable {
     public var walletReasonCodes: [String]?
     /// `wallet.token_risk_score`: the network's token risk score, 1 (low) to 99.
     public var networkTokenRiskScore: Double?
+    /// `wallet.account_id_hash`: MDES's `accountIdHash` (SHA-256 of the wallet account id), hex as sent.
+    public var walletAccountIDHash: String?
+    /// `wallet.account_lifetime`: MDES's `accountLifeTime` as a number.
+    public var walletAccountLifetime: Double?
 
     // device
     /// `device.id`.
@@ -45,6 +53,12 @@ public struct RiskInput: Sendable, Equatable {
     public var deviceIPCountry: String?
     /// `device.active_tokens`: active tokens already on the device.
     public var deviceActiveTokens: Double?
+    /// `device.form_factor`: MDES's `formFactor` as sent (`PHONE`, `WATCH`, …).
+    public var deviceFormFactor: String?
+    /// `device.os_name`: MDES's `osName` as sent (`ANDROID`, `IOS`, …).
+    public var deviceOSName: String?
+    /// `device.storage_technology`: MDES's `storageTechnology` as sent (`TEE`, `SE`, …).
+    public var deviceStorageTechnology: String?
 
     // card
     /// `card.status`.

@@ -1,0 +1,159 @@
+import Foundation
+import IssuerdCore
+import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdMDES
+import IssuerdOutbox
+import IssuerdPostgres
+import IssuerdService
+import IssuerdStorage
+
+/// `POST /mdes/issuerServices/1/0/{op}`: the gate, the bounded body, the stored answer of a
+/// repeated `requestId`, and the operation's flow, in one transaction.
+///
+/// - **Gate**: only a request from a trusted proxy carrying `X-Client-Verify: SUCCESS` (the
+///   proxy verified MDES's client certificate) is read; any other is 403 on its head and
+///   nothing is recorded (``admit(_:)``, also the route's admission).
+/// - **Retries**: the answer is stored with the operation's changes, keyed by operation and
+///   `requestId` with the body's SHA-256 (`mdes_requests`); the same body again gets the same
+///   bytes, another body under that `requestId` an `ErrorsResponse` (`DUPLICATE_REQUEST_ID`).
+///   A transaction-level advisory lock on the pair serialises concurrent retries.
+/// - **Errors**: a request issuerd cannot process is an `ErrorsResponse` (400; 503 when the
+///   database is unavailable), never stored, so a retry is processed anew; a payload that does
+///   not open is `CRYPTOGRAPHY_ERROR`, logged with the failed step and never its bytes.
+struct MDESIssuerServices: Sendable {
+    let context: ServiceContext
+    let settings: MDESSettings
+    /// The issuer keys (``ServiceContext/mdesIssuerKeys``).
+    let keys: MDESIssuerKeyRing
+    let risk: RiskService
+    let challenges: ChallengeIssuer
+    let verifier: ChallengeVerifier
+    let stepUpMetrics: StepUpMetrics
+    let sealer: OutboxSealer
+
+    init(context: ServiceContext, settings: MDESSettings, keys: MDESIssuerKeyRing) {
+        self.context = context
+        self.settings = settings
+        self.keys = keys
+        risk = RiskService(context: context)
+        stepUpMetrics = StepUpMetrics(context.metrics)
+        sealer = OutboxSealer(keyRing: context.vault.keyRing)
+        challenges = ChallengeIssuer(
+            database: context.database, vault: context.vault, sealer: sealer,
+            settings: context.configuration.stepUp, metrics: stepUpMetrics)
+        verifier = ChallengeVerifier(database: context.database, vault: context.vault, metrics: stepUpMetrics)
+    }
+
+    /// How long a stored answer is kept for MDES's retries (30 days: far beyond any retry).
+    static let answerRetention: TimeInterval = 30 * 86_400
+
+    /// The largest body read: an `encryptedData` of the schema's 256 KiB and the rest.
+    static let bodyLimit = 300 * 1024
+
+    /// The gate, on the request's head.
+    ///
+    /// - Throws: 403 `forbidden` unless the peer is a trusted proxy and `X-Client-Verify` is `SUCCESS`.
+    static func admit(_ request: HTTPRequest, proxies: TrustedProxies) throws {
+        guard proxies.contains(request.remoteAddress), request.headers["X-Client-Verify"] == "SUCCESS" else {
+            throw HTTPError.forbidden("MDES calls are accepted only through the mutual-TLS proxy")
+        }
+    }
+
+    /// An operation's outcome: the answer's status and body.
+    struct Answer {
+        var status: Int
+        var body: [UInt8]
+
+        static func ok<T: Encodable>(_ value: T) -> Answer {
+            Answer(status: 200, body: Array(MDESMessageDecoder.encode(value)))
+        }
+    }
+
+    func handle(_ request: HTTPRequest) throws -> HTTPResponse {
+        try Self.admit(request, proxies: settings.trustedProxies)
+        guard let operation = request.pathParameters["op"].flatMap(MDESOperation.init(rawValue:)) else {
+            throw HTTPError.notFound("no such MDES operation")
+        }
+        var responseId = request.requestId
+        do {
+            guard request.body.count <= Self.bodyLimit else {
+                throw MDESRequestError("REQUEST_TOO_LARGE", "the body exceeds \(Self.bodyLimit) bytes")
+            }
+            let body = Data(request.body)
+            let head = try MDESMessageDecoder.decode(MDESRequestHead.self, from: body)
+            guard let requestId = head.requestId else {
+                throw MDESRequestError.invalidField("requestId", "is required")
+            }
+            try MDESField.check(requestId, "requestId", 1...64)
+            responseId = MDESResponseID.responseId(for: requestId)
+            let answer = try exchange(operation, requestId: requestId, body: body, logger: request.logger)
+            return HTTPResponse(status: answer.status, headers: ["Content-Type": "application/json"], body: answer.body)
+        } catch let error as MDESRequestError {
+            request.logger.notice(
+                "MDES request refused",
+                [
+                    "operation": .string(operation.rawValue), "errorCode": .string(error.errorCode),
+                    "problem": .string(error.description),
+                ])
+            return Self.errors(responseId: responseId, error, status: 400)
+        } catch let error as PostgresError where error.isRejectedValue {
+            // A value PostgreSQL cannot hold that slipped past the bounds: still the caller's.
+            request.logger.notice("MDES value refused by the database", ["sqlState": .string(error.sqlState ?? "none")])
+            return Self.errors(
+                responseId: responseId, .invalidField("a value", "is malformed or too long"), status: 400)
+        } catch let error as PostgresError {
+            request.logger.warning(
+                "MDES request not processed: database",
+                ["error": "\(error.code)", "sqlState": .string(error.sqlState ?? "none")])
+            return Self.errors(responseId: responseId, .unavailable, status: 503)
+        }
+    }
+
+    static func errors(responseId: String, _ error: MDESRequestError, status: Int) -> HTTPResponse {
+        HTTPResponse(
+            status: status, headers: ["Content-Type": "application/json"],
+            body: Array(MDESMessageDecoder.encode(MDESErrorsResponse(responseId: responseId, error: error))))
+    }
+
+    /// The stored answer of `(operation, requestId)`, or the operation's, stored with its changes.
+    private func exchange(
+        _ operation: MDESOperation, requestId: String, body: Data, logger: Logger
+    ) throws -> Answer {
+        let digest = SHA256.hash(Array(body))
+        let now = context.now
+        return try context.database.transaction { connection in
+            if let stored = try MDESStore.lockAndFindAnswer(
+                operation: operation.rawValue, requestId: requestId, connection: connection)
+            {
+                guard stored.bodySHA256 == digest else { throw MDESRequestError.requestIdReused }
+                return Answer(status: stored.status, body: Array(stored.answer.utf8))
+            }
+            let flows = MDESFlows(services: self, connection: connection, now: now, logger: logger)
+            let answer = try flows.run(operation, body: body, responseId: MDESResponseID.responseId(for: requestId))
+            try MDESStore.storeAnswer(
+                operation: operation.rawValue, requestId: requestId,
+                .init(bodySHA256: digest, status: answer.status, answer: String(decoding: answer.body, as: UTF8.self)),
+                now: now, keptSince: now.addingTimeInterval(-Self.answerRetention), connection: connection)
+            return answer
+        }
+    }
+
+    /// Opens an `encryptedPayload` and decodes its plaintext; every failure is `CRYPTOGRAPHY_ERROR`
+    /// (the step logged, never the bytes), and a plaintext of the wrong shape `INVALID_FIELD_VALUE`.
+    func open<T: Decodable>(_ payload: EncryptedPayload, as type: T.Type, now: Date, logger: Logger) throws -> T {
+        let opened: OpenedPayload
+        do {
+            opened = try FieldLevelEncryption.open(payload, with: keys, now: now)
+        } catch let error as FieldLevelEncryptionError {
+            logger.notice("MDES payload did not open", ["problem": .string(error.description)])
+            throw MDESRequestError(error.errorCode, "the encryptedPayload could not be decrypted or has expired")
+        }
+        do {
+            return try opened.decode(type)
+        } catch let error as DecodingError {
+            let described = MDESMessageDecoder.describe(error)
+            throw MDESRequestError(described.errorCode, "encryptedPayload: " + described.description)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdTestSupport
+import Testing
+
+@testable import IssuerdAPI
+
+/// The yellow path end to end, MDES played by the fake (Mastercard's library encrypts its
+/// payloads) and the cardholder's code read from the notification webhook.
+@Suite("MDES end to end: yellow, code by webhook, activation, card lost, token updated")
+struct MDESEndToEndTests {
+    @Test(
+        "Authorize yellow → methods → issuer-made code by webhook (re-sent, same code) → wrong, right → active → lost → NTU"
+    )
+    func yellowToSuspended() throws {
+        let receiver = try WebhookReceiver()
+        var environment = StepUpFlowTests.fastOutbox
+        environment["ISSUERD_NOTIFY_PROVIDER"] = "webhook"
+        environment["ISSUERD_NOTIFY_WEBHOOK_URL"] = receiver.url + "/notify"
+        environment["ISSUERD_NOTIFY_WEBHOOK_SECRET"] = "notify-secret-0123456789"
+        let fixture = try MDESFixture(environment: environment)
+        let tur = "DWSPMC00000000032d2f4136a0532fcb2f4136b2f4136a05"
+        let core: [String: Any] = [
+            "services": ["DIGITIZATION"], "correlationId": "D11112222333", "tokenType": "CLOUD",
+            "tokenRequestorId": "50110030273", "fundingAccountInfo": ["tokenUniqueReference": tur],
+        ]
+        func step(_ op: String, _ body: [String: Any], plaintext: [String: Any]? = nil) throws -> [String: Any] {
+            var step: [String: Any] = ["op": op, "body": body]
+            if let plaintext { step["plaintext"] = plaintext }
+            let answers = try FakeMDESTests.run(fixture, [step])
+            let answer = try #require(answers.first)
+            #expect(answer["status"] as? Int == 200, "\(op): \(answer)")
+            return answer["body"] as? [String: Any] ?? [:]
+        }
+
+        let authorized = try step(
+            "authorizeService",
+            core.merging([
+                "requestId": "e2e-as",
+                "walletProviderDecisioningInfo": ["recommendedDecision": "REQUIRE_ADDITIONAL_AUTHENTICATION"],
+            ]) { $1 }, plaintext: MDESFixture.fundingAccount())
+        #expect(authorized["decision"] as? String == "REQUIRE_ADDITIONAL_AUTHENTICATION")
+        let methods = try step(
+            "requestActivationMethods", core.merging(["requestId": "e2e-ram"]) { $1 },
+            plaintext: MDESFixture.fundingAccount())
+        let sms = try #require(
+            (methods["activationMethods"] as? [[String: String]])?.first { $0["type"] == "TEXT_TO_CARDHOLDER_NUMBER" })
+        #expect(sms["value"] == "010-****-5678")
+
+        let deliver: [String: Any] = [
+            "tokenUniqueReference": tur, "correlationId": "D11112222333", "activationMethod": sms,
+        ]
+        _ = try step("deliverActivationCode", deliver.merging(["requestId": "e2e-dac-1"]) { $1 })
+        let first = receiver.wait { $0.filter { $0.path == "/notify" }.count >= 1 }.filter { $0.path == "/notify" }
+        let message = try #require(first.first?.json)
+        let code = try #require(message["code"] as? String)
+        #expect(message["destination"] as? String == "01012345678")
+        // Only its HMAC is stored.
+        #expect(
+            try fixture.count(
+                "SELECT count(*) FROM challenges WHERE token_reference = '\(tur)' AND code_hmac IS NOT NULL") == 1)
+        // A repeated delivery re-sends the same code with the same expiry; no second challenge.
+        _ = try step("deliverActivationCode", deliver.merging(["requestId": "e2e-dac-2"]) { $1 })
+        let both = receiver.wait { $0.filter { $0.path == "/notify" }.count >= 2 }.filter { $0.path == "/notify" }
+        try #require(both.count == 2)
+        #expect(both[1].json?["code"] as? String == code)
+        #expect(both[1].json?["expiresAt"] as? String == message["expiresAt"] as? String)
+        #expect(both[1].header("Idempotency-Key") != both[0].header("Idempotency-Key"))
+        #expect(try fixture.count("SELECT count(*) FROM challenges WHERE token_reference = '\(tur)'") == 1)
+
+        let wrong = code == "000000" ? "111111" : "000000"
+        let validate: [String: Any] = ["tokenUniqueReference": tur, "correlationId": "D11112222333"]
+        #expect(
+            try step(
+                "validateActivationCode", validate.merging(["requestId": "e2e-vac-1", "activationCode": wrong]) { $1 })[
+                    "result"] as? String == "INCORRECT_CODE")
+        #expect(
+            try step(
+                "validateActivationCode", validate.merging(["requestId": "e2e-vac-2", "activationCode": code]) { $1 })[
+                    "result"] as? String == "SUCCESS")
+
+        let now = MDESFixture.dateTime(Date())
+        _ = try step(
+            "notifyServiceActivated",
+            core.merging([
+                "requestId": "e2e-nsa", "accountPanSuffix": "9999", "decision": "REQUIRE_ADDITIONAL_AUTHENTICATION",
+                "serviceRequestDateTime": now, "tokenActivatedDateTime": now,
+            ]) { $1 }, plaintext: MDESFixture.fundingAccount(token: "5204731600014792"))
+        #expect(
+            try fixture.count("SELECT count(*) FROM tokens WHERE token_reference = '\(tur)' AND status = 'active'") == 1
+        )
+
+        // The card is reported lost: issuerd suspends the token (the call to Mastercard's Customer
+        // Service API is not this side's).
+        let key = try fixture.app.apiKey(role: .admin)
+        let lost = try fixture.app.client.postJSON(
+            "/v1/admin/cards/card-1/status", #"{"status":"lost","reason":"cardholder call"}"#,
+            headers: ["Authorization": "Bearer \(key)"])
+        #expect(lost.status == 200, "\(lost.text)")
+        #expect(
+            try fixture.count("SELECT count(*) FROM tokens WHERE token_reference = '\(tur)' AND status = 'suspended'")
+                == 1)
+
+        _ = try step(
+            "notifyTokenUpdated",
+            [
+                "requestId": "e2e-ntu", "reasonCode": "STATUS_UPDATE",
+                "tokens": [["tokenUniqueReference": tur, "status": "SUSPENDED", "suspendedBy": ["ISSUER"]]],
+            ])
+        #expect(
+            try fixture.count("SELECT count(*) FROM tokens WHERE token_reference = '\(tur)' AND status = 'suspended'")
+                == 1)
+        #expect(
+            try fixture.count(
+                "SELECT count(*) FROM audit_log WHERE action = 'token.updated' AND subject = 'token:\(tur)' AND details::jsonb ->> 'suspendedBy' = 'ISSUER'"
+            )
+                == 1)
+    }
+}
