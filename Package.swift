@@ -20,6 +20,8 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         // Header only (PKCS#11 2.40 from p11-kit); the vendor's module is dlopen'ed at run time.
         .systemLibrary(name: "CPKCS11", path: "Sources/CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
+        // RNP (OpenPGP), for Google's opaque payment card.
+        .systemLibrary(name: "CRNP", path: "Sources/CRNP", providers: [.apt(["librnp-dev"])]),
 
         // Shared vocabulary with no I/O beyond writing log lines: logging, redaction, metrics.
         .target(name: "IssuerdCore"),
@@ -86,8 +88,12 @@ let package = Package(
 
         // Mastercard MDES, issuer side: field-level encryption of `encryptedPayload`s (opened with
         // the issuer's keys, made to Mastercard's certificate) and the OAuth 1.0a RSA-SHA256 signer
-        // of the Customer Service API.
-        .target(name: "IssuerdMDES", dependencies: ["IssuerdCrypto"]),
+        // of the Customer Service API; the opaque payment card of a push to a wallet.
+        .target(name: "IssuerdMDES", dependencies: ["IssuerdCore", "IssuerdCrypto"]),
+
+        // OpenPGP through RNP: sign with the issuer's key and encrypt to the recipient's in one
+        // message; Google's opaque payment card (`GoogleOpaquePaymentCard`).
+        .target(name: "IssuerdOpenPGP", dependencies: ["CRNP", "IssuerdCore"]),
 
         // Bulk card import (`issuerd cards import`): COPY in one transaction, encoded on every core.
         .target(
@@ -110,7 +116,7 @@ let package = Package(
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
                 "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox", "IssuerdAuth",
+                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdOpenPGP",
             ]
         ),
 
@@ -162,14 +168,17 @@ let package = Package(
             dependencies: [
                 "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
                 "IssuerdOutbox", "IssuerdAuth",
-                "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
-            ]
+                "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11", "IssuerdMDES",
+            ],
+            exclude: ["GooglePay/Oracle"]
         ),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
         .testTarget(
             name: "IssuerdMDESTests", dependencies: ["IssuerdMDES", "IssuerdCrypto", "IssuerdTestSupport"],
             exclude: ["Oracle"]),
         .testTarget(name: "IssuerdFuzzTests", dependencies: ["IssuerdFuzz"]),
+        .testTarget(
+            name: "IssuerdOpenPGPTests", dependencies: ["IssuerdOpenPGP", "IssuerdTestSupport"], exclude: ["Oracle"]),
     ],
     swiftLanguageModes: [.v6]
 )
