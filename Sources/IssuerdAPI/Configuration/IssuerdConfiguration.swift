@@ -79,6 +79,8 @@ public struct IssuerdConfiguration: Sendable {
     public var console: ConsoleSettings
     /// The audit chain's background sealer (`ISSUERD_AUDIT_*`).
     public var audit: AuditSettings
+    /// Google Pay push provisioning (`ISSUERD_MDES_MASTERCARD_*`, `ISSUERD_GOOGLE_OPC_*`).
+    public var googlePay: GooglePaySettings
 
     /// Reads and validates every setting.
     ///
@@ -133,6 +135,7 @@ public struct IssuerdConfiguration: Sendable {
         outbox = try OutboxSettings(reader)
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
+        googlePay = try GooglePaySettings(reader)
     }
 }
 
