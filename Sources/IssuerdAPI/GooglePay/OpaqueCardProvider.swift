@@ -8,15 +8,20 @@ import IssuerdService
 
 /// The card data a network's opaque payment card is made of.
 struct PushedCard {
+    /// The card number, opened from the vault for this one answer.
     var pan: PrimaryAccountNumber
     var expiration: CardExpiration
+    /// The name on the card.
     var cardholderName: String
+    /// The issuer's card id.
     var cardID: String
 }
 
 /// Makes one network's opaque payment card for `pushTokenize` (the TSP OPC, mdes-issuer.md §8.1).
 /// Visa's format is not public (Visa offers it as a service, Visa In-App Provisioning): an issuer
-/// with Visa's onboarding adds a provider of this shape for `visa`.
+/// with Visa's onboarding writes a provider of this shape whose `network` is `visa` (calling Visa's
+/// service) and passes it to ``GooglePayCrypto/init(settings:tav:extra:)`` in ``ServiceContext``;
+/// until then a Visa card's push is 501 `visa_push_not_configured`.
 protocol OpaqueCardProvider: Sendable {
     /// The `tokenServiceProvider` and `network` the app passes on (`mastercard`, `visa`).
     var network: String { get }
@@ -48,6 +53,12 @@ struct GooglePayCrypto: Sendable {
     /// The networks whose push a provider of this build can serve once configured.
     static let pushNetworks = ["mastercard", "visa"]
 
+    /// Builds the providers the settings allow.
+    ///
+    /// - Parameters:
+    ///   - tav: The TAV signer (PEM or HSM); Mastercard needs it beside its certificate.
+    ///   - extra: Providers of other networks (a Visa provider), taking precedence.
+    /// - Throws: ``ConfigurationError`` naming the setting that does not load.
     init(settings: GooglePaySettings, tav: MastercardTAVProvider?, extra: [any OpaqueCardProvider] = []) throws {
         var providers: [String: any OpaqueCardProvider] = [:]
         if let pem = settings.mastercardCertificatePEM, let tav {
