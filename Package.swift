@@ -20,6 +20,8 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         // Header only (PKCS#11 2.40 from p11-kit); the vendor's module is dlopen'ed at run time.
         .systemLibrary(name: "CPKCS11", path: "Sources/CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
+        // RNP (OpenPGP), for Google's opaque payment card.
+        .systemLibrary(name: "CRNP", path: "Sources/CRNP", providers: [.apt(["librnp-dev"])]),
 
         // Shared vocabulary with no I/O beyond writing log lines: logging, redaction, metrics.
         .target(name: "IssuerdCore"),
@@ -88,8 +90,12 @@ let package = Package(
 
         // Mastercard MDES, issuer side: field-level encryption of `encryptedPayload`s (opened with
         // the issuer's keys, made to Mastercard's certificate) and the OAuth 1.0a RSA-SHA256 signer
-        // of the Customer Service API.
-        .target(name: "IssuerdMDES", dependencies: ["IssuerdCrypto"]),
+        // of the Customer Service API; the opaque payment card of a push to a wallet.
+        .target(name: "IssuerdMDES", dependencies: ["IssuerdCore", "IssuerdCrypto"]),
+
+        // OpenPGP through RNP: sign with the issuer's key and encrypt to the recipient's in one
+        // message; Google's opaque payment card (`GoogleOpaquePaymentCard`).
+        .target(name: "IssuerdOpenPGP", dependencies: ["CRNP", "IssuerdCore"]),
 
         // Bulk card import (`issuerd cards import`): COPY in one transaction, encoded on every core.
         .target(
@@ -112,7 +118,7 @@ let package = Package(
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
                 "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES",
+                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdOpenPGP",
             ]
         ),
 
@@ -166,13 +172,15 @@ let package = Package(
                 "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdRisk", "IssuerdCrypto",
                 "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
             ],
-            exclude: ["MDES/FakeCustomerService"]
+            exclude: ["MDES/FakeCustomerService", "GooglePay/Oracle"]
         ),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
         .testTarget(
             name: "IssuerdMDESTests", dependencies: ["IssuerdMDES", "IssuerdCrypto", "IssuerdTestSupport"],
             exclude: ["Oracle"]),
         .testTarget(name: "IssuerdFuzzTests", dependencies: ["IssuerdFuzz"]),
+        .testTarget(
+            name: "IssuerdOpenPGPTests", dependencies: ["IssuerdOpenPGP", "IssuerdTestSupport"], exclude: ["Oracle"]),
     ],
     swiftLanguageModes: [.v6]
 )

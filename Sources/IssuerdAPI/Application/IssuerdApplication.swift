@@ -65,6 +65,7 @@ public final class IssuerdApplication: Sendable {
         var table = RouteTable(admission: context.admission(for:))
         OperationsRoutes.register(in: &table, readiness: readiness, metrics: metrics)
         CardRoutes.register(in: &table, context: context)
+        GooglePayRoutes.register(in: &table, context: context)
         TSPRoutes.register(in: &table, context: context)
         AdminRoutes.register(in: &table, context: context)
         RulesRoutes.register(in: &table, context: context)

@@ -17,6 +17,8 @@ struct ServiceContext: Sendable {
     /// The HSM holding the wrapping and TAV keys, when `ISSUERD_PKCS11_MODULE` is set.
     let hsm: HSMKeyStore?
     let crypto: ProvisioningCrypto
+    /// Google Pay push provisioning's opaque card providers and OpenPGP keys.
+    let googlePay: GooglePayCrypto
     let rules: RulesService
     let appTokens: AppTokenVerifier
     let tsp: TSPAuthenticator
@@ -75,6 +77,7 @@ struct ServiceContext: Sendable {
         }
         mdesIssuerKeys = try configuration.mdes.map { try HSMIssuerKeyUnwrapper.ring($0, hsm: hsm) }
         crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, hsm: hsm, logger: logger)
+        googlePay = try GooglePayCrypto(settings: configuration.googlePay, tav: crypto.tav)
         rules = try RulesService(
             directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics,
             database: database, clock: clock)

@@ -83,6 +83,8 @@ public struct IssuerdConfiguration: Sendable {
     public var audit: AuditSettings
     /// Mastercard MDES inbound (`ISSUERD_MDES_ISSUER_KEYS`, …); nil without issuer keys.
     public var mdes: MDESSettings?
+    /// Google Pay push provisioning (`ISSUERD_MDES_MASTERCARD_*`, `ISSUERD_GOOGLE_OPC_*`).
+    public var googlePay: GooglePaySettings
 
     /// Reads and validates every setting.
     ///
@@ -144,6 +146,7 @@ public struct IssuerdConfiguration: Sendable {
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
         mdes = try MDESSettings.read(reader, hsm: hsm != nil)
+        googlePay = try GooglePaySettings(reader)
     }
 }
 

@@ -34,13 +34,9 @@ public struct MDESSettings: Sendable {
         }
         let labels = try keyLabels(reader, hsm: hsm)
         let list = reader.string("ISSUERD_MDES_ISSUER_KEYS") ?? ""
-        guard !list.isEmpty || !labels.isEmpty else {
-            if reader.string("ISSUERD_MDES_MASTERCARD_CERT") != nil {
-                throw ConfigurationError(
-                    key: "ISSUERD_MDES_MASTERCARD_CERT", problem: "is set but ISSUERD_MDES_ISSUER_KEYS is not")
-            }
-            return nil
-        }
+        // Without issuer keys there are no issuer web services; Mastercard's certificate may still be
+        // set for the Google Pay push (GooglePaySettings reads it for that).
+        guard !list.isEmpty || !labels.isEmpty else { return nil }
         var keys: [MDESIssuerKey] = []
         for path in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains("-----BEGIN") else {

@@ -11,10 +11,11 @@ enum DecisionErrors {
 
     /// 403 `provisioning_declined` with the orange decision.
     static func declined(
-        attemptID: String, reasons: [JSONValue], file: String = #fileID, line: Int = #line
+        attemptID: String, reasons: [JSONValue], wallet: String = "Apple Pay", file: String = #fileID,
+        line: Int = #line
     ) -> HTTPError {
         HTTPError(
-            status: 403, code: "provisioning_declined", message: "the card cannot be added to Apple Pay now",
+            status: 403, code: "provisioning_declined", message: "the card cannot be added to \(wallet) now",
             context: ["flow": "orange", "attemptId": .string(attemptID), "reasons": .array(reasons)], file: file,
             line: line)
     }

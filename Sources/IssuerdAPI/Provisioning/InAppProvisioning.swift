@@ -25,12 +25,12 @@ struct InAppProvisioning: Sendable {
 
     /// What the transaction decided; errors leave it as values so that the attempt commits
     /// before the error answer is thrown, and the log line is written only once it has.
-    private enum Outcome {
+    enum Outcome {
         case answer(HTTPResponse, channel: String, flow: Flow, hits: [RuleHit], log: LogLine)
         case refusal(HTTPError, counted: (channel: String, flow: Flow, hits: [RuleHit])?, log: LogLine?)
     }
 
-    private struct LogLine {
+    struct LogLine {
         var level: LogLevel
         var message: String
         var metadata: LogMetadata
@@ -44,21 +44,63 @@ struct InAppProvisioning: Sendable {
     func provision(
         _ request: HTTPRequest, customerID: String, cardID: String, now: Date, claim: IdempotencyClaim? = nil
     ) throws -> HTTPResponse {
-        let input: ProvisioningInput
-        do {
-            input = try ProvisioningInput(
+        let input = try validated(cardID: cardID, customerID: customerID) {
+            try ProvisioningInput(
                 request.decodeJSON(ProvisioningRequest.self, fast: ProvisioningRequest.init(json:)),
                 rsaEnabled: context.crypto.rsaV2 != nil)
+        }
+        var facts: [String: JSONValue] = ["scheme": .string(input.scheme.rawValue)]
+        if let device = input.device { facts["device"] = Self.deviceFacts(device) }
+        return try push(
+            request, customerID: customerID, cardID: cardID, now: now, claim: claim,
+            push: Push(channel: input.channel, device: input.device, facts: facts, wallet: "Apple Pay")
+        ) { approval, record in
+            try appleAnswer(approval, input: input, record: &record, now: now)
+        }
+    }
+
+    /// A body validated by `body`; when it is refused, another customer's card is 404 whatever
+    /// the body said.
+    func validated<Input>(cardID: String, customerID: String, _ body: () throws -> Input) throws -> Input {
+        do {
+            return try body()
         } catch {
-            // Another customer's card is 404 whatever the body says.
             let card = try context.database.withConnection {
                 try CardStore.find(cardID, ownedBy: customerID, connection: $0)
             }
             guard card != nil else { throw APIErrors.cardNotFound() }
             throw error
         }
+    }
+
+    /// What one wallet's push request says beside its card.
+    struct Push {
+        var channel: RequestChannel
+        var device: DeviceInfo?
+        /// The request facts explain needs (never a PAN, nonce or certificate).
+        var facts: [String: JSONValue]
+        /// The wallet a refusal names (`Apple Pay`, `Google Pay`).
+        var wallet: String
+    }
+
+    /// A green or yellow decision, handed to the wallet's answer.
+    struct Approval {
+        var card: CardRecord
+        var customer: CustomerRecord?
+        var decision: RiskDecision
+        var attemptID: String
+        var reasons: [Reason]
+    }
+
+    /// The transaction every push shares (lock, context, rate limits, decision, attempt, the
+    /// `Idempotency-Key` answer); `answer` builds the wallet's payload for a green or yellow
+    /// decision and may set the attempt's `decision` and facts.
+    func push(
+        _ request: HTTPRequest, customerID: String, cardID: String, now: Date, claim: IdempotencyClaim?, push: Push,
+        answer: (Approval, inout AttemptRecord) throws -> Outcome
+    ) throws -> HTTPResponse {
         let ruleset = risk.rules.current
-        let subject = VelocitySubject(cardID: cardID, deviceID: input.device?.id, customerID: customerID)
+        let subject = VelocitySubject(cardID: cardID, deviceID: push.device?.id, customerID: customerID)
         let statement = PushContext.statement(
             cardID: cardID, customerID: customerID,
             velocity: VelocityBatch(subject: subject, time: now, queries: ruleset.velocityQueries),
@@ -83,7 +125,8 @@ struct InAppProvisioning: Sendable {
                 if let refusal = try rateLimit(pushContext, now: now, connection: connection) {
                     return (.refusal(refusal, counted: nil, log: nil), [])
                 }
-                var decided = try decide(request, input: input, pushContext: pushContext, ruleset: ruleset, now: now)
+                var decided = try decide(
+                    request, push: push, pushContext: pushContext, ruleset: ruleset, now: now, answer: answer)
                 if let claim {
                     switch decided.value {
                     case .answer(let response, _, _, _, _): decided.closing.append(claim.recording(response))
@@ -110,29 +153,33 @@ struct InAppProvisioning: Sendable {
 
     /// The outcome, and the statements to commit with it (the attempt, when one is recorded).
     private func decide(
-        _ request: HTTPRequest, input: ProvisioningInput, pushContext: PushContext, ruleset: Ruleset, now: Date
+        _ request: HTTPRequest, push: Push, pushContext: PushContext, ruleset: Ruleset, now: Date,
+        answer: (Approval, inout AttemptRecord) throws -> Outcome
     ) throws -> (value: Outcome, closing: [PostgresQuery]) {
         let card = pushContext.card
         let riskRequest = RiskRequest(
-            channel: input.channel, card: card, customer: pushContext.customer, device: input.device,
+            channel: push.channel, card: card, customer: pushContext.customer, device: push.device,
             cardActiveTokens: pushContext.cardActiveTokens, time: now)
         let assessment = try risk.assess(riskRequest, ruleset: ruleset, velocity: pushContext.velocity)
-        // An in-app push checks nothing beside the rules: the evaluation is the decision.
+        // A push (in-app, Wallet extension, Google Pay) checks nothing beside the rules.
         let decision = assessment.checked.decision
         let attemptID = UUID.random()
         let attemptText = attemptID.uuidString.lowercased()
         let reasons = DecisionJSON.reasons(decision)
-        let channel = input.channel.name
+        let channel = push.channel.name
+        var facts = push.facts
+        facts["channel"] = .string(channel)
+        facts["shadowFlow"] = .string(decision.shadowFlow.description)
         var record = AttemptRecord(
             attemptID: attemptID, channel: channel, cardID: card.cardID, customerID: card.customerID,
-            deviceID: input.device?.id,
+            deviceID: push.device?.id,
             cardholderNameHash: assessment.cardholderNameHash, requestID: request.requestId,
             inputs: assessment.attributes,
             features: assessment.features, ruleHits: decision.hits, hits: [], unknowns: decision.unknowns,
             flow: decision.flow,
             decision: "APPROVED", allowedMethods: decision.stepUpMethods.methodNames,
             rulesetVersion: decision.rulesetVersion,
-            facts: facts(input, decision: decision), unresolved: decision.unresolved, createdAt: now)
+            facts: facts, unresolved: decision.unresolved, createdAt: now)
         let counted = (channel: channel, flow: decision.flow, hits: decision.hits)
 
         if decision.flow == .orange {
@@ -143,10 +190,26 @@ struct InAppProvisioning: Sendable {
             let reasonJSON: [JSONValue] = reasons.map { ["rule": .string($0.rule), "reason": .string($0.reason)] }
             return (
                 .refusal(
-                    DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON), counted: counted, log: log),
+                    DecisionErrors.declined(attemptID: attemptText, reasons: reasonJSON, wallet: push.wallet),
+                    counted: counted, log: log),
                 [AttemptStore.insertion(record)]
             )
         }
+        record.decision = decision.flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "APPROVED"
+        let outcome = try answer(
+            Approval(
+                card: card, customer: pushContext.customer, decision: decision, attemptID: attemptText, reasons: reasons
+            ), &record)
+        return (outcome, [AttemptStore.insertion(record)])
+    }
+
+    /// Apple's answer: the chain verified (422 and a recorded attempt when it does not), the pass
+    /// payload sealed to its leaf, the network's activation data.
+    private func appleAnswer(
+        _ approval: Approval, input: ProvisioningInput, record: inout AttemptRecord, now: Date
+    ) throws -> Outcome {
+        let (card, decision, attemptText) = (approval.card, approval.decision, approval.attemptID)
+        let counted = (channel: record.channel, flow: decision.flow, hits: decision.hits)
 
         let chain: ValidatedAppleChain
         switch context.crypto.chainVerifier.verify(encoded: input.certificates, at: now, for: input.scheme) {
@@ -156,35 +219,28 @@ struct InAppProvisioning: Sendable {
             let log = LogLine(
                 level: .notice, message: "certificate chain refused",
                 metadata: ["attemptId": .string(attemptText), "check": .string(failure.code.rawValue)])
-            return (
-                .refusal(
-                    DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText),
-                    counted: counted, log: log),
-                [AttemptStore.insertion(record)]
-            )
+            return .refusal(
+                DecisionErrors.chainInvalid(detail: failure.code.rawValue, attemptID: attemptText),
+                counted: counted, log: log)
         case .valid(let validated):
             chain = validated
         }
 
         let sealed = try seal(card: card, input: input, chain: chain, now: now)
-        record.decision = decision.flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "APPROVED"
-        record.facts["scheme"] = .string(input.scheme.rawValue)
         let response = ProvisioningResponse(
             encryptedPassData: BinaryEncoding.base64String(sealed.encryptedPassData),
             activationData: BinaryEncoding.base64String(sealed.activationData),
             ephemeralPublicKey: sealed.ephemeralPublicKey.map(BinaryEncoding.base64String),
             wrappedKey: sealed.wrappedKey.map(BinaryEncoding.base64String),
-            decision: Decision(flow: decision.flow.description, attemptId: attemptText, reasons: reasons))
+            decision: Decision(flow: decision.flow.description, attemptId: attemptText, reasons: approval.reasons))
         let log = LogLine(
             level: .info, message: "provisioning answered",
             metadata: ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
-        return (
-            .answer(response.httpResponse, channel: channel, flow: decision.flow, hits: decision.hits, log: log),
-            [AttemptStore.insertion(record)]
-        )
+        return .answer(
+            response.httpResponse, channel: record.channel, flow: decision.flow, hits: decision.hits, log: log)
     }
 
-    /// 429 when the customer or the card used up its window (counted over both push channels).
+    /// 429 when the customer or the card used up its window (counted over every push channel).
     private func rateLimit(_ pushContext: PushContext, now: Date, connection: PostgresConnection) throws -> HTTPError? {
         let limits: [(RateLimitSubject, String, Int, RateLimit)] = [
             (
@@ -241,24 +297,16 @@ struct InAppProvisioning: Sendable {
         }
     }
 
-    /// The request facts explain needs (never the PAN, nonce or certificates); the unresolved
-    /// rules join them as `unresolved` when the attempt is written (``AttemptRecord/unresolved``).
-    private func facts(_ input: ProvisioningInput, decision: RiskDecision) -> [String: JSONValue] {
-        var facts: [String: JSONValue] = [
-            "channel": .string(input.channel.name), "scheme": .string(input.scheme.rawValue),
-        ]
-        if let device = input.device {
-            var object: [String: JSONValue] = [:]
-            for (key, value) in [
-                ("id", device.id), ("type", device.type), ("model", device.model), ("osVersion", device.osVersion),
-                ("locale", device.locale), ("ipAddress", device.ipAddress),
-            ] {
-                if let value { object[key] = .string(value) }
-            }
-            facts["device"] = .object(object)
+    /// The device as explain shows it (what the caller sent, nothing more).
+    static func deviceFacts(_ device: DeviceInfo) -> JSONValue {
+        var object: [String: JSONValue] = [:]
+        for (key, value) in [
+            ("id", device.id), ("type", device.type), ("model", device.model), ("osVersion", device.osVersion),
+            ("locale", device.locale), ("ipAddress", device.ipAddress),
+        ] {
+            if let value { object[key] = .string(value) }
         }
-        facts["shadowFlow"] = .string(decision.shadowFlow.description)
-        return facts
+        return .object(object)
     }
 }
 

@@ -188,7 +188,7 @@ struct VelocitySQL {
             }
             for (position, index) in group.recent.enumerated() {
                 if position > 0 || !group.members.isEmpty { sql.appendLiteral(", ") }
-                sql.appendLiteral("count(*) FILTER (WHERE channel IN ('in_app', 'wallet_extension')")
+                sql.appendLiteral("count(*) FILTER (WHERE channel IN ('in_app', 'wallet_extension', 'google_pay')")
                 if recent[index].windowSeconds < widest {
                     sql.appendText(" AND \(time) >= ")
                     sql.appendInterpolation(batch.time.addingTimeInterval(-recent[index].windowSeconds))

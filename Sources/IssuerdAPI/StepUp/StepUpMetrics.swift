@@ -7,7 +7,8 @@ struct StepUpMetrics: Sendable {
     init(_ registry: MetricsRegistry) {
         outcomes = registry.counter(
             "issuerd_stepup_outcomes_total",
-            help: "Step-up events by method and result (sent, verified, invalid, expired, locked, in_app_verified).",
+            help:
+                "Step-up events by method and result (sent, verified, invalid, expired, locked, in_app_verified, app_to_app_verified).",
             labels: ["method", "result"])
     }
 

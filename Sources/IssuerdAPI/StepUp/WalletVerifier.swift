@@ -13,7 +13,19 @@ import IssuerdWire
 /// The answer carries activation data for `PKPassLibrary.activate(_:activationData:)` (Apple's
 /// method A); when configured, the TSP activation is also queued (method B), so the token
 /// activates even if the app never calls PassKit.
+///
+/// Google Wallet's app-to-app path (``GooglePayActivation``) activates through this same function,
+/// so both wallets' tokens share its single use, rate limit and TSP activation.
 struct WalletVerifier: Sendable {
+    /// Which wallet's path asked: what the audit entry, the TSP message and the metric say.
+    enum Route: Sendable {
+        case appleInAppVerification, googleAppToApp
+
+        var auditAction: String { self == .googleAppToApp ? "token.verified_app_to_app" : "token.verified_in_app" }
+        var reason: String { self == .googleAppToApp ? "app_to_app" : "in_app_verification" }
+        var metricResult: String { self == .googleAppToApp ? "app_to_app_verified" : "in_app_verified" }
+    }
+
     let database: PostgresPool
     let vault: PANVault
     let crypto: ProvisioningCrypto
@@ -22,10 +34,14 @@ struct WalletVerifier: Sendable {
 
     /// Verifies the caller's token located by `request`.
     ///
+    /// - Parameters:
+    ///   - cardID: When given, the token must be this card's (404 otherwise).
+    ///   - route: The wallet path asking.
     /// - Throws: 400 no or oversized locator, 404 not the caller's token, 409 not awaiting
     ///   verification, 429 over the per-customer hourly limit.
     func verify(
-        _ request: WalletVerificationRequest, customerID: String, now: Date
+        _ request: WalletVerificationRequest, customerID: String, cardID: String? = nil,
+        route: Route = .appleInAppVerification, now: Date
     ) throws -> WalletVerificationResponse {
         for value in [request.tokenReference, request.serialNumber, request.passTypeIdentifier] {
             if let value, !(1...128).contains(value.utf8.count) {
@@ -42,6 +58,7 @@ struct WalletVerifier: Sendable {
                     customerID: customerID, tokenReference: request.tokenReference, serialNumber: request.serialNumber,
                     passTypeIdentifier: request.passTypeIdentifier, connection: connection)
             else { throw APIErrors.tokenNotFound() }
+            guard cardID == nil || token.cardID == cardID else { throw APIErrors.tokenNotFound() }
             guard token.status == StepUpToken.awaitingVerification else {
                 throw APIErrors.invalidState("the token is not awaiting verification")
             }
@@ -60,19 +77,20 @@ struct WalletVerifier: Sendable {
             )
             try StepUpToken.activate(token.tokenReference, cardID: token.cardID, now: now, connection: connection)
             if settings.inAppVerificationNotifiesTSP {
+                // In-App Verification and the Android app-to-app path are both Mastercard's `A`.
                 try token.queueActivation(
-                    reason: "in_app_verification", mdesChange: .inAppVerified,
+                    reason: route.reason, mdesChange: .inAppVerified,
                     occurrence: "iav:\(UUID.random().uuidString.lowercased())", connection: connection)
             }
             try AuditLog.append(
-                actor: "app:\(customerID)", action: "token.verified_in_app", subject: "token:\(token.tokenReference)",
+                actor: "app:\(customerID)", action: route.auditAction, subject: "token:\(token.tokenReference)",
                 details: ["cardId": token.cardID, "tspNotified": String(settings.inAppVerificationNotifiesTSP)],
                 at: now, connection: connection)
             return WalletVerificationResponse(
                 tokenReference: token.tokenReference, status: "active",
                 activationData: BinaryEncoding.base64String(activationData))
         }
-        metrics.record(method: StepUpMethod.app.rawValue, result: "in_app_verified")
+        metrics.record(method: StepUpMethod.app.rawValue, result: route.metricResult)
         return response
     }
 

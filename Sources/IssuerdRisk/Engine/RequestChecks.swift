@@ -7,7 +7,7 @@
 ///   rules are not evaluated (there is no card to read).
 /// - **Expiry mismatch** (TSP: the wallet's expiry is not the card's): orange `expiry_mismatch`,
 ///   beside the rules' hits.
-/// - **A pending yellow push** (TSP: a yellow in-app or Wallet-extension push of the card on the
+/// - **A pending yellow push** (TSP: a yellow in-app, Wallet-extension or Google Pay push of the card on the
 ///   device in the last 24 hours): at least yellow (`issuerd.in_app_yellow`), the push's step-up
 ///   methods intersected in.
 /// - **Reachable methods** (TSP: the step-up methods the customer can receive): a yellow

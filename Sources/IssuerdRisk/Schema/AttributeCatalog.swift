@@ -9,7 +9,7 @@ public enum AttributeCatalog {
     public static let all: [Attribute] = [
         .enumeration(
             "request.channel", { input, _ in input.channel?.rawValue }, \RiskInput.channel, domain: "channel",
-            "How the request arrived: the issuer app (in_app), the Wallet extension, or a TSP authorization for a manual or camera add.",
+            "How the request arrived: the issuer app (in_app), the Wallet extension, the issuer's Android app pushing to Google Pay (google_pay), or a TSP authorization for a manual or camera add.",
             source: "issuerd (route that received the request)"),
         .enumeration(
             "request.source", { input, _ in input.source?.rawValue }, \RiskInput.source, domain: "tokenization source",

@@ -22,9 +22,9 @@ extension RiskEnumeration {
 /// How the add-card request reached the issuer.
 public enum RequestChannel: UInt8, RiskEnumeration {
     /// The values, in `names` order.
-    case inApp, walletExtension, tsp, mdes
+    case inApp, walletExtension, tsp, mdes, googlePay
     /// The names rules use.
-    public static let names = ["in_app", "wallet_extension", "tsp", "mdes"]
+    public static let names = ["in_app", "wallet_extension", "tsp", "mdes", "google_pay"]
 }
 
 /// Where the card number came from, as the wallet reports it.

@@ -7,7 +7,7 @@ import IssuerdRisk
 /// One row of `provisioning_attempts`: a decision with everything needed to explain and replay it.
 package struct AttemptRecord: Sendable {
     package var attemptID: UUID
-    /// `in_app`, `wallet_extension` or `tsp`.
+    /// `in_app`, `wallet_extension`, `tsp` or `google_pay`.
     package var channel: String
     package var cardID: String?
     package var customerID: String?
@@ -106,7 +106,7 @@ package enum AttemptStore {
         """
     }
 
-    /// The oldest in-app or Wallet-extension attempt of a customer, or of a card, since
+    /// The oldest push (in-app, Wallet-extension or Google Pay) of a customer, or of a card, since
     /// `since` (for `Retry-After`).
     package static func oldestRecentPush(
         column: RateLimitSubject, id: String, since: Date, connection: PostgresConnection
@@ -114,13 +114,13 @@ package enum AttemptStore {
         try connection.query(
             """
             SELECT min(created_at) AS oldest FROM provisioning_attempts
-            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension') AND created_at >= \(since)
+            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension', 'google_pay') AND created_at >= \(since)
             """
         ).first?.decode("oldest", as: Date?.self) ?? nil
     }
 
     /// Appends a scalar subquery naming, as `ARRAY[attempt_id, allowed_methods…]`, the newest
-    /// yellow in-app or Wallet-extension push of the card in `cardColumn` (a column of the
+    /// yellow push (in-app, Wallet-extension or Google Pay) of the card in `cardColumn` (a column of the
     /// enclosing query) on `deviceID` (or with no device id) since `since` that no TSP
     /// authorization of that card and device followed yet: the push whose step-up the next
     /// authorization must enforce. NULL when there is none.
@@ -131,7 +131,7 @@ package enum AttemptStore {
         sql.appendText(
             "(SELECT ARRAY[a.attempt_id::text] || a.allowed_methods FROM provisioning_attempts a WHERE a.card_id = \(cardColumn)"
         )
-        sql.appendLiteral(" AND a.channel IN ('in_app', 'wallet_extension') AND a.flow = 'yellow'")
+        sql.appendLiteral(" AND a.channel IN ('in_app', 'wallet_extension', 'google_pay') AND a.flow = 'yellow'")
         sql.appendLiteral(" AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= ")
         sql.appendInterpolation(since)
         sql.appendLiteral(" AND (a.device_id IS NULL OR ")

@@ -116,7 +116,7 @@ struct PostgresVelocityTests {
                 try connection.query(
                     """
                     SELECT count(*) AS n FROM provisioning_attempts
-                    WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension') AND created_at >= \(since)
+                    WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension', 'google_pay') AND created_at >= \(since)
                     """
                 ).first?.decode("n", as: Int.self) ?? -1
             }

@@ -10,7 +10,7 @@ import Testing
 
 /// One decision function, live and replayed (`Ruleset.decide`): a replay of the serving ruleset
 /// reproduces every stored flow, over a history the live paths wrote with every kind of
-/// outcome (in-app, Wallet extension and TSP; the rules, the invariants, an unknown card, an
+/// outcome (in-app, Wallet extension, Google Pay and TSP; the rules, the invariants, an unknown card, an
 /// expiry mismatch, a blocked card, the wallet's decline, a pending yellow push, a yellow
 /// decision the customer can receive no method of), through `rules explain`'s re-run, the
 /// console's attempt route, the backtest, the export's replay, and for attempts stored before
@@ -41,6 +41,15 @@ struct ReplayDecisionTests {
           owner   test
           when    device.id == "sms-only"
         end
+
+        rule test.google_watch
+          title   "Google Pay push to a watch"
+          outcome yellow
+          reason  TEST_GOOGLE_WATCH
+          stepup  [sms, app]
+          owner   test
+          when    request.channel == "google_pay" and device.type == "watch"
+        end
         """.write(to: directory.appendingPathComponent("policy/test.rules"), atomically: true, encoding: .utf8)
         return directory.path
     }
@@ -48,6 +57,15 @@ struct ReplayDecisionTests {
     static let amexPAN = "378282246310005"
     static let otherVisaPAN = "4012888888881881"
     static let otherMastercardPAN = "5555555555554444"
+    static let googlePayPAN = "5105105105105100"
+
+    /// An instance serving `rules` that can push Mastercard cards to Google Pay.
+    static func app(rules: String) throws -> TestApplication {
+        try TestApplication(
+            environment: try GooglePayFixtures.environment(
+                directory: try TestScratch.directory("issuerd-google-pay"), pgp: nil),
+            rulesDirectory: rules)
+    }
 
     /// Writes the history through the live paths; returns the TSP answers by step name.
     @discardableResult
@@ -80,6 +98,13 @@ struct ReplayDecisionTests {
         #expect(try push("card-4", "cust-3", device: ["id": "phone-4", "type": "phone"]) == 403)  // lost
         // Yellow with [sms] only: the watch rule and the SMS-only one.
         #expect(try push("card-5", "cust-2", device: ["id": "sms-only", "type": "watch"]) == 200)
+        // Google Pay pushes of a card of their own: green from a phone, yellow to a watch.
+        try DecisionFixtures.customer(app, "cust-4")
+        try DecisionFixtures.card(app, "card-6", customer: "cust-4", pan: googlePayPAN, network: "mastercard")
+        for device in [["id": "pixel-6", "type": "phone"], ["id": "watch-6", "type": "watch"]] {
+            let response = try GooglePayPushTests.push(app, card: "card-6", customer: "cust-4", device: device)
+            #expect(response.status == 200, "\(response.text)")
+        }
 
         let steps: [(String, String)] = [
             ("green", DecisionFixtures.authorizeBody(deviceID: "device-1")),
@@ -185,11 +210,11 @@ struct ReplayDecisionTests {
     }
 
     @Test(
-        "A replay of the serving rules gives every stored flow: re-run, backtest and export, in-app, Wallet extension and TSP"
+        "A replay of the serving rules gives every stored flow: re-run, backtest and export, in-app, Wallet extension, Google Pay and TSP"
     )
     func everyStoredFlow() throws {
         let rulesDirectory = try Self.rules()
-        let app = try TestApplication(rulesDirectory: rulesDirectory)
+        let app = try Self.app(rules: rulesDirectory)
         let answers = try Self.seed(app)
         // The history holds each kind of outcome (else the comparison proves little).
         let attempts = try Self.stored(app)
@@ -197,11 +222,11 @@ struct ReplayDecisionTests {
         for rule in [
             "card_not_found", "expiry_mismatch", "issuerd.in_app_yellow", "invariant.no_step_up_method",
             "invariant.wallet_declined", "invariant.wallet_requires_authentication", "invariant.card_unusable",
-            "card.blocked", "test.watch_push", "test.sms_only",
+            "card.blocked", "test.watch_push", "test.sms_only", "test.google_watch",
         ] {
             #expect(rules.contains(rule), "no stored hit of \(rule): \(rules)")
         }
-        #expect(Set(attempts.map(\.channel)) == ["in_app", "wallet_extension", "tsp"])
+        #expect(Set(attempts.map(\.channel)) == ["in_app", "wallet_extension", "tsp", "google_pay"])
         #expect(Set(attempts.map(\.flow)) == ["green", "yellow", "orange"])
         #expect(answers["pending push"]?["flow"] as? String == "yellow")
         #expect(answers["no method the customer has"]?["flow"] as? String == "orange")
@@ -229,7 +254,7 @@ struct ReplayDecisionTests {
 
     @Test("Attempts stored before the checks were recorded: the checks are derived from their hits")
     func olderAttempts() throws {
-        let app = try TestApplication(rulesDirectory: try Self.rules())
+        let app = try Self.app(rules: try Self.rules())
         try Self.seed(app)
         let recorded = try DecisionFixtures.count(
             app, "SELECT count(*) FROM provisioning_attempts WHERE (inputs::jsonb) ? 'checks'")
@@ -242,7 +267,7 @@ struct ReplayDecisionTests {
 
     @Test("A candidate's changes leave out the attempts a check declined, and count from the stored flows")
     func candidateChanges() throws {
-        let app = try TestApplication(rulesDirectory: try Self.rules())
+        let app = try Self.app(rules: try Self.rules())
         try Self.seed(app)
         let current = app.application.context.rules.current
         let files =

@@ -200,7 +200,7 @@ struct SequentialTokenizationReference {
             let row = try connection.query(
                 """
                 SELECT a.attempt_id, a.allowed_methods FROM provisioning_attempts a
-                WHERE a.card_id = \(cardID) AND a.channel IN ('in_app', 'wallet_extension') AND a.flow = 'yellow'
+                WHERE a.card_id = \(cardID) AND a.channel IN ('in_app', 'wallet_extension', 'google_pay') AND a.flow = 'yellow'
                   AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= \(since)
                   AND (a.device_id IS NULL OR \(deviceID)::text IS NULL OR a.device_id = \(deviceID))
                   AND NOT EXISTS (

@@ -1,0 +1,85 @@
+import Foundation
+import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdOpenPGP
+import IssuerdService
+import IssuerdStorage
+import IssuerdWire
+
+/// `POST /v1/cards/{cardId}/google-pay/push-provisioning`: the card's network provider first (a
+/// network issuerd cannot push to is answered before anything is decided), then the push's shared
+/// transaction (``InAppProvisioning/push(_:customerID:cardID:now:claim:push:answer:)``: rate
+/// limits, the risk decision, orange → 403, the attempt of channel `google_pay`), and for green or
+/// yellow what the app hands `pushTokenize`.
+struct GooglePayPush: Sendable {
+    let provisioning: InAppProvisioning
+    let crypto: GooglePayCrypto
+
+    func push(
+        _ request: HTTPRequest, customerID: String, cardID: String, now: Date, claim: IdempotencyClaim?
+    ) throws -> HTTPResponse {
+        let context = provisioning.context
+        let body = try provisioning.validated(cardID: cardID, customerID: customerID) {
+            try Self.validate(request.decodeJSON(GooglePayPushRequest.self))
+        }
+        guard
+            let stored = try context.database.withConnection({
+                try CardStore.find(cardID, ownedBy: customerID, connection: $0)
+            })
+        else { throw APIErrors.cardNotFound() }
+        let provider = try crypto.provider(network: stored.paymentNetwork)
+        let sealer = body.serverSessionId == nil ? nil : crypto.googleSealer
+        var facts: [String: JSONValue] = ["googleOpaquePaymentCard": .bool(sealer != nil)]
+        if let device = body.device { facts["device"] = InAppProvisioning.deviceFacts(device) }
+        let push = InAppProvisioning.Push(channel: .googlePay, device: body.device, facts: facts, wallet: "Google Pay")
+        return try provisioning.push(
+            request, customerID: customerID, cardID: cardID, now: now, claim: claim, push: push
+        ) { approval, record in
+            let card = approval.card
+            let pan = try CardStore.openPAN(card, vault: context.vault)
+            guard let expiration = CardExpiration(card.expiration) else { throw StoredCardCorrupt(cardID: card.cardID) }
+            let opaque = try provider.opaquePaymentCard(
+                PushedCard(pan: pan, expiration: expiration, cardholderName: card.cardholderName, cardID: card.cardID),
+                now: now)
+            let google = try body.serverSessionId.flatMap { session in
+                try sealer.map {
+                    try GoogleOpaquePaymentCard.make(
+                        pan: pan, expiryMonth: String(expiration.compact.prefix(2)),
+                        expiryYear: String(expiration.compact.suffix(2)), serverSessionID: session, sealer: $0)
+                }
+            }
+            let flow = approval.decision.flow
+            let response = GooglePayPushResponse(
+                attemptId: approval.attemptID,
+                decision: Decision(flow: flow.description, attemptId: approval.attemptID, reasons: approval.reasons),
+                stepUpMethods: flow == .yellow ? approval.decision.stepUpMethods.methodNames : nil,
+                opaquePaymentCard: opaque, tokenServiceProvider: provider.network, network: provider.network,
+                lastDigits: card.lastFour,
+                displayName: card.localizedDescription ?? CardRoutes.defaultDescription(card),
+                userAddress: GooglePayUserAddress(
+                    name: card.cardholderName, countryCode: card.country, phoneNumber: approval.customer?.phoneNumber),
+                googleOpaquePaymentCard: google)
+            let log = InAppProvisioning.LogLine(
+                level: .info, message: "google pay push answered",
+                metadata: ["attemptId": .string(approval.attemptID), "flow": .string(flow.description)])
+            return .answer(
+                try .json(response), channel: record.channel, flow: flow, hits: approval.decision.hits, log: log)
+        }
+    }
+
+    /// Bounds (api.md): `serverSessionId` 1 to 128 printable characters; the device as every push's.
+    static func validate(_ body: GooglePayPushRequest) throws -> GooglePayPushRequest {
+        if let session = body.serverSessionId {
+            guard (1...GoogleOpaquePaymentCard.maximumServerSessionIDLength).contains(session.utf8.count),
+                session.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F })
+            else {
+                throw APIErrors.invalidRequest(
+                    "serverSessionId must be 1 to \(GoogleOpaquePaymentCard.maximumServerSessionIDLength) printable ASCII characters",
+                    field: "serverSessionId")
+            }
+        }
+        guard let device = body.device else { throw APIErrors.invalidRequest("device is required", field: "device") }
+        try ProvisioningInput.check(device)
+        return body
+    }
+}

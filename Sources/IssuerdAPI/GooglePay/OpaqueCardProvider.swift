@@ -1,0 +1,116 @@
+import Foundation
+import IssuerdCore
+import IssuerdCrypto
+import IssuerdHTTP
+import IssuerdMDES
+import IssuerdOpenPGP
+import IssuerdService
+
+/// The card data a network's opaque payment card is made of.
+struct PushedCard {
+    /// The card number, opened from the vault for this one answer.
+    var pan: PrimaryAccountNumber
+    var expiration: CardExpiration
+    /// The name on the card.
+    var cardholderName: String
+    /// The issuer's card id.
+    var cardID: String
+}
+
+/// Makes one network's opaque payment card for `pushTokenize` (the TSP OPC, mdes-issuer.md §8.1).
+/// Visa's format is not public (Visa offers it as a service, Visa In-App Provisioning): an issuer
+/// with Visa's onboarding writes a provider of this shape whose `network` is `visa` (calling Visa's
+/// service) and passes it to ``GooglePayCrypto/init(settings:tav:extra:)`` in ``ServiceContext``;
+/// until then a Visa card's push is 501 `visa_push_not_configured`.
+protocol OpaqueCardProvider: Sendable {
+    /// The `tokenServiceProvider` and `network` the app passes on (`mastercard`, `visa`).
+    var network: String { get }
+
+    /// Base64 of the network's opaque payment card.
+    func opaquePaymentCard(_ card: PushedCard, now: Date) throws -> String
+}
+
+/// Mastercard's: the card data field-level-encrypted to Mastercard's certificate and the signed TAV.
+struct MastercardOpaqueCardProvider: OpaqueCardProvider {
+    let network = "mastercard"
+    let recipient: MastercardEncryptionKey
+    let tav: MastercardTAVProvider
+
+    func opaquePaymentCard(_ card: PushedCard, now: Date) throws -> String {
+        try MastercardOpaquePaymentCard.make(
+            pan: card.pan, expiration: card.expiration, accountHolderName: card.cardholderName,
+            cardReference: card.cardID, tav: tav, recipient: recipient, now: now)
+    }
+}
+
+/// What Google Pay push provisioning can make, built once at start-up: a provider per configured
+/// network, and the OpenPGP keys of Google's own opaque payment card when both are set.
+struct GooglePayCrypto: Sendable {
+    private let providers: [String: any OpaqueCardProvider]
+    /// The issuer's signing key and Google's encryption key; nil unless both are configured.
+    let googleSealer: OpenPGPSealer?
+
+    /// The networks whose push a provider of this build can serve once configured.
+    static let pushNetworks = ["mastercard", "visa"]
+
+    /// Builds the providers the settings allow.
+    ///
+    /// - Parameters:
+    ///   - tav: The TAV signer (PEM or HSM); Mastercard needs it beside its certificate.
+    ///   - extra: Providers of other networks (a Visa provider), taking precedence.
+    /// - Throws: ``ConfigurationError`` naming the setting that does not load.
+    init(settings: GooglePaySettings, tav: MastercardTAVProvider?, extra: [any OpaqueCardProvider] = []) throws {
+        var providers: [String: any OpaqueCardProvider] = [:]
+        if let pem = settings.mastercardCertificatePEM, let tav {
+            let key = "ISSUERD_MDES_MASTERCARD_CERT"
+            guard let certificate = try? X509Certificate(pemRepresentation: pem) else {
+                throw ConfigurationError(key: key, problem: "must be a PEM certificate")
+            }
+            let recipient: MastercardEncryptionKey
+            do {
+                recipient =
+                    try settings.mastercardKeyFingerprint.map {
+                        try MastercardEncryptionKey(certificate: certificate, fingerprint: $0)
+                    } ?? MastercardEncryptionKey(certificate: certificate)
+            } catch {
+                throw ConfigurationError(
+                    key: settings.mastercardKeyFingerprint == nil ? key : "ISSUERD_MDES_MASTERCARD_KEY_FINGERPRINT",
+                    problem: "\(error)")
+            }
+            providers["mastercard"] = MastercardOpaqueCardProvider(recipient: recipient, tav: tav)
+        }
+        for provider in extra { providers[provider.network] = provider }
+        self.providers = providers
+        if let signing = settings.googleSigningKey, let encryption = settings.googleEncryptionKey {
+            do {
+                googleSealer = try OpenPGPSealer(
+                    signingKey: Array(signing.unsafeValue.utf8), recipientKey: Array(encryption.utf8))
+            } catch {
+                throw ConfigurationError(key: "ISSUERD_GOOGLE_OPC_SIGNING_KEY", problem: "\(error)")
+            }
+        } else {
+            googleSealer = nil
+        }
+    }
+
+    /// The provider of `network`.
+    ///
+    /// - Throws: 501 `<network>_push_not_configured` for Mastercard or Visa without their
+    ///   settings; 422 `push_network_unsupported` for any other network.
+    func provider(network: String) throws -> any OpaqueCardProvider {
+        if let provider = providers[network] { return provider }
+        guard Self.pushNetworks.contains(network) else {
+            throw HTTPError(
+                status: 422, code: "push_network_unsupported",
+                message: "Google Pay push provisioning is not offered for this card's network",
+                context: ["network": .string(network)])
+        }
+        let missing =
+            network == "visa"
+            ? "Visa's opaque payment card comes from Visa In-App Provisioning, which is not configured"
+            : "Mastercard push needs ISSUERD_MDES_MASTERCARD_CERT and a TAV signing key"
+        throw HTTPError(
+            status: 501, code: HTTPError.Code(rawValue: "\(network)_push_not_configured"), message: missing,
+            context: ["network": .string(network)])
+    }
+}
