@@ -110,6 +110,15 @@ let package = Package(
         // claims) and its settings.
         .target(name: "IssuerdAuth", dependencies: ["IssuerdCore", "IssuerdService", "IssuerdCrypto", "IssuerdHTTP"]),
 
+        // Issuer keys: the HSM (PKCS#11 token, its wrapping key, RSA signers), the PAN data keys it
+        // wraps, the master key settings, and the vault built from them.
+        .target(
+            name: "IssuerdKeys",
+            dependencies: [
+                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdPKCS11", "IssuerdService", "IssuerdStorage",
+            ]
+        ),
+
         // The HTTP API: routes, authentication, the provisioning and step-up flows, the outbox,
         // keys and configuration, wired together by IssuerdApplication.
         .target(
@@ -118,7 +127,7 @@ let package = Package(
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
                 "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
-                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdOpenPGP",
+                "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdOpenPGP", "IssuerdKeys",
             ]
         ),
 
@@ -127,7 +136,7 @@ let package = Package(
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdAPI", "IssuerdPKCS11",
-                "IssuerdService", "IssuerdHistory", "IssuerdImport",
+                "IssuerdService", "IssuerdHistory", "IssuerdImport", "IssuerdKeys",
             ]
         ),
         .executableTarget(
@@ -170,7 +179,7 @@ let package = Package(
             dependencies: [
                 "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
                 "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdRisk", "IssuerdCrypto",
-                "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11",
+                "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11", "IssuerdKeys",
             ],
             exclude: ["MDES/FakeCustomerService", "GooglePay/Oracle"]
         ),

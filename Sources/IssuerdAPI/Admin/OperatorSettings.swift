@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdKeys
 import IssuerdPKCS11
 import IssuerdPostgres
 import IssuerdService

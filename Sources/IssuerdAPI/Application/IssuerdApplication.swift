@@ -3,6 +3,7 @@ import IssuerdConsole
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
+import IssuerdKeys
 import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdService

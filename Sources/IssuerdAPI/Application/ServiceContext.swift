@@ -4,6 +4,7 @@ import IssuerdConsole
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHistory
+import IssuerdKeys
 import IssuerdMDES
 import IssuerdPostgres
 import IssuerdStorage

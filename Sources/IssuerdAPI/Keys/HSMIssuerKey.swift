@@ -1,4 +1,5 @@
 import IssuerdCrypto
+import IssuerdKeys
 import IssuerdMDES
 import IssuerdPKCS11
 import IssuerdService

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdKeys
 import IssuerdService
 
 /// The crypto of in-app provisioning, built once from configuration: the Apple chain verifier

@@ -2,6 +2,7 @@ import Foundation
 import IssuerdAPI
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdKeys
 import IssuerdPKCS11
 import IssuerdService
 

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdKeys
 import IssuerdPostgres
 import IssuerdService
 import IssuerdStorage

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdCrypto
+import IssuerdKeys
 import IssuerdOutbox
 import IssuerdPostgres
 import IssuerdTestSupport

@@ -2,6 +2,7 @@ import Foundation
 import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdStorage
 import IssuerdTestSupport
 import Testing
 

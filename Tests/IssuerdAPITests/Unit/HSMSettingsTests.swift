@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdKeys
 import IssuerdService
 import Testing
 

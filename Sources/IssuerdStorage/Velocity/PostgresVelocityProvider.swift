@@ -14,12 +14,17 @@ import IssuerdRisk
 ///   customer through `cards`).
 ///
 /// A query whose subject key is missing is nil (unknown) without asking the database.
-struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
+package struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
     // @unchecked: the connection is not Sendable, but a provider lives only for one synchronous
     // `Ruleset.evaluate` call on the thread that checked the connection out.
     let connection: PostgresConnection
 
-    func values(for batch: VelocityBatch) throws -> [Int?] {
+    /// A provider asking on `connection`.
+    package init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    package func values(for batch: VelocityBatch) throws -> [Int?] {
         let velocity = VelocitySQL(batch)
         guard !velocity.isEmpty else { return [Int?](repeating: nil, count: batch.queries.count) }
         var sql = PostgresQuery.StringInterpolation(literalCapacity: 512, interpolationCount: batch.queries.count * 3)
@@ -53,7 +58,7 @@ struct PostgresVelocityProvider: VelocityProvider, @unchecked Sendable {
 /// velocity queries of a card or a customer read the same rows; scanned once, an in-app
 /// request's context statement visits each of the customer's recent attempts once instead of
 /// twice (3 % of PostgreSQL's instructions per request, docs/performance.md).
-struct VelocitySQL {
+package struct VelocitySQL {
     private let batch: VelocityBatch
     private let recent: [RecentPushes]
     private let groups: [Group]
@@ -62,9 +67,15 @@ struct VelocitySQL {
     /// `windowSeconds` before the batch's time, with no upper bound (a concurrent request that
     /// took the customer's lock first may have stamped its attempt later than this request's
     /// time, and it must count).
-    struct RecentPushes: Hashable, Sendable {
-        var key: VelocityKey
-        var windowSeconds: TimeInterval
+    package struct RecentPushes: Hashable, Sendable {
+        package var key: VelocityKey
+        package var windowSeconds: TimeInterval
+
+        /// Creates the value from every stored property.
+        package init(key: VelocityKey, windowSeconds: TimeInterval) {
+            self.key = key
+            self.windowSeconds = windowSeconds
+        }
     }
 
     private enum Source: Hashable {
@@ -101,7 +112,7 @@ struct VelocitySQL {
     /// from that column of the enclosing query instead of the batch subject's id (so it is asked
     /// even when the subject has none). A rate-limit count whose key the subject lacks is not
     /// asked (``recentPushes(in:)``).
-    init(_ batch: VelocityBatch, keyColumns: [VelocityKey: String] = [:], recent: [RecentPushes] = []) {
+    package init(_ batch: VelocityBatch, keyColumns: [VelocityKey: String] = [:], recent: [RecentPushes] = []) {
         self.batch = batch
         self.recent = recent
         var groups: [Group] = []
@@ -133,7 +144,7 @@ struct VelocitySQL {
     /// which subject keys are known (a query whose key is missing is left out). A statement
     /// kept by this shape (``PostgresStatementTexts``) must add to it whatever else its own text
     /// depends on.
-    struct TextShape: Hashable, Sendable {
+    package struct TextShape: Hashable, Sendable {
         var queries: [VelocityQuery]
         var card: Bool
         var device: Bool
@@ -141,7 +152,7 @@ struct VelocitySQL {
 
         var recent: [RecentPushes]
 
-        init(_ batch: VelocityBatch, recent: [RecentPushes] = []) {
+        package init(_ batch: VelocityBatch, recent: [RecentPushes] = []) {
             queries = batch.queries
             card = batch.subject.cardID != nil
             device = batch.subject.deviceID != nil
@@ -151,10 +162,10 @@ struct VelocitySQL {
     }
 
     /// True when no query can be asked (every subject key it needs is missing).
-    var isEmpty: Bool { groups.isEmpty }
+    package var isEmpty: Bool { groups.isEmpty }
 
     /// Appends `, (SELECT ARRAY[…]::text[] FROM …) AS velocity<n>` for every group.
-    func appendSelectList(into sql: inout PostgresQuery.StringInterpolation) {
+    package func appendSelectList(into sql: inout PostgresQuery.StringInterpolation) {
         for (number, group) in groups.enumerated() {
             sql.appendLiteral(", (SELECT ARRAY[")
             // The scan reaches back to the widest window; a rate-limit count lifts its upper bound.
@@ -242,7 +253,7 @@ struct VelocitySQL {
 
     /// The batch's values from a row holding the `velocity<n>` columns; nil (unknown) for the
     /// queries not asked.
-    func values(in row: PostgresRow) throws -> [Int?] {
+    package func values(in row: PostgresRow) throws -> [Int?] {
         var values = [Int?](repeating: nil, count: batch.queries.count)
         for number in groups.indices where !groups[number].members.isEmpty {
             for (index, count) in zip(groups[number].members, try counts(of: number, in: row)) {
@@ -254,7 +265,7 @@ struct VelocitySQL {
 
     /// The rate-limit counts, in the order given to ``init(_:keyColumns:recent:)``; nil for a
     /// count whose key the subject lacked.
-    func recentPushes(in row: PostgresRow) throws -> [Int?] {
+    package func recentPushes(in row: PostgresRow) throws -> [Int?] {
         var values = [Int?](repeating: nil, count: recent.count)
         for number in groups.indices where !groups[number].recent.isEmpty {
             let group = groups[number]

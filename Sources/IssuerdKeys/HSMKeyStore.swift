@@ -94,7 +94,9 @@ public struct HSMKeyStore: Sendable {
     }
 
     /// Runs `body`, turning a ``PKCS11Error`` into the ``ConfigurationError`` of the setting behind it.
-    static func mapping<T>(keySetting: String = "ISSUERD_PKCS11_TOKEN_LABEL", _ body: () throws -> T) throws -> T {
+    package static func mapping<T>(
+        keySetting: String = "ISSUERD_PKCS11_TOKEN_LABEL", _ body: () throws -> T
+    ) throws -> T {
         do {
             return try body()
         } catch let error as PKCS11Error {
@@ -111,7 +113,7 @@ public struct HSMKeyStore: Sendable {
 }
 
 /// The HSM's PKCS#11 signer seen as an ``RSASigningKey`` by ``MastercardTAVProvider``.
-struct HSMRSASigner: RSASigningKey {
+package struct HSMRSASigner: RSASigningKey {
     let signer: PKCS11RSASigner
-    func signature(for message: [UInt8]) throws -> [UInt8] { try signer.signature(for: message) }
+    package func signature(for message: [UInt8]) throws -> [UInt8] { try signer.signature(for: message) }
 }

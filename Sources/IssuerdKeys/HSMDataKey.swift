@@ -14,6 +14,15 @@ public struct HSMDataKey: Sendable, Equatable {
     /// When it was stored.
     public var createdAt: Date
 
+    /// Creates the value from every stored property.
+    package init(version: Int, wrappedKey: [UInt8], wrappingKeyLabel: String, origin: String, createdAt: Date) {
+        self.version = version
+        self.wrappedKey = wrappedKey
+        self.wrappingKeyLabel = wrappingKeyLabel
+        self.origin = origin
+        self.createdAt = createdAt
+    }
+
     /// Every stored data key, by ascending version.
     ///
     /// - Throws: ``PostgresError`` (SQLSTATE 42P01 when migration 0014 has not run).
