@@ -36,6 +36,9 @@ struct GooglePayActivation: Sendable {
     /// `tokenUniqueReference`, Mastercard's name; `tokenReference` also read). Which other
     /// fields MDES puts there is unverified (§9 item 7); nothing else is read.
     static func tokenReference(_ body: GooglePayActivationRequest) throws -> String {
+        if body.tokenReference != nil, body.extraText != nil {
+            throw APIErrors.invalidRequest("give tokenReference or extraText, not both")
+        }
         if let reference = body.tokenReference {
             guard (1...128).contains(reference.utf8.count) else {
                 throw APIErrors.invalidRequest("tokenReference must be 1 to 128 bytes", field: "tokenReference")

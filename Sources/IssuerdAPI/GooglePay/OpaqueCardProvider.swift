@@ -21,7 +21,7 @@ struct PushedCard {
 /// Visa's format is not public (Visa offers it as a service, Visa In-App Provisioning): an issuer
 /// with Visa's onboarding writes a provider of this shape whose `network` is `visa` (calling Visa's
 /// service) and passes it to ``GooglePayCrypto/init(settings:tav:extra:)`` in ``ServiceContext``;
-/// until then a Visa card's push is 501 `visa_push_not_configured`.
+/// until then a Visa card's push is 422 `visa_push_not_configured`.
 protocol OpaqueCardProvider: Sendable {
     /// The `tokenServiceProvider` and `network` the app passes on (`mastercard`, `visa`).
     var network: String { get }
@@ -95,7 +95,7 @@ struct GooglePayCrypto: Sendable {
 
     /// The provider of `network`.
     ///
-    /// - Throws: 501 `<network>_push_not_configured` for Mastercard or Visa without their
+    /// - Throws: 422 `<network>_push_not_configured` for Mastercard or Visa without their
     ///   settings; 422 `push_network_unsupported` for any other network.
     func provider(network: String) throws -> any OpaqueCardProvider {
         if let provider = providers[network] { return provider }
@@ -110,7 +110,7 @@ struct GooglePayCrypto: Sendable {
             ? "Visa's opaque payment card comes from Visa In-App Provisioning, which is not configured"
             : "Mastercard push needs ISSUERD_MDES_MASTERCARD_CERT and a TAV signing key"
         throw HTTPError(
-            status: 501, code: HTTPError.Code(rawValue: "\(network)_push_not_configured"), message: missing,
+            status: 422, code: HTTPError.Code(rawValue: "\(network)_push_not_configured"), message: missing,
             context: ["network": .string(network)])
     }
 }

@@ -23,7 +23,7 @@ enum MalformedBodies {
         "tokenReference", "requestId",
         "tokenRequestorId", "tokenizationSource", "card", "wallet", "activeTokenCount", "activationMethodId", "code",
         "event", "at",
-        "rules", "since", "until", "challengeId", "method",
+        "rules", "since", "until", "challengeId", "method", "extraText", "serverSessionId",
     ]
 
     /// A body with plausible values for every field.

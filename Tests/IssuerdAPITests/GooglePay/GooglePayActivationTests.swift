@@ -71,6 +71,12 @@ struct GooglePayActivationTests {
         }
         #expect(try activate(#"{"extraText":"not base64 json!"}"#) == 400)
         #expect(try activate("{}") == 400)
+        // Both at once is ambiguous (which token?), whatever the two say.
+        #expect(
+            try activate(
+                #"{"tokenReference":"\#(fixture.tokenReference)","extraText":"\#(Self.extraText(fixture.tokenReference))"}"#
+            )
+                == 400)
         #expect(
             try app.client.postJSON(
                 "/v1/cards/\(fixture.cardID)/google-pay/activations", #"{"tokenReference":"x"}"#

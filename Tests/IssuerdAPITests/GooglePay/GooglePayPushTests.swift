@@ -160,7 +160,7 @@ struct GooglePayPushTests {
     }
 
     @Test(
-        "Orange is 403 provisioning_declined and recorded; Visa is 501 visa_push_not_configured; another customer's card is 404"
+        "Orange is 403 provisioning_declined and recorded; Visa is 422 visa_push_not_configured; another customer's card is 404"
     )
     func refusals() throws {
         let app = try Self.app(pgp: nil)
@@ -185,7 +185,7 @@ struct GooglePayPushTests {
             ) == 1)
 
         let visa = try Self.push(app, card: "card-visa", customer: "cust-1", device: Self.phone)
-        #expect(visa.status == 501)
+        #expect(visa.status == 422)
         #expect((visa.jsonObject()?["error"] as? [String: Any])?["code"] as? String == "visa_push_not_configured")
 
         let foreign = try Self.push(app, card: "card-other", customer: "cust-1", device: Self.phone)
@@ -200,14 +200,14 @@ struct GooglePayPushTests {
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 1)
     }
 
-    @Test("Without Mastercard's certificate a Mastercard push is 501 mastercard_push_not_configured")
+    @Test("Without Mastercard's certificate a Mastercard push is 422 mastercard_push_not_configured")
     func mastercardNotConfigured() throws {
         let app = try TestApplication()
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(
             app, "card-mc", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
         let response = try Self.push(app, card: "card-mc", customer: "cust-1", device: Self.phone)
-        #expect(response.status == 501)
+        #expect(response.status == 422)
         #expect(
             (response.jsonObject()?["error"] as? [String: Any])?["code"] as? String == "mastercard_push_not_configured")
     }

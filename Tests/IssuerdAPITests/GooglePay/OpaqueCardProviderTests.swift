@@ -26,13 +26,13 @@ struct OpaqueCardProviderTests {
     }
 
     @Test(
-        "Without providers: Visa and Mastercard are 501 not configured, other networks 422; a plugged-in Visa provider serves"
+        "Without providers: Visa and Mastercard are 422 not configured, as other networks; a plugged-in Visa provider serves"
     )
     func providers() throws {
         let settings = try GooglePaySettings(ConfigurationReader([:]))
         let none = try GooglePayCrypto(settings: settings, tav: nil)
-        #expect(Self.code { try none.provider(network: "visa") }! == (501, "visa_push_not_configured"))
-        #expect(Self.code { try none.provider(network: "mastercard") }! == (501, "mastercard_push_not_configured"))
+        #expect(Self.code { try none.provider(network: "visa") }! == (422, "visa_push_not_configured"))
+        #expect(Self.code { try none.provider(network: "mastercard") }! == (422, "mastercard_push_not_configured"))
         #expect(Self.code { try none.provider(network: "amex") }! == (422, "push_network_unsupported"))
         #expect(none.googleSealer == nil)
 
