@@ -170,15 +170,21 @@ struct MDESFlows {
         let answered = try finish(&record, answer: answer, hits: assessment.decision.hits)
         // The token awaits step-up under its unique reference (Request Activation Methods,
         // Deliver and Validate Activation Code find it there); after its attempt (foreign key).
+        // Its history starts with `created`, as a yellow TSP token's does.
         if decision.flow == .yellow, let tokenReference {
-            try connection.execute(
+            let inserted = try connection.query(
                 """
                 INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, wallet, status, attempt_id,
                                     created_at, updated_at, service)
                 VALUES (\(tokenReference), \(card.cardID), \(deviceID), \(request.tokenRequestorId),
                         \(PostgresJSON(rawJSON: request.tokenWalletJSON)), 'pending_verification', \(attemptID), \(now), \(now), 'mdes')
-                ON CONFLICT (token_reference) DO NOTHING
+                ON CONFLICT (token_reference) DO NOTHING RETURNING token_reference
                 """)
+            if !inserted.isEmpty {
+                try TokenStore.recordEvent(
+                    .created, tokenReference: tokenReference, cardID: card.cardID, source: "mdes", at: now, now: now,
+                    connection: connection)
+            }
         }
         return answered
     }

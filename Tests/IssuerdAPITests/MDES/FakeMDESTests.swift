@@ -135,4 +135,58 @@ struct FakeMDESTests {
         #expect(try fixture.count("SELECT count(*) FROM mdes_suspicious_events") == 1)
         #expect(try fixture.count("SELECT count(*) FROM outbox WHERE kind = 'notify'") == 1)
     }
+
+    /// Runs the fake standalone, as docs/networks.md ("Try it") does; returns the answer's status
+    /// line and JSON.
+    static func cli(_ fixture: MDESFixture, _ arguments: [String]) throws -> (status: String, body: [String: Any]) {
+        guard let python = ProcessInfo.processInfo.environment["ISSUERD_TEST_PYTHON"], !python.isEmpty else {
+            throw FakeMDESError(description: "ISSUERD_TEST_PYTHON is not set: run the tests through scripts/test")
+        }
+        let certificate = fixture.directory.appendingPathComponent("issuer.crt")
+        try Data(fixture.certificatePEM.utf8).write(to: certificate)
+        let output = try ExternalProcess.run(
+            python,
+            [script, "--url", "http://127.0.0.1:\(fixture.app.application.port)", "--cert", certificate.path]
+                + arguments)
+        let text = String(decoding: output.stdout, as: UTF8.self)
+        guard let newline = text.firstIndex(of: "\n") else { throw FakeMDESError(description: "no output: \(text)") }
+        let object = try JSONSerialization.jsonObject(with: Data(text[text.index(after: newline)...].utf8))
+        return (String(text[..<newline]), object as? [String: Any] ?? [:])
+    }
+
+    @Test("Standalone (docs/networks.md, Try it): authorize yellow, methods, deliver, a wrong code, activated, updated")
+    func standalone() throws {
+        let fixture = try MDESFixture()
+        let tur = "DWSPMC000000000000000000000000000000000000000001"
+        let card = ["--pan", MDESFixture.pan, "--expiry", "12/30", "--tur", tur]
+        let help = try ExternalProcess.run(
+            try #require(ProcessInfo.processInfo.environment["ISSUERD_TEST_PYTHON"]), [Self.script, "--help"])
+        #expect(help.status == 0)
+        #expect(String(decoding: help.stdout, as: UTF8.self).contains("Notify Token Updated"))
+
+        let authorized = try Self.cli(fixture, ["authorize"] + card + ["--source", "ACCOUNT_ADDED_MANUALLY"])
+        #expect(authorized.status.hasSuffix("HTTP 200"), "\(authorized)")
+        #expect(authorized.body["decision"] as? String == "REQUIRE_ADDITIONAL_AUTHENTICATION")
+        let methods = try Self.cli(fixture, ["methods"] + card)
+        let sms = try #require(
+            (methods.body["activationMethods"] as? [[String: String]])?.first {
+                $0["type"] == "TEXT_TO_CARDHOLDER_NUMBER"
+            })
+        let delivered = try Self.cli(
+            fixture, ["deliver", "--tur", tur, "--method", "TEXT_TO_CARDHOLDER_NUMBER", "--value", sms["value"] ?? ""])
+        #expect(delivered.status.hasSuffix("HTTP 200"), "\(delivered)")
+        #expect(try fixture.count("SELECT count(*) FROM challenges WHERE token_reference = '\(tur)'") == 1)
+        #expect(
+            try Self.cli(fixture, ["validate", "--tur", tur, "--code", "0"]).body["result"] as? String
+                == "INCORRECT_CODE")
+        #expect(try Self.cli(fixture, ["activated"] + card).status.hasSuffix("HTTP 200"))
+        #expect(
+            try fixture.count(
+                "SELECT count(*) FROM tokens WHERE token_reference = '\(tur)' AND status = 'active' AND wallet ->> 'tokenSuffix' = '0009'"
+            ) == 1)
+        #expect(try Self.cli(fixture, ["updated", "--tur", tur, "--status", "SUSPENDED"]).status.hasSuffix("HTTP 200"))
+        #expect(
+            try fixture.count("SELECT count(*) FROM tokens WHERE token_reference = '\(tur)' AND status = 'suspended'")
+                == 1)
+    }
 }

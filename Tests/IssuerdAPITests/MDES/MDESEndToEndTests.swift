@@ -1,20 +1,25 @@
 import Foundation
 import IssuerdCrypto
+import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
 
-/// The yellow path end to end, MDES played by the fake (Mastercard's library encrypts its
-/// payloads) and the cardholder's code read from the notification webhook.
-@Suite("MDES end to end: yellow, code by webhook, activation, card lost, token updated")
+/// The yellow path end to end over real HTTP and PostgreSQL with the outbox dispatcher running:
+/// MDES played by the fake MDES (Mastercard's library encrypts its payloads), the cardholder's
+/// code read from the notification webhook, and the Customer Service API played by the fake that
+/// checks every signature with Mastercard's signer.
+@Suite("MDES end to end: yellow, code by webhook, activation, card lost, signed suspend, token updated")
 struct MDESEndToEndTests {
     @Test(
-        "Authorize yellow → methods → issuer-made code by webhook (re-sent, same code) → wrong, right → active → lost → NTU"
+        "Authorize yellow → methods → issuer-made code by webhook (re-sent, same code) → wrong, right → active → lost → signed suspend (L) at the Customer Service API → NTU SUSPENDED"
     )
     func yellowToSuspended() throws {
         let receiver = try WebhookReceiver()
+        let csapi = try FakeCustomerServiceAPI()
         var environment = StepUpFlowTests.fastOutbox
+        environment.merge(csapi.environment) { $1 }
         environment["ISSUERD_NOTIFY_PROVIDER"] = "webhook"
         environment["ISSUERD_NOTIFY_WEBHOOK_URL"] = receiver.url + "/notify"
         environment["ISSUERD_NOTIFY_WEBHOOK_SECRET"] = "notify-secret-0123456789"
@@ -89,9 +94,10 @@ struct MDESEndToEndTests {
         #expect(
             try fixture.count("SELECT count(*) FROM tokens WHERE token_reference = '\(tur)' AND status = 'active'") == 1
         )
+        // MDES completed this provisioning itself: nothing goes to its Customer Service API or a TSP.
+        #expect(try fixture.count("SELECT count(*) FROM outbox WHERE kind IN ('mdes_csapi', 'tsp')") == 0)
 
-        // The card is reported lost: issuerd suspends the token (the call to Mastercard's Customer
-        // Service API is not this side's).
+        // The card is reported lost: issuerd suspends the token and tells Mastercard.
         let key = try fixture.app.apiKey(role: .admin)
         let lost = try fixture.app.client.postJSON(
             "/v1/admin/cards/card-1/status", #"{"status":"lost","reason":"cardholder call"}"#,
@@ -100,7 +106,21 @@ struct MDESEndToEndTests {
         #expect(
             try fixture.count("SELECT count(*) FROM tokens WHERE token_reference = '\(tur)' AND status = 'suspended'")
                 == 1)
+        // The suspend reaches the Customer Service API through the outbox, signed (the fake
+        // verified the OAuth signature and body hash with Mastercard's signer), reason L.
+        let seen = try csapi.wait { $0.count >= 1 }
+        try #require(seen.count == 1, "\(seen)")
+        #expect(seen[0]["operation"] as? String == "suspend")
+        #expect(seen[0]["path"] as? String == "/mdes/csapi/v2/token/suspend")
+        CustomerServiceOutboxTests.expectSignedAndValid(seen[0])
+        #expect(seen[0].csapiRequest?["TokenUniqueReference"] as? String == tur)
+        #expect(seen[0].csapiRequest?["ReasonCode"] as? String == "L")
+        #expect(
+            try CustomerServiceOutboxTests.waitFor {
+                try CustomerServiceOutboxTests.outbox(fixture.app, kind: "mdes_csapi").map(\.status) == ["delivered"]
+            })
 
+        // MDES confirms with Notify Token Updated.
         _ = try step(
             "notifyTokenUpdated",
             [
@@ -115,5 +135,14 @@ struct MDESEndToEndTests {
                 "SELECT count(*) FROM audit_log WHERE action = 'token.updated' AND subject = 'token:\(tur)' AND details::jsonb ->> 'suspendedBy' = 'ISSUER'"
             )
                 == 1)
+        // Its history: created by the yellow Authorize Service, activated by the right code,
+        // suspended by the issuer; MDES's activation and confirmation add nothing (no change).
+        let events = try fixture.app.pool.withConnection { connection in
+            try connection.query(
+                "SELECT event, source FROM token_events WHERE token_reference = \(tur) ORDER BY at, recorded_at"
+            ).map { "\(try $0.decode("event", as: String.self))/\(try $0.decode("source", as: String.self))" }
+        }
+        #expect(events == ["created/mdes", "activated/issuer", "suspended/issuer"])
+        #expect(try csapi.requests().count == 1)
     }
 }

@@ -13,8 +13,9 @@ Answers: `Token<Op>Response` by default; a planned answer for a token unique ref
 (POST /_plan {"<TUR>": [{"status": 503, "errors": [{...}]}, ...]}) is used once, in order.
 GET /_requests returns every request seen, with the checks' results.
 
-Usage: fake_csapi.py (--signing-key PEM_FILE | --public-key PEM_FILE) --consumer-key KEY
-Prints "listening <port>" on stdout once ready; stops on SIGTERM or when stdin closes.
+Usage: fake_csapi.py (--signing-key PEM_FILE | --public-key PEM_FILE) --consumer-key KEY [--port N] [--verbose]
+Prints "listening <port>" on stdout once ready; stops on SIGTERM, Ctrl-C or when stdin closes.
+--verbose prints one line per request on stderr (a developer's terminal: docs/networks.md, "Try it").
 """
 import argparse
 import base64
@@ -169,15 +170,22 @@ class Handler(BaseHTTPRequestHandler):
         record["answeredStatus"] = status
         with lock:
             seen.append(record)
+        if self.server.verbose:
+            verdict = record["problem"] or record["schemaProblem"] or "signature and body hash valid"
+            print(f"{operation} {tur} reason {root.get('ReasonCode')}: {verdict} → {status}", file=sys.stderr,
+                  flush=True)
         self.answer(status, payload)
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Fake MDES Customer Service API for tests")
+    parser = argparse.ArgumentParser(description="Fake MDES Customer Service API for tests: checks every "
+                                     "request's OAuth signature with Mastercard's signer library")
     key = parser.add_mutually_exclusive_group(required=True)
     key.add_argument("--signing-key", help="PEM file of the issuer's signing key (only its public half is used)")
     key.add_argument("--public-key", help="PEM file of the signing key's public key (a key kept in an HSM)")
     parser.add_argument("--consumer-key", required=True)
+    parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--verbose", action="store_true", help="one line per request on stderr")
     arguments = parser.parse_args()
     if arguments.public_key:
         with open(arguments.public_key, "rb") as handle:
@@ -185,13 +193,17 @@ def main():
     else:
         with open(arguments.signing_key, "rb") as handle:
             public_key = serialization.load_pem_private_key(handle.read(), password=None).public_key()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", arguments.port), Handler)
     server.daemon_threads = True
     server.public_key = public_key
     server.consumer_key = arguments.consumer_key
+    server.verbose = arguments.verbose
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print("listening", server.server_address[1], flush=True)
-    sys.stdin.read()  # the test closes stdin (or exits) to stop the fake
+    try:
+        sys.stdin.read()  # the test closes stdin (or exits) to stop the fake
+    except KeyboardInterrupt:
+        pass
     server.shutdown()
 
 
