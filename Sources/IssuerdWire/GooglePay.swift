@@ -100,7 +100,8 @@ public struct GooglePayActivationRequest: Codable, Sendable, Equatable {
 public struct GooglePayActivationResponse: Codable, Sendable, Equatable {
     public var result: String
     public var tokenReference: String?
-    /// Why a `declined` was declined: `token_not_found` or `not_awaiting_verification`.
+    /// Why a `declined` was declined: `token_not_found`, `not_awaiting_verification` or
+    /// `app_not_offered` (the risk decision left the issuer app out of the token's step-up methods).
     public var reason: String?
 
     public init(result: String, tokenReference: String?, reason: String? = nil) {

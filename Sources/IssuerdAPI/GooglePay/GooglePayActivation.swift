@@ -26,6 +26,9 @@ struct GooglePayActivation: Sendable {
             return GooglePayActivationResponse(result: "approved", tokenReference: verified.tokenReference)
         } catch let error as HTTPError where error.code == "token_not_found" {
             return GooglePayActivationResponse(result: "declined", tokenReference: nil, reason: "token_not_found")
+        } catch let error as HTTPError where error.code == "activation_method_not_allowed" {
+            return GooglePayActivationResponse(
+                result: "declined", tokenReference: tokenReference, reason: "app_not_offered")
         } catch let error as HTTPError where error.code == "invalid_state" {
             return GooglePayActivationResponse(
                 result: "declined", tokenReference: tokenReference, reason: "not_awaiting_verification")

@@ -62,6 +62,11 @@ struct WalletVerifier: Sendable {
             guard token.status == StepUpToken.awaitingVerification else {
                 throw APIErrors.invalidState("the token is not awaiting verification")
             }
+            // As for codes (ChallengeIssuer): a decision that left the issuer app out of its
+            // step-up methods (a new device, a suspected app takeover) is not overridden by it.
+            if let allowed = token.allowedMethods, !allowed.contains(StepUpMethod.app.rawValue) {
+                throw StepUpError.methodNotAllowed("the risk decision did not offer verification in the issuer app")
+            }
             guard let card = try CardStore.find(token.cardID, connection: connection),
                 let expiration = CardExpiration(card.expiration)
             else {

@@ -44,6 +44,26 @@ struct WalletVerificationTests {
             ).status == 409)
     }
 
+    @Test(
+        "A token whose decision did not offer the issuer app is not activated by it (422), nor by app-to-app (declined)"
+    )
+    func appNotOffered() throws {
+        let app = try TestApplication()
+        let fixture = try StepUpFixture(app, allowedMethods: ["sms", "email"])
+        let headers = ["Authorization": "Bearer \(try app.appToken(customer: fixture.customerID))"]
+        let response = try app.client.postJSON(
+            "/v1/wallet/verifications", #"{"tokenReference":"\#(fixture.tokenReference)"}"#, headers: headers)
+        #expect(response.status == 422)
+        #expect(response.errorEnvelope()?["code"] as? String == "activation_method_not_allowed")
+        let android = try app.client.postJSON(
+            "/v1/cards/\(fixture.cardID)/google-pay/activations",
+            #"{"tokenReference":"\#(fixture.tokenReference)"}"#, headers: headers)
+        #expect(android.status == 200)
+        #expect(android.jsonObject()?["result"] as? String == "declined")
+        #expect(android.jsonObject()?["reason"] as? String == "app_not_offered")
+        #expect(try fixture.tokenStatus(app) == "pending_verification")
+    }
+
     @Test("In-App Verification is rate limited per customer")
     func rateLimited() throws {
         let app = try TestApplication(environment: ["ISSUERD_IAV_MAX_PER_HOUR": "2"])
