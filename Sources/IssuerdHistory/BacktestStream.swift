@@ -1,0 +1,178 @@
+import Foundation
+import IssuerdPostgres
+import IssuerdRisk
+
+/// A backtest that reads its window in time order, one slice at a time, in one snapshot, and
+/// keeps of it only the tallies (``Backtest/Accumulator``) and the velocity history the rules'
+/// longest windows can still reach (``SlidingVelocity``): its memory is bounded by one slice's
+/// attempts and the keys active within those windows, not by the length of the window.
+///
+/// Before the window, the history of every (event kind, key) some query reads is fed by time,
+/// as far back as that group's longest window; then each slice: the other events of its time
+/// range, its attempts (read, parsed and sorted as ``BacktestHistory`` reads a window, through
+/// the ``BacktestWindowCache`` when there is one), which are replayed on every core and then
+/// join the history. A slice covers about ``targetRows`` attempts, its length set from the rate
+/// of the one before (between a minute and a day, on hour boundaries from an hour up).
+package struct BacktestStream {
+    /// Attempts a slice aims at.
+    package static let targetRows = 60_000
+
+    /// Streams `[since, until)` through `accumulator`.
+    ///
+    /// - Parameters:
+    ///   - queries: Every velocity query of the two rulesets.
+    ///   - useRecorded: Take the values attempts recorded; false counts every value.
+    ///   - limit: The most attempts; past it ``BacktestHistory/TooMany`` (counted over the window).
+    ///   - changed: Given each slice's changed attempts (the accumulator must collect them).
+    ///   - cancelled: Checked between slices and history pages; true throws ``HistoryBacktest/Cancelled``.
+    /// - Throws: ``PostgresError``, ``BacktestHistory/BadAttempt``, ``BacktestHistory/TooMany``,
+    ///   ``HistoryBacktest/Cancelled``.
+    package static func run(
+        since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int,
+        accumulator: inout Backtest.Accumulator, connections: [PostgresConnection], cache: BacktestWindowCache?,
+        now: Date, changed: (([HistoryBacktest.ChangedRow]) -> Void)?, cancelled: () -> Bool,
+        progress: (HistoryBacktest.Progress) -> Void,
+        log: (String) -> Void
+    ) throws {
+        var velocity = SlidingVelocity(queries: queries)
+        let names = queries.contains { $0.metric == .distinctNames }
+        // The history before the window, each kind from its groups' longest window.
+        for kind in VelocityEvent.Kind.allCases {
+            let lookback = queries.filter { $0.metric.eventKind == kind }.map(\.windowSeconds).max() ?? 0
+            guard lookback > 0 else { continue }
+            var rows = 0
+            try readEvents(
+                kind: kind, names: names, from: since.addingTimeInterval(-Double(lookback)), to: since,
+                connection: connections[0]
+            ) { event in
+                velocity.add(event)
+                rows += 1
+                return rows % 50_000 != 0 || !cancelled()
+            }
+            if cancelled() { throw HistoryBacktest.Cancelled() }
+            log("backtest: \(rows) \(kind.rawValue) history rows before the window")
+        }
+        let span = max(until.timeIntervalSince(since), 1)
+        var start = since
+        var length: TimeInterval = 3_600
+        var total = 0
+        while start < until {
+            if cancelled() { throw HistoryBacktest.Cancelled() }
+            let end = sliceEnd(from: start, length: length, until: until)
+            velocity.evict(before: start)
+            for kind in VelocityEvent.Kind.allCases where kind != .attempt {
+                guard VelocityKey.allCases.contains(where: { velocity.reads(kind, by: $0) }) else { continue }
+                try readEvents(kind: kind, names: false, from: start, to: end, connection: connections[0]) { event in
+                    velocity.add(event)
+                    return true
+                }
+            }
+            var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
+            let window = try BacktestHistory.readAttempts(
+                since: start, until: end, recorded: &recorded, useRecorded: useRecorded, limit: limit - total,
+                connections: connections, cache: useRecorded ? cache : nil, now: now, progress: { _ in })
+            // The slice's attempts join the history first: a value as of an attempt counts only
+            // what is strictly earlier, so the later ones of the slice are not counted.
+            if !velocity.attemptKeys.isEmpty {
+                for row in window.attempts.indices {
+                    velocity.add(
+                        VelocityEvent(
+                            kind: .attempt, time: window.attempts[row].time,
+                            cardID: window.attempts[row].subject.cardID,
+                            deviceID: window.attempts[row].subject.deviceID,
+                            customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row]))
+                }
+            }
+            let changes = accumulator.add(
+                window.attempts, window.attempts.indices, recorded: useRecorded ? recorded : nil, history: velocity)
+            if let changed, !changes.isEmpty {
+                changed(try details(of: changes, connection: connections[0]))
+            }
+            total += window.attempts.count
+            let rate = Double(window.attempts.count) / max(end.timeIntervalSince(start), 1)
+            length = min(86_400, max(60, Double(targetRows) / max(rate, 1e-9)))
+            start = end
+            progress(
+                HistoryBacktest.Progress(
+                    replayed: total, through: end, fraction: min(1, end.timeIntervalSince(since) / span),
+                    historyEvents: velocity.eventCount, historyKeys: velocity.keyCount))
+        }
+    }
+
+    /// The end of the slice from `start` of about `length` seconds: on an hour boundary when it
+    /// is an hour or more (kept hours are whole), never past `until`.
+    static func sliceEnd(from start: Date, length: TimeInterval, until: Date) -> Date {
+        var end = start.addingTimeInterval(length)
+        if length >= 3_600 {
+            let hour = (end.timeIntervalSince1970 / 3_600).rounded(.down) * 3_600
+            if hour > start.timeIntervalSince1970 { end = Date(timeIntervalSince1970: hour) }
+        }
+        return min(end, until)
+    }
+
+    /// The channel column and the card's last four digits of each changed attempt (one query).
+    private static func details(
+        of changes: [Backtest.ChangedAttempt], connection: PostgresConnection
+    ) throws -> [HistoryBacktest.ChangedRow] {
+        let ids = changes.map(\.attemptID)
+        var found: [String: (channel: String, lastFour: String?)] = [:]
+        for row in try connection.query(
+            """
+            SELECT a.attempt_id::text AS id, a.channel, c.last_four
+            FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
+            WHERE a.attempt_id = ANY(\(ids)::uuid[])
+            """)
+        {
+            found[try row.decode("id")] = (try row.decode("channel"), try row.decode("last_four"))
+        }
+        return changes.map { change in
+            let stored = found[change.attemptID.lowercased()]
+            return HistoryBacktest.ChangedRow(change: change, channel: stored?.channel, lastFour: stored?.lastFour)
+        }
+    }
+
+    /// The events of `kind` in `[start, end)`, by time alone, each with every key it carries
+    /// (as ``HistoryExport`` defines them: a failure has no device; a token deletion's card is its
+    /// own or its token's, its device the token's, its customer the card's). Attempts come
+    /// through the `attempts_time_keys` index (sql/0017), with their cardholder name hash only
+    /// with `names`; failures and deletions through their time indexes (sql/0024).
+    static func readEvents(
+        kind: VelocityEvent.Kind, names: Bool, from start: Date, to end: Date, connection: PostgresConnection,
+        event: (VelocityEvent) -> Bool
+    ) throws {
+        let query: PostgresQuery
+        switch kind {
+        case .attempt:
+            query = """
+                DECLARE issuerd_backtest_events NO SCROLL CURSOR FOR
+                SELECT a.created_at, a.card_id, a.device_id, a.customer_id,
+                       \(unsafeSQL: names ? "a.cardholder_name_hash" : "NULL::text")
+                FROM provisioning_attempts a
+                WHERE a.created_at >= \(start) AND a.created_at < \(end) AND \(unsafeSQL: BacktestHistory.timeKeysPredicate)
+                """
+        case .otpFailure, .stepUpFailure:
+            let kinds = kind == .otpFailure ? ["wrong_code"] : ["locked", "expired"]
+            query = """
+                DECLARE issuerd_backtest_events NO SCROLL CURSOR FOR
+                SELECT f.at, f.card_id, NULL::text, f.customer_id, NULL::text
+                FROM challenge_failures f
+                WHERE f.at >= \(start) AND f.at < \(end) AND f.kind = ANY(\(kinds))
+                """
+        case .tokenDeletion:
+            query = """
+                DECLARE issuerd_backtest_events NO SCROLL CURSOR FOR
+                SELECT e.at, coalesce(e.card_id, t.card_id), t.device_id, c.customer_id, NULL::text
+                FROM token_events e
+                LEFT JOIN tokens t ON t.token_reference = e.token_reference
+                LEFT JOIN cards c ON c.card_id = coalesce(e.card_id, t.card_id)
+                WHERE e.event = 'deleted' AND e.at >= \(start) AND e.at < \(end)
+                """
+        }
+        try BacktestHistory.stream(query, cursor: "issuerd_backtest_events", connection: connection) { row in
+            event(
+                VelocityEvent(
+                    kind: kind, time: try row.decode(0), cardID: try row.decode(1), deviceID: try row.decode(2),
+                    customerID: try row.decode(3), cardholderName: try row.decode(4)))
+        }
+    }
+}
