@@ -53,6 +53,10 @@ package struct BacktestStream {
             log("backtest: \(rows) \(kind.rawValue) history rows before the window")
         }
         let span = max(until.timeIntervalSince(since), 1)
+        // Kept hours only for a window the cache keeps whole (a window over years, of few attempts,
+        // is read as without a cache and does not fill it with empty hours).
+        let cache = BacktestWindowCache.keptHours(since: since, until: until, now: now) == nil ? nil : cache
+        var hours = (kept: 0, all: 0, counted: false)
         var start = since
         var length: TimeInterval = 3_600
         var total = 0
@@ -70,7 +74,8 @@ package struct BacktestStream {
             var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
             let window = try BacktestHistory.readAttempts(
                 since: start, until: end, recorded: &recorded, useRecorded: useRecorded, limit: limit - total,
-                connections: connections, cache: useRecorded ? cache : nil, now: now, progress: { _ in })
+                connections: connections, cache: useRecorded ? cache : nil, now: now, progress: { _ in },
+                hours: { kept, read in hours = (hours.kept + kept, hours.all + kept + read, true) })
             // The slice's attempts join the history first: a value as of an attempt counts only
             // what is strictly earlier, so the later ones of the slice are not counted.
             if !velocity.attemptKeys.isEmpty {
@@ -92,6 +97,9 @@ package struct BacktestStream {
             let rate = Double(window.attempts.count) / max(end.timeIntervalSince(start), 1)
             length = min(86_400, max(60, Double(targetRows) / max(rate, 1e-9)))
             start = end
+            if end >= until, hours.counted {
+                log("backtest: \(hours.kept) of \(hours.all) complete hours already parsed")
+            }
             progress(
                 HistoryBacktest.Progress(
                     replayed: total, through: end, fraction: min(1, end.timeIntervalSince(since) / span),
