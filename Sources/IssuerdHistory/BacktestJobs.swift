@@ -170,7 +170,8 @@ package final class BacktestJobs: Sendable {
             failure = .init(code: "backtest_failed", message: error.description)
         } catch {
             logger.error("backtest job failed", ["job": "\(id)", "error": "\(error)"])
-            failure = .init(code: "backtest_failed", message: "the backtest failed; the server log says why (job \(id))")
+            failure = .init(
+                code: "backtest_failed", message: "the backtest failed; the server log says why (job \(id))")
         }
         jobs.withLock { jobs in
             jobs[id]?.state = state

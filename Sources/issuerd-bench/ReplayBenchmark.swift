@@ -71,7 +71,8 @@ enum ReplayBenchmark {
         var recorded = RecordedVelocity(queries: queries)
         recorded.reserveCapacity(rows: count)
         let start = Date(timeIntervalSince1970: 1_740_787_200)
-        let channels: [RequestChannel] = [.inApp, .inApp, .inApp, .inApp, .inApp, .walletExtension, .walletExtension]
+        let channels: [RequestChannel] =
+            [.inApp, .inApp, .inApp, .inApp, .inApp, .walletExtension, .walletExtension]
             + [.tsp, .tsp, .tsp]
         let networks: [CardNetwork] = [.visa, .mastercard, .amex, .discover]
         var row: [Int?] = []

@@ -4,7 +4,9 @@ import Testing
 
 /// The export of changed attempts is safe to open in a spreadsheet and never holds a card number.
 struct ChangedAttemptsCSVTests {
-    static func change(id: String = "6f1c2a4e-0b7d-4c55-9a51-3c9d2f0e8b11", current: [String], candidate: [String])
+    static func change(
+        id: String = "6f1c2a4e-0b7d-4c55-9a51-3c9d2f0e8b11", current: [String], candidate: [String]
+    )
         -> Backtest.ChangedAttempt
     {
         Backtest.ChangedAttempt(
@@ -46,8 +48,10 @@ struct ChangedAttemptsCSVTests {
 
     @Test(
         "No cell holds a full card number, whatever separates its digits",
-        arguments: ["4111111111111111", "4111 1111 1111 1111", "4111-1111-1111-1111", "pan 4111.1111.1111.1111 here",
-                    "５５５５５５５５５５５５４４４４"])
+        arguments: [
+            "4111111111111111", "4111 1111 1111 1111", "4111-1111-1111-1111", "pan 4111.1111.1111.1111 here",
+            "５５５５５５５５５５５５４４４４",
+        ])
     func cardNumbersRemoved(_ text: String) {
         #expect(ChangedAttemptsCSV.cell(text) == ChangedAttemptsCSV.removed)
         let line = ChangedAttemptsCSV.line(
@@ -63,7 +67,8 @@ struct ChangedAttemptsCSVTests {
         }
         #expect(ChangedAttemptsCSV.line(Self.change(current: [], candidate: []), lastFour: "0042").contains(",0042,"))
         // Not card numbers: an attempt id, a time, short digit runs.
-        #expect(ChangedAttemptsCSV.cell("6f1c2a4e-0b7d-4c55-9a51-3c9d2f0e8b11") == "6f1c2a4e-0b7d-4c55-9a51-3c9d2f0e8b11")
+        #expect(
+            ChangedAttemptsCSV.cell("6f1c2a4e-0b7d-4c55-9a51-3c9d2f0e8b11") == "6f1c2a4e-0b7d-4c55-9a51-3c9d2f0e8b11")
         #expect(ChangedAttemptsCSV.cell("2025-03-01T10:10:00.500Z") == "2025-03-01T10:10:00.500Z")
     }
 
@@ -71,6 +76,7 @@ struct ChangedAttemptsCSVTests {
         #expect(ChangedAttemptsCSV.timestamp(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
         #expect(ChangedAttemptsCSV.timestamp(Date(timeIntervalSince1970: 951_782_400)) == "2000-02-29T00:00:00.000Z")
         #expect(ChangedAttemptsCSV.timestamp(Date(timeIntervalSince1970: -1.5)) == "1969-12-31T23:59:58.500Z")
-        #expect(ChangedAttemptsCSV.timestamp(Date(timeIntervalSince1970: 4_102_444_799.999)) == "2099-12-31T23:59:59.999Z")
+        #expect(
+            ChangedAttemptsCSV.timestamp(Date(timeIntervalSince1970: 4_102_444_799.999)) == "2099-12-31T23:59:59.999Z")
     }
 }

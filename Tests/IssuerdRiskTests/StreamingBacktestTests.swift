@@ -40,7 +40,8 @@ struct StreamingBacktestTests {
             // Whole seconds, often equal: attempts at the same time do not count each other.
             time = time.addingTimeInterval(Double(Int.random(in: 0...240, using: &random)))
             let card = "c\(Int.random(in: 0..<60, using: &random))"
-            let device = Int.random(in: 0..<10, using: &random) == 0 ? nil : "d\(Int.random(in: 0..<25, using: &random))"
+            let device =
+                Int.random(in: 0..<10, using: &random) == 0 ? nil : "d\(Int.random(in: 0..<25, using: &random))"
             let customer = "u\(Int.random(in: 0..<30, using: &random))"
             let name = ["JANE DOE", "jane  doe", "JOHN ROE", "MALLORY"].randomElement(using: &random)
             names.append(name)
@@ -58,9 +59,19 @@ struct StreamingBacktestTests {
                     kind: .attempt, time: time, cardID: card, deviceID: device, customerID: customer,
                     cardholderName: name))
             switch Int.random(in: 0..<20, using: &random) {
-            case 0: events.append(VelocityEvent(kind: .otpFailure, time: time.addingTimeInterval(30), cardID: card, customerID: customer))
-            case 1: events.append(VelocityEvent(kind: .stepUpFailure, time: time.addingTimeInterval(45), cardID: card, customerID: customer))
-            case 2: events.append(VelocityEvent(kind: .tokenDeletion, time: time.addingTimeInterval(60), cardID: card, deviceID: device, customerID: customer))
+            case 0:
+                events.append(
+                    VelocityEvent(
+                        kind: .otpFailure, time: time.addingTimeInterval(30), cardID: card, customerID: customer))
+            case 1:
+                events.append(
+                    VelocityEvent(
+                        kind: .stepUpFailure, time: time.addingTimeInterval(45), cardID: card, customerID: customer))
+            case 2:
+                events.append(
+                    VelocityEvent(
+                        kind: .tokenDeletion, time: time.addingTimeInterval(60), cardID: card, deviceID: device,
+                        customerID: customer))
             default: break
             }
         }
@@ -146,7 +157,8 @@ struct StreamingBacktestTests {
 
     @Test(
         "Streamed in slices, velocity evicted as it goes, the report is the in-memory replay's",
-        arguments: [(UInt64(1), 600.0), (UInt64(2), 3_600.0), (UInt64(3), 86_400.0), (UInt64(4), 604_800.0)] as [(UInt64, Double)])
+        arguments: [(UInt64(1), 600.0), (UInt64(2), 3_600.0), (UInt64(3), 86_400.0), (UInt64(4), 604_800.0)]
+            as [(UInt64, Double)])
     func streamedEqualsHeld(seed: UInt64, slice: TimeInterval) throws {
         let current = try compileRules(Self.current)
         let candidate = try compileRules(Self.candidate)
@@ -228,7 +240,9 @@ struct StreamingBacktestTests {
     @Test("Evicting keeps exactly the window's events and drops ids left empty")
     func evictKeepsTheWindow() {
         let query = VelocityQuery(metric: .attempts, key: .card, windowSeconds: 3_600)
-        var velocity = SlidingVelocity(queries: [query, VelocityQuery(metric: .attempts, key: .card, windowSeconds: 600)])
+        var velocity = SlidingVelocity(queries: [
+            query, VelocityQuery(metric: .attempts, key: .card, windowSeconds: 600),
+        ])
         for minute in [0, 10, 50, 70, 130] {
             velocity.add(
                 VelocityEvent(kind: .attempt, time: Self.start.addingTimeInterval(Double(minute * 60)), cardID: "c1"))

@@ -143,7 +143,8 @@ enum RulesRoutes {
             let files = try body.candidateFiles(over: try context.rules.loader.files())
             return try RulesetCompiler.compile(files, contentHasher: RulesetVersioning.sha256)
         } catch let error as RulesetError {
-            let failure = RulesetFailureView(at: context.now, message: error.description, diagnostics: error.diagnostics)
+            let failure = RulesetFailureView(
+                at: context.now, message: error.description, diagnostics: error.diagnostics)
             throw rulesetInvalid(failure, message: "the candidate rules do not compile")
         }
     }

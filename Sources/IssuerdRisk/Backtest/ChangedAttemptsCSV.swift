@@ -31,7 +31,8 @@ public enum ChangedAttemptsCSV {
     public static func line(_ change: Backtest.ChangedAttempt, channel: String? = nil, lastFour: String?) -> String {
         let four = lastFour.flatMap { $0.utf8.count == 4 && $0.utf8.allSatisfy { (48...57).contains($0) } ? $0 : nil }
         var rules: [String] = []
-        rules.append("candidate: " + (change.candidateOnly.isEmpty ? "-" : change.candidateOnly.joined(separator: ", ")))
+        rules.append(
+            "candidate: " + (change.candidateOnly.isEmpty ? "-" : change.candidateOnly.joined(separator: ", ")))
         rules.append("current: " + (change.currentOnly.isEmpty ? "-" : change.currentOnly.joined(separator: ", ")))
         return line([
             change.attemptID, timestamp(change.time), channel ?? change.channel ?? "", four ?? "",
