@@ -63,7 +63,7 @@ package struct BacktestStream {
         while start < until {
             if cancelled() { throw HistoryBacktest.Cancelled() }
             let end = sliceEnd(from: start, length: length, until: until)
-            velocity.evict(before: start)
+            velocity.evict(before: start, slack: 0.125)
             for kind in VelocityEvent.Kind.allCases where kind != .attempt {
                 guard VelocityKey.allCases.contains(where: { velocity.reads(kind, by: $0) }) else { continue }
                 try readEvents(kind: kind, names: false, from: start, to: end, connection: connections[0]) { event in

@@ -260,6 +260,12 @@ struct StreamingBacktestTests {
         #expect(velocity.value(of: query, subject: subject, at: Self.start.addingTimeInterval(131 * 60)) == 1)
         #expect(velocity.value(of: query, subject: VelocitySubject(cardID: "c2"), at: Self.start) == 0)
         #expect(velocity.value(of: query, subject: VelocitySubject(), at: Self.start) == nil)
+        // With slack, a sweep waits until the window has moved on by that share of its length.
+        var slack = velocity
+        slack.evict(before: Self.start.addingTimeInterval(120 * 60), slack: 0.5)
+        #expect(slack.eventCount == 3, "5 minutes on: not swept")
+        slack.evict(before: Self.start.addingTimeInterval(150 * 60), slack: 0.5)
+        #expect(slack.eventCount == 1, "35 minutes on: swept, 65 and 70 of c1 dropped; 130 kept")
         #expect(velocity.lookbackSeconds == 3_600)
         #expect(!velocity.reads(.otpFailure, by: .card))
         velocity.add(VelocityEvent(kind: .otpFailure, time: Self.start, cardID: "c1"))

@@ -14,6 +14,8 @@ public struct SlidingVelocity: Sendable {
     private struct Group: Sendable {
         /// The longest window of the group's queries: older events are never read again.
         var horizon: Double
+        /// The oldest time kept at the last eviction.
+        var evictedThrough = -Double.infinity
         var entries: [String: [Entry]] = [:]
         /// Events held.
         var count = 0
@@ -102,13 +104,22 @@ public struct SlidingVelocity: Sendable {
 
     /// Drops every event no value asked as of `time` or later can count (older than its group's
     /// longest window), and every id left without events.
-    public mutating func evict(before time: Date) {
+    ///
+    /// - Parameter slack: A group is swept only once its window has moved on by this share of
+    ///   its length since its last sweep (every id is visited: sweeping a month-long window's
+    ///   ids for every slice of a few hours cost more than the events it dropped); 0 sweeps
+    ///   every time. Events held stay within `1 + slack` windows.
+    public mutating func evict(before time: Date, slack: Double = 0) {
         let now = time.timeIntervalSince1970
         for index in groups.indices {
+            guard let horizon = groups[index]?.horizon,
+                now - horizon - groups[index]!.evictedThrough >= slack * horizon
+            else { continue }
             // Taken out while it changes, so its arrays are not shared (and copied) on write.
-            guard var group = groups[index] else { continue }
+            var group = groups[index]!
             groups[index] = nil
             let oldest = now - group.horizon
+            group.evictedThrough = oldest
             var empty: [String] = []
             var position = group.entries.values.startIndex
             while position != group.entries.values.endIndex {
