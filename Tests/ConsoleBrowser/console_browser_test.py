@@ -375,8 +375,8 @@ def test_backtest(c):
         channel = sql("SELECT channel FROM provisioning_attempts WHERE attempt_id = '%s'" % row.get_attribute("data-attempt"))
         check((row.get_attribute("data-after") == "orange") == (channel == "tsp"), "an example's new flow is orange exactly when it is a TSP attempt")
     c.driver.save_screenshot(os.path.join(SHOTS, "console-backtest.png"))
-    # The run was a job with a progress bar; its changed attempts download as CSV: every line a
-    # TSP attempt turned orange, the card by its last four, no card number anywhere.
+    # The run was a job with a progress bar; its changed attempts download as CSV: a line's new
+    # flow is orange exactly when it is a TSP attempt, the card by its last four, no card number.
     changed = int(c.css("#changed").get_attribute("data-count"))
     link = c.css("#changed-csv")
     check(link.get_attribute("download") == "backtest-changed.csv", "the CSV is a download")
@@ -387,8 +387,8 @@ def test_backtest(c):
     check(len(lines) == changed + 1, "one line per changed attempt: %d lines, %d changed" % (len(lines) - 1, changed))
     for line in lines[1:]:
         cells = line.split(",")
-        check(cells[2] == "tsp" and cells[5] == "orange" and re.fullmatch(r"[0-9]{4}", cells[3]),
-              "a changed attempt is a TSP one turned orange, with the card's last four: " + line)
+        check((cells[5] == "orange") == (cells[2] == "tsp") and re.fullmatch(r"[0-9]{4}", cells[3]),
+              "a changed attempt turns orange exactly when it is a TSP one, with the card's last four: " + line)
         last_four = sql("SELECT c.last_four FROM provisioning_attempts a JOIN cards c USING (card_id) WHERE a.attempt_id = '%s'" % cells[0])
         check(cells[3] == last_four, "the last four are the card's: " + line)
         check(not re.search(r"\d(?:[ .-]?\d){11}", ",".join(cells[1:])), "no card number in a line: " + line)
