@@ -7,11 +7,12 @@ import IssuerdRisk
 /// longest windows can still reach (``SlidingVelocity``): its memory is bounded by one slice's
 /// attempts and the keys active within those windows, not by the length of the window.
 ///
-/// Before the window, the history of every (event kind, key) some query reads is fed by time,
-/// as far back as that group's longest window; then each slice: the other events of its time
-/// range, its attempts (read, parsed and sorted as ``BacktestHistory`` reads a window, through
-/// the ``BacktestWindowCache`` when there is one), which are replayed on every core and then
-/// join the history. A slice covers about ``targetRows`` attempts, its length set from the rate
+/// Each slice: its attempts (read, parsed and sorted as ``BacktestHistory`` reads a window,
+/// through the ``BacktestWindowCache`` when there is one); for a query some of them did not
+/// record a value for, and whose history is not kept yet, the history of its (event kind, key)
+/// over its window before the slice, read by time, kept from then on; the other events of the
+/// slice's time range; then the attempts join the history and are replayed on every core. When
+/// every attempt recorded every value, no history is read or kept. A slice covers about ``targetRows`` attempts, its length set from the rate
 /// of the one before (between a minute and a day, on hour boundaries from an hour up).
 package struct BacktestStream {
     /// Attempts a slice aims at.
@@ -34,24 +35,11 @@ package struct BacktestStream {
         progress: (HistoryBacktest.Progress) -> Void,
         log: (String) -> Void
     ) throws {
-        var velocity = SlidingVelocity(queries: queries)
+        // Velocity history is kept only for the queries some attempt did not record a value for,
+        // from the slice where the first such attempt is: that group's window before the slice is
+        // read then (by time, in the same snapshot), and the group is kept from there on.
+        var velocity = SlidingVelocity(queries: [])
         let names = queries.contains { $0.metric == .distinctNames }
-        // The history before the window, each kind from its groups' longest window.
-        for kind in VelocityEvent.Kind.allCases {
-            let lookback = queries.filter { $0.metric.eventKind == kind }.map(\.windowSeconds).max() ?? 0
-            guard lookback > 0 else { continue }
-            var rows = 0
-            try readEvents(
-                kind: kind, names: names, from: since.addingTimeInterval(-Double(lookback)), to: since,
-                connection: connections[0]
-            ) { event in
-                velocity.add(event)
-                rows += 1
-                return rows % 50_000 != 0 || !cancelled()
-            }
-            if cancelled() { throw HistoryBacktest.Cancelled() }
-            log("backtest: \(rows) \(kind.rawValue) history rows before the window")
-        }
         let span = max(until.timeIntervalSince(since), 1)
         // Kept hours only for a window the cache keeps whole (a window over years, of few attempts,
         // is read as without a cache and does not fill it with empty hours).
@@ -64,6 +52,37 @@ package struct BacktestStream {
             if cancelled() { throw HistoryBacktest.Cancelled() }
             let end = sliceEnd(from: start, length: length, until: until)
             velocity.evict(before: start, slack: 0.125)
+            var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
+            let window = try BacktestHistory.readAttempts(
+                since: start, until: end, recorded: &recorded, useRecorded: useRecorded, limit: limit - total,
+                connections: connections, cache: useRecorded ? cache : nil, now: now, progress: { _ in },
+                hours: { kept, read in hours = (hours.kept + kept, hours.all + kept + read, true) })
+            let missing = queries.enumerated().filter { column, query in
+                !velocity.counts(query)
+                    && window.attempts.indices.contains { row in
+                        window.attempts[row].subject.id(for: query.key) != nil
+                            && (!useRecorded || recorded.value(row: row, column: column) == nil)
+                    }
+            }.map(\.element)
+            // Each kind's new groups fed from one read by time, as far back as the longest of them.
+            let reset = velocity.include(missing)
+            for kind in VelocityEvent.Kind.allCases {
+                let groups = reset.filter { $0.kind == kind }
+                guard let seconds = groups.map(\.seconds).max() else { continue }
+                var rows = 0
+                try readEvents(
+                    kind: kind, names: names && kind == .attempt, from: start.addingTimeInterval(-Double(seconds)),
+                    to: start, connection: connections[0]
+                ) { event in
+                    for group in groups { velocity.add(event, under: group.key) }
+                    rows += 1
+                    return rows % 50_000 != 0 || !cancelled()
+                }
+                if cancelled() { throw HistoryBacktest.Cancelled() }
+                log(
+                    "backtest: \(rows) \(kind.rawValue) history rows by \(groups.map(\.key.rawValue).joined(separator: ", "))"
+                        + " for values not recorded, \(seconds) s before \(ChangedAttemptsCSV.timestamp(start))")
+            }
             for kind in VelocityEvent.Kind.allCases where kind != .attempt {
                 guard VelocityKey.allCases.contains(where: { velocity.reads(kind, by: $0) }) else { continue }
                 try readEvents(kind: kind, names: false, from: start, to: end, connection: connections[0]) { event in
@@ -71,11 +90,6 @@ package struct BacktestStream {
                     return true
                 }
             }
-            var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
-            let window = try BacktestHistory.readAttempts(
-                since: start, until: end, recorded: &recorded, useRecorded: useRecorded, limit: limit - total,
-                connections: connections, cache: useRecorded ? cache : nil, now: now, progress: { _ in },
-                hours: { kept, read in hours = (hours.kept + kept, hours.all + kept + read, true) })
             // The slice's attempts join the history first: a value as of an attempt counts only
             // what is strictly earlier, so the later ones of the slice are not counted.
             if !velocity.attemptKeys.isEmpty {

@@ -29,28 +29,58 @@ public struct SlidingVelocity: Sendable {
 
     /// Groups by ``index(_:_:)``; nil for a group no query reads.
     private var groups: [Group?]
-    /// Whether any query reads attempts by each key (``VelocityKey`` order).
-    public let attemptKeys: [VelocityKey]
+    /// The keys some query reads attempts by.
+    public private(set) var attemptKeys: [VelocityKey]
     /// The longest window of any query, in seconds: how far back history must be fed.
-    public let lookbackSeconds: Int
+    public private(set) var lookbackSeconds: Int
 
     private static let keys = VelocityKey.allCases
 
     /// State for `queries` (the rulesets' velocity queries, each kept for its group's longest window).
     public init(queries: [VelocityQuery]) {
-        var groups = [Group?](repeating: nil, count: 4 * 3)
+        groups = [Group?](repeating: nil, count: 4 * 3)
+        attemptKeys = []
+        lookbackSeconds = 0
+        _ = include(queries)
+    }
+
+    /// One (kind, key) group and the window it keeps.
+    public struct GroupWindow: Sendable, Equatable {
+        public var kind: VelocityEvent.Kind
+        public var key: VelocityKey
+        public var seconds: Int
+
+        /// Creates the value from every stored property.
+        public init(kind: VelocityEvent.Kind, key: VelocityKey, seconds: Int) {
+            self.kind = kind
+            self.key = key
+            self.seconds = seconds
+        }
+    }
+
+    /// Keeps history for `queries` too, from now on.
+    ///
+    /// - Returns: The groups that start empty (new ones, and those whose window grows: their
+    ///   events are dropped, since older ones were evicted): feed each the history of its window
+    ///   before the next values asked, under its key only (``add(_:under:)``).
+    public mutating func include(_ queries: [VelocityQuery]) -> [GroupWindow] {
+        var reset: [GroupWindow] = []
         for query in queries {
             let index = Self.index(query.metric.eventKind, query.key)
             let horizon = Double(query.windowSeconds)
-            if groups[index] == nil {
-                groups[index] = Group(horizon: horizon)
-            } else if groups[index]!.horizon < horizon {
-                groups[index]!.horizon = horizon
-            }
+            if let group = groups[index], group.horizon >= horizon { continue }
+            groups[index] = Group(horizon: horizon)
+            reset.removeAll { $0.kind == query.metric.eventKind && $0.key == query.key }
+            reset.append(GroupWindow(kind: query.metric.eventKind, key: query.key, seconds: query.windowSeconds))
         }
-        self.groups = groups
         attemptKeys = Self.keys.filter { groups[Self.index(.attempt, $0)] != nil }
-        lookbackSeconds = queries.map(\.windowSeconds).max() ?? 0
+        lookbackSeconds = max(lookbackSeconds, queries.map(\.windowSeconds).max() ?? 0)
+        return reset
+    }
+
+    /// Whether values of `query` are counted here (its group is kept for at least its window).
+    public func counts(_ query: VelocityQuery) -> Bool {
+        (groups[Self.index(query.metric.eventKind, query.key)]?.horizon ?? -1) >= Double(query.windowSeconds)
     }
 
     private static func index(_ kind: VelocityEvent.Kind, _ key: VelocityKey) -> Int {

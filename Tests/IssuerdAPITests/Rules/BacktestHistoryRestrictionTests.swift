@@ -189,8 +189,13 @@ struct BacktestHistoryRestrictionTests {
         #expect(
             lines.first == "backtest: reading on \(readers) connection\(readers == 1 ? "" : "s") in one snapshot",
             "\(lines)")
-        // The attempt history read by time: the six attempts at −900…−400 before the window.
-        #expect(lines.contains("backtest: 6 attempt history rows before the window"), "\(lines)")
+        // The attempt history read by time, once for every key (no attempt recorded a value): the
+        // six attempts at −900…−400 before the window.
+        #expect(
+            lines.contains {
+                $0.hasPrefix("backtest: 6 attempt history rows by ") && $0.contains("for values not recorded")
+                    && ["card", "device", "customer"].allSatisfy($0.contains)
+            }, "\(lines)")
         guard case .report(let restricted, let export) = outcome else {
             Issue.record("unexpected \(outcome)")
             return
