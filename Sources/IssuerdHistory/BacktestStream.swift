@@ -45,6 +45,7 @@ package struct BacktestStream {
         // is read as without a cache and does not fill it with empty hours).
         let cache = BacktestWindowCache.keptHours(since: since, until: until, now: now) == nil ? nil : cache
         var hours = (kept: 0, all: 0, counted: false)
+        var attemptCoverage: [VelocityKey: Coverage] = [:]
         var start = since
         var length: TimeInterval = 3_600
         var total = 0
@@ -64,15 +65,20 @@ package struct BacktestStream {
                             && (!useRecorded || recorded.value(row: row, column: column) == nil)
                     }
             }.map(\.element)
-            // Each kind's new groups fed from one read by time, as far back as the longest of them.
             let reset = velocity.include(missing)
-            for kind in VelocityEvent.Kind.allCases {
+            // Attempt groups start covering every id from this slice on; an id's earlier attempts
+            // are read when an attempt of it needs them (below). The other kinds' new groups are
+            // fed their window before the slice at once, by time (their tables are small).
+            for group in reset where group.kind == .attempt {
+                attemptCoverage[group.key] = Coverage(from: start, seconds: group.seconds)
+            }
+            for kind in VelocityEvent.Kind.allCases where kind != .attempt {
                 let groups = reset.filter { $0.kind == kind }
                 guard let seconds = groups.map(\.seconds).max() else { continue }
                 var rows = 0
                 try readEvents(
-                    kind: kind, names: names && kind == .attempt, from: start.addingTimeInterval(-Double(seconds)),
-                    to: start, connection: connections[0]
+                    kind: kind, names: false, from: start.addingTimeInterval(-Double(seconds)), to: start,
+                    connection: connections[0]
                 ) { event in
                     for group in groups { velocity.add(event, under: group.key) }
                     rows += 1
@@ -83,6 +89,10 @@ package struct BacktestStream {
                     "backtest: \(rows) \(kind.rawValue) history rows by \(groups.map(\.key.rawValue).joined(separator: ", "))"
                         + " for values not recorded, \(seconds) s before \(ChangedAttemptsCSV.timestamp(start))")
             }
+            try coverAttempts(
+                of: window.attempts, recorded: recorded, useRecorded: useRecorded, queries: queries, start: start,
+                end: end, names: names, coverage: &attemptCoverage, velocity: &velocity, connection: connections[0],
+                cancelled: cancelled, log: log)
             for kind in VelocityEvent.Kind.allCases where kind != .attempt {
                 guard VelocityKey.allCases.contains(where: { velocity.reads(kind, by: $0) }) else { continue }
                 try readEvents(kind: kind, names: false, from: start, to: end, connection: connections[0]) { event in
@@ -118,6 +128,97 @@ package struct BacktestStream {
                 HistoryBacktest.Progress(
                     replayed: total, through: end, fraction: min(1, end.timeIntervalSince(since) / span),
                     historyEvents: velocity.eventCount, historyKeys: velocity.keyCount))
+        }
+    }
+
+    /// How far back an attempt group holds every id's attempts (`from`), and the ids read further
+    /// back one by one (`loaded`, down to their own window): until the group has been kept for a
+    /// whole window, after which it is dropped.
+    struct Coverage {
+        var from: Date
+        var seconds: Int
+        var loaded: Set<String> = []
+    }
+
+    /// Reads the attempts before each group's coverage that this slice's values counted from
+    /// history need: for the ids not read yet, through their key's index (`attempts_card_time`
+    /// and the like), or by time alone for every id when they are many (as many ids, times 4, as
+    /// the range is expected to hold rows: the list would cost more to send and plan than the
+    /// rows it filters).
+    static func coverAttempts(
+        of attempts: [AttemptLog.Attempt], recorded: RecordedVelocity, useRecorded: Bool, queries: [VelocityQuery],
+        start: Date, end: Date, names: Bool, coverage: inout [VelocityKey: Coverage], velocity: inout SlidingVelocity,
+        connection: PostgresConnection, cancelled: () -> Bool, log: (String) -> Void
+    ) throws {
+        for key in VelocityKey.allCases {
+            guard var covered = coverage[key] else { continue }
+            let needFrom = start.addingTimeInterval(-Double(covered.seconds))
+            guard needFrom < covered.from else {
+                coverage[key] = nil  // every id's window is held from here on
+                continue
+            }
+            // The ids of this slice's attempts with a value of this group not recorded.
+            let columns = queries.indices.filter {
+                queries[$0].metric.eventKind == .attempt && queries[$0].key == key && velocity.counts(queries[$0])
+            }
+            var ids = Set<String>()
+            for row in attempts.indices {
+                guard let id = attempts[row].subject.id(for: key), !covered.loaded.contains(id) else { continue }
+                if !useRecorded || columns.contains(where: { recorded.value(row: row, column: $0) == nil }) {
+                    ids.insert(id)
+                }
+            }
+            guard !ids.isEmpty else { continue }
+            let rate = Double(attempts.count) / max(end.timeIntervalSince(start), 1)
+            let expected = rate * covered.from.timeIntervalSince(needFrom)
+            var rows = 0
+            let byTime = Double(ids.count) * 4 >= expected
+            func read(_ event: VelocityEvent) -> Bool {
+                velocity.add(event, under: key)
+                rows += 1
+                return rows % 50_000 != 0 || !cancelled()
+            }
+            if byTime {
+                try readEvents(kind: .attempt, names: names, from: needFrom, to: covered.from, connection: connection) {
+                    event in
+                    // Every id: those already read one by one hold these attempts already.
+                    guard let id = event.id(for: key), !covered.loaded.contains(id) else { return true }
+                    return read(event)
+                }
+                coverage[key] = nil
+            } else {
+                try readAttempts(
+                    key: key, ids: ids.sorted(), names: names, from: needFrom, to: covered.from, connection: connection,
+                    event: read)
+                covered.loaded.formUnion(ids)
+                coverage[key] = covered
+            }
+            if cancelled() { throw HistoryBacktest.Cancelled() }
+            log(
+                "backtest: \(rows) attempt history rows by \(key.rawValue) for values not recorded, before "
+                    + "\(ChangedAttemptsCSV.timestamp(covered.from)) (\(byTime ? "every id, by time" : "\(ids.count) ids"))"
+            )
+        }
+    }
+
+    /// The attempts of `ids` (of `key`) in `[start, end)`, through the key's index.
+    static func readAttempts(
+        key: VelocityKey, ids: [String], names: Bool, from start: Date, to end: Date, connection: PostgresConnection,
+        event: (VelocityEvent) -> Bool
+    ) throws {
+        let column = key.rawValue + "_id"  // card_id, device_id, customer_id: a fixed set
+        let query: PostgresQuery = """
+            DECLARE issuerd_backtest_events NO SCROLL CURSOR FOR
+            SELECT a.created_at, a.card_id, a.device_id, a.customer_id,
+                   \(unsafeSQL: names ? "a.cardholder_name_hash" : "NULL::text")
+            FROM provisioning_attempts a
+            WHERE a.\(unsafeSQL: column) = ANY(\(ids)) AND a.created_at >= \(start) AND a.created_at < \(end)
+            """
+        try BacktestHistory.stream(query, cursor: "issuerd_backtest_events", connection: connection) { row in
+            event(
+                VelocityEvent(
+                    kind: .attempt, time: try row.decode(0), cardID: try row.decode(1), deviceID: try row.decode(2),
+                    customerID: try row.decode(3), cardholderName: try row.decode(4)))
         }
     }
 
