@@ -4,29 +4,15 @@ import IssuerdPostgres
 import IssuerdRisk
 import Synchronization
 
-/// What ``HistoryBacktest`` replays, read from PostgreSQL rows straight into the replay's types
-/// (no JSON Lines text in between; `issuerd rules export` and `rules backtest FILE` keep that
-/// format, through ``HistoryExport`` and `AttemptLog`).
-///
-/// - every attempt of `[since, until)` with its attributes (the same ones the export writes)
-///   and, for each velocity query of the two rulesets, the value its decision recorded in
-///   `features` (``RecordedVelocity``);
-/// - history only where a value must be counted: for each query some replayed attempt has no
-///   recorded value for, the events of that query's kind and key for those attempts' ids, within
-///   the query's window before `since` (attempts) or before `until` (the other events). Replayed
-///   attempts count as history for the later ones whatever their keys.
+/// Reading a backtest's attempts from PostgreSQL rows straight into the replay's types (no JSON
+/// Lines text in between; `issuerd rules export` and `rules backtest FILE` keep that format,
+/// through ``HistoryExport`` and `AttemptLog`): the attempts of a time range with their
+/// attributes (the same ones the export writes) and, for each velocity query of the two
+/// rulesets, the value its decision recorded in `features` (``RecordedVelocity``).
+/// ``BacktestStream`` reads a window through it one slice at a time.
 ///
 /// Run it inside one REPEATABLE READ transaction (it reads through cursors).
-package struct BacktestHistory {
-    /// The attempts to replay, in time order.
-    package var attempts: [AttemptLog.Attempt] = []
-    /// Their recorded values (nil: every value counted from history).
-    package var recorded: RecordedVelocity?
-    /// The history read (the replayed attempts included).
-    package var history = InMemoryVelocityProvider(events: [])
-    /// History rows read, per kind and key, for the progress lines and the docs' figures.
-    package var historyRows: [String: Int] = [:]
-
+package enum BacktestHistory {
     /// Rows fetched per round trip: small enough that parsing a page overlaps fetching the next.
     package static let fetchSize = 4_000
 
@@ -36,133 +22,10 @@ package struct BacktestHistory {
         package var message: String
     }
 
-    /// Reads the replay's input.
-    ///
-    /// - Parameters:
-    ///   - queries: Every velocity query of the rulesets, deduplicated.
-    ///   - useRecorded: Whether recorded values are used; `false` counts every value from history.
-    /// - Throws: ``PostgresError``, or ``BadAttempt``.
-    ///   - connections: One or more connections in the same snapshot
-    ///     (``PostgresPool/withSharedSnapshot(of:extra:_:)``); each reads a slice of the window
-    ///     and of each history query at the same time as the others, so PostgreSQL's part
-    ///     (reading the rows and sending their JSON text) runs on as many cores.
-    ///   - cache: Parsed hours kept from earlier backtests (``BacktestWindowCache``), checked
-    ///     against this snapshot before use and filled with the complete hours read; nil reads all.
-    ///   - now: The time, for which hours are complete enough to keep.
-    package static func read(
-        since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int,
-        connections: [PostgresConnection],
-        idsPerRowByTime: Double = HistoryBacktest.idsPerRowByTime, cache: BacktestWindowCache? = nil,
-        now: Date = Date(),
-        progress: (String) -> Void
-    ) throws -> BacktestHistory {
-        precondition(!connections.isEmpty, "at least one connection")
-        progress(
-            "backtest: reading on \(connections.count) connection\(connections.count == 1 ? "" : "s") in one snapshot")
-        var result = BacktestHistory()
-        var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
-        let window = try readAttempts(
-            since: since, until: until, recorded: &recorded, useRecorded: useRecorded, limit: limit,
-            connections: connections, cache: useRecorded ? cache : nil, now: now, progress: progress)
-        result.attempts = window.attempts
-        result.recorded = useRecorded ? recorded : nil
-        progress("backtest: \(window.attempts.count) attempts to replay")
-
-        // Which ids each (event kind, key) must be read for, and how far back.
-        struct Group: Hashable {
-            package var kind: VelocityEvent.Kind
-            package var key: VelocityKey
-        }
-        // Each group's ids are inserted in place (a set per query and a union copied them all).
-        var needs: [Group: (ids: Set<String>, lookback: Int, names: Bool)] = [:]
-        for (column, query) in queries.enumerated() {
-            let group = Group(kind: query.metric.eventKind, key: query.key)
-            var need = needs.removeValue(forKey: group) ?? (ids: [], lookback: 0, names: false)
-            var missing = false
-            for row in result.attempts.indices {  // by index: iterating copied each attempt whole
-                if useRecorded, recorded.value(row: row, column: column) != nil { continue }
-                guard let id = result.attempts[row].subject.id(for: query.key) else { continue }  // unknown either way
-                if !missing {
-                    missing = true
-                    if need.ids.isEmpty { need.ids.reserveCapacity(result.attempts.count - row) }  // once per group
-                }
-                need.ids.insert(id)
-            }
-            if missing {
-                need.lookback = max(need.lookback, query.windowSeconds)
-                need.names = need.names || query.metric == .distinctNames
-            }
-            if !need.ids.isEmpty { needs[group] = need }
-        }
-        // The window's attempts count for the later ones, under the keys a counted value reads
-        // (one array, shared by those keys).
-        let windowKeys = VelocityKey.allCases.filter { needs[Group(kind: .attempt, key: $0)] != nil }
-        var windowEvents: [VelocityEvent] = []
-        if !windowKeys.isEmpty {
-            windowEvents.reserveCapacity(window.attempts.count)
-            // By index, each field read in place (iterating copied each attempt whole).
-            for row in window.attempts.indices {
-                windowEvents.append(
-                    VelocityEvent(
-                        kind: .attempt, time: window.attempts[row].time, cardID: window.attempts[row].subject.cardID,
-                        deviceID: window.attempts[row].subject.deviceID,
-                        customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row]))
-            }
-        }
-        // Each query's range is cut into one slice per connection; the slices of all queries are
-        // shared out among the connections and read at the same time, then kept in their order.
-        var reads: [HistoryRead] = []
-        for kind in VelocityEvent.Kind.allCases {
-            for key in VelocityKey.allCases {
-                guard let need = needs[Group(kind: kind, key: key)], need.lookback > 0 else { continue }
-                let start = since.addingTimeInterval(-Double(need.lookback))
-                let end = kind == .attempt ? since : until  // the window's attempts are read already
-                // Attempts for most of the window's ids are read by time alone and kept here by
-                // id: the list of ids would cost more to send and plan than the rows it filters.
-                let expected =
-                    Double(window.attempts.count) * end.timeIntervalSince(start)
-                    / max(until.timeIntervalSince(since), 1)
-                let ids: HistoryRead.IDs =
-                    kind == .attempt && Double(need.ids.count) * idsPerRowByTime >= expected
-                    ? .kept(need.ids) : .sent(need.ids.sorted())
-                for (from, to) in slices(from: start, to: end, count: connections.count) {
-                    reads.append(HistoryRead(kind: kind, key: key, ids: ids, names: need.names, from: from, to: to))
-                }
-            }
-        }
-        if !reads.isEmpty { progress("backtest: reading \(reads.count) history ranges") }
-        let read = try inParallel(reads.count, connections: connections) { index, connection, failedElsewhere in
-            let item = reads[index]
-            var events: [VelocityEvent] = []
-            try readHistory(
-                kind: item.kind, key: item.key, ids: item.ids, names: item.names, from: item.from, to: item.to,
-                connection: connection
-            ) {
-                events.append($0)
-                return !failedElsewhere()
-            }
-            return events
-        }
-        // Each slice's events as they were read, in time order, and the window's after a key's
-        // history: so the index finds its buckets in time order (no copy into one array).
-        var keyed: [(key: VelocityKey, events: [VelocityEvent])] = []
-        for (item, events) in zip(reads, read) {
-            let label = "\(item.kind.rawValue) by \(item.key.rawValue)"
-            keyed.append((item.key, events))
-            result.historyRows[label, default: 0] += events.count
-        }
-        for key in windowKeys { keyed.append((key, windowEvents)) }
-        for kind in VelocityEvent.Kind.allCases {
-            for key in VelocityKey.allCases {
-                guard let rows = result.historyRows["\(kind.rawValue) by \(key.rawValue)"],
-                    let need = needs[Group(kind: kind, key: key)]
-                else { continue }
-                progress("backtest: \(rows) \(kind.rawValue) history rows for \(need.ids.count) \(key.rawValue) ids")
-            }
-        }
-        result.history = InMemoryVelocityProvider(events: [], keyed: keyed)
-        return result
-    }
+    /// The predicate of the partial index `attempts_time_keys` (sql/0017): true of every
+    /// attempt, and stated only by the history read by time, so that only it is planned through
+    /// the index.
+    package static let timeKeysPredicate = "a.created_at > '-infinity'"
 
     /// Reads and parses the attempts of `[since, until)` into `cache` (their complete hours),
     /// with their recorded values for `queries`, ahead of a backtest of that period; nothing else
@@ -188,7 +51,7 @@ package struct BacktestHistory {
     /// holds, unchanged in this snapshot) is cut into one time slice per connection, read at the
     /// same time; each page is decoded and parsed on another core while the next one is fetched;
     /// all are done before this returns, and the complete hours read are kept in `cache`.
-    private static func readAttempts(
+    static func readAttempts(
         since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
         connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date, keepOnly: Bool = false,
         progress: (String) -> Void,

@@ -1,19 +1,21 @@
 import Foundation
 import IssuerdPostgres
 import IssuerdRisk
+import Synchronization
 
-/// A backtest over PostgreSQL history, the same path for `POST /v1/admin/rules/backtest` and
-/// `issuerd rules backtest --since … --until …`: ``BacktestHistory`` reads the window's attempts
-/// and the history their velocity needs in one REPEATABLE READ snapshot, then
-/// ``Backtest/run(current:candidate:attempts:recorded:history:sampleSize:progressEvery:workers:progress:)``
-/// replays them. A velocity value an attempt recorded at decision time is used as recorded;
-/// only the others are counted from history (docs/rules.md, "Backtest input").
+/// A backtest over PostgreSQL history, the same path for `POST /v1/admin/rules/backtest`, the
+/// console's backtest jobs and `issuerd rules backtest --since … --until …`: ``BacktestStream``
+/// reads the window in time order, a slice at a time, with the history its velocity needs, in one
+/// REPEATABLE READ snapshot, and replays each slice as it comes (``Backtest/Accumulator``), so
+/// memory is bounded by a slice and the keys active within the rules' longest window. A velocity
+/// value an attempt recorded at decision time is used as recorded; only the others are counted
+/// from history (docs/rules.md, "Backtest input").
 public enum HistoryBacktest {
     /// What a run gives.
     public enum Outcome: Sendable {
         /// The replay; `export` gives the window and how far back history may have been read.
         case report(Backtest.Report, export: HistoryExport)
-        /// The window holds more attempts than allowed; nothing was replayed.
+        /// The window holds more attempts than allowed; the replay stopped there.
         case tooManyAttempts(found: Int, limit: Int)
     }
 
@@ -26,13 +28,51 @@ public enum HistoryBacktest {
         public var description: String { "stored attempt \(attemptID) could not be replayed: \(message)" }
     }
 
-    /// When the history of attempts is read by time alone, the rows of ids not asked for dropped
-    /// in issuerd, rather than through the key's index with the ids sent: when the ids times
-    /// this reach the rows the range is expected to hold (the window's rate times the range).
-    /// On a day's window of 33,000 attempts, 33,000 card ids over 66,000 rows read faster by
-    /// time (sending and planning the list alone took 20 ms); 1,400 ids over the same rows read
-    /// faster through the index.
-    public static let idsPerRowByTime = 4.0
+    /// The run was cancelled through its ``Control``.
+    public struct Cancelled: Error, Sendable {}
+
+    /// How far a run is.
+    public struct Progress: Sendable, Equatable {
+        /// Attempts replayed so far.
+        public var replayed: Int
+        /// The window is done up to this time.
+        public var through: Date
+        /// The share of the window's time done, 0…1.
+        public var fraction: Double
+        /// Velocity history held now: events, and ids holding them (the streaming state's size).
+        public var historyEvents: Int
+        public var historyKeys: Int
+    }
+
+    /// A changed attempt as the export lists it: with its channel column and its card's last four.
+    public struct ChangedRow: Sendable {
+        public var change: Backtest.ChangedAttempt
+        /// The attempt's stored channel.
+        public var channel: String?
+        /// The card's last four digits (never more of the number).
+        public var lastFour: String?
+
+        /// The row's CSV line (``ChangedAttemptsCSV``).
+        public var csvLine: String { ChangedAttemptsCSV.line(change, channel: channel, lastFour: lastFour) }
+    }
+
+    /// Watches a run from another thread and cancels it. Thread-safe (one lock).
+    public final class Control: Sendable {
+        private let state = Mutex<(cancelled: Bool, progress: Progress?)>((false, nil))
+
+        public init() {}
+
+        /// Asks the run to stop; it throws ``Cancelled`` at its next slice or history page.
+        public func cancel() { state.withLock { $0.cancelled = true } }
+
+        /// Whether ``cancel()`` was called.
+        public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+        /// The last progress the run reported.
+        public var progress: Progress? { state.withLock { $0.progress } }
+
+        func report(_ progress: Progress) { state.withLock { $0.progress = progress } }
+    }
 
     /// Replays `[since, until)` with `current` and `candidate`, reading history in one
     /// REPEATABLE READ snapshot.
@@ -44,43 +84,54 @@ public enum HistoryBacktest {
     ///     `false` counts every value from history, as a replay of `issuerd rules export` does.
     ///   - readers: How many connections read at once (the first, plus those the pool has free),
     ///     all in one snapshot; by default one per core, at most two.
-    ///   - idsPerRowByTime: From how many ids per expected row an attempt history range is read
-    ///     by time alone rather than through its key's index (the tests take each way).
     ///   - cache: Hours parsed by earlier runs (``BacktestWindowCache``, the server's); nil reads
-    ///     and parses the whole window.
+    ///     and parses every slice.
     ///   - now: The time, for which hours are complete enough to keep.
-    ///   - progress: A line of progress for long runs (`issuerd` prints it on standard error);
-    ///     it may be called from the readers' threads, one call at a time.
-    /// - Throws: ``PostgresError``, or ``ExportError`` when a stored attempt does not parse.
+    ///   - control: Told the progress after each slice; cancels the run.
+    ///   - progress: A line of progress for long runs (`issuerd` prints it on standard error).
+    ///   - changed: Given the changed attempts of each slice, in time order (nil: not collected).
+    /// - Throws: ``PostgresError``, ``ExportError`` when a stored attempt does not parse, ``Cancelled``.
     public static func run(
         current: Ruleset, candidate: Ruleset, since: Date, until: Date, limit: Int, sampleSize: Int = 20,
         useRecordedVelocity: Bool = true, database: PostgresPool,
         readers: Int = min(2, ProcessInfo.processInfo.activeProcessorCount),
-        idsPerRowByTime: Double = Self.idsPerRowByTime, cache: BacktestWindowCache? = nil, now: Date = Date(),
-        progress: (String) -> Void = { _ in }
+        cache: BacktestWindowCache? = nil, now: Date = Date(), control: Control? = nil,
+        progress: (String) -> Void = { _ in }, changed: (([ChangedRow]) -> Void)? = nil
     ) throws -> Outcome {
         let export = HistoryExport(
             since: since, until: until, lookbackSeconds: HistoryExport.lookback(for: [current, candidate]),
             windowKeysOnly: true)
         let queries = velocityQueries(of: [current, candidate])
-        let input: BacktestHistory
+        var accumulator = Backtest.Accumulator(
+            current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: changed != nil)
         do {
-            input = try inOneSnapshot(database: database, readers: readers) { connections in
-                try BacktestHistory.read(
+            try inOneSnapshot(database: database, readers: readers) { connections in
+                progress(
+                    "backtest: reading on \(connections.count) connection\(connections.count == 1 ? "" : "s") in one snapshot"
+                )
+                var lastLine = Date.distantPast
+                try BacktestStream.run(
                     since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
-                    connections: connections, idsPerRowByTime: idsPerRowByTime, cache: cache, now: now,
-                    progress: progress)
+                    accumulator: &accumulator, connections: connections, cache: cache, now: now,
+                    changed: changed,
+                    cancelled: { control?.isCancelled ?? false },
+                    progress: { step in
+                        control?.report(step)
+                        if Date().timeIntervalSince(lastLine) >= 1 || step.fraction >= 1 {
+                            lastLine = Date()
+                            progress(
+                                "backtest: \(step.replayed) attempts replayed, through \(ChangedAttemptsCSV.timestamp(step.through))"
+                                    + " (\(Int(step.fraction * 100)) %), velocity history \(step.historyEvents) events"
+                                    + " of \(step.historyKeys) keys")
+                        }
+                    },
+                    log: progress)
             }
-        } catch let error as BacktestHistory.TooMany {
-            return .tooManyAttempts(found: error.found, limit: limit)
+        } catch is BacktestHistory.TooMany {
+            let found = try database.withConnection { try export.attemptCount(connection: $0) }
+            return .tooManyAttempts(found: found, limit: limit)
         }
-        let report = Backtest.run(
-            current: current, candidate: candidate, attempts: input.attempts, recorded: input.recorded,
-            history: input.history, sampleSize: sampleSize
-        ) { done, total in
-            progress("backtest: \(done)/\(total) attempts replayed")
-        }
-        return .report(report, export: export)
+        return .report(accumulator.report, export: export)
     }
 
     /// What ``prepare(current:since:until:limit:database:readers:cache:now:)`` did.

@@ -7,6 +7,7 @@ let usage = """
     usage: issuerd-bench crypto
            issuerd-bench risk --workload DIR [--peers-python PY --peers-script peer_bench.py]
            issuerd-bench hsm [--seconds N]
+           issuerd-bench replay --current DIR --candidate DIR [--attempts N]
 
     """
 switch arguments.first {
@@ -18,6 +19,11 @@ case "crypto":
 case "hsm":
     do { exit(try HSMBenchmark.run(Array(arguments.dropFirst()))) } catch {
         FileHandle.standardError.write(Data("issuerd-bench hsm: \(error)\n".utf8))
+        exit(1)
+    }
+case "replay":
+    do { exit(try ReplayBenchmark.run(Array(arguments.dropFirst()))) } catch {
+        FileHandle.standardError.write(Data("issuerd-bench replay: \(error)\n".utf8))
         exit(1)
     }
 case "risk":

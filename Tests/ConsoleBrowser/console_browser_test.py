@@ -375,6 +375,23 @@ def test_backtest(c):
         channel = sql("SELECT channel FROM provisioning_attempts WHERE attempt_id = '%s'" % row.get_attribute("data-attempt"))
         check((row.get_attribute("data-after") == "orange") == (channel == "tsp"), "an example's new flow is orange exactly when it is a TSP attempt")
     c.driver.save_screenshot(os.path.join(SHOTS, "console-backtest.png"))
+    # The run was a job with a progress bar; its changed attempts download as CSV: a line's new
+    # flow is orange exactly when it is a TSP attempt, the card by its last four, no card number.
+    changed = int(c.css("#changed").get_attribute("data-count"))
+    link = c.css("#changed-csv")
+    check(link.get_attribute("download") == "backtest-changed.csv", "the CSV is a download")
+    answer = c.fetch("GET", link.get_attribute("href"))
+    lines = [line for line in answer["body"].split("\r\n") if line]
+    check(answer["status"] == 200 and lines[0] == "attempt_id,time,channel,card_last_four,before,after,rules",
+          "the CSV starts with its header: %r" % answer["body"][:200])
+    check(len(lines) == changed + 1, "one line per changed attempt: %d lines, %d changed" % (len(lines) - 1, changed))
+    for line in lines[1:]:
+        cells = line.split(",")
+        check((cells[5] == "orange") == (cells[2] == "tsp") and re.fullmatch(r"[0-9]{4}", cells[3]),
+              "a changed attempt turns orange exactly when it is a TSP one, with the card's last four: " + line)
+        last_four = sql("SELECT c.last_four FROM provisioning_attempts a JOIN cards c USING (card_id) WHERE a.attempt_id = '%s'" % cells[0])
+        check(cells[3] == last_four, "the last four are the card's: " + line)
+        check(not re.search(r"\d(?:[ .-]?\d){11}", ",".join(cells[1:])), "no card number in a line: " + line)
     # The same candidate uploaded as a file instead of pasted: the same answer.
     upload = os.path.join(SHOTS, "tsp.rules")
     with open(upload, "w") as handle:
@@ -471,6 +488,10 @@ def test_csrf_refused(c):
     body = json.dumps({"rules": CANDIDATE, "since": iso(c.since), "until": iso(c.until)})
     answer = c.fetch("POST", "/v1/admin/rules/backtest", {"Content-Type": "application/json"}, body)
     check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a backtest without the CSRF token is refused: %r" % answer)
+    answer = c.fetch("POST", "/v1/admin/rules/backtest/jobs", {"Content-Type": "application/json"}, body)
+    check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a backtest job without the CSRF token is refused: %r" % answer)
+    answer = c.fetch("DELETE", "/v1/admin/rules/backtest/jobs/00000000-0000-0000-0000-000000000000")
+    check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a cancel without the CSRF token is refused: %r" % answer)
     body = json.dumps({"since": iso(c.since), "until": iso(c.until)})
     answer = c.fetch("POST", "/v1/admin/rules/backtest/prepare", {"Content-Type": "application/json"}, body)
     check(answer["status"] == 403 and "csrf_token_invalid" in answer["body"], "a preparation without the CSRF token is refused: %r" % answer)

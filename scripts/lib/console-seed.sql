@@ -21,7 +21,7 @@ ON CONFLICT DO NOTHING;
 INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration,
                    cardholder_name, payment_network, primary_account_identifier, country, created_at)
 SELECT 'seed-card-' || i, 'seed-cust-' || i, '\x00'::bytea, 1, sha256(('seed-card-' || i)::bytea),
-       lpad(((i * 7919) % 10000)::text, 4, '0'), '12/30', 'Seed Holder ' || i,
+       lpad(((i::bigint * 7919) % 10000)::text, 4, '0'), '12/30', 'Seed Holder ' || i,
        (ARRAY['visa', 'mastercard', 'amex', 'discover'])[1 + i % 4], 'seed-pai-' || i, 'GB', now() - interval '300 days'
 FROM generate_series(1, greatest(50, :attempts / 20)) i
 ON CONFLICT DO NOTHING;

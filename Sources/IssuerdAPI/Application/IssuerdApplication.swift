@@ -156,6 +156,7 @@ public final class IssuerdApplication: Sendable {
         outbox.stop(timeout: timeout)
         auditSealer.stop(timeout: timeout)
         context.backtestPreparation.stop(timeout: timeout)
+        context.backtestJobs.stop(timeout: TimeInterval(timeout.components.seconds))
         database.close()
         logger.info("issuerd stopped")
     }

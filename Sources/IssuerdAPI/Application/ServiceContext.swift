@@ -35,6 +35,8 @@ struct ServiceContext: Sendable {
     let backtestGate = BacktestGate()
     /// The MDES issuer keys (PEM files and HSM labels); nil without MDES settings.
     let mdesIssuerKeys: MDESIssuerKeyRing?
+    /// Backtests run in the background for the console (they take ``backtestGate``'s place).
+    let backtestJobs: BacktestJobs
     let metrics: MetricsRegistry
     let logger: Logger
     /// The time source; tests may pin it.
@@ -99,6 +101,7 @@ struct ServiceContext: Sendable {
         self.backtestCache = backtestCache
         backtestPreparation = BacktestPreparation(
             cache: backtestCache, database: database, logger: logger.labelled("issuerd.rules"))
+        backtestJobs = BacktestJobs(gate: backtestGate, logger: logger.labelled("issuerd.rules"))
         metrics.gauge("issuerd_backtest_cache_attempts", help: "Stored attempts kept parsed between backtests.") {
             [([], Double(backtestCache.statistics.attempts))]
         }

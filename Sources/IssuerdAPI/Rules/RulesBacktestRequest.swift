@@ -18,18 +18,23 @@ struct RulesBacktestRequest: Decodable, Sendable {
 
     /// The most attempts one request may replay; a larger window must be narrowed.
     static let maximumAttempts = 100_000
+    /// The most attempts a background job (`…/backtest/jobs`) may replay: a quarter at 100,000 a
+    /// day and more (its memory does not grow with the window).
+    static let maximumJobAttempts = 20_000_000
     /// The most files an overlay may name.
     static let maximumFiles = 200
     /// The longest path accepted in an overlay.
     static let maximumPathLength = 200
 
-    /// The validated window and limit.
-    func window() throws -> (since: Date, until: Date, limit: Int) {
-        try Self.window(since: since, until: until, limit: limit)
+    /// The validated window and limit, at most `maximum` attempts.
+    func window(maximum: Int = Self.maximumAttempts) throws -> (since: Date, until: Date, limit: Int) {
+        try Self.window(since: since, until: until, limit: limit, maximum: maximum)
     }
 
     /// `since`, `until` and `limit` validated as a backtest takes them.
-    static func window(since: String, until: String, limit: Int?) throws -> (since: Date, until: Date, limit: Int) {
+    static func window(
+        since: String, until: String, limit: Int?, maximum: Int = Self.maximumAttempts
+    ) throws -> (since: Date, until: Date, limit: Int) {
         guard let start = RFC3339.date(since) else {
             throw APIErrors.invalidRequest("'since' must be an RFC 3339 timestamp", field: "since")
         }
@@ -37,9 +42,9 @@ struct RulesBacktestRequest: Decodable, Sendable {
             throw APIErrors.invalidRequest("'until' must be an RFC 3339 timestamp", field: "until")
         }
         guard start < end else { throw APIErrors.invalidRequest("'since' must be before 'until'", field: "since") }
-        let limit = limit ?? Self.maximumAttempts
-        guard (1...Self.maximumAttempts).contains(limit) else {
-            throw APIErrors.invalidRequest("'limit' must be between 1 and \(Self.maximumAttempts)", field: "limit")
+        let limit = limit ?? maximum
+        guard (1...maximum).contains(limit) else {
+            throw APIErrors.invalidRequest("'limit' must be between 1 and \(maximum)", field: "limit")
         }
         return (start, end, limit)
     }

@@ -399,16 +399,36 @@
       try { ({ since: start, until: end } = chosenPeriod()); } catch (error) { output.replaceChildren(fail(error.message)); return; }
       clearTimeout(pending);  // the run reads the period itself
       run.disabled = true;
-      output.replaceChildren(el('div', { cls: 'notice', text: 'Replaying stored attempts…' }));
-      let result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
+      output.replaceChildren(el('div', { cls: 'notice', text: 'Starting the backtest…' }));
+      const body = { rules: rulesBody, since: start, until: end };
+      // A background job (POST …/backtest/jobs): polled for its progress, cancellable, its
+      // changed attempts downloadable as CSV once done.
+      let result = await api('POST', '/v1/admin/rules/backtest/jobs', body);
       // One backtest at a time per server (429 backtest_busy): wait as asked and try again, a few times.
       for (let tries = 0; result.status === 429 && tries < 10; tries += 1) {
         output.replaceChildren(el('div', { cls: 'notice', text: 'Another backtest is running on this server; waiting…' }));
         await new Promise((resolve) => setTimeout(resolve, 1000));  // the answer's Retry-After: 1
-        result = await api('POST', '/v1/admin/rules/backtest', { rules: rulesBody, since: start, until: end });
+        result = await api('POST', '/v1/admin/rules/backtest/jobs', body);
       }
+      if (result.status !== 202) {
+        run.disabled = false;
+        output.replaceChildren(renderBacktest(result));
+        return;
+      }
+      const job = await followJob(result.json, output);
       run.disabled = false;
-      output.replaceChildren(renderBacktest(result));
+      if (job.state === 'done') {
+        const csv = job.changedCsv;
+        output.replaceChildren(renderBacktest({ ok: true, status: 200, json: job.report }),
+          el('div', { cls: 'panel', id: 'changed-export' }, el('h2', { text: 'Changed attempts' }),
+            el('a', { href: csv.href, id: 'changed-csv', download: 'backtest-changed.csv', text: 'Download the ' + fmt(csv.rows) + ' changed attempts (CSV)' }),
+            el('div', { cls: 'muted', text: csv.truncated ? 'Only the first ' + fmt(csv.rows) + ' of ' + fmt(job.report.changed) + ' are in the file; narrow the period, or run issuerd rules backtest --changed-csv for all of them.'
+              : 'Attempt id, time, channel, card\u2019s last four, flow before and after, and the rules that made the difference.' })));
+      } else if (job.state === 'cancelled') {
+        output.replaceChildren(el('div', { cls: 'notice', id: 'backtest-cancelled', text: 'Backtest cancelled after ' + fmt(job.progress.replayed) + ' attempts; nothing was changed.' }));
+      } else {
+        output.replaceChildren(fail(job.error ? job.error.message + ' (' + job.error.code + ')' : 'The backtest failed.'));
+      }
       output.scrollIntoView({ block: 'start' });
     } },
       el('h2', { text: 'Candidate rule files' }),
@@ -435,6 +455,28 @@
     form.addEventListener('change', () => { clearTimeout(pending); pending = setTimeout(prepare, 400); });
     show(el('h1', { text: 'Backtest' }), el('div', { cls: 'sub', text: 'Replays stored attempts with the serving rules and with the candidate, velocity as of each attempt. Nothing is changed.' }), form, output);
     prepare();
+  }
+  // Polls a backtest job until it ends, showing its progress and a Cancel button.
+  async function followJob(job, output) {
+    const bar = el('progress', { id: 'backtest-progress', max: '1', value: '0' });
+    const text = el('span', { cls: 'muted', id: 'backtest-progress-text', text: 'Replaying stored attempts…' });
+    const cancel = el('button', { type: 'button', cls: 'secondary', id: 'cancel-backtest', text: 'Cancel', onclick: async () => {
+      cancel.disabled = true;
+      text.textContent = 'Cancelling…';
+      await api('DELETE', '/v1/admin/rules/backtest/jobs/' + encodeURIComponent(job.id));
+    } });
+    output.replaceChildren(el('div', { cls: 'panel', id: 'backtest-running' }, el('h2', { text: 'Backtest running' }), bar, el('div', { cls: 'filters' }, text, cancel)));
+    while (job.state === 'running') {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const polled = await api('GET', '/v1/admin/rules/backtest/jobs/' + encodeURIComponent(job.id));
+      if (!polled.ok) return { state: 'failed', error: polled.json && polled.json.error, progress: job.progress };
+      job = polled.json;
+      bar.value = job.progress.fraction;
+      if (!cancel.disabled) {
+        text.textContent = fmt(job.progress.replayed) + ' attempts replayed' + (job.progress.through ? ', through ' + when(job.progress.through) : '') + ' (' + Math.floor(job.progress.fraction * 100) + ' %)';
+      }
+    }
+    return job;
   }
   function renderBacktest(result) {
     if (result.status === 422 && result.json && result.json.error && result.json.error.code === 'ruleset_invalid') {

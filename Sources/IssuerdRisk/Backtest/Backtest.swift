@@ -57,23 +57,24 @@ public enum Backtest {
     ///   - log: The attempts and the history events.
     ///   - sampleSize: How many changed attempts to keep.
     ///   - progress: Called every `progressEvery` attempts with (done, total).
+    ///   - changed: Given each batch's changed attempts, in time order (nil: none are collected).
     public static func run(
         current: Ruleset, candidate: Ruleset, log: AttemptLog, sampleSize: Int = 20,
-        progressEvery: Int = 10_000, progress: (Int, Int) -> Void = { _, _ in }
+        progressEvery: Int = 10_000, progress: (Int, Int) -> Void = { _, _ in },
+        changed: (([ChangedAttempt]) -> Void)? = nil
     ) -> Report {
         run(
             current: current, candidate: candidate, attempts: log.attempts, recorded: nil,
             history: InMemoryVelocityProvider(events: log.events), sampleSize: sampleSize, progressEvery: progressEvery,
-            progress: progress)
+            progress: progress, changed: changed)
     }
 
-    /// Runs the replay of `attempts` (in time order).
+    /// Runs the replay of `attempts` (in time order), all held in memory.
     ///
     /// A velocity value is the attempt's recorded one when `recorded` holds it (what its live
     /// decision read, see ``RecordedVelocity``), otherwise counted from `history`. Attempts are
-    /// replayed `progressEvery` at a time, each batch split over `workers` threads (every
-    /// attempt is independent of the others' decisions); counts are summed and the sample keeps
-    /// the first changed attempts in time order, as a replay on one thread would.
+    /// replayed `progressEvery` at a time through an ``Accumulator``, as a streaming backtest
+    /// replays each slice it reads.
     ///
     /// - Parameters:
     ///   - current: The ruleset serving today.
@@ -84,46 +85,141 @@ public enum Backtest {
     ///   - sampleSize: How many changed attempts to keep.
     ///   - workers: Threads to replay on.
     ///   - progress: Called every `progressEvery` attempts with (done, total), on the calling thread.
-    public static func run(
+    ///   - changed: Given each batch's changed attempts, in time order (nil: none are collected).
+    public static func run<History: BacktestVelocity>(
         current: Ruleset, candidate: Ruleset, attempts: [AttemptLog.Attempt], recorded: RecordedVelocity?,
-        history: InMemoryVelocityProvider, sampleSize: Int = 20, progressEvery: Int = 10_000,
+        history: History, sampleSize: Int = 20, progressEvery: Int = 10_000,
         workers: Int = ProcessInfo.processInfo.activeProcessorCount,
-        progress: (Int, Int) -> Void = { _, _ in }
+        progress: (Int, Int) -> Void = { _, _ in }, changed: (([ChangedAttempt]) -> Void)? = nil
     ) -> Report {
-        let replay = Replay(
-            current: current, candidate: candidate, recorded: recorded, history: history, sampleSize: sampleSize)
-        var total = Partial(current: current, candidate: candidate)
+        var accumulator = Accumulator(
+            current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: changed != nil,
+            workers: workers)
         let batch = progressEvery > 0 ? progressEvery : max(attempts.count, 1)
         var start = 0
         while start < attempts.count {
             let end = min(start + batch, attempts.count)
+            let changes = accumulator.add(attempts, start..<end, recorded: recorded, history: history)
+            if let changed, !changes.isEmpty { changed(changes) }
+            if progressEvery > 0, end % progressEvery == 0 { progress(end, attempts.count) }
+            start = end
+        }
+        return accumulator.report
+    }
+
+    /// An attempt whose flow the candidate changes, as the export of changed attempts lists it.
+    public struct ChangedAttempt: Sendable, Equatable {
+        /// The attempt id.
+        public var attemptID: String
+        /// The decision time.
+        public var time: Date
+        /// `request.channel` as the attempt recorded it (a stored attempt's own column may name more).
+        public var channel: String?
+        /// The internal card id (never a PAN).
+        public var cardID: String?
+        /// The current ruleset's flow.
+        public var before: Flow
+        /// The candidate's flow.
+        public var after: Flow
+        /// The live rules (and request checks) that hit under the current ruleset only.
+        public var currentOnly: [String]
+        /// The live rules that hit under the candidate only.
+        public var candidateOnly: [String]
+
+        /// Creates the value from every stored property.
+        public init(
+            attemptID: String, time: Date, channel: String?, cardID: String?, before: Flow, after: Flow,
+            currentOnly: [String], candidateOnly: [String]
+        ) {
+            self.attemptID = attemptID
+            self.time = time
+            self.channel = channel
+            self.cardID = cardID
+            self.before = before
+            self.after = after
+            self.currentOnly = currentOnly
+            self.candidateOnly = candidateOnly
+        }
+    }
+
+    /// The tallies of a replay fed one batch of attempts at a time, in time order: what a
+    /// streaming backtest keeps instead of the attempts (counts, the sample, nothing per attempt).
+    public struct Accumulator: Sendable {
+        private let replay: Replay
+        private var total: Partial
+        private let workers: Int
+        /// Attempts replayed so far.
+        public private(set) var attempts = 0
+
+        /// An empty tally.
+        ///
+        /// - Parameters:
+        ///   - collectChanges: Whether ``add(_:_:recorded:history:)`` returns the batch's changed attempts.
+        ///   - workers: Threads each batch is replayed on.
+        public init(
+            current: Ruleset, candidate: Ruleset, sampleSize: Int = 20, collectChanges: Bool = false,
+            workers: Int = ProcessInfo.processInfo.activeProcessorCount
+        ) {
+            replay = Replay(
+                current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: collectChanges)
+            total = Partial(current: current, candidate: candidate)
+            self.workers = workers
+        }
+
+        /// Replays `attempts[range]` (later than every attempt added before), split over the
+        /// workers: every attempt is independent of the others' decisions; counts are summed and
+        /// the sample keeps the first changed attempts in time order, as one thread would.
+        ///
+        /// - Parameters:
+        ///   - recorded: Recorded values by the same row index as `attempts`; nil counts every value.
+        ///   - history: Counts the values not recorded (read only, from every worker).
+        /// - Returns: The changed attempts of the range, in its order (none unless collected).
+        public mutating func add<History: BacktestVelocity>(
+            _ attempts: [AttemptLog.Attempt], _ range: Range<Int>, recorded: RecordedVelocity?, history: History
+        ) -> [ChangedAttempt] {
+            guard !range.isEmpty else { return [] }
+            let sampleSize = replay.sampleSize
+            let current = RecordedVelocity.Lookup(replay.current.velocityQueries, in: recorded)
+            let candidate = RecordedVelocity.Lookup(replay.candidate.velocityQueries, in: recorded)
             // Below a few hundred attempts a slice costs less than a thread's start.
-            let slices = max(1, min(workers, (end - start) / 500))
-            let size = (end - start + slices - 1) / slices
-            let ranges = stride(from: start, to: end, by: size).map { $0..<min($0 + size, end) }
+            let slices = max(1, min(workers, range.count / 500))
+            let size = (range.count + slices - 1) / slices
+            let ranges = stride(from: range.lowerBound, to: range.upperBound, by: size).map {
+                $0..<min($0 + size, range.upperBound)
+            }
+            var changes: [ChangedAttempt] = []
             if ranges.count == 1 {
-                total.add(replay.run(attempts, ranges[0]), sampleSize: sampleSize)
+                let part = replay.run(attempts, ranges[0], current, candidate, history)
+                changes = part.changes
+                total.add(part, sampleSize: sampleSize)
             } else {
                 let parts = Mutex<[Int: Partial]>([:])
+                let replay = replay
                 DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
-                    let part = replay.run(attempts, ranges[index])
+                    let part = replay.run(attempts, ranges[index], current, candidate, history)
                     parts.withLock { $0[index] = part }
                 }
                 parts.withLock { parts in
                     for index in ranges.indices {
-                        if let part = parts[index] { total.add(part, sampleSize: sampleSize) }
+                        guard let part = parts[index] else { continue }
+                        changes += part.changes
+                        total.add(part, sampleSize: sampleSize)
                     }
                 }
             }
-            if progressEvery > 0, end % progressEvery == 0 { progress(end, attempts.count) }
-            start = end
+            self.attempts += range.count
+            return changes
         }
-        return Report(
-            attempts: attempts.count, currentHits: HitCounter(current, hits: total.currentHits).counts,
-            candidateHits: HitCounter(candidate, hits: total.candidateHits).counts, currentMix: total.mix(\.current),
-            candidateMix: total.mix(\.candidate), transitions: total.transitionTable, sample: total.sample,
-            changed: total.changed, currentUnresolved: total.currentUnresolved,
-            candidateUnresolved: total.candidateUnresolved)
+
+        /// The report of every attempt added.
+        public var report: Report {
+            Report(
+                attempts: attempts, currentHits: HitCounter(replay.current, hits: total.currentHits).counts,
+                candidateHits: HitCounter(replay.candidate, hits: total.candidateHits).counts,
+                currentMix: total.mix(\.current), candidateMix: total.mix(\.candidate),
+                transitions: total.transitionTable, sample: total.sample, changed: total.changed,
+                currentUnresolved: total.currentUnresolved, candidateUnresolved: total.candidateUnresolved)
+        }
     }
 
     /// What one slice of attempts adds to the report. Counters are arrays (hits by
@@ -135,6 +231,8 @@ public enum Backtest {
         /// `transitions[before.rawValue * 3 + after.rawValue]`.
         var transitions = [Int](repeating: 0, count: Flow.allCases.count * Flow.allCases.count)
         var sample: [Change] = []
+        /// This slice's changed attempts, when collected (not carried into the total).
+        var changes: [ChangedAttempt] = []
         var changed = 0
         var currentUnresolved = 0
         var candidateUnresolved = 0
@@ -184,27 +282,17 @@ public enum Backtest {
     private struct Replay: Sendable {
         let current: Ruleset
         let candidate: Ruleset
-        let currentVelocity: RecordedVelocity.Lookup
-        let candidateVelocity: RecordedVelocity.Lookup
-        let history: InMemoryVelocityProvider
         let sampleSize: Int
-
-        init(
-            current: Ruleset, candidate: Ruleset, recorded: RecordedVelocity?, history: InMemoryVelocityProvider,
-            sampleSize: Int
-        ) {
-            self.current = current
-            self.candidate = candidate
-            currentVelocity = RecordedVelocity.Lookup(current.velocityQueries, in: recorded)
-            candidateVelocity = RecordedVelocity.Lookup(candidate.velocityQueries, in: recorded)
-            self.history = history
-            self.sampleSize = sampleSize
-        }
+        let collectChanges: Bool
 
         /// Counts through ``Ruleset/tally(_:velocity:checks:hits:)`` (the attempt's recorded
-        /// checks applied, as the live path applied them); only a sampled changed attempt gets its
-        /// two full decisions (``Ruleset/decide(_:velocity:checks:)``), from the same values.
-        func run(_ attempts: [AttemptLog.Attempt], _ range: Range<Int>) -> Partial {
+        /// checks applied, as the live path applied them); only a sampled or collected changed
+        /// attempt gets its two full decisions (``Ruleset/decide(_:velocity:checks:)``), from the
+        /// same values.
+        func run<History: BacktestVelocity>(
+            _ attempts: [AttemptLog.Attempt], _ range: Range<Int>, _ currentVelocity: RecordedVelocity.Lookup,
+            _ candidateVelocity: RecordedVelocity.Lookup, _ history: History
+        ) -> Partial {
             var part = Partial(current: current, candidate: candidate)
             // Each attempt is read in place (`attempts[index]` at each use, borrowed): a local copy
             // of it retained and released its every field.
@@ -223,20 +311,30 @@ public enum Backtest {
                     part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
                     if before.unresolved { part.currentUnresolved += 1 }
                     if after.unresolved { part.candidateUnresolved += 1 }
-                    if before.flow != after.flow {
-                        part.changed += 1
-                        if part.sample.count < sampleSize {
-                            let attempt = attempts[index]
-                            part.sample.append(
-                                Change(
-                                    attemptID: attempt.id,
-                                    before: current.decide(
-                                        attempt.input, velocity: beforeValues, checks: attempt.checks
-                                    ).decision,
-                                    after: candidate.decide(
-                                        attempt.input, velocity: afterValues, checks: attempt.checks
-                                    ).decision))
-                        }
+                    guard before.flow != after.flow else { continue }
+                    part.changed += 1
+                    let sampled = part.sample.count < sampleSize
+                    guard sampled || collectChanges else { continue }
+                    let attempt = attempts[index]
+                    let beforeDecision = current.decide(
+                        attempt.input, velocity: beforeValues, checks: attempt.checks
+                    ).decision
+                    let afterDecision = candidate.decide(
+                        attempt.input, velocity: afterValues, checks: attempt.checks
+                    ).decision
+                    if sampled {
+                        part.sample.append(Change(attemptID: attempt.id, before: beforeDecision, after: afterDecision))
+                    }
+                    if collectChanges {
+                        let beforeRules = beforeDecision.liveHits.map(\.ruleID)
+                        let afterRules = afterDecision.liveHits.map(\.ruleID)
+                        part.changes.append(
+                            ChangedAttempt(
+                                attemptID: attempt.id, time: attempt.time,
+                                channel: attempt.input.channel?.name,
+                                cardID: attempt.subject.cardID, before: before.flow, after: after.flow,
+                                currentOnly: beforeRules.filter { !afterRules.contains($0) },
+                                candidateOnly: afterRules.filter { !beforeRules.contains($0) }))
                     }
                 }
             }

@@ -145,7 +145,9 @@ public struct RecordedVelocity: Sendable {
 
         /// The values for attempt `index`: recorded where there is one, the rest counted from
         /// `history`, one query at a time.
-        func values(attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider) -> [Int?] {
+        func values<History: BacktestVelocity>(
+            attempt index: Int, _ attempt: AttemptLog.Attempt, history: History
+        ) -> [Int?] {
             var values: [Int?] = []
             fill(&values, attempt: index, attempt, history: history)
             return values
@@ -153,8 +155,8 @@ public struct RecordedVelocity: Sendable {
 
         /// ``values(attempt:_:history:)`` into `values`, reused from one attempt to the next (an
         /// array per attempt and ruleset was an allocation and a run-time metadata look-up).
-        func fill(
-            _ values: inout [Int?], attempt index: Int, _ attempt: AttemptLog.Attempt, history: InMemoryVelocityProvider
+        func fill<History: BacktestVelocity>(
+            _ values: inout [Int?], attempt index: Int, _ attempt: AttemptLog.Attempt, history: History
         ) {
             if values.count != queries.count { values = [Int?](repeating: nil, count: queries.count) }
             for (position, column) in columns.enumerated() {

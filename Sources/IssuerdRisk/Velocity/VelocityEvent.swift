@@ -41,7 +41,7 @@ public struct VelocityEvent: Sendable, Hashable {
     }
 
     /// The id this event carries for `key`.
-    func id(for key: VelocityKey) -> String? {
+    public func id(for key: VelocityKey) -> String? {
         switch key {
         case .card: cardID
         case .device: deviceID

@@ -6,25 +6,34 @@ import IssuerdRisk
 /// `issuerd rules backtest`: current versus candidate over stored attempts.
 enum RulesBacktestCommand {
     static let usage = """
-        issuerd rules backtest --candidate DIR [--current DIR] --input FILE.jsonl [--sample N]
+        issuerd rules backtest --candidate DIR [--current DIR] --input FILE.jsonl [--sample N] [--changed-csv FILE]
         issuerd rules backtest --candidate DIR [--current DIR] --since TIME --until TIME [--limit N] [--sample N]
+                               [--changed-csv FILE]
 
         Replays every attempt of FILE.jsonl through the current ruleset (default ./rules) and the
         candidate, with velocity recomputed from the file's own history as of each attempt.
         With --since/--until the attempts of [since, until) come from PostgreSQL (ISSUERD_DATABASE_URL),
-        at most N (--limit, default 2000000): a velocity value an attempt's decision recorded is
-        used as recorded; the others are counted from the history of their cards, devices or
-        customers within the query's window (before --since too). `issuerd rules export` writes
+        at most N (--limit, default 20000000), read in time order a slice at a time in one snapshot
+        (memory stays bounded by a slice and the keys active within the rules' longest window, not
+        by the window's length): a velocity value an attempt's decision recorded is used as
+        recorded; the others are counted from the history of their cards, devices or customers
+        within the query's window (before --since too). `issuerd rules export` writes
         all of the history as JSONL (the same report from --input wherever the recorded values
         are the history's; docs/rules.md, "History from PostgreSQL").
         Prints the flow mix before and after, per-rule hit counts, and a sample of the attempts
         whose flow changed (N, default 20). Progress goes to standard error. The JSONL format is
         in docs/rules.md ("Backtest input").
+
+        --changed-csv FILE writes every attempt whose flow the candidate changes as CSV (mode 0600,
+        written whole or not at all): attempt_id, time, channel, card_last_four, before, after, and
+        the rules that made the difference (live hits under one ruleset only). A cell starting with
+        = + - @ is prefixed with ', and no cell ever holds a full card number (from --input the
+        last four are empty: the file has no cards).
         """
 
     static func run(_ words: [String]) throws -> Int32 {
         let arguments = try Arguments(
-            words, options: ["candidate", "current", "input", "since", "until", "sample", "limit"])
+            words, options: ["candidate", "current", "input", "since", "until", "sample", "limit", "changed-csv"])
         if arguments.wantsHelp {
             print(usage)
             return 0
@@ -34,12 +43,13 @@ enum RulesBacktestCommand {
         guard let sample = Int(arguments.option("sample") ?? "20"), (0...10_000).contains(sample) else {
             throw UsageError("--sample takes a number from 0 to 10000")
         }
+        let csv = try arguments.option("changed-csv").map { try ChangedCSVFile(path: $0) }
         if arguments.option("since") != nil || arguments.option("until") != nil {
             guard arguments.option("input") == nil else {
                 throw UsageError("give either --input or --since/--until, not both")
             }
             let (since, until) = try RulesHistoryCommands.window(arguments)
-            guard let limit = Int(arguments.option("limit") ?? "2000000"), (1...50_000_000).contains(limit) else {
+            guard let limit = Int(arguments.option("limit") ?? "20000000"), (1...50_000_000).contains(limit) else {
                 throw UsageError("--limit takes a number from 1 to 50000000")
             }
             let current = try load(currentDirectory, role: "current")
@@ -49,8 +59,8 @@ enum RulesBacktestCommand {
             let outcome = try RulesHistoryCommands.databaseCall {
                 try HistoryBacktest.run(
                     current: current, candidate: candidate, since: since, until: until, limit: limit,
-                    sampleSize: sample,
-                    database: pool, progress: standardError)
+                    sampleSize: sample, database: pool, progress: standardError,
+                    changed: csv.map { file in { rows in file.write(rows.map(\.csvLine)) } })
             }
             switch outcome {
             case .tooManyAttempts(let found, let limit):
@@ -58,6 +68,7 @@ enum RulesBacktestCommand {
                     "the window holds \(found) attempts, more than --limit \(limit); narrow --since/--until or raise --limit"
                 )
             case .report(let report, _):
+                try csv?.finish(standardError)
                 print(render(report, current: current, candidate: candidate))
                 return 0
             }
@@ -76,9 +87,13 @@ enum RulesBacktestCommand {
             throw CommandFailure("\(inputPath): \(error)")
         }
         standardError("backtest: \(log.attempts.count) attempts, \(log.events.count) history events")
-        let report = Backtest.run(current: current, candidate: candidate, log: log, sampleSize: sample) { done, total in
-            standardError("backtest: \(done)/\(total) attempts")
-        }
+        let report = Backtest.run(
+            current: current, candidate: candidate, log: log, sampleSize: sample,
+            progress: { done, total in standardError("backtest: \(done)/\(total) attempts") },
+            changed: csv.map { file in
+                { changes in file.write(changes.map { ChangedAttemptsCSV.line($0, lastFour: nil) }) }
+            })
+        try csv?.finish(standardError)
         print(render(report, current: current, candidate: candidate))
         return 0
     }
@@ -151,5 +166,55 @@ enum RulesBacktestCommand {
         guard !live.isEmpty else { return "no live hits" }
         return live.map { "\($0.ruleID) {" + $0.values.map(\.description).joined(separator: ", ") + "}" }.joined(
             separator: "; ")
+    }
+}
+
+/// The file `--changed-csv` writes: first as `FILE.partial` (mode 0600), renamed to FILE once
+/// the backtest is done, so a failed run leaves no half file under the name asked for.
+final class ChangedCSVFile {
+    private let path: String
+    private let partial: String
+    private let handle: FileHandle
+    private var rows = 0
+    private var failure: String?
+
+    init(path: String) throws {
+        self.path = path
+        partial = path + ".partial"
+        guard
+            FileManager.default.createFile(
+                atPath: partial, contents: Data(ChangedAttemptsCSV.header.utf8), attributes: [.posixPermissions: 0o600]),
+            let handle = FileHandle(forWritingAtPath: partial)
+        else {
+            throw CommandFailure("\(path): cannot create \(partial)")
+        }
+        handle.seekToEndOfFile()
+        self.handle = handle
+    }
+
+    deinit {
+        try? handle.close()
+        try? FileManager.default.removeItem(atPath: partial)  // gone already when finished
+    }
+
+    /// Appends lines (each with its line end).
+    func write(_ lines: [String]) {
+        guard failure == nil, !lines.isEmpty else { return }
+        do {
+            try handle.write(contentsOf: Data(lines.joined().utf8))
+            rows += lines.count
+        } catch {
+            failure = "\(error)"
+        }
+    }
+
+    /// Closes the file and gives it its name.
+    func finish(_ say: (String) -> Void) throws {
+        if let failure { throw CommandFailure("\(path): writing failed: \(failure)") }
+        try handle.synchronize()
+        try handle.close()
+        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+        try FileManager.default.moveItem(atPath: partial, toPath: path)
+        say("backtest: \(rows) changed attempts written to \(path)")
     }
 }

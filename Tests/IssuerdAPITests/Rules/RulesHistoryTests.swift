@@ -345,7 +345,7 @@ struct RulesHistoryTests {
             ["rules", "backtest", "--candidate", candidate.path, "--current", rules.path] + window,
             environment: environment)
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.standardError.contains("backtest: 3 attempts to replay"), "\(result.standardError)")
+        #expect(result.standardError.contains("backtest: 3 attempts replayed"), "\(result.standardError)")
 
         let admin = ["Authorization": "Bearer \(try app.apiKey(role: .admin))"]
         let overlay =

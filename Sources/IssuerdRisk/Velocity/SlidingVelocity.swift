@@ -1,0 +1,215 @@
+import Foundation
+
+/// Velocity over history fed in time order, holding per key only the events the longest window
+/// of their metric can still reach: a streaming backtest's memory is bounded by the keys active
+/// within that window, not by the length of the period replayed.
+///
+/// Feed the history before the period (``add(_:under:)``), then each slice of the period in
+/// time order (its attempts and the other events up to its end); ask values as of any time not
+/// before the last ``evict(before:)``. A value is what ``InMemoryVelocityProvider`` answers over
+/// the same events: the events in `[time − window, time)`, so events fed ahead of the times
+/// asked (the rest of a slice) are not counted.
+public struct SlidingVelocity: Sendable {
+    /// The events of one (kind, key) group, per id, each id's in time order.
+    private struct Group: Sendable {
+        /// The longest window of the group's queries: older events are never read again.
+        var horizon: Double
+        /// The oldest time kept at the last eviction.
+        var evictedThrough = -Double.infinity
+        var entries: [String: [Entry]] = [:]
+        /// Events held.
+        var count = 0
+    }
+
+    private struct Entry: Sendable {
+        var time: Double
+        var cardID: String?
+        var cardholderName: String?
+    }
+
+    /// Groups by ``index(_:_:)``; nil for a group no query reads.
+    private var groups: [Group?]
+    /// The keys some query reads attempts by.
+    public private(set) var attemptKeys: [VelocityKey]
+    /// The longest window of any query, in seconds: how far back history must be fed.
+    public private(set) var lookbackSeconds: Int
+
+    private static let keys = VelocityKey.allCases
+
+    /// State for `queries` (the rulesets' velocity queries, each kept for its group's longest window).
+    public init(queries: [VelocityQuery]) {
+        groups = [Group?](repeating: nil, count: 4 * 3)
+        attemptKeys = []
+        lookbackSeconds = 0
+        _ = include(queries)
+    }
+
+    /// One (kind, key) group and the window it keeps.
+    public struct GroupWindow: Sendable, Equatable {
+        public var kind: VelocityEvent.Kind
+        public var key: VelocityKey
+        public var seconds: Int
+
+        /// Creates the value from every stored property.
+        public init(kind: VelocityEvent.Kind, key: VelocityKey, seconds: Int) {
+            self.kind = kind
+            self.key = key
+            self.seconds = seconds
+        }
+    }
+
+    /// Keeps history for `queries` too, from now on.
+    ///
+    /// - Returns: The groups that start empty (new ones, and those whose window grows: their
+    ///   events are dropped, since older ones were evicted): feed each the history of its window
+    ///   before the next values asked, under its key only (``add(_:under:)``).
+    public mutating func include(_ queries: [VelocityQuery]) -> [GroupWindow] {
+        var reset: [GroupWindow] = []
+        for query in queries {
+            let index = Self.index(query.metric.eventKind, query.key)
+            let horizon = Double(query.windowSeconds)
+            if let group = groups[index], group.horizon >= horizon { continue }
+            groups[index] = Group(horizon: horizon)
+            reset.removeAll { $0.kind == query.metric.eventKind && $0.key == query.key }
+            reset.append(GroupWindow(kind: query.metric.eventKind, key: query.key, seconds: query.windowSeconds))
+        }
+        attemptKeys = Self.keys.filter { groups[Self.index(.attempt, $0)] != nil }
+        lookbackSeconds = max(lookbackSeconds, queries.map(\.windowSeconds).max() ?? 0)
+        return reset
+    }
+
+    /// Whether values of `query` are counted here (its group is kept for at least its window).
+    public func counts(_ query: VelocityQuery) -> Bool {
+        (groups[Self.index(query.metric.eventKind, query.key)]?.horizon ?? -1) >= Double(query.windowSeconds)
+    }
+
+    private static func index(_ kind: VelocityEvent.Kind, _ key: VelocityKey) -> Int {
+        let kindIndex =
+            switch kind {
+            case .attempt: 0
+            case .otpFailure: 1
+            case .tokenDeletion: 2
+            case .stepUpFailure: 3
+            }
+        let keyIndex =
+            switch key {
+            case .card: 0
+            case .device: 1
+            case .customer: 2
+            }
+        return kindIndex * 3 + keyIndex
+    }
+
+    /// Whether some query reads events of `kind` by `key`.
+    public func reads(_ kind: VelocityEvent.Kind, by key: VelocityKey) -> Bool {
+        groups[Self.index(kind, key)] != nil
+    }
+
+    /// Adds `event` under `key` only (history read per key), when a query reads that group and
+    /// the event carries an id for it. Events mostly come in time order (one out of order is moved
+    /// into place).
+    public mutating func add(_ event: VelocityEvent, under key: VelocityKey) {
+        let index = Self.index(event.kind, key)
+        guard groups[index] != nil, let id = event.id(for: key) else { return }
+        let entry = Entry(
+            time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
+        Self.insert(entry, into: &groups[index]!.entries[id, default: []])
+        groups[index]!.count += 1
+    }
+
+    /// Appends `entry`, moved back past any later one (history read by time mostly comes in order).
+    private static func insert(_ entry: Entry, into entries: inout [Entry]) {
+        entries.append(entry)
+        var position = entries.count - 1
+        while position > 0, entries[position - 1].time > entry.time {
+            entries.swapAt(position - 1, position)
+            position -= 1
+        }
+    }
+
+    /// Adds `event` under every key it carries that a query reads it by.
+    public mutating func add(_ event: VelocityEvent) {
+        for key in Self.keys { add(event, under: key) }
+    }
+
+    /// Drops every event no value asked as of `time` or later can count (older than its group's
+    /// longest window), and every id left without events.
+    ///
+    /// - Parameter slack: A group is swept only once its window has moved on by this share of
+    ///   its length since its last sweep (every id is visited: sweeping a month-long window's
+    ///   ids for every slice of a few hours cost more than the events it dropped); 0 sweeps
+    ///   every time. Events held stay within `1 + slack` windows.
+    public mutating func evict(before time: Date, slack: Double = 0) {
+        let now = time.timeIntervalSince1970
+        for index in groups.indices {
+            guard let horizon = groups[index]?.horizon,
+                now - horizon - groups[index]!.evictedThrough >= slack * horizon
+            else { continue }
+            // Taken out while it changes, so its arrays are not shared (and copied) on write.
+            var group = groups[index]!
+            groups[index] = nil
+            let oldest = now - group.horizon
+            group.evictedThrough = oldest
+            var empty: [String] = []
+            var position = group.entries.values.startIndex
+            while position != group.entries.values.endIndex {
+                if let last = group.entries.values[position].last?.time, last < oldest {
+                    group.count -= group.entries.values[position].count
+                    empty.append(group.entries.keys[position])
+                } else if let first = group.entries.values[position].first?.time, first < oldest {
+                    let keep = Self.firstIndex(in: group.entries.values[position], notBefore: oldest)
+                    group.entries.values[position].removeFirst(keep)
+                    group.count -= keep
+                }
+                position = group.entries.values.index(after: position)
+            }
+            for id in empty { group.entries[id] = nil }
+            groups[index] = group
+        }
+    }
+
+    /// Events held, over every group.
+    public var eventCount: Int { groups.reduce(0) { $0 + ($1?.count ?? 0) } }
+
+    /// Ids held (an id counts once per group it has events in).
+    public var keyCount: Int { groups.reduce(0) { $0 + ($1?.entries.count ?? 0) } }
+
+    /// The value of `query` for `subject` as of `time`: the events in `[time − window, time)`;
+    /// nil when the subject has no id for the query's key.
+    public func value(of query: VelocityQuery, subject: VelocitySubject, at time: Date) -> Int? {
+        guard let id = subject.id(for: query.key) else { return nil }
+        guard let group = groups[Self.index(query.metric.eventKind, query.key)], let entries = group.entries[id] else {
+            return 0
+        }
+        let now = time.timeIntervalSince1970
+        let lower = Self.firstIndex(in: entries, notBefore: now - Double(query.windowSeconds))
+        let upper = Self.firstIndex(in: entries, notBefore: now)
+        guard lower < upper else { return 0 }
+        let window = entries[lower..<upper]
+        switch query.metric {
+        case .distinctCards: return Set(window.compactMap(\.cardID)).count
+        case .distinctNames:
+            return Set(window.compactMap { $0.cardholderName.map(InMemoryVelocityProvider.normalizedName) }).count
+        default: return window.count
+        }
+    }
+
+    private static func firstIndex(in entries: [Entry], notBefore time: Double) -> Int {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].time < time { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}
+
+extension SlidingVelocity: BacktestVelocity {}
+extension InMemoryVelocityProvider: BacktestVelocity {}
+
+/// Where a backtest counts a velocity value its attempt did not record.
+public protocol BacktestVelocity: Sendable {
+    /// The value of `query` for `subject` as of `time`; nil when the subject has no id for its key.
+    func value(of query: VelocityQuery, subject: VelocitySubject, at time: Date) -> Int?
+}
