@@ -27,6 +27,10 @@ public struct Router: Sendable {
     }
 
     private var entries: [Entry] = []
+    // The methods of the inline routes (GET serves HEAD too): for any other method
+    // ``runsInline(_:path:)`` answers without splitting the path or resolving the route, work
+    // every handed-off request would otherwise repeat (callgrind, docs/performance.md).
+    private var inlineMethods: Set<HTTPMethod> = []
 
     /// Called with every response before it leaves, whatever produced it (a handler, a thrown
     /// error, a 404 or 405): headers that depend on the path rather than on the outcome
@@ -67,15 +71,16 @@ public struct Router: Sendable {
             preconditionFailure("Router.add: \(method) \(pattern) clashes with \(clash.method) \(clash.pattern.text)")
         }
         entries.append(Entry(method: method, pattern: parsed, inline: inline, admission: admission, handler: handler))
+        if inline { inlineMethods.insert(method) }
     }
 
     /// Whether the server answers this request on its network thread: it resolves to an inline
-    /// route. Only the (few) inline routes are matched unless one fits, so routed requests pay
-    /// next to nothing for the question.
+    /// route. A method no inline route has is answered at once; otherwise only the (few) inline
+    /// routes are matched unless one fits, so routed requests pay next to nothing for the question.
     package func runsInline(_ method: HTTPMethod, path: String) -> Bool {
-        guard path.hasPrefix("/") else { return false }
-        let pieces = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
         let methods: [HTTPMethod] = method == .head ? [.head, .get] : [method]
+        guard path.hasPrefix("/"), methods.contains(where: inlineMethods.contains) else { return false }
+        let pieces = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
         guard
             let candidate = entries.first(where: {
                 $0.inline && methods.contains($0.method) && $0.pattern.match(pieces) != nil

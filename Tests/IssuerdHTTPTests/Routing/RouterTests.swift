@@ -50,6 +50,23 @@ import Testing
         #expect(response.headers["X-Request-Id"] == request.requestId)
     }
 
+    /// Only a request that resolves to an inline route runs on the network thread; a method no
+    /// inline route has is refused before its path is matched, and HEAD follows an inline GET.
+    @Test func onlyRequestsResolvingToAnInlineRouteRunInline() {
+        var router = probeRouter()
+        router.add(.get, "/healthz", inline: true) { _ in .text("ok") }
+        #expect(router.runsInline(.get, path: "/healthz"))
+        #expect(router.runsInline(.head, path: "/healthz"))
+        #expect(!router.runsInline(.post, path: "/healthz"))
+        #expect(!router.runsInline(.get, path: "/v1/cards"))
+        #expect(!router.runsInline(.post, path: "/v1/cards/c1/apple-pay/provision"))
+        #expect(!router.runsInline(.get, path: "healthz"))
+        #expect(!probeRouter().runsInline(.get, path: "/v1/cards"))
+        router.add(.post, "/v1/ping", inline: true) { _ in .noContent() }
+        #expect(router.runsInline(.post, path: "/v1/ping"))
+        #expect(!router.runsInline(.post, path: "/v1/cards"))
+    }
+
     @Test func headIsAnsweredByGet() {
         let response = probeRouter().respond(to: HTTPRequest(method: .head, path: "/v1/cards"))
         #expect(response.status == 200)
