@@ -82,7 +82,10 @@ struct MDESFlows {
                 velocity: VelocityBatch(
                     subject: VelocitySubject(deviceID: deviceID), time: now, queries: ruleset.velocityQueries),
                 pushesSince: now.addingTimeInterval(-TokenizationAuthorization.yellowPushWindow))
-            return try TokenizationContext(rows: try connection.query(statement.query), statement: statement)
+            // Planned as the TSP authorization's context statement is (one generic plan per
+            // connection, B-tree look-ups only), in the same round trip.
+            let rows = try connection.pipeline([PushContext.planSettings, statement.query])
+            return try TokenizationContext(rows: rows[1], statement: statement)
         }
         let source = data.source?.ruleName.flatMap(TokenizationSource.init(name:))
         let attemptID = UUID.random()
