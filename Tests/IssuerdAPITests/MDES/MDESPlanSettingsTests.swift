@@ -33,14 +33,20 @@ struct MDESPlanSettingsTests {
         #expect(answer.status == 200, "\(answer.text)")
         #expect(answer.jsonObject()?["decision"] as? String == "APPROVED")
         let seen: [[String]] = try fixture.app.pool.withConnection { connection in
-            try connection.query("SELECT plan_cache_mode, enable_seqscan, enable_bitmapscan FROM plan_settings_seen").map {
-                [try $0.decode(0, as: String.self), try $0.decode(1, as: String.self), try $0.decode(2, as: String.self)]
-            }
+            try connection.query("SELECT plan_cache_mode, enable_seqscan, enable_bitmapscan FROM plan_settings_seen")
+                .map {
+                    [
+                        try $0.decode(0, as: String.self), try $0.decode(1, as: String.self),
+                        try $0.decode(2, as: String.self),
+                    ]
+                }
         }
         #expect(seen == [["force_generic_plan", "off", "off"]])
-        // They end with the transaction: the connection's own settings are untouched afterwards.
+        // Transaction-local: a pooled connection afterwards has the server's defaults again.
         let after: String = try fixture.app.pool.withConnection { connection in
-            try connection.query("SELECT current_setting('enable_seqscan')").first.map { try $0.decode(0, as: String.self) } ?? ""
+            try connection.query("SELECT current_setting('enable_seqscan')").first.map {
+                try $0.decode(0, as: String.self)
+            } ?? ""
         }
         #expect(after == "on")
     }
