@@ -43,14 +43,16 @@ struct PushContext {
     /// the settings' `force_generic_plan`, also once. In one statement it was planned for every
     /// request (18 µs, more than it took to run).
     static func lockAndPlanSettings(key: String) -> [PostgresQuery] {
-        [
-            """
-            SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-                   set_config('enable_bitmapscan', 'off', true)
-            """,
-            "SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))",
-        ]
+        [planSettings, "SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))"]
     }
+
+    /// The settings alone, for the rest of the transaction: a context statement run without
+    /// them (MDES Authorize Service's, before they were added) was planned for every request
+    /// with the BRIN index's bitmap scans, 122 ms of PostgreSQL per request (docs/performance.md).
+    static let planSettings: PostgresQuery = """
+        SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
+               set_config('enable_bitmapscan', 'off', true)
+        """
 
     /// The statement, and what ``init(rows:statement:)`` needs to read its velocity columns.
     struct Statement {
