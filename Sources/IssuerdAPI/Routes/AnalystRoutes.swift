@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdConsole
 import IssuerdHTTP
+import IssuerdRisk
 import IssuerdService
 
 /// Read-only analyst views (analyst or admin key, or the console's session):
@@ -12,19 +13,8 @@ enum AnalystRoutes {
     /// after it is still refused; an attempt id or a card id holds letters between shorter runs;
     /// a last four is too short; an attempt id (a UUID in its canonical form, whose hex groups can
     /// hold long runs of digits) is never one. (A numeric id of 12 or more digits cannot be searched.)
-    static func containsCardNumber(_ text: String) -> Bool {
-        if text.utf8.count == 36, UUID(uuidString: text) != nil { return false }
-        var run = 0
-        for scalar in text.unicodeScalars {
-            if scalar.properties.numericType == .decimal {
-                run += 1
-                if run >= 12 { return true }
-            } else if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
-                run = 0
-            }
-        }
-        return false
-    }
+    /// The same rule keeps card numbers out of the changed-attempts CSV (``ChangedAttemptsCSV``).
+    static func containsCardNumber(_ text: String) -> Bool { ChangedAttemptsCSV.containsCardNumber(text) }
 
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/decisions") { request in
