@@ -181,7 +181,7 @@ let package = Package(
                 "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdRisk", "IssuerdCrypto",
                 "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11", "IssuerdKeys",
             ],
-            exclude: ["MDES/FakeCustomerService", "GooglePay/Oracle"]
+            exclude: ["MDES/FakeCustomerService", "MDES/fake_mdes.py", "GooglePay/Oracle"]
         ),
         .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
         .testTarget(
