@@ -82,7 +82,9 @@ package struct OutboxDelivery: Sendable {
             throw OutboxError(.unreadablePayload, "sealed step-up secret does not decode")
         }
         let locale = MessageLocale(rawValue: payload.locale) ?? .korean
-        let text = StepUpMessage.text(code: secret.code, method: method, locale: locale, minutes: payload.validMinutes)
+        let text = StepUpMessage.text(
+            code: secret.code, method: method, locale: locale, minutes: payload.validMinutes,
+            wallet: payload.wallet ?? .applePay)
         let body: [String: String] = [
             "challengeId": payload.challengeId, "method": payload.method, "destination": secret.destination,
             "code": secret.code,

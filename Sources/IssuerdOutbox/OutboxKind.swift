@@ -24,11 +24,13 @@ package struct StepUpDeliveryPayload: Codable, Sendable, Equatable {
     package var keyVersion: Int
     /// Base64 of the sealed ``StepUpSecret`` JSON.
     package var sealed: String
+    /// The wallet the message names; absent (messages written before it existed) is Apple Pay.
+    package var wallet: StepUpMessage.Wallet?
 
     /// Creates the value from every stored property.
     package init(
         challengeId: String, tokenReference: String, method: String, destinationMasked: String, expiresAt: String,
-        locale: String, validMinutes: Int, keyVersion: Int, sealed: String
+        locale: String, validMinutes: Int, keyVersion: Int, sealed: String, wallet: StepUpMessage.Wallet? = nil
     ) {
         self.challengeId = challengeId
         self.tokenReference = tokenReference
@@ -39,6 +41,7 @@ package struct StepUpDeliveryPayload: Codable, Sendable, Equatable {
         self.validMinutes = validMinutes
         self.keyVersion = keyVersion
         self.sealed = sealed
+        self.wallet = wallet
     }
 }
 

@@ -102,7 +102,8 @@ struct ChallengeIssuer: Sendable {
                 expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
                 validMinutes: given.map { max(1, Int($0.expiresAt.timeIntervalSince(now) / 60)) }
                     ?? Int(OutboxBackoff.seconds(settings.codeLifetime) / 60), keyVersion: sealed.keyVersion,
-                sealed: BinaryEncoding.base64String(sealed.bytes))
+                sealed: BinaryEncoding.base64String(sealed.bytes),
+                wallet: token.service == "mdes" ? .any : nil)
             try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)
         }
         try AuditLog.append(

@@ -60,6 +60,9 @@ struct MDESEndToEndTests {
         let message = try #require(first.first?.json)
         let code = try #require(message["code"] as? String)
         #expect(message["destination"] as? String == "01012345678")
+        // A Mastercard token may be for any wallet: the text names none (not "Apple Pay").
+        let text = try #require(message["message"] as? String)
+        #expect(text.contains(code) && !text.contains("Apple Pay"))
         // Only its HMAC is stored.
         #expect(
             try fixture.count(
@@ -69,6 +72,9 @@ struct MDESEndToEndTests {
         let both = receiver.wait { $0.filter { $0.path == "/notify" }.count >= 2 }.filter { $0.path == "/notify" }
         try #require(both.count == 2)
         #expect(both[1].json?["code"] as? String == code)
+        // The re-sent text states the time left (the same expiry), and names no wallet either.
+        let resent = try #require(both[1].json?["message"] as? String)
+        #expect(resent.contains(code) && !resent.contains("Apple Pay"))
         #expect(both[1].json?["expiresAt"] as? String == message["expiresAt"] as? String)
         #expect(both[1].header("Idempotency-Key") != both[0].header("Idempotency-Key"))
         #expect(try fixture.count("SELECT count(*) FROM challenges WHERE token_reference = '\(tur)'") == 1)

@@ -58,6 +58,7 @@ struct StepUpFlowTests {
         #expect(OneTimeCode.isWellFormed(code))
         let text = try #require(body["message"] as? String)
         #expect(text.contains(code) && text.contains("Never share"))  // attempt locale en_US
+        #expect(text.contains("Apple Pay"))
 
         // Neither the code nor the phone number sits in clear in the database.
         let stored = try app.pool.withConnection { connection in
