@@ -18,22 +18,7 @@ public struct PKCS11RSASigner: Sendable {
     public init(token: PKCS11Token, label: String) throws {
         self.token = token
         self.label = label
-        bits = try token.withSession { session in
-            let key = try token.handle(label: label, objectClass: UInt(CKO_PRIVATE_KEY), session: session)
-            let info = try PKCS11ObjectInfo.read(key, session: session)
-            guard info.keyType == "RSA" else {
-                throw PKCS11Error(.keyWrongType, "the signing key '\(label)' is \(info.keyType ?? "untyped"), not RSA")
-            }
-            guard let bits = info.bits, bits >= 2048 else {
-                throw PKCS11Error(
-                    .keyWrongType, "the signing key '\(label)' has \(info.bits ?? 0) bits; at least 2048 are required")
-            }
-            guard info.usage.contains("sign") else {
-                throw PKCS11Error(.keyWrongType, "the signing key '\(label)' does not allow CKA_SIGN")
-            }
-            try PKCS11Token.requireNonExtractable(info, role: "signing key")
-            return bits
-        }
+        bits = try token.checkedRSAPrivateKeyBits(label: label, role: "signing key", usage: "sign")
     }
 
     /// The signature over `message` (hashed with SHA-256 inside the token).

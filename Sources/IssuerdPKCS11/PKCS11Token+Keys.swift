@@ -139,6 +139,30 @@ extension PKCS11Token {
         }
     }
 
+    /// Finds the private key labelled `label` and checks it: RSA, at least 2048 bits, allowed
+    /// `usage` (`decrypt`, `sign`: the attribute `CKA_` + its upper case), sensitive, not
+    /// extractable; errors name the key by `role`.
+    ///
+    /// - Returns: The modulus size in bits.
+    func checkedRSAPrivateKeyBits(label: String, role: String, usage: String) throws -> Int {
+        try withSession { session in
+            let key = try handle(label: label, objectClass: UInt(CKO_PRIVATE_KEY), session: session)
+            let info = try PKCS11ObjectInfo.read(key, session: session)
+            guard info.keyType == "RSA" else {
+                throw PKCS11Error(.keyWrongType, "the \(role) '\(label)' is \(info.keyType ?? "untyped"), not RSA")
+            }
+            guard let bits = info.bits, bits >= 2048 else {
+                throw PKCS11Error(
+                    .keyWrongType, "the \(role) '\(label)' has \(info.bits ?? 0) bits; at least 2048 are required")
+            }
+            guard info.usage.contains(usage) else {
+                throw PKCS11Error(.keyWrongType, "the \(role) '\(label)' does not allow CKA_\(usage.uppercased())")
+            }
+            try Self.requireNonExtractable(info, role: role)
+            return bits
+        }
+    }
+
     static func requireNonExtractable(_ info: PKCS11ObjectInfo, role: String) throws {
         guard info.sensitive == true else {
             throw PKCS11Error(

@@ -111,8 +111,8 @@ public struct InMemoryVelocityProvider: VelocityProvider {
                 Bucket(kind: query.metric.eventKind, key: query.key, id: id)]
         else { return 0 }
         let now = time.timeIntervalSince1970
-        let lower = Self.firstIndex(in: entries, notBefore: now - Double(query.windowSeconds))
-        let upper = Self.firstIndex(in: entries, notBefore: now)
+        let lower = entries.firstIndex(notBefore: now - Double(query.windowSeconds), time: \.time)
+        let upper = entries.firstIndex(notBefore: now, time: \.time)
         guard lower < upper else { return 0 }
         let window = entries[lower..<upper]
         switch query.metric {
@@ -135,15 +135,5 @@ public struct InMemoryVelocityProvider: VelocityProvider {
             previous = entries[index].time
         }
         return true
-    }
-
-    private static func firstIndex(in entries: [Entry], notBefore time: Double) -> Int {
-        var low = 0
-        var high = entries.count
-        while low < high {
-            let middle = (low + high) / 2
-            if entries[middle].time < time { low = middle + 1 } else { high = middle }
-        }
-        return low
     }
 }

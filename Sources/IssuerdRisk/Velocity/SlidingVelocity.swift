@@ -157,7 +157,7 @@ public struct SlidingVelocity: Sendable {
                     group.count -= group.entries.values[position].count
                     empty.append(group.entries.keys[position])
                 } else if let first = group.entries.values[position].first?.time, first < oldest {
-                    let keep = Self.firstIndex(in: group.entries.values[position], notBefore: oldest)
+                    let keep = group.entries.values[position].firstIndex(notBefore: oldest, time: \.time)
                     group.entries.values[position].removeFirst(keep)
                     group.count -= keep
                 }
@@ -182,8 +182,8 @@ public struct SlidingVelocity: Sendable {
             return 0
         }
         let now = time.timeIntervalSince1970
-        let lower = Self.firstIndex(in: entries, notBefore: now - Double(query.windowSeconds))
-        let upper = Self.firstIndex(in: entries, notBefore: now)
+        let lower = entries.firstIndex(notBefore: now - Double(query.windowSeconds), time: \.time)
+        let upper = entries.firstIndex(notBefore: now, time: \.time)
         guard lower < upper else { return 0 }
         let window = entries[lower..<upper]
         switch query.metric {
@@ -192,16 +192,6 @@ public struct SlidingVelocity: Sendable {
             return Set(window.compactMap { $0.cardholderName.map(InMemoryVelocityProvider.normalizedName) }).count
         default: return window.count
         }
-    }
-
-    private static func firstIndex(in entries: [Entry], notBefore time: Double) -> Int {
-        var low = 0
-        var high = entries.count
-        while low < high {
-            let middle = (low + high) / 2
-            if entries[middle].time < time { low = middle + 1 } else { high = middle }
-        }
-        return low
     }
 }
 
