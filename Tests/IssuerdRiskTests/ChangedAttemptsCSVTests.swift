@@ -44,6 +44,40 @@ struct ChangedAttemptsCSVTests {
         #expect(ChangedAttemptsCSV.cell("say \"hi\"") == "\"say \"\"hi\"\"\"")
         #expect(ChangedAttemptsCSV.cell("two\nlines") == "\"two\nlines\"")
         #expect(ChangedAttemptsCSV.cell("=a,b") == "\"'=a,b\"")
+        // A CR LF pair is one Character in Swift; it is quoted all the same.
+        #expect(ChangedAttemptsCSV.cell("two\r\nlines") == "\"two\r\nlines\"")
+        #expect(ChangedAttemptsCSV.cell("é,è") == "\"é,è\"")
+    }
+
+    /// The rule by Unicode properties that ``ChangedAttemptsCSV/containsCardNumber(_:)`` states,
+    /// as written before its ASCII path: every ASCII text must get the same answer from both.
+    static func byScalarProperties(_ text: String) -> Bool {
+        if text.utf8.count == 36, UUID(uuidString: text) != nil { return false }
+        var run = 0
+        for scalar in text.unicodeScalars {
+            if scalar.properties.numericType == .decimal {
+                run += 1
+                if run >= 12 { return true }
+            } else if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+                run = 0
+            }
+        }
+        return false
+    }
+
+    @Test func asciiPathAgreesWithScalarProperties() {
+        var generator = SystemRandomNumberGenerator()
+        // Digits weighted up so that about half the texts hold a run of twelve.
+        let alphabet = Array("0123456789012345678901234567890123456789 -./_:,aZz@`{[")
+        for _ in 0..<20_000 {
+            let text = String(
+                (0..<Int.random(in: 0...40, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            #expect(ChangedAttemptsCSV.containsCardNumber(text) == Self.byScalarProperties(text), "\(text)")
+        }
+        for code in 0..<128 {
+            let text = "411111" + String(UnicodeScalar(UInt8(code))) + "111111"
+            #expect(ChangedAttemptsCSV.containsCardNumber(text) == Self.byScalarProperties(text), "\(code)")
+        }
     }
 
     @Test(

@@ -49,10 +49,16 @@ public enum ChangedAttemptsCSV {
     /// when it holds a comma, a quote or a line break.
     public static func cell(_ text: String) -> String {
         var value = containsCardNumber(text) ? removed : text
-        if let first = value.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) {
+        if let first = value.utf8.first,
+            first == UInt8(ascii: "=") || first == UInt8(ascii: "+")
+                || first == UInt8(ascii: "-") || first == UInt8(ascii: "@") || first == 0x09 || first == 0x0D
+        {
             value = "'" + value
         }
-        if value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
+        // Bytes, not Characters: these four are ASCII, never part of another scalar's UTF-8.
+        if value.utf8.contains(where: {
+            $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D
+        }) {
             value = "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         }
         return value
@@ -62,6 +68,20 @@ public enum ChangedAttemptsCSV {
     /// may interrupt but letters do not continue; a UUID is never one (the console's search rule).
     public static func containsCardNumber(_ text: String) -> Bool {
         if text.utf8.count == 36, UUID(uuidString: text) != nil { return false }
+        // ASCII text (every attempt id, time, channel and rule id) by its bytes: there a decimal
+        // digit is 0-9 and only letters and digits are alphabetic or numeric, as below.
+        if text.utf8.allSatisfy({ $0 < 0x80 }) {
+            var run = 0
+            for byte in text.utf8 {
+                if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
+                    run += 1
+                    if run >= 12 { return true }
+                } else if (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") {
+                    run = 0
+                }
+            }
+            return false
+        }
         var run = 0
         for scalar in text.unicodeScalars {
             if scalar.properties.numericType == .decimal {
