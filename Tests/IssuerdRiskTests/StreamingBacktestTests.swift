@@ -281,4 +281,61 @@ struct StreamingBacktestTests {
         velocity.add(VelocityEvent(kind: .otpFailure, time: Self.start, cardID: "c1"))
         #expect(velocity.eventCount == 3, "no query reads failures: not kept")
     }
+
+    @Test("Ids spread over parts give the answers of one part, added one by one or in batches")
+    func partsAnswerAsOne() {
+        let queries = [
+            VelocityQuery(metric: .attempts, key: .card, windowSeconds: 3_600),
+            VelocityQuery(metric: .distinctCards, key: .device, windowSeconds: 7_200),
+            VelocityQuery(metric: .distinctNames, key: .customer, windowSeconds: 7_200),
+            VelocityQuery(metric: .failedOTPs, key: .customer, windowSeconds: 1_800),
+        ]
+        var generator = SeededGenerator(seed: 7)
+        // 6,000 events over four hours (out of order now and then), ids from small pools so they repeat.
+        let events = (0..<6_000).map { index in
+            VelocityEvent(
+                kind: index % 7 == 0 ? .otpFailure : .attempt,
+                time: Self.start.addingTimeInterval(
+                    Double(index) * 2.4 - Double(Int.random(in: 0...30, using: &generator))),
+                cardID: "card-\(Int.random(in: 0..<300, using: &generator))",
+                deviceID: "device-\(Int.random(in: 0..<80, using: &generator))",
+                customerID: "customer-\(Int.random(in: 0..<120, using: &generator))",
+                cardholderName: "name-\(Int.random(in: 0..<5, using: &generator))")
+        }
+        var one = SlidingVelocity(queries: queries, parts: 1)
+        var batched = SlidingVelocity(queries: queries, parts: 3)
+        var single = SlidingVelocity(queries: queries, parts: 4)
+        for event in events { one.add(event) }
+        batched.add(contentsOf: Array(events[..<3_000]))
+        batched.add(contentsOf: Array(events[3_000...]))
+        for event in events { single.add(event) }
+        for cut in [0, 2_000, 9_000] {
+            let time = Self.start.addingTimeInterval(Double(cut))
+            one.evict(before: time)
+            batched.evict(before: time)
+            single.evict(before: time)
+            #expect(batched.eventCount == one.eventCount && single.eventCount == one.eventCount)
+            #expect(batched.keyCount == one.keyCount && single.keyCount == one.keyCount)
+            for probe in stride(from: cut, to: 14_400, by: 1_200) {
+                let at = Self.start.addingTimeInterval(Double(probe))
+                for id in 0..<40 {
+                    let subject = VelocitySubject(
+                        cardID: "card-\(id * 7)", deviceID: "device-\(id * 2)", customerID: "customer-\(id * 3)")
+                    for query in queries {
+                        let expected = one.value(of: query, subject: subject, at: at)
+                        #expect(batched.value(of: query, subject: subject, at: at) == expected)
+                        #expect(single.value(of: query, subject: subject, at: at) == expected)
+                    }
+                }
+            }
+        }
+        #expect(one.eventCount > 0)
+        // A batch under one key only, as the history read per key feeds it.
+        var byCard = SlidingVelocity(queries: queries, parts: 3)
+        var byCardOne = SlidingVelocity(queries: queries, parts: 1)
+        byCard.add(contentsOf: events, under: .card)
+        for event in events { byCardOne.add(event, under: .card) }
+        #expect(byCard.eventCount == byCardOne.eventCount)
+        #expect(byCard.eventCount == events.filter { $0.kind == .attempt }.count, "no query reads failures by card")
+    }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// Velocity over history fed in time order, holding per key only the events the longest window
@@ -9,9 +10,13 @@ import Foundation
 /// before the last ``evict(before:)``. A value is what ``InMemoryVelocityProvider`` answers over
 /// the same events: the events in `[time − window, time)`, so events fed ahead of the times
 /// asked (the rest of a slice) are not counted.
+///
+/// The ids are spread over ``parts`` by a hash of their bytes, each part holding its own ids'
+/// events: batches (``add(contentsOf:under:)``) and evictions run on every core, one part per
+/// thread, and a value reads only its id's part, so the answers are those of one part.
 public struct SlidingVelocity: Sendable {
     /// The events of one (kind, key) group, per id, each id's in time order.
-    private struct Group: Sendable {
+    fileprivate struct Group: Sendable {
         /// The longest window of the group's queries: older events are never read again.
         var horizon: Double
         /// The oldest time kept at the last eviction.
@@ -21,14 +26,21 @@ public struct SlidingVelocity: Sendable {
         var count = 0
     }
 
-    private struct Entry: Sendable {
+    fileprivate struct Entry: Sendable {
         var time: Double
         var cardID: String?
         var cardholderName: String?
     }
 
-    /// Groups by ``index(_:_:)``; nil for a group no query reads.
-    private var groups: [Group?]
+    /// One part's groups by ``index(_:_:)``; nil for a group no query reads.
+    fileprivate struct Part: Sendable {
+        var groups: [Group?]
+    }
+
+    /// The parts, an id in the one ``part(of:)`` names.
+    private var parts: [Part]
+    /// The groups' windows, as every part keeps them (nil: not kept).
+    private var horizons: [Double?]
     /// The keys some query reads attempts by.
     public private(set) var attemptKeys: [VelocityKey]
     /// The longest window of any query, in seconds: how far back history must be fed.
@@ -37,11 +49,23 @@ public struct SlidingVelocity: Sendable {
     private static let keys = VelocityKey.allCases
 
     /// State for `queries` (the rulesets' velocity queries, each kept for its group's longest window).
-    public init(queries: [VelocityQuery]) {
-        groups = [Group?](repeating: nil, count: 4 * 3)
+    ///
+    /// - Parameter parts: How many parts the ids are spread over (by default one per core).
+    public init(queries: [VelocityQuery], parts: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.parts = [Part](repeating: Part(groups: [Group?](repeating: nil, count: 4 * 3)), count: max(1, parts))
+        horizons = [Double?](repeating: nil, count: 4 * 3)
         attemptKeys = []
         lookbackSeconds = 0
         _ = include(queries)
+    }
+
+    /// The part holding `id`'s events: FNV-1a over its UTF-8 bytes (cheaper than the dictionary's
+    /// seeded hash, which each part computes again; any spread will do, the answers are the same).
+    private func part(of id: String) -> Int {
+        guard parts.count > 1 else { return 0 }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(parts.count))
     }
 
     /// One (kind, key) group and the window it keeps.
@@ -68,19 +92,20 @@ public struct SlidingVelocity: Sendable {
         for query in queries {
             let index = Self.index(query.metric.eventKind, query.key)
             let horizon = Double(query.windowSeconds)
-            if let group = groups[index], group.horizon >= horizon { continue }
-            groups[index] = Group(horizon: horizon)
+            if let kept = horizons[index], kept >= horizon { continue }
+            horizons[index] = horizon
+            for part in parts.indices { parts[part].groups[index] = Group(horizon: horizon) }
             reset.removeAll { $0.kind == query.metric.eventKind && $0.key == query.key }
             reset.append(GroupWindow(kind: query.metric.eventKind, key: query.key, seconds: query.windowSeconds))
         }
-        attemptKeys = Self.keys.filter { groups[Self.index(.attempt, $0)] != nil }
+        attemptKeys = Self.keys.filter { horizons[Self.index(.attempt, $0)] != nil }
         lookbackSeconds = max(lookbackSeconds, queries.map(\.windowSeconds).max() ?? 0)
         return reset
     }
 
     /// Whether values of `query` are counted here (its group is kept for at least its window).
     public func counts(_ query: VelocityQuery) -> Bool {
-        (groups[Self.index(query.metric.eventKind, query.key)]?.horizon ?? -1) >= Double(query.windowSeconds)
+        (horizons[Self.index(query.metric.eventKind, query.key)] ?? -1) >= Double(query.windowSeconds)
     }
 
     private static func index(_ kind: VelocityEvent.Kind, _ key: VelocityKey) -> Int {
@@ -102,7 +127,7 @@ public struct SlidingVelocity: Sendable {
 
     /// Whether some query reads events of `kind` by `key`.
     public func reads(_ kind: VelocityEvent.Kind, by key: VelocityKey) -> Bool {
-        groups[Self.index(kind, key)] != nil
+        horizons[Self.index(kind, key)] != nil
     }
 
     /// Adds `event` under `key` only (history read per key), when a query reads that group and
@@ -110,15 +135,49 @@ public struct SlidingVelocity: Sendable {
     /// into place).
     public mutating func add(_ event: VelocityEvent, under key: VelocityKey) {
         let index = Self.index(event.kind, key)
-        guard groups[index] != nil, let id = event.id(for: key) else { return }
-        let entry = Entry(
-            time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
-        Self.insert(entry, into: &groups[index]!.entries[id, default: []])
-        groups[index]!.count += 1
+        guard horizons[index] != nil, let id = event.id(for: key) else { return }
+        parts[part(of: id)].add(event, id: id, group: index)
+    }
+
+    /// Adds `events` under `key` only, or under every key each carries when `key` is nil, as
+    /// ``add(_:under:)`` and ``add(_:)`` would one by one: sorted by part here, then added on
+    /// every core, a part per thread.
+    public mutating func add(contentsOf events: [VelocityEvent], under key: VelocityKey? = nil) {
+        guard parts.count > 1, events.count >= 2_000 else {
+            for event in events {
+                if let key { add(event, under: key) } else { add(event) }
+            }
+            return
+        }
+        // (event, group) pairs per part, in the events' order.
+        var batches = [[(event: Int, id: String, group: Int)]](repeating: [], count: parts.count)
+        for batch in batches.indices { batches[batch].reserveCapacity(events.count / parts.count + 64) }
+        for (position, event) in events.enumerated() {
+            for candidate in key.map({ [$0] }) ?? Self.keys {
+                let index = Self.index(event.kind, candidate)
+                guard horizons[index] != nil, let id = event.id(for: candidate) else { continue }
+                batches[part(of: id)].append((position, id, index))
+            }
+        }
+        let sorted = batches
+        parts.withUnsafeMutableBufferPointer { parts in
+            let shared = SharedParts(parts: parts)
+            DispatchQueue.concurrentPerform(iterations: shared.parts.count) { part in
+                for item in sorted[part] {
+                    shared.parts[part].add(events[item.event], id: item.id, group: item.group)
+                }
+            }
+        }
+    }
+
+    /// @unchecked Sendable: each of ``add(contentsOf:under:)``'s and ``evict(before:slack:)``'s
+    /// threads changes its own part only, and the buffer outlives them (concurrentPerform waits).
+    private struct SharedParts: @unchecked Sendable {
+        let parts: UnsafeMutableBufferPointer<Part>
     }
 
     /// Appends `entry`, moved back past any later one (history read by time mostly comes in order).
-    private static func insert(_ entry: Entry, into entries: inout [Entry]) {
+    fileprivate static func insert(_ entry: Entry, into entries: inout [Entry]) {
         entries.append(entry)
         var position = entries.count - 1
         while position > 0, entries[position - 1].time > entry.time {
@@ -141,6 +200,58 @@ public struct SlidingVelocity: Sendable {
     ///   every time. Events held stay within `1 + slack` windows.
     public mutating func evict(before time: Date, slack: Double = 0) {
         let now = time.timeIntervalSince1970
+        guard parts.count > 1 else {
+            parts[0].evict(now: now, slack: slack)
+            return
+        }
+        parts.withUnsafeMutableBufferPointer { parts in
+            let shared = SharedParts(parts: parts)
+            DispatchQueue.concurrentPerform(iterations: shared.parts.count) { part in
+                shared.parts[part].evict(now: now, slack: slack)
+            }
+        }
+    }
+
+    /// Events held, over every group.
+    public var eventCount: Int { parts.reduce(0) { $0 + $1.groups.reduce(0) { $0 + ($1?.count ?? 0) } } }
+
+    /// Ids held (an id counts once per group it has events in).
+    public var keyCount: Int { parts.reduce(0) { $0 + $1.groups.reduce(0) { $0 + ($1?.entries.count ?? 0) } } }
+
+    /// The value of `query` for `subject` as of `time`: the events in `[time − window, time)`;
+    /// nil when the subject has no id for the query's key.
+    public func value(of query: VelocityQuery, subject: VelocitySubject, at time: Date) -> Int? {
+        guard let id = subject.id(for: query.key) else { return nil }
+        guard let group = parts[part(of: id)].groups[Self.index(query.metric.eventKind, query.key)],
+            let entries = group.entries[id]
+        else {
+            return 0
+        }
+        let now = time.timeIntervalSince1970
+        let lower = entries.firstIndex(notBefore: now - Double(query.windowSeconds), time: \.time)
+        let upper = entries.firstIndex(notBefore: now, time: \.time)
+        guard lower < upper else { return 0 }
+        let window = entries[lower..<upper]
+        switch query.metric {
+        case .distinctCards: return Set(window.compactMap(\.cardID)).count
+        case .distinctNames:
+            return Set(window.compactMap { $0.cardholderName.map(InMemoryVelocityProvider.normalizedName) }).count
+        default: return window.count
+        }
+    }
+}
+
+extension SlidingVelocity.Part {
+    /// Adds `event` under `id` to group `index` (kept by this part).
+    mutating func add(_ event: VelocityEvent, id: String, group index: Int) {
+        let entry = SlidingVelocity.Entry(
+            time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
+        SlidingVelocity.insert(entry, into: &groups[index]!.entries[id, default: []])
+        groups[index]!.count += 1
+    }
+
+    /// ``SlidingVelocity/evict(before:slack:)`` over this part's groups.
+    mutating func evict(now: Double, slack: Double) {
         for index in groups.indices {
             guard let horizon = groups[index]?.horizon,
                 now - horizon - groups[index]!.evictedThrough >= slack * horizon
@@ -165,32 +276,6 @@ public struct SlidingVelocity: Sendable {
             }
             for id in empty { group.entries[id] = nil }
             groups[index] = group
-        }
-    }
-
-    /// Events held, over every group.
-    public var eventCount: Int { groups.reduce(0) { $0 + ($1?.count ?? 0) } }
-
-    /// Ids held (an id counts once per group it has events in).
-    public var keyCount: Int { groups.reduce(0) { $0 + ($1?.entries.count ?? 0) } }
-
-    /// The value of `query` for `subject` as of `time`: the events in `[time − window, time)`;
-    /// nil when the subject has no id for the query's key.
-    public func value(of query: VelocityQuery, subject: VelocitySubject, at time: Date) -> Int? {
-        guard let id = subject.id(for: query.key) else { return nil }
-        guard let group = groups[Self.index(query.metric.eventKind, query.key)], let entries = group.entries[id] else {
-            return 0
-        }
-        let now = time.timeIntervalSince1970
-        let lower = entries.firstIndex(notBefore: now - Double(query.windowSeconds), time: \.time)
-        let upper = entries.firstIndex(notBefore: now, time: \.time)
-        guard lower < upper else { return 0 }
-        let window = entries[lower..<upper]
-        switch query.metric {
-        case .distinctCards: return Set(window.compactMap(\.cardID)).count
-        case .distinctNames:
-            return Set(window.compactMap { $0.cardholderName.map(InMemoryVelocityProvider.normalizedName) }).count
-        default: return window.count
         }
     }
 }
