@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import IssuerdPostgres
 import IssuerdRisk
@@ -5,15 +6,18 @@ import IssuerdRisk
 /// A backtest that reads its window in time order, one slice at a time, in one snapshot, and
 /// keeps of it only the tallies (``Backtest/Accumulator``) and the velocity history the rules'
 /// longest windows can still reach (``SlidingVelocity``): its memory is bounded by one slice's
-/// attempts and the keys active within those windows, not by the length of the window.
+/// attempts (two while the next is read) and the keys active within those windows, not by the
+/// length of the window.
 ///
 /// Each slice: its attempts (read, parsed and sorted as ``BacktestHistory`` reads a window,
-/// through the ``BacktestWindowCache`` when there is one); for a query some of them did not
-/// record a value for, and whose history is not kept yet, the history of its (event kind, key)
-/// over its window before the slice, read by time, kept from then on; the other events of the
-/// slice's time range; then the attempts join the history and are replayed on every core. When
-/// every attempt recorded every value, no history is read or kept. A slice covers about ``targetRows`` attempts, its length set from the rate
-/// of the one before (between a minute and a day, on hour boundaries from an hour up).
+/// through the ``BacktestWindowCache`` when there is one; on the second connection and later
+/// ones, on a thread of their own, while the slice before is replayed); for a query some of them
+/// did not record a value for, and whose history is not kept yet, the history of its (event kind,
+/// key) over its window before the slice, read by time, kept from then on; the other events of
+/// the slice's time range; then the attempts join the history and are replayed on every core.
+/// When every attempt recorded every value, no history is read or kept. A slice covers about
+/// ``targetRows`` attempts, its length set from the rate of the one before (between a minute and
+/// a day, on hour boundaries from an hour up).
 package struct BacktestStream {
     /// Attempts a slice aims at.
     package static let targetRows = 60_000
@@ -46,18 +50,36 @@ package struct BacktestStream {
         let cache = BacktestWindowCache.keptHours(since: since, until: until, now: now) == nil ? nil : cache
         var hours = (kept: 0, all: 0, counted: false)
         var attemptCoverage: [VelocityKey: Coverage] = [:]
-        var start = since
-        var length: TimeInterval = 3_600
         var total = 0
-        while start < until {
-            if cancelled() { throw HistoryBacktest.Cancelled() }
-            let end = sliceEnd(from: start, length: length, until: until)
-            velocity.evict(before: start, slack: 0.125)
+        var cards = CardDigits()
+        // With a second connection, the slices are read on it (and on a third, when there is one)
+        // by a thread of their own, up to ``readAhead`` slices ahead of the one being replayed: the
+        // reading connections never run the history's queries, which keep to the first.
+        let reader = SliceReader(
+            since: since, until: until, limit: limit, ahead: connections.count > 1 ? readAhead : 0
+        ) { start, end, limit in
             var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
+            var hours: (kept: Int, read: Int)?
             let window = try BacktestHistory.readAttempts(
-                since: start, until: end, recorded: &recorded, useRecorded: useRecorded, limit: limit - total,
-                connections: connections, cache: useRecorded ? cache : nil, now: now, progress: { _ in },
-                hours: { kept, read in hours = (hours.kept + kept, hours.all + kept + read, true) })
+                since: start, until: end, recorded: &recorded, useRecorded: useRecorded, limit: limit,
+                connections: connections.count > 1 ? Array(connections.dropFirst()) : connections,
+                cache: useRecorded ? cache : nil, now: now, progress: { _ in },
+                hours: { kept, read in hours = (kept, read) })
+            return Slice(
+                start: start, end: end, attempts: window.attempts, names: window.names, recorded: recorded,
+                hours: hours)
+        }
+        // Stopped and waited for however this returns (an error, a cancel): its connections are
+        // the caller's.
+        defer { reader.stop() }
+        while let window = try reader.next() {
+            if cancelled() { throw HistoryBacktest.Cancelled() }
+            let (start, end) = (window.start, window.end)
+            if let counted = window.hours {
+                hours = (hours.kept + counted.kept, hours.all + counted.kept + counted.read, true)
+            }
+            let recorded = window.recorded
+            velocity.evict(before: start, slack: 0.125)
             let missing = queries.enumerated().filter { column, query in
                 !velocity.counts(query)
                     && window.attempts.indices.contains { row in
@@ -103,24 +125,21 @@ package struct BacktestStream {
             // The slice's attempts join the history first: a value as of an attempt counts only
             // what is strictly earlier, so the later ones of the slice are not counted.
             if !velocity.attemptKeys.isEmpty {
-                for row in window.attempts.indices {
-                    velocity.add(
+                velocity.add(
+                    contentsOf: window.attempts.indices.map { row in
                         VelocityEvent(
                             kind: .attempt, time: window.attempts[row].time,
                             cardID: window.attempts[row].subject.cardID,
                             deviceID: window.attempts[row].subject.deviceID,
-                            customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row]))
-                }
+                            customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row])
+                    })
             }
             let changes = accumulator.add(
                 window.attempts, window.attempts.indices, recorded: useRecorded ? recorded : nil, history: velocity)
             if let changed, !changes.isEmpty {
-                changed(try details(of: changes, connection: connections[0]))
+                changed(try details(of: changes, cards: &cards, connection: connections[0]))
             }
             total += window.attempts.count
-            let rate = Double(window.attempts.count) / max(end.timeIntervalSince(start), 1)
-            length = min(86_400, max(60, Double(targetRows) / max(rate, 1e-9)))
-            start = end
             if end >= until, hours.counted {
                 log("backtest: \(hours.kept) of \(hours.all) complete hours already parsed")
             }
@@ -128,6 +147,128 @@ package struct BacktestStream {
                 HistoryBacktest.Progress(
                     replayed: total, through: end, fraction: min(1, end.timeIntervalSince(since) / span),
                     historyEvents: velocity.eventCount, historyKeys: velocity.keyCount))
+        }
+    }
+
+    /// How many slices are read ahead of the one being replayed, at most (each about
+    /// ``targetRows`` parsed attempts held). Two were no faster than one on two cores: the
+    /// replay and the read share them.
+    static let readAhead = 1
+
+    /// A slice's attempts, in time order, with their cardholder name hashes and recorded values.
+    struct Slice {
+        var start: Date
+        var end: Date
+        var attempts: [AttemptLog.Attempt]
+        var names: [String?]
+        var recorded: RecordedVelocity
+        /// The complete hours of the slice found in the cache and read, when it was looked in.
+        var hours: (kept: Int, read: Int)?
+    }
+
+    /// Reads `[since, until)` one slice after another, each about ``targetRows`` attempts long
+    /// from the rate of the one before (``sliceEnd(from:length:until:)``, the first an hour), no
+    /// more than `limit` attempts in all: with `ahead` > 0 on a thread of its own, up to `ahead`
+    /// slices ahead of ``next()``; with 0, each when ``next()`` asks.
+    ///
+    /// @unchecked Sendable: its state is shared under the lock of `condition`; the reading closure
+    /// runs on one thread at a time (the reader's, or the caller's when not ahead), and the
+    /// connections it reads on are used by nothing else until ``stop()`` returns.
+    final class SliceReader: @unchecked Sendable {
+        typealias Read = (_ start: Date, _ end: Date, _ limit: Int) throws -> Slice
+
+        private let until: Date
+        private let ahead: Int
+        private let read: Read
+        private let condition = NSCondition()
+        // Under `condition`:
+        private var ready: [Slice] = []
+        private var failure: (any Error)?
+        private var finished = false
+        private var stopping = false
+        private var running = false
+        // The reading position (the reader's thread only, or the caller's when not ahead):
+        private var start: Date
+        private var length: TimeInterval = 3_600
+        private var left: Int
+
+        init(since: Date, until: Date, limit: Int, ahead: Int, read: @escaping Read) {
+            self.until = until
+            self.ahead = ahead
+            self.read = read
+            start = since
+            left = limit
+            guard ahead > 0, since < until else { return }
+            running = true
+            let thread = Thread { [self] in readAll() }
+            thread.name = "issuerd-backtest-read"
+            thread.start()
+        }
+
+        /// Reads the next slice, or nil past `until`.
+        private func readOne() throws -> Slice? {
+            guard start < until else { return nil }
+            let end = BacktestStream.sliceEnd(from: start, length: length, until: until)
+            let slice = try read(start, end, left)
+            left -= slice.attempts.count
+            let rate = Double(slice.attempts.count) / max(end.timeIntervalSince(start), 1)
+            length = min(86_400, max(60, Double(BacktestStream.targetRows) / max(rate, 1e-9)))
+            start = end
+            return slice
+        }
+
+        /// The reader's thread: reads until the end, an error or ``stop()``.
+        private func readAll() {
+            defer {
+                condition.lock()
+                running = false
+                finished = true
+                condition.broadcast()
+                condition.unlock()
+            }
+            while true {
+                condition.lock()
+                while ready.count >= ahead, !stopping { condition.wait() }
+                let stop = stopping
+                condition.unlock()
+                if stop { return }
+                do {
+                    guard let slice = try readOne() else { return }
+                    condition.lock()
+                    ready.append(slice)
+                    condition.broadcast()
+                    condition.unlock()
+                } catch {
+                    condition.lock()
+                    failure = error
+                    condition.unlock()
+                    return
+                }
+            }
+        }
+
+        /// The next slice in time order; nil after the last; rethrows the read's error.
+        func next() throws -> Slice? {
+            guard ahead > 0 else { return try readOne() }
+            condition.lock()
+            defer { condition.unlock() }
+            while ready.isEmpty, failure == nil, !finished { condition.wait() }
+            if !ready.isEmpty {
+                condition.broadcast()
+                return ready.removeFirst()
+            }
+            if let failure { throw failure }
+            return nil
+        }
+
+        /// Stops reading ahead and waits until the reader's thread has let go of its connections.
+        func stop() {
+            condition.lock()
+            stopping = true
+            condition.broadcast()
+            while running { condition.wait() }
+            ready.removeAll()
+            condition.unlock()
         }
     }
 
@@ -173,11 +314,17 @@ package struct BacktestStream {
             let expected = rate * covered.from.timeIntervalSince(needFrom)
             var rows = 0
             let byTime = Double(ids.count) * 4 >= expected
+            // Added in batches, on every core (``SlidingVelocity/add(contentsOf:under:)``).
+            var batch: [VelocityEvent] = []
             func read(_ event: VelocityEvent) -> Bool {
-                velocity.add(event, under: key)
+                batch.append(event)
                 rows += 1
-                return rows % 50_000 != 0 || !cancelled()
+                guard rows % 20_000 == 0 else { return true }
+                velocity.add(contentsOf: batch, under: key)
+                batch.removeAll(keepingCapacity: true)
+                return rows % 60_000 != 0 || !cancelled()
             }
+            defer { velocity.add(contentsOf: batch, under: key) }
             if byTime {
                 try readEvents(kind: .attempt, names: names, from: needFrom, to: covered.from, connection: connection) {
                     event in
@@ -233,24 +380,44 @@ package struct BacktestStream {
         return min(end, until)
     }
 
-    /// The channel column and the card's last four digits of each changed attempt (one query).
-    private static func details(
-        of changes: [Backtest.ChangedAttempt], connection: PostgresConnection
+    /// Cards' last four digits by card id, looked up once for the changed attempts of every
+    /// slice; emptied when it holds ``capacity`` ids (a quarter's changes touch many cards).
+    struct CardDigits {
+        static let capacity = 500_000
+        var lastFour: [String: String?] = [:]
+    }
+
+    /// The channel and the card's last four digits of each changed attempt. The channel is the
+    /// one its inputs recorded (`request.channel`, which every attempt stores with the value of
+    /// its `channel` column), else read from the column; the last four from `cards`, for the card
+    /// ids not looked up before. (Reading each attempt back by id, as this did, cost PostgreSQL
+    /// more than the rest of the export.)
+    static func details(
+        of changes: [Backtest.ChangedAttempt], cards: inout CardDigits, connection: PostgresConnection
     ) throws -> [HistoryBacktest.ChangedRow] {
-        let ids = changes.map(\.attemptID)
-        var found: [String: (channel: String, lastFour: String?)] = [:]
-        for row in try connection.query(
-            """
-            SELECT a.attempt_id::text AS id, a.channel, c.last_four
-            FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
-            WHERE a.attempt_id = ANY(\(ids)::uuid[])
-            """)
-        {
-            found[try row.decode("id")] = (try row.decode("channel"), try row.decode("last_four"))
+        var channels: [String: String] = [:]
+        let unnamed = changes.filter { $0.channel == nil }.map(\.attemptID)
+        if !unnamed.isEmpty {
+            for row in try connection.query(
+                "SELECT attempt_id::text AS id, channel FROM provisioning_attempts WHERE attempt_id = ANY(\(unnamed)::uuid[])"
+            ) {
+                channels[try row.decode("id")] = try row.decode("channel")
+            }
+        }
+        if cards.lastFour.count >= CardDigits.capacity { cards.lastFour.removeAll(keepingCapacity: true) }
+        let unknown = Set(changes.compactMap(\.cardID).filter { cards.lastFour[$0] == nil })
+        if !unknown.isEmpty {
+            for id in unknown { cards.lastFour[id] = .some(nil) }  // no such card: no digits
+            for row in try connection.query(
+                "SELECT card_id, last_four FROM cards WHERE card_id = ANY(\(Array(unknown)))")
+            {
+                cards.lastFour[try row.decode("card_id")] = .some(try row.decode("last_four"))
+            }
         }
         return changes.map { change in
-            let stored = found[change.attemptID.lowercased()]
-            return HistoryBacktest.ChangedRow(change: change, channel: stored?.channel, lastFour: stored?.lastFour)
+            HistoryBacktest.ChangedRow(
+                change: change, channel: change.channel ?? channels[change.attemptID.lowercased()],
+                lastFour: change.cardID.flatMap { cards.lastFour[$0] ?? nil })
         }
     }
 

@@ -82,8 +82,9 @@ public enum HistoryBacktest {
     ///   - sampleSize: How many changed attempts to keep.
     ///   - useRecordedVelocity: Take the velocity values attempts recorded (the default);
     ///     `false` counts every value from history, as a replay of `issuerd rules export` does.
-    ///   - readers: How many connections read at once (the first, plus those the pool has free),
-    ///     all in one snapshot; by default one per core, at most two.
+    ///   - readers: How many connections take part (the first, plus those the pool has free), all
+    ///     in one snapshot: the first runs the history's queries, the others read the next slice
+    ///     meanwhile; by default one per core, at most two.
     ///   - cache: Hours parsed by earlier runs (``BacktestWindowCache``, the server's); nil reads
     ///     and parses every slice.
     ///   - now: The time, for which hours are complete enough to keep.
