@@ -198,7 +198,11 @@ package struct BacktestStream {
             self.read = read
             start = since
             left = limit
-            guard ahead > 0, since < until else { return }
+            guard since < until else {
+                finished = true
+                return
+            }
+            guard ahead > 0 else { return }
             running = true
             let thread = Thread { [self] in readAll() }
             thread.name = "issuerd-backtest-read"

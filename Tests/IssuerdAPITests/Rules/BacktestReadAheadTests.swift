@@ -128,4 +128,50 @@ struct BacktestReadAheadTests {
         #expect(ahead.currentMix == full.currentMix)
         #expect(ahead.candidateMix == full.candidateMix)
     }
+
+    @Test("The reader thread lets go of its connection: an empty window, a bad attempt in a later slice, a cancel")
+    func readerStops() throws {
+        let app = try TestApplication(poolSize: 4)
+        try Self.seed(app.pool)
+        let current = app.application.context.rules.current
+        let candidate = try RulesetCompiler.compile(
+            [RulesetFile(path: "candidate.rules", contents: Self.candidate)], contentHasher: RulesetContent.fnv1a64)
+        // An empty window on two connections ends at once.
+        let empty = try HistoryBacktest.run(
+            current: current, candidate: candidate, since: Self.since, until: Self.since, limit: 10, database: app.pool,
+            readers: 2)
+        guard case .report(let nothing, _) = empty else {
+            Issue.record("unexpected \(empty)")
+            return
+        }
+        #expect(nothing.attempts == 0)
+        // Cancelled after the first slice: the run stops, the slice being read ahead is waited for.
+        let control = HistoryBacktest.Control()
+        #expect(throws: HistoryBacktest.Cancelled.self) {
+            try HistoryBacktest.run(
+                current: current, candidate: candidate, since: Self.since, until: Self.until, limit: 10_000,
+                database: app.pool, readers: 2, control: control,
+                progress: { line in if line.contains("attempts replayed") { control.cancel() } })
+        }
+        // A stored attempt that does not parse, four days in: named, after the slices before it.
+        try RulesTestData.insertAttempt(
+            at: Self.since.addingTimeInterval(4 * 86_400 + 30), card: "ra-c1", device: "ra-d1", customer: "ra-u1",
+            inputs: #"{"card.status":5}"#, pool: app.pool)
+        for readers in [1, 2] {
+            let watch = HistoryBacktest.Control()
+            #expect(throws: HistoryBacktest.ExportError.self) {
+                try HistoryBacktest.run(
+                    current: current, candidate: candidate, since: Self.since, until: Self.until, limit: 10_000,
+                    database: app.pool, readers: readers, control: watch)
+            }
+            let replayed = watch.progress?.replayed ?? 0
+            #expect(replayed > 0 && replayed < 1_125, "the slices before the bad one were replayed: \(replayed)")
+        }
+        // Every connection is back in the pool: a run on all four still joins them.
+        var lines: [String] = []
+        _ = try HistoryBacktest.run(
+            current: current, candidate: candidate, since: Self.since, until: Self.since.addingTimeInterval(86_400),
+            limit: 10_000, database: app.pool, readers: 3, progress: { lines.append($0) })
+        #expect(lines.first == "backtest: reading on 3 connections in one snapshot")
+    }
 }
