@@ -165,7 +165,8 @@ extension MDESFlows {
     /// Deliver Activation Code: the code MDES made is delivered as given, otherwise issuerd makes
     /// one and keeps only its HMAC; either goes out through the step-up outbox (`notify`). A
     /// repeated call while the code is pending re-sends the same message: no new code, no later
-    /// expiry. `CARDHOLDER_TO_USE_MOBILE_APP` records an app challenge (nothing is sent).
+    /// expiry, one more send against the hourly limit. `CARDHOLDER_TO_USE_MOBILE_APP` records an
+    /// app challenge (nothing is sent).
     func deliverCode(_ request: MDESDeliverActivationCodeRequest) throws {
         guard let method = request.activationMethod.type.stepUpMethod.flatMap(StepUpMethod.init(rawValue:)) else {
             throw MDESRequestError.invalidField("activationMethod.type", "is not a method this issuer offers")
@@ -178,15 +179,23 @@ extension MDESFlows {
         }
         if let pending = try connection.query(
             """
-            SELECT o.dedup_key, o.payload::text AS payload, c.expires_at FROM challenges c
+            SELECT c.challenge_id, o.dedup_key, o.payload::text AS payload, c.expires_at FROM challenges c
             JOIN outbox o ON o.dedup_key = 'notify:' || c.challenge_id::text
             WHERE c.token_reference = \(token.tokenReference) AND c.method = \(method.rawValue)
               AND c.status = 'pending' AND c.expires_at > \(now) ORDER BY c.created_at DESC LIMIT 1
             """
         ).first {
+            do {
+                try services.challenges.enforceSendLimit(token.tokenReference, now: now, connection: connection)
+            } catch let error as HTTPError {
+                throw MDESRequestError("ACTIVATION_METHOD_REFUSED", error.message)
+            }
             try resend(
                 dedupKey: try pending.decode("dedup_key"), payload: try pending.decode("payload"),
                 expiresAt: try pending.decode("expires_at"), requestId: request.requestId)
+            try services.challenges.recordResend(
+                of: try pending.decode("challenge_id"), tokenReference: token.tokenReference, now: now,
+                connection: connection)
             services.stepUpMetrics.record(method: method.rawValue, result: "resent")
             return
         }

@@ -133,18 +133,35 @@ struct ChallengeIssuer: Sendable {
         return value
     }
 
-    /// At most `maxSendsPerHour` codes per token in any hour, counted under the token's lock.
-    private func enforceSendLimit(_ tokenReference: String, now: Date, connection: PostgresConnection) throws {
+    /// At most `maxSendsPerHour` messages with a code per token in any hour, new codes and
+    /// re-sent ones (``recordResend(of:tokenReference:now:connection:)``) together; call it under
+    /// the token's lock.
+    ///
+    /// - Throws: 429 `rate_limited` with the seconds until a send is allowed again.
+    func enforceSendLimit(_ tokenReference: String, now: Date, connection: PostgresConnection) throws {
         let windowStart = now.addingTimeInterval(-3600)
         let rows = try connection.query(
             """
-            SELECT count(*)::bigint AS n, min(created_at) AS oldest FROM challenges
-            WHERE token_reference = \(tokenReference) AND method <> 'app' AND created_at > \(windowStart)
+            SELECT count(*)::bigint AS n, min(at) AS oldest FROM (
+                SELECT created_at AS at FROM challenges
+                WHERE token_reference = \(tokenReference) AND method <> 'app' AND created_at > \(windowStart)
+                UNION ALL
+                SELECT at FROM challenge_resends WHERE token_reference = \(tokenReference) AND at > \(windowStart)
+            ) sends
             """)
         guard let row = rows.first, try row.decode("n", as: Int64.self) >= settings.maxSendsPerHour else { return }
         let oldest = try row.decode("oldest", as: Date?.self) ?? now
         throw APIErrors.rateLimited(
             retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)),
             message: "too many requests; try again later")
+    }
+
+    /// Counts a pending code's message sent again against the send limit.
+    func recordResend(of challengeID: UUID, tokenReference: String, now: Date, connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            INSERT INTO challenge_resends (challenge_id, token_reference, at)
+            VALUES (\(challengeID), \(tokenReference), \(now))
+            """)
     }
 }

@@ -216,6 +216,13 @@ struct MDESIssuerServicesTests {
         let again = try dac("dac-2", code: "482913")
         #expect(again.status == 200)
         #expect(try fixture.count("SELECT count(*) FROM challenges WHERE token_reference = '\(tur)'") == 1)
+        #expect(try fixture.count("SELECT count(*) FROM outbox WHERE kind = 'notify'") == 2)
+        // Re-sends count against the hourly send limit (3 messages): the fourth is refused, unsent.
+        #expect(try dac("dac-3", code: "482913").status == 200)
+        let refused = try dac("dac-4", code: "482913")
+        #expect(refused.text.contains("ACTIVATION_METHOD_REFUSED"), "\(refused.text)")
+        #expect(try fixture.count("SELECT count(*) FROM outbox WHERE kind = 'notify'") == 3)
+        #expect(try fixture.count("SELECT count(*) FROM challenge_resends WHERE token_reference = '\(tur)'") == 2)
 
         func vac(_ requestId: String, _ code: String) throws -> String? {
             try fixture.post(
