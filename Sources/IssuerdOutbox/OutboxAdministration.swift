@@ -51,19 +51,28 @@ package enum OutboxAdministration {
     private static let columns =
         "id, kind, status, attempts, next_attempt_at, last_error, created_at, delivered_at, dedup_key, payload"
 
-    /// The backlog, the failing messages and the dead letters (newest first, at most 50 each).
-    package static func status(now: Date, connection: PostgresConnection) throws -> Status {
-        let counts = try OutboxStore.counts(connection: connection).map {
+    /// The backlog, the failing messages and the dead letters (newest first, at most 50 each),
+    /// of one kind of message when `kind` is given.
+    package static func status(now: Date, kind: OutboxKind? = nil, connection: PostgresConnection) throws -> Status {
+        let kinds = kind.map { [$0.rawValue] } ?? OutboxKind.allCases.map(\.rawValue)
+        let counts = try OutboxStore.counts(connection: connection).filter { kinds.contains($0.kind) }.map {
             Count(kind: $0.kind, status: $0.status, count: $0.count)
         }
-        let oldest = try connection.query("SELECT min(created_at) AS oldest FROM outbox WHERE status = 'pending'")
-            .first?
-            .decode("oldest", as: Date?.self)
+        let oldest = try connection.query(
+            "SELECT min(created_at) AS oldest FROM outbox WHERE status = 'pending' AND kind = ANY(\(kinds))"
+        ).first?.decode("oldest", as: Date?.self)
         let failing = try connection.query(
-            "SELECT \(unsafeSQL: columns) FROM outbox WHERE status = 'pending' AND last_error IS NOT NULL ORDER BY created_at DESC LIMIT \(listLimit)"
+            """
+            SELECT \(unsafeSQL: columns) FROM outbox
+            WHERE status = 'pending' AND last_error IS NOT NULL AND kind = ANY(\(kinds))
+            ORDER BY created_at DESC LIMIT \(listLimit)
+            """
         ).map(view)
         let dead = try connection.query(
-            "SELECT \(unsafeSQL: columns) FROM outbox WHERE status = 'dead' ORDER BY created_at DESC LIMIT \(listLimit)"
+            """
+            SELECT \(unsafeSQL: columns) FROM outbox WHERE status = 'dead' AND kind = ANY(\(kinds))
+            ORDER BY created_at DESC LIMIT \(listLimit)
+            """
         ).map(view)
         return Status(
             backlog: counts.filter { $0.status == "pending" }.reduce(0) { $0 + $1.count }, counts: counts,

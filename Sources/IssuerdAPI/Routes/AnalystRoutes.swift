@@ -61,7 +61,10 @@ enum AnalystRoutes {
     }
 
     /// An optional query value from a closed set (empty means absent).
-    private static func choice(_ value: String?, field: String, from choices: [String]) throws -> String? {
+    /// A query parameter that must be one of `choices`; nil when absent or empty.
+    ///
+    /// - Throws: 400 `invalid_request` naming the field and the choices.
+    static func choice(_ value: String?, field: String, from choices: [String]) throws -> String? {
         guard let value, !value.isEmpty else { return nil }
         guard choices.contains(value) else {
             throw APIErrors.invalidRequest("'\(field)' must be one of \(choices.joined(separator: ", "))", field: field)

@@ -45,8 +45,11 @@ enum StepUpRoutes {
 
         table.add(.get, "/v1/admin/outbox") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin])
+            let kind = try AnalystRoutes.choice(
+                request.query["kind"], field: "kind", from: OutboxKind.allCases.map(\.rawValue)
+            ).flatMap(OutboxKind.init(rawValue:))
             let status = try context.database.withConnection {
-                try OutboxAdministration.status(now: context.now, connection: $0)
+                try OutboxAdministration.status(now: context.now, kind: kind, connection: $0)
             }
             return try .json(status)
         }

@@ -118,6 +118,17 @@ struct OutboxTests {
         #expect(dead["tries"] as? Int == 2)
         #expect(dead["action"] as? String == "suspend")
         let messageID = try #require(dead["messageId"] as? String)
+        // By kind: the TSP message under tsp, nothing under notify; an unknown kind is 400.
+        let byKind = { (kind: String) in
+            try app.client.get("/v1/admin/outbox?kind=\(kind)", headers: ["Authorization": "Bearer \(analyst)"])
+        }
+        #expect((try byKind("tsp").jsonObject()?["deadLetters"] as? [[String: Any]])?.count == 1)
+        let notify = try byKind("notify").jsonObject()
+        #expect((notify?["deadLetters"] as? [[String: Any]])?.isEmpty == true)
+        #expect((notify?["counts"] as? [[String: Any]])?.allSatisfy { $0["kind"] as? String == "notify" } == true)
+        let unknown = try byKind("sms")
+        #expect(unknown.status == 400, "\(unknown.text)")
+        #expect(unknown.text.contains("mdes_csapi"))
 
         #expect(
             try app.client.postJSON(
