@@ -37,10 +37,9 @@ package enum BacktestHistory {
         since: Date, until: Date, queries: [VelocityQuery], limit: Int, connections: [PostgresConnection],
         cache: BacktestWindowCache, now: Date
     ) throws -> (kept: Int, read: Int) {
-        var recorded = RecordedVelocity(queries: queries)
         var hours = (kept: 0, read: 0)
         _ = try readAttempts(
-            since: since, until: until, recorded: &recorded, useRecorded: true, limit: limit, connections: connections,
+            since: since, until: until, queries: queries, useRecorded: true, limit: limit, connections: connections,
             cache: cache, now: now, keepOnly: true, progress: { _ in }, hours: { hours = ($0, $1) })
         return hours
     }
@@ -52,14 +51,11 @@ package enum BacktestHistory {
     /// same time; each page is decoded and parsed on another core while the next one is fetched;
     /// all are done before this returns, and the complete hours read are kept in `cache`.
     static func readAttempts(
-        since: Date, until: Date, recorded: inout RecordedVelocity, useRecorded: Bool, limit: Int,
+        since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int,
         connections: [PostgresConnection], cache: BacktestWindowCache?, now: Date, keepOnly: Bool = false,
         progress: (String) -> Void,
         hours counted: (_ kept: Int, _ read: Int) -> Void = { _, _ in }
-    ) throws
-        -> (attempts: [AttemptLog.Attempt], names: [String?])
-    {
-        let queries = recorded.queries
+    ) throws -> Window {
         // With a cache, the complete hours kept by earlier runs and still equal to this
         // snapshot's rows are taken from memory; the rest of the window is read, in runs of time
         // cut into one slice per connection, and its complete hours are kept afterwards.
@@ -160,7 +156,7 @@ package enum BacktestHistory {
         if let cache, let keepable {
             // Before the kept hours' pages join `parsed`: those carry no hashes.
             if keepFeatures { keep(parsed, hours: keepable, except: fromCache, queries: queries, in: cache) }
-            if keepOnly { return ([], []) }
+            if keepOnly { return Window(pages: [], order: []) }
             // The kept hours' recorded values for this run's queries: as kept when the last run
             // had the same queries, else parsed from the kept text on every core (and kept).
             let kept = fromCache.sorted { $0.key < $1.key }
@@ -175,53 +171,46 @@ package enum BacktestHistory {
             }
             built.withLock { built in for index in kept.indices { parsed.append(built[index]!) } }
         }
-        if keepOnly { return ([], []) }
+        if keepOnly { return Window(pages: [], order: []) }
         // Sorted here rather than by PostgreSQL, whose sort of the wide rows spilled to disk; by
-        // keys taken out once (comparing the attempts themselves copied one per comparison).
+        // keys taken out once (comparing the attempts themselves copied one per comparison). The
+        // attempts stay in their pages: copying them into one array in that order moved every
+        // attempt's bytes once more (a tenth of a quarter's backtest), and the replay reads them
+        // through the order instead.
         struct SortKey {
-            package var time: Date
-            package var id: String
-            package var page: Int
-            package var row: Int
+            var time: Date
+            var position: Backtest.Position
         }
-        var order: [SortKey] = []
-        order.reserveCapacity(parsed.reduce(0) { $0 + $1.attempts.count })
+        var keys: [SortKey] = []
+        keys.reserveCapacity(parsed.reduce(0) { $0 + $1.attempts.count })
         for page in parsed.indices {
             for row in parsed[page].attempts.indices {
-                order.append(
+                keys.append(
                     SortKey(
-                        time: parsed[page].attempts[row].time, id: parsed[page].attempts[row].id, page: page, row: row))
+                        time: parsed[page].attempts[row].time,
+                        position: Backtest.Position(page: Int32(page), row: Int32(row))))
             }
         }
-        order.sort { ($0.time, $0.id) < ($1.time, $1.id) }
-        // Copied into place in halves on two threads while a third takes the names and the
-        // recorded values (on one thread the copy took 22 ms of a cold day's 330).
-        let sources = parsed
-        let sorted = order
-        let rowQueries = recorded.queries
-        let others = Mutex<(names: [String?], recorded: RecordedVelocity)?>(nil)
-        let attempts = [AttemptLog.Attempt](
-            count: sorted.count, inSlices: 2,
-            alongside: {
-                var names: [String?] = []
-                var table = RecordedVelocity(queries: useRecorded ? rowQueries : [])
-                names.reserveCapacity(sorted.count)
-                if useRecorded { table.reserveCapacity(rows: sorted.count) }
-                for position in sorted {
-                    names.append(sources[position.page].names[position.row])
-                    if useRecorded { table.append(row: position.row, of: sources[position.page].recorded) }
-                }
-                others.withLock { $0 = (names, table) }
-            },
-            { line in
-                var attempt = sources[sorted[line].page].attempts[sorted[line].row]
-                attempt.line = line + 1
-                return attempt
-            }
-        )
-        let (names, table) = others.withLock { $0! }
-        if useRecorded { recorded.append(contentsOf: table) }
-        return (attempts, names)
+        // Ties in time by id, read in place.
+        func before(_ a: SortKey, _ b: SortKey) -> Bool {
+            if a.time != b.time { return a.time < b.time }
+            return parsed[Int(a.position.page)].attempts[Int(a.position.row)].id
+                < parsed[Int(b.position.page)].attempts[Int(b.position.row)].id
+        }
+        // Rows mostly come in time order (a table filled as decisions are made): checked first.
+        if zip(keys, keys.dropFirst()).contains(where: { before($1, $0) }) {
+            keys.sort(by: before)
+        }
+        return Window(pages: parsed, order: keys.map(\.position))
+    }
+
+    /// A window's attempts as read: in pages, and their order by time, then id.
+    package struct Window: Sendable {
+        package var pages: [Page]
+        package var order: [Backtest.Position]
+
+        /// Attempts in all.
+        package var count: Int { order.count }
     }
 
     /// One fetched page of window attempts, decoded and parsed (or a kept hour's attempts).

@@ -58,16 +58,14 @@ package struct BacktestStream {
         let reader = SliceReader(
             since: since, until: until, limit: limit, ahead: connections.count > 1 ? readAhead : 0
         ) { start, end, limit in
-            var recorded = RecordedVelocity(queries: useRecorded ? queries : [])
             var hours: (kept: Int, read: Int)?
             let window = try BacktestHistory.readAttempts(
-                since: start, until: end, recorded: &recorded, useRecorded: useRecorded, limit: limit,
+                since: start, until: end, queries: useRecorded ? queries : [], useRecorded: useRecorded, limit: limit,
                 connections: connections.count > 1 ? Array(connections.dropFirst()) : connections,
                 cache: useRecorded ? cache : nil, now: now, progress: { _ in },
                 hours: { kept, read in hours = (kept, read) })
             return Slice(
-                start: start, end: end, attempts: window.attempts, names: window.names, recorded: recorded,
-                hours: hours)
+                start: start, end: end, pages: window.pages, order: window.order, hours: hours)
         }
         // Stopped and waited for however this returns (an error, a cancel): its connections are
         // the caller's.
@@ -78,13 +76,14 @@ package struct BacktestStream {
             if let counted = window.hours {
                 hours = (hours.kept + counted.kept, hours.all + counted.kept + counted.read, true)
             }
-            let recorded = window.recorded
             velocity.evict(before: start, slack: 0.125)
             let missing = queries.enumerated().filter { column, query in
                 !velocity.counts(query)
-                    && window.attempts.indices.contains { row in
-                        window.attempts[row].subject.id(for: query.key) != nil
-                            && (!useRecorded || recorded.value(row: row, column: column) == nil)
+                    && window.pages.contains { page in
+                        page.attempts.indices.contains { row in
+                            page.attempts[row].subject.id(for: query.key) != nil
+                                && (!useRecorded || page.recorded.value(row: row, column: column) == nil)
+                        }
                     }
             }.map(\.element)
             let reset = velocity.include(missing)
@@ -112,7 +111,7 @@ package struct BacktestStream {
                         + " for values not recorded, \(seconds) s before \(ChangedAttemptsCSV.timestamp(start))")
             }
             try coverAttempts(
-                of: window.attempts, recorded: recorded, useRecorded: useRecorded, queries: queries, start: start,
+                of: window.pages, count: window.count, useRecorded: useRecorded, queries: queries, start: start,
                 end: end, names: names, coverage: &attemptCoverage, velocity: &velocity, connection: connections[0],
                 cancelled: cancelled, log: log)
             for kind in VelocityEvent.Kind.allCases where kind != .attempt {
@@ -126,20 +125,23 @@ package struct BacktestStream {
             // what is strictly earlier, so the later ones of the slice are not counted.
             if !velocity.attemptKeys.isEmpty {
                 velocity.add(
-                    contentsOf: window.attempts.indices.map { row in
-                        VelocityEvent(
-                            kind: .attempt, time: window.attempts[row].time,
-                            cardID: window.attempts[row].subject.cardID,
-                            deviceID: window.attempts[row].subject.deviceID,
-                            customerID: window.attempts[row].subject.customerID, cardholderName: window.names[row])
+                    contentsOf: window.pages.flatMap { page in
+                        page.attempts.indices.map { row in
+                            VelocityEvent(
+                                kind: .attempt, time: page.attempts[row].time,
+                                cardID: page.attempts[row].subject.cardID,
+                                deviceID: page.attempts[row].subject.deviceID,
+                                customerID: page.attempts[row].subject.customerID, cardholderName: page.names[row])
+                        }
                     })
             }
             let changes = accumulator.add(
-                window.attempts, window.attempts.indices, recorded: useRecorded ? recorded : nil, history: velocity)
+                pages: window.pages.map(\.attempts), recorded: useRecorded ? window.pages.map(\.recorded) : nil,
+                order: window.order, history: velocity)
             if let changed, !changes.isEmpty {
                 changed(try details(of: changes, cards: &cards, connection: connections[0]))
             }
-            total += window.attempts.count
+            total += window.count
             if end >= until, hours.counted {
                 log("backtest: \(hours.kept) of \(hours.all) complete hours already parsed")
             }
@@ -155,13 +157,15 @@ package struct BacktestStream {
     /// replay and the read share them.
     static let readAhead = 1
 
-    /// A slice's attempts, in time order, with their cardholder name hashes and recorded values.
+    /// A slice's attempts in the pages they were read in (each with its cardholder name hashes
+    /// and recorded values), and their order by time.
     struct Slice {
         var start: Date
         var end: Date
-        var attempts: [AttemptLog.Attempt]
-        var names: [String?]
-        var recorded: RecordedVelocity
+        var pages: [BacktestHistory.Page]
+        var order: [Backtest.Position]
+        /// Attempts in all.
+        var count: Int { order.count }
         /// The complete hours of the slice found in the cache and read, when it was looked in.
         var hours: (kept: Int, read: Int)?
     }
@@ -214,8 +218,8 @@ package struct BacktestStream {
             guard start < until else { return nil }
             let end = BacktestStream.sliceEnd(from: start, length: length, until: until)
             let slice = try read(start, end, left)
-            left -= slice.attempts.count
-            let rate = Double(slice.attempts.count) / max(end.timeIntervalSince(start), 1)
+            left -= slice.count
+            let rate = Double(slice.count) / max(end.timeIntervalSince(start), 1)
             length = min(86_400, max(60, Double(BacktestStream.targetRows) / max(rate, 1e-9)))
             start = end
             return slice
@@ -291,7 +295,7 @@ package struct BacktestStream {
     /// the range is expected to hold rows: the list would cost more to send and plan than the
     /// rows it filters).
     static func coverAttempts(
-        of attempts: [AttemptLog.Attempt], recorded: RecordedVelocity, useRecorded: Bool, queries: [VelocityQuery],
+        of pages: [BacktestHistory.Page], count: Int, useRecorded: Bool, queries: [VelocityQuery],
         start: Date, end: Date, names: Bool, coverage: inout [VelocityKey: Coverage], velocity: inout SlidingVelocity,
         connection: PostgresConnection, cancelled: () -> Bool, log: (String) -> Void
     ) throws {
@@ -307,14 +311,18 @@ package struct BacktestStream {
                 queries[$0].metric.eventKind == .attempt && queries[$0].key == key && velocity.counts(queries[$0])
             }
             var ids = Set<String>()
-            for row in attempts.indices {
-                guard let id = attempts[row].subject.id(for: key), !covered.loaded.contains(id) else { continue }
-                if !useRecorded || columns.contains(where: { recorded.value(row: row, column: $0) == nil }) {
-                    ids.insert(id)
+            for page in pages {
+                for row in page.attempts.indices {
+                    guard let id = page.attempts[row].subject.id(for: key), !covered.loaded.contains(id) else {
+                        continue
+                    }
+                    if !useRecorded || columns.contains(where: { page.recorded.value(row: row, column: $0) == nil }) {
+                        ids.insert(id)
+                    }
                 }
             }
             guard !ids.isEmpty else { continue }
-            let rate = Double(attempts.count) / max(end.timeIntervalSince(start), 1)
+            let rate = Double(count) / max(end.timeIntervalSince(start), 1)
             let expected = rate * covered.from.timeIntervalSince(needFrom)
             var rows = 0
             let byTime = Double(ids.count) * 4 >= expected

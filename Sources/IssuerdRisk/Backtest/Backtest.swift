@@ -142,6 +142,18 @@ public enum Backtest {
         }
     }
 
+    /// Where an attempt of a slice read in pages is: its page, and its row in that page.
+    public struct Position: Sendable, Equatable {
+        public var page: Int32
+        public var row: Int32
+
+        /// Creates the value from every stored property.
+        public init(page: Int32, row: Int32) {
+            self.page = page
+            self.row = row
+        }
+    }
+
     /// The tallies of a replay fed one batch of attempts at a time, in time order: what a
     /// streaming backtest keeps instead of the attempts (counts, the sample, nothing per attempt).
     public struct Accumulator: Sendable {
@@ -177,10 +189,36 @@ public enum Backtest {
         public mutating func add<History: BacktestVelocity>(
             _ attempts: [AttemptLog.Attempt], _ range: Range<Int>, recorded: RecordedVelocity?, history: History
         ) -> [ChangedAttempt] {
+            add(pages: [attempts], recorded: [recorded], order: nil, range, history: history)
+        }
+
+        /// Replays the attempts of `pages` (a slice as it was read, not copied into one array) in
+        /// `order` (by time, then id; later than every attempt added before), as
+        /// ``add(_:_:recorded:history:)`` replays one array.
+        ///
+        /// - Parameters:
+        ///   - recorded: Each page's recorded values by the same row index; nil counts every value.
+        ///   - order: Every attempt of the pages once, in time order.
+        /// - Returns: The changed attempts, in `order`'s order (none unless collected).
+        public mutating func add<History: BacktestVelocity>(
+            pages: [[AttemptLog.Attempt]], recorded: [RecordedVelocity]?, order: [Position], history: History
+        ) -> [ChangedAttempt] {
+            add(
+                pages: pages, recorded: recorded ?? pages.map { _ in nil }, order: order, order.indices,
+                history: history)
+        }
+
+        private mutating func add<History: BacktestVelocity>(
+            pages: [[AttemptLog.Attempt]], recorded: [RecordedVelocity?], order: [Position]?, _ range: Range<Int>,
+            history: History
+        ) -> [ChangedAttempt] {
             guard !range.isEmpty else { return [] }
             let sampleSize = replay.sampleSize
-            let current = RecordedVelocity.Lookup(replay.current.velocityQueries, in: recorded)
-            let candidate = RecordedVelocity.Lookup(replay.candidate.velocityQueries, in: recorded)
+            let lookups = recorded.map {
+                Lookups(
+                    current: RecordedVelocity.Lookup(replay.current.velocityQueries, in: $0),
+                    candidate: RecordedVelocity.Lookup(replay.candidate.velocityQueries, in: $0))
+            }
             // Below a few hundred attempts a slice costs less than a thread's start.
             let slices = max(1, min(workers, range.count / 500))
             let size = (range.count + slices - 1) / slices
@@ -189,14 +227,14 @@ public enum Backtest {
             }
             var changes: [ChangedAttempt] = []
             if ranges.count == 1 {
-                let part = replay.run(attempts, ranges[0], current, candidate, history)
+                let part = replay.run(pages, lookups, order, ranges[0], history)
                 changes = part.changes
                 total.add(part, sampleSize: sampleSize)
             } else {
                 let parts = Mutex<[Int: Partial]>([:])
                 let replay = replay
                 DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
-                    let part = replay.run(attempts, ranges[index], current, candidate, history)
+                    let part = replay.run(pages, lookups, order, ranges[index], history)
                     parts.withLock { $0[index] = part }
                 }
                 parts.withLock { parts in
@@ -209,6 +247,12 @@ public enum Backtest {
             }
             self.attempts += range.count
             return changes
+        }
+
+        /// A page's recorded values as each ruleset reads them.
+        fileprivate struct Lookups: Sendable {
+            var current: RecordedVelocity.Lookup
+            var candidate: RecordedVelocity.Lookup
         }
 
         /// The report of every attempt added.
@@ -289,54 +333,69 @@ public enum Backtest {
         /// checks applied, as the live path applied them); only a sampled or collected changed
         /// attempt gets its two full decisions (``Ruleset/decide(_:velocity:checks:)``), from the
         /// same values.
-        func run<History: BacktestVelocity>(
-            _ attempts: [AttemptLog.Attempt], _ range: Range<Int>, _ currentVelocity: RecordedVelocity.Lookup,
-            _ candidateVelocity: RecordedVelocity.Lookup, _ history: History
+        ///
+        /// The attempts at `range` of `order` (page and row), or rows `range` of the only page
+        /// without an order.
+        fileprivate func run<History: BacktestVelocity>(
+            _ pages: [[AttemptLog.Attempt]], _ lookups: [Accumulator.Lookups], _ order: [Position]?,
+            _ range: Range<Int>, _ history: History
         ) -> Partial {
             var part = Partial(current: current, candidate: candidate)
-            // Each attempt is read in place (`attempts[index]` at each use, borrowed): a local copy
-            // of it retained and released its every field.
+            // Each attempt is read in place (`attempts[index]` at each use, borrowed, a page's
+            // buffer at a time over each run of positions in one page): a local copy of it, or an
+            // array access per use, retained and released its every field.
             var beforeValues: [Int?] = []
             var afterValues: [Int?] = []  // filled per attempt, allocated once
-            attempts.withUnsafeBufferPointer { attempts in
-                for index in range {
-                    currentVelocity.fill(&beforeValues, attempt: index, attempts[index], history: history)
-                    candidateVelocity.fill(&afterValues, attempt: index, attempts[index], history: history)
-                    let before = current.tally(
-                        attempts[index].input, velocity: beforeValues, checks: attempts[index].checks,
-                        hits: &part.currentHits)
-                    let after = candidate.tally(
-                        attempts[index].input, velocity: afterValues, checks: attempts[index].checks,
-                        hits: &part.candidateHits)
-                    part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
-                    if before.unresolved { part.currentUnresolved += 1 }
-                    if after.unresolved { part.candidateUnresolved += 1 }
-                    guard before.flow != after.flow else { continue }
-                    part.changed += 1
-                    let sampled = part.sample.count < sampleSize
-                    guard sampled || collectChanges else { continue }
-                    let attempt = attempts[index]
-                    let beforeDecision = current.decide(
-                        attempt.input, velocity: beforeValues, checks: attempt.checks
-                    ).decision
-                    let afterDecision = candidate.decide(
-                        attempt.input, velocity: afterValues, checks: attempt.checks
-                    ).decision
-                    if sampled {
-                        part.sample.append(Change(attemptID: attempt.id, before: beforeDecision, after: afterDecision))
-                    }
-                    if collectChanges {
-                        let beforeRules = beforeDecision.liveHits.map(\.ruleID)
-                        let afterRules = afterDecision.liveHits.map(\.ruleID)
-                        part.changes.append(
-                            ChangedAttempt(
-                                attemptID: attempt.id, time: attempt.time,
-                                channel: attempt.input.channel?.name,
-                                cardID: attempt.subject.cardID, before: before.flow, after: after.flow,
-                                currentOnly: beforeRules.filter { !afterRules.contains($0) },
-                                candidateOnly: afterRules.filter { !beforeRules.contains($0) }))
+            let ordered = order ?? []
+            var start = range.lowerBound
+            while start < range.upperBound {
+                let page = order == nil ? 0 : Int(ordered[start].page)
+                var end = order == nil ? range.upperBound : start + 1
+                while end < range.upperBound, Int(ordered[end].page) == page { end += 1 }
+                let lookup = lookups[page]
+                pages[page].withUnsafeBufferPointer { attempts in
+                    for position in start..<end {
+                        let index = order == nil ? position : Int(ordered[position].row)
+                        lookup.current.fill(&beforeValues, attempt: index, attempts[index], history: history)
+                        lookup.candidate.fill(&afterValues, attempt: index, attempts[index], history: history)
+                        let before = current.tally(
+                            attempts[index].input, velocity: beforeValues, checks: attempts[index].checks,
+                            hits: &part.currentHits)
+                        let after = candidate.tally(
+                            attempts[index].input, velocity: afterValues, checks: attempts[index].checks,
+                            hits: &part.candidateHits)
+                        part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
+                        if before.unresolved { part.currentUnresolved += 1 }
+                        if after.unresolved { part.candidateUnresolved += 1 }
+                        guard before.flow != after.flow else { continue }
+                        part.changed += 1
+                        let sampled = part.sample.count < sampleSize
+                        guard sampled || collectChanges else { continue }
+                        let attempt = attempts[index]
+                        let beforeDecision = current.decide(
+                            attempt.input, velocity: beforeValues, checks: attempt.checks
+                        ).decision
+                        let afterDecision = candidate.decide(
+                            attempt.input, velocity: afterValues, checks: attempt.checks
+                        ).decision
+                        if sampled {
+                            part.sample.append(
+                                Change(attemptID: attempt.id, before: beforeDecision, after: afterDecision))
+                        }
+                        if collectChanges {
+                            let beforeRules = beforeDecision.liveHits.map(\.ruleID)
+                            let afterRules = afterDecision.liveHits.map(\.ruleID)
+                            part.changes.append(
+                                ChangedAttempt(
+                                    attemptID: attempt.id, time: attempt.time,
+                                    channel: attempt.input.channel?.name,
+                                    cardID: attempt.subject.cardID, before: before.flow, after: after.flow,
+                                    currentOnly: beforeRules.filter { !afterRules.contains($0) },
+                                    candidateOnly: afterRules.filter { !beforeRules.contains($0) }))
+                        }
                     }
                 }
+                start = end
             }
             return part
         }

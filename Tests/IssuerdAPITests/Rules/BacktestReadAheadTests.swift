@@ -21,7 +21,10 @@ struct BacktestReadAheadTests {
     /// devices (an attempt every 64 hours);
     /// half of them recorded `attempts(card, 72h)` (as 0, so the replay tells recorded from
     /// counted), the others nothing.
-    static func seed(_ pool: PostgresPool) throws {
+    ///
+    /// - Parameter shuffled: Rows stored in random order (not the time order a live table is
+    ///   filled in), their times rounded down to the hour (ties, ordered by attempt id).
+    static func seed(_ pool: PostgresPool, shuffled: Bool = false) throws {
         try pool.withConnection { connection in
             try connection.execute(
                 """
@@ -46,8 +49,10 @@ struct BacktestReadAheadTests {
                                          'wallet.device_score', 4, 'customer.name_match_score', 40 + i % 60),
                        CASE WHEN i % 2 = 0 THEN '{"attempts(card, 72h)": 0}' ELSE '{}' END::json,
                        '[]'::jsonb, 'green', 'APPROVED', 'sha256:test',
-                       \(Self.since) - interval '2 days' + make_interval(secs => i * 8 * 86400.0 / 1500)
-                FROM generate_series(1, 1500) i
+                       CASE WHEN \(shuffled) THEN date_trunc('hour', t) ELSE t END
+                FROM generate_series(1, 1500) i,
+                     LATERAL (SELECT \(Self.since) - interval '2 days' + make_interval(secs => i * 8 * 86400.0 / 1500) AS t) times
+                ORDER BY CASE WHEN \(shuffled) THEN md5(i::text) ELSE lpad(i::text, 8, '0') END
                 """)
         }
     }
@@ -106,10 +111,12 @@ struct BacktestReadAheadTests {
         }
     }
 
-    @Test("Reading ahead, every value counted, gives the in-memory replay of the full export")
-    func sameAsFullExport() throws {
+    @Test(
+        "Reading ahead, every value counted, gives the in-memory replay of the full export, rows stored in order or not",
+        arguments: [false, true])
+    func sameAsFullExport(shuffled: Bool) throws {
         let app = try TestApplication(poolSize: 4)
-        try Self.seed(app.pool)
+        try Self.seed(app.pool, shuffled: shuffled)
         let (ahead, _, _) = try Self.run(app, readers: 2, useRecorded: false)
         let candidate = try RulesetCompiler.compile(
             [RulesetFile(path: "candidate.rules", contents: Self.candidate)], contentHasher: RulesetContent.fnv1a64)
@@ -127,6 +134,9 @@ struct BacktestReadAheadTests {
         #expect(ahead.candidateHits == full.candidateHits)
         #expect(ahead.currentMix == full.currentMix)
         #expect(ahead.candidateMix == full.candidateMix)
+        // The sample is the first changed attempts by time, then id, however the rows lie.
+        #expect(ahead.sample.count == 20)
+        #expect(ahead.sample.map(\.attemptID) == full.sample.map(\.attemptID))
     }
 
     @Test("The reader thread lets go of its connection: an empty window, a bad attempt in a later slice, a cancel")
