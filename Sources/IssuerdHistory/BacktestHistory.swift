@@ -44,9 +44,10 @@ package enum BacktestHistory {
         return hours
     }
 
-    /// The attempts of the window, in the export's order (time, then id). The JSON columns come
-    /// as stored and are parsed here: extracting them in SQL (`jsonb_each`, a lookup per query)
-    /// cost PostgreSQL ~45 µs a row, five times the parse. The window (less the hours `cache`
+    /// The attempts of the window in the pages they were parsed in (each with its names and
+    /// recorded values for `queries`), with their order as the export's (time, then id). The
+    /// JSON columns come as stored and are parsed here: extracting them in SQL (`jsonb_each`, a
+    /// lookup per query) cost PostgreSQL ~45 µs a row, five times the parse. The window (less the hours `cache`
     /// holds, unchanged in this snapshot) is cut into one time slice per connection, read at the
     /// same time; each page is decoded and parsed on another core while the next one is fetched;
     /// all are done before this returns, and the complete hours read are kept in `cache`.
