@@ -74,6 +74,17 @@ enum AdminRoutes {
             return try .json(CardRegistration.adminCard(record))
         }
 
+        table.add(.get, "/v1/admin/cards/{cardId}/tokens") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.admin, .analyst])
+            let cardID = try Self.cardID(request)
+            let tokens = try context.database.withConnection { connection -> [TokenStore.AdminView]? in
+                guard try CardStore.find(cardID, connection: connection) != nil else { return nil }
+                return try TokenStore.adminViews(cardID: cardID, connection: connection)
+            }
+            guard let tokens else { throw Self.cardNotFound() }
+            return try .json(CardTokensView(cardId: cardID, tokens: tokens))
+        }
+
         table.add(.post, "/v1/admin/cards/{cardId}/status") { request in
             let principal = try context.apiKeys.authenticate(request, roles: [.admin])
             let cardID = try Self.cardID(request)
@@ -143,4 +154,11 @@ struct CardStatusAnswer: Encodable, Sendable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(tokensAffected, forKey: .tokensAffected)
     }
+}
+
+/// `GET /v1/admin/cards/{cardId}/tokens`: the card's tokens, newest first (at most
+/// ``TokenStore/adminListLimit``).
+struct CardTokensView: Encodable, Sendable {
+    var cardId: String
+    var tokens: [TokenStore.AdminView]
 }

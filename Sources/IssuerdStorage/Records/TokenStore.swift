@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdPostgres
+import IssuerdService
 
 /// A token's lifecycle state in `tokens`.
 package enum TokenStatusValue: String, Sendable, CaseIterable {
@@ -96,5 +97,47 @@ package enum TokenStore {
             INSERT INTO token_events (token_reference, card_id, event, source, at, recorded_at)
             VALUES (\(tokenReference), \(cardID), \(event.rawValue), \(source), \(time), \(now))
             """)
+    }
+}
+
+extension TokenStore {
+    /// One token as operators see it (`GET /v1/admin/cards/{cardId}/tokens`): its state and
+    /// where it came from; nothing of the wallet's own data.
+    package struct AdminView: Codable, Sendable, Equatable {
+        package var tokenReference: String
+        package var status: String
+        /// `tsp` (Apple's and the generic token service) or `mdes` (Mastercard's issuer services).
+        package var service: String
+        package var deviceId: String?
+        package var tokenRequestorId: String?
+        /// The status a card suspension took it from (it returns there when the card is active again).
+        package var suspendedByIssuerFrom: String?
+        /// The risk decision that created it.
+        package var attemptId: String?
+        package var createdAt: String
+        package var updatedAt: String
+    }
+
+    /// The most tokens ``adminViews(cardID:connection:)`` lists (newest first).
+    package static let adminListLimit = 200
+
+    /// The card's tokens, newest first, at most ``adminListLimit``.
+    package static func adminViews(cardID: String, connection: PostgresConnection) throws -> [AdminView] {
+        try connection.query(
+            """
+            SELECT token_reference, status, service, device_id, token_requestor_id, issuer_suspended_from,
+                   attempt_id::text AS attempt_id, created_at, updated_at
+            FROM tokens WHERE card_id = \(cardID)
+            ORDER BY created_at DESC, token_reference LIMIT \(adminListLimit)
+            """
+        ).map { row in
+            AdminView(
+                tokenReference: try row.decode("token_reference"), status: try row.decode("status"),
+                service: try row.decode("service"), deviceId: try row.decode("device_id"),
+                tokenRequestorId: try row.decode("token_requestor_id"),
+                suspendedByIssuerFrom: try row.decode("issuer_suspended_from"), attemptId: try row.decode("attempt_id"),
+                createdAt: Timestamps.iso8601(try row.decode("created_at")),
+                updatedAt: Timestamps.iso8601(try row.decode("updated_at")))
+        }
     }
 }

@@ -153,4 +153,43 @@ struct CardStatusTests {
         }
         #expect(events == 0)
     }
+
+    @Test("A card's tokens: each one's status, service and where a card suspension took it from; 404, 401, 403")
+    func cardTokens() throws {
+        let app = try TestApplication()
+        let admin = try app.apiKey(role: .admin)
+        let analyst = try app.apiKey(role: .analyst)
+        try AdminFixtures.registerCard(app, adminKey: admin, customer: "c1", card: "card-1", serial: 1)
+        try AdminFixtures.registerCard(app, adminKey: admin, customer: "c2", card: "card-2", serial: 2)
+        let none = try app.client.get("/v1/admin/cards/card-1/tokens", headers: AdminFixtures.bearer(analyst))
+        #expect((none.jsonObject()?["tokens"] as? [Any])?.isEmpty == true, "\(none.text)")
+        try AdminFixtures.insertToken(app, reference: "tok-active", card: "card-1", status: "active")
+        try AdminFixtures.insertToken(app, reference: "tok-pending", card: "card-1", status: "pending_verification")
+        try AdminFixtures.insertToken(app, reference: "tok-other", card: "card-2", status: "active")
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                "UPDATE tokens SET service = 'mdes', device_id = 'dev-9', created_at = now() + interval '1 second' WHERE token_reference = 'tok-pending'"
+            )
+        }
+        #expect(try setStatus(app, admin, card: "card-1", #"{"status":"lost"}"#).status == 200)
+
+        let listed = try app.client.get("/v1/admin/cards/card-1/tokens", headers: AdminFixtures.bearer(analyst))
+        #expect(listed.status == 200, "\(listed.text)")
+        let body = try #require(listed.jsonObject())
+        #expect(body["cardId"] as? String == "card-1")
+        let tokens = try #require(body["tokens"] as? [[String: Any]])
+        #expect(tokens.map { $0["tokenReference"] as? String } == ["tok-pending", "tok-active"], "newest first")
+        #expect(tokens.map { $0["status"] as? String } == ["suspended", "suspended"])
+        #expect(tokens.map { $0["suspendedByIssuerFrom"] as? String } == ["pending_verification", "active"])
+        #expect(tokens.map { $0["service"] as? String } == ["mdes", "tsp"])
+        #expect(tokens.first?["deviceId"] as? String == "dev-9")
+        #expect(!listed.text.contains("tok-other"))
+
+        #expect(
+            try app.client.get("/v1/admin/cards/no-such-card/tokens", headers: AdminFixtures.bearer(admin)).status
+                == 404)
+        #expect(try app.client.get("/v1/admin/cards/card-1/tokens").status == 401)
+        let ivr = try app.apiKey(role: .ivr)
+        #expect(try app.client.get("/v1/admin/cards/card-1/tokens", headers: AdminFixtures.bearer(ivr)).status == 403)
+    }
 }
