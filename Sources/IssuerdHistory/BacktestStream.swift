@@ -55,25 +55,25 @@ package struct BacktestStream {
         // With a second connection, the slices are read on it (and on a third, when there is one)
         // by a thread of their own, up to ``readAhead`` slices ahead of the one being replayed: the
         // reading connections never run the history's queries, which keep to the first.
+        let readers = connections.count > 1 ? Array(connections.dropFirst()) : connections
         let reader = SliceReader(
             since: since, until: until, limit: limit, ahead: connections.count > 1 ? readAhead : 0
         ) { start, end, limit in
             var hours: (kept: Int, read: Int)?
             let window = try BacktestHistory.readAttempts(
                 since: start, until: end, queries: useRecorded ? queries : [], useRecorded: useRecorded, limit: limit,
-                connections: connections.count > 1 ? Array(connections.dropFirst()) : connections,
+                connections: readers,
                 cache: useRecorded ? cache : nil, now: now, progress: { _ in },
                 hours: { kept, read in hours = (kept, read) })
-            return Slice(
-                start: start, end: end, pages: window.pages, order: window.order, hours: hours)
+            return Slice(start: start, end: end, window: window, hours: hours)
         }
         // Stopped and waited for however this returns (an error, a cancel): its connections are
         // the caller's.
         defer { reader.stop() }
-        while let window = try reader.next() {
+        while let slice = try reader.next() {
             if cancelled() { throw HistoryBacktest.Cancelled() }
-            let (start, end) = (window.start, window.end)
-            if let counted = window.hours {
+            let (start, end, window) = (slice.start, slice.end, slice.window)
+            if let counted = slice.hours {
                 hours = (hours.kept + counted.kept, hours.all + counted.kept + counted.read, true)
             }
             velocity.evict(before: start, slack: 0.125)
@@ -162,10 +162,7 @@ package struct BacktestStream {
     struct Slice {
         var start: Date
         var end: Date
-        var pages: [BacktestHistory.Page]
-        var order: [Backtest.Position]
-        /// Attempts in all.
-        var count: Int { order.count }
+        var window: BacktestHistory.Window
         /// The complete hours of the slice found in the cache and read, when it was looked in.
         var hours: (kept: Int, read: Int)?
     }
@@ -218,8 +215,8 @@ package struct BacktestStream {
             guard start < until else { return nil }
             let end = BacktestStream.sliceEnd(from: start, length: length, until: until)
             let slice = try read(start, end, left)
-            left -= slice.count
-            let rate = Double(slice.count) / max(end.timeIntervalSince(start), 1)
+            left -= slice.window.count
+            let rate = Double(slice.window.count) / max(end.timeIntervalSince(start), 1)
             length = min(86_400, max(60, Double(BacktestStream.targetRows) / max(rate, 1e-9)))
             start = end
             return slice

@@ -41,15 +41,6 @@ public struct RecordedVelocity: Sendable {
         present.reserveCapacity(present.count + rows * queries.count)
     }
 
-    /// Appends the rows of `other`, a table of the same queries.
-    ///
-    /// - Precondition: `other.queries == queries`.
-    public mutating func append(contentsOf other: RecordedVelocity) {
-        precondition(other.queries == queries, "the same queries")
-        values.append(contentsOf: other.values)
-        present.append(contentsOf: other.present)
-    }
-
     /// Appends row `index` of `other`, a table of the same queries (no array per row in between).
     ///
     /// - Precondition: `other.queries == queries` (only their number is checked: this runs per row).
