@@ -10,8 +10,33 @@ func validateCommon(requestId: String, correlationId: String?) throws {
     try MDESField.check(correlationId, "correlationId", 1...14)
 }
 
+/// The fields Authorize Service and Request Activation Methods both carry (§3A.1, §3A.2).
+protocol MDESTokenRequestFields {
+    var requestId: String { get }
+    var services: [MDESService] { get }
+    var fundingAccountInfo: MDESFundingAccountInfo { get }
+    var correlationId: String { get }
+    var tokenType: MDESTokenType { get }
+    var tokenRequestorId: String? { get }
+    var walletId: String? { get }
+    var paymentAppInstanceId: String? { get }
+}
+
+extension MDESTokenRequestFields {
+    /// Checks the shared fields, in the order both operations check them first.
+    func validateSharedFields() throws {
+        try validateCommon(requestId: requestId, correlationId: correlationId)
+        try MDESField.check(services.map(\.text), "services", limit: 8, 1...32)
+        try fundingAccountInfo.validate("fundingAccountInfo")
+        try MDESField.check(tokenType, "tokenType", 1...16)
+        try MDESField.digits(tokenRequestorId, "tokenRequestorId", 11...11)
+        try MDESField.check(walletId, "walletId", 1...3)
+        try MDESField.check(paymentAppInstanceId, "paymentAppInstanceId", 1...48)
+    }
+}
+
 /// Authorize Service request (§3A.1).
-public struct MDESAuthorizeServiceRequest: Codable, Sendable {
+public struct MDESAuthorizeServiceRequest: Codable, Sendable, MDESTokenRequestFields {
     public var requestId: String
     public var services: [MDESService]
     public var fundingAccountInfo: MDESFundingAccountInfo
@@ -29,13 +54,7 @@ public struct MDESAuthorizeServiceRequest: Codable, Sendable {
     public var panSequenceNumber: String?
 
     public func validate() throws {
-        try validateCommon(requestId: requestId, correlationId: correlationId)
-        try MDESField.check(services.map(\.text), "services", limit: 8, 1...32)
-        try fundingAccountInfo.validate("fundingAccountInfo")
-        try MDESField.check(tokenType, "tokenType", 1...16)
-        try MDESField.digits(tokenRequestorId, "tokenRequestorId", 11...11)
-        try MDESField.check(walletId, "walletId", 1...3)
-        try MDESField.check(paymentAppInstanceId, "paymentAppInstanceId", 1...48)
+        try validateSharedFields()
         if let hash = accountIdHash {
             try MDESField.check(hash, "accountIdHash", 1...64)
             guard hash.utf8.allSatisfy({ HexText.value(of: $0) != nil }) else {
@@ -83,7 +102,7 @@ public struct MDESAuthorizeServiceResponse: Codable, Sendable, Equatable {
 }
 
 /// Request Activation Methods request (§3A.2).
-public struct MDESRequestActivationMethodsRequest: Codable, Sendable {
+public struct MDESRequestActivationMethodsRequest: Codable, Sendable, MDESTokenRequestFields {
     public var requestId: String
     public var services: [MDESService]
     public var fundingAccountInfo: MDESFundingAccountInfo
@@ -98,13 +117,7 @@ public struct MDESRequestActivationMethodsRequest: Codable, Sendable {
     public var reasonCodes: [String]?
 
     public func validate() throws {
-        try validateCommon(requestId: requestId, correlationId: correlationId)
-        try MDESField.check(services.map(\.text), "services", limit: 8, 1...32)
-        try fundingAccountInfo.validate("fundingAccountInfo")
-        try MDESField.check(tokenType, "tokenType", 1...16)
-        try MDESField.digits(tokenRequestorId, "tokenRequestorId", 11...11)
-        try MDESField.check(walletId, "walletId", 1...3)
-        try MDESField.check(paymentAppInstanceId, "paymentAppInstanceId", 1...48)
+        try validateSharedFields()
         try MDESField.check(accountIdHash, "accountIdHash", 1...64)
         try MDESField.check(mobileNumberSuffix, "mobileNumberSuffix", 4...32)
         try MDESField.check(consumerFacingEntityName, "consumerFacingEntityName", 1...100)
