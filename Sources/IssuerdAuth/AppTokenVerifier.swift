@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
-import IssuerdService
 
 /// Verifies the issuer app's bearer JWT and yields the customer id in `sub`.
 ///
@@ -27,7 +27,7 @@ package struct AppTokenVerifier: Sendable {
         } catch {
             throw ConfigurationError(key: "ISSUERD_APP_JWT_PUBLIC_KEY", problem: "must be a P-256 public key in PEM")
         }
-        maxLifetime = Self.seconds(setting.maxLifetime)
+        maxLifetime = setting.maxLifetime.timeInterval
         issuer = setting.issuer
         audience = setting.audience
     }
@@ -99,8 +99,4 @@ package struct AppTokenVerifier: Sendable {
         return header + "." + payload + "." + BinaryEncoding.base64URLString(mac)
     }
 
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

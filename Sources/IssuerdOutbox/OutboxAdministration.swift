@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// The operator's view of the outbox (`GET /v1/admin/outbox`) and the dead-letter re-queue.

@@ -1,9 +1,9 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

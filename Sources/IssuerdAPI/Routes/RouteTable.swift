@@ -1,7 +1,6 @@
 import IssuerdConsole
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 
 /// Builds the router, wrapping every handler so that infrastructure failures become the
 /// contract's answers instead of generic 500s.

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
-import IssuerdService
 
 /// The error codes only the admin surface uses (docs/api-errors.md); shared answers are in
 /// ``APIErrors``.

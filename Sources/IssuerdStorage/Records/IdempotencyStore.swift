@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import Synchronization
 
 extension HTTPError.Code {
@@ -77,7 +77,7 @@ package struct IdempotencyStore: Sendable {
                 """) == 1
         }
         if !claimed {
-            let expiry = OutboxBackoff.seconds(Self.claimExpiry)
+            let expiry = Self.claimExpiry.timeInterval
             let row = try database.withConnection { connection in
                 try connection.query(
                     """

@@ -1,8 +1,8 @@
 import Foundation
 import IssuerdAuth
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
-import IssuerdService
 import Testing
 
 /// What an app token must claim besides its signature: `iat`, a lifetime within
