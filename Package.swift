@@ -47,7 +47,7 @@ let package = Package(
         .target(
             name: "IssuerdStorage",
             dependencies: [
-                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
+                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdRisk",
                 "IssuerdWire",
             ]
         ),
@@ -56,7 +56,7 @@ let package = Package(
         // read-ahead and the cache of parsed hours.
         .target(
             name: "IssuerdHistory",
-            dependencies: ["IssuerdCore", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"]
+            dependencies: ["IssuerdCore", "IssuerdPostgres", "IssuerdRisk"]
         ),
 
         // The analysts' web console at /console: pages, sessions, queries; its HTML, CSS and
@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "IssuerdOutbox",
             dependencies: [
-                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdAuth", "IssuerdStorage",
+                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdAuth", "IssuerdStorage",
                 "IssuerdMDES",
             ]
         ),
@@ -97,14 +97,14 @@ let package = Package(
         .target(
             name: "IssuerdImport",
             dependencies: [
-                "IssuerdCore", "IssuerdStorage", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP",
+                "IssuerdCore", "IssuerdStorage", "IssuerdCrypto", "IssuerdPostgres",
                 "IssuerdWire",
             ]
         ),
 
         // Authentication without the database: the issuer app's JWT (HS256/ES256 and its claims)
         // and its settings, API key principals and roles, the TSP signature header.
-        .target(name: "IssuerdAuth", dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdHTTP"]),
+        .target(name: "IssuerdAuth", dependencies: ["IssuerdCore", "IssuerdCrypto"]),
 
         // Issuer keys: the HSM (PKCS#11 token, its wrapping key, RSA signers), the PAN data keys it
         // wraps, the master key settings, and the vault built from them.

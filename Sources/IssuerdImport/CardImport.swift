@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdStorage
 import IssuerdWire
