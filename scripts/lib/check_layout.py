@@ -32,11 +32,12 @@ TOOLCHAIN = {
 }
 IMPORT = re.compile(r"^\s*(?:@testable\s+|@_exported\s+|@_implementationOnly\s+|@preconcurrency\s+)*import\s+"
                     r"(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.M)
-HEADING = "## Allowed dependencies"
+HEADING = "## Modules"
 
 
 def allowed_table(architecture):
-    """{module: set of modules it may depend on}, from the table under HEADING."""
+    """{module: set of modules it may depend on}, from the table under HEADING (its first
+    column names the module, its last what it may depend on)."""
     text = open(architecture, encoding="utf-8").read()
     if HEADING not in text:
         raise SystemExit(f"{architecture}: no '{HEADING}' section")
@@ -171,6 +172,21 @@ def self_test(root):
         open(probe, "w").write("import CPostgres\n")
         expect("a C module imported by another module's tests fails", True, "C module CPostgres")
         os.remove(probe)
+
+        # No HTTP below the API: a record layer that imports IssuerdHTTP fails, even when
+        # Package.swift declares the dependency too.
+        for record_layer in ("IssuerdStorage", "IssuerdHistory", "IssuerdAuth", "IssuerdImport"):
+            probe = os.path.join(copy, "Sources", record_layer, "LayoutProbe.swift")
+            open(probe, "w").write("import IssuerdHTTP\n")
+            edited = json.loads(json.dumps(package))
+            for target in edited["targets"]:
+                if target["name"] == record_layer:
+                    target["target_dependencies"].append("IssuerdHTTP")
+            problems = check(copy, architecture, edited)
+            results.append((f"{record_layer} importing IssuerdHTTP fails (no HTTP below the API)",
+                            any(f"{record_layer} depends on IssuerdHTTP" in p for p in problems)
+                            and any(f"{record_layer} → IssuerdHTTP" in p for p in problems), problems))
+            os.remove(probe)
 
         probe = os.path.join(copy, "Sources", "IssuerdStorage", "LayoutProbe.swift")
         open(probe, "w").write("@testable import IssuerdAPI\n")
