@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOpenPGP

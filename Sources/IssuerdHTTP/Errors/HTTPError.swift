@@ -1,3 +1,5 @@
+import IssuerdCore
+
 /// An error that a handler throws to answer with a status and the API's error envelope.
 ///
 /// Rendered as `{"error":{"code":…,"message":…,…context}}` (docs/openapi.yaml, `ErrorEnvelope`). The
