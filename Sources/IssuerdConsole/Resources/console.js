@@ -249,7 +249,8 @@
   }
   async function ruleHits() {
     const p = period();
-    const result = await api('GET', '/v1/admin/rule-hits?' + query({ since: p.since, until: p.until }));
+    const [result, measured] = await Promise.all([api('GET', '/v1/admin/rule-hits?' + query({ since: p.since, until: p.until })),
+      api('GET', '/v1/admin/rules/performance?' + query({ since: p.since, until: p.until }))]);
     const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/rule-hits' }, periodFields(), el('button', { type: 'submit', text: 'Apply' })));
     if (!result.ok) return show(el('h1', { text: 'Rule hits' }), form, fail(errorText(result)));
     const d = result.json;
@@ -268,7 +269,27 @@
         el('p', { cls: 'muted', text: '"Changed final flow": the rule was the only live hit with the decided outcome, so without it the decision would have been milder.' })),
       el('div', { cls: 'panel' }, el('h2', { text: 'Shadow rules: what they would have done' }),
         shadow.length ? table(['Rule', 'Would decide', 'Hits#', 'Actual flow → shadow outcome', 'Would change flow#', 'Over the period'], shadowRows, 'shadow-hits')
-          : el('div', { cls: 'muted', text: 'No shadow rules in the serving ruleset.' })));
+          : el('div', { cls: 'muted', text: 'No shadow rules in the serving ruleset.' })),
+      measured.ok ? performancePanel(measured.json) : el('div', { cls: 'panel' }, fail(errorText(measured))));
+  }
+  const ratio = (value) => value === null || value === undefined ? '–' : (100 * value).toFixed(1) + ' %';
+  const won = (amount) => '₩' + fmt(amount);
+  // Each rule against the attempts' outcomes (GET /v1/admin/rules/performance).
+  function performancePanel(d) {
+    const t = d.totals;
+    const rows = d.rules.filter((r) => r.hits > 0).sort((a, b) => b.fraud - a.fraud || b.hits - a.hits).map((r) =>
+      el('tr', { 'data-rule': r.ruleId, 'data-mode': r.mode, 'data-fraud': r.fraud, 'data-legitimate': r.legitimate },
+        td(el('span', { cls: 'mono', text: r.ruleId })), td(badge(r.mode)), td(fmt(r.decided), 'num'), td(fmt(r.fraud), 'num'),
+        td(fmt(r.legitimate), 'num'), td(fmt(r.unlabelled), 'num'), td(ratio(r.precision), 'num'), td(ratio(r.recall), 'num'),
+        td(fmt(r.missedFraud), 'num'), td(won(r.fraudAmount), 'num'),
+        td(r.stepUpsStarted ? `${fmt(r.stepUpsCompleted)} of ${fmt(r.stepUpsStarted)} completed` : '–')));
+    return el('div', { cls: 'panel', id: 'performance' }, el('h2', { text: 'Against outcomes: which decisions were right' }),
+      el('div', { cls: 'tiles' }, tile('Attempts', fmt(t.attempts)), tile('Confirmed fraud', fmt(t.fraud), 'orange'),
+        tile('Legitimate', fmt(t.legitimate), 'green'), tile('Fraud passed green', `${fmt(t.fraudPassedGreen)} (${won(t.fraudPassedGreenAmount)})`, 'orange', true),
+        tile('Label maturity', ratio(t.labelMaturity) + ` older than ${t.labelMaturityDays}d`, '', true)),
+      rows.length ? table(['Rule', 'Mode', 'Decided#', 'Fraud#', 'Legitimate#', 'Unlabelled#', 'Precision#', 'Recall#', 'Missed fraud#', 'Lost to its fraud#', 'Step-ups'], rows, 'performance-table')
+        : el('div', { cls: 'muted', text: 'No rule hit in the period.' }),
+      el('p', { cls: 'muted', text: 'Decided: the hit was at least as severe as the decision (for a shadow rule: would have been). Precision: fraud among its labelled decisions; recall: its share of all confirmed fraud in the period. A young period has few outcomes yet: read the label maturity first.' }));
   }
 
   // ---- Attempts ----------------------------------------------------------------
