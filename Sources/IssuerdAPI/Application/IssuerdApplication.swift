@@ -73,6 +73,7 @@ public final class IssuerdApplication: Sendable {
         StepUpRoutes.register(in: &table, context: context)
         AttemptRoutes.register(in: &table, context: context)
         OutcomeRoutes.register(in: &table, context: context)
+        CaseRoutes.register(in: &table, context: context)
         AnalystRoutes.register(in: &table, context: context)
         MDESRoutes.register(in: &table, context: context)
         let apiKeys = context.apiKeys
