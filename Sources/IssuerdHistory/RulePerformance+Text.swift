@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdRisk
 
 /// ``RulePerformance`` as `issuerd rules performance` prints it: one line per rule, then totals.
 package enum RulePerformanceText {
@@ -42,10 +43,5 @@ package enum RulePerformanceText {
     }
 
     /// An amount in won: `₩3.2M`, `₩350K`, `₩900`.
-    package static func won(_ amount: Int64) -> String {
-        let value = Double(amount)
-        if amount >= 1_000_000 { return "₩" + String(format: "%.1fM", value / 1_000_000) }
-        if amount >= 10_000 { return "₩" + String(format: "%.0fK", value / 1_000) }
-        return "₩\(amount)"
-    }
+    package static func won(_ amount: Int64) -> String { Backtest.won(amount) }
 }
