@@ -1,5 +1,5 @@
 import Foundation
-import IssuerdService
+import IssuerdCore
 
 /// How outcomes count and when a decision enters the review queue (`ISSUERD_OUTCOMES_*`,
 /// `ISSUERD_REVIEW_*`).

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// `issuerd outcomes import FILE.csv`: a dispute system's export of outcomes, streamed.

@@ -6,7 +6,6 @@ import IssuerdHTTP
 import IssuerdHistory
 import IssuerdKeys
 import IssuerdOutbox
-import IssuerdService
 import IssuerdStorage
 
 /// Everything `issuerd serve` needs, read once at start-up, validated eagerly, passed down

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// The review queue (analyst or admin; the console's session with CSRF on changes):
@@ -52,7 +51,7 @@ enum CaseRoutes {
                     "tokens": try JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(tokens)),
                 ]
             }
-            guard let body else { throw mapped(ReviewQueue.Refusal(code: .notFound, message: "no case \(caseID)")) }
+            guard let body else { throw ReviewQueue.notFound(caseID) }
             return try .json(body)
         }
 
@@ -60,10 +59,8 @@ enum CaseRoutes {
             let principal = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             let caseID = try caseID(request)
             let now = context.now
-            let taken = try refusalsMapped {
-                try context.database.transaction { connection in
-                    try ReviewQueue.assign(caseID, to: principal.auditActor, now: now, connection: connection)
-                }
+            let taken = try context.database.transaction { connection in
+                try ReviewQueue.assign(caseID, to: principal.auditActor, now: now, connection: connection)
             }
             return try .json(json(taken, now: now))
         }
@@ -84,26 +81,24 @@ enum CaseRoutes {
             default: throw APIErrors.invalidRequest("'note' must be a string", field: "note")
             }
             let now = context.now
-            let closed = try refusalsMapped {
-                try context.database.transaction { connection -> ReviewQueue.Case in
-                    guard let found = try ReviewQueue.find(caseID, connection: connection) else {
-                        throw ReviewQueue.Refusal(code: .notFound, message: "no case \(caseID)")
-                    }
-                    let fields = OutcomeReport.Fields(
-                        attemptID: found.attemptID.uuidString.lowercased(), outcome: outcome.rawValue,
-                        source: "analyst",
-                        note: note)
-                    let report: OutcomeReport
-                    switch OutcomeReport.validate(fields, now: now) {
-                    case .success(let valid): report = valid
-                    case .failure(let error): throw APIErrors.invalidRequest(error.message, field: error.field)
-                    }
-                    let closed = try ReviewQueue.close(
-                        caseID, by: principal.auditActor, outcome: outcome, note: note, now: now, connection: connection
-                    )
-                    _ = try OutcomeStore.record([report], actor: principal.auditActor, now: now, connection: connection)
-                    return closed
+            let closed = try context.database.transaction { connection -> ReviewQueue.Case in
+                guard let found = try ReviewQueue.find(caseID, connection: connection) else {
+                    throw ReviewQueue.notFound(caseID)
                 }
+                let fields = OutcomeReport.Fields(
+                    attemptID: found.attemptID.uuidString.lowercased(), outcome: outcome.rawValue,
+                    source: "analyst",
+                    note: note)
+                let report: OutcomeReport
+                switch OutcomeReport.validate(fields, now: now) {
+                case .success(let valid): report = valid
+                case .failure(let error): throw APIErrors.invalidRequest(error.message, field: error.field)
+                }
+                let closed = try ReviewQueue.close(
+                    caseID, by: principal.auditActor, outcome: outcome, note: note, now: now, connection: connection
+                )
+                _ = try OutcomeStore.record([report], actor: principal.auditActor, now: now, connection: connection)
+                return closed
             }
             request.logger.info(
                 "review case closed", ["caseId": .int(Int(caseID)), "outcome": .string(outcome.rawValue)])
@@ -114,24 +109,22 @@ enum CaseRoutes {
             let principal = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             let caseID = try caseID(request)
             let now = context.now
-            let result = try refusalsMapped {
-                try context.database.transaction { connection -> (String, CardStatusChange.Outcome?) in
-                    guard let found = try ReviewQueue.find(caseID, connection: connection) else {
-                        throw ReviewQueue.Refusal(code: .notFound, message: "no case \(caseID)")
-                    }
-                    guard found.status == "open" else {
-                        throw ReviewQueue.Refusal(code: .closed, message: "case \(caseID) is closed")
-                    }
-                    guard let cardID = found.cardID else {
-                        throw APIErrors.invalidState("the case's attempt has no card")
-                    }
-                    // The card-status path: its tokens suspended at the TSP or MDES through the
-                    // outbox, the card's status history and the audit log, as an admin's `stolen`.
-                    let outcome = try CardStatusChange.apply(
-                        cardID: cardID, to: .stolen, reason: "review case \(caseID): suspected fraud",
-                        actor: principal.auditActor, now: now, connection: connection)
-                    return (cardID, outcome)
+            let result = try context.database.transaction { connection -> (String, CardStatusChange.Outcome?) in
+                guard let found = try ReviewQueue.find(caseID, connection: connection) else {
+                    throw ReviewQueue.notFound(caseID)
                 }
+                guard found.status == "open" else {
+                    throw ReviewQueue.closed(caseID)
+                }
+                guard let cardID = found.cardID else {
+                    throw APIErrors.invalidState("the case's attempt has no card")
+                }
+                // The card-status path: its tokens suspended at the TSP or MDES through the
+                // outbox, the card's status history and the audit log, as an admin's `stolen`.
+                let outcome = try CardStatusChange.apply(
+                    cardID: cardID, to: .stolen, reason: "review case \(caseID): suspected fraud",
+                    actor: principal.auditActor, now: now, connection: connection)
+                return (cardID, outcome)
             }
             guard let outcome = result.1 else { throw APIErrors.cardNotFound() }
             request.logger.info(
@@ -169,7 +162,7 @@ enum CaseRoutes {
 
     private static func caseID(_ request: HTTPRequest) throws -> Int64 {
         guard let text = request.pathParameters["caseId"], text.utf8.count <= 18, let id = Int64(text), id > 0 else {
-            throw mapped(ReviewQueue.Refusal(code: .notFound, message: "no such case"))
+            throw Refusal(.notFound, code: "case_not_found", message: "no such case")
         }
         return id
     }
@@ -181,22 +174,6 @@ enum CaseRoutes {
 
     private static func seconds(_ duration: Duration) -> TimeInterval {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    /// Runs `body`, answering a queue's refusal with its status.
-    private static func refusalsMapped<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let refusal as ReviewQueue.Refusal {
-            throw mapped(refusal)
-        }
-    }
-
-    /// 404 `case_not_found`, 409 `case_closed`, 409 `case_held`.
-    static func mapped(_ refusal: ReviewQueue.Refusal) -> HTTPError {
-        HTTPError(
-            status: refusal.code == .notFound ? 404 : 409, code: HTTPError.Code(rawValue: refusal.code.rawValue),
-            message: refusal.message)
     }
 
     /// A case as the queue shows it, with its age.

@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdCore
 import IssuerdHTTP
-import IssuerdService
 import IssuerdStorage
 
 /// `POST /v1/admin/outcomes` (analyst or admin; CSRF from the console): what became of

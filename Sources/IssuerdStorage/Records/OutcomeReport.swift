@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdRisk
-import IssuerdService
 
 /// One report of what became of a decision, validated: which attempt (directly or through the
 /// token it created), fraud or legitimate, who says so, when, and what was lost.

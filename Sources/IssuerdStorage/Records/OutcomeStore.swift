@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 
 /// Outcomes of attempts (`attempt_outcomes`, sql/0026): every report kept, one current per
 /// attempt, each recorded report in the hash-chained audit log with it.

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 
 /// The analysts' review queue (`review_cases`, sql/0026): orange decisions, and yellow ones whose
 /// step-up was not completed within a set time, one case per attempt, queued to the owners of the
@@ -10,28 +10,6 @@ import IssuerdService
 /// the last look stopped; taking and closing a case are single conditional UPDATEs, so any
 /// number of instances share one queue and one analyst holds a case at a time.
 package enum ReviewQueue {
-    /// Why a case cannot be taken or closed; the API maps each code to its status.
-    package struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
-        package enum Code: String, Sendable {
-            /// No such case.
-            case notFound = "case_not_found"
-            /// Closed already.
-            case closed = "case_closed"
-            /// Another analyst holds it.
-            case held = "case_held"
-        }
-
-        package var code: Code
-        package var message: String
-
-        package init(code: Code, message: String) {
-            self.code = code
-            self.message = message
-        }
-
-        package var description: String { message }
-    }
-
     /// One case as the queue lists it.
     package struct Case: Sendable, Equatable {
         package var caseID: Int64
@@ -164,7 +142,7 @@ package enum ReviewQueue {
     /// Gives the case to `actor`: one conditional UPDATE, so of two analysts (on any instances)
     /// taking it at once, one gets it. Taking a case one holds already is allowed.
     ///
-    /// - Throws: ``Refusal``: not found, closed, or held by another analyst.
+    /// - Throws: ``Refusal``: `case_not_found`, `case_closed`, or `case_held` (another analyst holds it).
     package static func assign(
         _ caseID: Int64, to actor: String, now: Date, connection: PostgresConnection
     ) throws
@@ -187,7 +165,7 @@ package enum ReviewQueue {
     /// Closes the case with the analyst's outcome and note, within the caller's transaction
     /// (the outcome itself is recorded by the caller through ``OutcomeStore``).
     ///
-    /// - Throws: ``Refusal``: not found, closed, or held by another analyst.
+    /// - Throws: ``Refusal``: `case_not_found`, `case_closed`, or `case_held` (another analyst holds it).
     package static func close(
         _ caseID: Int64, by actor: String, outcome: OutcomeReport.Label, note: String, now: Date,
         connection: PostgresConnection
@@ -212,11 +190,19 @@ package enum ReviewQueue {
 
     /// Why the conditional UPDATE touched nothing.
     private static func refusal(_ caseID: Int64, actor: String, connection: PostgresConnection) throws -> Refusal {
-        guard let row = try find(caseID, connection: connection) else {
-            return Refusal(code: .notFound, message: "no case \(caseID)")
-        }
-        if row.status == "closed" { return Refusal(code: .closed, message: "case \(caseID) is closed") }
-        return Refusal(code: .held, message: "case \(caseID) is held by another analyst")
+        guard let row = try find(caseID, connection: connection) else { return notFound(caseID) }
+        if row.status == "closed" { return closed(caseID) }
+        return Refusal(.conflict, code: "case_held", message: "case \(caseID) is held by another analyst")
+    }
+
+    /// `case_not_found`.
+    package static func notFound(_ caseID: Int64) -> Refusal {
+        Refusal(.notFound, code: "case_not_found", message: "no case \(caseID)")
+    }
+
+    /// `case_closed`.
+    package static func closed(_ caseID: Int64) -> Refusal {
+        Refusal(.conflict, code: "case_closed", message: "case \(caseID) is closed")
     }
 
     private static let selectSQL = """

@@ -1,7 +1,7 @@
 import Foundation
 import IssuerdAPI
+import IssuerdCore
 import IssuerdHistory
-import IssuerdService
 
 /// `issuerd rules performance`: each rule's and check's figures against the recorded outcomes.
 enum RulesPerformanceCommand {

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 import IssuerdTestSupport
 import Testing
 
