@@ -1,6 +1,5 @@
 import IssuerdHTTP
 import IssuerdOutbox
-import IssuerdService
 import IssuerdWire
 
 /// Routes for the issuer's Android app: push provisioning to Google Pay and Samsung Pay, and the

@@ -1,5 +1,4 @@
 import IssuerdCore
-import IssuerdService
 
 /// The settings of a push to Google Pay or Samsung Pay (docs/configuration.md, "Google Pay and
 /// Samsung Pay"): Mastercard's encryption certificate and the fingerprint that names it, Visa's

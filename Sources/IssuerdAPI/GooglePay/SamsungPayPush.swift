@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdCore
 import IssuerdHTTP
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -18,7 +17,7 @@ struct SamsungPayPush: Sendable {
     /// `AddCardInfo`'s tokenization provider per network.
     static let tokenizationProviders = ["visa": "VI", "mastercard": "MI"]
 
-    /// Unverified (5): Mastercard's payload goes to Samsung Pay as it goes to Google Pay, the
+    /// Unverified (V5): Mastercard's payload goes to Samsung Pay as it goes to Google Pay, the
     /// opaque card's Base64 text; Samsung's carrier for it is not public.
     static func mastercardCarrier(_ opaquePaymentCard: String) -> String { opaquePaymentCard }
 

@@ -21,24 +21,24 @@ enum VisaPaymentInstrument {
     /// `provider.intent` of a push from the issuer's app.
     static let intent = "PUSH_PROV_MOBILE"
 
-    /// Unverified (1): `iat` as a string of digits, as Visa's samples write it; the alternative
+    /// Unverified (V1): `iat` as a string of digits, as Visa's samples write it; the alternative
     /// is a JSON number (`.integer`).
     static func issuedAt(_ now: Date) -> CompactJWE.HeaderValue {
         .string(String(Int64(now.timeIntervalSince1970.rounded(.down))))
     }
 
-    /// Unverified (2): the year in two digits (`"30"`), as the samples write it; four would be
+    /// Unverified (V2): the year in two digits (`"30"`), as the samples write it; four would be
     /// `"20" + …`.
     static func expirationDate(_ expiration: CardExpiration) -> Plaintext.ExpirationDate {
         let compact = expiration.compact
         return .init(month: String(compact.prefix(2)), year: String(compact.suffix(2)))
     }
 
-    /// Unverified (4): Google Pay takes the compact JWE's own text (its UTF-8 bytes, as the app
+    /// Unverified (V4): Google Pay takes the compact JWE's own text (its UTF-8 bytes, as the app
     /// passes every opaque card); if Visa's guide asks for Base64 of it, it changes here.
     static func googlePayCarrier(_ jwe: String) -> String { jwe }
 
-    /// The plaintext. Unverified (3): which fields Visa requires. Sent always: `accountNumber`,
+    /// The plaintext. Unverified (V3): which fields Visa requires. Sent always: `accountNumber`,
     /// `name`, `expirationDate`, `provider`; sent only when the issuer holds a value, never
     /// empty or invented: `cvv2` (issuerd holds none after issuing) and `billingAddress` (the
     /// card's country, the only part of the address issuerd holds).

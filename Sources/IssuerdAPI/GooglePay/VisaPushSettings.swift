@@ -1,6 +1,5 @@
 import Foundation
 import IssuerdCore
-import IssuerdService
 
 /// The settings of Visa's encrypted payment instrument (docs/configuration.md, "Google Pay and
 /// Samsung Pay"): the encryption API key Visa issued (the JWE's `kid`), the shared secret issued

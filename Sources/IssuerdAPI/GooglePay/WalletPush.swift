@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
-import IssuerdService
 import IssuerdStorage
 
 /// What a push to Google Pay and a push to Samsung Pay share around the decision: the card's
