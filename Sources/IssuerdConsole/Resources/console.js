@@ -224,9 +224,9 @@
   async function decisions() {
     const p = period();
     const result = await api('GET', '/v1/admin/decisions?' + query({ since: p.since, until: p.until, channel: params.get('channel'), network: params.get('network') }));
-    const channelNames = { in_app: 'in-app', wallet_extension: 'Wallet extension', tsp: 'TSP', google_pay: 'Google Pay' };
+    const channelNames = { in_app: 'in-app', wallet_extension: 'Wallet extension', tsp: 'TSP', mdes: 'MDES', google_pay: 'Google Pay', samsung_pay: 'Samsung Pay' };
     const channel = el('select', { name: 'channel' }, el('option', { value: '', text: 'all channels' }),
-      ['in_app', 'wallet_extension', 'tsp', 'google_pay'].map((c) => el('option', { value: c, selected: params.get('channel') === c, text: channelNames[c] })));
+      ['in_app', 'wallet_extension', 'tsp', 'mdes', 'google_pay', 'samsung_pay'].map((c) => el('option', { value: c, selected: params.get('channel') === c, text: channelNames[c] })));
     const network = el('select', { name: 'network' }, el('option', { value: '', text: 'all networks' }),
       ['visa', 'mastercard', 'amex', 'discover', 'jcb', 'unionpay', 'other', 'unknown'].map((n) => el('option', { value: n, selected: params.get('network') === n, text: n })));
     const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/decisions' }, periodFields(), el('label', {}, 'Channel', channel), el('label', {}, 'Network', network), el('button', { type: 'submit', text: 'Apply' })));

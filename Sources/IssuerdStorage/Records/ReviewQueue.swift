@@ -2,7 +2,7 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 
-/// The analysts' review queue (`review_cases`, sql/0026): orange decisions, and yellow ones whose
+/// The analysts' review queue (`review_cases`, sql/0027): orange decisions, and yellow ones whose
 /// step-up was not completed within a set time, one case per attempt, queued to the owners of the
 /// rules that decided it (`owner` in the rule files; built-in checks are `issuerd`'s).
 ///
