@@ -43,7 +43,7 @@ package enum ConsoleQueries {
         }
     }
 
-    package static let channels = ["in_app", "wallet_extension", "tsp", "mdes", "google_pay"]
+    package static let channels = ["in_app", "wallet_extension", "tsp", "mdes", "google_pay", "samsung_pay"]
     package static let networks = ["visa", "mastercard", "amex", "discover", "jcb", "unionpay", "other", "unknown"]
 
     // MARK: Decisions

@@ -71,6 +71,8 @@ public final class IssuerdApplication: Sendable {
         RulesRoutes.register(in: &table, context: context)
         StepUpRoutes.register(in: &table, context: context)
         AttemptRoutes.register(in: &table, context: context)
+        OutcomeRoutes.register(in: &table, context: context)
+        CaseRoutes.register(in: &table, context: context)
         AnalystRoutes.register(in: &table, context: context)
         MDESRoutes.register(in: &table, context: context)
         let apiKeys = context.apiKeys

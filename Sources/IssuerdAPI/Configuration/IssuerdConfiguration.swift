@@ -3,6 +3,7 @@ import IssuerdAuth
 import IssuerdConsole
 import IssuerdCore
 import IssuerdHTTP
+import IssuerdHistory
 import IssuerdKeys
 import IssuerdOutbox
 import IssuerdStorage
@@ -81,6 +82,8 @@ public struct IssuerdConfiguration: Sendable {
     public var console: ConsoleSettings
     /// The audit chain's background sealer (`ISSUERD_AUDIT_*`).
     public var audit: AuditSettings
+    /// How outcomes count: network signals, label maturity (`ISSUERD_OUTCOMES_*`).
+    public var outcomes: OutcomeSettings
     /// Mastercard MDES inbound (`ISSUERD_MDES_ISSUER_KEYS`, …); nil without issuer keys.
     public var mdes: MDESSettings?
     /// Google Pay push provisioning (`ISSUERD_MDES_MASTERCARD_*`, `ISSUERD_GOOGLE_OPC_*`).
@@ -145,6 +148,7 @@ public struct IssuerdConfiguration: Sendable {
         outbox = try OutboxSettings(reader)
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
+        outcomes = try OutcomeSettings(reader)
         mdes = try MDESSettings.read(reader, hsm: hsm != nil)
         googlePay = try GooglePaySettings(reader)
     }

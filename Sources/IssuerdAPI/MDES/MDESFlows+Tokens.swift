@@ -155,6 +155,12 @@ extension MDESFlows {
             paymentAppInstanceId: request.paymentAppInstanceId,
             eventsJSON: String(decoding: MDESMessageDecoder.encode(request.events), as: UTF8.self), now: now,
             connection: connection)
+        try OutcomeStore.recordNetworkSignal(
+            tokenReference: request.tokenUniqueReference,
+            note:
+                "MDES Notify Suspicious Events \(request.requestId): \(request.status.text), \(request.events.count) event(s)",
+            at: now, confirmed: context.configuration.outcomes.networkConfirms, actor: "mdes", now: now,
+            connection: connection)
         logger.notice(
             "MDES suspicious events", ["status": .string(request.status.text), "events": .int(request.events.count)])
     }

@@ -6,7 +6,7 @@ import IssuerdRisk
 /// One row of `provisioning_attempts`: a decision with everything needed to explain and replay it.
 package struct AttemptRecord: Sendable {
     package var attemptID: UUID
-    /// `in_app`, `wallet_extension`, `tsp` or `google_pay`.
+    /// `in_app`, `wallet_extension`, `tsp`, `mdes`, `google_pay` or `samsung_pay`.
     package var channel: String
     package var cardID: String?
     package var customerID: String?
@@ -113,7 +113,7 @@ package enum AttemptStore {
         try connection.query(
             """
             SELECT min(created_at) AS oldest FROM provisioning_attempts
-            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension', 'google_pay') AND created_at >= \(since)
+            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension', 'google_pay', 'samsung_pay') AND created_at >= \(since)
             """
         ).first?.decode("oldest", as: Date?.self) ?? nil
     }
@@ -130,7 +130,8 @@ package enum AttemptStore {
         sql.appendText(
             "(SELECT ARRAY[a.attempt_id::text] || a.allowed_methods FROM provisioning_attempts a WHERE a.card_id = \(cardColumn)"
         )
-        sql.appendLiteral(" AND a.channel IN ('in_app', 'wallet_extension', 'google_pay') AND a.flow = 'yellow'")
+        sql.appendLiteral(
+            " AND a.channel IN ('in_app', 'wallet_extension', 'google_pay', 'samsung_pay') AND a.flow = 'yellow'")
         sql.appendLiteral(" AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= ")
         sql.appendInterpolation(since)
         sql.appendLiteral(" AND (a.device_id IS NULL OR ")
