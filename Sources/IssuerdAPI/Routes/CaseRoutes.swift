@@ -18,7 +18,7 @@ enum CaseRoutes {
             let now = context.now
             let body = try context.database.withConnection { connection -> JSONValue in
                 try ReviewQueue.catchUp(
-                    owners: owners(context), stepUpWait: seconds(context.configuration.outcomes.reviewStepUpWait),
+                    owners: owners(context), stepUpWait: context.configuration.outcomes.reviewStepUpWait.timeInterval,
                     now: now, connection: connection)
                 let cases = try ReviewQueue.list(queue, status: status, limit: limit, connection: connection)
                 let counts = try ReviewQueue.openCounts(actor: principal.auditActor, connection: connection)
@@ -170,10 +170,6 @@ enum CaseRoutes {
     /// Each rule id's owner in the serving ruleset.
     private static func owners(_ context: ServiceContext) -> [String: String] {
         Dictionary(context.rules.current.rules.map { ($0.id, $0.owner) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// A case as the queue shows it, with its age.
