@@ -64,10 +64,12 @@ final class ServerContext: Sendable {
         slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         let connectionID = Self.connectionID(connection)
-        guard let raw = slot.pointee else {
+        guard let raw = slot.pointee, raw != RequestFraming.badTargetMarker else {
             // A connection the deadline watcher shut down is not served.
             guard deadlines.headReceived(connectionID) else { return .NO }
-            return begin(connection: connection, url: url, method: method, version: version, slot: slot)
+            let badTarget = slot.pointee == RequestFraming.badTargetMarker
+            return begin(
+                connection: connection, url: url, method: method, version: version, slot: slot, badTarget: badTarget)
         }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
         let size = uploadSize.pointee
@@ -101,7 +103,7 @@ final class ServerContext: Sendable {
     /// such a request is answered at once or after its body has been discarded unread.
     private func begin(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        version: UnsafePointer<CChar>?, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+        version: UnsafePointer<CChar>?, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>, badTarget: Bool
     ) -> MHD_Result {
         let requestId = RequestIdentifier.resolve(Self.header(connection, RequestIdentifier.headerName))
         let state = RequestState(
@@ -110,7 +112,11 @@ final class ServerContext: Sendable {
             path: url.map { String(cString: $0) } ?? "/")
         slot.pointee = Unmanaged.passRetained(state).toOpaque()
         inFlightCount.withLock { $0 += 1 }
-        if let problem = RequestFraming.problem(connection: connection, method: method, version: version) {
+        if let problem =
+            badTarget
+            ? "a space or a control character in the request target"
+            : RequestFraming.problem(connection: connection, method: method, version: version)
+        {
             _ = deadlines.handling(Self.connectionID(connection))
             return queue(
                 HTTPError.malformedRequest(problem).response(), route: nil, state: state, connection: connection)
@@ -265,7 +271,8 @@ final class ServerContext: Sendable {
             [
                 "method": .string(methodLabel),
                 "route": .string(routeLabel),
-                "path": .string(state.path),
+                // A card number in a path (a mistaken or probing request) is never written.
+                "path": .string(CardNumberText.masked(state.path)),
                 "status": .int(status),
                 "durationMs": .double((seconds * 1_000_000).rounded() / 1_000),
                 "requestId": .string(state.requestId),
@@ -281,7 +288,10 @@ final class ServerContext: Sendable {
         termination: MHD_RequestTerminationCode
     ) {
         if let connection { deadlines.answered(Self.connectionID(connection)) }
-        guard let raw = slot.pointee else { return }
+        guard let raw = slot.pointee, raw != RequestFraming.badTargetMarker else {
+            slot.pointee = nil
+            return
+        }
         slot.pointee = nil
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         inFlightCount.withLock { $0 -= 1 }
@@ -292,7 +302,7 @@ final class ServerContext: Sendable {
             logger.debug(
                 "request aborted",
                 [
-                    "requestId": .string(state.requestId), "path": .string(state.path),
+                    "requestId": .string(state.requestId), "path": .string(CardNumberText.masked(state.path)),
                     "termination": .int(Int(termination.rawValue)), "bytesIn": .int(state.bytesIn),
                 ])
         }
@@ -319,7 +329,7 @@ final class ServerContext: Sendable {
             return (true, suppressed)
         }
         if suppressed > 0 { logger.warning("libmicrohttpd lines left out", ["count": .int(suppressed)]) }
-        if log { logger.warning("libmicrohttpd: " + text) }
+        if log { logger.warning("libmicrohttpd: " + CardNumberText.masked(text)) }
     }
 
     private static func seconds(_ duration: Duration) -> Double {
