@@ -38,6 +38,16 @@ package struct AppTokenVerifier: Sendable {
     ///   yet valid, one without `iat` or issued in the future, one valid for longer than the
     ///   maximum lifetime, or one from another issuer or for another audience.
     package func customerID(for request: HTTPRequest, now: Date) throws -> String {
+        // The head's admission verified this request's token already (HeadAdmission).
+        if let principal = request.admitted as? AppTokenPrincipal { return principal.customerID }
+        return try principal(for: request, now: now).customerID
+    }
+
+    /// The verified principal of a request's token, for the route's admission on the head
+    /// (``customerID(for:now:)`` then takes it from ``HTTPRequest/admitted``).
+    ///
+    /// - Throws: 401 ``HTTPError`` as ``customerID(for:now:)``.
+    package func principal(for request: HTTPRequest, now: Date) throws -> AppTokenPrincipal {
         guard let credential = request.bearerCredential, let token = JWT(compact: credential) else {
             throw HTTPError.unauthenticated()
         }
@@ -56,7 +66,7 @@ package struct AppTokenVerifier: Sendable {
         guard let subject = token.subject, (1...64).contains(subject.utf8.count) else {
             throw HTTPError.unauthenticated()
         }
-        return subject
+        return AppTokenPrincipal(customerID: subject)
     }
 
     /// The 401 for a token that parsed, logged with the check it failed (never the token).
@@ -103,4 +113,13 @@ package struct AppTokenVerifier: Sendable {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
+}
+
+/// A customer whose app token ``AppTokenVerifier`` verified; only the verifier makes one, so a
+/// handler that finds one in ``HTTPRequest/admitted`` need not verify the token again.
+package struct AppTokenPrincipal: Sendable {
+    /// The token's subject.
+    package let customerID: String
+
+    fileprivate init(customerID: String) { self.customerID = customerID }
 }

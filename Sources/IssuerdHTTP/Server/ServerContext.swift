@@ -125,7 +125,7 @@ final class ServerContext: Sendable {
         let length = Self.header(connection, "Content-Length").flatMap { UInt64($0) }
         let chunked = Self.header(connection, "Transfer-Encoding") != nil
         if (length ?? 0) > 0 || chunked, let method = HTTPMethod(rawValue: state.methodToken) {
-            state.rejection = router.admit(
+            (state.rejection, state.admitted) = router.admission(
                 HTTPRequest(
                     method: method, path: state.path, query: Self.query(connection),
                     headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), requestId: requestId,
@@ -175,11 +175,12 @@ final class ServerContext: Sendable {
         guard let method = HTTPMethod(rawValue: state.methodToken) else {
             return queue(HTTPError.notImplemented().response(), route: nil, state: state, connection: connection)
         }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, path: state.path, query: Self.query(connection),
             headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), body: state.body,
             requestId: state.requestId, remoteAddress: Self.remoteAddress(connection), logger: logger,
             receivedAt: .now)
+        request.admitted = state.admitted
         state.body = []
         if router.runsInline(method, path: state.path) {
             let (response, route) = router.dispatch(request)
@@ -197,8 +198,9 @@ final class ServerContext: Sendable {
         state.handoff = handoff
         MHD_suspend_connection(connection)
         let router = router
+        let handed = request
         handlers.submit {
-            let (response, route) = router.dispatch(request)
+            let (response, route) = router.dispatch(handed)
             handoff.settle(.answered(response, route: route))
         }
         return .YES
