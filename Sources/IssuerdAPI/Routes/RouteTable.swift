@@ -2,7 +2,6 @@ import IssuerdConsole
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 
 /// Builds the router, wrapping every handler so that infrastructure failures become the
 /// contract's answers instead of generic 500s.
@@ -32,7 +31,8 @@ struct RouteTable {
         }
     }
 
-    /// Registers a handler behind the error mapping; its database work is one request's
+    /// Registers a handler behind the error mapping (a ``Refusal`` from below becomes its HTTP
+    /// answer, `HTTPError(_ refusal:)`; PostgreSQL's errors 503 or 400); its database work is one request's
     /// (``PostgresRequestScope``: the wait for a handler thread counts against the wait for a
     /// connection, and after a statement got no answer in time nothing more waits).
     mutating func add(
@@ -42,6 +42,8 @@ struct RouteTable {
         router.add(method, pattern, inline: inline, admission: admission(pattern)) { request in
             do {
                 return try PostgresRequestScope.run(waited: .now - request.receivedAt) { try handler(request) }
+            } catch let refusal as Refusal {
+                throw HTTPError(refusal)
             } catch let error as PostgresError where error.isUnavailability {
                 repeatedLogs.warning(
                     request.logger, kind: "database unavailable: \(error.code) \(error.sqlState ?? "")",

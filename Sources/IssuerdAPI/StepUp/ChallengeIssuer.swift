@@ -4,7 +4,6 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -85,7 +84,7 @@ struct ChallengeIssuer: Sendable {
         let challengeID = UUID.random()
         let challengeText = challengeID.uuidString.lowercased()
         // A code the network gives lives no longer than issuerd's own (ISSUERD_OTP_TTL).
-        let longest = now.addingTimeInterval(OutboxBackoff.seconds(settings.codeLifetime))
+        let longest = now.addingTimeInterval(settings.codeLifetime.timeInterval)
         let expiresAt = min(given?.expiresAt ?? longest, longest)
         let code = method.sendsCode ? try given?.code ?? OneTimeCode.generate() : nil
         let digest = try code.map { try vault.otpDigest(code: $0, challengeId: challengeText) }
@@ -110,7 +109,7 @@ struct ChallengeIssuer: Sendable {
                 destinationMasked: masked,
                 expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
                 validMinutes: given.map { _ in max(1, Int(expiresAt.timeIntervalSince(now) / 60)) }
-                    ?? Int(OutboxBackoff.seconds(settings.codeLifetime) / 60), keyVersion: sealed.keyVersion,
+                    ?? Int(settings.codeLifetime.timeInterval / 60), keyVersion: sealed.keyVersion,
                 sealed: BinaryEncoding.base64String(sealed.bytes),
                 wallet: token.service == "mdes" ? .any : nil)
             try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)
