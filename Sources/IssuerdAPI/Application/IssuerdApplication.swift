@@ -62,7 +62,9 @@ public final class IssuerdApplication: Sendable {
             probes: [Self.databaseProbe(database), Self.rulesProbe(rules)]
                 + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
             rulesetVersion: { rules.current.version })
-        var table = RouteTable(admission: context.admission(for:))
+        var table = RouteTable(
+            admission: context.admission(for:),
+            repeatedLogs: RepeatedLogLimiter(interval: configuration.logRepeatInterval))
         OperationsRoutes.register(in: &table, readiness: readiness, metrics: metrics)
         CardRoutes.register(in: &table, context: context)
         GooglePayRoutes.register(in: &table, context: context)
@@ -243,10 +245,15 @@ public final class IssuerdApplication: Sendable {
         }
     }
 
+    /// Ready when the database answers and, after a statement failed for want of disk or memory
+    /// (SQLSTATE class 53: `SELECT 1` still answers on a full disk), once a write that needs new
+    /// space succeeds again (``PostgresPool/probeWrite()``); so an instance the database cannot
+    /// write for is taken out of the balancer, and comes back by itself when it can.
     private static func databaseProbe(_ database: PostgresPool) -> Readiness.Probe {
         {
             do {
                 try database.ping()
+                if database.lastResourceFailure != nil { try database.probeWrite() }
                 return .init(name: "database", ok: true, critical: true, detail: nil)
             } catch let error as PostgresError {
                 return .init(name: "database", ok: false, critical: true, detail: "\(error.code)")

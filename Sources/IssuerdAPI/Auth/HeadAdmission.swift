@@ -17,7 +17,8 @@ extension ServiceContext {
     func admission(for pattern: String) -> Router.Admission? {
         let (appTokens, tsp, apiKeys, clock) = (self.appTokens, self.tsp, self.apiKeys, self.clock)
         if pattern.hasPrefix("/v1/cards") || pattern.hasPrefix("/v1/wallet/") {
-            return { _ = try appTokens.customerID(for: $0, now: clock()) }
+            // Verified in full: the handler takes the customer from it instead of verifying again.
+            return { try appTokens.principal(for: $0, now: clock()) }
         }
         if pattern == "/v1/tsp/activation-codes/verify" {
             return { request in
@@ -26,12 +27,26 @@ extension ServiceContext {
                 } else {
                     try apiKeys.admit(request)
                 }
+                return nil
             }
         }
-        if pattern.hasPrefix("/v1/tsp/") { return { try tsp.admit($0, now: clock()) } }
-        if pattern.hasPrefix("/v1/admin/") { return { try apiKeys.admit($0) } }
+        if pattern.hasPrefix("/v1/tsp/") {
+            return {
+                try tsp.admit($0, now: clock())
+                return nil
+            }
+        }
+        if pattern.hasPrefix("/v1/admin/") {
+            return {
+                try apiKeys.admit($0)
+                return nil
+            }
+        }
         if pattern.hasPrefix("/mdes/"), let proxies = configuration.mdes?.trustedProxies {
-            return { try MDESIssuerServices.admit($0, proxies: proxies) }
+            return {
+                try MDESIssuerServices.admit($0, proxies: proxies)
+                return nil
+            }
         }
         return nil
     }

@@ -184,7 +184,8 @@ extension MDESFlows {
         }
         if let pending = try connection.query(
             """
-            SELECT c.challenge_id, o.dedup_key, o.payload::text AS payload, c.expires_at FROM challenges c
+            SELECT c.challenge_id, o.dedup_key, o.payload::text AS payload, c.expires_at, c.destination_fingerprint
+            FROM challenges c
             JOIN outbox o ON o.dedup_key = 'notify:' || c.challenge_id::text
             WHERE c.token_reference = \(token.tokenReference) AND c.method = \(method.rawValue)
               AND c.status = 'pending' AND c.expires_at > \(now) ORDER BY c.created_at DESC LIMIT 1
@@ -192,6 +193,10 @@ extension MDESFlows {
         ).first {
             do {
                 try services.challenges.enforceSendLimit(token.tokenReference, now: now, connection: connection)
+                try services.challenges.enforceCardholderLimit(
+                    customerID: token.customerID,
+                    destinationFingerprint: try pending.decode("destination_fingerprint", as: [UInt8]?.self), now: now,
+                    connection: connection)
             } catch let error as HTTPError {
                 throw MDESRequestError("ACTIVATION_METHOD_REFUSED", error.message)
             }

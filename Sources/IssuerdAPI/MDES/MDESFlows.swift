@@ -98,7 +98,11 @@ struct MDESFlows {
         var answer = MDESAuthorizeServiceResponse(
             responseId: responseId, decision: .declined, services: services, cvcResponse: .notProcessed)
 
-        guard let found, let card = found.card else {
+        // A card of another network is not one MDES digitizes: declined as an unknown card is,
+        // recorded against the card.
+        guard let found, let card = found.card, card.paymentNetwork == "mastercard" else {
+            record.cardID = found?.card?.cardID
+            record.customerID = found?.card?.customerID
             let checks = RequestChecks(cardFound: false)
             record.inputs = TokenizationAuthorization.inputs(.members([:]), checks: checks)
             let checked = ruleset.decide(RiskInput(), velocity: [], checks: checks)

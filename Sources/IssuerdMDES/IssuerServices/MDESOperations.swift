@@ -138,6 +138,10 @@ public struct MDESRequestActivationMethodsResponse: Codable, Sendable, Equatable
 
 /// Deliver Activation Code request.
 public struct MDESDeliverActivationCodeRequest: Codable, Sendable {
+    /// The shortest code MDES may give: a code is guessed in one of 10^length tries, and issuerd's
+    /// own codes have six digits.
+    public static let minimumCodeLength = 6
+
     public var requestId: String
     public var tokenUniqueReference: String
     public var correlationId: String
@@ -151,7 +155,7 @@ public struct MDESDeliverActivationCodeRequest: Codable, Sendable {
         try validateCommon(requestId: requestId, correlationId: correlationId)
         try MDESField.check(tokenUniqueReference, "tokenUniqueReference", 1...64)
         try activationMethod.validate("activationMethod")
-        try MDESField.check(activationCode, "activationCode", 1...32)
+        try MDESField.check(activationCode, "activationCode", Self.minimumCodeLength...32)
         try MDESField.dateTime(expirationDateTime, "expirationDateTime")
         if (activationCode == nil) != (expirationDateTime == nil) {
             throw MDESRequestError.invalidField("expirationDateTime", "must come with activationCode, and only with it")

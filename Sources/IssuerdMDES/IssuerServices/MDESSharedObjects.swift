@@ -177,5 +177,14 @@ public struct MDESRequestHead: Decodable, Sendable {
 /// `responseId` for a `requestId`: the request's own id, echoed (1–64 characters, as the
 /// `requestId`; echoing is common practice).
 public enum MDESResponseID {
+    /// The longest `responseId` Mastercard's schema allows.
+    public static let maximumLength = 64
+
     public static func responseId(for requestId: String) -> String { requestId }
+
+    /// The `responseId` of a request whose own `requestId` could not be read: the request's
+    /// `X-Request-Id` (up to 128 characters), cut to the schema's 64.
+    public static func responseId(forUnread requestHeaderId: String) -> String {
+        String(requestHeaderId.prefix(maximumLength))
+    }
 }

@@ -27,11 +27,16 @@ package enum AdminValidation {
         Refusal.invalidRequest("\(field) \(problem)", field: field, file: file, line: line)
     }
 
-    /// An issuer-chosen identifier: 1–64 characters of `[A-Za-z0-9._:-]`.
+    /// An issuer-chosen identifier: 1–64 characters of `[A-Za-z0-9._:-]`, holding no card number
+    /// (``CardNumberText/holdsCardNumber(_:)``): an id is stored in clear in the cards, their
+    /// status history and the append-only audit log, where a PAN could never be scrubbed.
     package static func identifier(_ value: String, field: String) throws -> String {
         let bytes = value.utf8
         guard (1...64).contains(bytes.count), bytes.allSatisfy(isIdentifierByte) else {
             throw invalid(field, "must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+        }
+        guard !CardNumberText.holdsCardNumber(value) else {
+            throw invalid(field, "must not hold a card number (12 to 19 digits passing the Luhn check)")
         }
         return value
     }
