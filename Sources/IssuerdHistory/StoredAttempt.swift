@@ -1,5 +1,5 @@
 import Foundation
-import IssuerdHTTP
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 

@@ -8,7 +8,7 @@ import FoundationNetworking
 
 /// Signed JSON POSTs to a webhook receiver, synchronously, for the dispatcher thread.
 ///
-/// Signing is the TSP scheme of api.md (`X-Issuerd-Signature: t=…,v1=…`), and the message's
+/// Signing is the TSP scheme (`X-Issuerd-Signature: t=…,v1=…`, docs/openapi.yaml), and the message's
 /// dedup key travels as `Idempotency-Key` so the receiver can drop the duplicates at-least-once
 /// delivery implies.
 package struct WebhookClient: Sendable {

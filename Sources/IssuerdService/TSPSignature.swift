@@ -2,7 +2,7 @@ import Foundation
 import IssuerdCrypto
 
 /// The `X-Issuerd-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`
-/// header of api.md, parsed.
+/// header (docs/openapi.yaml, `tspSignature`), parsed.
 ///
 /// Verification (HMAC, time window, replay) is ``TSPAuthenticator``'s; this type only takes the
 /// header apart strictly so that malformed input never reaches the crypto.

@@ -441,7 +441,7 @@ return [broken, cut, document.documentElement.scrollWidth - window.innerWidth];
 
 
 def test_layout(c):
-    # Issue 34, 4: tile and table texts broke inside words ('31 (2 shado / w)',
+    # Tile and table texts once broke inside words ('31 (2 shado / w)',
     # 'REQUIRE_ADDITIONAL_AUT / HENTICATION'); the page must read at 1280 and at 768 px.
     yellow = sql("SELECT attempt_id FROM provisioning_attempts WHERE flow = 'yellow' LIMIT 1")
     sql("UPDATE provisioning_attempts SET decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' WHERE attempt_id = '%s'" % yellow)

@@ -11,6 +11,14 @@ ISSUERD_TEST_DEBIAN_PACKAGES=(chromium chromium-driver nodejs nginx)
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# The entry script's --help: prints its header, the comment block after the shebang up to the
+# first line that is not a comment, each line without its "#" and one space, then exits 0.
+# scripts/lib/check_help.py holds every script's --help to exactly that text.
+usage() {
+    awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"
+    exit 0
+}
+
 # Installs the Debian packages issuerd builds and tests against, if any is missing.
 ensure_packages() {
     local missing=()

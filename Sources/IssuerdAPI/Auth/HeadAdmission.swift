@@ -4,7 +4,7 @@ import IssuerdService
 
 extension ServiceContext {
     /// The credential a route's callers must show on a request's head before its body is read
-    /// (``Router/Admission``), by api.md's caller groups (the path prefixes deploy/nginx.conf
+    /// (``Router/Admission``), by caller group (docs/openapi.yaml's tags; the path prefixes deploy/nginx.conf
     /// also routes apart). A request with a body that lacks it is answered 401 and its body
     /// discarded as it arrives, never kept; the handlers still check every credential in full.
     ///

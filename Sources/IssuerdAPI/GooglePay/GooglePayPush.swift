@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOpenPGP
@@ -67,7 +68,8 @@ struct GooglePayPush: Sendable {
         }
     }
 
-    /// Bounds (api.md): `serverSessionId` 1 to 128 printable characters; the device as every push's.
+    /// Bounds (docs/openapi.yaml): `serverSessionId` 1 to 128 printable characters; the device as every
+    /// push's.
     static func validate(_ body: GooglePayPushRequest) throws -> GooglePayPushRequest {
         if let session = body.serverSessionId {
             guard (1...GoogleOpaquePaymentCard.maximumServerSessionIDLength).contains(session.utf8.count),

@@ -9,7 +9,7 @@ public struct GooglePaySettings: Sendable {
     public var mastercardCertificatePEM: String?
     /// The exact `publicKeyFingerprint` Mastercard gave with its certificate
     /// (`ISSUERD_MDES_MASTERCARD_KEY_FINGERPRINT`); unset: the SHA-1 of the certificate's DER, what
-    /// MDES is reported to expect (mdes-issuer.md §4.3, unverified).
+    /// MDES is reported to expect (unverified: docs/networks.md, open point 3).
     public var mastercardKeyFingerprint: String?
     /// The issuer's ASCII-armoured OpenPGP secret key (`ISSUERD_GOOGLE_OPC_SIGNING_KEY`, a path).
     public var googleSigningKey: Redacted<String>?

@@ -17,7 +17,8 @@ struct PushedCard {
     var cardID: String
 }
 
-/// Makes one network's opaque payment card for `pushTokenize` (the TSP OPC, mdes-issuer.md §8.1).
+/// Makes one network's opaque payment card for `pushTokenize` (the TSP OPC of Google's
+/// "Push Provisioning API", which the network's token service opens).
 /// Visa's format is not public (Visa offers it as a service, Visa In-App Provisioning): an issuer
 /// with Visa's onboarding writes a provider of this shape whose `network` is `visa` (calling Visa's
 /// service) and passes it to ``GooglePayCrypto/init(settings:tav:extra:)`` in ``ServiceContext``;

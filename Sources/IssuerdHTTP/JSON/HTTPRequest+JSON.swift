@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 extension HTTPRequest {
     /// Decodes the body as JSON with the shared ``JSONCoding/decoder``.
@@ -91,5 +92,20 @@ extension HTTPRequest {
             if out.count > 200 { return String(out.prefix(200)) + "…" }
         }
         return out
+    }
+}
+
+extension HTTPRequest {
+    /// ``decodeJSON(_:)`` with a fast path: the body parsed in one pass and mapped by `fast`;
+    /// when either declines (a missing field, a wrong type, anything unusual), `JSONDecoder`
+    /// decodes it, so what is accepted and every error stay those of `T`'s `Decodable`
+    /// conformance. `fast` must accept nothing that conformance would refuse.
+    public func decodeJSON<T: Decodable>(_ type: T.Type = T.self, fast: (JSONValue) -> T?) throws -> T {
+        if Self.isJSONMediaType(headers["Content-Type"]),
+            let tree = body.withUnsafeBufferPointer({ JSONValue.parse(bytes: $0) }), let value = fast(tree)
+        {
+            return value
+        }
+        return try decodeJSON(type)
     }
 }

@@ -50,7 +50,10 @@ final class ServerContext: Sendable {
     /// Requests begun and not yet completed.
     var inFlight: Int { inFlightCount.withLock { $0 } }
 
-    /// One call of the access handler; see platform-notes.md for libmicrohttpd's call sequence.
+    /// One call of the access handler. libmicrohttpd calls it several times per request: first
+    /// with the headers only (no per-request state yet: it is made, the head checked), then once
+    /// per body chunk (appended, the chunk marked consumed), then with no data: the answer, or
+    /// again once a handler thread resumed the connection with it.
     func handle(
         connection: OpaquePointer,
         url: UnsafePointer<CChar>?,

@@ -1,6 +1,5 @@
 import Foundation
 import IssuerdCore
-import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
 

@@ -10,7 +10,7 @@ extension HTTPError.Code {
     package static let idempotencyKeyReused: Self = "idempotency_key_reused"
 }
 
-/// `Idempotency-Key` (api.md): the same key and body return the stored response; the same key
+/// `Idempotency-Key` (docs/openapi.yaml): the same key and body return the stored response; the same key
 /// with another body is 409.
 ///
 /// The key is claimed (a row with status 0) before the work runs, so a concurrent retry gets

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Authorize Service bodies for scripts/bench-api --mode mdes, made before the timed run.
 
-Usage: mdes-payloads.py CARDS.jsonl FIRST CERT.pem WARM OUT-PREFIX
+Usage: mdes_payloads.py CARDS.jsonl FIRST CERT.pem WARM OUT-PREFIX
 Each card from line FIRST of CARDS.jsonl on gets one Authorize Service body with its own
 requestId, tokenUniqueReference and paymentAppInstanceId, its card data field-level encrypted by
 Mastercard's own library (`mastercard-client-encryption`, as tests/fake_mdes.py does: RSA-OAEP

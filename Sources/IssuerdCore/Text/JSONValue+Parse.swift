@@ -1,5 +1,3 @@
-import IssuerdCore
-
 extension JSONValue: JSONTree {
     public static var jsonNull: JSONValue { .null }
     public static func jsonBool(_ flag: Bool) -> JSONValue { .bool(flag) }
@@ -17,20 +15,5 @@ extension JSONValue: JSONTree {
     /// must say why fall back to Foundation's decoder.
     package static func parse(bytes: UnsafeBufferPointer<UInt8>) -> JSONValue? {
         JSONTreeParser<JSONValue>.parse(bytes)
-    }
-}
-
-extension HTTPRequest {
-    /// ``decodeJSON(_:)`` with a fast path: the body parsed in one pass and mapped by `fast`;
-    /// when either declines (a missing field, a wrong type, anything unusual), `JSONDecoder`
-    /// decodes it, so what is accepted and every error stay those of `T`'s `Decodable`
-    /// conformance. `fast` must accept nothing that conformance would refuse.
-    public func decodeJSON<T: Decodable>(_ type: T.Type = T.self, fast: (JSONValue) -> T?) throws -> T {
-        if Self.isJSONMediaType(headers["Content-Type"]),
-            let tree = body.withUnsafeBufferPointer({ JSONValue.parse(bytes: $0) }), let value = fast(tree)
-        {
-            return value
-        }
-        return try decodeJSON(type)
     }
 }

@@ -1,5 +1,3 @@
-import IssuerdCore
-
 extension JSONValue {
     /// The value as compact JSON text with object keys sorted, written directly.
     ///

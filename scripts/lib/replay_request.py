@@ -3,7 +3,7 @@
 into a pgbench script that replays them for a random card: scripts/bench-api's ceiling for the
 request's own SQL, with no HTTP, no JSON and no crypto around it.
 
-    replay-request.py SERVER_LOG CARD CUSTOMER DEVICE CARDS CUSTOMERS SCRIPT VARIABLES
+    replay_request.py SERVER_LOG CARD CUSTOMER DEVICE CARDS CUSTOMERS SCRIPT VARIABLES
 
 The request is found by its lock (`provision:<customer>`); every statement its backend executed
 from the settings before that lock to the attempt's INSERT is kept, in order, each parameter
@@ -54,7 +54,7 @@ for i, (pid, kind, text) in enumerate(entries):
 lock_key = f"'provision:{customer}'"
 lock = next((k for k, (_, sql, params) in enumerate(executed) if "pg_advisory_xact_lock" in sql and lock_key in params.values()), None)
 if lock is None:
-    sys.exit(f"replay-request: no lock for {customer} among {len(executed)} logged statements")
+    sys.exit(f"replay_request: no lock for {customer} among {len(executed)} logged statements")
 pid = executed[lock][0]
 mine = [e for e in executed if e[0] == pid]
 start = mine.index(executed[lock])
@@ -62,7 +62,7 @@ while start > 0 and "set_config" not in mine[start][1]:
     start -= 1
 end = next((k for k in range(start, len(mine)) if "INSERT INTO provisioning_attempts" in mine[k][1]), None)
 if end is None:
-    sys.exit("replay-request: the request's backend logged no INSERT INTO provisioning_attempts")
+    sys.exit("replay_request: the request's backend logged no INSERT INTO provisioning_attempts")
 request = mine[start : end + 1]
 
 uuid = re.compile(r"^'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'$")
@@ -98,7 +98,7 @@ for _, sql, params in request:
     # pgbench reads ":name" anywhere in a statement as a variable: the texts must hold none
     # of their own (casts' "::" are skipped).
     if re.search(r"(?<!:):(?!:)[A-Za-z0-9_]", sql):
-        sys.exit("replay-request: a statement's text holds ':name', which pgbench would read as a variable")
+        sys.exit("replay_request: a statement's text holds ':name', which pgbench would read as a variable")
     text = re.sub(r"\$(\d+)(?!\d)", lambda m: argument(params[int(m.group(1))]), sql)
     statements.append(" ".join(text.split()).rstrip(";"))
     print(f"  replayed: {statements[-1][:110]}", file=sys.stderr)
