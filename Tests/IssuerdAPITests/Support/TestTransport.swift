@@ -28,6 +28,8 @@ enum TestTransport: String, Sendable, CaseIterable {
         case .router:
             let router = application.router
             let bodyLimit = application.configuration.bodyLimit
+            // The server's logger: a handler's error lines (a 500's cause) land where they would.
+            let logger = application.logger.labelled("issuerd.http")
             return HTTPTestClient { request in
                 var headers = HTTPHeaders(request.headers.map { ($0.key, $0.value) })
                 if !headers.contains("Host") { headers.set("Host", "127.0.0.1:\(application.port)") }
@@ -36,7 +38,7 @@ enum TestTransport: String, Sendable, CaseIterable {
                 }
                 let response = router.exchange(
                     method: request.method, target: request.path, headers: headers, body: request.body ?? [],
-                    bodyLimit: bodyLimit)
+                    bodyLimit: bodyLimit, logger: logger)
                 return TestHTTPResponse(
                     status: response.status, headers: response.headers.map { ($0.name, $0.value) },
                     body: response.body)
