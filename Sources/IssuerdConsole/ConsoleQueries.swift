@@ -1,9 +1,9 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 
 /// The queries behind `GET /v1/admin/decisions`, `/v1/admin/rule-hits` and `/v1/admin/attempts`
 /// (the console's Decisions, Rule hits and Attempts pages), over ``ConsoleRollup`` and the

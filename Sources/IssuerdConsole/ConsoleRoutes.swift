@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdAuth
 import IssuerdHTTP
-import IssuerdService
 
 /// The analyst console (`/console`, docs/console.md): its pages, assets and sessions.
 ///

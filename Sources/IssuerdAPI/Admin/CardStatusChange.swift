@@ -2,7 +2,6 @@ import Foundation
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// A card status change and what it does to the card's tokens, in one transaction with its audit

@@ -6,7 +6,6 @@ import IssuerdHTTP
 import IssuerdKeys
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// The running service: configuration, database pool, services, router and HTTP server, wired

@@ -1,6 +1,5 @@
 import IssuerdAuth
 import IssuerdHTTP
-import IssuerdService
 
 extension ServiceContext {
     /// The credential a route's callers must show on a request's head before its body is read

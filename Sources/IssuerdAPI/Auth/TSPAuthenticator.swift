@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 
 /// Authenticates token service provider calls by `X-Issuerd-Signature` (docs/openapi.yaml, `tspSignature`).
 ///

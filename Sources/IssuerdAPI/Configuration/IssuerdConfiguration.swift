@@ -5,7 +5,6 @@ import IssuerdCore
 import IssuerdHTTP
 import IssuerdKeys
 import IssuerdOutbox
-import IssuerdService
 import IssuerdStorage
 
 /// Everything `issuerd serve` needs, read once at start-up, validated eagerly, passed down

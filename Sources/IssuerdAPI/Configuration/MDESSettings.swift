@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdMDES
-import IssuerdService
 
 /// Mastercard MDES, issuer side, inbound (docs/networks.md): the issuer
 /// keys that open `encryptedPayload`s (`ISSUERD_MDES_ISSUER_KEYS`), Mastercard's encryption

@@ -1,6 +1,5 @@
 import Foundation
 import IssuerdHTTP
-import IssuerdService
 import IssuerdWire
 
 /// `POST /v1/cards/{cardId}/google-pay/activations`: Google Wallet's app-to-app yellow path

@@ -3,7 +3,6 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOpenPGP
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

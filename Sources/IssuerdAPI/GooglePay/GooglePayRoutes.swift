@@ -1,6 +1,5 @@
 import IssuerdHTTP
 import IssuerdOutbox
-import IssuerdService
 import IssuerdWire
 
 /// Routes for the issuer's Android app: Google Pay push provisioning and the app-to-app yellow

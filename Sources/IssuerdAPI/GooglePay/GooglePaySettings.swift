@@ -1,5 +1,4 @@
 import IssuerdCore
-import IssuerdService
 
 /// Google Pay push provisioning's settings (docs/configuration.md, "Google Pay"): Mastercard's
 /// encryption certificate and the fingerprint that names it, and the two OpenPGP keys of

@@ -4,7 +4,6 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdMDES
 import IssuerdOpenPGP
-import IssuerdService
 
 /// The card data a network's opaque payment card is made of.
 struct PushedCard {

@@ -5,7 +5,6 @@ import IssuerdHTTP
 import IssuerdMDES
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

@@ -4,7 +4,6 @@ import IssuerdHTTP
 import IssuerdMDES
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

@@ -5,7 +5,6 @@ import IssuerdHTTP
 import IssuerdMDES
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// `POST /mdes/issuerServices/1/0/{op}`: the gate, the bounded body, the stored answer of a

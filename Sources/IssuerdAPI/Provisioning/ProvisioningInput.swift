@@ -1,7 +1,6 @@
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdRisk
-import IssuerdService
 import IssuerdWire
 
 /// A provisioning body that passed every bound: what PassKit handed the app, decoded.

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdConsole
 import IssuerdHTTP
 import IssuerdRisk
-import IssuerdService
 
 /// Read-only analyst views (analyst or admin key, or the console's session):
 /// `GET /v1/admin/decisions`, `GET /v1/admin/rule-hits`, `GET /v1/admin/attempts`.

@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdAuth
 import IssuerdHTTP
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

@@ -1,7 +1,7 @@
 import IssuerdConsole
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 
 /// Builds the router, wrapping every handler so that infrastructure failures become the
 /// contract's answers instead of generic 500s.
@@ -29,7 +29,8 @@ struct RouteTable {
         }
     }
 
-    /// Registers a handler behind the error mapping; its database work is one request's
+    /// Registers a handler behind the error mapping (a ``Refusal`` from below becomes its HTTP
+    /// answer, `HTTPError(_ refusal:)`; PostgreSQL's errors 503 or 400); its database work is one request's
     /// (``PostgresRequestScope``: the wait for a handler thread counts against the wait for a
     /// connection, and after a statement got no answer in time nothing more waits).
     mutating func add(
@@ -38,6 +39,8 @@ struct RouteTable {
         router.add(method, pattern, inline: inline, admission: admission(pattern)) { request in
             do {
                 return try PostgresRequestScope.run(waited: .now - request.receivedAt) { try handler(request) }
+            } catch let refusal as Refusal {
+                throw HTTPError(refusal)
             } catch let error as PostgresError where error.isUnavailability {
                 request.logger.warning("database unavailable", ["error": "\(error.code)"])
                 throw HTTPError.databaseUnavailable()

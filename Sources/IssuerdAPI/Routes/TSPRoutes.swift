@@ -1,6 +1,7 @@
 import Foundation
+import IssuerdAuth
+import IssuerdCore
 import IssuerdHTTP
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdRisk
-import IssuerdService
 
 /// `POST /v1/admin/rules/backtest`:
 /// `{"rules": "<rule file text>" | {"<path>": "<text>", …}, "since", "until", "limit"?}`.

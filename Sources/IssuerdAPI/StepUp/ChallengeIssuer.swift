@@ -4,7 +4,6 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -78,7 +77,7 @@ struct ChallengeIssuer: Sendable {
 
         let challengeID = UUID.random()
         let challengeText = challengeID.uuidString.lowercased()
-        let expiresAt = given?.expiresAt ?? now.addingTimeInterval(OutboxBackoff.seconds(settings.codeLifetime))
+        let expiresAt = given?.expiresAt ?? now.addingTimeInterval(settings.codeLifetime.timeInterval)
         let code = method.sendsCode ? try given?.code ?? OneTimeCode.generate() : nil
         let digest = try code.map { try vault.otpDigest(code: $0, challengeId: challengeText) }
         let masked =
@@ -101,7 +100,7 @@ struct ChallengeIssuer: Sendable {
                 destinationMasked: masked,
                 expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
                 validMinutes: given.map { max(1, Int($0.expiresAt.timeIntervalSince(now) / 60)) }
-                    ?? Int(OutboxBackoff.seconds(settings.codeLifetime) / 60), keyVersion: sealed.keyVersion,
+                    ?? Int(settings.codeLifetime.timeInterval / 60), keyVersion: sealed.keyVersion,
                 sealed: BinaryEncoding.base64String(sealed.bytes),
                 wallet: token.service == "mdes" ? .any : nil)
             try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdOutbox
-import IssuerdService
 
 /// Step-up settings: one-time code lifetime and limits, message language, In-App Verification.
 ///

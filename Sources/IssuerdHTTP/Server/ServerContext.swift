@@ -255,7 +255,7 @@ final class ServerContext: Sendable {
     }
 
     private func record(status: Int, route: String?, bytesOut: Int, state: RequestState, connection: OpaquePointer) {
-        let seconds = Self.seconds(ContinuousClock.now - state.startedAt)
+        let seconds = (ContinuousClock.now - state.startedAt).timeInterval
         let routeLabel = route ?? "unmatched"
         let methodLabel = HTTPMethod(rawValue: state.methodToken)?.rawValue ?? "other"
         requestsTotal.increment(labels: [routeLabel, methodLabel, String(status)])
@@ -322,8 +322,4 @@ final class ServerContext: Sendable {
         if log { logger.warning("libmicrohttpd: " + text) }
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

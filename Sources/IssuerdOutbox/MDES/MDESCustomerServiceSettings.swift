@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdCore
 import IssuerdMDES
-import IssuerdService
 
 /// Where and as whom issuerd calls Mastercard's Customer Service API (`ISSUERD_MDES_CSAPI_URL`,
 /// `ISSUERD_MDES_CONSUMER_KEY`, `ISSUERD_MDES_SIGNING_KEY` or `ISSUERD_MDES_SIGNING_KEY_LABEL`,

@@ -263,10 +263,3 @@ public final class PostgresPool: @unchecked Sendable {
         return base * Double.random(in: 0.5...1.5)
     }
 }
-
-extension Duration {
-    /// The duration in seconds as a `TimeInterval`.
-    var timeInterval: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}

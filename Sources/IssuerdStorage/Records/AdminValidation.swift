@@ -1,16 +1,14 @@
 import Foundation
-import IssuerdHTTP
-import IssuerdService
+import IssuerdCore
 
-/// The error codes only the admin surface uses (docs/api-errors.md); shared answers are in
-/// ``APIErrors``.
+/// The error codes only the admin surface uses (docs/api-errors.md).
 package enum AdminErrorCode {
     /// A card to register fails the Luhn check or has expired.
-    package static let invalidCard: HTTPError.Code = "invalid_card"
+    package static let invalidCard = "invalid_card"
     /// A `cardId` (or PAN) given on creation already exists.
-    package static let alreadyExists: HTTPError.Code = "already_exists"
+    package static let alreadyExists = "already_exists"
     /// The named customer does not exist.
-    package static let customerNotFound: HTTPError.Code = "customer_not_found"
+    package static let customerNotFound = "customer_not_found"
 }
 
 /// Bounds and shapes of the values operators send, checked before anything reaches the database
@@ -22,11 +20,11 @@ package enum AdminValidation {
         "visa", "mastercard", "amex", "discover", "jcb", "unionpay", "other",
     ]
 
-    /// 400 `invalid_request` naming the field; the value itself is never echoed.
+    /// `invalid_request` naming the field; the value itself is never echoed.
     package static func invalid(
         _ field: String, _ problem: String, file: String = #fileID, line: Int = #line
-    ) -> HTTPError {
-        APIErrors.invalidRequest("\(field) \(problem)", field: field, file: file, line: line)
+    ) -> Refusal {
+        Refusal.invalidRequest("\(field) \(problem)", field: field, file: file, line: line)
     }
 
     /// An issuer-chosen identifier: 1–64 characters of `[A-Za-z0-9._:-]`.
@@ -123,8 +121,8 @@ package enum AdminValidation {
         else { throw invalid("expiration", "must be MM/YY") }
         let current = monthNumber(now)
         guard (2000 + year) * 12 + month >= current else {
-            throw HTTPError(
-                status: 422, code: AdminErrorCode.invalidCard, message: "the card has expired",
+            throw Refusal(
+                .unacceptable, code: AdminErrorCode.invalidCard, message: "the card has expired",
                 context: ["detail": "expired"])
         }
         return value

@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
-import IssuerdService
 import Testing
 
 @testable import IssuerdAPI

@@ -3,7 +3,6 @@ import IssuerdAuth
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
-import IssuerdService
 import IssuerdTestSupport
 
 @testable import IssuerdAPI

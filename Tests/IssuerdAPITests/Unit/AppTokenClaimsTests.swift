@@ -1,8 +1,7 @@
 import Foundation
 import IssuerdAuth
+import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
-import IssuerdService
 import Testing
 
 /// What an app token must claim besides its signature: `iat`, a lifetime within
@@ -27,14 +26,12 @@ struct AppTokenClaimsTests {
             AppJWTSetting(ConfigurationReader(["ISSUERD_APP_JWT_SECRET": secret].merging(settings) { _, new in new })))
     }
 
-    /// The customer id the verifier yields, or nil when it refuses the token with 401.
+    /// The customer id the verifier yields, or nil when it refuses the token as unauthenticated.
     static func accepted(_ claims: [String: Any], by verifier: AppTokenVerifier) throws -> String? {
-        let request = HTTPRequest(
-            method: .get, path: "/v1/cards", headers: ["Authorization": "Bearer \(try token(claims))"])
         do {
-            return try verifier.customerID(for: request, now: now)
-        } catch let error as HTTPError {
-            #expect(error.status == 401)
+            return try verifier.customerID(bearer: try token(claims), now: now, logger: .silent)
+        } catch let refusal as Refusal {
+            #expect(refusal.kind == .unauthenticated)
             return nil
         }
     }
@@ -97,7 +94,6 @@ struct AppTokenClaimsTests {
         #expect(parsed.issuedAt == Double(Self.issued))
         #expect(parsed.issuer == "login")
         #expect(parsed.audience == ["issuerd"])
-        let request = HTTPRequest(method: .get, path: "/v1/cards", headers: ["Authorization": "Bearer \(token)"])
-        #expect(try verifier.customerID(for: request, now: Self.now) == "c9")
+        #expect(try verifier.customerID(bearer: token, now: Self.now, logger: .silent) == "c9")
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import IssuerdAuth
+import IssuerdCore
 import IssuerdCrypto
-import IssuerdService
 import Testing
 
 @testable import IssuerdAPI

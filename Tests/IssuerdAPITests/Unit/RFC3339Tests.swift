@@ -1,5 +1,5 @@
 import Foundation
-import IssuerdService
+import IssuerdCore
 import Testing
 
 @testable import IssuerdAPI

@@ -1,4 +1,4 @@
-import IssuerdHTTP
+import IssuerdCore
 
 extension HTTPServerLimits {
     /// Reads the `ISSUERD_HTTP_*` connection settings (docs/configuration.md); each unset one

@@ -1,5 +1,3 @@
-import IssuerdHTTP
-
 extension HTTPError.Code {
     /// No or invalid credentials.
     package static let unauthenticated: Self = "unauthenticated"

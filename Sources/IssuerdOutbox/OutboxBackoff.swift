@@ -1,3 +1,5 @@
+import IssuerdCore
+
 /// When a failed message is tried again: exponential backoff with jitter, and when it is
 /// dead-lettered instead.
 ///
@@ -28,8 +30,8 @@ package struct OutboxBackoff: Sendable {
     /// so tests can pin it).
     package func decision(afterAttempt attempt: Int, unit: Double = Double.random(in: 0..<1)) -> Decision {
         guard attempt < maxAttempts else { return .deadLetter }
-        let baseSeconds = Self.seconds(base)
-        let maxSeconds = Self.seconds(maximum)
+        let baseSeconds = base.timeInterval
+        let maxSeconds = maximum.timeInterval
         // Capped before exponentiating, so a large attempt count cannot overflow.
         let exponent = Double(min(max(attempt - 1, 0), 62))
         let nominal = min(maxSeconds, baseSeconds * pow2(exponent))
@@ -44,9 +46,5 @@ package struct OutboxBackoff: Sendable {
             remaining -= 1
         }
         return value
-    }
-
-    package static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

@@ -1,5 +1,3 @@
-import IssuerdHTTP
-
 /// The error answers that several route groups give (codes from docs/api-errors.md). Answers
 /// only one group gives stay with that group (`DecisionErrors`, `StepUpError`, `RulesRoutes`).
 package enum APIErrors {

@@ -70,7 +70,7 @@ package final class BackgroundThread: Sendable {
         condition.lock()
         state.withLock { $0.stopRequested = true }
         condition.broadcast()
-        let deadline = Date().addingTimeInterval(OutboxBackoff.seconds(timeout))
+        let deadline = Date().addingTimeInterval(timeout.timeInterval)
         while !state.withLock({ $0.finished }) && condition.wait(until: deadline) {}
         condition.unlock()
         return state.withLock { $0.finished }
