@@ -21,6 +21,8 @@ public final class IssuerdApplication: Sendable {
     let database: PostgresPool
     let context: ServiceContext
     let server: HTTPServer
+    /// Every route; what ``server`` answers with, and what tests drive in process.
+    let router: Router
     let rulesWatcher: RulesFileWatcher
     let outbox: OutboxDispatcher
     let auditSealer: AuditSealer
@@ -110,6 +112,7 @@ public final class IssuerdApplication: Sendable {
         self.auditSealer = AuditSealer(
             database: database, settings: configuration.audit, metrics: metrics,
             logger: logger.labelled("issuerd.audit"))
+        self.router = table.router
         self.server = HTTPServer(
             configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"),
             metrics: metrics)
