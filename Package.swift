@@ -169,6 +169,25 @@ let package = Package(
         .testTarget(
             name: "IssuerdPKCS11Tests", dependencies: ["IssuerdPKCS11", "IssuerdCrypto", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdWireTests", dependencies: ["IssuerdWire"]),
+        .testTarget(
+            name: "IssuerdAuthTests",
+            dependencies: ["IssuerdAuth", "IssuerdCore", "IssuerdCrypto", "IssuerdTestSupport"]),
+        .testTarget(
+            name: "IssuerdStorageTests", dependencies: ["IssuerdStorage", "IssuerdCore", "IssuerdTestSupport"]),
+        .testTarget(
+            name: "IssuerdHistoryTests", dependencies: ["IssuerdHistory", "IssuerdPostgres", "IssuerdTestSupport"]),
+        .testTarget(
+            name: "IssuerdConsoleTests",
+            dependencies: [
+                "IssuerdConsole", "IssuerdHistory", "IssuerdRisk", "IssuerdCrypto", "IssuerdPostgres",
+                "IssuerdTestSupport",
+            ]),
+        .testTarget(
+            name: "IssuerdImportTests",
+            dependencies: ["IssuerdImport", "IssuerdCore", "IssuerdWire", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdOutboxTests", dependencies: ["IssuerdOutbox"]),
+        .testTarget(name: "IssuerdKeysTests", dependencies: ["IssuerdKeys", "IssuerdCore"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
         .testTarget(
             name: "IssuerdAPITests",

@@ -61,7 +61,9 @@ extension Router {
             for pair in parts[1].split(separator: "&") {
                 let field = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 let name = decode(String(field[0]), plusAsSpace: true)
-                if query[name] == nil { query[name] = field.count == 2 ? decode(String(field[1]), plusAsSpace: true) : "" }
+                if query[name] == nil {
+                    query[name] = field.count == 2 ? decode(String(field[1]), plusAsSpace: true) : ""
+                }
             }
         }
         return (decode(path, plusAsSpace: false), query)

@@ -20,20 +20,39 @@ struct TransportEquivalenceTests {
             ("method not allowed", .init("DELETE", "/healthz")),
             ("unknown method", .init("BREW", "/healthz")),
             ("no credential", .init("POST", "/v1/admin/customers", body: Array("{}".utf8))),
-            ("over the body limit", .init("POST", "/v1/admin/customers", headers: AdminFixtures.bearer(admin),
-                body: Array(repeating: UInt8(ascii: " "), count: 4096))),
-            ("malformed JSON", .init("POST", "/v1/admin/customers",
-                headers: AdminFixtures.bearer(admin).merging(["Content-Type": "application/json"]) { $1 },
-                body: Array("{\"customerId\":".utf8))),
-            ("customer created", .init("POST", "/v1/admin/customers",
-                headers: AdminFixtures.bearer(admin).merging(["Content-Type": "application/json"]) { $1 },
-                body: Array("{\"customerId\":\"cust-transport\"}".utf8))),
-            ("query decoded", .init("GET", "/v1/admin/cards/no%20such%20card?x=a+b", headers: AdminFixtures.bearer(admin))),
+            (
+                "over the body limit",
+                .init(
+                    "POST", "/v1/admin/customers", headers: AdminFixtures.bearer(admin),
+                    body: Array(repeating: UInt8(ascii: " "), count: 4096))
+            ),
+            (
+                "malformed JSON",
+                .init(
+                    "POST", "/v1/admin/customers",
+                    headers: AdminFixtures.bearer(admin).merging(["Content-Type": "application/json"]) { $1 },
+                    body: Array("{\"customerId\":".utf8))
+            ),
+            (
+                "customer created",
+                .init(
+                    "POST", "/v1/admin/customers",
+                    headers: AdminFixtures.bearer(admin).merging(["Content-Type": "application/json"]) { $1 },
+                    body: Array("{\"customerId\":\"cust-transport\"}".utf8))
+            ),
+            (
+                "query decoded",
+                .init("GET", "/v1/admin/cards/no%20such%20card?x=a+b", headers: AdminFixtures.bearer(admin))
+            ),
         ]
         requests.append(
-            ("signed TSP call", .init("POST", "/v1/tsp/tokenization/authorize",
-                headers: ["Content-Type": "application/json", "X-Issuerd-Signature": try app.tspSignature(body)],
-                body: Array(body.utf8))))
+            (
+                "signed TSP call",
+                .init(
+                    "POST", "/v1/tsp/tokenization/authorize",
+                    headers: ["Content-Type": "application/json", "X-Issuerd-Signature": try app.tspSignature(body)],
+                    body: Array(body.utf8))
+            ))
         return try requests.map { label, request in
             let response = try app.client.send(
                 request.method, request.path, headers: request.headers, body: request.body)

@@ -123,7 +123,7 @@ struct InAppProvisioningTests {
             secret: String(repeating: "b", count: 40), customerID: "cust-1", lifetime: 600, now: Date())
         let century = try app.appToken(customer: "cust-1", lifetime: 100 * 365 * 86_400)
         let issued = Int(Date().timeIntervalSince1970)
-        let noIssuedAt = try AppTokenClaimsTests.token(
+        let noIssuedAt = try TestJWT.hs256(
             ["sub": "cust-1", "exp": issued + 600], secret: app.appJWTSecret)
         for headers in [
             [:], ["Authorization": "Bearer \(expired)"], ["Authorization": "Bearer \(forged)"],

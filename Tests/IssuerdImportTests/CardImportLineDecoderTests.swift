@@ -1,12 +1,10 @@
 import Foundation
 import IssuerdCore
-import IssuerdHTTP
 import IssuerdImport
 import IssuerdTestSupport
 import IssuerdWire
 import Testing
 
-@testable import IssuerdAPI
 
 /// The import's own decoder for plain lines: whenever it returns a record, `JSONDecoder` (the
 /// API's decoder) returns the same one from the same bytes; anything else it leaves to it.

@@ -4,8 +4,6 @@ import IssuerdCore
 import IssuerdCrypto
 import Testing
 
-@testable import IssuerdAPI
-
 @Suite("Bearer token and TSP signature parsing")
 struct AuthParsingTests {
     static func token(header: String, payload: String, signature: [UInt8] = [1, 2, 3]) -> String {

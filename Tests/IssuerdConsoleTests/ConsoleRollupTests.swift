@@ -1,12 +1,11 @@
 import Foundation
 import IssuerdConsole
+import IssuerdCrypto
 import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdTestSupport
 import Testing
-
-@testable import IssuerdAPI
 
 /// The hourly roll-up gives exactly what counting `provisioning_attempts` gives, whatever part
 /// of a period it already covers, and "changed the final flow" means what the page says.
@@ -40,6 +39,14 @@ struct ConsoleRollupTests {
         }
     }
 
+    /// The repository's `rules/`, as an instance would serve them.
+    static func repositoryRules() throws -> Ruleset {
+        try RulesetLoader(
+            directory: MigratedDatabase.repositoryRoot.appendingPathComponent("rules"),
+            contentHasher: { "sha256:" + BinaryEncoding.hexString(SHA256.hash($0)) }
+        ).load()
+    }
+
     private func time(_ i: Int) -> Date { Self.end.addingTimeInterval(-Double((Self.count - i) * 61)) }
 
     private func expected(_ since: Date, _ until: Date, channel: String? = nil, network: String? = nil) -> [String: Int]
@@ -55,7 +62,7 @@ struct ConsoleRollupTests {
 
     @Test("Decisions match a raw count before, during and after roll-up, for unaligned periods and filters")
     func decisions() throws {
-        let app = try TestApplication()
+        let app = try MigratedDatabase()
         try seed(app.pool)
         let since = Self.end.addingTimeInterval(-9 * 3600 - 17 * 60)
         let until = Self.end.addingTimeInterval(-3600 - 180)
@@ -97,7 +104,7 @@ struct ConsoleRollupTests {
         "Rule hits: live hits that decided the flow, and what shadow rules would have done, same before and after roll-up"
     )
     func ruleHits() throws {
-        let app = try TestApplication()
+        let app = try MigratedDatabase()
         try seed(app.pool)
         let since = Self.end.addingTimeInterval(-8 * 3600 - 600)
         let until = Self.end
@@ -123,7 +130,7 @@ struct ConsoleRollupTests {
                 would += 1
             }
         }
-        let ruleset = app.application.context.rules.current
+        let ruleset = try Self.repositoryRules()
         let pool = app.pool
         for now in [Self.end.addingTimeInterval(-5 * 3600), Self.end.addingTimeInterval(7200)] {
             let view = try ConsoleQueries.ruleHits(
@@ -144,7 +151,7 @@ struct ConsoleRollupTests {
 
     @Test("A stored hit naming no rule (a row edited by hand) is left out; the roll-up and the pages still answer")
     func hitWithoutRule() throws {
-        let app = try TestApplication()
+        let app = try MigratedDatabase()
         try seed(app.pool)
         try app.pool.withConnection { connection in
             try connection.execute(
@@ -161,7 +168,7 @@ struct ConsoleRollupTests {
         for i in 0..<Self.count where time(i) >= since && time(i) < until && i % 4 < 2 { named += 1 }
         // Long after the history: every hour is rolled up, so the INSERT into the roll-up ran over the row.
         let view = try ConsoleQueries.ruleHits(
-            .init(since: since, until: until), ruleset: app.application.context.rules.current,
+            .init(since: since, until: until), ruleset: try Self.repositoryRules(),
             now: Self.end.addingTimeInterval(7200), database: app.pool)
         #expect(view.rules.first { $0.id == "a.orange" }?.hits == named)
         #expect(!view.rules.contains { $0.id.isEmpty })

@@ -2,6 +2,7 @@ import Foundation
 import IssuerdAuth
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdTestSupport
 import Testing
 
 /// What an app token must claim besides its signature: `iat`, a lifetime within
@@ -13,12 +14,7 @@ struct AppTokenClaimsTests {
 
     /// An HS256 token over exactly these claims.
     static func token(_ claims: [String: Any], secret: String = secret) throws -> String {
-        let header = BinaryEncoding.base64URLString(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
-        let payload = BinaryEncoding.base64URLString(
-            Array(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])))
-        let mac = HMACSHA256.authenticationCode(
-            for: Array((header + "." + payload).utf8), using: try SymmetricKey(bytes: Array(secret.utf8)))
-        return header + "." + payload + "." + BinaryEncoding.base64URLString(mac)
+        try TestJWT.hs256(claims, secret: secret)
     }
 
     static func verifier(_ settings: [String: String] = [:]) throws -> AppTokenVerifier {

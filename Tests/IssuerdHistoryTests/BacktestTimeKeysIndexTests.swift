@@ -4,8 +4,6 @@ import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
 
-@testable import IssuerdAPI
-
 /// `attempts_time_keys` (sql/0017) serves the backtest's attempt history read by time, and only
 /// it: the index is partial on ``BacktestHistory/timeKeysPredicate``, which that query states.
 @Suite("The attempts_time_keys index: the history read by time, and nothing else")
@@ -24,7 +22,7 @@ struct BacktestTimeKeysIndexTests {
 
     @Test("The index's predicate is the one the history query states")
     func samePredicate() throws {
-        let app = try TestApplication()
+        let app = try MigratedDatabase()
         let predicate: String = try app.pool.withConnection { connection in
             try connection.query(
                 """
@@ -39,12 +37,18 @@ struct BacktestTimeKeysIndexTests {
 
     @Test("The history read by time is an index-only scan of it; a look-up by card, device or customer never uses it")
     func onlyTheHistoryRead() throws {
-        let app = try TestApplication()
+        let app = try MigratedDatabase()
         let start = Date(timeIntervalSince1970: 1_740_823_200)
         for index in 0..<300 {
-            _ = try RulesTestData.insertAttempt(
-                at: start.addingTimeInterval(Double(index) * 60), card: nil, device: "d\(index % 7)",
-                customer: nil, pool: app.pool)
+            try app.pool.withConnection { connection in
+                try connection.execute(
+                    """
+                    INSERT INTO provisioning_attempts (attempt_id, channel, device_id, inputs, features, hits, flow,
+                                                       decision, ruleset_version, created_at)
+                    VALUES (\(UUID()), 'tsp', \("d\(index % 7)"), '{}', '{}', '[]', 'green', 'APPROVED', 'sha256:test',
+                            \(start.addingTimeInterval(Double(index) * 60)))
+                    """)
+            }
         }
         try app.pool.withConnection { connection in
             let empty =
