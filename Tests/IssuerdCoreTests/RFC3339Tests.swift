@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import Testing
 
-
 /// `RFC3339.date`'s arithmetic path for `YYYY-MM-DDTHH:MM:SSZ` gives the instant Foundation's
 /// ISO 8601 format style gives, and leaves every other text to it.
 @Suite("RFC 3339 timestamps: the whole-seconds UTC short path agrees with the format style")

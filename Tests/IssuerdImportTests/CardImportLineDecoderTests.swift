@@ -5,7 +5,6 @@ import IssuerdTestSupport
 import IssuerdWire
 import Testing
 
-
 /// The import's own decoder for plain lines: whenever it returns a record, `JSONDecoder` (the
 /// API's decoder) returns the same one from the same bytes; anything else it leaves to it.
 @Suite("Bulk card import: the plain-line decoder agrees with JSONDecoder")

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdStorage
 import Testing
 
-
 /// An audit entry's details are stored as the text its hash covers: a JSON object with sorted
 /// keys, written by hand. It must be JSON that reads back as the details, and for the ids and
 /// words details hold, the text `JSONEncoder` (sorted keys, slashes unescaped) wrote before.

@@ -35,6 +35,10 @@ IMPORT = re.compile(r"^\s*(?:@testable\s+|@_exported\s+|@_implementationOnly\s+|
 HEADING = "## Modules"
 
 
+# Libraries that exist for the tests themselves, so they need no tests of their own.
+TEST_SUPPORT = {"IssuerdTestSupport"}
+
+
 def allowed_table(architecture):
     """{module: set of modules it may depend on}, from the table under HEADING (its first
     column names the module, its last what it may depend on)."""
@@ -129,6 +133,16 @@ def check(root, architecture, package):
                 problems.append(f"{where} imports {module}, which {name} does not declare in Package.swift")
             elif not is_test and module not in table.get(name, set()):
                 problems.append(f"{where} imports {module}; docs/architecture.md does not allow {name} → {module}")
+    # Tests mirror Sources: every library module has a test target of its own, named after it
+    # and declaring it (test support is itself the tests' library).
+    for name, target in sorted(targets.items()):
+        if target["type"] != "library" or name in TEST_SUPPORT:
+            continue
+        tests = targets.get(name + "Tests")
+        if tests is None or tests["type"] != "test":
+            problems.append(f"{name} has no test target {name}Tests (Tests/ mirrors Sources/)")
+        elif name not in tests.get("target_dependencies", []):
+            problems.append(f"{name}Tests does not declare {name}, the module it is named after")
     for c_module in sorted(c_modules):
         users = [n for n, t in targets.items() if t["type"] != "test" and c_module in t.get("target_dependencies", [])]
         if len(users) != 1:
@@ -200,6 +214,12 @@ def self_test(root):
         problems = check(copy, architecture, edited)
         results.append(("a Package.swift edge the table does not allow fails",
                         any("IssuerdRisk depends on IssuerdHTTP" in p for p in problems), problems))
+
+        edited = json.loads(json.dumps(package))
+        edited["targets"] = [t for t in edited["targets"] if t["name"] != "IssuerdHistoryTests"]
+        problems = check(copy, architecture, edited)
+        results.append(("a library module without its own test target fails",
+                        any("IssuerdHistory has no test target" in p for p in problems), problems))
 
         edited = json.loads(json.dumps(package))
         edited["targets"].append({"name": "IssuerdNew", "type": "library", "path": "Sources/IssuerdNew",
