@@ -52,11 +52,16 @@ struct MDESFlows {
         return .ok(MDESAcknowledgement(responseId: responseId))
     }
 
-    /// The card data of a request's `encryptedPayload`, opened and bounded.
-    func cardData(_ info: MDESFundingAccountInfo, requireToken: Bool = false) throws -> MDESFundingAccountData {
-        let data = try services.open(info.encryptedPayload, as: MDESFundingAccountData.self, now: now, logger: logger)
-        try data.validate(requireToken: requireToken)
-        return data
+    /// The card data of a request's `encryptedPayload`, opened and checked.
+    func cardData(_ info: MDESFundingAccountInfo) throws -> MDESCardData {
+        try services.open(info.encryptedPayload, as: MDESFundingAccountData.self, now: now, logger: logger)
+            .checkedCard()
+    }
+
+    /// The same with its token (Notify Service Activated).
+    func tokenizedCardData(_ info: MDESFundingAccountInfo) throws -> MDESTokenizedCardData {
+        try services.open(info.encryptedPayload, as: MDESFundingAccountData.self, now: now, logger: logger)
+            .checkedCardAndToken()
     }
 
     // MARK: Authorize Service
@@ -69,7 +74,7 @@ struct MDESFlows {
     /// orange `DECLINED`. The invariants keep it no more permissive than the wallet.
     func authorize(_ request: MDESAuthorizeServiceRequest, responseId: String) throws -> MDESAuthorizeServiceResponse {
         let data = try cardData(request.fundingAccountInfo)
-        let account = data.cardAccountData!
+        let account = data.account
         let ruleset = services.risk.rules.current
         let tokenReference = request.fundingAccountInfo.tokenUniqueReference
         let deviceID = request.paymentAppInstanceId
@@ -84,8 +89,9 @@ struct MDESFlows {
                 pushesSince: now.addingTimeInterval(-TokenizationAuthorization.yellowPushWindow))
             // Planned as the TSP authorization's context statement is (one generic plan per
             // connection, B-tree look-ups only), in the same round trip.
-            let rows = try connection.pipeline([PushContext.planSettings, statement.query])
-            return try TokenizationContext(rows: rows[1], statement: statement)
+            var pipeline: PostgresPipeline = [PushContext.planSettings]
+            let contextRead = pipeline.append(statement)
+            return try connection.pipeline(pipeline)[contextRead]
         }
         let source = data.source?.ruleName.flatMap(TokenizationSource.init(name:))
         let attemptID = UUID.random()
@@ -175,15 +181,11 @@ struct MDESFlows {
         // Deliver and Validate Activation Code find it there); after its attempt (foreign key).
         // Its history starts with `created`, as a yellow TSP token's does.
         if decision.flow == .yellow, let tokenReference {
-            let inserted = try connection.query(
-                """
-                INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, wallet, status, attempt_id,
-                                    created_at, updated_at, service)
-                VALUES (\(tokenReference), \(card.cardID), \(deviceID), \(request.tokenRequestorId),
-                        \(PostgresJSON(rawJSON: request.tokenWalletJSON)), 'pending_verification', \(attemptID), \(now), \(now), 'mdes')
-                ON CONFLICT (token_reference) DO NOTHING RETURNING token_reference
-                """)
-            if !inserted.isEmpty {
+            let inserted = try TokenStore.createPendingMDES(
+                tokenReference: tokenReference, cardID: card.cardID, deviceID: deviceID,
+                tokenRequestorID: request.tokenRequestorId, wallet: PostgresJSON(rawJSON: request.tokenWalletJSON),
+                attemptID: attemptID, now: now, connection: connection)
+            if inserted {
                 try TokenStore.recordEvent(
                     .created, tokenReference: tokenReference, cardID: card.cardID, source: "mdes", at: now, now: now,
                     connection: connection)
@@ -244,7 +246,7 @@ struct MDESFlows {
         let data = try cardData(request.fundingAccountInfo)
         let none = MDESRequestActivationMethodsResponse(responseId: responseId, activationMethods: [])
         guard let tokenReference = request.fundingAccountInfo.tokenUniqueReference,
-            let pan = PrimaryAccountNumber(data.cardAccountData!.accountNumber),
+            let pan = PrimaryAccountNumber(data.account.accountNumber),
             let token = try StepUpToken.lock(tokenReference, connection: connection),
             token.status == StepUpToken.awaitingVerification,
             let card = try connection.query(
@@ -252,7 +254,7 @@ struct MDESFlows {
             ).first,
             try card.decode("pan_fingerprint", as: [UInt8].self) == (try context.vault.fingerprint(pan))
         else { return none }
-        if let month = data.cardAccountData?.expiryMonth, let year = data.cardAccountData?.expiryYear,
+        if let month = data.account.expiryMonth, let year = data.account.expiryYear,
             try card.decode("expiration", as: String.self) != "\(month)/\(year)"
         {
             return none

@@ -107,19 +107,17 @@ struct InAppProvisioning: Sendable {
             customerWindow: context.configuration.rateLimitCustomer.window,
             cardWindow: context.configuration.rateLimitCard.window, now: now)
         var answerInTransaction = false
-        let lock = PushContext.lockAndPlanSettings(customerID: customerID)
-        let contextIndex = lock.count
-        let claimIndex = lock.count + 1
+        var opening = PostgresPipeline(PushContext.lockAndPlanSettings(customerID: customerID))
+        let contextRead = opening.append(statement)
+        let claimHeld = claim.map { opening.append($0.holding()) }
         let outcome = try context.database.withConnection { connection in
-            try connection.pipelinedTransaction(
-                opening: lock + [statement.query] + (claim.map { [$0.holding()] } ?? [])
-            ) { connection, rows in
+            try connection.pipelinedTransaction(opening: opening) { connection, results in
                 // The claim is locked with the context read: a holder whose claim a retry took
                 // over does nothing, and no retry can take it over before this commits.
-                if claim != nil, rows[claimIndex].isEmpty {
+                if let claimHeld, results[claimHeld].isEmpty {
                     return (value: Outcome.refusal(IdempotencyClaim.takenOver(), counted: nil, log: nil), closing: [])
                 }
-                guard let pushContext = try PushContext(rows: rows[contextIndex], statement: statement) else {
+                guard let pushContext = try results[contextRead] else {
                     return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil, log: nil), closing: [])
                 }
                 if let refusal = try rateLimit(pushContext, now: now, connection: connection) {

@@ -75,25 +75,19 @@ struct TokenizationAuthorization: Sendable {
             velocity: VelocityBatch(
                 subject: VelocitySubject(deviceID: body.device?.id), time: now, queries: ruleset.velocityQueries),
             pushesSince: now.addingTimeInterval(-Self.yellowPushWindow))
-        var opening = TokenizationContext.lockAndPlanSettings(tokenReference: body.tokenReference) + [statement.query]
-        let contextIndex = opening.count - 1
-        let signatureIndex = signature.map {
-            opening.append($0.insertion())
-            return opening.count - 1
-        }
-        let claimIndex = claim.map {
-            opening.append($0.holding())
-            return opening.count - 1
-        }
+        var opening = PostgresPipeline(TokenizationContext.lockAndPlanSettings(tokenReference: body.tokenReference))
+        let contextRead = opening.append(statement)
+        let signatureInserted = signature.map { opening.append($0.insertion()) }
+        let claimHeld = claim.map { opening.append($0.holding()) }
         // Sent with COMMIT, so the rows it deletes stay locked only for the commit.
         let pruning = signature == nil ? nil : VerifiedTSPSignature.pruningNowAndThen()
         var answerInTransaction = false
         let outcome: Outcome
         do {
             outcome = try context.database.withConnection { connection in
-                try connection.pipelinedTransaction(opening: opening) { _, rows in
+                try connection.pipelinedTransaction(opening: opening) { _, results in
                     var decided: (value: Outcome, closing: [PostgresQuery])
-                    if let signatureIndex, rows[signatureIndex].isEmpty {
+                    if let signatureInserted, results[signatureInserted].isEmpty {
                         // A replay: the original committed this signature. Nothing is decided, and a
                         // claim this request took goes, so the original's own retry is not answered
                         // with this refusal.
@@ -101,14 +95,14 @@ struct TokenizationAuthorization: Sendable {
                             .refusal(VerifiedTSPSignature.replayed(logger: request.logger)),
                             claim.map { [$0.releasing()] } ?? []
                         )
-                    } else if let claimIndex, rows[claimIndex].isEmpty {
+                    } else if let claimHeld, results[claimHeld].isEmpty {
                         // The claim is locked with the context read: a holder whose claim a retry
                         // took over does nothing, and no retry can take it over before this commits.
                         decided = (.refusal(IdempotencyClaim.takenOver()), [])
                     } else {
                         decided = try decide(
                             request, input: input,
-                            context: try TokenizationContext(rows: rows[contextIndex], statement: statement),
+                            context: try results[contextRead],
                             ruleset: ruleset, now: now)
                         if let claim {
                             switch decided.value {
