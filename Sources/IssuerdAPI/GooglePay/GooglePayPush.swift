@@ -37,15 +37,15 @@ struct GooglePayPush: Sendable {
         ) { approval, record in
             let card = approval.card
             let pan = try CardStore.openPAN(card, vault: context.vault)
-            guard let expiration = CardExpiration(card.expiration) else { throw StoredCardCorrupt(cardID: card.cardID) }
             let opaque = try provider.opaquePaymentCard(
-                PushedCard(pan: pan, expiration: expiration, cardholderName: card.cardholderName, cardID: card.cardID),
+                PushedCard(
+                    pan: pan, expiration: card.expiration, cardholderName: card.cardholderName, cardID: card.cardID),
                 now: now)
             let google = try body.serverSessionId.flatMap { session in
                 try sealer.map {
                     try GoogleOpaquePaymentCard.make(
-                        pan: pan, expiryMonth: String(expiration.compact.prefix(2)),
-                        expiryYear: String(expiration.compact.suffix(2)), serverSessionID: session, sealer: $0)
+                        pan: pan, expiryMonth: String(card.expiration.compact.prefix(2)),
+                        expiryYear: String(card.expiration.compact.suffix(2)), serverSessionID: session, sealer: $0)
                 }
             }
             let flow = approval.decision.flow
@@ -63,7 +63,7 @@ struct GooglePayPush: Sendable {
                 level: .info, message: "google pay push answered",
                 metadata: ["attemptId": .string(approval.attemptID), "flow": .string(flow.description)])
             return .answer(
-                try .json(response), channel: record.channel, flow: flow, hits: approval.decision.hits, log: log)
+                try .json(response), channel: record.channel.name, flow: flow, hits: approval.decision.hits, log: log)
         }
     }
 
