@@ -42,16 +42,12 @@ let package = Package(
         // Pure domain: the rule language and risk engine (no I/O).
         .target(name: "IssuerdRisk", dependencies: ["IssuerdCore"]),
 
-        // What every service module shares: settings from the environment, the API's shared error
-        // answers, RFC 3339 times, background threads and their backoff.
-        .target(name: "IssuerdService", dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdHTTP"]),
-
         // The PostgreSQL-backed records: cards, customers, attempts, tokens, idempotency claims,
         // and the hash-chained audit log.
         .target(
             name: "IssuerdStorage",
             dependencies: [
-                "IssuerdCore", "IssuerdService", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
+                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdRisk",
                 "IssuerdWire",
             ]
         ),
@@ -60,7 +56,7 @@ let package = Package(
         // read-ahead and the cache of parsed hours.
         .target(
             name: "IssuerdHistory",
-            dependencies: ["IssuerdCore", "IssuerdService", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk"]
+            dependencies: ["IssuerdCore", "IssuerdPostgres", "IssuerdRisk"]
         ),
 
         // The analysts' web console at /console: pages, sessions, queries; its HTML, CSS and
@@ -68,7 +64,7 @@ let package = Package(
         .target(
             name: "IssuerdConsole",
             dependencies: [
-                "IssuerdCore", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdCrypto", "IssuerdPostgres",
+                "IssuerdCore", "IssuerdAuth", "IssuerdStorage", "IssuerdHistory", "IssuerdCrypto", "IssuerdPostgres",
                 "IssuerdHTTP", "IssuerdRisk",
             ],
             resources: [
@@ -83,7 +79,7 @@ let package = Package(
         .target(
             name: "IssuerdOutbox",
             dependencies: [
-                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdService", "IssuerdStorage",
+                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdAuth", "IssuerdStorage",
                 "IssuerdMDES",
             ]
         ),
@@ -101,21 +97,21 @@ let package = Package(
         .target(
             name: "IssuerdImport",
             dependencies: [
-                "IssuerdCore", "IssuerdService", "IssuerdStorage", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP",
+                "IssuerdCore", "IssuerdStorage", "IssuerdCrypto", "IssuerdPostgres",
                 "IssuerdWire",
             ]
         ),
 
-        // Credentials checked without the database: the issuer app's JWT (HS256/ES256 and its
-        // claims) and its settings.
-        .target(name: "IssuerdAuth", dependencies: ["IssuerdCore", "IssuerdService", "IssuerdCrypto", "IssuerdHTTP"]),
+        // Authentication without the database: the issuer app's JWT (HS256/ES256 and its claims)
+        // and its settings, API key principals and roles, the TSP signature header.
+        .target(name: "IssuerdAuth", dependencies: ["IssuerdCore", "IssuerdCrypto"]),
 
         // Issuer keys: the HSM (PKCS#11 token, its wrapping key, RSA signers), the PAN data keys it
         // wraps, the master key settings, and the vault built from them.
         .target(
             name: "IssuerdKeys",
             dependencies: [
-                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdPKCS11", "IssuerdService", "IssuerdStorage",
+                "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdPKCS11", "IssuerdStorage",
             ]
         ),
 
@@ -126,7 +122,7 @@ let package = Package(
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdPKCS11",
-                "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
+                "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
                 "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdOpenPGP", "IssuerdKeys",
             ]
         ),
@@ -136,7 +132,7 @@ let package = Package(
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdAPI", "IssuerdPKCS11",
-                "IssuerdService", "IssuerdHistory", "IssuerdImport", "IssuerdKeys",
+                "IssuerdHistory", "IssuerdImport", "IssuerdKeys",
             ]
         ),
         .executableTarget(
@@ -152,7 +148,7 @@ let package = Package(
             name: "IssuerdFuzz",
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdHTTP", "IssuerdRisk", "IssuerdImport",
-                "IssuerdAPI", "IssuerdService", "IssuerdAuth",
+                "IssuerdAPI", "IssuerdAuth",
             ]
         ),
         // libFuzzer's driver (the toolchain's compiler-rt), header only: only a fuzzing build links it.
@@ -173,11 +169,30 @@ let package = Package(
         .testTarget(
             name: "IssuerdPKCS11Tests", dependencies: ["IssuerdPKCS11", "IssuerdCrypto", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdHTTPTests", dependencies: ["IssuerdHTTP", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdWireTests", dependencies: ["IssuerdWire"]),
+        .testTarget(
+            name: "IssuerdAuthTests",
+            dependencies: ["IssuerdAuth", "IssuerdCore", "IssuerdCrypto", "IssuerdTestSupport"]),
+        .testTarget(
+            name: "IssuerdStorageTests", dependencies: ["IssuerdStorage", "IssuerdCore", "IssuerdTestSupport"]),
+        .testTarget(
+            name: "IssuerdHistoryTests", dependencies: ["IssuerdHistory", "IssuerdPostgres", "IssuerdTestSupport"]),
+        .testTarget(
+            name: "IssuerdConsoleTests",
+            dependencies: [
+                "IssuerdConsole", "IssuerdHistory", "IssuerdRisk", "IssuerdCrypto", "IssuerdPostgres",
+                "IssuerdTestSupport",
+            ]),
+        .testTarget(
+            name: "IssuerdImportTests",
+            dependencies: ["IssuerdImport", "IssuerdCore", "IssuerdWire", "IssuerdTestSupport"]),
+        .testTarget(name: "IssuerdOutboxTests", dependencies: ["IssuerdOutbox"]),
+        .testTarget(name: "IssuerdKeysTests", dependencies: ["IssuerdKeys", "IssuerdCore"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
         .testTarget(
             name: "IssuerdAPITests",
             dependencies: [
-                "IssuerdAPI", "IssuerdService", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
+                "IssuerdAPI", "IssuerdStorage", "IssuerdHistory", "IssuerdConsole", "IssuerdImport",
                 "IssuerdOutbox", "IssuerdAuth", "IssuerdMDES", "IssuerdRisk", "IssuerdCrypto",
                 "IssuerdTestSupport", "IssuerdClient", "IssuerdPKCS11", "IssuerdKeys",
             ],

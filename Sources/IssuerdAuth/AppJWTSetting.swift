@@ -1,5 +1,4 @@
 import IssuerdCore
-import IssuerdService
 
 /// How issuer-app bearer tokens are verified: HS256 with a shared secret, ES256 with a public
 /// key, or both; and what their claims must say besides the customer.

@@ -1,7 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
-import IssuerdService
 
 /// Verifies the issuer app's bearer JWT and yields the customer id in `sub`.
 ///
@@ -27,42 +26,48 @@ package struct AppTokenVerifier: Sendable {
         } catch {
             throw ConfigurationError(key: "ISSUERD_APP_JWT_PUBLIC_KEY", problem: "must be a P-256 public key in PEM")
         }
-        maxLifetime = Self.seconds(setting.maxLifetime)
+        maxLifetime = setting.maxLifetime.timeInterval
         issuer = setting.issuer
         audience = setting.audience
     }
 
-    /// The customer id of a request's valid token.
+    /// The customer id of a valid token (a request's bearer credential).
     ///
-    /// - Throws: 401 ``HTTPError`` for a missing, malformed or forged token, one expired or not
-    ///   yet valid, one without `iat` or issued in the future, one valid for longer than the
-    ///   maximum lifetime, or one from another issuer or for another audience.
-    package func customerID(for request: HTTPRequest, now: Date) throws -> String {
-        guard let credential = request.bearerCredential, let token = JWT(compact: credential) else {
-            throw HTTPError.unauthenticated()
-        }
-        guard verifySignature(token) else { throw Self.refused("signature", request) }
+    /// - Parameter logger: The request's, to log which check a token that parsed failed.
+    /// - Throws: ``Refusal`` `unauthenticated` for a missing, malformed or forged token, one
+    ///   expired or not yet valid, one without `iat` or issued in the future, one valid for longer
+    ///   than the maximum lifetime, or one from another issuer or for another audience: the same
+    ///   answer whatever failed.
+    package func customerID(bearer credential: String?, now: Date, logger: Logger) throws -> String {
+        guard let credential, let token = JWT(compact: credential) else { throw Self.unauthenticated() }
+        guard verifySignature(token) else { throw Self.refused("signature", logger) }
         let time = now.timeIntervalSince1970
-        guard let expiry = token.expiresAt, time < expiry + Self.leeway else { throw Self.refused("expired", request) }
+        guard let expiry = token.expiresAt, time < expiry + Self.leeway else { throw Self.refused("expired", logger) }
         if let notBefore = token.notBefore, time + Self.leeway < notBefore {
-            throw Self.refused("not yet valid", request)
+            throw Self.refused("not yet valid", logger)
         }
         guard let issuedAt = token.issuedAt, issuedAt <= time + Self.leeway else {
-            throw Self.refused("issued at", request)
+            throw Self.refused("issued at", logger)
         }
-        guard expiry - issuedAt <= maxLifetime else { throw Self.refused("lifetime", request) }
-        if let issuer, token.issuer != issuer { throw Self.refused("issuer", request) }
-        if let audience, token.audience?.contains(audience) != true { throw Self.refused("audience", request) }
+        guard expiry - issuedAt <= maxLifetime else { throw Self.refused("lifetime", logger) }
+        if let issuer, token.issuer != issuer { throw Self.refused("issuer", logger) }
+        if let audience, token.audience?.contains(audience) != true { throw Self.refused("audience", logger) }
         guard let subject = token.subject, (1...64).contains(subject.utf8.count) else {
-            throw HTTPError.unauthenticated()
+            throw Self.unauthenticated()
         }
         return subject
     }
 
-    /// The 401 for a token that parsed, logged with the check it failed (never the token).
-    private static func refused(_ reason: String, _ request: HTTPRequest) -> HTTPError {
-        request.logger.notice("app token refused", ["reason": .string(reason)])
-        return HTTPError.unauthenticated()
+    /// The refusal of a token that parsed, logged with the check it failed (never the token).
+    private static func refused(_ reason: String, _ logger: Logger) -> Refusal {
+        logger.notice("app token refused", ["reason": .string(reason)])
+        return unauthenticated()
+    }
+
+    private static func unauthenticated(file: String = #fileID, line: Int = #line) -> Refusal {
+        Refusal(
+            .unauthenticated, code: "unauthenticated", message: "missing or invalid credentials", file: file, line: line
+        )
     }
 
     private func verifySignature(_ token: JWT) -> Bool {
@@ -99,8 +104,4 @@ package struct AppTokenVerifier: Sendable {
         return header + "." + payload + "." + BinaryEncoding.base64URLString(mac)
     }
 
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
 
 /// A compact JWS (RFC 7515 §7.1) split into its parts, with the claims issuerd reads.
 ///

@@ -1,9 +1,9 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 
 /// The queries behind `GET /v1/admin/decisions`, `/v1/admin/rule-hits` and `/v1/admin/attempts`
 /// (the console's Decisions, Rule hits and Attempts pages), over ``ConsoleRollup`` and the
@@ -43,7 +43,7 @@ package enum ConsoleQueries {
         }
     }
 
-    package static let channels = ["in_app", "wallet_extension", "tsp", "mdes", "google_pay"]
+    package static let channels = ["in_app", "wallet_extension", "tsp", "mdes", "google_pay", "samsung_pay"]
     package static let networks = ["visa", "mastercard", "amex", "discover", "jcb", "unionpay", "other", "unknown"]
 
     // MARK: Decisions

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdAuth
 import IssuerdHTTP
-import IssuerdService
 
 /// The analyst console (`/console`, docs/console.md): its pages, assets and sessions.
 ///
@@ -16,6 +16,8 @@ package enum ConsoleRoutes {
         ("/console/rule-hits", "rule-hits", "Rule hits"),
         ("/console/attempts", "attempts", "Attempts"),
         ("/console/attempts/{attemptId}", "attempt", "Attempt"),
+        ("/console/cases", "cases", "Review queue"),
+        ("/console/cases/{caseId}", "case", "Case"),
         ("/console/backtest", "backtest", "Backtest"),
     ]
 

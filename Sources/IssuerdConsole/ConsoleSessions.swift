@@ -1,8 +1,9 @@
 import Foundation
+import IssuerdAuth
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// One signed-in analyst: the API key it was opened with, its CSRF token and its end.
@@ -64,7 +65,7 @@ package struct ConsoleSessions: Sendable {
         let secret = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
         let csrf = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
         let now = clock()
-        let expiresAt = now.addingTimeInterval(Self.seconds(settings.sessionLifetime))
+        let expiresAt = now.addingTimeInterval(settings.sessionLifetime.timeInterval)
         let previous = request.cookie(cookieName(for: request)).flatMap {
             Self.isWellFormed($0) ? SHA256.hash(Array($0.utf8)) : nil
         }
@@ -154,7 +155,7 @@ package struct ConsoleSessions: Sendable {
     /// ``ConsoleSettings/secureCookies``. `Max-Age` mirrors the server-side expiry, which is what counts.
     package func setCookie(_ value: String?, request: HTTPRequest) -> String {
         var parts = ["\(cookieName(for: request))=\(value ?? "")", "Path=/", "HttpOnly", "SameSite=Strict"]
-        parts.append("Max-Age=\(value == nil ? 0 : Int(Self.seconds(settings.sessionLifetime)))")
+        parts.append("Max-Age=\(value == nil ? 0 : Int(settings.sessionLifetime.timeInterval))")
         if isSecure(request) { parts.append("Secure") }
         return parts.joined(separator: "; ")
     }
@@ -190,8 +191,4 @@ package struct ConsoleSessions: Sendable {
         return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in constantTimeEquals(a, b) } }
     }
 
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
 }

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdHistory
-import IssuerdService
 
 /// The analyst console's sessions (`ISSUERD_CONSOLE_*`, docs/console.md).
 public struct ConsoleSettings: Sendable {

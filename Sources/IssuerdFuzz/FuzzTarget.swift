@@ -1,3 +1,5 @@
+import IssuerdCore
+
 /// One parser under fuzzing: the name of its corpus folder (`Fuzz/Corpus/<name>`), the entry point
 /// it feeds, and a function that feeds it one input and checks what it gives back.
 ///

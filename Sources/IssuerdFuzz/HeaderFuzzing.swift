@@ -2,7 +2,6 @@ import Foundation
 import IssuerdAPI
 import IssuerdAuth
 import IssuerdCrypto
-import IssuerdService
 
 /// The credentials read from request headers before anything is verified: the TSP's
 /// `X-Issuerd-Signature` and the issuer app's bearer JWT. Header bytes reach issuerd as text

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdAPI
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdImport
 import IssuerdWire

@@ -1,4 +1,4 @@
-import IssuerdHTTP
+import IssuerdCore
 import Synchronization
 
 /// How many backtests run at once on this instance.
@@ -37,12 +37,16 @@ package final class BacktestGate: Sendable {
     /// Runs `body` in a place, or throws 429 `backtest_busy` when there is none.
     package func run<T>(_ body: () throws -> T) throws -> T {
         guard enter() else {
-            throw HTTPError(
-                status: 429, code: "backtest_busy",
-                message: "another backtest is running on this instance; retry in a moment",
-                headers: ["Retry-After": "1"])
+            throw BacktestGate.busy()
         }
         defer { leave() }
         return try body()
+    }
+
+    /// `backtest_busy`: a backtest already runs on this instance; retry in a second.
+    package static func busy(file: String = #fileID, line: Int = #line) -> Refusal {
+        Refusal(
+            .busy(retryAfter: 1), code: "backtest_busy",
+            message: "another backtest is running on this instance; retry in a moment", file: file, line: line)
     }
 }

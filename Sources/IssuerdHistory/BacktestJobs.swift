@@ -1,6 +1,5 @@
 import Foundation
 import IssuerdCore
-import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
 import Synchronization
@@ -105,10 +104,7 @@ package final class BacktestJobs: Sendable {
         before: @escaping @Sendable () -> Void = {}, finished: @escaping @Sendable (State) -> Void = { _ in }
     ) throws -> View {
         guard gate.enter() else {
-            throw HTTPError(
-                status: 429, code: "backtest_busy",
-                message: "another backtest is running on this instance; retry in a moment",
-                headers: ["Retry-After": "1"])
+            throw BacktestGate.busy()
         }
         let id = UUID().uuidString.lowercased()
         let control = HistoryBacktest.Control()

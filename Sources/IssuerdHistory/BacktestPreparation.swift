@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import Synchronization
 
 /// Reads a period into the ``BacktestWindowCache`` in the background, ahead of the analyst's
@@ -311,6 +310,6 @@ package final class BacktestPreparation: Sendable {
     }
 
     private static func milliseconds(since start: ContinuousClock.Instant) -> Int {
-        Int(OutboxBackoff.seconds(ContinuousClock.now - start) * 1_000)
+        Int((ContinuousClock.now - start).timeInterval * 1_000)
     }
 }

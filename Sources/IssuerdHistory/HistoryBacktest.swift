@@ -110,6 +110,13 @@ public enum HistoryBacktest {
                 progress(
                     "backtest: reading on \(connections.count) connection\(connections.count == 1 ? "" : "s") in one snapshot"
                 )
+                let labels = try outcomeLabels(since: since, until: until, connection: connections[0])
+                if !labels.isEmpty {
+                    progress("backtest: \(labels.count) attempts with an outcome")
+                    accumulator = Backtest.Accumulator(
+                        current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: changed != nil,
+                        labels: labels)
+                }
                 var lastLine = Date.distantPast
                 try BacktestStream.run(
                     since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
@@ -165,6 +172,26 @@ public enum HistoryBacktest {
         } catch let error as BacktestHistory.TooMany {
             return .tooManyAttempts(found: error.found)
         }
+    }
+
+    /// The current outcomes of the attempts of `[since, until)` that have one, as rule performance
+    /// counts them (``RulePerformance``): confirmed fraud with its amount, or legitimate.
+    package static func outcomeLabels(
+        since: Date, until: Date, connection: PostgresConnection
+    ) throws -> [String: Backtest.Label] {
+        var labels: [String: Backtest.Label] = [:]
+        for row in try connection.query(
+            """
+            SELECT o.attempt_id::text AS id, o.outcome = 'fraud' AS fraud, coalesce(o.amount_lost, 0) AS lost
+            FROM attempt_outcomes o JOIN provisioning_attempts a ON a.attempt_id = o.attempt_id
+            WHERE o.is_current AND (o.outcome = 'legitimate' OR o.confirmed)
+              AND a.created_at >= \(since) AND a.created_at < \(until)
+            """)
+        {
+            let fraud: Bool = try row.decode("fraud")
+            labels[try row.decode("id")] = Backtest.Label(fraud: fraud, amountLost: fraud ? try row.decode("lost") : 0)
+        }
+        return labels
     }
 
     /// Every velocity query of `rulesets`, each once, in their order.

@@ -90,6 +90,86 @@ package struct RulesBacktestView: Encodable, Sendable {
     package var transitions: [String: [String: Int]]
     /// A sample of the attempts whose flow changed.
     package var changedAttempts: [Change]
+    /// Serving against candidate over the attempts with an outcome; null when none has one.
+    package var performance: PerformanceView?
+
+    /// The figures of rule performance for both rulesets over the backtest's labelled attempts.
+    package struct PerformanceView: Encodable, Sendable {
+        package struct Side: Encodable, Sendable {
+            package var fraud: Int
+            package var legitimate: Int
+            package var fraudPassedGreen: Int
+            package var fraudPassedGreenAmount: Int64
+            package var legitimateSteppedUp: Int
+            package var legitimateDeclined: Int
+            package var rules: [Rule]
+        }
+
+        package struct Rule: Encodable, Sendable {
+            package var ruleId: String
+            package var mode: String
+            package var fraud: Int
+            package var legitimate: Int
+            package var fraudAmount: Int64
+            package var precision: Double?
+            package var recall: Double?
+            package var missedFraud: Int
+
+            package func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(ruleId, forKey: .ruleId)
+                try container.encode(mode, forKey: .mode)
+                try container.encode(fraud, forKey: .fraud)
+                try container.encode(legitimate, forKey: .legitimate)
+                try container.encode(fraudAmount, forKey: .fraudAmount)
+                try container.encode(precision, forKey: .precision)
+                try container.encode(recall, forKey: .recall)
+                try container.encode(missedFraud, forKey: .missedFraud)
+            }
+
+            private enum CodingKeys: String, CodingKey {
+                case ruleId, mode, fraud, legitimate, fraudAmount, precision, recall, missedFraud
+            }
+        }
+
+        package var serving: Side
+        package var candidate: Side
+        package var caughtMore: Int
+        package var caughtMoreAmount: Int64
+        package var letThrough: Int
+        package var letThroughAmount: Int64
+        package var legitimateStepUpsAdded: Int
+        package var legitimateStepUpsRemoved: Int
+        package var legitimateDeclinesAdded: Int
+        /// "catches 14 more confirmed frauds (₩3.2M), adds 210 step-ups to legitimate customers, …"
+        package var summary: String
+
+        package init(_ performance: Backtest.Performance) {
+            func side(_ side: Backtest.SidePerformance) -> Side {
+                Side(
+                    fraud: side.fraud, legitimate: side.legitimate, fraudPassedGreen: side.fraudPassedGreen,
+                    fraudPassedGreenAmount: side.fraudPassedGreenAmount, legitimateSteppedUp: side.legitimateSteppedUp,
+                    legitimateDeclined: side.legitimateDeclined,
+                    rules: side.rules.values.sorted { ($0.mode.rawValue, $0.ruleID) < ($1.mode.rawValue, $1.ruleID) }
+                        .map {
+                            Rule(
+                                ruleId: $0.ruleID, mode: $0.mode.rawValue, fraud: $0.fraud, legitimate: $0.legitimate,
+                                fraudAmount: $0.fraudAmount, precision: $0.precision, recall: side.recall($0),
+                                missedFraud: side.fraud - $0.fraud)
+                        })
+            }
+            serving = side(performance.current)
+            candidate = side(performance.candidate)
+            caughtMore = performance.caughtMore
+            caughtMoreAmount = performance.caughtMoreAmount
+            letThrough = performance.letThrough
+            letThroughAmount = performance.letThroughAmount
+            legitimateStepUpsAdded = performance.legitimateStepUpsAdded
+            legitimateStepUpsRemoved = performance.legitimateStepUpsRemoved
+            legitimateDeclinesAdded = performance.legitimateDeclinesAdded
+            summary = performance.summary
+        }
+    }
 
     package init(_ report: Backtest.Report, current: Ruleset, candidate: Ruleset, window: Window) {
         attemptsEvaluated = report.attempts
@@ -108,6 +188,7 @@ package struct RulesBacktestView: Encodable, Sendable {
             }
         }
         self.transitions = transitions
+        performance = report.performance.map(PerformanceView.init)
         changedAttempts = report.sample.map { change in
             Change(
                 attemptId: change.attemptID, before: change.before.flow.description,

@@ -1,5 +1,5 @@
 import Foundation
-import IssuerdHTTP
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 
@@ -13,7 +13,7 @@ public struct StoredAttempt: Sendable {
     public var id: UUID
     /// The decision time.
     public var time: Date
-    /// `in_app`, `wallet_extension`, `tsp` or `google_pay`.
+    /// `in_app`, `wallet_extension`, `tsp`, `mdes`, `google_pay` or `samsung_pay`.
     public var channel: String
     /// The subject whose history velocity read.
     public var subject: VelocitySubject

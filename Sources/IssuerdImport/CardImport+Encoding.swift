@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdStorage
 import IssuerdWire
@@ -82,8 +82,8 @@ extension CardImport {
             if isSkipped(bytes) { continue }
             do {
                 try encodeLine(number, bytes, now: now, stamp: stamp, vault: vault, into: &slice)
-            } catch let error as HTTPError {
-                slice.failure = LineFailure(line: number, message: error.message)
+            } catch let refusal as Refusal {
+                slice.failure = LineFailure(line: number, message: refusal.message)
                 return slice
             }
         }
@@ -105,9 +105,7 @@ extension CardImport {
         if let decoded = LineDecoder.decode(bytes) {
             record = decoded
         } else {
-            let request = HTTPRequest(
-                method: .post, path: "/import", headers: ["Content-Type": "application/json"], body: bytes)
-            record = try request.decodeJSON(Record.self)
+            record = try JSONCoding.decode(Record.self, from: bytes)
         }
         let card = try CardRegistration.validate(record.card, now: now)
         var customer: CustomerRecord?

@@ -1,9 +1,8 @@
 import Dispatch
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 import Synchronization

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPKCS11
-import IssuerdService
 
 /// The HSM side of issuer keys: the token opened from ``HSMSettings``, its wrapping key
 /// checked, the TAV signer, and the envelope operations on PAN data keys.

@@ -1,5 +1,5 @@
 import Foundation
-import IssuerdService
+import IssuerdCore
 
 /// Where issuer keys live when an HSM is configured (`ISSUERD_PKCS11_*`). Absent when
 /// `ISSUERD_PKCS11_MODULE` is unset: then every other setting keeps its meaning.

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// Builds the ``PANVault`` every service and operator command uses, from environment master

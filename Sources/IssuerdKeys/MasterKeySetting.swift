@@ -1,6 +1,5 @@
 import Foundation
 import IssuerdCore
-import IssuerdService
 
 /// One version of the master key.
 public struct MasterKeySetting: Sendable {

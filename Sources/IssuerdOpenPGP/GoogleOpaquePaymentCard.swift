@@ -1,8 +1,9 @@
 import Foundation
 import IssuerdCore
 
-/// Google's own opaque payment card for Unified Android Push Provisioning (mdes-issuer.md §8.2):
-/// the clear-text JSON `{"protocolHeader":{"version":1},"validationContext":{"serverSessionId":…},
+/// Google's own opaque payment card for Unified Android Push Provisioning (Google Pay's "Push
+/// Provisioning API", Google OPC): the clear-text JSON
+/// `{"protocolHeader":{"version":1},"validationContext":{"serverSessionId":…},
 /// "paymentCard":{"accountNumber","expiryMonth","expiryYear"}}`, signed with the issuer's OpenPGP
 /// key and encrypted to Google's, then standard Base64 with padding (RFC 4648 §4, Google's current
 /// page).

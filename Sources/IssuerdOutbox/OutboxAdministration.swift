@@ -1,7 +1,6 @@
 import Foundation
-import IssuerdHTTP
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// The operator's view of the outbox (`GET /v1/admin/outbox`) and the dead-letter re-queue.
@@ -90,7 +89,7 @@ package enum OutboxAdministration {
             let row = try connection.query("SELECT status FROM outbox WHERE id = \(id) FOR UPDATE").first
         else { throw Self.messageNotFound() }
         guard try row.decode("status", as: String.self) == "dead" else {
-            throw APIErrors.invalidState("the message is not dead-lettered")
+            throw Refusal.invalidState("the message is not dead-lettered")
         }
         try connection.execute(
             "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now() WHERE id = \(id)")
@@ -123,7 +122,7 @@ package enum OutboxAdministration {
     }
 
     /// 404 `message_not_found`.
-    package static func messageNotFound(file: String = #fileID, line: Int = #line) -> HTTPError {
-        HTTPError(status: 404, code: "message_not_found", message: "no such outbox message", file: file, line: line)
+    package static func messageNotFound(file: String = #fileID, line: Int = #line) -> Refusal {
+        Refusal(.notFound, code: "message_not_found", message: "no such outbox message", file: file, line: line)
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 import Synchronization
 
 /// The background worker that empties the outbox: claim due messages, deliver, record.
@@ -77,7 +76,7 @@ package final class OutboxDispatcher: Sendable {
                 logger.warning("outbox round failed", ["error": "\(error)"])
             }
             if claimedFullBatch { continue }
-            thread.sleep(seconds: OutboxBackoff.seconds(settings.pollInterval))
+            thread.sleep(seconds: settings.pollInterval.timeInterval)
         }
         logger.info("outbox dispatcher stopped")
     }

@@ -1,6 +1,5 @@
 import Foundation
 import IssuerdCore
-import IssuerdService
 
 /// How the outbox dispatcher claims, delivers and retries messages.
 ///

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 
 /// Reads and writes the `outbox` table (sql/0002): enqueue inside the caller's transaction,
 /// claim due messages under a lease, record the outcome.
@@ -42,7 +42,7 @@ package enum OutboxStore {
     package static func claim(
         limit: Int, lease: Duration, kinds: [OutboxKind], connection: PostgresConnection
     ) throws -> [Claimed] {
-        let leaseSeconds = OutboxBackoff.seconds(lease)
+        let leaseSeconds = lease.timeInterval
         let rows = try connection.query(
             """
             UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => \(leaseSeconds))

@@ -1,5 +1,6 @@
 import Foundation
-import IssuerdService
+import IssuerdAuth
+import IssuerdCore
 import Synchronization
 
 #if canImport(FoundationNetworking)
@@ -8,7 +9,7 @@ import FoundationNetworking
 
 /// Signed JSON POSTs to a webhook receiver, synchronously, for the dispatcher thread.
 ///
-/// Signing is the TSP scheme of api.md (`X-Issuerd-Signature: t=…,v1=…`), and the message's
+/// Signing is the TSP scheme (`X-Issuerd-Signature: t=…,v1=…`, docs/openapi.yaml), and the message's
 /// dedup key travels as `Idempotency-Key` so the receiver can drop the duplicates at-least-once
 /// delivery implies.
 package struct WebhookClient: Sendable {
@@ -51,8 +52,8 @@ package struct HTTPPoster: Sendable {
     package init(timeout: Duration) {
         self.timeout = timeout
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = OutboxBackoff.seconds(timeout)
-        configuration.timeoutIntervalForResource = OutboxBackoff.seconds(timeout)
+        configuration.timeoutIntervalForRequest = timeout.timeInterval
+        configuration.timeoutIntervalForResource = timeout.timeInterval
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         session = URLSession(configuration: configuration)
     }
@@ -63,7 +64,7 @@ package struct HTTPPoster: Sendable {
     /// - Throws: ``OutboxError`` `.transport` when no answer arrived in time.
     package func post(url: URL, headers: [(String, String)], body: [UInt8]) throws -> (status: Int, body: [UInt8]) {
         var request = URLRequest(
-            url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: OutboxBackoff.seconds(timeout))
+            url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout.timeInterval)
         request.httpMethod = "POST"
         request.httpBody = Data(body)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
@@ -85,7 +86,7 @@ package struct HTTPPoster: Sendable {
         task.resume()
         // The session's own timeout ends the task; the extra second only guards against a
         // completion handler that never runs.
-        if done.wait(timeout: .now() + OutboxBackoff.seconds(timeout) + 1) == .timedOut {
+        if done.wait(timeout: .now() + timeout.timeInterval + 1) == .timedOut {
             task.cancel()
             throw OutboxError(.transport, "timed out")
         }

@@ -98,7 +98,7 @@ public struct AdminCard: Codable, Sendable, Equatable {
     }
 }
 
-/// The api.md error envelope: `{"error":{"code","message",...}}`.
+/// The error envelope (docs/openapi.yaml, `ErrorEnvelope`): `{"error":{"code","message",...}}`.
 public struct ErrorEnvelope: Codable, Sendable, Equatable {
     public var error: ErrorBody
     public init(error: ErrorBody) { self.error = error }

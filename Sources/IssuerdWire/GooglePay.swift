@@ -5,10 +5,25 @@ public struct GooglePayPushRequest: Codable, Sendable, Equatable {
     public var serverSessionId: String?
     /// The device the card is pushed to (`id`, `type`, `locale`, `ipAddress`).
     public var device: DeviceInfo?
+    /// The Google Pay SDK's ids of the device and the wallet account; required for a Visa card
+    /// (they go into Visa's encrypted payment instrument), ignored for Mastercard.
+    public var walletInfo: GooglePayWalletInfo?
 
-    public init(serverSessionId: String? = nil, device: DeviceInfo? = nil) {
+    public init(serverSessionId: String? = nil, device: DeviceInfo? = nil, walletInfo: GooglePayWalletInfo? = nil) {
         self.serverSessionId = serverSessionId
         self.device = device
+        self.walletInfo = walletInfo
+    }
+}
+
+/// The Google Pay SDK's `getStableHardwareId` and `getActiveWalletId`.
+public struct GooglePayWalletInfo: Codable, Sendable, Equatable {
+    public var deviceId: String?
+    public var walletAccountId: String?
+
+    public init(deviceId: String? = nil, walletAccountId: String? = nil) {
+        self.deviceId = deviceId
+        self.walletAccountId = walletAccountId
     }
 }
 
@@ -18,7 +33,9 @@ public struct GooglePayPushResponse: Codable, Sendable, Equatable {
     public var decision: Decision
     /// The step-up methods a yellow decision allows (absent when green).
     public var stepUpMethods: [String]?
-    /// Base64 of the network's opaque payment card (`PushTokenizeRequest.setOpaquePaymentCard`).
+    /// The network's opaque payment card (`PushTokenizeRequest.setOpaquePaymentCard`, its UTF-8
+    /// bytes): for Mastercard Base64 of JSON, for Visa the compact JWE of Visa's encrypted
+    /// payment instrument.
     public var opaquePaymentCard: String
     /// `mastercard` or `visa` (`setTokenServiceProvider`).
     public var tokenServiceProvider: String

@@ -109,10 +109,14 @@ public struct TokenEvent: Codable, Sendable, Equatable {
     public var event: String
     /// ISO-8601 time of the event.
     public var at: String
+    /// Why, when the service says: `fraud` on a `deleted` event records a network fraud signal
+    /// on the attempt that created the token.
+    public var reason: String?
 
-    public init(tokenReference: String, event: String, at: String) {
+    public init(tokenReference: String, event: String, at: String, reason: String? = nil) {
         self.tokenReference = tokenReference
         self.event = event
         self.at = at
+        self.reason = reason
     }
 }

@@ -5,7 +5,7 @@ import IssuerdCrypto
 /// `issuerd-bench crypto`: ECC_V2 seal throughput (one thread, all cores) and chain
 /// validation latency (cold, cached), against `openssl speed ecdhp256` measured in the same run.
 ///
-/// Every figure is the median of several timed batches after a warm-up. Targets (issue 3):
+/// Every figure is the median of several timed batches after a warm-up. Targets (docs/performance.md):
 /// one-thread seal rate ≥ 0.5 × OpenSSL's ECDH rate; cached validation < 5 µs.
 enum CryptoBenchmark {
     static func run() throws -> Int32 {

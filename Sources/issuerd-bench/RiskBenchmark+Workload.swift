@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdRisk
 
 extension RiskBenchmark {
@@ -130,7 +131,7 @@ extension RiskBenchmark {
         for _ in 0..<max(1, runs) {
             let (elapsed, sum, cpu) = pass()
             checksum &+= sum
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.timeInterval
             rates.append(Double(inputs.count) / seconds)
             cpuRates.append(Double(inputs.count) / max(cpu, 1e-9))
         }

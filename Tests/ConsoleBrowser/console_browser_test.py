@@ -334,6 +334,59 @@ def test_attempt_page(c):
     check("No such attempt" in c.css(".error").text, "an unknown attempt is a clear message")
 
 
+
+def test_review_queue(c):
+    """Walk the queue: list it, filter by an owner, open a case, take it, close it as fraud."""
+    c.open("/console/cases")
+    rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr"))
+    expected = int(sql("SELECT count(*) FROM review_cases WHERE status = 'open'"))
+    check(expected > 0 and len(rows) == min(100, expected), "open cases: page %d, database %d" % (len(rows), expected))
+    oldest = sql("SELECT case_id FROM review_cases WHERE status = 'open' ORDER BY opened_at, case_id LIMIT 1")
+    check(rows[0].get_attribute("data-case") == oldest, "oldest first: page %s, database %s" % (rows[0].get_attribute("data-case"), oldest))
+    owner = sql("SELECT o FROM review_cases, unnest(owners) o WHERE status = 'open' GROUP BY o ORDER BY count(*) DESC, o LIMIT 1")
+    c.css('#queues a[data-queue="owner:%s"]' % owner).click()
+    c.wait.until(EC.url_contains("queue=owner"))
+    rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr"))
+    expected = int(sql("SELECT count(*) FROM review_cases WHERE status = 'open' AND '%s' = ANY(owners)" % owner))
+    check(len(rows) == min(100, expected), "%s's queue: page %d, database %d" % (owner, len(rows), expected))
+    case = rows[0].get_attribute("data-case")
+    attempt = rows[0].get_attribute("data-attempt")
+    rows[0].find_element(By.CSS_SELECTOR, "a").click()
+    c.wait.until(EC.url_contains("/console/cases/" + case))
+    hits = sorted(row.get_attribute("data-rule") for row in c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#case-hits tbody tr")))
+    stored = sorted(sql("SELECT string_agg(h ->> 'rule', ',') FROM provisioning_attempts a, jsonb_array_elements(a.hits) h "
+                        "WHERE attempt_id = '%s'" % attempt).split(","))
+    check(hits == stored, "the rules that hit: page %s, database %s" % (hits, stored))
+    c.css("#take").click()
+    c.wait.until(lambda d: "You hold this case" in d.find_element(By.ID, "case-actions").text)
+    holder = sql("SELECT assignee FROM review_cases WHERE case_id = %s" % case)
+    check(holder.startswith("apikey:"), "the case is held by the signed-in analyst: " + holder)
+    c.open("/console/cases?queue=mine")
+    mine = [row.get_attribute("data-case") for row in c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#cases-table tbody tr"))]
+    check(mine == [case], "my queue holds the case: %s" % mine)
+    c.open("/console/cases/" + case)
+    c.css("#note").send_keys("cardholder denies adding the card")
+    c.css("#close-fraud").click()
+    c.wait.until(lambda d: d.find_elements(By.ID, "case-outcome"))
+    check(c.css("#case-outcome").text == "fraud", "the closed case shows its outcome")
+    stored = sql("SELECT outcome || '|' || source || '|' || note FROM attempt_outcomes WHERE attempt_id = '%s' AND is_current" % attempt)
+    check(stored == "fraud|analyst|cardholder denies adding the card", "the outcome was recorded on the attempt: " + stored)
+    check(sql("SELECT status FROM review_cases WHERE case_id = %s" % case) == "closed", "the case is closed")
+    # Closing it again is refused (409), from the page's own session.
+    csrf = json.loads(c.fetch("GET", "/console/session")["body"])["csrfToken"]
+    answer = c.fetch("POST", "/v1/admin/cases/%s/close" % case, {"Content-Type": "application/json", "X-CSRF-Token": csrf},
+                     '{"outcome":"legitimate"}')
+    check(answer["status"] == 409 and "case_closed" in answer["body"], "closing a closed case is 409: %s" % answer)
+    c.driver.save_screenshot(os.path.join(SHOTS, "console-case.png"))
+    # The Rule hits page now counts that fraud against the rules that decided the attempt.
+    c.open("/console/rule-hits?since=%s&until=%s" % (iso(c.since), iso(c.until)))
+    c.css("#performance")
+    decided = sql("SELECT h ->> 'rule' FROM provisioning_attempts a, jsonb_array_elements(a.hits) h WHERE attempt_id = '%s' "
+                  "AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow LIMIT 1" % attempt)
+    row = c.css('#performance-table tr[data-rule="%s"][data-mode="live"]' % decided)
+    check(int(row.get_attribute("data-fraud")) >= 1, "%s decided a confirmed fraud" % decided)
+
+
 CANDIDATE = """rule test.tsp_decline
   title   "Decline every TSP authorization"
   outcome orange
@@ -441,7 +494,7 @@ return [broken, cut, document.documentElement.scrollWidth - window.innerWidth];
 
 
 def test_layout(c):
-    # Issue 34, 4: tile and table texts broke inside words ('31 (2 shado / w)',
+    # Tile and table texts once broke inside words ('31 (2 shado / w)',
     # 'REQUIRE_ADDITIONAL_AUT / HENTICATION'); the page must read at 1280 and at 768 px.
     yellow = sql("SELECT attempt_id FROM provisioning_attempts WHERE flow = 'yellow' LIMIT 1")
     sql("UPDATE provisioning_attempts SET decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' WHERE attempt_id = '%s'" % yellow)
@@ -564,6 +617,7 @@ def test_security_headers(c):
 
 
 TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_failed_reload, test_decisions, test_rule_hits, test_attempts, test_card_number_in_link, test_attempt_page,
+         test_review_queue,
          test_backtest, test_layout, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
 
 

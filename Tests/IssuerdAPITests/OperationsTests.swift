@@ -8,7 +8,8 @@ import Testing
 struct OperationsTests {
     @Test("healthz, readyz with the active ruleset version, and metrics")
     func operations() throws {
-        let app = try TestApplication()
+        // Over the wire: the request metrics are the HTTP server's to write.
+        let app = try TestApplication(transport: .live)
         let health = try app.client.get("/healthz")
         #expect(health.status == 200)
         #expect(health.jsonObject()?["status"] as? String == "ok")

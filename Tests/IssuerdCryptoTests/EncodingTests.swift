@@ -2,7 +2,7 @@ import Testing
 
 @testable import IssuerdCrypto
 
-/// Strict hex/base64/base64url codecs and the PassKit auto-detection (api.md conventions).
+/// Strict hex/base64/base64url codecs and the PassKit auto-detection (docs/crypto.md).
 @Suite struct EncodingTests {
     @Test(arguments: [
         ([UInt8](), "", "", ""),

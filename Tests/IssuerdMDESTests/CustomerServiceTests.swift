@@ -5,7 +5,7 @@ import Testing
 
 @testable import IssuerdMDES
 
-/// The Customer Service API's requests and answers (mdes-issuer.md §5; CSAPI spec 2.1.7).
+/// The Customer Service API's requests and answers (Mastercard's "MDES Customer Service API" 2.1.7).
 @Suite("MDES Customer Service API: requests, reason codes, answers")
 struct CustomerServiceTests {
     static let reference = "DWSPMC00000000010906a349d9ca4eb1a4d53e3c90a11d9c"
@@ -23,7 +23,8 @@ struct CustomerServiceTests {
         #expect(CustomerServiceOperation.delete.responseRoot == "TokenDeleteResponse")
     }
 
-    /// Spec §5.4's table, letter by letter: every other letter is refused.
+    /// The Customer Service API's reason codes per operation, letter by letter: every other letter is
+    /// refused.
     @Test(arguments: [
         (CustomerServiceOperation.activate, "AC"), (.suspend, "LSTZ"), (.unsuspend, "FTZ"), (.delete, "LSFTCDZ"),
     ])

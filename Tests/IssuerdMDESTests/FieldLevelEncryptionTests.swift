@@ -4,14 +4,15 @@ import Testing
 
 @testable import IssuerdMDES
 
-/// Opening and making `encryptedPayload`s (mdes-issuer.md §3.2, §4): every form the spec allows
-/// opens, every broken one fails with its own reason and the one `CRYPTOGRAPHY_ERROR`.
+/// Opening and making `encryptedPayload`s (docs/networks.md, "Field-level encryption"): every form
+/// Mastercard allows opens, every broken one fails with its own reason and the one
+/// `CRYPTOGRAPHY_ERROR`.
 @Suite struct FieldLevelEncryptionTests {
     static let now = Date(timeIntervalSince1970: 1_780_000_000)
     static let plaintext =
         #"{"cardAccountData":{"accountNumber":"5123456789012346","expiryMonth":"09","expiryYear":"29"}}"#
 
-    /// A payload made here from the primitives, in any of the forms the spec allows.
+    /// A payload made here from the primitives, in any of the forms Mastercard allows.
     static func make(
         _ plaintext: String = plaintext, to pair: MDESTestKeys.Pair = MDESTestKeys.issuerA,
         padding: RSA.Encryption.Padding = .oaepSHA256, keyBytes: Int = 16, withIV: Bool = true,

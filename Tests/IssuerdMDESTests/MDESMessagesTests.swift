@@ -3,8 +3,8 @@ import Testing
 
 @testable import IssuerdMDES
 
-/// The seven operations' bodies as Mastercard writes them (mdes-issuer.md §3A, the spec's
-/// example values): decoded, bounded, unknown members and enum values tolerated.
+/// The seven operations' bodies as Mastercard writes them (the example values of
+/// Mastercard's "MDES Pre-Digitization API"): decoded, bounded, unknown members and enum values tolerated.
 @Suite struct MDESMessagesTests {
     static let envelope = """
         {"encryptedData":"00112233445566778899aabbccddeeff","encryptedKey":"00112233445566778899aabbccddeeff",\

@@ -4,8 +4,9 @@ import Testing
 
 @testable import IssuerdMDES
 
-/// The OAuth 1.0a RSA-SHA256 signer's rules (mdes-issuer.md §6), against the published vectors of
-/// Mastercard's signer; MastercardOracleTests checks whole headers against the signer itself.
+/// The OAuth 1.0a RSA-SHA256 signer's rules (Mastercard's "Using OAuth 1.0a to Access Mastercard
+/// APIs"), against the published vectors of Mastercard's signer; MastercardOracleTests checks whole
+/// headers against the signer itself.
 @Suite struct MastercardOAuth1SignerTests {
     @Test func baseStringOfMastercardsTestVector() throws {
         // Mastercard/oauth1-signer-java OAuthTest: duplicate query names sorted by value, the oauth

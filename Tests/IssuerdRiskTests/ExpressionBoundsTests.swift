@@ -2,8 +2,8 @@ import Foundation
 import IssuerdRisk
 import Testing
 
-/// Issue 36: a long chain of `or`, `and` or `+` in one condition crashed whatever compiled it
-/// (a stack overflow in the recursive compiler). Chains are now flat and compiled in a loop;
+/// A long chain of `or`, `and` or `+` in one condition once crashed whatever compiled it (a
+/// stack overflow in the recursive compiler). Chains are now flat and compiled in a loop;
 /// a condition, a file and a ruleset are bounded in terms (``RulesetLimits``), and so is the
 /// number of distinct velocity values; past a bound the parser refuses with a positioned error.
 struct ExpressionBoundsTests {

@@ -32,11 +32,16 @@ TOOLCHAIN = {
 }
 IMPORT = re.compile(r"^\s*(?:@testable\s+|@_exported\s+|@_implementationOnly\s+|@preconcurrency\s+)*import\s+"
                     r"(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.M)
-HEADING = "## Allowed dependencies"
+HEADING = "## Modules"
+
+
+# Libraries that exist for the tests themselves, so they need no tests of their own.
+TEST_SUPPORT = {"IssuerdTestSupport"}
 
 
 def allowed_table(architecture):
-    """{module: set of modules it may depend on}, from the table under HEADING."""
+    """{module: set of modules it may depend on}, from the table under HEADING (its first
+    column names the module, its last what it may depend on)."""
     text = open(architecture, encoding="utf-8").read()
     if HEADING not in text:
         raise SystemExit(f"{architecture}: no '{HEADING}' section")
@@ -128,6 +133,16 @@ def check(root, architecture, package):
                 problems.append(f"{where} imports {module}, which {name} does not declare in Package.swift")
             elif not is_test and module not in table.get(name, set()):
                 problems.append(f"{where} imports {module}; docs/architecture.md does not allow {name} → {module}")
+    # Tests mirror Sources: every library module has a test target of its own, named after it
+    # and declaring it (test support is itself the tests' library).
+    for name, target in sorted(targets.items()):
+        if target["type"] != "library" or name in TEST_SUPPORT:
+            continue
+        tests = targets.get(name + "Tests")
+        if tests is None or tests["type"] != "test":
+            problems.append(f"{name} has no test target {name}Tests (Tests/ mirrors Sources/)")
+        elif name not in tests.get("target_dependencies", []):
+            problems.append(f"{name}Tests does not declare {name}, the module it is named after")
     for c_module in sorted(c_modules):
         users = [n for n, t in targets.items() if t["type"] != "test" and c_module in t.get("target_dependencies", [])]
         if len(users) != 1:
@@ -172,6 +187,21 @@ def self_test(root):
         expect("a C module imported by another module's tests fails", True, "C module CPostgres")
         os.remove(probe)
 
+        # No HTTP below the API: a record layer that imports IssuerdHTTP fails, even when
+        # Package.swift declares the dependency too.
+        for record_layer in ("IssuerdStorage", "IssuerdHistory", "IssuerdAuth", "IssuerdImport"):
+            probe = os.path.join(copy, "Sources", record_layer, "LayoutProbe.swift")
+            open(probe, "w").write("import IssuerdHTTP\n")
+            edited = json.loads(json.dumps(package))
+            for target in edited["targets"]:
+                if target["name"] == record_layer:
+                    target["target_dependencies"].append("IssuerdHTTP")
+            problems = check(copy, architecture, edited)
+            results.append((f"{record_layer} importing IssuerdHTTP fails (no HTTP below the API)",
+                            any(f"{record_layer} depends on IssuerdHTTP" in p for p in problems)
+                            and any(f"{record_layer} → IssuerdHTTP" in p for p in problems), problems))
+            os.remove(probe)
+
         probe = os.path.join(copy, "Sources", "IssuerdStorage", "LayoutProbe.swift")
         open(probe, "w").write("@testable import IssuerdAPI\n")
         expect("a lower module importing IssuerdAPI fails", True, "IssuerdStorage")
@@ -184,6 +214,12 @@ def self_test(root):
         problems = check(copy, architecture, edited)
         results.append(("a Package.swift edge the table does not allow fails",
                         any("IssuerdRisk depends on IssuerdHTTP" in p for p in problems), problems))
+
+        edited = json.loads(json.dumps(package))
+        edited["targets"] = [t for t in edited["targets"] if t["name"] != "IssuerdHistoryTests"]
+        problems = check(copy, architecture, edited)
+        results.append(("a library module without its own test target fails",
+                        any("IssuerdHistory has no test target" in p for p in problems), problems))
 
         edited = json.loads(json.dumps(package))
         edited["targets"].append({"name": "IssuerdNew", "type": "library", "path": "Sources/IssuerdNew",

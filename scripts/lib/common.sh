@@ -11,6 +11,14 @@ ISSUERD_TEST_DEBIAN_PACKAGES=(chromium chromium-driver nodejs nginx)
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# The entry script's --help: prints its header, the comment block after the shebang up to the
+# first line that is not a comment, each line without its "#" and one space, then exits 0.
+# scripts/lib/check_help.py holds every script's --help to exactly that text.
+usage() {
+    awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"
+    exit 0
+}
+
 # Installs the Debian packages issuerd builds and tests against, if any is missing.
 ensure_packages() {
     local missing=()
@@ -29,27 +37,30 @@ ensure_packages() {
 # A Python virtual environment with the independent test oracles (cryptography for the
 # ECC_V2/RSA_V2 decryptor; Mastercard's own field-level encryption and OAuth 1.0a signer for the
 # MDES tests, pinned: the oracle script drives their internals for AES-256 and IV-less payloads),
-# PGPy (an OpenPGP implementation of its own, which opens and verifies Google's opaque payment card)
+# PGPy (an OpenPGP implementation of its own, which opens and verifies Google's opaque payment card),
+# jwcrypto (a JOSE implementation of its own, which opens Visa's encrypted payment instrument)
 # and Selenium, which drives Debian's Chromium for the console's browser test. Python is test
 # tooling only, never part of the product.
 ISSUERD_MC_ENCRYPTION_VERSION=1.23.3
 ISSUERD_MC_OAUTH1_VERSION=1.9.2
 ISSUERD_PGPY_VERSION=0.6.0
+ISSUERD_JWCRYPTO_VERSION=1.6.1
 ensure_test_python() {
     local venv="$ISSUERD_ROOT/.venv-test"
-    if ! "$venv/bin/python" - "$ISSUERD_MC_ENCRYPTION_VERSION" "$ISSUERD_MC_OAUTH1_VERSION" "$ISSUERD_PGPY_VERSION" <<'PY' 2>/dev/null; then
+    if ! "$venv/bin/python" - "$ISSUERD_MC_ENCRYPTION_VERSION" "$ISSUERD_MC_OAUTH1_VERSION" "$ISSUERD_PGPY_VERSION" "$ISSUERD_JWCRYPTO_VERSION" <<'PY' 2>/dev/null; then
 import sys
 from importlib.metadata import version
-import cryptography, selenium, client_encryption, oauth1, pgpy
+import cryptography, selenium, client_encryption, oauth1, pgpy, jwcrypto
 assert version("mastercard-client-encryption") == sys.argv[1] and version("mastercard-oauth1-signer") == sys.argv[2]
-assert version("pgpy") == sys.argv[3]
+assert version("pgpy") == sys.argv[3] and version("jwcrypto") == sys.argv[4]
 PY
         say "setting up $venv with Python cryptography and Mastercard's libraries (test oracles) and Selenium (browser test)"
         [ -x "$venv/bin/pip" ] || python3 -m venv "$venv" || die "python3 -m venv failed"
         "$venv/bin/pip" install -q --disable-pip-version-check 'cryptography>=42' 'selenium>=4.20,<5' \
             "mastercard-client-encryption==$ISSUERD_MC_ENCRYPTION_VERSION" \
             "mastercard-oauth1-signer==$ISSUERD_MC_OAUTH1_VERSION" "pgpy==$ISSUERD_PGPY_VERSION" \
-            || die "pip install cryptography selenium mastercard-client-encryption mastercard-oauth1-signer pgpy failed"
+            "jwcrypto==$ISSUERD_JWCRYPTO_VERSION" \
+            || die "pip install cryptography selenium mastercard-client-encryption mastercard-oauth1-signer pgpy jwcrypto failed"
     fi
     export ISSUERD_TEST_PYTHON="$venv/bin/python"
 }

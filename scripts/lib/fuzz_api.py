@@ -68,7 +68,7 @@ def luhn_complete(prefix: str) -> str:
 
 
 class SigningSession(requests.Session):
-    """Signs every request body it sends as a TSP would (api.md `X-Issuerd-Signature`).
+    """Signs every request body it sends as a TSP would (`X-Issuerd-Signature`, docs/openapi.yaml's `tspSignature`).
 
     The signature covers the exact bytes on the wire, so it is computed on the prepared request.
     The server refuses a signature it has already seen (replay guard), and Hypothesis often sends

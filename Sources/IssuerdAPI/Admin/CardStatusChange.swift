@@ -2,7 +2,6 @@ import Foundation
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// A card status change and what it does to the card's tokens, in one transaction with its audit
@@ -11,7 +10,7 @@ import IssuerdStorage
 /// (``MDESTokenChange``: lost → suspend `L`, stolen → suspend `S`, closed → delete `C`, active
 /// again → unsuspend `F`).
 ///
-/// Token effects (api.md: lost, stolen and closed suspend or delete the card's tokens at the TSP):
+/// Token effects (a lost, stolen or closed card's tokens are suspended or deleted at the TSP):
 /// - `lost`, `stolen`: active and pending tokens become `suspended` (TSP action `suspend`); the
 ///   state each had is kept in `tokens.issuer_suspended_from`.
 /// - `closed`: every token not yet deleted becomes `deleted` (TSP action `delete`). Closed is

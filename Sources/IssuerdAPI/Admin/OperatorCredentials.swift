@@ -1,7 +1,7 @@
 import Foundation
 import IssuerdAuth
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// An API key just created: shown once, stored only hashed.

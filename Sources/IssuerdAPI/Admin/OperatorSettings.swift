@@ -4,7 +4,6 @@ import IssuerdCrypto
 import IssuerdKeys
 import IssuerdPKCS11
 import IssuerdPostgres
-import IssuerdService
 
 /// The few settings the operator commands need, each read on its own, so `issuerd audit verify`
 /// does not demand the TSP secret that only `serve` uses. Same keys and messages as

@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// `issuerd keys rotate`: re-seals every card PAN whose key version is not the current one,

@@ -6,11 +6,10 @@ import IssuerdHTTP
 import IssuerdKeys
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// The running service: configuration, database pool, services, router and HTTP server, wired
-/// once at start-up and stopped in reverse order.
+/// once; its ``services`` start in one order and stop in the reverse.
 ///
 /// `issuerd serve` owns one; the API tests start one on port 0 against a throwaway database.
 public final class IssuerdApplication: Sendable {
@@ -22,6 +21,8 @@ public final class IssuerdApplication: Sendable {
     let database: PostgresPool
     let context: ServiceContext
     let server: HTTPServer
+    /// Every route; what ``server`` answers with, and what tests drive in process.
+    let router: Router
     let rulesWatcher: RulesFileWatcher
     let outbox: OutboxDispatcher
     let auditSealer: AuditSealer
@@ -63,7 +64,9 @@ public final class IssuerdApplication: Sendable {
             probes: [Self.databaseProbe(database), Self.rulesProbe(rules)]
                 + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
             rulesetVersion: { rules.current.version })
-        var table = RouteTable(admission: context.admission(for:))
+        var table = RouteTable(
+            admission: context.admission(for:),
+            repeatedLogs: RepeatedLogLimiter(interval: configuration.logRepeatInterval))
         OperationsRoutes.register(in: &table, readiness: readiness, metrics: metrics)
         CardRoutes.register(in: &table, context: context)
         GooglePayRoutes.register(in: &table, context: context)
@@ -72,6 +75,8 @@ public final class IssuerdApplication: Sendable {
         RulesRoutes.register(in: &table, context: context)
         StepUpRoutes.register(in: &table, context: context)
         AttemptRoutes.register(in: &table, context: context)
+        OutcomeRoutes.register(in: &table, context: context)
+        CaseRoutes.register(in: &table, context: context)
         AnalystRoutes.register(in: &table, context: context)
         MDESRoutes.register(in: &table, context: context)
         let apiKeys = context.apiKeys
@@ -107,6 +112,7 @@ public final class IssuerdApplication: Sendable {
         self.auditSealer = AuditSealer(
             database: database, settings: configuration.audit, metrics: metrics,
             logger: logger.labelled("issuerd.audit"))
+        self.router = table.router
         self.server = HTTPServer(
             configuration: serverConfiguration, router: table.router, logger: logger.labelled("issuerd.http"),
             metrics: metrics)
@@ -118,27 +124,66 @@ public final class IssuerdApplication: Sendable {
     /// The port the server listens on (the real one when configured with port 0).
     public var port: Int { server.port }
 
-    /// Applies pending migrations (when configured), then starts listening.
+    /// What the instance runs, in start order; ``shutdown(timeout:)`` stops them in reverse.
+    /// docs/architecture.md states the same order and why.
+    private var services: [LifecycleService] {
+        let configuration = configuration
+        let (logger, database, context) = (logger, database, context)
+        let (server, rulesWatcher, outbox, auditSealer) = (server, rulesWatcher, outbox, auditSealer)
+        return [
+            LifecycleService(
+                "database",
+                start: {
+                    guard configuration.migrateOnStart else { return }
+                    let applied = try Migrator(
+                        directory: URL(fileURLWithPath: configuration.sqlDirectory),
+                        logger: logger.labelled("issuerd.migrate")
+                    )
+                    .migrate(using: database)
+                    if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
+                }, stop: { _ in database.close() }),
+            LifecycleService("backtest jobs", start: {}, stop: { context.backtestJobs.stop(timeout: $0.timeInterval) }),
+            // A waiting request dropped, a running one waited for.
+            LifecycleService("backtest read-ahead", start: {}, stop: { context.backtestPreparation.stop(timeout: $0) }),
+            // Stopped after one last round, so the instance's last entries are chained.
+            LifecycleService(
+                "audit sealer", start: { if configuration.audit.seal { auditSealer.start() } },
+                stop: { auditSealer.stop(timeout: $0) }),
+            LifecycleService(
+                "outbox dispatcher", start: { if configuration.outbox.dispatch { outbox.start() } },
+                stop: { outbox.stop(timeout: $0) }),
+            // Stops accepting, then lets in-flight requests finish within the timeout.
+            LifecycleService("HTTP server", start: { try server.start() }, stop: { server.shutdown(timeout: $0) }),
+            LifecycleService("rules watcher", start: { rulesWatcher.start() }, stop: { _ in rulesWatcher.stop() }),
+            // Stopped first, so no round of recent hours starts a read while requests drain.
+            LifecycleService(
+                "recent backtest hours",
+                start: {
+                    let rules = context.rules
+                    context.backtestPreparation.keepRecent(
+                        hours: configuration.console.backtestKeepRecentHours,
+                        limit: RulesBacktestRequest.maximumAttempts, current: { rules.current }, clock: context.clock)
+                }, stop: { context.backtestPreparation.stopRecentRounds(timeout: $0) }),
+        ]
+    }
+
+    /// Starts ``services`` in order: pending migrations applied (when configured), the background
+    /// workers, then the listening socket. When one fails, those started are stopped in reverse.
     ///
     /// - Throws: ``PostgresError`` when migrations cannot run, ``MigrationError`` when an applied
     ///   migration's file changed, ``HTTPServerError`` when the socket cannot be bound.
     public func start() throws {
-        if configuration.migrateOnStart {
-            let applied = try Migrator(
-                directory: URL(fileURLWithPath: configuration.sqlDirectory), logger: logger.labelled("issuerd.migrate")
-            )
-            .migrate(using: database)
-            if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
+        let services = services
+        for (index, service) in services.enumerated() {
+            do {
+                try service.start()
+            } catch {
+                for started in services[..<index].reversed() where started.name != "database" {
+                    started.stop(.seconds(5))
+                }
+                throw error
+            }
         }
-        try server.start()
-        rulesWatcher.start()
-        if configuration.outbox.dispatch { outbox.start() }
-        if configuration.audit.seal { auditSealer.start() }
-        let rules = context.rules
-        context.backtestPreparation.keepRecent(
-            hours: configuration.console.backtestKeepRecentHours, limit: RulesBacktestRequest.maximumAttempts,
-            current: { rules.current },
-            clock: context.clock)
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
     }
 
@@ -147,17 +192,10 @@ public final class IssuerdApplication: Sendable {
         context.rules.reload(trigger: "SIGHUP")
     }
 
-    /// Stops accepting, lets in-flight requests finish (at most `timeout`), then closes the pool.
+    /// Stops ``services`` in reverse order: nothing new is read or accepted, in-flight requests
+    /// finish (at most `timeout`), the workers end, and the pool closes last.
     public func shutdown(timeout: Duration = .seconds(5)) {
-        // First, so no round of recent backtest hours starts a read while requests drain.
-        context.backtestPreparation.stopRecentRounds(timeout: timeout)
-        rulesWatcher.stop()
-        server.shutdown(timeout: timeout)
-        outbox.stop(timeout: timeout)
-        auditSealer.stop(timeout: timeout)
-        context.backtestPreparation.stop(timeout: timeout)
-        context.backtestJobs.stop(timeout: TimeInterval(timeout.components.seconds))
-        database.close()
+        for service in services.reversed() { service.stop(timeout) }
         logger.info("issuerd stopped")
     }
 
@@ -210,10 +248,15 @@ public final class IssuerdApplication: Sendable {
         }
     }
 
+    /// Ready when the database answers and, after a statement failed for want of disk or memory
+    /// (SQLSTATE class 53: `SELECT 1` still answers on a full disk), once a write that needs new
+    /// space succeeds again (``PostgresPool/probeWrite()``); so an instance the database cannot
+    /// write for is taken out of the balancer, and comes back by itself when it can.
     private static func databaseProbe(_ database: PostgresPool) -> Readiness.Probe {
         {
             do {
                 try database.ping()
+                if database.lastResourceFailure != nil { try database.probeWrite() }
                 return .init(name: "database", ok: true, critical: true, detail: nil)
             } catch let error as PostgresError {
                 return .init(name: "database", ok: false, critical: true, detail: "\(error.code)")
@@ -221,5 +264,18 @@ public final class IssuerdApplication: Sendable {
                 return .init(name: "database", ok: false, critical: true, detail: "unexpected error")
             }
         }
+    }
+}
+
+/// One part of the running instance, as ``IssuerdApplication`` starts and stops it.
+struct LifecycleService: Sendable {
+    let name: String
+    let start: @Sendable () throws -> Void
+    let stop: @Sendable (Duration) -> Void
+
+    init(_ name: String, start: @escaping @Sendable () throws -> Void, stop: @escaping @Sendable (Duration) -> Void) {
+        self.name = name
+        self.start = start
+        self.stop = stop
     }
 }

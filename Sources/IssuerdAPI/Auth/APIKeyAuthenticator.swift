@@ -1,9 +1,9 @@
 import Foundation
+import IssuerdAuth
 import IssuerdConsole
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 
 /// Creates and checks API keys. Keys are 256 random bits shown once (`isk_<id>_<secret>`);
 /// only the SHA-256 of the whole key is stored. A slow password hash is not needed: the key

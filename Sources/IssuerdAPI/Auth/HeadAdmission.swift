@@ -1,10 +1,9 @@
 import IssuerdAuth
 import IssuerdHTTP
-import IssuerdService
 
 extension ServiceContext {
     /// The credential a route's callers must show on a request's head before its body is read
-    /// (``Router/Admission``), by api.md's caller groups (the path prefixes deploy/nginx.conf
+    /// (``Router/Admission``), by caller group (docs/openapi.yaml's tags; the path prefixes deploy/nginx.conf
     /// also routes apart). A request with a body that lacks it is answered 401 and its body
     /// discarded as it arrives, never kept; the handlers still check every credential in full.
     ///
@@ -18,7 +17,8 @@ extension ServiceContext {
     func admission(for pattern: String) -> Router.Admission? {
         let (appTokens, tsp, apiKeys, clock) = (self.appTokens, self.tsp, self.apiKeys, self.clock)
         if pattern.hasPrefix("/v1/cards") || pattern.hasPrefix("/v1/wallet/") {
-            return { _ = try appTokens.customerID(for: $0, now: clock()) }
+            // Verified in full: the handler takes the customer from it instead of verifying again.
+            return { try appTokens.principal(for: $0, now: clock()) }
         }
         if pattern == "/v1/tsp/activation-codes/verify" {
             return { request in
@@ -27,12 +27,26 @@ extension ServiceContext {
                 } else {
                     try apiKeys.admit(request)
                 }
+                return nil
             }
         }
-        if pattern.hasPrefix("/v1/tsp/") { return { try tsp.admit($0, now: clock()) } }
-        if pattern.hasPrefix("/v1/admin/") { return { try apiKeys.admit($0) } }
+        if pattern.hasPrefix("/v1/tsp/") {
+            return {
+                try tsp.admit($0, now: clock())
+                return nil
+            }
+        }
+        if pattern.hasPrefix("/v1/admin/") {
+            return {
+                try apiKeys.admit($0)
+                return nil
+            }
+        }
         if pattern.hasPrefix("/mdes/"), let proxies = configuration.mdes?.trustedProxies {
-            return { try MDESIssuerServices.admit($0, proxies: proxies) }
+            return {
+                try MDESIssuerServices.admit($0, proxies: proxies)
+                return nil
+            }
         }
         return nil
     }

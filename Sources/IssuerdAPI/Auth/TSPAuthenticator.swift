@@ -1,10 +1,10 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 
-/// Authenticates token service provider calls by `X-Issuerd-Signature` (api.md).
+/// Authenticates token service provider calls by `X-Issuerd-Signature` (docs/openapi.yaml, `tspSignature`).
 ///
 /// Three checks, in order: the HMAC over `"<t>.<raw body>"` (constant-time), the timestamp
 /// within 300 s of now, and the signature never seen before. Seen signatures are kept in
@@ -14,7 +14,7 @@ import IssuerdService
 /// transaction and ``authenticate(_:database:now:)`` on its own.
 struct TSPAuthenticator: Sendable {
     static let headerName = TSPSignature.headerName
-    /// api.md: reject a timestamp more than 300 s off.
+    /// A timestamp more than 300 s off is refused.
     static let window: TimeInterval = 300
 
     private let key: SymmetricKey

@@ -74,7 +74,7 @@ final class VerifiedTSPSignature: Sendable {
             // and a 401 would tell the TSP that an authorization which did commit was refused.
             // The signature is still recorded when it can be, so a copy of these bytes is 401.
             let recorded = try? recordAlone(database: database)
-            if recorded == false, let refusal = error as? HTTPError, refusal.status < 500 {
+            if recorded == false, let refusal = HTTPError.answer(for: error), refusal.status < 500 {
                 throw Self.replayed(logger: logger)
             }
             throw error

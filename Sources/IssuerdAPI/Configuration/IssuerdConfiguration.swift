@@ -3,9 +3,9 @@ import IssuerdAuth
 import IssuerdConsole
 import IssuerdCore
 import IssuerdHTTP
+import IssuerdHistory
 import IssuerdKeys
 import IssuerdOutbox
-import IssuerdService
 import IssuerdStorage
 
 /// Everything `issuerd serve` needs, read once at start-up, validated eagerly, passed down
@@ -27,6 +27,9 @@ public struct IssuerdConfiguration: Sendable {
     /// How long a statement waits for the database's answer before the request gets a 503
     /// and the connection is closed (`ISSUERD_DB_STATEMENT_TIMEOUT`, default 5s).
     public var databaseStatementTimeout: Duration
+    /// How often a warning that every request repeats (the database unavailable or out of disk)
+    /// is logged: once per interval, with the count left out (`ISSUERD_LOG_REPEAT_INTERVAL`, default 10s).
+    public var logRepeatInterval: Duration
     /// `host:port` to listen on (`ISSUERD_LISTEN`, default `127.0.0.1:8080`).
     public var listen: String
     /// Handler threads (`ISSUERD_HTTP_THREADS`, default: the pool size, since a blocking
@@ -82,6 +85,8 @@ public struct IssuerdConfiguration: Sendable {
     public var console: ConsoleSettings
     /// The audit chain's background sealer (`ISSUERD_AUDIT_*`).
     public var audit: AuditSettings
+    /// How outcomes count: network signals, label maturity (`ISSUERD_OUTCOMES_*`).
+    public var outcomes: OutcomeSettings
     /// Mastercard MDES inbound (`ISSUERD_MDES_ISSUER_KEYS`, …); nil without issuer keys.
     public var mdes: MDESSettings?
     /// Google Pay push provisioning (`ISSUERD_MDES_MASTERCARD_*`, `ISSUERD_GOOGLE_OPC_*`).
@@ -100,6 +105,8 @@ public struct IssuerdConfiguration: Sendable {
             "ISSUERD_DB_DEAD_PEER_TIMEOUT", default: .seconds(3), in: .seconds(1)...(.seconds(600)))
         databaseStatementTimeout = try reader.duration(
             "ISSUERD_DB_STATEMENT_TIMEOUT", default: .seconds(5), in: .milliseconds(100)...(.seconds(600)))
+        logRepeatInterval = try reader.duration(
+            "ISSUERD_LOG_REPEAT_INTERVAL", default: .seconds(10), in: .milliseconds(100)...(.seconds(3600)))
         listen = reader.string("ISSUERD_LISTEN") ?? "127.0.0.1:8080"
         httpThreads = try reader.integer("ISSUERD_HTTP_THREADS", default: databasePoolSize, in: 1...512)
         bodyLimit = try reader.integer("ISSUERD_BODY_LIMIT", default: 1 << 20, in: 1024...(64 << 20))
@@ -146,6 +153,7 @@ public struct IssuerdConfiguration: Sendable {
         outbox = try OutboxSettings(reader)
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
+        outcomes = try OutcomeSettings(reader)
         mdes = try MDESSettings.read(reader, hsm: hsm != nil)
         googlePay = try GooglePaySettings(reader)
     }

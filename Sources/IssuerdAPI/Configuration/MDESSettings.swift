@@ -1,9 +1,9 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdMDES
-import IssuerdService
 
-/// Mastercard MDES, issuer side, inbound (api.md, "Mastercard MDES, issuer side"): the issuer
+/// Mastercard MDES, issuer side, inbound (docs/networks.md): the issuer
 /// keys that open `encryptedPayload`s (`ISSUERD_MDES_ISSUER_KEYS`), Mastercard's encryption
 /// certificate (`ISSUERD_MDES_MASTERCARD_CERT`) and the proxies that vouch for MDES's client
 /// certificate (`ISSUERD_TRUSTED_PROXIES`); issuer keys in the HSM by label

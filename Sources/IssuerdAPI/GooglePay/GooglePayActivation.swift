@@ -1,10 +1,9 @@
 import Foundation
 import IssuerdHTTP
-import IssuerdService
 import IssuerdWire
 
 /// `POST /v1/cards/{cardId}/google-pay/activations`: Google Wallet's app-to-app yellow path
-/// (mdes-issuer.md §8.3). Google Wallet opened the issuer's app with the registered action and an
+/// (Google Pay's "App-to-App ID&V"). Google Wallet opened the issuer's app with the registered action and an
 /// `EXTRA_TEXT` payload; the app authenticated the cardholder and calls this. The pending token is
 /// activated through In-App Verification's own function (``WalletVerifier``: the same single use,
 /// hourly limit, audit entry and queued TSP activation), and the answer says what the app returns
@@ -37,7 +36,7 @@ struct GooglePayActivation: Sendable {
 
     /// The token reference: given, or read from `EXTRA_TEXT` (Base64 of JSON holding
     /// `tokenUniqueReference`, Mastercard's name; `tokenReference` also read). Which other
-    /// fields MDES puts there is unverified (§9 item 7); nothing else is read.
+    /// fields MDES puts there is unverified (docs/networks.md, open point 7); nothing else is read.
     static func tokenReference(_ body: GooglePayActivationRequest) throws -> String {
         if body.tokenReference != nil, body.extraText != nil {
             throw APIErrors.invalidRequest("give tokenReference or extraText, not both")

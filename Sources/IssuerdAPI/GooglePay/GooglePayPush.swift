@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOpenPGP
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -10,7 +10,8 @@ import IssuerdWire
 /// network issuerd cannot push to is answered before anything is decided), then the push's shared
 /// transaction (``InAppProvisioning/push(_:customerID:cardID:now:claim:push:answer:)``: rate
 /// limits, the risk decision, orange → 403, the attempt of channel `google_pay`), and for green or
-/// yellow what the app hands `pushTokenize`.
+/// yellow what the app hands `pushTokenize`: Mastercard's opaque card, or Visa's encrypted payment
+/// instrument for Google's Visa token requestor id and the wallet ids the app sent.
 struct GooglePayPush: Sendable {
     let provisioning: InAppProvisioning
     let crypto: GooglePayCrypto
@@ -18,16 +19,14 @@ struct GooglePayPush: Sendable {
     func push(
         _ request: HTTPRequest, customerID: String, cardID: String, now: Date, claim: IdempotencyClaim?
     ) throws -> HTTPResponse {
-        let context = provisioning.context
         let body = try provisioning.validated(cardID: cardID, customerID: customerID) {
             try Self.validate(request.decodeJSON(GooglePayPushRequest.self))
         }
-        guard
-            let stored = try context.database.withConnection({
-                try CardStore.find(cardID, ownedBy: customerID, connection: $0)
-            })
-        else { throw APIErrors.cardNotFound() }
-        let provider = try crypto.provider(network: stored.paymentNetwork)
+        let wallet = WalletPush(provisioning: provisioning, crypto: crypto)
+        let provider = try wallet.provider(
+            cardID: cardID, customerID: customerID,
+            walletIDs: (body.walletInfo?.deviceId, body.walletInfo?.walletAccountId),
+            fields: ("walletInfo.deviceId", "walletInfo.walletAccountId"))
         let sealer = body.serverSessionId == nil ? nil : crypto.googleSealer
         var facts: [String: JSONValue] = ["googleOpaquePaymentCard": .bool(sealer != nil)]
         if let device = body.device { facts["device"] = InAppProvisioning.deviceFacts(device) }
@@ -36,19 +35,21 @@ struct GooglePayPush: Sendable {
             request, customerID: customerID, cardID: cardID, now: now, claim: claim, push: push
         ) { approval, record in
             let card = approval.card
-            let pan = try CardStore.openPAN(card, vault: context.vault)
+            let pushed = try wallet.pushedCard(approval)
+            let flow = approval.decision.flow
             let opaque = try provider.opaquePaymentCard(
-                PushedCard(
-                    pan: pan, expiration: card.expiration, cardholderName: card.cardholderName, cardID: card.cardID),
+                pushed,
+                to: PushWallet(
+                    name: .googlePay, deviceID: body.walletInfo?.deviceId, accountID: body.walletInfo?.walletAccountId,
+                    cardholderVerified: flow == .green),
                 now: now)
             let google = try body.serverSessionId.flatMap { session in
                 try sealer.map {
                     try GoogleOpaquePaymentCard.make(
-                        pan: pan, expiryMonth: String(card.expiration.compact.prefix(2)),
-                        expiryYear: String(card.expiration.compact.suffix(2)), serverSessionID: session, sealer: $0)
+                        pan: pushed.pan, expiryMonth: String(pushed.expiration.compact.prefix(2)),
+                        expiryYear: String(pushed.expiration.compact.suffix(2)), serverSessionID: session, sealer: $0)
                 }
             }
-            let flow = approval.decision.flow
             let response = GooglePayPushResponse(
                 attemptId: approval.attemptID,
                 decision: Decision(flow: flow.description, attemptId: approval.attemptID, reasons: approval.reasons),
@@ -67,7 +68,8 @@ struct GooglePayPush: Sendable {
         }
     }
 
-    /// Bounds (api.md): `serverSessionId` 1 to 128 printable characters; the device as every push's.
+    /// Bounds (docs/openapi.yaml): `serverSessionId` 1 to 128 printable characters; the wallet's ids as
+    /// ``WalletPush/checkWalletID(_:field:)`` says; the device as every push's.
     static func validate(_ body: GooglePayPushRequest) throws -> GooglePayPushRequest {
         if let session = body.serverSessionId {
             guard (1...GoogleOpaquePaymentCard.maximumServerSessionIDLength).contains(session.utf8.count),
@@ -78,6 +80,8 @@ struct GooglePayPush: Sendable {
                     field: "serverSessionId")
             }
         }
+        try WalletPush.checkWalletID(body.walletInfo?.deviceId, field: "walletInfo.deviceId")
+        try WalletPush.checkWalletID(body.walletInfo?.walletAccountId, field: "walletInfo.walletAccountId")
         guard let device = body.device else { throw APIErrors.invalidRequest("device is required", field: "device") }
         try ProvisioningInput.check(device)
         return body

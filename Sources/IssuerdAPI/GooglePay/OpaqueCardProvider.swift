@@ -4,7 +4,6 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdMDES
 import IssuerdOpenPGP
-import IssuerdService
 
 /// The card data a network's opaque payment card is made of.
 struct PushedCard {
@@ -15,36 +14,44 @@ struct PushedCard {
     var cardholderName: String
     /// The issuer's card id.
     var cardID: String
+    /// The card's country (ISO 3166-1 alpha-2), when the issuer holds it.
+    var country: String?
 }
 
-/// Makes one network's opaque payment card for `pushTokenize` (the TSP OPC, mdes-issuer.md §8.1).
-/// Visa's format is not public (Visa offers it as a service, Visa In-App Provisioning): an issuer
-/// with Visa's onboarding writes a provider of this shape whose `network` is `visa` (calling Visa's
-/// service) and passes it to ``GooglePayCrypto/init(settings:tav:extra:)`` in ``ServiceContext``;
-/// until then a Visa card's push is 422 `visa_push_not_configured`.
+/// Makes one network's opaque payment card for a push to Google Pay (`pushTokenize`, the TSP
+/// OPC) or Samsung Pay (`EXTRA_PROVISION_PAYLOAD`): Mastercard's (``MastercardOpaqueCardProvider``)
+/// and Visa's encrypted payment instrument (``VisaOpaqueCardProvider``), each built from its
+/// settings; without them a card of that network is 422 `<network>_push_not_configured`.
 protocol OpaqueCardProvider: Sendable {
     /// The `tokenServiceProvider` and `network` the app passes on (`mastercard`, `visa`).
     var network: String { get }
+    /// True when the payload carries the wallet's device and account ids (the request must send them).
+    var requiresWalletIDs: Bool { get }
 
-    /// Base64 of the network's opaque payment card.
-    func opaquePaymentCard(_ card: PushedCard, now: Date) throws -> String
+    /// The network's opaque payment card for `wallet`, as the app hands it to the wallet's SDK.
+    func opaquePaymentCard(_ card: PushedCard, to wallet: PushWallet, now: Date) throws -> String
 }
 
-/// Mastercard's: the card data field-level-encrypted to Mastercard's certificate and the signed TAV.
+extension OpaqueCardProvider {
+    var requiresWalletIDs: Bool { false }
+}
+
+/// Mastercard's: the card data field-level-encrypted to Mastercard's certificate and the signed
+/// TAV, Base64 of JSON; the same object for every wallet.
 struct MastercardOpaqueCardProvider: OpaqueCardProvider {
     let network = "mastercard"
     let recipient: MastercardEncryptionKey
     let tav: MastercardTAVProvider
 
-    func opaquePaymentCard(_ card: PushedCard, now: Date) throws -> String {
+    func opaquePaymentCard(_ card: PushedCard, to wallet: PushWallet, now: Date) throws -> String {
         try MastercardOpaquePaymentCard.make(
             pan: card.pan, expiration: card.expiration, accountHolderName: card.cardholderName,
             cardReference: card.cardID, tav: tav, recipient: recipient, now: now)
     }
 }
 
-/// What Google Pay push provisioning can make, built once at start-up: a provider per configured
-/// network, and the OpenPGP keys of Google's own opaque payment card when both are set.
+/// What a push to Google Pay or Samsung Pay can make, built once at start-up: a provider per
+/// configured network, and the OpenPGP keys of Google's own opaque payment card when both are set.
 struct GooglePayCrypto: Sendable {
     private let providers: [String: any OpaqueCardProvider]
     /// The issuer's signing key and Google's encryption key; nil unless both are configured.
@@ -57,7 +64,7 @@ struct GooglePayCrypto: Sendable {
     ///
     /// - Parameters:
     ///   - tav: The TAV signer (PEM or HSM); Mastercard needs it beside its certificate.
-    ///   - extra: Providers of other networks (a Visa provider), taking precedence.
+    ///   - extra: Providers of other networks, taking precedence (tests).
     /// - Throws: ``ConfigurationError`` naming the setting that does not load.
     init(settings: GooglePaySettings, tav: MastercardTAVProvider?, extra: [any OpaqueCardProvider] = []) throws {
         var providers: [String: any OpaqueCardProvider] = [:]
@@ -78,6 +85,9 @@ struct GooglePayCrypto: Sendable {
                     problem: "\(error)")
             }
             providers["mastercard"] = MastercardOpaqueCardProvider(recipient: recipient, tav: tav)
+        }
+        if let visa = settings.visa {
+            providers["visa"] = try VisaOpaqueCardProvider(settings: visa)
         }
         for provider in extra { providers[provider.network] = provider }
         self.providers = providers
@@ -102,12 +112,12 @@ struct GooglePayCrypto: Sendable {
         guard Self.pushNetworks.contains(network) else {
             throw HTTPError(
                 status: 422, code: "push_network_unsupported",
-                message: "Google Pay push provisioning is not offered for this card's network",
+                message: "push provisioning to a wallet is not offered for this card's network",
                 context: ["network": .string(network)])
         }
         let missing =
             network == "visa"
-            ? "Visa's opaque payment card comes from Visa In-App Provisioning, which is not configured"
+            ? "Visa push needs ISSUERD_VISA_ENCRYPTION_API_KEY, ISSUERD_VISA_ENCRYPTION_SHARED_SECRET and ISSUERD_VISA_CLIENT_APP_ID"
             : "Mastercard push needs ISSUERD_MDES_MASTERCARD_CERT and a TAV signing key"
         throw HTTPError(
             status: 422, code: HTTPError.Code(rawValue: "\(network)_push_not_configured"), message: missing,

@@ -1,8 +1,8 @@
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdKeys
 import IssuerdMDES
 import IssuerdPKCS11
-import IssuerdService
 
 /// An MDES issuer encryption key in the HSM (`ISSUERD_MDES_ISSUER_KEY_LABELS`): the one-time AES
 /// key of an inbound `encryptedPayload` is decrypted in the token (`CKM_RSA_PKCS_OAEP` with

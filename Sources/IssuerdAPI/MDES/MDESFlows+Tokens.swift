@@ -5,7 +5,6 @@ import IssuerdHTTP
 import IssuerdMDES
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -146,6 +145,12 @@ extension MDESFlows {
             paymentAppInstanceId: request.paymentAppInstanceId,
             eventsJSON: String(decoding: MDESMessageDecoder.encode(request.events), as: UTF8.self), now: now,
             connection: connection)
+        try OutcomeStore.recordNetworkSignal(
+            tokenReference: request.tokenUniqueReference,
+            note:
+                "MDES Notify Suspicious Events \(request.requestId): \(request.status.text), \(request.events.count) event(s)",
+            at: now, confirmed: context.configuration.outcomes.networkConfirms, actor: "mdes", now: now,
+            connection: connection)
         logger.notice(
             "MDES suspicious events", ["status": .string(request.status.text), "events": .int(request.events.count)])
     }
@@ -169,7 +174,8 @@ extension MDESFlows {
         }
         if let pending = try connection.query(
             """
-            SELECT c.challenge_id, o.dedup_key, o.payload::text AS payload, c.expires_at FROM challenges c
+            SELECT c.challenge_id, o.dedup_key, o.payload::text AS payload, c.expires_at, c.destination_fingerprint
+            FROM challenges c
             JOIN outbox o ON o.dedup_key = 'notify:' || c.challenge_id::text
             WHERE c.token_reference = \(token.tokenReference) AND c.method = \(method.rawValue)
               AND c.status = 'pending' AND c.expires_at > \(now) ORDER BY c.created_at DESC LIMIT 1
@@ -177,6 +183,10 @@ extension MDESFlows {
         ).first {
             do {
                 try services.challenges.enforceSendLimit(token.tokenReference, now: now, connection: connection)
+                try services.challenges.enforceCardholderLimit(
+                    customerID: token.customerID,
+                    destinationFingerprint: try pending.decode("destination_fingerprint", as: [UInt8]?.self), now: now,
+                    connection: connection)
             } catch let error as HTTPError {
                 throw MDESRequestError("ACTIVATION_METHOD_REFUSED", error.message)
             }

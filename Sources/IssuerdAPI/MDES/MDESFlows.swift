@@ -4,7 +4,6 @@ import IssuerdHTTP
 import IssuerdMDES
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -101,7 +100,7 @@ struct MDESFlows {
                 deviceID: deviceID, tokenReference: tokenReference, tokenRequestorID: request.tokenRequestorId,
                 tokenizationSource: source?.name, requestID: request.requestId),
             facts: try Self.facts(request.factsJSON(lastFour: String(account.accountNumber.suffix(4)))),
-            expiration: data.expiration, now: now
+            expiration: data.expiration, now: now, network: "mastercard"
         ) { card, customer, cardActiveTokens in
             RiskRequest(
                 channel: .mdes, card: card, customer: customer,

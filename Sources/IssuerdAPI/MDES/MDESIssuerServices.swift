@@ -5,7 +5,6 @@ import IssuerdHTTP
 import IssuerdMDES
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// `POST /mdes/issuerServices/1/0/{op}`: the gate, the bounded body, the stored answer of a
@@ -53,9 +52,14 @@ struct MDESIssuerServices: Sendable {
 
     /// The gate, on the request's head.
     ///
-    /// - Throws: 403 `forbidden` unless the peer is a trusted proxy and `X-Client-Verify` is `SUCCESS`.
+    /// A proxy that appends its verdict to a client's own `X-Client-Verify` instead of replacing it
+    /// would pass the client's `SUCCESS` along; so exactly one field, and that `SUCCESS`, is believed.
+    ///
+    /// - Throws: 403 `forbidden` unless the peer is a trusted proxy and carries exactly one
+    ///   `X-Client-Verify`, `SUCCESS`.
     static func admit(_ request: HTTPRequest, proxies: TrustedProxies) throws {
-        guard proxies.contains(request.remoteAddress), request.headers["X-Client-Verify"] == "SUCCESS" else {
+        guard proxies.contains(request.remoteAddress), request.headers.values(for: "X-Client-Verify") == ["SUCCESS"]
+        else {
             throw HTTPError.forbidden("MDES calls are accepted only through the mutual-TLS proxy")
         }
     }
@@ -75,7 +79,7 @@ struct MDESIssuerServices: Sendable {
         guard let operation = request.pathParameters["op"].flatMap(MDESOperation.init(rawValue:)) else {
             throw HTTPError.notFound("no such MDES operation")
         }
-        var responseId = request.requestId
+        var responseId = MDESResponseID.responseId(forUnread: request.requestId)
         do {
             guard request.body.count <= Self.bodyLimit else {
                 throw MDESRequestError("REQUEST_TOO_LARGE", "the body exceeds \(Self.bodyLimit) bytes")

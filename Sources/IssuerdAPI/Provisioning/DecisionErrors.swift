@@ -1,3 +1,4 @@
+import IssuerdCore
 import IssuerdHTTP
 
 /// The error answers only the decision path gives (provisioning, TSP authorization, token

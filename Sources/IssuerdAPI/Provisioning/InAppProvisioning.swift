@@ -4,7 +4,6 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -115,7 +114,10 @@ struct InAppProvisioning: Sendable {
                 // The claim is locked with the context read: a holder whose claim a retry took
                 // over does nothing, and no retry can take it over before this commits.
                 if let claimHeld, results[claimHeld].isEmpty {
-                    return (value: Outcome.refusal(IdempotencyClaim.takenOver(), counted: nil, log: nil), closing: [])
+                    return (
+                        value: Outcome.refusal(HTTPError(IdempotencyClaim.takenOver()), counted: nil, log: nil),
+                        closing: []
+                    )
                 }
                 guard let pushContext = try results[contextRead] else {
                     return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil, log: nil), closing: [])

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdKeys
-import IssuerdService
 
 /// The crypto of in-app provisioning, built once from configuration: the Apple chain verifier
 /// (with its cache), the ECC_V2 and RSA_V2 encryptors, and one activation-data provider per

@@ -1,12 +1,11 @@
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdRisk
-import IssuerdService
 import IssuerdWire
 
 /// A provisioning body that passed every bound: what PassKit handed the app, decoded.
 ///
-/// Bounds (api.md, issue 5): 1 to 3 certificates of at most 8192 characters each; nonce and
+/// Bounds (docs/openapi.yaml): 1 to 3 certificates of at most 8192 characters each; nonce and
 /// signature at most 4096 characters and, once decoded, within ``PassPayload``'s byte ranges;
 /// device strings short enough to store and log.
 struct ProvisioningInput: Sendable {

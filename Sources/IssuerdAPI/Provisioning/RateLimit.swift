@@ -1,5 +1,5 @@
 import Foundation
-import IssuerdService
+import IssuerdCore
 
 /// A sliding-window limit, written `COUNT/WINDOW` (`10/1m`, `100/1h`) in configuration.
 ///
@@ -24,7 +24,7 @@ public struct RateLimit: Sendable, Equatable, CustomStringConvertible {
         guard parts.count == 2, let count = Int(parts[0]), (1...1_000_000).contains(count),
             let duration = ConfigurationReader.parseDuration(String(parts[1]))
         else { return nil }
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let seconds = duration.timeInterval
         guard (1...86_400).contains(seconds) else { return nil }
         self.init(count: count, window: seconds)
     }

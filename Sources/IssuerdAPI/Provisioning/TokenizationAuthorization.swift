@@ -1,9 +1,9 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -98,7 +98,7 @@ struct TokenizationAuthorization: Sendable {
                     } else if let claimHeld, results[claimHeld].isEmpty {
                         // The claim is locked with the context read: a holder whose claim a retry
                         // took over does nothing, and no retry can take it over before this commits.
-                        decided = (.refusal(IdempotencyClaim.takenOver()), [])
+                        decided = (.refusal(HTTPError(IdempotencyClaim.takenOver())), [])
                     } else {
                         decided = try decide(
                             request, input: input,

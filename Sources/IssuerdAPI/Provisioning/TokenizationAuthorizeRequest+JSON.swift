@@ -1,3 +1,4 @@
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdWire
 

@@ -20,6 +20,9 @@ struct TokenizationRequest {
     /// what was sent is no expiry (it matches no card).
     var expiration: CardExpiration??
     var now: Date
+    /// The only card network this service tokenizes (MDES: Mastercard); nil for any. A card of
+    /// another network is refused as an unknown card is, recorded against the card.
+    var network: String? = nil
     /// The channel's rule request for the card found (its owner and active tokens given).
     var riskRequest: (_ card: CardRecord, _ customer: CustomerRecord?, _ cardActiveTokens: Int) -> RiskRequest
 }
@@ -57,8 +60,10 @@ struct TokenizationDecision {
         var record = AttemptRecord(
             attemptID: request.attemptID, channel: request.channel, subject: request.subject,
             rulesetVersion: ruleset.version, facts: request.facts, createdAt: request.now)
-        guard let context, let card = context.card else {
+        guard let context, let card = context.card, request.network.map({ $0 == card.paymentNetwork }) ?? true else {
             // No value: the facts hold the last four, and no more of the PAN is kept (the console's rule).
+            record.cardID = context?.card?.cardID
+            record.customerID = context?.card?.customerID
             let checks = RequestChecks(cardFound: false)
             record.inputs = TokenizationAuthorization.inputs(.members([:]), checks: checks)
             return refused(record, ruleset.decide(RiskInput(), velocity: [], checks: checks), customer: nil)

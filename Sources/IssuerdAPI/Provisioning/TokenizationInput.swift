@@ -1,7 +1,7 @@
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdHTTP
 import IssuerdRisk
-import IssuerdService
 import IssuerdWire
 
 /// A TSP authorization body that passed every bound, with the PAN parsed (masked by type from

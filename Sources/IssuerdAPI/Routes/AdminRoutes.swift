@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

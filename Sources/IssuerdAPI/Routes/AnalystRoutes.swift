@@ -1,11 +1,12 @@
 import Foundation
 import IssuerdConsole
 import IssuerdHTTP
+import IssuerdHistory
 import IssuerdRisk
-import IssuerdService
 
 /// Read-only analyst views (analyst or admin key, or the console's session):
-/// `GET /v1/admin/decisions`, `GET /v1/admin/rule-hits`, `GET /v1/admin/attempts`.
+/// `GET /v1/admin/decisions`, `GET /v1/admin/rule-hits`, `GET /v1/admin/rules/performance`,
+/// `GET /v1/admin/attempts`.
 enum AnalystRoutes {
     /// Whether `text` holds a card number however it is written: a run of 12 or more decimal
     /// digits (of any script: full-width, Arabic-Indic…) anywhere in it, which separators may
@@ -33,6 +34,18 @@ enum AnalystRoutes {
             return try .json(
                 ConsoleQueries.ruleHits(
                     period, ruleset: context.rules.current, now: context.now, database: context.database))
+        }
+
+        table.add(.get, "/v1/admin/rules/performance") { request in
+            _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
+            let period = try ConsoleQueries.Period(query: request.query, now: context.now)
+            let now = context.now
+            return try .json(
+                context.database.withConnection { connection in
+                    try RulePerformance.read(
+                        since: period.since, until: period.until, ruleset: context.rules.current,
+                        maturity: context.configuration.outcomes.labelMaturity, now: now, connection: connection)
+                })
         }
 
         table.add(.get, "/v1/admin/attempts") { request in

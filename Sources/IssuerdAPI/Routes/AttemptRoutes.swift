@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdHistory
 import IssuerdPostgres
@@ -7,7 +8,8 @@ import IssuerdStorage
 
 /// `GET /v1/admin/attempts/{attemptId}` (analyst or admin): the whole decision of one attempt,
 /// with the step-up history of the token it created, if any, the card's last four digits, and the
-/// decision re-run with the serving rules (`replay`, as `issuerd rules explain` does).
+/// decision re-run with the serving rules (`replay`, as `issuerd rules explain` does), and what
+/// became of it: the current `outcome` and every report kept (`outcomes`, newest first).
 enum AttemptRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/attempts/{attemptId}") { request in
@@ -17,19 +19,29 @@ enum AttemptRoutes {
             else {
                 throw DecisionErrors.attemptNotFound()
             }
-            let body = try context.database.withConnection { connection -> [String: JSONValue]? in
-                guard var attempt = try AttemptStore.find(attemptID, connection: connection) else { return nil }
-                attempt["facts"] = attempt["facts"].map(onlyLastFour)
-                attempt["hits"] = attempt["hits"].map(withoutBIN)
-                attempt["token"] = try token(of: attemptID, connection: connection)
-                attempt["lastFour"] = try lastFour(of: attempt["cardId"], connection: connection)
-                attempt["replay"] = try replay(attemptID, with: context.rules.current, connection: connection)
-                attempt["stepUp"] = .array(try challenges(of: attemptID, connection: connection))
-                return attempt
+            let body = try context.database.withConnection { connection in
+                try detail(attemptID, context: context, connection: connection)
             }
             guard let body else { throw DecisionErrors.attemptNotFound() }
             return try .json(JSONValue.object(body))
         }
+    }
+
+    /// The attempt as the route answers it (a review case shows it too); nil when unknown.
+    static func detail(
+        _ attemptID: UUID, context: ServiceContext, connection: PostgresConnection
+    ) throws -> [String: JSONValue]? {
+        guard var attempt = try AttemptStore.find(attemptID, connection: connection) else { return nil }
+        attempt["facts"] = attempt["facts"].map(onlyLastFour)
+        attempt["hits"] = attempt["hits"].map(withoutBIN)
+        attempt["token"] = try token(of: attemptID, connection: connection)
+        attempt["lastFour"] = try lastFour(of: attempt["cardId"], connection: connection)
+        attempt["replay"] = try replay(attemptID, with: context.rules.current, connection: connection)
+        attempt["stepUp"] = .array(try challenges(of: attemptID, connection: connection))
+        let outcomes = try OutcomeStore.history(of: attemptID, connection: connection)
+        attempt["outcome"] = outcomes.first(where: \.isCurrent).map(OutcomeRoutes.json) ?? .null
+        attempt["outcomes"] = .array(outcomes.map(OutcomeRoutes.json))
+        return attempt
     }
 
     /// Facts with no more of the card than its last four digits. TSP attempts stored before

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdAuth
 import IssuerdCrypto
 import IssuerdHTTP
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

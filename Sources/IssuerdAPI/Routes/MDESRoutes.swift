@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 
 /// Mastercard MDES, issuer side (docs/networks.md): the seven operations MDES calls, behind the

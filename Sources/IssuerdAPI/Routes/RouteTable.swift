@@ -1,7 +1,7 @@
 import IssuerdConsole
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 
 /// Builds the router, wrapping every handler so that infrastructure failures become the
 /// contract's answers instead of generic 500s.
@@ -11,6 +11,8 @@ import IssuerdService
 struct RouteTable {
     /// The head-time credential check of each route pattern (``ServiceContext/admission(for:)``).
     var admission: (String) -> Router.Admission? = { _ in nil }
+    /// Keeps a database failure that every request meets to one warning per interval.
+    var repeatedLogs = RepeatedLogLimiter(interval: .seconds(10))
     private(set) var router: Router = {
         var router = Router()
         router.finishing = RouteTable.finish
@@ -29,17 +31,23 @@ struct RouteTable {
         }
     }
 
-    /// Registers a handler behind the error mapping; its database work is one request's
+    /// Registers a handler behind the error mapping (a ``Refusal`` from below becomes its HTTP
+    /// answer, `HTTPError(_ refusal:)`; PostgreSQL's errors 503 or 400); its database work is one request's
     /// (``PostgresRequestScope``: the wait for a handler thread counts against the wait for a
     /// connection, and after a statement got no answer in time nothing more waits).
     mutating func add(
         _ method: HTTPMethod, _ pattern: String, inline: Bool = false, _ handler: @escaping Router.Handler
     ) {
+        let repeatedLogs = repeatedLogs
         router.add(method, pattern, inline: inline, admission: admission(pattern)) { request in
             do {
                 return try PostgresRequestScope.run(waited: .now - request.receivedAt) { try handler(request) }
+            } catch let refusal as Refusal {
+                throw HTTPError(refusal)
             } catch let error as PostgresError where error.isUnavailability {
-                request.logger.warning("database unavailable", ["error": "\(error.code)"])
+                repeatedLogs.warning(
+                    request.logger, kind: "database unavailable: \(error.code) \(error.sqlState ?? "")",
+                    "database unavailable", ["error": "\(error.code)", "sqlState": .string(error.sqlState ?? "none")])
                 throw HTTPError.databaseUnavailable()
             } catch let error as PostgresError where error.isRejectedValue {
                 // A value PostgreSQL cannot hold (a NUL in text, a string over a column's limit,
@@ -54,9 +62,11 @@ struct RouteTable {
 
 extension PostgresError {
     /// The database is away, saturated or not answering in time (a client-side deadline, or a
-    /// server-side statement timeout): not the caller's fault, answered 503.
+    /// server-side statement timeout) or short of disk or memory (SQLSTATE class 53): not the
+    /// caller's fault, answered 503.
     fileprivate var isUnavailability: Bool {
         code == .unavailable || code == .poolTimeout || code == .timedOut || code == .queryCanceled
+            || code == .insufficientResources
     }
 }
 

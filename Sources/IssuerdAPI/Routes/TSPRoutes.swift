@@ -1,6 +1,7 @@
 import Foundation
+import IssuerdAuth
+import IssuerdCore
 import IssuerdHTTP
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -32,6 +33,11 @@ enum TSPRoutes {
             guard let at = RFC3339.date(body.at) else {
                 throw APIErrors.invalidRequest("at must be an ISO-8601 time such as 2025-03-01T12:00:00Z", field: "at")
             }
+            if let reason = body.reason {
+                guard ["fraud", "lost", "stolen", "other"].contains(reason) else {
+                    throw APIErrors.invalidRequest("reason must be fraud, lost, stolen or other", field: "reason")
+                }
+            }
             try context.database.withConnection { connection in
                 try connection.transaction { connection in
                     guard let token = try TokenStore.lock(body.tokenReference, connection: connection) else {
@@ -46,6 +52,13 @@ enum TSPRoutes {
                     {
                         try TokenStore.setStatus(body.tokenReference, to: status, now: now, connection: connection)
                         details["to"] = status.rawValue
+                    }
+                    if event == .deleted, body.reason == "fraud" {
+                        details["reason"] = "fraud"
+                        try OutcomeStore.recordNetworkSignal(
+                            tokenReference: body.tokenReference, note: "token deleted by the token service for fraud",
+                            at: at, confirmed: context.configuration.outcomes.networkConfirms, actor: "tsp", now: now,
+                            connection: connection)
                     }
                     try AuditLog.append(
                         actor: "tsp", action: "token.\(event.rawValue)", subject: "token:\(body.tokenReference)",

@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdRisk
-import IssuerdService
 
 /// `POST /v1/admin/rules/backtest`:
 /// `{"rules": "<rule file text>" | {"<path>": "<text>", …}, "since", "until", "limit"?}`.

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import IssuerdStorage
 
 /// The active ruleset of this instance: loaded at start from `ISSUERD_RULES_DIR`, swapped

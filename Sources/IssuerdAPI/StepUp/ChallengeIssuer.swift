@@ -4,7 +4,6 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 
@@ -71,14 +70,22 @@ struct ChallengeIssuer: Sendable {
             throw StepUpError.methodNotAllowed("the risk decision did not offer \(method.rawValue) for this token")
         }
         let destination = try Self.destination(for: method, customerID: token.customerID, connection: connection)
-        if method.sendsCode { try enforceSendLimit(token.tokenReference, now: now, connection: connection) }
+        let destinationFingerprint = try destination.map { try vault.destinationFingerprint($0) }
+        if method.sendsCode {
+            try enforceSendLimit(token.tokenReference, now: now, connection: connection)
+            try enforceCardholderLimit(
+                customerID: token.customerID, destinationFingerprint: destinationFingerprint, now: now,
+                connection: connection)
+        }
         try connection.execute(
             "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'"
         )
 
         let challengeID = UUID.random()
         let challengeText = challengeID.uuidString.lowercased()
-        let expiresAt = given?.expiresAt ?? now.addingTimeInterval(OutboxBackoff.seconds(settings.codeLifetime))
+        // A code the network gives lives no longer than issuerd's own (ISSUERD_OTP_TTL).
+        let longest = now.addingTimeInterval(settings.codeLifetime.timeInterval)
+        let expiresAt = min(given?.expiresAt ?? longest, longest)
         let code = method.sendsCode ? try given?.code ?? OneTimeCode.generate() : nil
         let digest = try code.map { try vault.otpDigest(code: $0, challengeId: challengeText) }
         let masked =
@@ -87,9 +94,10 @@ struct ChallengeIssuer: Sendable {
         try connection.execute(
             """
             INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, code_hmac,
-                                    key_version, status, max_attempts, expires_at, created_at)
+                                    key_version, status, max_attempts, expires_at, created_at, destination_fingerprint)
             VALUES (\(challengeID), \(token.tokenReference), \(token.cardID), \(token.customerID), \(method.rawValue), \(masked),
-                    \(digest), \(vault.keyRing.fingerprintVersion), 'pending', \(settings.maxAttempts), \(expiresAt), \(now))
+                    \(digest), \(vault.keyRing.fingerprintVersion), 'pending', \(settings.maxAttempts), \(expiresAt), \(now),
+                    \(destinationFingerprint))
             """)
         if let code, let destination {
             let dedupKey = "notify:\(challengeText)"
@@ -100,8 +108,8 @@ struct ChallengeIssuer: Sendable {
                 challengeId: challengeText, tokenReference: token.tokenReference, method: method.rawValue,
                 destinationMasked: masked,
                 expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
-                validMinutes: given.map { max(1, Int($0.expiresAt.timeIntervalSince(now) / 60)) }
-                    ?? Int(OutboxBackoff.seconds(settings.codeLifetime) / 60), keyVersion: sealed.keyVersion,
+                validMinutes: given.map { _ in max(1, Int(expiresAt.timeIntervalSince(now) / 60)) }
+                    ?? Int(settings.codeLifetime.timeInterval / 60), keyVersion: sealed.keyVersion,
                 sealed: BinaryEncoding.base64String(sealed.bytes),
                 wallet: token.service == "mdes" ? .any : nil)
             try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)
@@ -154,6 +162,57 @@ struct ChallengeIssuer: Sendable {
         throw APIErrors.rateLimited(
             retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)),
             message: "too many requests; try again later")
+    }
+
+    /// At most `maxSendsPerCardholderPerHour` messages with a code in any hour to one customer, and
+    /// to one destination (by ``PANVault/destinationFingerprint(_:)``, whoever's it is), across
+    /// tokens and methods, new codes and re-sent ones together; on top of the per-token limit.
+    /// Transaction-level advisory locks on the customer and on the destination, taken in that
+    /// order after the token's lock, serialise the count with concurrent sends to either.
+    ///
+    /// - Throws: 429 `rate_limited` with the seconds until a send is allowed again.
+    func enforceCardholderLimit(
+        customerID: String, destinationFingerprint: [UInt8]?, now: Date, connection: PostgresConnection
+    ) throws {
+        let windowStart = now.addingTimeInterval(-3600)
+        // A re-send happens while its code is pending, and no code lives longer than an hour.
+        let challengesSince = windowStart.addingTimeInterval(-3600)
+        try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\("otp-customer:" + customerID), 0))")
+        var counts: [PostgresQuery] = [
+            """
+            SELECT count(*)::bigint AS n, min(at) AS oldest FROM (
+                SELECT created_at AS at FROM challenges
+                WHERE customer_id = \(customerID) AND method <> 'app' AND created_at > \(windowStart)
+                UNION ALL
+                SELECT r.at FROM challenges c JOIN challenge_resends r ON r.challenge_id = c.challenge_id
+                WHERE c.customer_id = \(customerID) AND c.created_at > \(challengesSince) AND r.at > \(windowStart)
+            ) sends
+            """
+        ]
+        if let destinationFingerprint {
+            let lockKey = "otp-destination:" + BinaryEncoding.hexString(destinationFingerprint)
+            try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey), 0))")
+            counts.append(
+                """
+                SELECT count(*)::bigint AS n, min(at) AS oldest FROM (
+                    SELECT created_at AS at FROM challenges
+                    WHERE destination_fingerprint = \(destinationFingerprint) AND created_at > \(windowStart)
+                    UNION ALL
+                    SELECT r.at FROM challenges c JOIN challenge_resends r ON r.challenge_id = c.challenge_id
+                    WHERE c.destination_fingerprint = \(destinationFingerprint) AND c.created_at > \(challengesSince)
+                      AND r.at > \(windowStart)
+                ) sends
+                """)
+        }
+        for count in counts {
+            guard let row = try connection.query(count).first,
+                try row.decode("n", as: Int64.self) >= settings.maxSendsPerCardholderPerHour
+            else { continue }
+            let oldest = try row.decode("oldest", as: Date?.self) ?? now
+            throw APIErrors.rateLimited(
+                retryAfter: Int(oldest.addingTimeInterval(3600).timeIntervalSince(now).rounded(.up)),
+                message: "too many codes for this cardholder; try again later")
+        }
     }
 
     /// Counts a pending code's message sent again against the send limit.

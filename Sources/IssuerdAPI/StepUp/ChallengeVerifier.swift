@@ -1,9 +1,9 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

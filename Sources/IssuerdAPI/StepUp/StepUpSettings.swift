@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdOutbox
-import IssuerdService
 
 /// Step-up settings: one-time code lifetime and limits, message language, In-App Verification.
 ///
@@ -13,6 +13,9 @@ public struct StepUpSettings: Sendable {
     public var maxAttempts: Int
     /// Codes sent per token in any hour (`ISSUERD_OTP_MAX_SENDS_PER_HOUR`, default 3).
     public var maxSendsPerHour: Int
+    /// Codes sent to one customer, and to one phone number or e-mail address, in any hour, across
+    /// tokens and methods (`ISSUERD_OTP_MAX_SENDS_PER_CARDHOLDER_PER_HOUR`, default 6).
+    public var maxSendsPerCardholderPerHour: Int
     /// Message language when the attempt carries no device locale (`ISSUERD_NOTIFY_LOCALE`, `ko` or `en`).
     public var defaultLocale: MessageLocale
     /// Whether In-App Verification also queues the TSP activation, Apple's method B
@@ -29,6 +32,8 @@ public struct StepUpSettings: Sendable {
             "ISSUERD_OTP_TTL", default: .seconds(600), in: .seconds(30)...(.seconds(3600)))
         maxAttempts = try reader.integer("ISSUERD_OTP_MAX_ATTEMPTS", default: 5, in: 1...20)
         maxSendsPerHour = try reader.integer("ISSUERD_OTP_MAX_SENDS_PER_HOUR", default: 3, in: 1...100)
+        maxSendsPerCardholderPerHour = try reader.integer(
+            "ISSUERD_OTP_MAX_SENDS_PER_CARDHOLDER_PER_HOUR", default: 6, in: 1...1_000)
         let locale = try reader.choice("ISSUERD_NOTIFY_LOCALE", default: "ko", from: ["ko", "en"])
         defaultLocale = locale == "en" ? .english : .korean
         inAppVerificationNotifiesTSP = try reader.boolean("ISSUERD_IAV_NOTIFY_TSP", default: true)

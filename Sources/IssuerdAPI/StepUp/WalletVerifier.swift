@@ -1,9 +1,9 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

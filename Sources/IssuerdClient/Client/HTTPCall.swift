@@ -19,7 +19,7 @@ struct HTTPCall: Sendable {
     /// The JSON body of a POST.
     let body: Data?
     /// Generated once per logical call and sent on every attempt, so a retried POST is answered
-    /// from issuerd's stored response instead of running twice (api.md, Idempotency-Key).
+    /// from issuerd's stored response instead of running twice (`Idempotency-Key`, docs/openapi.yaml).
     let idempotencyKey: String?
 
     init(method: Method, path: String, body: Data? = nil, idempotencyKey: String? = nil) {

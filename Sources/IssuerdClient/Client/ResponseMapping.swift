@@ -1,7 +1,7 @@
 import Foundation
 
-/// Turns issuerd's answers into values or ``IssuerdClientError``s, following api.md's status
-/// table and error envelope.
+/// Turns issuerd's answers into values or ``IssuerdClientError``s, following the statuses
+/// and error envelope of docs/openapi.yaml.
 enum ResponseMapping {
     /// Decodes a 2xx body.
     static func decode<T: Decodable>(_ type: T.Type, from reply: HTTPReply) throws(IssuerdClientError) -> T {

@@ -29,7 +29,7 @@ public struct RetryPolicy: Sendable, Equatable {
     public static let never = RetryPolicy(maxAttempts: 1)
 
     /// Whether an HTTP status is worth another attempt: the gateway or the database was briefly
-    /// unavailable (api.md answers 503 when PostgreSQL is down).
+    /// unavailable (issuerd answers 503 when PostgreSQL is down).
     static func isRetryable(status: Int) -> Bool {
         status == 502 || status == 503 || status == 504
     }

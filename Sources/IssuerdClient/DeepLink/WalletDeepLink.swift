@@ -2,12 +2,12 @@ import Foundation
 
 /// The pass Wallet opened the issuer app for, from the In-App Verification launch URL.
 ///
-/// The issuer registers an app launch URL with the card network; Wallet opens it with the
-/// pass's `passTypeIdentifier` and `serialNumber` as query items (apple-provisioning.md §6).
-/// Parsing is tolerant of extra parameters, their order and percent-encoding, and strict about
-/// everything that would make the pass ambiguous: missing, empty or value-less items, two
-/// different values for one name, malformed percent-encoding, anything but visible ASCII, and
-/// oversized input.
+/// The issuer registers an app launch URL with the card network; Wallet opens it with the pass's
+/// `passTypeIdentifier` and `serialNumber` as query items (Apple's "PassKit In-App Provisioning",
+/// In-App Verification). Parsing is tolerant of extra parameters, their order and percent-encoding,
+/// and strict about everything that would make the pass ambiguous: missing, empty or value-less
+/// items, two different values for one name, malformed percent-encoding, anything but visible
+/// ASCII, and oversized input.
 public struct WalletDeepLink: Sendable, Hashable, CustomStringConvertible {
     /// The pass type, e.g. `paymentpass.com.apple`.
     public let passTypeIdentifier: String

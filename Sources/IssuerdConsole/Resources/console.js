@@ -107,9 +107,9 @@
   }
 
   function chrome() {
-    const links = [['rules', 'Ruleset'], ['decisions', 'Decisions'], ['rule-hits', 'Rule hits'], ['attempts', 'Attempts'], ['backtest', 'Backtest']];
+    const links = [['rules', 'Ruleset'], ['decisions', 'Decisions'], ['rule-hits', 'Rule hits'], ['attempts', 'Attempts'], ['cases', 'Review queue'], ['backtest', 'Backtest']];
     document.getElementById('nav').replaceChildren(...links.map(([name, title]) =>
-      el('a', { href: '/console/' + name, cls: (page === name || (page === 'attempt' && name === 'attempts')) ? 'active' : '', text: title })));
+      el('a', { href: '/console/' + name, cls: (page === name || (page === 'attempt' && name === 'attempts') || (page === 'case' && name === 'cases')) ? 'active' : '', text: title })));
     const out = el('button', { id: 'sign-out', type: 'button', text: 'Sign out', onclick: async () => {
       const result = await api('DELETE', '/console/session');
       if (result.ok) location.assign('/console/sign-in?reason=signed-out');
@@ -224,9 +224,9 @@
   async function decisions() {
     const p = period();
     const result = await api('GET', '/v1/admin/decisions?' + query({ since: p.since, until: p.until, channel: params.get('channel'), network: params.get('network') }));
-    const channelNames = { in_app: 'in-app', wallet_extension: 'Wallet extension', tsp: 'TSP', google_pay: 'Google Pay' };
+    const channelNames = { in_app: 'in-app', wallet_extension: 'Wallet extension', tsp: 'TSP', mdes: 'MDES', google_pay: 'Google Pay', samsung_pay: 'Samsung Pay' };
     const channel = el('select', { name: 'channel' }, el('option', { value: '', text: 'all channels' }),
-      ['in_app', 'wallet_extension', 'tsp', 'google_pay'].map((c) => el('option', { value: c, selected: params.get('channel') === c, text: channelNames[c] })));
+      ['in_app', 'wallet_extension', 'tsp', 'mdes', 'google_pay', 'samsung_pay'].map((c) => el('option', { value: c, selected: params.get('channel') === c, text: channelNames[c] })));
     const network = el('select', { name: 'network' }, el('option', { value: '', text: 'all networks' }),
       ['visa', 'mastercard', 'amex', 'discover', 'jcb', 'unionpay', 'other', 'unknown'].map((n) => el('option', { value: n, selected: params.get('network') === n, text: n })));
     const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/decisions' }, periodFields(), el('label', {}, 'Channel', channel), el('label', {}, 'Network', network), el('button', { type: 'submit', text: 'Apply' })));
@@ -249,7 +249,8 @@
   }
   async function ruleHits() {
     const p = period();
-    const result = await api('GET', '/v1/admin/rule-hits?' + query({ since: p.since, until: p.until }));
+    const [result, measured] = await Promise.all([api('GET', '/v1/admin/rule-hits?' + query({ since: p.since, until: p.until })),
+      api('GET', '/v1/admin/rules/performance?' + query({ since: p.since, until: p.until }))]);
     const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/rule-hits' }, periodFields(), el('button', { type: 'submit', text: 'Apply' })));
     if (!result.ok) return show(el('h1', { text: 'Rule hits' }), form, fail(errorText(result)));
     const d = result.json;
@@ -268,7 +269,27 @@
         el('p', { cls: 'muted', text: '"Changed final flow": the rule was the only live hit with the decided outcome, so without it the decision would have been milder.' })),
       el('div', { cls: 'panel' }, el('h2', { text: 'Shadow rules: what they would have done' }),
         shadow.length ? table(['Rule', 'Would decide', 'Hits#', 'Actual flow → shadow outcome', 'Would change flow#', 'Over the period'], shadowRows, 'shadow-hits')
-          : el('div', { cls: 'muted', text: 'No shadow rules in the serving ruleset.' })));
+          : el('div', { cls: 'muted', text: 'No shadow rules in the serving ruleset.' })),
+      measured.ok ? performancePanel(measured.json) : el('div', { cls: 'panel' }, fail(errorText(measured))));
+  }
+  const ratio = (value) => value === null || value === undefined ? '–' : (100 * value).toFixed(1) + ' %';
+  const won = (amount) => '₩' + fmt(amount);
+  // Each rule against the attempts' outcomes (GET /v1/admin/rules/performance).
+  function performancePanel(d) {
+    const t = d.totals;
+    const rows = d.rules.filter((r) => r.hits > 0).sort((a, b) => b.fraud - a.fraud || b.hits - a.hits).map((r) =>
+      el('tr', { 'data-rule': r.ruleId, 'data-mode': r.mode, 'data-fraud': r.fraud, 'data-legitimate': r.legitimate },
+        td(el('span', { cls: 'mono', text: r.ruleId })), td(badge(r.mode)), td(fmt(r.decided), 'num'), td(fmt(r.fraud), 'num'),
+        td(fmt(r.legitimate), 'num'), td(fmt(r.unlabelled), 'num'), td(ratio(r.precision), 'num'), td(ratio(r.recall), 'num'),
+        td(fmt(r.missedFraud), 'num'), td(won(r.fraudAmount), 'num'),
+        td(r.stepUpsStarted ? `${fmt(r.stepUpsCompleted)} of ${fmt(r.stepUpsStarted)} completed` : '–')));
+    return el('div', { cls: 'panel', id: 'performance' }, el('h2', { text: 'Against outcomes: which decisions were right' }),
+      el('div', { cls: 'tiles' }, tile('Attempts', fmt(t.attempts)), tile('Confirmed fraud', fmt(t.fraud), 'orange'),
+        tile('Legitimate', fmt(t.legitimate), 'green'), tile('Fraud passed green', `${fmt(t.fraudPassedGreen)} (${won(t.fraudPassedGreenAmount)})`, 'orange', true),
+        tile('Label maturity', ratio(t.labelMaturity) + ` older than ${t.labelMaturityDays}d`, '', true)),
+      rows.length ? table(['Rule', 'Mode', 'Decided#', 'Fraud#', 'Legitimate#', 'Unlabelled#', 'Precision#', 'Recall#', 'Missed fraud#', 'Lost to its fraud#', 'Step-ups'], rows, 'performance-table')
+        : el('div', { cls: 'muted', text: 'No rule hit in the period.' }),
+      el('p', { cls: 'muted', text: 'Decided: the hit was at least as severe as the decision (for a shadow rule: would have been). Precision: fraud among its labelled decisions; recall: its share of all confirmed fraud in the period. A young period has few outcomes yet: read the label maturity first.' }));
   }
 
   // ---- Attempts ----------------------------------------------------------------
@@ -366,6 +387,75 @@
         challenges.length ? table(['Method', 'Sent to', 'Status', 'Failed tries#', 'Created', 'Verified'], challenges) : null),
       el('div', { cls: 'panel' }, el('details', {}, el('summary', { text: `Request attributes (${inputs.length})` }),
         el('div', { cls: 'kv' }, inputs.map(([k, v]) => [el('div', { cls: 'mono', text: k }), el('div', { cls: 'mono', text: JSON.stringify(v) })])))));
+  }
+
+  // ---- Review queue ------------------------------------------------------------
+  async function cases() {
+    const queue = params.get('queue') || 'all';
+    const status = params.get('status') || 'open';
+    const result = await api('GET', '/v1/admin/cases?' + query({ queue, status }));
+    if (!result.ok) return show(el('h1', { text: 'Review queue' }), fail(errorText(result)));
+    const d = result.json;
+    const link = (q, label, n) => el('a', { href: '/console/cases?' + query({ queue: q, status }), cls: 'queue' + (q === queue ? ' active' : ''), 'data-queue': q, text: label + (n === undefined ? '' : ' (' + fmt(n) + ')') });
+    const queues = el('div', { cls: 'filters panel', id: 'queues' }, link('all', 'All'),
+      d.queues.map((q) => link(q.queue, q.queue === 'mine' ? 'Mine' : q.queue.slice(6), q.open)),
+      el('a', { href: '/console/cases?' + query({ queue, status: status === 'open' ? 'closed' : 'open' }), id: 'toggle-status', text: status === 'open' ? 'Show closed' : 'Show open' }));
+    const rows = d.cases.map((c) => el('tr', { 'data-case': c.caseId, 'data-attempt': c.attemptId },
+      td(el('a', { href: '/console/cases/' + c.caseId, cls: 'mono', text: '#' + c.caseId })), td(c.age, 'num'), td(badge(c.flow)),
+      td(c.reason === 'orange' ? 'declined' : 'step-up not completed'), td(el('span', { cls: 'mono', text: c.owners.join(', ') })),
+      td(c.lastFour ? '••••\u00a0' + c.lastFour : '–'), td(c.customerId || '–'), td(c.assignee ? (c.assignee === 'apikey:' + session.keyId ? 'me' : c.assignee) : '–'),
+      td(c.outcome ? badge(c.outcome, c.outcome === 'fraud' ? 'orange' : 'green') : '–')));
+    show(el('h1', { text: 'Review queue' }),
+      el('div', { cls: 'sub', text: 'Declined decisions, and yellow ones whose step-up was not completed in time, queued to the owners of the rules that decided them.' }),
+      queues, el('div', { cls: 'panel' }, el('h2', { text: `${status === 'open' ? 'Open' : 'Closed'} cases · ${d.cases.length} shown, oldest first` }),
+        d.cases.length ? table(['Case', 'Age#', 'Flow', 'Why', 'Owners', 'Card', 'Customer', 'Held by', 'Outcome'], rows, 'cases-table')
+          : el('div', { cls: 'muted', id: 'no-cases', text: 'No case in this queue.' })));
+  }
+
+  async function reviewCase() {
+    const id = decodeURIComponent(location.pathname.split('/').pop());
+    const result = await api('GET', '/v1/admin/cases/' + encodeURIComponent(id));
+    if (!result.ok) return show(el('h1', { text: 'Case' }), fail(result.status === 404 ? 'No such case.' : errorText(result)));
+    const { case: c, attempt: a } = result.json;
+    const message = el('div', { id: 'case-message', role: 'status' });
+    const act = async (path, body, done) => {
+      const answer = await api('POST', '/v1/admin/cases/' + encodeURIComponent(id) + path, body);
+      if (!answer.ok) return message.replaceChildren(fail(errorText(answer)));
+      message.replaceChildren(el('div', { cls: 'notice', text: done(answer.json) }));
+      setTimeout(() => location.reload(), 600);
+    };
+    const hits = (a.hits || []).map((h) => el('tr', { 'data-rule': h.rule },
+      td(el('span', { cls: 'mono', text: h.rule })), td(badge(h.mode || 'live')), td(badge(h.outcome)),
+      td((h.values || []).map((v) => el('div', { cls: 'mono', text: v.name + ' = ' + (v.text !== undefined ? v.text : JSON.stringify(v.value)) })))));
+    const others = (list, tableID) => list.length ? table(['Attempt', 'Time', 'Channel', 'Flow', 'Outcome'], list.map((o) => el('tr', {},
+      td(el('a', { href: '/console/attempts/' + o.attemptId, cls: 'mono', text: o.attemptId.slice(0, 8) + '…' })), td(when(o.createdAt)), td(o.channel), td(badge(o.flow)),
+      td(o.outcome ? badge(o.outcome, o.outcome === 'fraud' ? 'orange' : 'green') : '–'))), tableID) : el('div', { cls: 'muted', text: 'None.' });
+    const tokens = result.json.tokens.length ? table(['Token', 'Status', 'Wallet'], result.json.tokens.map((t) => el('tr', { 'data-token': t.tokenReference },
+      td(el('span', { cls: 'mono', text: t.tokenReference })), td(t.status), td(t.tokenRequestorId || t.wallet || '–'))), 'tokens-table') : el('div', { cls: 'muted', text: 'No token.' });
+    const note = el('input', { id: 'note', name: 'note', size: 50, placeholder: 'what you found (no card numbers)' });
+    const open = c.status === 'open';
+    const mine = c.assignee === 'apikey:' + session.keyId;
+    const actions = open ? el('div', { cls: 'filters' },
+      mine ? el('span', { cls: 'muted', text: 'You hold this case.' }) : el('button', { id: 'take', type: 'button', text: c.assignee ? 'Held by ' + c.assignee : 'Take it', disabled: !!c.assignee,
+        onclick: () => act('/assign', {}, () => 'The case is yours.') }),
+      el('label', {}, 'Note', note),
+      el('button', { id: 'close-fraud', type: 'button', text: 'Close: fraud', onclick: () => act('/close', { outcome: 'fraud', note: note.value }, () => 'Closed as fraud.') }),
+      el('button', { id: 'close-legitimate', type: 'button', text: 'Close: legitimate', onclick: () => act('/close', { outcome: 'legitimate', note: note.value }, () => 'Closed as legitimate.') }),
+      el('button', { id: 'suspend-tokens', type: 'button', text: "Suspend the card's tokens", onclick: () => {
+        if (confirm("Mark the card stolen and suspend its tokens at the token service?")) act('/suspend-tokens', {}, (r) => `${r.tokensAffected} token(s) suspended.`);
+      } })) : el('div', { cls: 'kv' }, el('div', { text: 'Closed' }), el('div', { text: when(c.closedAt) + ' by ' + c.closedBy }),
+        el('div', { text: 'Outcome' }), el('div', { id: 'case-outcome', text: c.outcome }), el('div', { text: 'Note' }), el('div', { text: c.note || '–' }));
+    show(el('h1', {}, 'Case ', el('span', { cls: 'mono', id: 'case-id', text: '#' + c.caseId })),
+      el('div', { cls: 'sub', text: `${c.reason === 'orange' ? 'Declined' : 'Step-up not completed'} · opened ${when(c.openedAt)} · ${c.age} old · owners ${c.owners.join(', ')}` }),
+      el('div', { cls: 'tiles' }, el('div', { cls: 'tile ' + a.flow }, el('div', { cls: 'label', text: 'Flow' }), el('div', { cls: 'value', text: a.flow })),
+        tile('Status', c.status, '', true), tile('Held by', c.assignee || '–', '', true), tile('Card', a.lastFour ? '••••\u00a0' + a.lastFour : '–', '', true),
+        tile('Customer', a.customerId || '–', '', true)),
+      el('div', { cls: 'panel', id: 'case-actions' }, el('h2', { text: 'Decide' }), actions, message),
+      el('div', { cls: 'panel' }, el('h2', {}, 'The attempt: ', el('a', { href: '/console/attempts/' + a.attemptId, cls: 'mono', text: a.attemptId })),
+        hits.length ? table(['Rule', 'Mode', 'Outcome', 'Values read'], hits, 'case-hits') : el('div', { cls: 'muted', text: 'No rule hit.' })),
+      el('div', { cls: 'panel' }, el('h2', { text: "The card's tokens" }), tokens),
+      el('div', { cls: 'panel' }, el('h2', { text: "The card's other attempts" }), others(result.json.cardAttempts, 'card-attempts')),
+      el('div', { cls: 'panel' }, el('h2', { text: "The customer's other attempts" }), others(result.json.customerAttempts, 'customer-attempts')));
   }
 
   // ---- Backtest ----------------------------------------------------------------
@@ -511,8 +601,23 @@
       el('div', { cls: 'two' },
         el('div', { cls: 'panel' }, el('h2', { text: 'Flows before → after' }), table(['Flow', 'Serving#', 'Candidate#', 'Change#'], mixRows, 'flows-table')),
         el('div', { cls: 'panel' }, el('h2', { text: 'Flow changes' }), transitionRows.length ? table(['Change', 'Attempts#'], transitionRows, 'transitions-table') : el('div', { cls: 'muted', text: 'No attempt changes flow.' }))),
+      r.performance ? backtestPerformance(r.performance) : el('div', { cls: 'panel muted', id: 'backtest-performance', text: 'No attempt of the period has an outcome yet: nothing to measure precision against.' }),
       el('div', { cls: 'panel' }, el('h2', { text: 'Example attempts that change' }),
         examples.length ? table(['Attempt', 'Flow', 'Rules hit now', 'Rules hit with the candidate'], examples, 'examples-table') : el('div', { cls: 'muted', text: 'None.' })));
+  }
+  // Serving against candidate over the attempts with an outcome.
+  function backtestPerformance(p) {
+    const keys = [...new Set([...p.serving.rules, ...p.candidate.rules].map((r) => r.mode + ' ' + r.ruleId))].sort();
+    const find = (side, key) => side.rules.find((r) => r.mode + ' ' + r.ruleId === key);
+    const cell = (r) => r ? `${fmt(r.fraud)} / ${fmt(r.legitimate)} · ${ratio(r.precision)}` : '–';
+    const rows = keys.map((key) => el('tr', { 'data-rule': key }, td(el('span', { cls: 'mono', text: key.split(' ')[1] + (key.startsWith('shadow') ? ' (shadow)' : '') })),
+      td(cell(find(p.serving, key))), td(cell(find(p.candidate, key)))));
+    return el('div', { cls: 'panel', id: 'backtest-performance' }, el('h2', { text: 'Against outcomes' }),
+      el('p', { id: 'performance-summary', text: 'The candidate ' + p.summary + '.' }),
+      el('div', { cls: 'tiles' }, tile('Confirmed fraud', fmt(p.serving.fraud), 'orange'), tile('Legitimate', fmt(p.serving.legitimate), 'green'),
+        tile('Fraud passed green', `${fmt(p.serving.fraudPassedGreen)} → ${fmt(p.candidate.fraudPassedGreen)}`, 'orange', true),
+        tile('Legitimate stepped up', `${fmt(p.serving.legitimateSteppedUp)} → ${fmt(p.candidate.legitimateSteppedUp)}`, '', true)),
+      rows.length ? table(['Rule', 'Serving: fraud / legitimate · precision', 'Candidate'], rows, 'backtest-performance-table') : null);
   }
 
   async function start() {
@@ -521,7 +626,7 @@
     if (!result.ok) return;
     session = result.json;
     chrome();
-    const pages = { rules, decisions, 'rule-hits': ruleHits, attempts, attempt, backtest };
+    const pages = { rules, decisions, 'rule-hits': ruleHits, attempts, attempt, cases, case: reviewCase, backtest };
     try { await pages[page](); } catch (error) { if (error.message !== 'signed out') show(fail('The page could not be loaded: ' + error.message)); }
   }
   document.addEventListener('DOMContentLoaded', start);

@@ -1,7 +1,7 @@
 import Glibc
 
 /// A JSON value type the one-pass parser can build: the risk engine's stored-attempt values and
-/// the HTTP layer's documents each have their own, parsed by the same code.
+/// the documents of the API (`JSONValue`) each have their own, parsed by the same code.
 package protocol JSONTree {
     static var jsonNull: Self { get }
     static func jsonBool(_ flag: Bool) -> Self

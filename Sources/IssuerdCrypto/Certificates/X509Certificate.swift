@@ -2,7 +2,7 @@ import COpenSSL
 import Foundation
 
 /// One X.509 certificate, parsed once: its DER, its subject public key and the fingerprints by
-/// which Mastercard names a key (mdes-issuer.md §4.3).
+/// which Mastercard names a key (docs/networks.md, open point 3).
 public struct X509Certificate: Sendable {
     let handle: X509Handle
 

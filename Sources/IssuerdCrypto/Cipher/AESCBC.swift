@@ -1,7 +1,7 @@
 import COpenSSL
 
 /// AES in CBC mode with PKCS#7 padding (NIST SP 800-38A; RFC 5652 §6.3 padding), 128- or 256-bit
-/// keys: the data cipher of Mastercard's field-level encryption (mdes-issuer.md §4.2).
+/// keys: the data cipher of Mastercard's field-level encryption (Mastercard's client-encryption libraries).
 ///
 /// CBC carries no integrity tag. A padding error after decryption says the key, the IV or the
 /// ciphertext is wrong, nothing more; callers must not tell their peer which step failed.

@@ -1,8 +1,8 @@
 import COpenSSL
 
 /// SHA-1 (FIPS 180-4), kept only to name certificates and keys the way Mastercard does: MDES
-/// identifies an encryption key by the SHA-1 fingerprint of its certificate (mdes-issuer.md
-/// §4.3). Never used to sign or to authenticate anything.
+/// identifies an encryption key by the SHA-1 fingerprint of its certificate (docs/networks.md,
+/// open point 3). Never used to sign or to authenticate anything.
 public enum SHA1 {
     /// The digest length in bytes.
     public static let byteCount = 20

@@ -63,6 +63,17 @@ public struct PANVault: Sendable {
         return HMACSHA256.authenticationCode(for: Array("pan:\(pan.unsafeDigits)".utf8), using: key)
     }
 
+    /// HMAC-SHA256 of a one-time code's destination (a phone number's digits, an e-mail address
+    /// in lower case) under the fingerprint key, in a domain of its own: the same destination of
+    /// any customer gives the same 32 bytes, so its messages are counted together.
+    public func destinationFingerprint(_ destination: String) throws -> [UInt8] {
+        let key = try keyRing.dataKey(for: .panFingerprint, version: keyRing.fingerprintVersion)
+        let normalized =
+            destination.contains("@")
+            ? destination.lowercased() : String(destination.filter { $0.isASCII && $0.isNumber })
+        return HMACSHA256.authenticationCode(for: Array("destination:\(normalized)".utf8), using: key)
+    }
+
     /// The digest to store for a one-time code, bound to its challenge.
     public func otpDigest(code: String, challengeId: String) throws -> [UInt8] {
         let key = try keyRing.dataKey(for: .otpDigest, version: keyRing.fingerprintVersion)

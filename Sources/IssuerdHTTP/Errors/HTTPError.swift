@@ -1,6 +1,8 @@
+import IssuerdCore
+
 /// An error that a handler throws to answer with a status and the API's error envelope.
 ///
-/// Rendered as `{"error":{"code":…,"message":…,…context}}` (api.md, Conventions). The
+/// Rendered as `{"error":{"code":…,"message":…,…context}}` (docs/openapi.yaml, `ErrorEnvelope`). The
 /// message and context are sent to the caller, so they must never hold a secret, a PAN, SQL
 /// or a stack trace; ``file`` and ``line`` stay on the server for the log.
 public struct HTTPError: Error, Sendable, CustomStringConvertible {

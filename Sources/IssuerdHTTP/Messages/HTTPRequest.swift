@@ -28,6 +28,10 @@ public struct HTTPRequest: Sendable {
     /// When the whole request had arrived, before it waited for a handler thread: what the
     /// request has waited since counts against the bounds on its later waits (the database's).
     public var receivedAt: ContinuousClock.Instant
+    /// What the route's ``Router/Admission`` established on the head (a verified principal),
+    /// set by the server only; nil when no admission ran (a request without a body) or it
+    /// established nothing.
+    public var admitted: (any Sendable)?
 
     /// Creates a request.
     ///

@@ -1,3 +1,5 @@
+import IssuerdCore
+
 /// A complete HTTP response: status, header fields and body.
 ///
 /// The server adds `Content-Length` itself and drops the body of answers to `HEAD`, so a

@@ -8,8 +8,11 @@ public struct Router: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) throws -> HTTPResponse
     /// Judges a request on its head alone (its body is empty), before the body is read: a thrown
     /// ``HTTPError`` is the answer, and the body is discarded as it arrives instead of being kept.
-    /// For the credential a route requires, as far as it can be checked without the body.
-    public typealias Admission = @Sendable (HTTPRequest) throws -> Void
+    /// For the credential a route requires, as far as it can be checked without the body. What it
+    /// returns (the principal a credential checked in full names; nil when only its form was
+    /// checked) reaches the handler as ``HTTPRequest/admitted``, so that credential is verified
+    /// once per request.
+    public typealias Admission = @Sendable (HTTPRequest) throws -> (any Sendable)?
 
     private struct Entry: Sendable {
         let method: HTTPMethod
@@ -153,6 +156,13 @@ public struct Router: Sendable {
     /// empty): a 404 or 405, or the refusal of the route's ``Admission``; nil when the body is to
     /// be read and the request handled as usual.
     package func admit(_ request: HTTPRequest) -> (response: HTTPResponse, route: String?)? {
+        admission(request).refusal
+    }
+
+    /// ``admit(_:)`` and, when the request is admitted, what its route's ``Admission`` returned.
+    package func admission(
+        _ request: HTTPRequest
+    ) -> (refusal: (response: HTTPResponse, route: String?)?, admitted: (any Sendable)?) {
         var response: HTTPResponse
         let route: String?
         switch resolve(request.method, path: request.path) {
@@ -163,21 +173,20 @@ public struct Router: Sendable {
             route = pattern
             response = HTTPError.methodNotAllowed(allowed: allowed).response()
         case .matched(let pattern, let parameters, _, let admission):
-            guard let admission else { return nil }
+            guard let admission else { return (nil, nil) }
             do {
-                try admission(Self.routed(request, pattern: pattern, parameters: parameters))
-                return nil
+                return (nil, try admission(Self.routed(request, pattern: pattern, parameters: parameters)))
             } catch let error as HTTPError {
                 route = pattern
                 response = error.response()
             } catch {
                 // Not an answer an admission gives: the handler, with the body, decides.
-                return nil
+                return (nil, nil)
             }
         }
         finishing(request, &response)
         response.headers.set(RequestIdentifier.headerName, request.requestId)
-        return (response, route)
+        return ((response, route), nil)
     }
 
     private static func routed(_ request: HTTPRequest, pattern: String, parameters: [String: String]) -> HTTPRequest {

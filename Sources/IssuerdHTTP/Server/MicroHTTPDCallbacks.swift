@@ -14,6 +14,22 @@ let accessHandlerCallback: MHD_AccessHandlerCallback = {
         uploadSize: uploadDataSize, slot: conCls)
 }
 
+/// Sees each request target as received, before libmicrohttpd unescapes it (without strict mode
+/// it takes `GET /a b HTTP/1.1` as the target `/a b`): a target holding a space or a control
+/// character leaves ``RequestFraming/badTargetMarker`` as the request's first slot value, which
+/// the access handler answers with 400 (RFC 9112 section 3.2).
+let requestTargetCallback:
+    @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) ->
+        UnsafeMutableRawPointer? = { _, uri, _ in
+            guard var byte = uri else { return nil }
+            while byte.pointee != 0 {
+                let value = UInt8(bitPattern: byte.pointee)
+                if value <= 0x20 || value == 0x7F { return RequestFraming.badTargetMarker }
+                byte += 1
+            }
+            return nil
+        }
+
 /// Fires once per request after its response was sent or the request was aborted; frees its state.
 let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, conCls, termination in
     guard let cls, let conCls else { return }

@@ -4,8 +4,10 @@ import CMicroHTTPD
 /// parsed and before any of the body is read: a request that fails one is answered 400
 /// `malformed_request` and its connection closed, so nothing sent behind it is read as a request.
 ///
-/// What libmicrohttpd checks itself: the request line, a `Content-Length` that is not a number,
-/// and (with `MHD_OPTION_STRICT_FOR_CLIENT` 1) an HTTP/1.1 request without `Host`. What it lets
+/// What libmicrohttpd checks itself: the request line's shape and a `Content-Length` that is not a
+/// number. Its strict mode, which would refuse an HTTP/1.1 request without `Host`, is off: its
+/// own 400 for a head it parsed carries its head twice (libmicrohttpd 0.9.75), so issuerd refuses
+/// a missing `Host` here, and a space in the request target on arrival. What it lets
 /// through, and a front proxy may read differently (request smuggling, RFC 9112 section 11.2):
 /// two `Content-Length` fields (it uses the first), `Content-Length` beside `Transfer-Encoding` (it
 /// uses the latter), a transfer coding other than `chunked` (it reads to the end of the
@@ -13,6 +15,10 @@ import CMicroHTTPD
 /// the value short without a word. Nothing here parses HTTP: every check reads the fields
 /// libmicrohttpd parsed.
 enum RequestFraming {
+    /// The first slot value of a request whose target holds a space or a control character
+    /// (``requestTargetCallback``): never a request state, never dereferenced.
+    static var badTargetMarker: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 0x7A)! }
+
     /// One field as libmicrohttpd stored it: its name and value, where they lie in its read buffer.
     struct Field {
         var name: [UInt8]

@@ -19,6 +19,8 @@ final class RequestState {
     /// The answer decided before the body was complete (too large, or refused on the head
     /// alone) with its route for metrics; the rest of the body is discarded, not kept.
     var rejection: (response: HTTPResponse, route: String?)?
+    /// What the route's admission established on the head, for the handler.
+    var admitted: (any Sendable)?
     /// Whether a response has been queued (libmicrohttpd accepts one per request).
     var responded = false
     /// Set while a handler thread runs the route (the connection is suspended meanwhile).

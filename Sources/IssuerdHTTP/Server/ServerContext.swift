@@ -50,7 +50,10 @@ final class ServerContext: Sendable {
     /// Requests begun and not yet completed.
     var inFlight: Int { inFlightCount.withLock { $0 } }
 
-    /// One call of the access handler; see platform-notes.md for libmicrohttpd's call sequence.
+    /// One call of the access handler. libmicrohttpd calls it several times per request: first
+    /// with the headers only (no per-request state yet: it is made, the head checked), then once
+    /// per body chunk (appended, the chunk marked consumed), then with no data: the answer, or
+    /// again once a handler thread resumed the connection with it.
     func handle(
         connection: OpaquePointer,
         url: UnsafePointer<CChar>?,
@@ -61,10 +64,12 @@ final class ServerContext: Sendable {
         slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         let connectionID = Self.connectionID(connection)
-        guard let raw = slot.pointee else {
+        guard let raw = slot.pointee, raw != RequestFraming.badTargetMarker else {
             // A connection the deadline watcher shut down is not served.
             guard deadlines.headReceived(connectionID) else { return .NO }
-            return begin(connection: connection, url: url, method: method, version: version, slot: slot)
+            let badTarget = slot.pointee == RequestFraming.badTargetMarker
+            return begin(
+                connection: connection, url: url, method: method, version: version, slot: slot, badTarget: badTarget)
         }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
         let size = uploadSize.pointee
@@ -98,7 +103,7 @@ final class ServerContext: Sendable {
     /// such a request is answered at once or after its body has been discarded unread.
     private func begin(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        version: UnsafePointer<CChar>?, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+        version: UnsafePointer<CChar>?, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>, badTarget: Bool
     ) -> MHD_Result {
         let requestId = RequestIdentifier.resolve(Self.header(connection, RequestIdentifier.headerName))
         let state = RequestState(
@@ -107,7 +112,11 @@ final class ServerContext: Sendable {
             path: url.map { String(cString: $0) } ?? "/")
         slot.pointee = Unmanaged.passRetained(state).toOpaque()
         inFlightCount.withLock { $0 += 1 }
-        if let problem = RequestFraming.problem(connection: connection, method: method, version: version) {
+        if let problem =
+            badTarget
+            ? "a space or a control character in the request target"
+            : RequestFraming.problem(connection: connection, method: method, version: version)
+        {
             _ = deadlines.handling(Self.connectionID(connection))
             return queue(
                 HTTPError.malformedRequest(problem).response(), route: nil, state: state, connection: connection)
@@ -116,7 +125,7 @@ final class ServerContext: Sendable {
         let length = Self.header(connection, "Content-Length").flatMap { UInt64($0) }
         let chunked = Self.header(connection, "Transfer-Encoding") != nil
         if (length ?? 0) > 0 || chunked, let method = HTTPMethod(rawValue: state.methodToken) {
-            state.rejection = router.admit(
+            (state.rejection, state.admitted) = router.admission(
                 HTTPRequest(
                     method: method, path: state.path, query: Self.query(connection),
                     headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), requestId: requestId,
@@ -166,11 +175,12 @@ final class ServerContext: Sendable {
         guard let method = HTTPMethod(rawValue: state.methodToken) else {
             return queue(HTTPError.notImplemented().response(), route: nil, state: state, connection: connection)
         }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, path: state.path, query: Self.query(connection),
             headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), body: state.body,
             requestId: state.requestId, remoteAddress: Self.remoteAddress(connection), logger: logger,
             receivedAt: .now)
+        request.admitted = state.admitted
         state.body = []
         if router.runsInline(method, path: state.path) {
             let (response, route) = router.dispatch(request)
@@ -188,8 +198,9 @@ final class ServerContext: Sendable {
         state.handoff = handoff
         MHD_suspend_connection(connection)
         let router = router
+        let handed = request
         handlers.submit {
-            let (response, route) = router.dispatch(request)
+            let (response, route) = router.dispatch(handed)
             handoff.settle(.answered(response, route: route))
         }
         return .YES
@@ -252,7 +263,7 @@ final class ServerContext: Sendable {
     }
 
     private func record(status: Int, route: String?, bytesOut: Int, state: RequestState, connection: OpaquePointer) {
-        let seconds = Self.seconds(ContinuousClock.now - state.startedAt)
+        let seconds = (ContinuousClock.now - state.startedAt).timeInterval
         let routeLabel = route ?? "unmatched"
         let methodLabel = HTTPMethod(rawValue: state.methodToken)?.rawValue ?? "other"
         requestsTotal.increment(labels: [routeLabel, methodLabel, String(status)])
@@ -262,7 +273,8 @@ final class ServerContext: Sendable {
             [
                 "method": .string(methodLabel),
                 "route": .string(routeLabel),
-                "path": .string(state.path),
+                // A card number in a path (a mistaken or probing request) is never written.
+                "path": .string(CardNumberText.masked(state.path)),
                 "status": .int(status),
                 "durationMs": .double((seconds * 1_000_000).rounded() / 1_000),
                 "requestId": .string(state.requestId),
@@ -278,7 +290,10 @@ final class ServerContext: Sendable {
         termination: MHD_RequestTerminationCode
     ) {
         if let connection { deadlines.answered(Self.connectionID(connection)) }
-        guard let raw = slot.pointee else { return }
+        guard let raw = slot.pointee, raw != RequestFraming.badTargetMarker else {
+            slot.pointee = nil
+            return
+        }
         slot.pointee = nil
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         inFlightCount.withLock { $0 -= 1 }
@@ -289,7 +304,7 @@ final class ServerContext: Sendable {
             logger.debug(
                 "request aborted",
                 [
-                    "requestId": .string(state.requestId), "path": .string(state.path),
+                    "requestId": .string(state.requestId), "path": .string(CardNumberText.masked(state.path)),
                     "termination": .int(Int(termination.rawValue)), "bytesIn": .int(state.bytesIn),
                 ])
         }
@@ -316,11 +331,7 @@ final class ServerContext: Sendable {
             return (true, suppressed)
         }
         if suppressed > 0 { logger.warning("libmicrohttpd lines left out", ["count": .int(suppressed)]) }
-        if log { logger.warning("libmicrohttpd: " + text) }
+        if log { logger.warning("libmicrohttpd: " + CardNumberText.masked(text)) }
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

@@ -1,5 +1,5 @@
 /// Who, at the issuer, makes a Customer Service API call (`AuditInfo`, required in every
-/// request; mdes-issuer.md §5.2). MDES records it but does not validate it.
+/// request; MDES Customer Service API). MDES records it but does not validate it.
 public struct AuditInfo: Sendable, Equatable, Codable {
     /// `UserId`, 4–50 characters: the operator's id in the issuer's systems.
     public let userID: String

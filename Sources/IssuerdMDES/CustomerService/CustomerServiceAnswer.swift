@@ -7,7 +7,7 @@ public enum CustomerServiceOutcome: Sendable, Equatable {
     /// An `Errors` answer, or a status without the expected body.
     case refused(CustomerServiceFailure)
 
-    /// Reads an answer of `operation` (mdes-issuer.md §5.5).
+    /// Reads an answer of `operation` (MDES Customer Service API).
     ///
     /// An `Errors.Error[]` list anywhere (Mastercard may send it with 200) is a refusal; a 2xx
     /// whose body is not `Token<Op>Response` is a refusal too (recoverable: a proxy's page, not

@@ -1,5 +1,5 @@
 /// The four token operations of the MDES Customer Service API that issuerd calls
-/// (mdes-issuer.md §5.1, §5.4; Mastercard's CSAPI spec 2.1.7).
+/// (Mastercard's "MDES Customer Service API", specification 2.1.7).
 ///
 /// Each is `POST {base}/token/{name}` where the base ends in the fixed `/v2` segment; the body is
 /// one object named `Token<Op>Request`, the answer one named `Token<Op>Response`.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One suspend, unsuspend, delete or activate call of the Customer Service API, by token unique
-/// reference (mdes-issuer.md §5.4).
+/// reference (MDES Customer Service API).
 ///
 /// The body is `{"Token<Op>Request": {"TokenUniqueReference", "ReasonCode", "CommentText"?,
 /// "DeleteFromConsumerApp"?, "AuditInfo"}}`, PascalCase, booleans as the strings `"true"` and

@@ -1,5 +1,5 @@
 /// Mastercard's field-level-encryption envelope (`EncryptedPayloadIn`, `EncryptedPayloadOut`,
-/// `encryptedPayloadSchemaForNTU`; mdes-issuer.md §3.2): hex texts, decoded as sent, checked when
+/// `encryptedPayloadSchemaForNTU`; MDES Pre-Digitization API): hex texts, decoded as sent, checked when
 /// opened. Unknown keys in the JSON are ignored.
 public struct EncryptedPayload: Codable, Sendable, Equatable {
     /// AES-CBC ciphertext of the UTF-8 JSON plaintext, hex (either case), at most 256 KiB of text.

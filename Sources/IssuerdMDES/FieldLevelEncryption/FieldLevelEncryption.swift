@@ -1,10 +1,10 @@
 import Foundation
 import IssuerdCrypto
 
-/// Mastercard's field-level encryption ("Mastercard encryption", mdes-issuer.md §4.2): a one-time
-/// AES key wrapped with RSA (OAEP SHA-256 or SHA-512 with MGF1 the same hash, or PKCS#1 v1.5 when
-/// `oaepHashingAlgorithm` is absent), the UTF-8 JSON plaintext under AES-CBC with PKCS#7 padding,
-/// every binary field in hex.
+/// Mastercard's field-level encryption ("Mastercard encryption", as its client-encryption libraries
+/// do it): a one-time AES key wrapped with RSA (OAEP SHA-256 or SHA-512 with MGF1 the same hash, or
+/// PKCS#1 v1.5 when `oaepHashingAlgorithm` is absent), the UTF-8 JSON plaintext under AES-CBC with
+/// PKCS#7 padding, every binary field in hex.
 public enum FieldLevelEncryption {
     /// The OAEP hash of a payload issuerd makes.
     public enum OAEPHash: String, Sendable, CaseIterable {
@@ -20,10 +20,10 @@ public enum FieldLevelEncryption {
 
     /// Opens `payload` with the key its `publicKeyFingerprint` names.
     ///
-    /// Steps (§4.2): the fields' lengths and hex; the key by fingerprint; the RSA unwrap with the
-    /// named padding; AES-128 or AES-256 CBC with `iv` or 16 zero bytes; the plaintext must be a
-    /// JSON object, and its `dataValidUntilTimestamp`, when present, must lie between `now` and
-    /// 30 days ahead.
+    /// Steps (as Mastercard's client-encryption libraries take them): the fields' lengths and hex; the
+    /// key by fingerprint; the RSA unwrap with the named padding; AES-128 or AES-256 CBC with `iv` or
+    /// 16 zero bytes; the plaintext must be a JSON object, and its `dataValidUntilTimestamp`, when
+    /// present, must lie between `now` and 30 days ahead.
     ///
     /// - Parameters:
     ///   - payload: The envelope as received.
@@ -130,7 +130,7 @@ public enum FieldLevelEncryption {
         }
     }
 
-    /// `YYYY-MM-DDThh:mm:ss[.s{1,3}](Z|±hh:mm)`, 20–29 characters (§1).
+    /// `YYYY-MM-DDThh:mm:ss[.s{1,3}](Z|±hh:mm)`, 20–29 characters (docs/networks.md, transport rules).
     static func validity(_ text: String) throws -> Date {
         guard (20...29).contains(text.utf8.count), let date = ISO8601Text.date(text) else {
             throw FieldLevelEncryptionError(.malformedValidity)

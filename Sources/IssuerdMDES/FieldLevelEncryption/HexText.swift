@@ -1,6 +1,6 @@
 import IssuerdCrypto
 
-/// Hex as MDES sends it: either case, even mixed within one text ("case-insensitive", §3.2).
+/// Hex as MDES sends it: either case, even mixed within one text ("case-insensitive", says Mastercard).
 enum HexText {
     /// The value of one ASCII hex digit, or nil.
     static func value(of byte: UInt8) -> UInt8? {

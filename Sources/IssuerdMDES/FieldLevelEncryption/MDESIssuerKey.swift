@@ -2,7 +2,7 @@ import IssuerdCrypto
 
 /// One issuer encryption key that opens inbound `encryptedPayload`s, with every fingerprint
 /// MDES may name it by: SHA-1 and SHA-256 of the DER `SubjectPublicKeyInfo`, and, when the
-/// certificate is known, SHA-1 and SHA-256 of the certificate's DER (mdes-issuer.md §4.3).
+/// certificate is known, SHA-1 and SHA-256 of the certificate's DER (docs/networks.md, open point 3).
 public struct MDESIssuerKey: Sendable, CustomStringConvertible {
     /// What unwraps the AES key: a PEM key in memory or a key in the HSM.
     public let unwrapper: any RSAKeyUnwrapping

@@ -5,7 +5,7 @@ import IssuerdCrypto
 public struct MastercardEncryptionKey: Sendable {
     /// Which fingerprint goes into `publicKeyFingerprint`.
     public enum FingerprintForm: String, Sendable, CaseIterable {
-        /// SHA-1 of the certificate's DER: what MDES is reported to require (mdes-issuer.md §4.3).
+        /// SHA-1 of the certificate's DER: what MDES is reported to require (docs/networks.md, open point 3).
         case certificateSHA1 = "certificate-sha1"
         /// SHA-256 of the certificate's DER (Mastercard's libraries' certificate fingerprint).
         case certificateSHA256 = "certificate-sha256"

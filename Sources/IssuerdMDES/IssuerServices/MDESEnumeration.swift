@@ -1,6 +1,6 @@
 /// A string enumeration of Mastercard's wire that stays open: MDES adds values without notice
-/// (mdes-issuer.md §1), so a value this version does not know decodes to `unknown(text)` and is
-/// written back as it came, never a decoding failure.
+/// (docs/networks.md, transport rules), so a value this version does not know decodes to
+/// `unknown(text)` and is written back as it came, never a decoding failure.
 public protocol MDESEnumeration: Codable, Sendable, Hashable, CustomStringConvertible {
     /// Every known value with its wire text.
     static var known: [(value: Self, text: String)] { get }
@@ -37,7 +37,7 @@ extension MDESEnumeration {
     }
 }
 
-/// `decision` (§3A.1, §3.8): green, red, yellow.
+/// `decision`: green, red, yellow.
 public enum MDESDecision: MDESEnumeration {
     case approved, declined, requireAdditionalAuthentication
     case unknown(String)
@@ -66,7 +66,7 @@ public enum MDESTokenType: MDESEnumeration {
     public var unknownText: String? { if case .unknown(let text) = self { text } else { nil } }
 }
 
-/// `source` of the decrypted funding account data (§3.3).
+/// `source` of the decrypted funding account data.
 public enum MDESFundingSource: MDESEnumeration {
     case accountOnFile, accountAddedManually, accountAddedViaApplication, existingTokenCredential
     case accountAddedViaBrowser, accountAddedViaChipData
@@ -80,7 +80,7 @@ public enum MDESFundingSource: MDESEnumeration {
     public var unknownText: String? { if case .unknown(let text) = self { text } else { nil } }
 }
 
-/// `activationMethod.type` (§3.9).
+/// `activationMethod.type`.
 public enum MDESActivationMethodType: MDESEnumeration {
     case textToCardholderNumber, emailToCardholderAddress, cardholderToCallAutomatedNumber
     case cardholderToCallMannedNumber, cardholderToVisitWebsite, cardholderToUseMobileApp
@@ -108,7 +108,7 @@ public enum MDESCVCResponse: MDESEnumeration {
     public var unknownText: String? { if case .unknown(let text) = self { text } else { nil } }
 }
 
-/// `result` of Validate Activation Code (§3A.6).
+/// `result` of Validate Activation Code.
 public enum MDESValidationResult: MDESEnumeration {
     case success, incorrectCode, incorrectCodeRetriesExceeded, expiredCode
     case unknown(String)
@@ -119,7 +119,7 @@ public enum MDESValidationResult: MDESEnumeration {
     public var unknownText: String? { if case .unknown(let text) = self { text } else { nil } }
 }
 
-/// `reasonCode` of Notify Token Updated (§3A.5).
+/// `reasonCode` of Notify Token Updated.
 public enum MDESTokenUpdateReason: MDESEnumeration {
     case statusUpdate, redigitizationComplete, deletedFromConsumerApp, authenticationPerformed
     case paymentChannelPreferenceUpdated, fundingAccountUpdate

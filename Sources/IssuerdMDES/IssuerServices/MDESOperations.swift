@@ -1,4 +1,5 @@
-/// The seven issuer-hosted operations (`POST /mdes/issuerServices/1/0/{op}`, mdes-issuer.md §2).
+/// The seven issuer-hosted operations of Mastercard's "MDES Pre-Digitization API"
+/// (`POST /mdes/issuerServices/1/0/{op}`; docs/networks.md).
 public enum MDESOperation: String, Sendable, CaseIterable {
     case authorizeService, requestActivationMethods, deliverActivationCode, notifyServiceActivated
     case notifyTokenUpdated, validateActivationCode, notifySuspiciousEvents
@@ -10,7 +11,7 @@ func validateCommon(requestId: String, correlationId: String?) throws {
     try MDESField.check(correlationId, "correlationId", 1...14)
 }
 
-/// The fields Authorize Service and Request Activation Methods both carry (§3A.1, §3A.2).
+/// The fields Authorize Service and Request Activation Methods both carry.
 protocol MDESTokenRequestFields {
     var requestId: String { get }
     var services: [MDESService] { get }
@@ -35,7 +36,7 @@ extension MDESTokenRequestFields {
     }
 }
 
-/// Authorize Service request (§3A.1).
+/// Authorize Service request.
 public struct MDESAuthorizeServiceRequest: Codable, Sendable, MDESTokenRequestFields {
     public var requestId: String
     public var services: [MDESService]
@@ -78,7 +79,7 @@ extension MDESField {
     }
 }
 
-/// Authorize Service answer (§3A.1).
+/// Authorize Service answer.
 public struct MDESAuthorizeServiceResponse: Codable, Sendable, Equatable {
     public var responseId: String
     public var decision: MDESDecision
@@ -101,7 +102,7 @@ public struct MDESAuthorizeServiceResponse: Codable, Sendable, Equatable {
     }
 }
 
-/// Request Activation Methods request (§3A.2).
+/// Request Activation Methods request.
 public struct MDESRequestActivationMethodsRequest: Codable, Sendable, MDESTokenRequestFields {
     public var requestId: String
     public var services: [MDESService]
@@ -135,8 +136,12 @@ public struct MDESRequestActivationMethodsResponse: Codable, Sendable, Equatable
     }
 }
 
-/// Deliver Activation Code request (§3A.3).
+/// Deliver Activation Code request.
 public struct MDESDeliverActivationCodeRequest: Codable, Sendable {
+    /// The shortest code MDES may give: a code is guessed in one of 10^length tries, and issuerd's
+    /// own codes have six digits.
+    public static let minimumCodeLength = 6
+
     public var requestId: String
     public var tokenUniqueReference: String
     public var correlationId: String
@@ -150,7 +155,7 @@ public struct MDESDeliverActivationCodeRequest: Codable, Sendable {
         try validateCommon(requestId: requestId, correlationId: correlationId)
         try MDESField.check(tokenUniqueReference, "tokenUniqueReference", 1...64)
         try activationMethod.validate("activationMethod")
-        try MDESField.check(activationCode, "activationCode", 1...32)
+        try MDESField.check(activationCode, "activationCode", Self.minimumCodeLength...32)
         try MDESField.dateTime(expirationDateTime, "expirationDateTime")
         if (activationCode == nil) != (expirationDateTime == nil) {
             throw MDESRequestError.invalidField("expirationDateTime", "must come with activationCode, and only with it")
@@ -160,7 +165,7 @@ public struct MDESDeliverActivationCodeRequest: Codable, Sendable {
     }
 }
 
-/// Notify Service Activated request (§3A.4).
+/// Notify Service Activated request.
 public struct MDESNotifyServiceActivatedRequest: Codable, Sendable {
     public var requestId: String
     public var services: [MDESService]
@@ -221,7 +226,7 @@ public struct MDESNotifyServiceActivatedRequest: Codable, Sendable {
     }
 }
 
-/// Notify Token Updated request (§3A.5).
+/// Notify Token Updated request.
 public struct MDESNotifyTokenUpdatedRequest: Codable, Sendable {
     public struct Token: Codable, Sendable {
         public struct FundingAccountInfo: Codable, Sendable {
@@ -259,7 +264,7 @@ public struct MDESNotifyTokenUpdatedRequest: Codable, Sendable {
     }
 }
 
-/// Validate Activation Code request (§3A.6).
+/// Validate Activation Code request.
 public struct MDESValidateActivationCodeRequest: Codable, Sendable {
     public var requestId: String
     public var tokenUniqueReference: String
@@ -283,7 +288,7 @@ public struct MDESValidateActivationCodeResponse: Codable, Sendable, Equatable {
     }
 }
 
-/// Notify Suspicious Events request (§3A.7). `events` is typed as one object by the
+/// Notify Suspicious Events request. `events` is typed as one object by the
 /// specification's file and may be an array (unverified): both are taken.
 public struct MDESNotifySuspiciousEventsRequest: Codable, Sendable {
     public struct Event: Codable, Sendable, Equatable {

@@ -1,5 +1,5 @@
 /// A request MDES sent that issuerd cannot process: answered with an ``ErrorsResponse``
-/// carrying ``errorCode`` (mdes-issuer.md §3.10; Mastercard publishes only `INVALID_JSON`, the
+/// carrying ``errorCode`` (MDES Pre-Digitization API; Mastercard publishes only `INVALID_JSON`, the
 /// other codes are issuerd's, docs/networks.md). The description names the field, never its value.
 public struct MDESRequestError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `errorCode`.

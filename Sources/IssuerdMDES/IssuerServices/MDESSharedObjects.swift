@@ -1,4 +1,5 @@
-/// `fundingAccountInfo` (§3.1, Schema1 and Schema2; the NTU form has only the payload).
+/// `fundingAccountInfo` of the MDES Pre-Digitization API (Schema1 and Schema2; the NTU form has
+/// only the payload).
 public struct MDESFundingAccountInfo: Codable, Sendable, Equatable {
     public var tokenUniqueReference: String?
     public var panUniqueReference: String?
@@ -11,7 +12,7 @@ public struct MDESFundingAccountInfo: Codable, Sendable, Equatable {
 }
 
 /// The decrypted `encryptedPayload` of Authorize Service, Request Activation Methods and Notify
-/// Service Activated (`FundingAccountData`, §3.3), and of Notify Token Updated (its `tokenData`
+/// Service Activated (`FundingAccountData`), and of Notify Token Updated (its `tokenData`
 /// then required). Holds card data: never logged, never stored.
 public struct MDESFundingAccountData: Decodable, Sendable {
     public struct CardAccountData: Decodable, Sendable {
@@ -74,7 +75,7 @@ public struct MDESFundingAccountData: Decodable, Sendable {
     }
 }
 
-/// `deviceInfo` (§3.7): every field optional, the lists open.
+/// `deviceInfo`: every field optional, the lists open.
 public struct MDESDeviceInfo: Codable, Sendable, Equatable {
     public var deviceName: String?
     public var serialNumber: String?
@@ -103,7 +104,7 @@ public struct MDESDeviceInfo: Codable, Sendable, Equatable {
     }
 }
 
-/// `walletProviderDecisioningInfo` (§3.8).
+/// `walletProviderDecisioningInfo`.
 public struct MDESWalletProviderDecisioningInfo: Codable, Sendable, Equatable {
     public var recommendedDecision: MDESDecision?
     public var recommendationStandardVersion: String?
@@ -133,7 +134,7 @@ public struct MDESWalletProviderDecisioningInfo: Codable, Sendable, Equatable {
     public static func score(_ text: String?) -> Int? { text.flatMap { Int($0) } }
 }
 
-/// `activationMethod` (§3.9).
+/// `activationMethod`.
 public struct MDESActivationMethod: Codable, Sendable, Equatable {
     public var type: MDESActivationMethodType
     public var value: String
@@ -149,7 +150,7 @@ public struct MDESActivationMethod: Codable, Sendable, Equatable {
     }
 }
 
-/// `ErrorsResponse` (§3.10): the answer to a request issuerd could not process.
+/// `ErrorsResponse`: the answer to a request issuerd could not process.
 public struct MDESErrorsResponse: Codable, Sendable, Equatable {
     public var responseId: String
     public var errorCode: String?
@@ -174,7 +175,16 @@ public struct MDESRequestHead: Decodable, Sendable {
 }
 
 /// `responseId` for a `requestId`: the request's own id, echoed (1–64 characters, as the
-/// `requestId`; mdes-issuer.md §1: echoing is common practice).
+/// `requestId`; echoing is common practice).
 public enum MDESResponseID {
+    /// The longest `responseId` Mastercard's schema allows.
+    public static let maximumLength = 64
+
     public static func responseId(for requestId: String) -> String { requestId }
+
+    /// The `responseId` of a request whose own `requestId` could not be read: the request's
+    /// `X-Request-Id` (up to 128 characters), cut to the schema's 64.
+    public static func responseId(forUnread requestHeaderId: String) -> String {
+        String(requestHeaderId.prefix(maximumLength))
+    }
 }

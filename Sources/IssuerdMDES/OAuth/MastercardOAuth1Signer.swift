@@ -2,8 +2,8 @@ import Foundation
 import IssuerdCrypto
 
 /// Signs requests to Mastercard's APIs (the MDES Customer Service API) with OAuth 1.0a
-/// RSA-SHA256 and a body hash, exactly as Mastercard's own signers do (mdes-issuer.md §6;
-/// Mastercard/oauth1-signer-java `OAuth.java`, `Util.java`).
+/// RSA-SHA256 and a body hash, exactly as Mastercard's own signers do (Mastercard's
+/// oauth1-signer-java `OAuth.java`, `Util.java`).
 ///
 /// The header is `OAuth k="v",…` with the parameters in the order Mastercard's signers write them:
 /// `oauth_consumer_key`, `oauth_nonce`, `oauth_timestamp`, `oauth_signature_method`,

@@ -3,18 +3,18 @@ import IssuerdCore
 import IssuerdCrypto
 
 /// Mastercard's opaque payment card for issuer-initiated digitization through a wallet
-/// (`pushTokenize` on Android; mdes-issuer.md §7.1, §7.3): Base64 of a JSON object carrying the
+/// (`pushTokenize` on Android; MDES tokenize's `fundingAccountInfo`): Base64 of a JSON object carrying the
 /// card data field-level-encrypted to Mastercard's key and the signed Tokenization Authentication
 /// Value, which the wallet forwards to MDES unopened.
 ///
-/// What the spec leaves unverified is kept in one place each: the object's nesting in
+/// What Mastercard leaves unverified is kept in one place each: the object's nesting in
 /// ``envelope(encryptedPayload:tokenizationAuthenticationValue:)``, the TAV's signed-data layout in
 /// ``MastercardTAVProvider/signedData(pan:expiry:validUntil:)``, and the `publicKeyFingerprint`
 /// in the ``MastercardEncryptionKey`` the caller passes (docs/networks.md, "Google Pay push provisioning").
 public enum MastercardOpaquePaymentCard {
     /// `source` of the funding account data: the card was pushed from the issuer's app.
     public static let source = "ACCOUNT_ADDED_VIA_APPLICATION"
-    /// `accountHolderName` is at most 27 characters (§7.1).
+    /// `accountHolderName` is at most 27 characters.
     public static let maximumAccountHolderNameLength = 27
 
     /// The card's opaque payment card.
@@ -55,7 +55,7 @@ public enum MastercardOpaquePaymentCard {
 
     /// The object's layout: `{"fundingAccountInfo":{"encryptedPayload":{…}},
     /// "tokenizationAuthenticationValue":"<Base64 of the TAV JSON>"}`, the field names of MDES's
-    /// tokenize request (§7.1). Unverified for the wallet carrier (§7.3, §9 item 7: some processors
+    /// tokenize request. Unverified for the wallet carrier (docs/networks.md, open point 7: some processors
     /// describe a legacy `cardInfo` nesting); change it here once the MDES Issuer Implementation
     /// Guide confirms it.
     public static func envelope(
@@ -82,7 +82,7 @@ public enum MastercardOpaquePaymentCard {
         public var tokenizationAuthenticationValue: String
     }
 
-    /// The plaintext of `encryptedPayload` (§7.1 `FundingAccountData`).
+    /// The plaintext of `encryptedPayload` (MDES tokenize's `FundingAccountData`).
     struct FundingAccountData: Encodable {
         struct CardAccountData: Encodable {
             var accountNumber: String

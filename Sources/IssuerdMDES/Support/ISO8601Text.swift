@@ -1,6 +1,6 @@
 import Foundation
 
-/// MDES date-times (mdes-issuer.md §1): `YYYY-MM-DDThh:mm:ss`, then optionally `.` and 1–3
+/// MDES date-times (docs/networks.md, transport rules): `YYYY-MM-DDThh:mm:ss`, then optionally `.` and 1–3
 /// digits, then `Z` or `±hh:mm`. Parsed by arithmetic, strictly: nothing else is a date.
 package enum ISO8601Text {
     /// The instant `text` names, or nil when it is not of that form or names no real date.

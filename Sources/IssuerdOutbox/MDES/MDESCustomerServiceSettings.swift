@@ -1,11 +1,10 @@
 import Foundation
 import IssuerdCore
 import IssuerdMDES
-import IssuerdService
 
 /// Where and as whom issuerd calls Mastercard's Customer Service API (`ISSUERD_MDES_CSAPI_URL`,
 /// `ISSUERD_MDES_CONSUMER_KEY`, `ISSUERD_MDES_SIGNING_KEY` or `ISSUERD_MDES_SIGNING_KEY_LABEL`,
-/// `ISSUERD_MDES_AUDIT_*`; api.md "Mastercard MDES, issuer side").
+/// `ISSUERD_MDES_AUDIT_*`; docs/configuration.md).
 ///
 /// Without `ISSUERD_MDES_CSAPI_URL` there are no outbound calls: `mdes_csapi` messages stay
 /// pending in the outbox until it is set. With it, the consumer key, one signing key and the

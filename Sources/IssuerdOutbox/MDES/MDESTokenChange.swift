@@ -1,7 +1,7 @@
 import IssuerdMDES
 
 /// Why issuerd changes a Mastercard token (`tokens.service = 'mdes'`), and the Customer Service
-/// API call, reason code and comment that say so (mdes-issuer.md §5.4).
+/// API call, reason code and comment that say so (MDES Customer Service API).
 package enum MDESTokenChange: String, Sendable, CaseIterable, Codable {
     /// The card was reported lost: suspend, `L`.
     case cardLost = "card_lost"

@@ -23,6 +23,9 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         /// connection closed. It may still have committed (a frozen server resumes what it
         /// had received); an idempotent retry finds out.
         public static let timedOut = Code("timedOut")
+        /// SQLSTATE class 53 but 53300: the server is short of disk (53100), memory (53200) or
+        /// another resource. The connection stays sound; what failed was not written.
+        public static let insufficientResources = Code("insufficientResources")
         /// SQLSTATE 23505.
         public static let uniqueViolation = Code("uniqueViolation")
         /// SQLSTATE 23503.
@@ -135,6 +138,7 @@ extension PostgresError {
         default: break
         }
         if sqlState.hasPrefix("08") { return .unavailable }
+        if sqlState.hasPrefix("53") { return .insufficientResources }
         if sqlState.hasPrefix("42") { return .syntax }
         return .other
     }

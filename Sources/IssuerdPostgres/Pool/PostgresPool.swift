@@ -17,6 +17,8 @@ public final class PostgresPool: @unchecked Sendable {
     private let logger: Logger
     private let condition = NSCondition()
     private var state: PoolState<PostgresConnection>
+    /// When a borrower last saw ``PostgresError/Code/insufficientResources``; guarded by `condition`.
+    private var resourceFailure: ContinuousClock.Instant?
 
     /// Creates a pool; no connection opens until the first borrower asks.
     ///
@@ -41,7 +43,41 @@ public final class PostgresPool: @unchecked Sendable {
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let connection = try acquire()
         defer { release(connection) }
-        return try body(connection)
+        do {
+            return try body(connection)
+        } catch let error as PostgresError where error.code == .insufficientResources {
+            condition.lock()
+            resourceFailure = .now
+            condition.unlock()
+            throw error
+        }
+    }
+
+    /// When a statement last failed for want of disk, memory or another server resource
+    /// (SQLSTATE class 53), until a ``probeWrite()`` succeeds; nil when none did since.
+    public var lastResourceFailure: ContinuousClock.Instant? {
+        condition.lock()
+        defer { condition.unlock() }
+        return resourceFailure
+    }
+
+    /// Checks that the database can take a write that needs new space: a fresh table gets a row
+    /// (its file extended by a page, as a growing table's is), all rolled back. `SELECT 1` still
+    /// answers on a full disk; this fails with ``PostgresError/Code/insufficientResources`` there.
+    /// A success forgets ``lastResourceFailure``.
+    ///
+    /// - Throws: ``PostgresError`` when the write fails.
+    public func probeWrite() throws {
+        let table = "issuerd_write_probe_\(UInt32.random(in: 0...UInt32.max))"
+        try withConnection { connection in
+            try connection.execute(unsafeSQL: "BEGIN")
+            defer { _ = try? connection.execute(unsafeSQL: "ROLLBACK") }
+            try connection.execute(unsafeSQL: "CREATE TABLE \(table) (probe integer)")
+            try connection.execute(unsafeSQL: "INSERT INTO \(table) VALUES (1)")
+        }
+        condition.lock()
+        resourceFailure = nil
+        condition.unlock()
     }
 
     /// Runs `body` in a transaction, retrying the whole transaction on a serialization
@@ -261,12 +297,5 @@ public final class PostgresPool: @unchecked Sendable {
     static func backoff(attempt: Int) -> TimeInterval {
         let base = 0.002 * Double(1 << min(max(attempt - 1, 0), 5))
         return base * Double.random(in: 0.5...1.5)
-    }
-}
-
-extension Duration {
-    /// The duration in seconds as a `TimeInterval`.
-    var timeInterval: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

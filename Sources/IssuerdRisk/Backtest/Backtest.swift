@@ -47,6 +47,8 @@ public enum Backtest {
         public var currentUnresolved: Int
         /// The same under the candidate.
         public var candidateUnresolved: Int
+        /// Serving against candidate over the attempts with an outcome; nil when none was given.
+        public var performance: Performance? = nil
     }
 
     /// Runs the replay of a JSONL history: every velocity value is counted from `log.events`.
@@ -168,12 +170,15 @@ public enum Backtest {
         /// - Parameters:
         ///   - collectChanges: Whether ``add(_:_:recorded:history:)`` returns the batch's changed attempts.
         ///   - workers: Threads each batch is replayed on.
+        ///   - labels: The outcomes of the attempts that have one, by attempt id: those attempts are
+        ///     also decided in full under both rulesets and counted in the report's `performance`.
         public init(
             current: Ruleset, candidate: Ruleset, sampleSize: Int = 20, collectChanges: Bool = false,
-            workers: Int = ProcessInfo.processInfo.activeProcessorCount
+            workers: Int = ProcessInfo.processInfo.activeProcessorCount, labels: [String: Label] = [:]
         ) {
             replay = Replay(
-                current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: collectChanges)
+                current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: collectChanges,
+                labels: labels)
             total = Partial(current: current, candidate: candidate)
             self.workers = workers
         }
@@ -262,7 +267,8 @@ public enum Backtest {
                 candidateHits: HitCounter(replay.candidate, hits: total.candidateHits).counts,
                 currentMix: total.mix(\.current), candidateMix: total.mix(\.candidate),
                 transitions: total.transitionTable, sample: total.sample, changed: total.changed,
-                currentUnresolved: total.currentUnresolved, candidateUnresolved: total.candidateUnresolved)
+                currentUnresolved: total.currentUnresolved, candidateUnresolved: total.candidateUnresolved,
+                performance: replay.labels.isEmpty ? nil : total.performance)
         }
     }
 
@@ -280,6 +286,7 @@ public enum Backtest {
         var changed = 0
         var currentUnresolved = 0
         var candidateUnresolved = 0
+        var performance = Performance()
 
         init(current: Ruleset, candidate: Ruleset) {
             currentHits = [Int](repeating: 0, count: Ruleset.invariantSlots.count + current.rules.count)
@@ -295,6 +302,7 @@ public enum Backtest {
             changed += other.changed
             currentUnresolved += other.currentUnresolved
             candidateUnresolved += other.candidateUnresolved
+            performance.merge(other.performance)
         }
 
         /// The flows seen under one ruleset (`\.current` or `\.candidate`), as the report's dictionary.
@@ -328,6 +336,8 @@ public enum Backtest {
         let candidate: Ruleset
         let sampleSize: Int
         let collectChanges: Bool
+        /// Outcomes by attempt id (a few per thousand attempts): those attempts are decided in full.
+        let labels: [String: Label]
 
         /// Counts through ``Ruleset/tally(_:velocity:checks:hits:)`` (the attempt's recorded
         /// checks applied, as the live path applied them); only a sampled or collected changed
@@ -367,6 +377,15 @@ public enum Backtest {
                         part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
                         if before.unresolved { part.currentUnresolved += 1 }
                         if after.unresolved { part.candidateUnresolved += 1 }
+                        if !labels.isEmpty, let label = labels[attempts[index].id] {
+                            let attempt = attempts[index]
+                            part.performance.add(
+                                before: current.decide(attempt.input, velocity: beforeValues, checks: attempt.checks)
+                                    .decision,
+                                after: candidate.decide(attempt.input, velocity: afterValues, checks: attempt.checks)
+                                    .decision,
+                                label: label)
+                        }
                         guard before.flow != after.flow else { continue }
                         part.changed += 1
                         let sampled = part.sample.count < sampleSize

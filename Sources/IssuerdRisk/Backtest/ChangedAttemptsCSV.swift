@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// The attempts whose flow a candidate changes, as CSV (RFC 4180, `\r\n` line ends), for
 /// `issuerd rules backtest --changed-csv` and the console's Backtest page:
@@ -66,33 +67,7 @@ public enum ChangedAttemptsCSV {
 
     /// Whether `text` holds a run of 12 or more decimal digits (of any script) that separators
     /// may interrupt but letters do not continue; a UUID is never one (the console's search rule).
-    public static func containsCardNumber(_ text: String) -> Bool {
-        if text.utf8.count == 36, UUID(uuidString: text) != nil { return false }
-        // ASCII text (every attempt id, time, channel and rule id) by its bytes: there a decimal
-        // digit is 0-9 and only letters and digits are alphabetic or numeric, as below.
-        if text.utf8.allSatisfy({ $0 < 0x80 }) {
-            var run = 0
-            for byte in text.utf8 {
-                if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
-                    run += 1
-                    if run >= 12 { return true }
-                } else if (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") {
-                    run = 0
-                }
-            }
-            return false
-        }
-        var run = 0
-        for scalar in text.unicodeScalars {
-            if scalar.properties.numericType == .decimal {
-                run += 1
-                if run >= 12 { return true }
-            } else if scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
-                run = 0
-            }
-        }
-        return false
-    }
+    public static func containsCardNumber(_ text: String) -> Bool { CardNumberText.contains(text) }
 
     /// `YYYY-MM-DDTHH:MM:SS.sssZ` in UTC.
     public static func timestamp(_ date: Date) -> String {

@@ -1,5 +1,5 @@
 /// Bounds on the size of a ruleset's expressions, so that no file, however hostile or
-/// mistaken, can exhaust the stack, the memory or every request's time (issue 36).
+/// mistaken, can exhaust the stack, the memory or every request's time.
 ///
 /// A *term* is one value or one operator, as the parser reads it: an attribute, a literal, a
 /// function call, a list, each list item, and each `or`, `and`, `not`, comparison, `in`,

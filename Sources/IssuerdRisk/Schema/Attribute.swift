@@ -140,6 +140,17 @@ extension Attribute {
         }
     }
 
+    /// An enumerated value derived from other fields: it reads, but cannot be assigned directly.
+    static func derivedEnumeration<E: RiskEnumeration>(
+        _ name: String, _ read: @escaping Reader<UInt8>, _ type: E.Type, domain: String, _ summary: String,
+        source: String
+    ) -> Attribute {
+        Attribute(
+            name: name, type: .enumeration(EnumerationDomain(domain, E.self)), summary: summary, source: source,
+            access: .enumeration(read)
+        ) { _, _ in false }
+    }
+
     /// A value derived from another field: it reads, but cannot be assigned directly.
     static func derived(
         _ name: String, _ read: @escaping Reader<Double>, _ summary: String, source: String

@@ -9,8 +9,15 @@ public enum AttributeCatalog {
     public static let all: [Attribute] = [
         .enumeration(
             "request.channel", { input, _ in input.channel?.rawValue }, \RiskInput.channel, domain: "channel",
-            "How the request arrived: the issuer app (in_app), the Wallet extension, the issuer's Android app pushing to Google Pay (google_pay), or a TSP authorization for a manual or camera add.",
+            "How the request arrived: the issuer app (in_app), the Wallet extension, the issuer's Android app pushing to Google Pay (google_pay) or Samsung Pay (samsung_pay), a TSP authorization (tsp) or MDES Authorize Service (mdes).",
             source: "issuerd (route that received the request)"),
+        .derivedEnumeration(
+            "request.wallet",
+            { input, _ in
+                TokenRequestors.wallet(channel: input.channel, tokenRequestorID: input.tokenRequestorID)?.rawValue
+            }, WalletName.self, domain: "wallet",
+            "The wallet asking: apple_pay, google_pay, samsung_pay or other, from the token requestor id when the request has one (TSP, MDES), else from the push route (in_app and wallet_extension are Apple Pay). Unknown for a TSP or MDES request without a requestor id.",
+            source: "issuerd (token requestor id table, docs/rules.md)"),
         .enumeration(
             "request.source", { input, _ in input.source?.rawValue }, \RiskInput.source, domain: "tokenization source",
             "Where the card number came from.", source: "Apple / TSP tokenization source"),

@@ -22,9 +22,59 @@ extension RiskEnumeration {
 /// How the add-card request reached the issuer.
 public enum RequestChannel: UInt8, RiskEnumeration {
     /// The values, in `names` order.
-    case inApp, walletExtension, tsp, mdes, googlePay
+    case inApp, walletExtension, tsp, mdes, googlePay, samsungPay
     /// The names rules use.
-    public static let names = ["in_app", "wallet_extension", "tsp", "mdes", "google_pay"]
+    public static let names = ["in_app", "wallet_extension", "tsp", "mdes", "google_pay", "samsung_pay"]
+}
+
+/// The wallet that asks for the token (`request.wallet`): named from the network's token
+/// requestor id (``TokenRequestors``) or, for an issuer-app push, from the route it came by.
+public enum WalletName: UInt8, RiskEnumeration {
+    /// The values, in `names` order.
+    case applePay, googlePay, samsungPay, other
+    /// The names rules use.
+    public static let names = ["apple_pay", "google_pay", "samsung_pay", "other"]
+}
+
+/// The wallets' token requestor ids per network, so that rules name the wallet and never repeat
+/// the numbers (published by a card processor for its issuers; Visa's ids start 400, Mastercard's 501).
+public enum TokenRequestors {
+    /// The card networks the table covers.
+    public enum Network: String, Sendable, CaseIterable {
+        case visa, mastercard
+    }
+
+    /// Each wallet's id at each network.
+    public static let table: [(wallet: WalletName, network: Network, id: String)] = [
+        (.applePay, .visa, "40010030273"), (.googlePay, .visa, "40010075001"), (.samsungPay, .visa, "40010043095"),
+        (.applePay, .mastercard, "50110030273"), (.googlePay, .mastercard, "50120834693"),
+        (.samsungPay, .mastercard, "50139059239"),
+    ]
+
+    private static let wallets: [String: WalletName] = Dictionary(
+        uniqueKeysWithValues: table.map { ($0.id, $0.wallet) })
+
+    /// The wallet a token requestor id names; `other` for an id of no wallet in the table (a
+    /// merchant, another wallet).
+    public static func wallet(tokenRequestorID: String) -> WalletName { wallets[tokenRequestorID] ?? .other }
+
+    /// The id `wallet` has at `network`, for what issuerd writes on the wallet's behalf.
+    public static func id(of wallet: WalletName, at network: Network) -> String? {
+        table.first { $0.wallet == wallet && $0.network == network }?.id
+    }
+
+    /// `request.wallet`: the requestor id's wallet when the request carries one (TSP, MDES),
+    /// else the wallet of the push route (`in_app` and `wallet_extension` are Apple Pay's);
+    /// unknown for a TSP or MDES request without a requestor id.
+    public static func wallet(channel: RequestChannel?, tokenRequestorID: String?) -> WalletName? {
+        if let tokenRequestorID { return wallet(tokenRequestorID: tokenRequestorID) }
+        switch channel {
+        case .inApp, .walletExtension: return .applePay
+        case .googlePay: return .googlePay
+        case .samsungPay: return .samsungPay
+        case .tsp, .mdes, nil: return nil
+        }
+    }
 }
 
 /// Where the card number came from, as the wallet reports it.

@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 import Synchronization
 
 /// The background worker that chains committed audit entries (``AuditLog/seal(connection:wait:limit:)``).
@@ -46,7 +45,7 @@ package final class AuditSealer: Sendable {
     private var stopRequested: Bool { thread.stopRequested }
 
     private func run() {
-        logger.info("audit sealer started", ["intervalMs": .int(Int(OutboxBackoff.seconds(interval) * 1000))])
+        logger.info("audit sealer started", ["intervalMs": .int(Int(interval.timeInterval * 1000))])
         while true {
             // One more round after a stop request: what this instance's last requests wrote is
             // chained before the pool closes (another instance or `audit verify` would otherwise).
@@ -54,7 +53,7 @@ package final class AuditSealer: Sendable {
             let sealed = sealOnce()
             if stopping { break }
             // After a failure (database away), wait at least 5 s: one warning, not four a second.
-            thread.sleep(seconds: sealed ? OutboxBackoff.seconds(interval) : max(OutboxBackoff.seconds(interval), 5))
+            thread.sleep(seconds: sealed ? interval.timeInterval : max(interval.timeInterval, 5))
         }
         logger.info("audit sealer stopped")
     }

@@ -1,5 +1,5 @@
 import Foundation
-import IssuerdService
+import IssuerdCore
 
 /// How the background sealer chains audit entries (`ISSUERD_AUDIT_*`).
 ///

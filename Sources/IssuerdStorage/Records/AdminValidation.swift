@@ -1,17 +1,15 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
-import IssuerdService
 
-/// The error codes only the admin surface uses (docs/api-errors.md); shared answers are in
-/// ``APIErrors``.
+/// The error codes only the admin surface uses (docs/api-errors.md).
 package enum AdminErrorCode {
     /// A card to register fails the Luhn check or has expired.
-    package static let invalidCard: HTTPError.Code = "invalid_card"
+    package static let invalidCard = "invalid_card"
     /// A `cardId` (or PAN) given on creation already exists.
-    package static let alreadyExists: HTTPError.Code = "already_exists"
+    package static let alreadyExists = "already_exists"
     /// The named customer does not exist.
-    package static let customerNotFound: HTTPError.Code = "customer_not_found"
+    package static let customerNotFound = "customer_not_found"
 }
 
 /// Bounds and shapes of the values operators send, checked before anything reaches the database
@@ -23,18 +21,23 @@ package enum AdminValidation {
         "visa", "mastercard", "amex", "discover", "jcb", "unionpay", "other",
     ]
 
-    /// 400 `invalid_request` naming the field; the value itself is never echoed.
+    /// `invalid_request` naming the field; the value itself is never echoed.
     package static func invalid(
         _ field: String, _ problem: String, file: String = #fileID, line: Int = #line
-    ) -> HTTPError {
-        APIErrors.invalidRequest("\(field) \(problem)", field: field, file: file, line: line)
+    ) -> Refusal {
+        Refusal.invalidRequest("\(field) \(problem)", field: field, file: file, line: line)
     }
 
-    /// An issuer-chosen identifier: 1–64 characters of `[A-Za-z0-9._:-]`.
+    /// An issuer-chosen identifier: 1–64 characters of `[A-Za-z0-9._:-]`, holding no card number
+    /// (``CardNumberText/holdsCardNumber(_:)``): an id is stored in clear in the cards, their
+    /// status history and the append-only audit log, where a PAN could never be scrubbed.
     package static func identifier(_ value: String, field: String) throws -> String {
         let bytes = value.utf8
         guard (1...64).contains(bytes.count), bytes.allSatisfy(isIdentifierByte) else {
             throw invalid(field, "must be 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+        }
+        guard !CardNumberText.holdsCardNumber(value) else {
+            throw invalid(field, "must not hold a card number (12 to 19 digits passing the Luhn check)")
         }
         return value
     }
@@ -119,8 +122,8 @@ package enum AdminValidation {
         guard let expiration = CardExpiration(value) else { throw invalid("expiration", "must be MM/YY") }
         let current = monthNumber(now)
         guard (2000 + expiration.year) * 12 + expiration.month >= current else {
-            throw HTTPError(
-                status: 422, code: AdminErrorCode.invalidCard, message: "the card has expired",
+            throw Refusal(
+                .unacceptable, code: AdminErrorCode.invalidCard, message: "the card has expired",
                 context: ["detail": "expired"])
         }
         return expiration

@@ -1,6 +1,5 @@
 import Foundation
 import IssuerdCore
-import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
 
@@ -145,7 +144,7 @@ package enum AttemptStore {
         try connection.query(
             """
             SELECT min(created_at) AS oldest FROM provisioning_attempts
-            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension', 'google_pay') AND created_at >= \(since)
+            WHERE \(unsafeSQL: column.rawValue) = \(id) AND channel IN ('in_app', 'wallet_extension', 'google_pay', 'samsung_pay') AND created_at >= \(since)
             """
         ).first?.decode("oldest", as: Date?.self) ?? nil
     }
@@ -162,7 +161,8 @@ package enum AttemptStore {
         sql.appendText(
             "(SELECT ARRAY[a.attempt_id::text] || a.allowed_methods FROM provisioning_attempts a WHERE a.card_id = \(cardColumn)"
         )
-        sql.appendLiteral(" AND a.channel IN ('in_app', 'wallet_extension', 'google_pay') AND a.flow = 'yellow'")
+        sql.appendLiteral(
+            " AND a.channel IN ('in_app', 'wallet_extension', 'google_pay', 'samsung_pay') AND a.flow = 'yellow'")
         sql.appendLiteral(" AND a.decision = 'REQUIRE_ADDITIONAL_AUTHENTICATION' AND a.created_at >= ")
         sql.appendInterpolation(since)
         sql.appendLiteral(" AND (a.device_id IS NULL OR ")

@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdWire
 
@@ -31,8 +30,8 @@ package enum CardRegistration {
             ?? "card_" + BinaryEncoding.hexString(try SecureRandom.bytes(count: 12))
         let customerID = try AdminValidation.identifier(request.customerId, field: "customerId")
         guard request.accountNumber.utf8.count <= 19, let pan = PrimaryAccountNumber(request.accountNumber) else {
-            throw HTTPError(
-                status: 422, code: AdminErrorCode.invalidCard,
+            throw Refusal(
+                .unacceptable, code: AdminErrorCode.invalidCard,
                 message: "accountNumber must be 12 to 19 digits passing the Luhn check",
                 context: ["detail": "luhn"])
         }
@@ -74,7 +73,7 @@ package enum CardRegistration {
         _ card: Validated, actor: String, now: Date, vault: PANVault, connection: PostgresConnection
     ) throws -> CardRecord {
         guard try CustomerStore.find(card.customerID, connection: connection) != nil else {
-            throw HTTPError(status: 404, code: AdminErrorCode.customerNotFound, message: "no such customer")
+            throw Refusal(.notFound, code: AdminErrorCode.customerNotFound, message: "no such customer")
         }
         let record: CardRecord
         do {
@@ -87,9 +86,9 @@ package enum CardRegistration {
             let what =
                 error.constraint == "cards_pan_fingerprint_key"
                 ? "a card with this account number" : "a card with this cardId"
-            throw HTTPError(status: 409, code: AdminErrorCode.alreadyExists, message: "\(what) already exists")
+            throw Refusal(.conflict, code: AdminErrorCode.alreadyExists, message: "\(what) already exists")
         } catch let error as PostgresError where error.code == .foreignKeyViolation {
-            throw HTTPError(status: 404, code: AdminErrorCode.customerNotFound, message: "no such customer")
+            throw Refusal(.notFound, code: AdminErrorCode.customerNotFound, message: "no such customer")
         }
         try AuditLog.append(
             actor: actor, action: "card.created", subject: "card:\(record.cardID)",

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 import IssuerdWire
 
 /// `POST /v1/admin/customers` without the HTTP: validation, the upsert and its audit entry, shared

@@ -1,5 +1,4 @@
 import IssuerdCore
-import IssuerdHTTP
 import IssuerdRisk
 import IssuerdWire
 

@@ -1,16 +1,24 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
-import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import Synchronization
 
-extension HTTPError.Code {
-    /// The same `Idempotency-Key` was used with another body, or is still being processed.
-    package static let idempotencyKeyReused: Self = "idempotency_key_reused"
+/// An answer as the store keeps it, in plain values: the status and the body (JSON). A
+/// replayed answer carries the body's content type and `Idempotent-Replayed: true`, added by
+/// whoever turns it into a response.
+package struct StoredAnswer: Sendable, Equatable {
+    package var status: Int
+    package var body: [UInt8]
+
+    /// Creates the value from every stored property.
+    package init(status: Int, body: [UInt8]) {
+        self.status = status
+        self.body = body
+    }
 }
 
-/// `Idempotency-Key` (api.md): the same key and body return the stored response; the same key
+/// `Idempotency-Key` (docs/openapi.yaml): the same key and body return the stored response; the same key
 /// with another body is 409.
 ///
 /// The key is claimed (a row with status 0) before the work runs, so a concurrent retry gets
@@ -38,36 +46,54 @@ package struct IdempotencyStore: Sendable {
         self.database = database
     }
 
-    /// Runs `work` at most once per `(scope, key)`; without the header it simply runs `work`.
+    /// The code of a key used with another request, or still being processed.
+    package static let keyReusedCode = "idempotency_key_reused"
+
+    /// Runs `work` at most once per `(scope, key)`, handing it the claim (nil without a key) so
+    /// that it can store its answer in its own transaction (``IdempotencyClaim/recording(_:)``).
     ///
     /// - Parameters:
+    ///   - key: The request's `Idempotency-Key`, if it sent one.
+    ///   - request: What identifies the request (method, path, body): the same key with other
+    ///     bytes is refused.
     ///   - scope: The caller and operation, e.g. `app:<customer>:provision:<card>`, so keys of
     ///     different callers never collide.
-    package func run(_ request: HTTPRequest, scope: String, _ work: () throws -> HTTPResponse) throws -> HTTPResponse {
-        try run(request, scope: scope) { (_: IdempotencyClaim?) in try work() }
-    }
-
-    /// Runs `work` at most once per `(scope, key)`, handing it the claim (nil without the header)
-    /// so that it can store its answer in its own transaction (``IdempotencyClaim/recording(_:)``).
-    package func run(
-        _ request: HTTPRequest, scope: String, _ work: (IdempotencyClaim?) throws -> HTTPResponse
-    ) throws -> HTTPResponse {
-        try run(request, scope: scope, rereads: 0, work)
+    ///   - stored: The answer to keep for a result of `work`.
+    ///   - refused: The answer to keep for an error `work` threw, nil when the error must not be
+    ///     kept (a server fault: the retry should do the work).
+    ///   - replayed: The result to give for an answer read back.
+    package func run<Answer>(
+        key: String?, request: @escaping () -> [UInt8], scope: String, stored: @escaping (Answer) -> StoredAnswer,
+        refused: @escaping (any Error) -> StoredAnswer?, replayed: @escaping (StoredAnswer) -> Answer,
+        _ work: (IdempotencyClaim?) throws -> Answer
+    ) throws -> Answer {
+        try run(
+            Call(key: key, request: request, scope: scope, stored: stored, refused: refused, replayed: replayed),
+            rereads: 0, work)
     }
 
     /// How often one request reads the key's row again after another request changed it under
     /// it (released, answered, or took it over): each needs another party's commit in between.
     private static let maximumRereads = 3
 
-    private func run(
-        _ request: HTTPRequest, scope: String, rereads: Int, _ work: (IdempotencyClaim?) throws -> HTTPResponse
-    ) throws -> HTTPResponse {
-        guard let key = request.headers[Self.headerName] else { return try work(nil) }
+    private struct Call<Answer> {
+        let key: String?
+        let request: () -> [UInt8]
+        let scope: String
+        let stored: (Answer) -> StoredAnswer
+        let refused: (any Error) -> StoredAnswer?
+        let replayed: (StoredAnswer) -> Answer
+    }
+
+    private func run<Answer>(
+        _ call: Call<Answer>, rereads: Int, _ work: (IdempotencyClaim?) throws -> Answer
+    ) throws -> Answer {
+        let scope = call.scope
+        guard let key = call.key else { return try work(nil) }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
-            throw APIErrors.invalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
+            throw Refusal.invalidRequest("Idempotency-Key must be 1 to 255 visible ASCII characters")
         }
-        let requestHash = SHA256.hash(
-            Array(request.method.rawValue.utf8) + [0] + Array(request.path.utf8) + [0] + request.body)
+        let requestHash = SHA256.hash(call.request())
         let claim = IdempotencyClaim(scope: scope, key: key, token: UUID.random())
         var claimed = try database.withConnection { connection in
             try connection.execute(
@@ -77,7 +103,7 @@ package struct IdempotencyStore: Sendable {
                 """) == 1
         }
         if !claimed {
-            let expiry = OutboxBackoff.seconds(Self.claimExpiry)
+            let expiry = Self.claimExpiry.timeInterval
             let row = try database.withConnection { connection in
                 try connection.query(
                     """
@@ -89,11 +115,11 @@ package struct IdempotencyStore: Sendable {
             // The claim was just released: claim it again.
             guard let row else {
                 guard rereads < Self.maximumRereads else { throw IdempotencyClaim.takenOver() }
-                return try run(request, scope: scope, rereads: rereads + 1, work)
+                return try run(call, rereads: rereads + 1, work)
             }
             guard try row.decode("request_hash", as: [UInt8].self) == requestHash else {
-                throw HTTPError(
-                    status: 409, code: .idempotencyKeyReused,
+                throw Refusal(
+                    .conflict, code: Self.keyReusedCode,
                     message: "this Idempotency-Key was used with a different request")
             }
             let status = try row.decode("status", as: Int.self)
@@ -110,36 +136,35 @@ package struct IdempotencyStore: Sendable {
                 // Matching no row, the claim changed since it was read: the late holder stored its
                 // answer (or released it) or another retry took it over. The row as it is now says which.
                 if !claimed, rereads < Self.maximumRereads {
-                    return try run(request, scope: scope, rereads: rereads + 1, work)
+                    return try run(call, rereads: rereads + 1, work)
                 }
             }
             if !claimed {
                 guard status != 0 else { throw IdempotencyClaim.takenOver() }
-                var response = HTTPResponse(status: status, body: try row.decode("response_body", as: [UInt8].self))
-                response.headers.set("Content-Type", HTTPResponse.jsonContentType)
-                response.headers.set("Idempotent-Replayed", "true")
-                return response
+                return call.replayed(
+                    StoredAnswer(status: status, body: try row.decode("response_body", as: [UInt8].self)))
             }
         }
         do {
-            let response = try work(claim)
-            guard !claim.isRecorded else { return response }
+            let answer = try work(claim)
+            guard !claim.isRecorded else { return answer }
+            let kept = call.stored(answer)
             try database.withConnection { connection in
-                if response.status >= 500 {
+                if kept.status >= 500 {
                     _ = try connection.execute(claim.releasing())
                 } else {
-                    _ = try connection.execute(claim.recording(response))
+                    _ = try connection.execute(claim.recording(kept))
                 }
             }
-            return response
-        } catch let error as HTTPError where error.status < 500 {
-            // A refusal is a response too: store it so a retry gets the same answer.
-            if !claim.isRecorded {
-                let response = error.response(requestId: request.requestId)
-                try? database.withConnection { _ = try $0.execute(claim.recording(response)) }
-            }
-            throw error
+            return answer
         } catch {
+            if let kept = call.refused(error) {
+                // A refusal is an answer too: store it so a retry gets the same answer.
+                if !claim.isRecorded {
+                    try? database.withConnection { _ = try $0.execute(claim.recording(kept)) }
+                }
+                throw error
+            }
             // Only a bare claim goes: an answer the work committed (its acknowledgement lost with
             // the connection) must stay for the retry.
             try? database.withConnection { connection in
@@ -169,10 +194,10 @@ package final class IdempotencyClaim: Sendable {
         self.token = token
     }
 
-    /// The statement storing `response` as this key's answer, if this holder still holds it.
-    package func recording(_ response: HTTPResponse) -> PostgresQuery {
+    /// The statement storing `answer` as this key's answer, if this holder still holds it.
+    package func recording(_ answer: StoredAnswer) -> PostgresQuery {
         """
-        UPDATE idempotency_keys SET status = \(response.status), response_body = \(response.body)
+        UPDATE idempotency_keys SET status = \(answer.status), response_body = \(answer.body)
         WHERE scope = \(scope) AND key = \(key) AND status = 0 AND claim_token = \(token)
         """
     }
@@ -194,10 +219,10 @@ package final class IdempotencyClaim: Sendable {
     /// 409 for a key whose claim another request holds, and the refusal of work whose claim a
     /// retry took over (the first holder was slower than the claim's expiry): nothing was done,
     /// and the retry's answer is the one that counts.
-    package static func takenOver() -> HTTPError {
-        HTTPError(
-            status: 409, code: .idempotencyKeyReused,
-            message: "a request with this Idempotency-Key is still being processed")
+    package static func takenOver(file: String = #fileID, line: Int = #line) -> Refusal {
+        Refusal(
+            .conflict, code: IdempotencyStore.keyReusedCode,
+            message: "a request with this Idempotency-Key is still being processed", file: file, line: line)
     }
 
     /// Tells the store that the work's committed transaction stored the answer.

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 
 /// A token's lifecycle state in `tokens`.
 package enum TokenStatusValue: String, Sendable, CaseIterable {

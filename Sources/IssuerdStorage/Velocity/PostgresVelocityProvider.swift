@@ -199,7 +199,8 @@ package struct VelocitySQL {
             }
             for (position, index) in group.recent.enumerated() {
                 if position > 0 || !group.members.isEmpty { sql.appendLiteral(", ") }
-                sql.appendLiteral("count(*) FILTER (WHERE channel IN ('in_app', 'wallet_extension', 'google_pay')")
+                sql.appendLiteral(
+                    "count(*) FILTER (WHERE channel IN ('in_app', 'wallet_extension', 'google_pay', 'samsung_pay')")
                 if recent[index].windowSeconds < widest {
                     sql.appendText(" AND \(time) >= ")
                     sql.appendInterpolation(batch.time.addingTimeInterval(-recent[index].windowSeconds))

@@ -5,12 +5,15 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// A small synchronous HTTP client over `URLSession`, for ordinary requests in tests.
+/// A small synchronous HTTP client for tests: over `URLSession` to a server's socket, or in
+/// process, straight into a handler that stands for the server (``init(exchange:)``).
 ///
 /// Tests call the server from plain threads and want a value back, so each call waits for its
 /// task; completions arrive on URLSession's own queue, never on the caller's thread, so the
-/// wait cannot deadlock. For what URLSession cannot do (bodies trickled in pieces, malformed
-/// request lines) use ``RawHTTPConnection``.
+/// wait cannot deadlock. In process, each request of ``sendConcurrently(_:)`` runs on a thread
+/// of its own, so requests that wait on each other in the server (a row lock) still overlap.
+/// For what URLSession cannot do (bodies trickled in pieces, malformed request lines) use
+/// ``RawHTTPConnection``.
 public final class HTTPTestClient: Sendable {
     /// A request for ``sendConcurrently(_:)``.
     public struct Request: Sendable {
@@ -32,9 +35,13 @@ public final class HTTPTestClient: Sendable {
         }
     }
 
-    /// `http://host:port`, without a trailing slash.
+    /// What answers a request in process: the server's own routing, without its socket.
+    public typealias Exchange = @Sendable (Request) -> TestHTTPResponse
+
+    /// `http://host:port`, without a trailing slash (`http://in-process` in process).
     public let baseURL: String
-    private let session: URLSession
+    private let session: URLSession?
+    private let exchange: Exchange?
 
     /// Creates a client for a server on `host:port`.
     ///
@@ -49,11 +56,22 @@ public final class HTTPTestClient: Sendable {
         configuration.timeoutIntervalForResource = timeout
         configuration.httpMaximumConnectionsPerHost = 128
         session = URLSession(configuration: configuration)
+        exchange = nil
+    }
+
+    /// Creates a client whose requests never touch a socket: each is handed to `exchange`.
+    public init(exchange: @escaping Exchange) {
+        baseURL = "http://in-process"
+        session = nil
+        self.exchange = exchange
     }
 
     deinit {
-        session.invalidateAndCancel()
+        session?.invalidateAndCancel()
     }
+
+    /// True when requests go straight to a handler rather than over a socket.
+    public var isInProcess: Bool { exchange != nil }
 
     /// Sends one request and waits for the response.
     ///
@@ -82,6 +100,22 @@ public final class HTTPTestClient: Sendable {
     public func sendConcurrently(_ requests: [Request]) -> [Result<TestHTTPResponse, TestHTTPError>] {
         let results = Mutex([Result<TestHTTPResponse, TestHTTPError>?](repeating: nil, count: requests.count))
         let group = DispatchGroup()
+        if let exchange {
+            guard requests.count > 1 else { return requests.map { .success(exchange($0)) } }
+            for (index, request) in requests.enumerated() {
+                group.enter()
+                let thread = Thread {
+                    let response = exchange(request)
+                    results.withLock { $0[index] = .success(response) }
+                    group.leave()
+                }
+                thread.stackSize = 1 << 20
+                thread.start()
+            }
+            group.wait()
+            return results.withLock { $0 }.map { $0 ?? .failure(TestHTTPError("request produced no result")) }
+        }
+        guard let session else { return requests.map { _ in .failure(TestHTTPError("no transport")) } }
         for (index, request) in requests.enumerated() {
             guard let url = URL(string: baseURL + request.path) else {
                 results.withLock { $0[index] = .failure(TestHTTPError("bad URL path \(request.path)")) }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import IssuerdCore
 
 /// One TCP connection that writes raw request bytes and reads raw responses, for what
 /// `URLSession` cannot do: bodies sent in pieces with pauses, malformed request lines,
@@ -135,7 +136,7 @@ public final class RawHTTPConnection {
             let end = min(offset + max(pieceSize, 1), bytes.count)
             try send(Array(bytes[offset..<end]))
             offset = end
-            if offset < bytes.count { Thread.sleep(forTimeInterval: Self.seconds(pause)) }
+            if offset < bytes.count { Thread.sleep(forTimeInterval: pause.timeInterval) }
         }
     }
 
@@ -148,7 +149,7 @@ public final class RawHTTPConnection {
                 Array(String(end - offset, radix: 16).utf8) + Array("\r\n".utf8) + Array(body[offset..<end])
                     + Array("\r\n".utf8))
             offset = end
-            if pause > .zero { Thread.sleep(forTimeInterval: Self.seconds(pause)) }
+            if pause > .zero { Thread.sleep(forTimeInterval: pause.timeInterval) }
         }
         try send("0\r\n\r\n")
     }
@@ -231,8 +232,4 @@ public final class RawHTTPConnection {
         return Array(chunk.prefix(count))
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

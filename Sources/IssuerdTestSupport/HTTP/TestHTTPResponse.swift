@@ -29,7 +29,7 @@ public struct TestHTTPResponse: Sendable {
         (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
     }
 
-    /// The api.md error envelope's inner object (`{"error":{…}}`), or `nil`.
+    /// The error envelope's inner object (`{"error":{…}}`, docs/openapi.yaml `ErrorEnvelope`), or `nil`.
     public func errorEnvelope() -> [String: Any]? {
         jsonObject()?["error"] as? [String: Any]
     }

@@ -11,6 +11,7 @@ enum CommandLineTool {
         Command(RulesCommand.self),
         Command(APIKeyCommand.self),
         Command(CardsCommand.self),
+        Command(OutcomesCommand.self),
         Command(AuditCommand.self),
         Command(KeysCommand.self),
         Command(DemoCommand.self),

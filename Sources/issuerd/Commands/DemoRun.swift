@@ -82,6 +82,29 @@ struct DemoRun {
         let orange = try http.send("POST", "/v1/cards/\(cardID2)/apple-pay/provision", json: provision(), headers: app)
         ok = try report(orange, expectedFlow: "orange") && ok
 
+        step("OUTCOMES: the dispute desk reports what became of the green and the yellow decision")
+        var reports: [[String: Any]] = []
+        if let id = attemptID(green) {
+            reports.append(["attemptId": id, "outcome": "legitimate", "source": "cardholder", "note": "demo"])
+        }
+        if let id = attemptID(yellow) {
+            reports.append([
+                "attemptId": id, "outcome": "fraud", "source": "chargeback",
+                "note": "demo: cardholder denies adding the card",
+                "amountLost": ["value": 350_000, "currency": "KRW"],
+            ])
+        }
+        let recorded = try expect(
+            http.send("POST", "/v1/admin/outcomes", json: ["outcomes": reports], headers: admin), [200], "outcomes")
+        say("POST /v1/admin/outcomes → recorded \(recorded["recorded"] ?? 0), unchanged \(recorded["unchanged"] ?? 0)")
+        let performance = try expect(
+            http.send("GET", "/v1/admin/rules/performance", headers: admin), [200], "rule performance")
+        if let totals = performance["totals"] as? [String: Any] {
+            say(
+                "GET /v1/admin/rules/performance → last 24 h: \(totals["attempts"] ?? 0) attempts, \(totals["fraud"] ?? 0) confirmed fraud, "
+                    + "\(totals["legitimate"] ?? 0) legitimate, \(totals["fraudPassedGreen"] ?? 0) fraud passed green")
+        }
+
         step(ok ? "all three cases came out as expected" : "some cases did not come out as expected (see above)")
         return ok
     }
@@ -141,6 +164,12 @@ struct DemoRun {
             return fail("expected \(expectedFlow), got \(flow): \(answer.text.prefix(300))")
         }
         return true
+    }
+
+    /// The attempt id an answer names, if any.
+    private func attemptID(_ answer: DemoHTTP.Answer) -> String? {
+        let decision = answer.json?["decision"] as? [String: Any] ?? answer.json?["error"] as? [String: Any]
+        return (decision?["attemptId"] ?? answer.json?["attemptId"]) as? String
     }
 
     @discardableResult

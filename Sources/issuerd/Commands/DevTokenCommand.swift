@@ -1,6 +1,6 @@
 import Foundation
 import IssuerdAPI
-import IssuerdService
+import IssuerdCore
 
 /// `issuerd dev token`: a development issuer-app JWT (HS256 with `ISSUERD_APP_JWT_SECRET`).
 enum DevTokenCommand {
@@ -30,7 +30,7 @@ enum DevTokenCommand {
             guard let duration = ConfigurationReader.parseDuration(text) else {
                 throw UsageError("--ttl must be a duration such as 15m or 1h")
             }
-            lifetime = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            lifetime = duration.timeInterval
         }
         let reader = try OperatorCommandSupport.reader(arguments)
         let token = try OperatorCommandSupport.failing {

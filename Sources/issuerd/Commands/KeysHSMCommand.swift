@@ -4,7 +4,6 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdKeys
 import IssuerdPKCS11
-import IssuerdService
 
 /// `issuerd keys hsm init|status|add-data-key`: the issuer keys in a PKCS#11 HSM.
 enum KeysHSMCommand {

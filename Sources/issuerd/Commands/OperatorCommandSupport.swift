@@ -2,7 +2,6 @@ import Foundation
 import IssuerdAPI
 import IssuerdCore
 import IssuerdPostgres
-import IssuerdService
 
 /// What the operator commands (`apikey`, `cards`, `audit`, `keys`, `dev token`) share: reading
 /// only their own settings, one clear line for a missing one, the audit actor, a small pool.

@@ -149,6 +149,29 @@ enum RulesBacktestCommand {
                 pad(id + shadow, 40) + pad(a.map { "\($0.hits)" } ?? "-", 10) + pad(b.map { "\($0.hits)" } ?? "-", 10)
                     + (delta == 0 ? "" : (delta > 0 ? "+\(delta)" : "\(delta)")))
         }
+        if let performance = report.performance {
+            lines.append("")
+            lines.append(
+                "outcomes: \(performance.current.fraud) confirmed fraud, \(performance.current.legitimate) legitimate")
+            for (name, side) in [("current", performance.current), ("candidate", performance.candidate)] {
+                lines.append(
+                    "  \(name): fraud passed green \(side.fraudPassedGreen) (\(Backtest.won(side.fraudPassedGreenAmount))), "
+                        + "legitimate stepped up \(side.legitimateSteppedUp), legitimate declined \(side.legitimateDeclined)"
+                )
+            }
+            lines.append("  candidate " + performance.summary)
+            lines.append(pad("  rule (fraud/legitimate decided)", 42) + pad("current", 16) + "candidate")
+            let keys = Set(performance.current.rules.keys).union(performance.candidate.rules.keys).sorted()
+            for key in keys {
+                let a = performance.current.rules[key]
+                let b = performance.candidate.rules[key]
+                let rule = (a ?? b)!
+                let shadow = rule.mode == .shadow ? " (shadow)" : ""
+                lines.append(
+                    pad("  " + rule.ruleID + shadow, 42) + pad(a.map { "\($0.fraud)/\($0.legitimate)" } ?? "-", 16)
+                        + (b.map { "\($0.fraud)/\($0.legitimate)" } ?? "-"))
+            }
+        }
         if !report.sample.isEmpty {
             lines.append("")
             lines.append("sample of changed attempts:")

@@ -15,6 +15,7 @@ enum RulesCommand: CommandDefinition {
           backtest --candidate DIR     current versus candidate over a JSONL export or PostgreSQL history
           export --since T --until T   write PostgreSQL history as backtest JSONL (needs the database)
           explain ATTEMPT_ID           show a stored decision and re-run it with today's rules (needs the database)
+          performance --since T --until T  each rule's precision, recall and step-ups against outcomes (needs the database)
 
         DIR defaults to ./rules. The language is documented in docs/rules.md.
         """
@@ -34,8 +35,9 @@ enum RulesCommand: CommandDefinition {
         case "backtest": return try RulesBacktestCommand.run(rest)
         case "explain": return try RulesHistoryCommands.explain(rest)
         case "export": return try RulesHistoryCommands.export(rest)
+        case "performance": return try RulesPerformanceCommand.run(rest)
         default:
-            let near = ["check", "test", "backtest", "export", "explain"].filter {
+            let near = ["check", "test", "backtest", "export", "explain", "performance"].filter {
                 $0.hasPrefix(String(subcommand.prefix(2)))
             }
             throw UsageError(

@@ -4,7 +4,6 @@ import IssuerdCore
 import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 
 /// `issuerd rules export` and `issuerd rules explain`: the analyst tools that read stored
 /// history from PostgreSQL (`ISSUERD_DATABASE_URL`).

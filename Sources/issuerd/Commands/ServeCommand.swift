@@ -1,6 +1,5 @@
 import IssuerdAPI
 import IssuerdCore
-import IssuerdService
 
 /// `issuerd serve`: the HTTP service in the foreground.
 enum ServeCommand: CommandDefinition {

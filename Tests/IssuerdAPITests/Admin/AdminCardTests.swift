@@ -212,6 +212,13 @@ struct AdminCardTests {
             ("localizedDescription", String(repeating: "🇰🇷", count: 65), 400, "invalid_request"),
             ("customerId", "nobody", 404, "customer_not_found"),
             ("cardId", "bad id", 400, "invalid_request"),
+            // The card's own number, or any card number, in its id: it would be stored in clear.
+            ("cardId", AdminFixtures.pan(serial: 1), 400, "invalid_request"),
+            ("cardId", "card-" + AdminFixtures.pan(serial: 2), 400, "invalid_request"),
+            (
+                "customerId", "cust:" + AdminFixtures.pan(serial: 3).replacingOccurrences(of: "1111", with: "1111-"),
+                400, "invalid_request"
+            ),
         ])
     func badCards(field: String, value: String, status: Int, code: String) throws {
         let app = try TestApplication()

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdStorage
 import Testing
@@ -10,7 +11,7 @@ import Testing
 @Suite("Admin validation: the ASCII and arithmetic short paths agree with Foundation's")
 struct AdminValidationFastPathTests {
     private func outcome(_ body: () throws -> String) -> String {
-        do { return "ok:" + (try body()) } catch let error as HTTPError { return "error:" + error.message } catch {
+        do { return "ok:" + (try body()) } catch let error as Refusal { return "error:" + error.message } catch {
             return "other"
         }
     }

@@ -3,7 +3,6 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdImport
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdTestSupport
 import Testing

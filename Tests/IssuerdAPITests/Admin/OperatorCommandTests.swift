@@ -5,7 +5,6 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdImport
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdTestSupport
 import Testing

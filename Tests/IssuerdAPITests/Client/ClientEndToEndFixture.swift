@@ -79,8 +79,8 @@ struct ClientEndToEndFixture {
         [Data(app.pki.eccLeaf.certificateDER), Data(app.pki.intermediate.certificateDER)]
     }
 
-    /// Opens ECC_V2 pass data as Apple would, with the PKI leaf's private key (apple-provisioning
-    /// spec §2: ECDH, NIST SP 800-56A concatenation KDF, AES-256-GCM with a zero IV).
+    /// Opens ECC_V2 pass data as Apple would, with the PKI leaf's private key (docs/crypto.md,
+    /// ECC_V2: ECDH, NIST SP 800-56A concatenation KDF, AES-256-GCM with a zero IV).
     ///
     /// - Returns: The decrypted JSON object.
     func decrypt(_ passData: ApprovedPassData) throws -> [String: String] {

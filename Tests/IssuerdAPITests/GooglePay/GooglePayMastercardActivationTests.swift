@@ -4,7 +4,7 @@ import Testing
 
 @testable import IssuerdAPI
 
-/// Issue 35's app-to-app path for a Mastercard token as it happens in reality: MDES's Authorize
+/// The app-to-app path for a Mastercard token as it happens in reality: MDES's Authorize
 /// Service (the fake MDES, payloads made by Mastercard's library) leaves the token yellow, Google
 /// Wallet opens the issuer's app, and the app's activation reaches Mastercard's Customer Service API
 /// (the fake that checks every signature with Mastercard's signer) through the outbox.

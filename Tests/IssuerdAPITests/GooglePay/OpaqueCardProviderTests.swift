@@ -1,17 +1,20 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
-import IssuerdService
+import IssuerdTestSupport
 import Testing
 
 @testable import IssuerdAPI
 
-/// The provider interface a Visa issuer plugs into, and the answers without one.
+/// The providers the settings build, and the answers without them.
 @Suite("Google Pay opaque card providers")
 struct OpaqueCardProviderTests {
     struct StubVisa: OpaqueCardProvider {
         let network = "visa"
-        func opaquePaymentCard(_ card: PushedCard, now: Date) throws -> String { "stub-\(card.cardID)" }
+        func opaquePaymentCard(_ card: PushedCard, to wallet: PushWallet, now: Date) throws -> String {
+            "stub-\(card.cardID)"
+        }
     }
 
     static func code(_ body: () throws -> Any) -> (Int, String)? {
@@ -26,7 +29,7 @@ struct OpaqueCardProviderTests {
     }
 
     @Test(
-        "Without providers: Visa and Mastercard are 422 not configured, as other networks; a plugged-in Visa provider serves"
+        "Without providers: Visa and Mastercard are 422 not configured, other networks unsupported; a plugged-in provider serves"
     )
     func providers() throws {
         let settings = try GooglePaySettings(ConfigurationReader([:]))
@@ -52,5 +55,45 @@ struct OpaqueCardProviderTests {
             ]))
         let tav = try MastercardTAVProvider(signingKey: RSA.Signing.PrivateKey(bits: 2048))
         #expect(throws: ConfigurationError.self) { try GooglePayCrypto(settings: settings, tav: tav) }
+    }
+
+    @Test(
+        "Visa's settings: all three build the Visa provider; one alone, a secret file readable by others, or an empty one stop start-up"
+    )
+    func visaSettings() throws {
+        let directory = try TestScratch.directory("issuerd-visa-settings")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let secret = directory.appendingPathComponent("secret")
+        try "s3cret\n".write(to: secret, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret.path)
+        let all = [
+            "ISSUERD_VISA_ENCRYPTION_API_KEY": "KEY-1", "ISSUERD_VISA_ENCRYPTION_SHARED_SECRET": secret.path,
+            "ISSUERD_VISA_CLIENT_APP_ID": "com.example.bank",
+        ]
+        let settings = try GooglePaySettings(ConfigurationReader(all))
+        #expect(settings.visa?.sharedSecret.unsafeValue == Array("s3cret".utf8))
+        #expect("\(settings.visa!.sharedSecret)" == "****")
+        #expect(try GooglePayCrypto(settings: settings, tav: nil).provider(network: "visa").network == "visa")
+
+        func refused(_ environment: [String: String]) -> String? {
+            do {
+                _ = try GooglePaySettings(ConfigurationReader(environment))
+                return nil
+            } catch let error as ConfigurationError {
+                return error.key
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(
+            refused(["ISSUERD_VISA_ENCRYPTION_API_KEY": "KEY-1"]) == "ISSUERD_VISA_ENCRYPTION_SHARED_SECRET")
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: secret.path)
+        #expect(refused(all) == "ISSUERD_VISA_ENCRYPTION_SHARED_SECRET")
+        try "\n".write(to: secret, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret.path)
+        #expect(refused(all) == "ISSUERD_VISA_ENCRYPTION_SHARED_SECRET")
+        var missingFile = all
+        missingFile["ISSUERD_VISA_ENCRYPTION_SHARED_SECRET"] = directory.appendingPathComponent("none").path
+        #expect(refused(missingFile) == "ISSUERD_VISA_ENCRYPTION_SHARED_SECRET")
     }
 }

@@ -3,7 +3,6 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdKeys
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdTestSupport
 import Synchronization

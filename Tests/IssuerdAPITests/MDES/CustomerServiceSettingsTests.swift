@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdOutbox
-import IssuerdService
 import Testing
 
 @testable import IssuerdAPI

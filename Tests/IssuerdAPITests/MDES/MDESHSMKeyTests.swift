@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdMDES
 import IssuerdPKCS11
-import IssuerdService
 import IssuerdTestSupport
 import Testing
 

@@ -35,6 +35,27 @@ struct MDESIssuerServicesTests {
         #expect(try untrusted.count("SELECT count(*) FROM provisioning_attempts") == 0)
     }
 
+    @Test("The gate believes exactly one X-Client-Verify: two fields in either order are 403 and record nothing")
+    func gateRefusesRepeatedVerdicts() throws {
+        let fixture = try MDESFixture()
+        let body = try fixture.authorizeBody()
+        // A proxy that appends its verdict to the client's own: what the client wrote comes first.
+        for verdicts in [["SUCCESS", "FAILED:unable to verify"], ["FAILED", "SUCCESS"], ["SUCCESS", "SUCCESS"]] {
+            let connection = try RawHTTPConnection(port: fixture.app.application.port, timeout: 10)
+            defer { connection.close() }
+            let fields = verdicts.map { "X-Client-Verify: \($0)\r\n" }.joined()
+            try connection.send(
+                "POST /mdes/issuerServices/1/0/authorizeService HTTP/1.1\r\nHost: x\r\n\(fields)"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            let refused = try connection.readResponse()
+            #expect(refused.status == 403, "\(verdicts)")
+            #expect(refused.errorEnvelope()?["code"] as? String == "forbidden", "\(verdicts)")
+        }
+        #expect(try fixture.count("SELECT count(*) FROM mdes_requests") == 0)
+        #expect(try fixture.count("SELECT count(*) FROM provisioning_attempts") == 0)
+        #expect(try fixture.post("authorizeService", body).status == 200)
+    }
+
     @Test("Green: APPROVED with responseId and NOT_PROCESSED, an mdes attempt; a retry gets the same bytes")
     func approvedAndReplayed() throws {
         let fixture = try MDESFixture()
@@ -158,6 +179,38 @@ struct MDESIssuerServicesTests {
             try fixture.authorizeBody(requestId: "d4", payload: MDESFixture.fundingAccount(pan: "5105105105105100")))
         #expect(blocked.jsonObject()?["decision"] as? String == "DECLINED")
         #expect(try fixture.count("SELECT count(*) FROM tokens") == 0)
+    }
+
+    @Test("A card registered for another network is DECLINED, recorded against the card")
+    func anotherNetworkIsDeclined() throws {
+        let fixture = try MDESFixture()
+        let visa = "4111111111111111"
+        try DecisionFixtures.card(fixture.app, "card-visa", customer: "cust-1", pan: visa, network: "visa")
+        let answer = try fixture.post(
+            "authorizeService",
+            try fixture.authorizeBody(requestId: "v1", payload: MDESFixture.fundingAccount(pan: visa)))
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(answer.jsonObject()?["decision"] as? String == "DECLINED")
+        #expect(
+            try fixture.count(
+                "SELECT count(*) FROM provisioning_attempts WHERE card_id = 'card-visa' AND decision = 'DECLINED'") == 1
+        )
+        #expect(try fixture.count("SELECT count(*) FROM tokens") == 0)
+        // The Mastercard card of the same customer is still approved.
+        let mastercard = try fixture.post("authorizeService", try fixture.authorizeBody(requestId: "v2"))
+        #expect(mastercard.jsonObject()?["decision"] as? String == "APPROVED")
+    }
+
+    @Test("Without a readable requestId, responseId is the X-Request-Id cut to 64 characters")
+    func responseIdStaysWithinSixtyFour() throws {
+        let fixture = try MDESFixture()
+        let long = String(repeating: "r", count: 128)
+        for body in [#"{"services":["DIGITIZATION"]}"#, "{\"requestId\":\"\(String(repeating: "q", count: 65))\"}"] {
+            let refused = try fixture.post(
+                "authorizeService", body, headers: ["X-Client-Verify": "SUCCESS", "X-Request-Id": long])
+            #expect(refused.status == 400, "\(refused.text)")
+            #expect(refused.jsonObject()?["responseId"] as? String == String(long.prefix(64)))
+        }
     }
 
     @Test("Yellow to active: methods, a delivered code, wrong then right code, activation, updates, suspicious events")

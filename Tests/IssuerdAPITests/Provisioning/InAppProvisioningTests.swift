@@ -4,7 +4,6 @@ import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
-import IssuerdService
 import IssuerdStorage
 import IssuerdTestSupport
 import Synchronization
@@ -124,7 +123,7 @@ struct InAppProvisioningTests {
             secret: String(repeating: "b", count: 40), customerID: "cust-1", lifetime: 600, now: Date())
         let century = try app.appToken(customer: "cust-1", lifetime: 100 * 365 * 86_400)
         let issued = Int(Date().timeIntervalSince1970)
-        let noIssuedAt = try AppTokenClaimsTests.token(
+        let noIssuedAt = try TestJWT.hs256(
             ["sub": "cust-1", "exp": issued + 600], secret: app.appJWTSecret)
         for headers in [
             [:], ["Authorization": "Bearer \(expired)"], ["Authorization": "Bearer \(forged)"],
@@ -204,7 +203,7 @@ struct InAppProvisioningTests {
         #expect(fresh.status == 409)
         #expect(fresh.text.contains("still being processed"))
 
-        let expiry = Int(OutboxBackoff.seconds(IdempotencyStore.claimExpiry)) + 1
+        let expiry = Int(IdempotencyStore.claimExpiry.timeInterval) + 1
         try app.pool.withConnection {
             try $0.execute(
                 "UPDATE idempotency_keys SET created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-1'")
@@ -240,7 +239,7 @@ struct InAppProvisioningTests {
             app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-3"])
         #expect(first.status == 200)
         // A holder slower than the expiry: its claim looks abandoned, its answer is not in yet.
-        let expiry = Int(OutboxBackoff.seconds(IdempotencyStore.claimExpiry)) + 1
+        let expiry = Int(IdempotencyStore.claimExpiry.timeInterval) + 1
         try app.pool.withConnection { connection in
             try connection.execute(
                 "UPDATE idempotency_keys SET status = 0, created_at = now() - make_interval(secs => \(expiry)) WHERE key = 'k-3'"

@@ -3,7 +3,6 @@ import IssuerdCore
 import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import Testing
 
 @testable import IssuerdAPI

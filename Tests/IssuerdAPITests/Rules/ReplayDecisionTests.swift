@@ -50,6 +50,15 @@ struct ReplayDecisionTests {
           owner   test
           when    request.channel == "google_pay" and device.type == "watch"
         end
+
+        rule test.samsung_tablet
+          title   "Samsung Pay push to a tablet"
+          outcome yellow
+          reason  TEST_SAMSUNG_TABLET
+          stepup  [app]
+          owner   test
+          when    request.wallet == "samsung_pay" and device.type == "tablet"
+        end
         """.write(to: directory.appendingPathComponent("policy/test.rules"), atomically: true, encoding: .utf8)
         return directory.path
     }
@@ -103,6 +112,12 @@ struct ReplayDecisionTests {
         try DecisionFixtures.card(app, "card-6", customer: "cust-4", pan: googlePayPAN, network: "mastercard")
         for device in [["id": "pixel-6", "type": "phone"], ["id": "watch-6", "type": "watch"]] {
             let response = try GooglePayPushTests.push(app, card: "card-6", customer: "cust-4", device: device)
+            #expect(response.status == 200, "\(response.text)")
+        }
+        // Samsung Pay pushes of the same card: green from a phone, yellow to a tablet (request.wallet).
+        for device in [["id": "galaxy-6", "type": "phone"], ["id": "tab-6", "type": "tablet"]] {
+            let response = try VisaPushTests.samsung(
+                app, card: "card-6", customer: "cust-4", device: device, walletInfo: nil)
             #expect(response.status == 200, "\(response.text)")
         }
 
@@ -210,7 +225,7 @@ struct ReplayDecisionTests {
     }
 
     @Test(
-        "A replay of the serving rules gives every stored flow: re-run, backtest and export, in-app, Wallet extension, Google Pay and TSP"
+        "A replay of the serving rules gives every stored flow: re-run, backtest and export, in-app, Wallet extension, Google Pay, Samsung Pay and TSP"
     )
     func everyStoredFlow() throws {
         let rulesDirectory = try Self.rules()
@@ -222,11 +237,12 @@ struct ReplayDecisionTests {
         for rule in [
             "card_not_found", "expiry_mismatch", "issuerd.in_app_yellow", "invariant.no_step_up_method",
             "invariant.wallet_declined", "invariant.wallet_requires_authentication", "invariant.card_unusable",
-            "card.blocked", "test.watch_push", "test.sms_only", "test.google_watch",
+            "card.blocked", "test.watch_push", "test.sms_only", "test.google_watch", "test.samsung_tablet",
+            "wallet.samsung_pay",
         ] {
             #expect(rules.contains(rule), "no stored hit of \(rule): \(rules)")
         }
-        #expect(Set(attempts.map(\.channel)) == ["in_app", "wallet_extension", "tsp", "google_pay"])
+        #expect(Set(attempts.map(\.channel)) == ["in_app", "wallet_extension", "tsp", "google_pay", "samsung_pay"])
         #expect(Set(attempts.map(\.flow)) == ["green", "yellow", "orange"])
         #expect(answers["pending push"]?["flow"] as? String == "yellow")
         #expect(answers["no method the customer has"]?["flow"] as? String == "orange")

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCrypto
 import IssuerdOutbox
 import IssuerdPostgres
-import IssuerdService
 import IssuerdTestSupport
 import Testing
 

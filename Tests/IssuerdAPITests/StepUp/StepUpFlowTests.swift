@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdAuth
 import IssuerdCrypto
 import IssuerdPostgres
-import IssuerdService
 import IssuerdTestSupport
 import Testing
 

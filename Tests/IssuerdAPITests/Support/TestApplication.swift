@@ -3,13 +3,13 @@ import IssuerdAuth
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
-import IssuerdService
 import IssuerdTestSupport
 
 @testable import IssuerdAPI
 
 /// A real issuerd on a loopback port 0, over a fresh migrated database, trusting a generated
-/// Apple-shaped PKI: what the API tests talk to over HTTP.
+/// Apple-shaped PKI: what the API tests talk to, in process through its router or over HTTP
+/// (``TestTransport``).
 ///
 /// Each instance owns its database and PKI, so suites run in parallel without sharing state.
 final class TestApplication: @unchecked Sendable {  // immutable after init; the server is thread-safe
@@ -39,10 +39,13 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     ///   - prepare: Runs on the fresh database before the application is built (e.g. to store
     ///     HSM data keys, which the application loads in its initialiser).
     ///   - poolSize: Connections of ``pool``, the tests' own (the application has its own pool).
+    ///   - transport: How ``client`` reaches the server; ``TestTransport/default`` unless a test
+    ///     needs what only a socket shows.
     init(
         environment: [String: String] = [:], rulesDirectory: String? = nil, sharing: TestApplication? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
-        prepare: ((TestDatabase) throws -> Void)? = nil, logger: Logger? = nil, poolSize: Int = 2
+        prepare: ((TestDatabase) throws -> Void)? = nil, logger: Logger? = nil, poolSize: Int = 2,
+        transport: TestTransport = .default
     ) throws {
         let database = try sharing?.database ?? TestDatabase.create()
         let ownsDatabase = sharing == nil
@@ -90,7 +93,7 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
         self.database = database
         self.ownsDatabase = ownsDatabase
         self.directory = directory
-        client = HTTPTestClient(port: application.port)
+        client = transport.client(for: application)
         pool = database.makePool(size: poolSize)
     }
 

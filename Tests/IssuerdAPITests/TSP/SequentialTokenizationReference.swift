@@ -3,7 +3,6 @@ import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdRisk
-import IssuerdService
 import IssuerdStorage
 import IssuerdWire
 

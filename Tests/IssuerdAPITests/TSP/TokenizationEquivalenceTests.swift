@@ -369,7 +369,7 @@ struct TokenizationEquivalenceTests {
             Issue.record("a holder whose claim was taken over was answered")
         } catch let error as HTTPError {
             #expect(error.status == 409)
-            #expect(error.code == .idempotencyKeyReused)
+            #expect(error.code.rawValue == IdempotencyStore.keyReusedCode)
         }
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 0)
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM tokens") == 0)

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdRisk
 import IssuerdStorage

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdKeys
-import IssuerdService
 import Testing
 
 @testable import IssuerdAPI

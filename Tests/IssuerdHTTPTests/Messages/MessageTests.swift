@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import Testing
 
 @testable import IssuerdHTTP

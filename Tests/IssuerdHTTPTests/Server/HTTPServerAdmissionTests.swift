@@ -40,6 +40,8 @@ import Testing
         let admitted = try connection.readResponse()
         #expect(admitted.status == 200)
         #expect(admitted.jsonObject()?["bytes"] as? Int == 5)
+        // What the admission established reached the handler.
+        #expect(admitted.header("X-Admitted")?.hasPrefix("principal of ") == true, "\(admitted.headers)")
         #expect(test.guardedCalls.value == 1)
         #expect(test.log.jsonLines().contains { $0["path"] as? String == "/guarded" && $0["status"] as? Int == 401 })
     }

@@ -95,6 +95,44 @@ import Testing
         #expect(connection.readToEnd().isEmpty)
     }
 
+    /// Heads refused once parsed, whose 400 must be one whole answer: libmicrohttpd 0.9.75's own
+    /// 400 for these carried its head twice, the second inside the counted body.
+    static let refusedHeads: [(name: String, head: String)] = [
+        ("HTTP/1.1 without Host", "GET /inspect HTTP/1.1\r\nX-Probe: 1\r\n\r\n"),
+        ("POST without Host", "POST /echo HTTP/1.1\r\nContent-Length: 2\r\n\r\nab"),
+        ("a space in the request target", "GET /ins pect HTTP/1.1\r\nHost: x\r\n\r\n"),
+    ]
+
+    @Test(arguments: refusedHeads.map(\.name))
+    func aRefusedHeadGetsExactlyOneWellFormed400(name: String) throws {
+        let head = try #require(Self.refusedHeads.first { $0.name == name }?.head)
+        let test = try TestServer()
+        defer { test.server.shutdown() }
+        let connection = try RawHTTPConnection(port: test.port, timeout: 5)
+        try connection.send(head + Self.smuggled)
+        let bytes = connection.readToEnd()
+        let text = String(decoding: bytes, as: UTF8.self)
+        let parts = text.components(separatedBy: "\r\n\r\n")
+        let headLines = try #require(parts.first).components(separatedBy: "\r\n")
+        #expect(headLines.first == "HTTP/1.1 400 Bad Request", "\(name): \(text)")
+        #expect(text.components(separatedBy: "HTTP/1.").count == 2, "\(name): more than one head: \(text)")
+        let fields = Dictionary(
+            headLines.dropFirst().map { line -> (String, String) in
+                let colon = line.firstIndex(of: ":") ?? line.endIndex
+                return (
+                    line[..<colon].lowercased(),
+                    line[colon...].dropFirst().trimmingCharacters(in: .whitespaces)
+                )
+            }, uniquingKeysWith: { first, _ in first })
+        #expect(fields["connection"]?.lowercased() == "close", "\(name)")
+        // Exactly the counted body follows the head, and nothing after it.
+        let headBytes = try #require(parts.first).utf8.count + 4
+        let body = Array(bytes.dropFirst(headBytes))
+        #expect(fields["content-length"] == String(body.count), "\(name): \(text)")
+        let envelope = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        #expect((envelope?["error"] as? [String: Any])?["code"] as? String == "malformed_request", "\(name): \(text)")
+    }
+
     @Test func soundHeadsStillPassPipelinedAndChunked() throws {
         let test = try TestServer()
         defer { test.server.shutdown() }

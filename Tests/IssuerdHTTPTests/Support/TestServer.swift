@@ -85,10 +85,13 @@ struct TestServer {
                 guard request.headers["Authorization"] == "Bearer good" else {
                     throw HTTPError(status: 401, code: "unauthenticated", message: "no credential")
                 }
+                return "principal of \(request.requestId)"
             },
             { request in
                 calls.count()
-                return try .json(["bytes": request.body.count])
+                var response = try HTTPResponse.json(["bytes": request.body.count])
+                response.headers.set("X-Admitted", "\(request.admitted ?? "none")")
+                return response
             })
     }
 }

@@ -84,6 +84,8 @@ import Testing
     @Test(arguments: [
         ("23505", "uniqueViolation"), ("40001", "serializationFailure"), ("40P01", "deadlockDetected"),
         ("57P01", "unavailable"), ("08006", "unavailable"), ("42703", "syntax"), ("XX000", "other"),
+        ("53100", "insufficientResources"), ("53200", "insufficientResources"), ("53400", "insufficientResources"),
+        ("53300", "unavailable"),
     ])
     func codeMapping(sqlState: String, name: String) {
         #expect(PostgresError.code(forSQLState: sqlState).name == name)

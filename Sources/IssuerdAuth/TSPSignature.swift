@@ -1,0 +1,88 @@
+import Foundation
+import IssuerdCrypto
+
+/// The `X-Issuerd-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`
+/// header (docs/openapi.yaml, `tspSignature`), parsed.
+///
+/// Verification (HMAC, time window, replay) is ``TSPAuthenticator``'s; this type only takes the
+/// header apart strictly so that malformed input never reaches the crypto.
+package struct TSPSignature: Equatable {
+    /// The header's name.
+    package static let headerName = "X-Issuerd-Signature"
+
+    /// The signing time in seconds since 1970.
+    package let timestamp: Int64
+    /// The `v1` signatures (a sender may send several while it rotates secrets), 32 bytes each.
+    package let signatures: [[UInt8]]
+
+    /// Parses the header; `nil` when it is malformed.
+    package init?(header: String) {
+        guard header.utf8.count <= 1024 else { return nil }
+        var timestamp: Int64?
+        var signatures: [[UInt8]] = []
+        for item in header.split(separator: ",") {
+            let pair = Self.trimmingBlanks(item).split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { return nil }
+            switch pair[0] {
+            case "t":
+                guard timestamp == nil, pair[1].utf8.count <= 12, let value = Int64(pair[1]), value > 0 else {
+                    return nil
+                }
+                timestamp = value
+            case "v1":
+                guard let bytes = Self.hex(pair[1]), bytes.count == 32 else { return nil }
+                signatures.append(bytes)
+            default:
+                continue  // unknown schemes are ignored so new versions can be added alongside v1
+            }
+        }
+        guard let timestamp, !signatures.isEmpty, signatures.count <= 4 else { return nil }
+        self.timestamp = timestamp
+        self.signatures = signatures
+    }
+
+    /// `text` without the spaces and tabs around it (optional whitespace in a header's list,
+    /// RFC 9110 section 5.6.1; `trimmingCharacters(in:)` went through `NSString` on every request).
+    private static func trimmingBlanks(_ text: Substring) -> Substring {
+        let isBlank = { (character: Character) in character == " " || character == "\t" }
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return text[first...last]
+    }
+
+    /// The bytes the HMAC covers: `"<t>." + raw body`.
+    package static func signedPayload(timestamp: Int64, body: [UInt8]) -> [UInt8] {
+        Array("\(timestamp).".utf8) + body
+    }
+
+    package static func hex(_ text: Substring) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index < digits.count {
+            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x61...0x66: byte - 0x61 + 10
+        case 0x41...0x46: byte - 0x41 + 10
+        default: nil
+        }
+    }
+
+    /// The header value for `body` at `timestamp` (outbound webhooks and tests sign with it).
+    package static func header(body: [UInt8], secret: String, timestamp: Int64) throws -> String {
+        let mac = HMACSHA256.authenticationCode(
+            for: signedPayload(timestamp: timestamp, body: body),
+            using: try SymmetricKey(bytes: Array(secret.utf8)))
+        return "t=\(timestamp),v1=\(BinaryEncoding.hexString(mac))"
+    }
+}
