@@ -11,9 +11,10 @@ struct CardNumberInPathTests {
     @Test("A card number in a path is masked in the request log, answered or refused")
     func pathsAreMaskedInTheLog() throws {
         let lines = LineCollector()
+        // Over the wire: the request log is the HTTP server's to write.
         let app = try TestApplication(
             environment: ["ISSUERD_LOG_LEVEL": "info"],
-            logger: Logger(label: "test", minimumLevel: .info, handler: lines))
+            logger: Logger(label: "test", minimumLevel: .info, handler: lines), transport: .live)
         let admin = try app.apiKey(role: .admin)
         let pan = AdminFixtures.pan(serial: 7)
         let spaced = "4111%2011%2011%20110000"

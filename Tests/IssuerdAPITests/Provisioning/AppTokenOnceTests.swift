@@ -28,7 +28,8 @@ struct AppTokenOnceTests {
     @Test("A request with a body uses the principal its head's admission verified")
     func theHandlerTakesTheAdmittedPrincipal() throws {
         let clock = HandlerClock()
-        let app = try TestApplication(clock: { clock.now() })
+        // Over the wire: the head is admitted on libmicrohttpd's thread, the handler runs on another.
+        let app = try TestApplication(clock: { clock.now() }, transport: .live)
         let token = try app.appToken(customer: "cust-once", lifetime: 600)
         clock.arm()
         // No such card: the handler answers 404 once it has the customer; verifying the token
