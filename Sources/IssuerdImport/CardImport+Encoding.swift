@@ -128,7 +128,7 @@ extension CardImport {
         slice.cards.integer(sealed.keyVersion)
         slice.cards.bytea(fingerprint)
         slice.cards.text(card.pan.lastFour)
-        slice.cards.text(card.expiration)
+        slice.cards.text(card.expiration.slashed)
         slice.cards.text(card.cardholderName)
         slice.cards.text(card.paymentNetwork)
         slice.cards.text(card.status.rawValue)

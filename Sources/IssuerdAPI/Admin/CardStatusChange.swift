@@ -53,43 +53,21 @@ enum CardStatusChange {
         else { throw PostgresError(code: .other, message: "status history id unavailable") }
         let statusChangeID = try changeID.decode("id", as: Int64.self)
 
-        let affected: PostgresRows
-        let action: String
-        let event: String
+        // Blocked leaves the tokens alone: authorizations of a blocked card are declined anyway.
+        let effect: (action: String, event: TokenEventKind, change: TokenStore.CardChange)?
         switch status {
-        case .lost, .stolen:
-            (action, event) = ("suspend", "suspended")
-            affected = try connection.query(
-                """
-                UPDATE tokens SET issuer_suspended_from = status, status = 'suspended', updated_at = \(now)
-                WHERE card_id = \(cardID) AND status IN ('active', 'pending_verification') RETURNING token_reference, service
-                """)
-        case .closed:
-            (action, event) = ("delete", "deleted")
-            affected = try connection.query(
-                """
-                UPDATE tokens SET status = 'deleted', issuer_suspended_from = NULL, updated_at = \(now)
-                WHERE card_id = \(cardID) AND status <> 'deleted' RETURNING token_reference, service
-                """)
-        case .active:
-            (action, event) = ("resume", "resumed")
-            affected = try connection.query(
-                """
-                UPDATE tokens SET status = issuer_suspended_from, issuer_suspended_from = NULL, updated_at = \(now)
-                WHERE card_id = \(cardID) AND status = 'suspended' AND issuer_suspended_from IS NOT NULL RETURNING token_reference, service
-                """)
-        case .blocked:
-            (action, event) = ("", "")
-            affected = try connection.query("SELECT token_reference, service FROM tokens WHERE false")
+        case .lost, .stolen: effect = ("suspend", .suspended, .suspend)
+        case .closed: effect = ("delete", .deleted, .delete)
+        case .active: effect = ("resume", .resumed, .resume)
+        case .blocked: effect = nil
         }
-        var tokens: [(reference: String, service: String)] = []
-        for row in affected { tokens.append((try row.decode("token_reference"), try row.decode("service"))) }
+        let tokens =
+            try effect.map { try TokenStore.apply($0.change, cardID: cardID, now: now, connection: connection) } ?? []
         for (token, service) in tokens.sorted(by: { $0.reference < $1.reference }) {
-            try connection.execute(
-                """
-                INSERT INTO token_events (token_reference, card_id, event, source, at)
-                VALUES (\(token), \(cardID), \(event), 'issuer', \(now))
-                """)
+            guard let (action, event, _) = effect else { break }
+            try TokenStore.recordEvent(
+                event, tokenReference: token, cardID: cardID, source: "issuer", at: now, now: now,
+                connection: connection)
             // A Mastercard token changes through the Customer Service API, with Mastercard's reason code.
             if service == "mdes", let change = Self.mdesChange(status) {
                 try MDESCustomerServicePayload.enqueue(

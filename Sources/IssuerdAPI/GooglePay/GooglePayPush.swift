@@ -64,7 +64,7 @@ struct GooglePayPush: Sendable {
                 level: .info, message: "google pay push answered",
                 metadata: ["attemptId": .string(approval.attemptID), "flow": .string(flow.description)])
             return .answer(
-                try .json(response), channel: record.channel, flow: flow, hits: approval.decision.hits, log: log)
+                try .json(response), channel: record.channel.name, flow: flow, hits: approval.decision.hits, log: log)
         }
     }
 

@@ -59,7 +59,7 @@ struct SamsungPayPush: Sendable {
                 level: .info, message: "samsung pay push answered",
                 metadata: ["attemptId": .string(approval.attemptID), "flow": .string(flow.description)])
             return .answer(
-                try .json(response), channel: record.channel, flow: flow, hits: approval.decision.hits, log: log)
+                try .json(response), channel: record.channel.name, flow: flow, hits: approval.decision.hits, log: log)
         }
     }
 

@@ -42,9 +42,8 @@ struct WalletPush: Sendable {
     func pushedCard(_ approval: InAppProvisioning.Approval) throws -> PushedCard {
         let card = approval.card
         let pan = try CardStore.openPAN(card, vault: provisioning.context.vault)
-        guard let expiration = CardExpiration(card.expiration) else { throw StoredCardCorrupt(cardID: card.cardID) }
         return PushedCard(
-            pan: pan, expiration: expiration, cardholderName: card.cardholderName, cardID: card.cardID,
+            pan: pan, expiration: card.expiration, cardholderName: card.cardholderName, cardID: card.cardID,
             country: card.country)
     }
 

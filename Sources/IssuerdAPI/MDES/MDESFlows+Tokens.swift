@@ -16,35 +16,28 @@ extension MDESFlows {
     /// the payload, the token's last four digits and expiry, the requestor and device; a token
     /// recorded at Authorize Service becomes active, a deleted one stays deleted.
     func serviceActivated(_ request: MDESNotifyServiceActivatedRequest) throws {
-        let data = try cardData(request.fundingAccountInfo, requireToken: true)
-        let tokenReference = request.fundingAccountInfo.tokenUniqueReference!
-        guard let pan = PrimaryAccountNumber(data.cardAccountData!.accountNumber),
+        let data = try tokenizedCardData(request.fundingAccountInfo)
+        guard let tokenReference = request.fundingAccountInfo.tokenUniqueReference else {
+            throw MDESRequestError.invalidField("fundingAccountInfo.tokenUniqueReference", "is required")
+        }
+        guard let pan = PrimaryAccountNumber(data.card.account.accountNumber),
             let card = try CardStore.find(pan: pan, vault: context.vault, connection: connection)
         else { throw MDESRequestError("ACCOUNT_NOT_FOUND", "the account in encryptedPayload is not the issuer's") }
-        let token = data.tokenData!
+        let token = data.token
         let walletJSON = PostgresJSON(rawJSON: request.tokenWalletJSON(tokenData: token))
         let existing = try TokenStore.lock(tokenReference, connection: connection)
         if let existing, existing.cardID != card.cardID {
             throw MDESRequestError("TOKEN_CARD_MISMATCH", "tokenUniqueReference belongs to another account")
         }
         if existing == nil {
-            try connection.execute(
-                """
-                INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, wallet, status, attempt_id,
-                                    created_at, updated_at, service)
-                VALUES (\(tokenReference), \(card.cardID), \(request.paymentAppInstanceId), \(request.tokenRequestorId),
-                        \(walletJSON), 'active',
-                        (SELECT attempt_id FROM provisioning_attempts WHERE channel = 'mdes' AND token_reference = \(tokenReference)
-                         ORDER BY created_at DESC LIMIT 1), \(now), \(now), 'mdes')
-                """)
+            try TokenStore.createActiveMDES(
+                tokenReference: tokenReference, cardID: card.cardID, deviceID: request.paymentAppInstanceId,
+                tokenRequestorID: request.tokenRequestorId, wallet: walletJSON, now: now, connection: connection)
         } else {
-            try connection.execute(
-                """
-                UPDATE tokens SET wallet = wallet || \(walletJSON), service = 'mdes', updated_at = \(now),
-                       token_requestor_id = \(request.tokenRequestorId),
-                       status = CASE WHEN status = 'deleted' THEN status ELSE 'active' END
-                WHERE token_reference = \(tokenReference)
-                """)
+            try TokenStore.activateMDES(
+                tokenReference: tokenReference, tokenRequestorID: request.tokenRequestorId, wallet: walletJSON,
+                now: now,
+                connection: connection)
         }
         let events: [TokenEventKind] =
             existing == nil
@@ -114,9 +107,7 @@ extension MDESFlows {
                         let card = try CardStore.find(pan: pan, vault: context.vault, connection: connection),
                         card.cardID != token.cardID
                     {
-                        try connection.execute(
-                            "UPDATE tokens SET card_id = \(card.cardID), updated_at = \(now) WHERE token_reference = \(reference)"
-                        )
+                        try TokenStore.move(reference, toCard: card.cardID, now: now, connection: connection)
                         details["toCardId"] = card.cardID
                     }
                 }
@@ -142,8 +133,7 @@ extension MDESFlows {
     private func mergeWallet(_ reference: String, _ values: [String: String]) throws {
         guard !values.isEmpty else { return }
         let json = PostgresJSON(rawJSON: String(decoding: MDESMessageDecoder.encode(values), as: UTF8.self))
-        try connection.execute(
-            "UPDATE tokens SET wallet = wallet || \(json), updated_at = \(now) WHERE token_reference = \(reference)")
+        try TokenStore.mergeWallet(reference, json, now: now, connection: connection)
     }
 
     // MARK: Notify Suspicious Events

@@ -51,11 +51,16 @@ struct MDESFlows {
         return .ok(MDESAcknowledgement(responseId: responseId))
     }
 
-    /// The card data of a request's `encryptedPayload`, opened and bounded.
-    func cardData(_ info: MDESFundingAccountInfo, requireToken: Bool = false) throws -> MDESFundingAccountData {
-        let data = try services.open(info.encryptedPayload, as: MDESFundingAccountData.self, now: now, logger: logger)
-        try data.validate(requireToken: requireToken)
-        return data
+    /// The card data of a request's `encryptedPayload`, opened and checked.
+    func cardData(_ info: MDESFundingAccountInfo) throws -> MDESCardData {
+        try services.open(info.encryptedPayload, as: MDESFundingAccountData.self, now: now, logger: logger)
+            .checkedCard()
+    }
+
+    /// The same with its token (Notify Service Activated).
+    func tokenizedCardData(_ info: MDESFundingAccountInfo) throws -> MDESTokenizedCardData {
+        try services.open(info.encryptedPayload, as: MDESFundingAccountData.self, now: now, logger: logger)
+            .checkedCardAndToken()
     }
 
     // MARK: Authorize Service
@@ -68,12 +73,11 @@ struct MDESFlows {
     /// orange `DECLINED`. The invariants keep it no more permissive than the wallet.
     func authorize(_ request: MDESAuthorizeServiceRequest, responseId: String) throws -> MDESAuthorizeServiceResponse {
         let data = try cardData(request.fundingAccountInfo)
-        let account = data.cardAccountData!
+        let account = data.account
         let ruleset = services.risk.rules.current
         let tokenReference = request.fundingAccountInfo.tokenUniqueReference
         let deviceID = request.paymentAppInstanceId
-        let pan = PrimaryAccountNumber(account.accountNumber)
-        let found: TokenizationContext? = try pan.map { pan in
+        let found: TokenizationContext? = try PrimaryAccountNumber(account.accountNumber).map { pan in
             let statement = TokenizationContext.statement(
                 requestID: request.requestId, tokenReference: tokenReference ?? "",
                 fingerprint: try context.vault.fingerprint(pan),
@@ -83,133 +87,75 @@ struct MDESFlows {
                 pushesSince: now.addingTimeInterval(-TokenizationAuthorization.yellowPushWindow))
             // Planned as the TSP authorization's context statement is (one generic plan per
             // connection, B-tree look-ups only), in the same round trip.
-            let rows = try connection.pipeline([PushContext.planSettings, statement.query])
-            return try TokenizationContext(rows: rows[1], statement: statement)
+            var pipeline: PostgresPipeline = [PushContext.planSettings]
+            let contextRead = pipeline.append(statement)
+            return try connection.pipeline(pipeline)[contextRead]
         }
         let source = data.source?.ruleName.flatMap(TokenizationSource.init(name:))
         let attemptID = UUID.random()
-        var record = AttemptRecord(
-            attemptID: attemptID, channel: "mdes", deviceID: deviceID, tokenReference: tokenReference,
-            tokenRequestorID: request.tokenRequestorId, tokenizationSource: source?.name, requestID: request.requestId,
-            inputs: .members([:]), features: .members([:]), hits: [], unknowns: [], flow: .orange, decision: "DECLINED",
-            allowedMethods: [], rulesetVersion: ruleset.version,
-            facts: try Self.facts(request.factsJSON(lastFour: String(account.accountNumber.suffix(4)))), createdAt: now)
-        let services = request.services.filter(\.isKnown)
-        var answer = MDESAuthorizeServiceResponse(
-            responseId: responseId, decision: .declined, services: services, cvcResponse: .notProcessed)
-
-        // A card of another network is not one MDES digitizes: declined as an unknown card is,
-        // recorded against the card.
-        guard let found, let card = found.card, card.paymentNetwork == "mastercard" else {
-            record.cardID = found?.card?.cardID
-            record.customerID = found?.card?.customerID
-            let checks = RequestChecks(cardFound: false)
-            record.inputs = TokenizationAuthorization.inputs(.members([:]), checks: checks)
-            let checked = ruleset.decide(RiskInput(), velocity: [], checks: checks)
-            record.hits = checked.decision.hits.map { DecisionJSON.pseudoHit($0) }
-            return try finish(&record, answer: answer, hits: [])
-        }
-        record.cardID = card.cardID
-        record.customerID = card.customerID
-        let customer = found.customer
         let decisioning = request.walletProviderDecisioningInfo
-        let riskRequest = RiskRequest(
-            channel: .mdes, card: card, customer: customer,
-            device: request.deviceInfo.map {
-                DeviceInfo(id: deviceID, type: $0.ruleDeviceType, name: $0.deviceName, osVersion: $0.osVersion)
-            },
-            wallet: decisioning.map {
-                WalletSignals(
-                    deviceScore: MDESWalletProviderDecisioningInfo.score($0.deviceScore),
-                    accountScore: MDESWalletProviderDecisioningInfo.score($0.accountScore),
-                    phoneNumberScore: MDESWalletProviderDecisioningInfo.score($0.phoneNumberScore),
-                    recommendedDecision: $0.recommendedDecision?.isKnown == true ? $0.recommendedDecision?.text : nil,
-                    reasonCodes: $0.recommendationReasons)
-            },
-            tokenizationSource: source, tokenRequestorID: request.tokenRequestorId,
-            deviceActiveTokens: request.activeTokenCount.flatMap { Int($0) }, cardActiveTokens: found.cardActiveTokens,
-            time: now,
-            mdes: RiskRequest.MDESSignals(
-                tokenType: request.tokenType.text, walletID: request.walletId, accountIDHash: request.accountIdHash,
-                accountLifetime: decisioning?.accountLifeTime.flatMap { Int($0) },
-                formFactor: request.deviceInfo?.formFactor, osName: request.deviceInfo?.osName,
-                storageTechnology: request.deviceInfo?.storageTechnology))
-        // A card without an expiry on the wire (MDES allows it) is not checked; one sent must match.
-        var expiryMatches = true
-        if let month = account.expiryMonth, let year = account.expiryYear {
-            expiryMatches = card.expiration == "\(month)/\(year)"
+        let tokenization = TokenizationRequest(
+            channel: .mdes, attemptID: attemptID,
+            subject: AttemptSubject(
+                deviceID: deviceID, tokenReference: tokenReference, tokenRequestorID: request.tokenRequestorId,
+                tokenizationSource: source?.name, requestID: request.requestId),
+            facts: try Self.facts(request.factsJSON(lastFour: String(account.accountNumber.suffix(4)))),
+            expiration: data.expiration, now: now, network: "mastercard"
+        ) { card, customer, cardActiveTokens in
+            RiskRequest(
+                channel: .mdes, card: card, customer: customer,
+                device: request.deviceInfo.map {
+                    DeviceInfo(id: deviceID, type: $0.ruleDeviceType, name: $0.deviceName, osVersion: $0.osVersion)
+                },
+                wallet: decisioning.map {
+                    WalletSignals(
+                        deviceScore: MDESWalletProviderDecisioningInfo.score($0.deviceScore),
+                        accountScore: MDESWalletProviderDecisioningInfo.score($0.accountScore),
+                        phoneNumberScore: MDESWalletProviderDecisioningInfo.score($0.phoneNumberScore),
+                        recommendedDecision: $0.recommendedDecision?.isKnown == true
+                            ? $0.recommendedDecision?.text : nil,
+                        reasonCodes: $0.recommendationReasons)
+                },
+                tokenizationSource: source, tokenRequestorID: request.tokenRequestorId,
+                deviceActiveTokens: request.activeTokenCount.flatMap { Int($0) }, cardActiveTokens: cardActiveTokens,
+                time: now,
+                mdes: RiskRequest.MDESSignals(
+                    tokenType: request.tokenType.text, walletID: request.walletId, accountIDHash: request.accountIdHash,
+                    accountLifetime: decisioning?.accountLifeTime.flatMap { Int($0) },
+                    formFactor: request.deviceInfo?.formFactor, osName: request.deviceInfo?.osName,
+                    storageTechnology: request.deviceInfo?.storageTechnology))
         }
-        let checks = RequestChecks(
-            expiryMatches: expiryMatches,
-            pendingPush: found.pendingPush.map { push in
-                RequestChecks.PendingPush(
-                    attemptID: push.attemptID.uuidString.lowercased(),
-                    methods: push.allowedMethods.compactMap(StepUpMethods.init(name:)).reduce(into: StepUpMethods()) {
-                        $0.formUnion($1)
-                    })
-            },
-            reachableMethods: TokenizationAuthorization.reachableMethods(customer: customer))
-        let assessment = try self.services.risk.assess(
-            riskRequest, ruleset: ruleset, velocity: found.velocity, checks: checks)
-        record.cardholderNameHash = assessment.cardholderNameHash
-        record.inputs = TokenizationAuthorization.inputs(assessment.attributes, checks: checks)
-        record.features = assessment.features
-        record.unknowns = assessment.decision.unknowns
-        record.unresolved = assessment.decision.unresolved
-        let decision = assessment.checked.decision
-        record.hits = decision.hits.map { $0.isCheck ? DecisionJSON.pseudoHit($0) : DecisionJSON.hit($0) }
-        guard assessment.checked.refusal == nil else {
-            return try finish(&record, answer: answer, hits: assessment.decision.hits)
+        let decided = try TokenizationDecision.decide(
+            tokenization, context: found, ruleset: ruleset, risk: services.risk)
+        var answer = MDESAuthorizeServiceResponse(
+            responseId: responseId, decision: MDESDecision(decided.attempt),
+            services: request.services.filter(\.isKnown),
+            cvcResponse: .notProcessed)
+        if decided.flow == .yellow {
+            answer.activationMethods = Self.activationMethods(
+                customer: decided.customer, allowed: decided.stepUpMethods)
         }
-        record.flow = decision.flow
-        switch decision.flow {
-        case .green:
-            answer.decision = .approved
-        case .yellow:
-            answer.decision = .requireAdditionalAuthentication
-            record.allowedMethods = decision.stepUpMethods.methodNames
-            answer.activationMethods = Self.activationMethods(customer: customer, allowed: decision.stepUpMethods)
-        case .orange:
-            break
-        }
-        record.decision = answer.decision.text
-        let answered = try finish(&record, answer: answer, hits: assessment.decision.hits)
+        var record = decided.record
+        record.facts["response"] = (try? Self.tree(MDESMessageDecoder.encode(answer))) ?? .null
+        try connection.execute(AttemptStore.insertion(record))
+        services.risk.count(channel: RequestChannel.mdes.name, flow: record.flow, hits: decided.countedHits)
+        logger.info(
+            "MDES authorization decided",
+            ["attemptId": .string(attemptID.uuidString.lowercased()), "flow": .string(record.flow.description)])
         // The token awaits step-up under its unique reference (Request Activation Methods,
         // Deliver and Validate Activation Code find it there); after its attempt (foreign key).
         // Its history starts with `created`, as a yellow TSP token's does.
-        if decision.flow == .yellow, let tokenReference {
-            let inserted = try connection.query(
-                """
-                INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, wallet, status, attempt_id,
-                                    created_at, updated_at, service)
-                VALUES (\(tokenReference), \(card.cardID), \(deviceID), \(request.tokenRequestorId),
-                        \(PostgresJSON(rawJSON: request.tokenWalletJSON)), 'pending_verification', \(attemptID), \(now), \(now), 'mdes')
-                ON CONFLICT (token_reference) DO NOTHING RETURNING token_reference
-                """)
-            if !inserted.isEmpty {
+        if decided.flow == .yellow, let tokenReference, let cardID = record.cardID {
+            let inserted = try TokenStore.createPendingMDES(
+                tokenReference: tokenReference, cardID: cardID, deviceID: deviceID,
+                tokenRequestorID: request.tokenRequestorId, wallet: PostgresJSON(rawJSON: request.tokenWalletJSON),
+                attemptID: attemptID, now: now, connection: connection)
+            if inserted {
                 try TokenStore.recordEvent(
-                    .created, tokenReference: tokenReference, cardID: card.cardID, source: "mdes", at: now, now: now,
+                    .created, tokenReference: tokenReference, cardID: cardID, source: "mdes", at: now, now: now,
                     connection: connection)
             }
         }
-        return answered
-    }
-
-    /// Records the attempt with its answer and counts the decision.
-    private func finish(
-        _ record: inout AttemptRecord, answer: MDESAuthorizeServiceResponse, hits: [RuleHit]
-    ) throws -> MDESAuthorizeServiceResponse {
-        if answer.decision == .declined {
-            record.flow = .orange
-            record.decision = "DECLINED"
-            record.allowedMethods = []
-        }
-        record.facts["response"] = (try? Self.tree(MDESMessageDecoder.encode(answer))) ?? .null
-        try connection.execute(AttemptStore.insertion(record))
-        services.risk.count(channel: "mdes", flow: record.flow, hits: hits)
-        logger.info(
-            "MDES authorization decided",
-            ["attemptId": .string(record.attemptID.uuidString.lowercased()), "flow": .string(record.flow.description)])
         return answer
     }
 
@@ -247,7 +193,7 @@ struct MDESFlows {
         let data = try cardData(request.fundingAccountInfo)
         let none = MDESRequestActivationMethodsResponse(responseId: responseId, activationMethods: [])
         guard let tokenReference = request.fundingAccountInfo.tokenUniqueReference,
-            let pan = PrimaryAccountNumber(data.cardAccountData!.accountNumber),
+            let pan = PrimaryAccountNumber(data.account.accountNumber),
             let token = try StepUpToken.lock(tokenReference, connection: connection),
             token.status == StepUpToken.awaitingVerification,
             let card = try connection.query(
@@ -255,16 +201,25 @@ struct MDESFlows {
             ).first,
             try card.decode("pan_fingerprint", as: [UInt8].self) == (try context.vault.fingerprint(pan))
         else { return none }
-        if let month = data.cardAccountData?.expiryMonth, let year = data.cardAccountData?.expiryYear,
+        if let month = data.account.expiryMonth, let year = data.account.expiryYear,
             try card.decode("expiration", as: String.self) != "\(month)/\(year)"
         {
             return none
         }
         let customer = try CustomerStore.find(token.customerID, connection: connection)
-        let allowed = (token.allowedMethods ?? []).compactMap(StepUpMethods.init(name:)).reduce(into: StepUpMethods()) {
-            $0.formUnion($1)
-        }
+        let allowed = StepUpMethods(names: token.allowedMethods ?? [])
         return MDESRequestActivationMethodsResponse(
             responseId: responseId, activationMethods: Self.activationMethods(customer: customer, allowed: allowed))
+    }
+}
+
+extension MDESDecision {
+    /// The answer to an attempt's decision (a tokenization is never refused for its certificate chain).
+    init(_ decision: AttemptDecision) {
+        switch decision {
+        case .approved: self = .approved
+        case .requireAdditionalAuthentication: self = .requireAdditionalAuthentication
+        case .declined, .certificateChainInvalid: self = .declined
+        }
     }
 }

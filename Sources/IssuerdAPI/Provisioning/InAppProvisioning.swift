@@ -106,22 +106,20 @@ struct InAppProvisioning: Sendable {
             customerWindow: context.configuration.rateLimitCustomer.window,
             cardWindow: context.configuration.rateLimitCard.window, now: now)
         var answerInTransaction = false
-        let lock = PushContext.lockAndPlanSettings(customerID: customerID)
-        let contextIndex = lock.count
-        let claimIndex = lock.count + 1
+        var opening = PostgresPipeline(PushContext.lockAndPlanSettings(customerID: customerID))
+        let contextRead = opening.append(statement)
+        let claimHeld = claim.map { opening.append($0.holding()) }
         let outcome = try context.database.withConnection { connection in
-            try connection.pipelinedTransaction(
-                opening: lock + [statement.query] + (claim.map { [$0.holding()] } ?? [])
-            ) { connection, rows in
+            try connection.pipelinedTransaction(opening: opening) { connection, results in
                 // The claim is locked with the context read: a holder whose claim a retry took
                 // over does nothing, and no retry can take it over before this commits.
-                if claim != nil, rows[claimIndex].isEmpty {
+                if let claimHeld, results[claimHeld].isEmpty {
                     return (
                         value: Outcome.refusal(HTTPError(IdempotencyClaim.takenOver()), counted: nil, log: nil),
                         closing: []
                     )
                 }
-                guard let pushContext = try PushContext(rows: rows[contextIndex], statement: statement) else {
+                guard let pushContext = try results[contextRead] else {
                     return (value: Outcome.refusal(APIErrors.cardNotFound(), counted: nil, log: nil), closing: [])
                 }
                 if let refusal = try rateLimit(pushContext, now: now, connection: connection) {
@@ -173,19 +171,23 @@ struct InAppProvisioning: Sendable {
         facts["channel"] = .string(channel)
         facts["shadowFlow"] = .string(decision.shadowFlow.description)
         var record = AttemptRecord(
-            attemptID: attemptID, channel: channel, cardID: card.cardID, customerID: card.customerID,
-            deviceID: push.device?.id,
-            cardholderNameHash: assessment.cardholderNameHash, requestID: request.requestId,
-            inputs: assessment.attributes,
-            features: assessment.features, ruleHits: decision.hits, hits: [], unknowns: decision.unknowns,
-            flow: decision.flow,
-            decision: "APPROVED", allowedMethods: decision.stepUpMethods.methodNames,
-            rulesetVersion: decision.rulesetVersion,
-            facts: facts, unresolved: decision.unresolved, createdAt: now)
+            attemptID: attemptID, channel: push.channel,
+            subject: AttemptSubject(
+                cardID: card.cardID, customerID: card.customerID, deviceID: push.device?.id,
+                requestID: request.requestId),
+            rulesetVersion: decision.rulesetVersion, facts: facts, createdAt: now)
+        record.cardholderNameHash = assessment.cardholderNameHash
+        record.inputs = assessment.attributes
+        record.features = assessment.features
+        record.ruleHits = decision.hits
+        record.unknowns = decision.unknowns
+        record.unresolved = decision.unresolved
+        record.flow = decision.flow
+        record.decision = AttemptDecision(decision.flow)
+        record.allowedMethods = decision.stepUpMethods.methodNames
         let counted = (channel: channel, flow: decision.flow, hits: decision.hits)
 
         if decision.flow == .orange {
-            record.decision = "DECLINED"
             let log = LogLine(
                 level: .info, message: "provisioning declined",
                 metadata: ["attemptId": .string(attemptText), "cardId": .string(card.cardID)])
@@ -197,7 +199,6 @@ struct InAppProvisioning: Sendable {
                 [AttemptStore.insertion(record)]
             )
         }
-        record.decision = decision.flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "APPROVED"
         let outcome = try answer(
             Approval(
                 card: card, customer: pushContext.customer, decision: decision, attemptID: attemptText, reasons: reasons
@@ -211,12 +212,12 @@ struct InAppProvisioning: Sendable {
         _ approval: Approval, input: ProvisioningInput, record: inout AttemptRecord, now: Date
     ) throws -> Outcome {
         let (card, decision, attemptText) = (approval.card, approval.decision, approval.attemptID)
-        let counted = (channel: record.channel, flow: decision.flow, hits: decision.hits)
+        let counted = (channel: record.channel.name, flow: decision.flow, hits: decision.hits)
 
         let chain: ValidatedAppleChain
         switch context.crypto.chainVerifier.verify(encoded: input.certificates, at: now, for: input.scheme) {
         case .invalid(let failure):
-            record.decision = "CERTIFICATE_CHAIN_INVALID"
+            record.decision = .certificateChainInvalid
             record.facts["chainFailure"] = ["code": .string(failure.code.rawValue), "detail": .string(failure.detail)]
             let log = LogLine(
                 level: .notice, message: "certificate chain refused",
@@ -239,7 +240,7 @@ struct InAppProvisioning: Sendable {
             level: .info, message: "provisioning answered",
             metadata: ["attemptId": .string(attemptText), "flow": .string(decision.flow.description)])
         return .answer(
-            response.httpResponse, channel: record.channel, flow: decision.flow, hits: decision.hits, log: log)
+            response.httpResponse, channel: record.channel.name, flow: decision.flow, hits: decision.hits, log: log)
     }
 
     /// 429 when the customer or the card used up its window (counted over every push channel).
@@ -275,15 +276,12 @@ struct InAppProvisioning: Sendable {
         card: CardRecord, input: ProvisioningInput, chain: ValidatedAppleChain, now: Date
     ) throws -> Sealed {
         let pan = try CardStore.openPAN(card, vault: context.vault)
-        guard let expiration = CardExpiration(card.expiration) else {
-            throw StoredCardCorrupt(cardID: card.cardID)
-        }
         let payload = try PassPayload(
-            primaryAccountNumber: pan, expiration: expiration, name: card.cardholderName, nonce: input.nonce,
+            primaryAccountNumber: pan, expiration: card.expiration, name: card.cardholderName, nonce: input.nonce,
             nonceSignature: input.nonceSignature)
         let activation = try context.crypto.activationProvider(network: card.paymentNetwork).activationData(
             for: ActivationDataRequest(
-                primaryAccountNumber: pan, expiration: expiration, cardReference: card.cardID, nonce: input.nonce,
+                primaryAccountNumber: pan, expiration: card.expiration, cardReference: card.cardID, nonce: input.nonce,
                 now: now))
         switch input.scheme {
         case .eccV2:
@@ -310,11 +308,4 @@ struct InAppProvisioning: Sendable {
         }
         return .object(object)
     }
-}
-
-/// A stored card whose expiry does not parse (the schema's CHECK should make this impossible):
-/// a 500 with the details only in the log.
-struct StoredCardCorrupt: Error, CustomStringConvertible {
-    let cardID: String
-    var description: String { "card \(cardID) has a malformed stored expiration" }
 }

@@ -54,10 +54,13 @@ struct PushContext {
                set_config('enable_bitmapscan', 'off', true)
         """
 
-    /// The statement, and what ``init(rows:statement:)`` needs to read its velocity columns.
-    struct Statement {
+    /// The statement, and what ``init(rows:statement:)`` needs to read its velocity columns; its
+    /// result is the context, nil when the card is not the customer's.
+    struct Statement: PostgresStatement {
         var query: PostgresQuery
         var velocity: VelocitySQL
+
+        func result(from rows: PostgresRows) throws -> PushContext? { try PushContext(rows: rows, statement: self) }
     }
 
     /// The statement for `cardID` of `customerID`, asking `velocity`'s queries about that card,
@@ -115,9 +118,7 @@ struct PushContext {
     init?(rows: PostgresRows, statement: Statement) throws {
         guard let row = rows.first else { return nil }
         card = try CardStore.decode(row)
-        customer =
-            row.isNull(row.columns.firstIndex(of: "cu_customer_id") ?? -1)
-            ? nil : try CustomerStore.decode(row, prefix: "cu_")
+        customer = try row.isNull("cu_customer_id") ? nil : try CustomerStore.decode(row, prefix: "cu_")
         cardActiveTokens = try row.decode("active_tokens")
         let recent = try statement.velocity.recentPushes(in: row)
         guard recent.count == 2, let customerRecent = recent[0], let cardRecent = recent[1] else {

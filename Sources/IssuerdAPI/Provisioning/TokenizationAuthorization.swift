@@ -75,25 +75,19 @@ struct TokenizationAuthorization: Sendable {
             velocity: VelocityBatch(
                 subject: VelocitySubject(deviceID: body.device?.id), time: now, queries: ruleset.velocityQueries),
             pushesSince: now.addingTimeInterval(-Self.yellowPushWindow))
-        var opening = TokenizationContext.lockAndPlanSettings(tokenReference: body.tokenReference) + [statement.query]
-        let contextIndex = opening.count - 1
-        let signatureIndex = signature.map {
-            opening.append($0.insertion())
-            return opening.count - 1
-        }
-        let claimIndex = claim.map {
-            opening.append($0.holding())
-            return opening.count - 1
-        }
+        var opening = PostgresPipeline(TokenizationContext.lockAndPlanSettings(tokenReference: body.tokenReference))
+        let contextRead = opening.append(statement)
+        let signatureInserted = signature.map { opening.append($0.insertion()) }
+        let claimHeld = claim.map { opening.append($0.holding()) }
         // Sent with COMMIT, so the rows it deletes stay locked only for the commit.
         let pruning = signature == nil ? nil : VerifiedTSPSignature.pruningNowAndThen()
         var answerInTransaction = false
         let outcome: Outcome
         do {
             outcome = try context.database.withConnection { connection in
-                try connection.pipelinedTransaction(opening: opening) { _, rows in
+                try connection.pipelinedTransaction(opening: opening) { _, results in
                     var decided: (value: Outcome, closing: [PostgresQuery])
-                    if let signatureIndex, rows[signatureIndex].isEmpty {
+                    if let signatureInserted, results[signatureInserted].isEmpty {
                         // A replay: the original committed this signature. Nothing is decided, and a
                         // claim this request took goes, so the original's own retry is not answered
                         // with this refusal.
@@ -101,14 +95,14 @@ struct TokenizationAuthorization: Sendable {
                             .refusal(VerifiedTSPSignature.replayed(logger: request.logger)),
                             claim.map { [$0.releasing()] } ?? []
                         )
-                    } else if let claimIndex, rows[claimIndex].isEmpty {
+                    } else if let claimHeld, results[claimHeld].isEmpty {
                         // The claim is locked with the context read: a holder whose claim a retry
                         // took over does nothing, and no retry can take it over before this commits.
                         decided = (.refusal(HTTPError(IdempotencyClaim.takenOver())), [])
                     } else {
                         decided = try decide(
                             request, input: input,
-                            context: try TokenizationContext(rows: rows[contextIndex], statement: statement),
+                            context: try results[contextRead],
                             ruleset: ruleset, now: now)
                         if let claim {
                             switch decided.value {
@@ -159,118 +153,55 @@ struct TokenizationAuthorization: Sendable {
             )
         }
         let attemptID = UUID.random()
-        var record = AttemptRecord(
-            attemptID: attemptID, channel: "tsp", deviceID: body.device?.id, tokenReference: body.tokenReference,
-            tokenRequestorID: body.tokenRequestorId, tokenizationSource: body.tokenizationSource,
-            requestID: body.requestId,
-            inputs: [:], features: [:], hits: [], unknowns: [], flow: .orange, decision: "DECLINED", allowedMethods: [],
-            rulesetVersion: ruleset.version, facts: facts(body, pan: input.pan), createdAt: now)
-
-        guard let card = tsp.card else {
-            // No value: the facts hold the last four, and no more of the PAN is kept (the console's rule).
-            let checks = RequestChecks(cardFound: false)
-            record.inputs = Self.inputs(.members([:]), checks: checks)
-            let checked = ruleset.decide(RiskInput(), velocity: [], checks: checks)
-            return refuse(&record, checked)
+        let tokenization = TokenizationRequest(
+            channel: .tsp, attemptID: attemptID,
+            subject: AttemptSubject(
+                deviceID: body.device?.id, tokenReference: body.tokenReference,
+                tokenRequestorID: body.tokenRequestorId, tokenizationSource: body.tokenizationSource,
+                requestID: body.requestId),
+            facts: facts(body, pan: input.pan), expiration: .some(input.expiration), now: now
+        ) { card, customer, cardActiveTokens in
+            RiskRequest(
+                channel: .tsp, card: card, customer: customer, device: body.device, wallet: body.wallet,
+                tokenizationSource: input.source, tokenRequestorID: body.tokenRequestorId,
+                deviceActiveTokens: body.activeTokenCount, cardActiveTokens: cardActiveTokens, time: now)
         }
-        record.cardID = card.cardID
-        record.customerID = card.customerID
-        let customer = tsp.customer
-        let riskRequest = RiskRequest(
-            channel: .tsp, card: card, customer: customer, device: body.device, wallet: body.wallet,
-            tokenizationSource: input.source,
-            tokenRequestorID: body.tokenRequestorId, deviceActiveTokens: body.activeTokenCount,
-            cardActiveTokens: tsp.cardActiveTokens,
-            time: now)
-        let checks = RequestChecks(
-            expiryMatches: card.expiration == input.expiration.slashed,
-            pendingPush: tsp.pendingPush.map { push in
-                RequestChecks.PendingPush(
-                    attemptID: push.attemptID.uuidString.lowercased(),
-                    methods: push.allowedMethods.compactMap(StepUpMethods.init(name:)).reduce(into: StepUpMethods()) {
-                        $0.formUnion($1)
-                    })
-            },
-            reachableMethods: Self.reachableMethods(customer: customer))
-        // The one decision function a replay calls too (``Ruleset/decide(_:velocity:checks:)``),
-        // with the checks recorded in `inputs` for it.
-        let assessment = try risk.assess(riskRequest, ruleset: ruleset, velocity: tsp.velocity, checks: checks)
-        record.cardholderNameHash = assessment.cardholderNameHash
-        record.inputs = Self.inputs(assessment.attributes, checks: checks)
-        record.features = assessment.features
-        let checked = assessment.checked
-        let evaluation = assessment.decision
-        record.unknowns = evaluation.unknowns
-        record.unresolved = evaluation.unresolved
-        if checked.refusal != nil { return refuse(&record, checked) }
-        // As JSON values: the checks' hits in the pseudo-hits' shape (``DecisionJSON/pseudoHit(_:)``).
-        let decision = checked.decision
-        record.hits = decision.hits.map { $0.isCheck ? DecisionJSON.pseudoHit($0) : DecisionJSON.hit($0) }
-        let flow = decision.flow
-        let methods = decision.stepUpMethods
-        var reasons = DecisionJSON.reasons(evaluation)
-        for hit in decision.hits.dropFirst(evaluation.hits.count) {
-            let reason = Reason(rule: hit.ruleID, reason: hit.reason)
-            if hit.outcome == .orange { reasons.insert(reason, at: 0) } else { reasons.append(reason) }
-        }
-        let activationMethods =
-            flow == .yellow ? Self.activationMethods(customer: customer, allowed: methods) : []
-        record.flow = flow
-        record.decision =
-            flow == .green ? "APPROVED" : flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "DECLINED"
-        record.allowedMethods = flow == .yellow ? methods.methodNames : []
+        let decided = try TokenizationDecision.decide(tokenization, context: tsp, ruleset: ruleset, risk: risk)
+        var record = decided.record
         let attemptText = attemptID.uuidString.lowercased()
+        // A refusal by a check names only that check.
         let response = TokenizationAuthorizeResponse(
-            decision: record.decision, flow: flow.description, attemptId: attemptText, reasons: reasons,
-            activationMethods: activationMethods)
+            decision: decided.attempt.rawValue, flow: decided.flow.description, attemptId: attemptText,
+            reasons: decided.refusal.map { [Reason(rule: $0.ruleID, reason: $0.reason)] } ?? decided.reasons,
+            activationMethods: decided.flow == .yellow
+                ? Self.activationMethods(customer: decided.customer, allowed: decided.stepUpMethods) : [])
         let answer = response.jsonValue
         record.facts["response"] = answer
         var closing = [AttemptStore.insertion(record)]
-        if flow != .orange {
-            let status: TokenStatusValue = flow == .green ? .active : .pendingVerification
+        if let cardID = record.cardID, decided.refusal == nil, decided.flow != .orange {
+            let status: TokenStatusValue = decided.flow == .green ? .active : .pendingVerification
             closing.append(
                 TokenStore.creation(
-                    tokenReference: body.tokenReference, cardID: card.cardID, deviceID: body.device?.id,
+                    tokenReference: body.tokenReference, cardID: cardID, deviceID: body.device?.id,
                     tokenRequestorID: body.tokenRequestorId,
                     status: status, attemptID: attemptID, now: now))
             closing.append(
                 TokenStore.eventsInsertion(
                     status == .active ? [.created, .activated] : [.created], tokenReference: body.tokenReference,
-                    cardID: card.cardID,
+                    cardID: cardID,
                     source: "issuer", at: now, now: now))
             closing.append(
                 AuditLog.appendQuery(
                     actor: "tsp", action: "token.created", subject: "token:\(body.tokenReference)",
-                    details: ["cardId": card.cardID, "status": status.rawValue, "attemptId": attemptText], at: now))
+                    details: ["cardId": cardID, "status": status.rawValue, "attemptId": attemptText], at: now))
         }
         return (
             .answer(
                 Self.httpResponse(answer),
-                decided: Decided(attemptID: attemptText, flow: flow, hits: evaluation.hits, logged: true)), closing
-        )
-    }
-
-    /// A DECLINED attempt refused by a check before (card not found) or beside (expiry
-    /// mismatch) the rules, and its answer, which names only that check.
-    private func refuse(
-        _ record: inout AttemptRecord, _ checked: CheckedDecision
-    ) -> (value: Outcome, closing: [PostgresQuery]) {
-        let refusal = checked.refusal!
-        record.flow = .orange
-        record.decision = "DECLINED"
-        record.hits = checked.decision.hits.map { $0.isCheck ? DecisionJSON.pseudoHit($0) : DecisionJSON.hit($0) }
-        let attemptText = record.attemptID.uuidString.lowercased()
-        let response = TokenizationAuthorizeResponse(
-            decision: "DECLINED", flow: "orange", attemptId: attemptText,
-            reasons: [Reason(rule: refusal.ruleID, reason: refusal.reason)], activationMethods: [])
-        let answer = response.jsonValue
-        record.facts["response"] = answer
-        return (
-            .answer(
-                Self.httpResponse(answer),
                 decided: Decided(
-                    attemptID: attemptText, flow: .orange, hits: checked.evaluation?.hits ?? [], logged: false)),
-            [AttemptStore.insertion(record)]
+                    attemptID: attemptText, flow: decided.flow, hits: decided.countedHits,
+                    logged: decided.refusal == nil)),
+            closing
         )
     }
 

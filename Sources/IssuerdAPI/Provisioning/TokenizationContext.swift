@@ -40,10 +40,15 @@ struct TokenizationContext {
         PushContext.lockAndPlanSettings(key: "tsp:" + tokenReference)
     }
 
-    /// The statement, and what ``init(rows:statement:)`` needs to read its velocity columns.
-    struct Statement {
+    /// The statement, and what ``init(rows:statement:)`` needs to read its velocity columns; its
+    /// result is the context.
+    struct Statement: PostgresStatement {
         var query: PostgresQuery
         var velocity: VelocitySQL
+
+        func result(from rows: PostgresRows) throws -> TokenizationContext {
+            try TokenizationContext(rows: rows, statement: self)
+        }
     }
 
     /// The statement for a request's pair, card fingerprint and device, asking `velocity` (for
@@ -101,7 +106,7 @@ struct TokenizationContext {
         }
         storedAnswer = try row.decode("stored_answer", as: PostgresJSON?.self).map { try $0.decode(JSONValue.self) }
         tokenTaken = try row.decode("token_taken")
-        guard !row.isNull(row.columns.firstIndex(of: "card_id") ?? -1) else {
+        guard try !row.isNull("card_id") else {
             card = nil
             customer = nil
             cardActiveTokens = 0
@@ -110,9 +115,7 @@ struct TokenizationContext {
             return
         }
         card = try CardStore.decode(row)
-        customer =
-            row.isNull(row.columns.firstIndex(of: "cu_customer_id") ?? -1)
-            ? nil : try CustomerStore.decode(row, prefix: "cu_")
+        customer = try row.isNull("cu_customer_id") ? nil : try CustomerStore.decode(row, prefix: "cu_")
         cardActiveTokens = try row.decode("active_tokens")
         velocity = try statement.velocity.values(in: row)
         if let push = try row.decode("pending_push", as: [String]?.self), let first = push.first,

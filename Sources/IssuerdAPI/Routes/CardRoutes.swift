@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdAuth
+import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdStorage
 import IssuerdWire
@@ -49,15 +50,11 @@ enum CardRoutes {
     }
 
     /// A card is valid through the last day of its expiry month (UTC).
-    static func isExpired(_ expiration: String, now: Date) -> Bool {
-        let parts = expiration.split(separator: "/")
-        guard parts.count == 2, let month = Int(parts[0]), let year = Int(parts[1]), (1...12).contains(month) else {
-            return true
-        }
+    static func isExpired(_ expiration: CardExpiration, now: Date) -> Bool {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? .current
         let today = calendar.dateComponents([.year, .month], from: now)
         let current = (today.year ?? 0) * 12 + (today.month ?? 0)
-        return (2000 + year) * 12 + month < current
+        return (2000 + expiration.year) * 12 + expiration.month < current
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdOutbox
 import IssuerdPostgres
+import IssuerdStorage
 
 /// A token awaiting (or past) step-up, with what the step-up needs from its card, customer and
 /// provisioning attempt, read under a row lock on the token.
@@ -56,13 +57,10 @@ struct StepUpToken: Sendable {
 
     /// Marks the token active and records the event (inside the caller's transaction).
     static func activate(_ tokenReference: String, cardID: String, now: Date, connection: PostgresConnection) throws {
-        try connection.execute(
-            "UPDATE tokens SET status = 'active', updated_at = \(now) WHERE token_reference = \(tokenReference)")
-        try connection.execute(
-            """
-            INSERT INTO token_events (token_reference, card_id, event, source, at)
-            VALUES (\(tokenReference), \(cardID), 'activated', 'issuer', \(now))
-            """)
+        try TokenStore.setStatus(tokenReference, to: .active, now: now, connection: connection)
+        try TokenStore.recordEvent(
+            .activated, tokenReference: tokenReference, cardID: cardID, source: "issuer", at: now, now: now,
+            connection: connection)
     }
 
     private static func decode(_ row: PostgresRow) throws -> StepUpToken {

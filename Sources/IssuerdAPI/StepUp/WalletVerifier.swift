@@ -67,15 +67,14 @@ struct WalletVerifier: Sendable {
             if let allowed = token.allowedMethods, !allowed.contains(StepUpMethod.app.rawValue) {
                 throw StepUpError.methodNotAllowed("the risk decision did not offer verification in the issuer app")
             }
-            guard let card = try CardStore.find(token.cardID, connection: connection),
-                let expiration = CardExpiration(card.expiration)
-            else {
+            guard let card = try CardStore.find(token.cardID, connection: connection) else {
                 throw APIErrors.tokenNotFound()
             }
             let pan = try CardStore.openPAN(card, vault: vault)
             let activationData = try crypto.activationProvider(network: card.paymentNetwork).activationData(
                 for: ActivationDataRequest(
-                    primaryAccountNumber: pan, expiration: expiration, cardReference: token.tokenReference, nonce: [],
+                    primaryAccountNumber: pan, expiration: card.expiration, cardReference: token.tokenReference,
+                    nonce: [],
                     now: now))
             try connection.execute(
                 "UPDATE challenges SET status = 'superseded' WHERE token_reference = \(token.tokenReference) AND status = 'pending'"

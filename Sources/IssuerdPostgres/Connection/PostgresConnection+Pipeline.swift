@@ -1,7 +1,8 @@
 import CPostgres
 
 extension PostgresConnection {
-    /// Runs `queries` in order in one round trip (libpq pipeline mode) and returns their rows.
+    /// Runs `statements` in order in one round trip (libpq pipeline mode) and returns their
+    /// results, each read through the handle appending it returned (``PostgresPipeline/append(_:)``).
     ///
     /// Each statement still runs on its own, with its own snapshot under READ COMMITTED: a
     /// statement that waits for a lock sees what committed while it waited. When one fails, the
@@ -13,9 +14,11 @@ extension PostgresConnection {
     /// of at most some kilobytes each). The round trip is one wait for ``statementTimeout``.
     /// - Throws: ``PostgresError``, as for ``query(_:file:line:)``.
     @discardableResult
-    public func pipeline(_ queries: [PostgresQuery], file: String = #fileID, line: Int = #line) throws -> [PostgresRows]
-    {
-        guard !queries.isEmpty else { return [] }
+    public func pipeline(
+        _ statements: PostgresPipeline, file: String = #fileID, line: Int = #line
+    ) throws -> PostgresPipelineResults {
+        let queries = statements.queries
+        guard !queries.isEmpty else { return PostgresPipelineResults([]) }
         try refuseInsideImplicitTransaction(file: file, line: line)
         // Preparing is synchronous, so new statements are prepared before the pipeline starts.
         let bound = try queries.map { try bind($0, file: file, line: line) }
@@ -25,8 +28,9 @@ extension PostgresConnection {
         defer { PQexitPipelineMode(handle) }
         try send(bound, file: file, line: line)
         try sync(until: deadline, file: file, line: line)
-        return try collect(bound, throughSync: true, until: deadline, file: file, line: line).map(
-            PostgresRows.init(result:))
+        return PostgresPipelineResults(
+            try collect(bound, throughSync: true, until: deadline, file: file, line: line).map(
+                PostgresRows.init(result:)))
     }
 
     /// Sends the sync point and everything before it.
@@ -132,8 +136,9 @@ extension PostgresConnection {
     }
 
     /// A transaction in two round trips for a read-decide-write transaction: `opening` is sent
-    /// at once, `body` runs with their rows (it may run more statements only at other isolation
-    /// levels, see below), and the statements `body` returns are sent together and committed.
+    /// at once, `body` runs with their results, read through the handles `opening` gave out (it
+    /// may run more statements only at other isolation levels, see below), and the statements
+    /// `body` returns are sent together and committed.
     /// Any error rolls the transaction back and is rethrown, as ``transaction(isolation:_:)``
     /// does.
     ///
@@ -150,8 +155,8 @@ extension PostgresConnection {
     ///
     /// - Returns: The value `body` returned, once committed.
     public func pipelinedTransaction<T>(
-        isolation: IsolationLevel = .readCommitted, opening: [PostgresQuery],
-        _ body: (PostgresConnection, [PostgresRows]) throws -> (value: T, closing: [PostgresQuery]),
+        isolation: IsolationLevel = .readCommitted, opening: PostgresPipeline,
+        _ body: (PostgresConnection, PostgresPipelineResults) throws -> (value: T, closing: [PostgresQuery]),
         file: String = #fileID, line: Int = #line
     ) throws -> T {
         try refuseInsideImplicitTransaction(file: file, line: line)
@@ -166,7 +171,7 @@ extension PostgresConnection {
             return try explicitPipelinedTransaction(
                 isolation: isolation, opening: opening, body, file: file, line: line)
         }
-        let bound = try opening.map { try bind($0, file: file, line: line) }
+        let bound = try opening.queries.map { try bind($0, file: file, line: line) }
         try refuseIfAbandoned(file: file, line: line)
         let opened = roundTripDeadline()
         try enterPipelineMode(file: file, line: line)
@@ -180,8 +185,9 @@ extension PostgresConnection {
         implicitTransaction = .open
         try send(bound, file: file, line: line)
         try flushRequest(until: opened, file: file, line: line)
-        let rows = try collect(bound, throughSync: false, until: opened, file: file, line: line).map(
-            PostgresRows.init(result:))
+        let rows = PostgresPipelineResults(
+            try collect(bound, throughSync: false, until: opened, file: file, line: line).map(
+                PostgresRows.init(result:)))
         let value: T
         let closing: [BoundQuery]
         do {
@@ -256,18 +262,21 @@ extension PostgresConnection {
     /// The explicit form, for isolation levels above READ COMMITTED: `BEGIN` travels with the
     /// opening statements, `COMMIT` with the closing ones.
     private func explicitPipelinedTransaction<T>(
-        isolation: IsolationLevel, opening: [PostgresQuery],
-        _ body: (PostgresConnection, [PostgresRows]) throws -> (value: T, closing: [PostgresQuery]),
+        isolation: IsolationLevel, opening: PostgresPipeline,
+        _ body: (PostgresConnection, PostgresPipelineResults) throws -> (value: T, closing: [PostgresQuery]),
         file: String, line: Int
     ) throws -> T {
         do {
             let opened = try pipeline(
-                [PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)] + opening, file: file,
-                line: line)
-            let (value, closing) = try body(self, Array(opened.dropFirst()))
-            let closed = try pipeline(closing + [PostgresQuery(unsafeSQL: "COMMIT")], file: file, line: line)
+                PostgresPipeline(
+                    [PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)] + opening.queries),
+                file: file, line: line)
+            // The handles `opening` gave out count from its first statement, after `BEGIN`.
+            let (value, closing) = try body(self, opened.dropping(first: 1))
+            let closed = try pipeline(
+                PostgresPipeline(closing + [PostgresQuery(unsafeSQL: "COMMIT")]), file: file, line: line)
             // COMMIT of a failed transaction answers ROLLBACK: that is a failure, not a commit.
-            guard closed.last?.commandTag == "COMMIT" else {
+            guard closed.lastCommandTag == "COMMIT" else {
                 throw PostgresError.rolledBackByFailedStatement(file: file, line: line)
             }
             return value

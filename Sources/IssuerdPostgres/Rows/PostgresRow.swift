@@ -20,13 +20,28 @@ public struct PostgresRow: Sendable {
     public func decode<T: PostgresDecodable>(
         _ column: String, as type: T.Type = T.self, file: String = #fileID, line: Int = #line
     ) throws -> T {
+        try decode(index(of: column, file: file, line: line), as: type, file: file, line: line)
+    }
+
+    /// The position of the column called `column`: the one look-up of a column by name.
+    ///
+    /// - Throws: ``PostgresError`` with code ``PostgresError/Code/decoding`` when there is none.
+    public func index(of column: String, file: String = #fileID, line: Int = #line) throws -> Int {
         guard let index = result.columnIndex[column] else {
             throw PostgresError(
                 code: .decoding,
                 message: "no column named \"\(column)\" (columns: \(result.columnNames.joined(separator: ", ")))",
                 file: file, line: line)
         }
-        return try decode(index, as: type, file: file, line: line)
+        return index
+    }
+
+    /// True when the column called `column` is SQL NULL.
+    ///
+    /// - Throws: ``PostgresError`` with code ``PostgresError/Code/decoding`` when there is no
+    ///   such column (a misspelt name is an error, not a NULL).
+    public func isNull(_ column: String, file: String = #fileID, line: Int = #line) throws -> Bool {
+        isNull(try index(of: column, file: file, line: line))
     }
 
     /// Decodes the column at `index` (0-based).

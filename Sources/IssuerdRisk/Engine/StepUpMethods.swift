@@ -23,6 +23,13 @@ public struct StepUpMethods: OptionSet, Sendable, Hashable, CustomStringConverti
         self.init(rawValue: 1 << UInt8(index))
     }
 
+    /// The methods named in `names` (a stored attempt's `allowed_methods`); unknown names are skipped.
+    public init(names: some Sequence<String>) {
+        self = names.reduce(into: StepUpMethods()) { methods, name in
+            if let method = StepUpMethods(name: name) { methods.formUnion(method) }
+        }
+    }
+
     /// The names of the methods in this set.
     public var methodNames: [String] {
         Self.names.indices.filter { rawValue & (1 << UInt8($0)) != 0 }.map { Self.names[$0] }

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdCore
+import IssuerdCrypto
 
 /// The error codes only the admin surface uses (docs/api-errors.md).
 package enum AdminErrorCode {
@@ -117,20 +118,15 @@ package enum AdminValidation {
     /// `MM/YY`, and not before the current month (a card is valid through the end of its month).
     ///
     /// - Throws: 400 for the wrong shape; 422 `invalid_card` for an expired card.
-    package static func expiration(_ value: String, now: Date) throws -> String {
-        let bytes = Array(value.utf8)
-        guard bytes.count == 5, bytes[2] == 0x2F, let month = Int(value.prefix(2)), let year = Int(value.suffix(2)),
-            bytes[0...1].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-            bytes[3...4].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-            (1...12).contains(month)
-        else { throw invalid("expiration", "must be MM/YY") }
+    package static func expiration(_ value: String, now: Date) throws -> CardExpiration {
+        guard let expiration = CardExpiration(value) else { throw invalid("expiration", "must be MM/YY") }
         let current = monthNumber(now)
-        guard (2000 + year) * 12 + month >= current else {
+        guard (2000 + expiration.year) * 12 + expiration.month >= current else {
             throw Refusal(
                 .unacceptable, code: AdminErrorCode.invalidCard, message: "the card has expired",
                 context: ["detail": "expired"])
         }
-        return value
+        return expiration
     }
 
     /// `year * 12 + month` of `date` in UTC, as the Gregorian calendar counts them.

@@ -3,11 +3,57 @@ import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 
+/// What an attempt decided, as `provisioning_attempts.decision` stores it and answers carry it.
+package enum AttemptDecision: String, Sendable, CaseIterable {
+    case approved = "APPROVED"
+    case requireAdditionalAuthentication = "REQUIRE_ADDITIONAL_AUTHENTICATION"
+    case declined = "DECLINED"
+    /// In-app: the rules allowed the push, the wallet's certificate chain did not verify.
+    case certificateChainInvalid = "CERTIFICATE_CHAIN_INVALID"
+
+    /// What a flow decides: green approves, yellow asks for step-up, orange declines.
+    package init(_ flow: Flow) {
+        switch flow {
+        case .green: self = .approved
+        case .yellow: self = .requireAdditionalAuthentication
+        case .orange: self = .declined
+        }
+    }
+}
+
+/// What an attempt is about, as its request names it: the card and its owner once found, the
+/// device, the token and its requestor.
+package struct AttemptSubject: Sendable {
+    package var cardID: String?
+    package var customerID: String?
+    package var deviceID: String?
+    package var tokenReference: String?
+    package var tokenRequestorID: String?
+    /// As the request spelt it (TSP) or as rules name it (MDES).
+    package var tokenizationSource: String?
+    package var requestID: String?
+
+    package init(
+        cardID: String? = nil, customerID: String? = nil, deviceID: String? = nil, tokenReference: String? = nil,
+        tokenRequestorID: String? = nil, tokenizationSource: String? = nil, requestID: String? = nil
+    ) {
+        self.cardID = cardID
+        self.customerID = customerID
+        self.deviceID = deviceID
+        self.tokenReference = tokenReference
+        self.tokenRequestorID = tokenRequestorID
+        self.tokenizationSource = tokenizationSource
+        self.requestID = requestID
+    }
+}
+
 /// One row of `provisioning_attempts`: a decision with everything needed to explain and replay it.
+///
+/// Made undecided (``init(attemptID:channel:subject:rulesetVersion:facts:createdAt:)``: declined,
+/// orange, nothing assessed), then filled in by the decision that made it.
 package struct AttemptRecord: Sendable {
     package var attemptID: UUID
-    /// `in_app`, `wallet_extension`, `tsp`, `mdes`, `google_pay` or `samsung_pay`.
-    package var channel: String
+    package var channel: RequestChannel
     package var cardID: String?
     package var customerID: String?
     package var deviceID: String?
@@ -17,18 +63,17 @@ package struct AttemptRecord: Sendable {
     package var tokenizationSource: String?
     package var requestID: String?
     /// The rule attributes, in the shape `AttemptLog` reads.
-    package var inputs: AttemptDocument
+    package var inputs: AttemptDocument = [:]
     /// Velocity values by rule-language description.
-    package var features: AttemptDocument
+    package var features: AttemptDocument = [:]
     /// Every hit, live and shadow, with the values it read: `ruleHits` written as
     /// ``DecisionJSON/hit(_:)`` writes them, then `hits` (pseudo-hits, or hits already as JSON).
     package var ruleHits: [RuleHit] = []
-    package var hits: [JSONValue]
-    package var unknowns: [String]
-    package var flow: Flow
-    /// `APPROVED`, `REQUIRE_ADDITIONAL_AUTHENTICATION`, `DECLINED` or `CERTIFICATE_CHAIN_INVALID`.
-    package var decision: String
-    package var allowedMethods: [String]
+    package var hits: [JSONValue] = []
+    package var unknowns: [String] = []
+    package var flow: Flow = .orange
+    package var decision: AttemptDecision = .declined
+    package var allowedMethods: [String] = []
     package var rulesetVersion: String
     /// Request facts for explain (never a PAN): device, wallet, chain failure, the answer sent.
     package var facts: [String: JSONValue]
@@ -38,36 +83,22 @@ package struct AttemptRecord: Sendable {
     package var unresolved: [RuleHit]?
     package var createdAt: Date
 
-    /// Creates the value from every stored property.
+    /// An undecided attempt about `subject`.
     package init(
-        attemptID: UUID, channel: String, cardID: String? = nil, customerID: String? = nil, deviceID: String? = nil,
-        cardholderNameHash: String? = nil, tokenReference: String? = nil, tokenRequestorID: String? = nil,
-        tokenizationSource: String? = nil, requestID: String? = nil, inputs: AttemptDocument, features: AttemptDocument,
-        ruleHits: [RuleHit] = [], hits: [JSONValue], unknowns: [String], flow: Flow, decision: String,
-        allowedMethods: [String], rulesetVersion: String, facts: [String: JSONValue], unresolved: [RuleHit]? = nil,
-        createdAt: Date
+        attemptID: UUID, channel: RequestChannel, subject: AttemptSubject = AttemptSubject(), rulesetVersion: String,
+        facts: [String: JSONValue] = [:], createdAt: Date
     ) {
         self.attemptID = attemptID
         self.channel = channel
-        self.cardID = cardID
-        self.customerID = customerID
-        self.deviceID = deviceID
-        self.cardholderNameHash = cardholderNameHash
-        self.tokenReference = tokenReference
-        self.tokenRequestorID = tokenRequestorID
-        self.tokenizationSource = tokenizationSource
-        self.requestID = requestID
-        self.inputs = inputs
-        self.features = features
-        self.ruleHits = ruleHits
-        self.hits = hits
-        self.unknowns = unknowns
-        self.flow = flow
-        self.decision = decision
-        self.allowedMethods = allowedMethods
+        cardID = subject.cardID
+        customerID = subject.customerID
+        deviceID = subject.deviceID
+        tokenReference = subject.tokenReference
+        tokenRequestorID = subject.tokenRequestorID
+        tokenizationSource = subject.tokenizationSource
+        requestID = subject.requestID
         self.rulesetVersion = rulesetVersion
         self.facts = facts
-        self.unresolved = unresolved
         self.createdAt = createdAt
     }
 }
@@ -97,10 +128,10 @@ package enum AttemptStore {
         INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, cardholder_name_hash,
             token_reference, token_requestor_id, tokenization_source, request_id, inputs, features, hits, unknowns,
             flow, decision, allowed_methods, ruleset_version, facts, created_at)
-        VALUES (\(record.attemptID), \(record.channel), \(record.cardID), \(record.customerID), \(record.deviceID),
+        VALUES (\(record.attemptID), \(record.channel.name), \(record.cardID), \(record.customerID), \(record.deviceID),
             \(record.cardholderNameHash), \(record.tokenReference), \(record.tokenRequestorID), \(record.tokenizationSource),
             \(record.requestID), \(document(record.inputs)), \(document(record.features)), \(hitsJSON(record)),
-            \(textJSON(JSONValue.array(record.unknowns.map(JSONValue.string)).unorderedJSONText)), \(record.flow.description), \(record.decision), \(record.allowedMethods),
+            \(textJSON(JSONValue.array(record.unknowns.map(JSONValue.string)).unorderedJSONText)), \(record.flow.description), \(record.decision.rawValue), \(record.allowedMethods),
             \(record.rulesetVersion), \(factsJSON(record)), \(record.createdAt))
         """
     }

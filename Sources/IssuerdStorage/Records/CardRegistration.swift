@@ -12,7 +12,7 @@ package enum CardRegistration {
         package var cardID: String
         package var customerID: String
         package var pan: PrimaryAccountNumber
-        package var expiration: String
+        package var expiration: CardExpiration
         package var cardholderName: String
         package var paymentNetwork: String
         package var status: CardStatusValue
@@ -104,7 +104,7 @@ package enum CardRegistration {
     package static func adminCard(_ record: CardRecord) -> AdminCard {
         AdminCard(
             cardId: record.cardID, customerId: record.customerID, primaryAccountSuffix: record.lastFour,
-            expiration: record.expiration,
+            expiration: record.expiration.slashed,
             cardholderName: record.cardholderName, paymentNetwork: record.paymentNetwork,
             status: record.status.rawValue,
             localizedDescription: record.localizedDescription ?? defaultDescription(record),

@@ -18,7 +18,8 @@ package struct CardRecord: Sendable {
     package var customerID: String
     package var sealedPAN: SealedPAN
     package var lastFour: String
-    package var expiration: String
+    /// Read as `MM/YY`: a stored value that is not one fails the card's decoding.
+    package var expiration: CardExpiration
     package var cardholderName: String
     package var paymentNetwork: String
     package var status: CardStatusValue
@@ -86,7 +87,8 @@ package enum CardStore {
     /// - Throws: ``PostgresError`` `.uniqueViolation` (constraint `cards_pkey` or
     ///   `cards_pan_fingerprint_key`) for a duplicate id or PAN.
     package static func insert(
-        cardID: String, customerID: String, pan: PrimaryAccountNumber, expiration: String, cardholderName: String,
+        cardID: String, customerID: String, pan: PrimaryAccountNumber, expiration: CardExpiration,
+        cardholderName: String,
         paymentNetwork: String, status: CardStatusValue, localizedDescription: String?, country: String?, now: Date,
         vault: PANVault, connection: PostgresConnection
     ) throws -> CardRecord {
@@ -98,7 +100,7 @@ package enum CardStore {
             INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration,
                                cardholder_name, payment_network, status, localized_description, primary_account_identifier,
                                country, created_at, updated_at)
-            VALUES (\(cardID), \(customerID), \(sealed.bytes), \(sealed.keyVersion), \(fingerprint), \(pan.lastFour), \(expiration),
+            VALUES (\(cardID), \(customerID), \(sealed.bytes), \(sealed.keyVersion), \(fingerprint), \(pan.lastFour), \(expiration.slashed),
                     \(cardholderName), \(paymentNetwork), \(status.rawValue), \(localizedDescription), \(identifier), \(country), \(now), \(now))
             """)
         try connection.execute(
@@ -138,12 +140,20 @@ package enum CardStore {
         try vault.open(card.sealedPAN, context: panContext(card.cardID))
     }
 
+    /// The stored `MM/YY` expiry of the card in `row`.
+    private static func expiration(_ row: PostgresRow) throws -> CardExpiration {
+        guard let expiration = CardExpiration(try row.decode("expiration", as: String.self)) else {
+            throw PostgresError(code: .decoding, message: "column \"expiration\" is not MM/YY")
+        }
+        return expiration
+    }
+
     package static func decode(_ row: PostgresRow) throws -> CardRecord {
         CardRecord(
             cardID: try row.decode("card_id"), customerID: try row.decode("customer_id"),
             sealedPAN: SealedPAN(
                 keyVersion: try row.decode("pan_key_version"), bytes: try row.decode("pan_ciphertext")),
-            lastFour: try row.decode("last_four"), expiration: try row.decode("expiration"),
+            lastFour: try row.decode("last_four"), expiration: try expiration(row),
             cardholderName: try row.decode("cardholder_name"), paymentNetwork: try row.decode("payment_network"),
             status: CardStatusValue(rawValue: try row.decode("status")) ?? .blocked,
             localizedDescription: try row.decode("localized_description"),

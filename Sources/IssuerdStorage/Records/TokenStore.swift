@@ -101,6 +101,112 @@ package enum TokenStore {
 }
 
 extension TokenStore {
+    /// Records a token MDES's Authorize Service left awaiting step-up, under its unique reference
+    /// (after its attempt: foreign key); false when the reference is taken already.
+    package static func createPendingMDES(
+        tokenReference: String, cardID: String, deviceID: String?, tokenRequestorID: String?, wallet: PostgresJSON,
+        attemptID: UUID, now: Date, connection: PostgresConnection
+    ) throws -> Bool {
+        try !connection.query(
+            """
+            INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, wallet, status, attempt_id,
+                                created_at, updated_at, service)
+            VALUES (\(tokenReference), \(cardID), \(deviceID), \(tokenRequestorID),
+                    \(wallet), 'pending_verification', \(attemptID), \(now), \(now), 'mdes')
+            ON CONFLICT (token_reference) DO NOTHING RETURNING token_reference
+            """
+        ).isEmpty
+    }
+
+    /// Records a token MDES reports active that issuerd did not know, linked to the newest MDES
+    /// attempt of its reference when there is one.
+    package static func createActiveMDES(
+        tokenReference: String, cardID: String, deviceID: String?, tokenRequestorID: String?, wallet: PostgresJSON,
+        now: Date, connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, wallet, status, attempt_id,
+                                created_at, updated_at, service)
+            VALUES (\(tokenReference), \(cardID), \(deviceID), \(tokenRequestorID),
+                    \(wallet), 'active',
+                    (SELECT attempt_id FROM provisioning_attempts WHERE channel = 'mdes' AND token_reference = \(tokenReference)
+                     ORDER BY created_at DESC LIMIT 1), \(now), \(now), 'mdes')
+            """)
+    }
+
+    /// A known token MDES reports active: its wallet data merged in, served by MDES, active
+    /// (a deleted token stays deleted).
+    package static func activateMDES(
+        tokenReference: String, tokenRequestorID: String?, wallet: PostgresJSON, now: Date,
+        connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
+            UPDATE tokens SET wallet = wallet || \(wallet), service = 'mdes', updated_at = \(now),
+                   token_requestor_id = \(tokenRequestorID),
+                   status = CASE WHEN status = 'deleted' THEN status ELSE 'active' END
+            WHERE token_reference = \(tokenReference)
+            """)
+    }
+
+    /// Merges `wallet` into the token's wallet data.
+    package static func mergeWallet(
+        _ tokenReference: String, _ wallet: PostgresJSON, now: Date, connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            "UPDATE tokens SET wallet = wallet || \(wallet), updated_at = \(now) WHERE token_reference = \(tokenReference)"
+        )
+    }
+
+    /// Moves the token to another card (the funding account changed).
+    package static func move(
+        _ tokenReference: String, toCard cardID: String, now: Date, connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            "UPDATE tokens SET card_id = \(cardID), updated_at = \(now) WHERE token_reference = \(tokenReference)")
+    }
+
+    /// What a card's status change does to its tokens.
+    package enum CardChange: Sendable {
+        /// Lost or stolen: live tokens suspended, remembering the status they had.
+        case suspend
+        /// Closed: every token deleted.
+        case delete
+        /// Active again: the tokens the card's suspension took, back to the status they had.
+        case resume
+    }
+
+    /// Applies `change` to the card's tokens; the tokens it changed, with their service.
+    package static func apply(
+        _ change: CardChange, cardID: String, now: Date, connection: PostgresConnection
+    ) throws -> [(reference: String, service: String)] {
+        let affected: PostgresRows
+        switch change {
+        case .suspend:
+            affected = try connection.query(
+                """
+                UPDATE tokens SET issuer_suspended_from = status, status = 'suspended', updated_at = \(now)
+                WHERE card_id = \(cardID) AND status IN ('active', 'pending_verification') RETURNING token_reference, service
+                """)
+        case .delete:
+            affected = try connection.query(
+                """
+                UPDATE tokens SET status = 'deleted', issuer_suspended_from = NULL, updated_at = \(now)
+                WHERE card_id = \(cardID) AND status <> 'deleted' RETURNING token_reference, service
+                """)
+        case .resume:
+            affected = try connection.query(
+                """
+                UPDATE tokens SET status = issuer_suspended_from, issuer_suspended_from = NULL, updated_at = \(now)
+                WHERE card_id = \(cardID) AND status = 'suspended' AND issuer_suspended_from IS NOT NULL RETURNING token_reference, service
+                """)
+        }
+        return try affected.map { (try $0.decode("token_reference"), try $0.decode("service")) }
+    }
+}
+
+extension TokenStore {
     /// One token as operators see it (`GET /v1/admin/cards/{cardId}/tokens`): its state and
     /// where it came from; nothing of the wallet's own data.
     package struct AdminView: Codable, Sendable, Equatable {

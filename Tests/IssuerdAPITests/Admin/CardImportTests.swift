@@ -167,7 +167,8 @@ struct CardImportTests {
             _ = try CardStore.insert(
                 cardID: "card-stored", customerID: "stored",
                 pan: PrimaryAccountNumber(AdminFixtures.pan(serial: 90_000))!,
-                expiration: AdminFixtures.futureExpiration, cardholderName: "KIM", paymentNetwork: "visa",
+                expiration: try #require(CardExpiration(AdminFixtures.futureExpiration)), cardholderName: "KIM",
+                paymentNetwork: "visa",
                 status: .active,
                 localizedDescription: nil, country: nil, now: now, vault: vault, connection: connection)
         }

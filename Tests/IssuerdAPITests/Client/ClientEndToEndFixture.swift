@@ -63,6 +63,7 @@ struct ClientEndToEndFixture {
         description: String? = nil
     ) throws -> (record: CardRecord, pan: String) {
         let panValue = try #require(PrimaryAccountNumber(pan))
+        let expiration = try #require(CardExpiration(expiration))
         let record = try app.pool.withConnection { connection in
             try CardStore.insert(
                 cardID: cardID, customerID: customerID, pan: panValue, expiration: expiration, cardholderName: name,

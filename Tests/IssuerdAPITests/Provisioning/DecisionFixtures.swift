@@ -40,6 +40,7 @@ enum DecisionFixtures {
         createdDaysAgo: Double = 200
     ) throws {
         let panValue = try #require(PrimaryAccountNumber(pan))
+        let expiration = try #require(CardExpiration(expiration))
         try app.pool.withConnection { connection in
             _ = try CardStore.insert(
                 cardID: cardID, customerID: customerID, pan: panValue, expiration: expiration, cardholderName: name,

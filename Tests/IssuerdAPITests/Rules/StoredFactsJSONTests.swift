@@ -23,13 +23,17 @@ struct StoredFactsJSONTests {
     static func record(card: String?, customer: String?, facts: [String: JSONValue]) -> AttemptRecord {
         let inputs: [String: JSONValue] = Dictionary(
             uniqueKeysWithValues: (0..<24).map { ("input.attribute_\($0)", JSONValue.string("value-\($0)")) })
-        return AttemptRecord(
-            attemptID: UUID(), channel: "in_app", cardID: card, customerID: customer, deviceID: "dev-1",
-            inputs: .members(inputs), features: ["attempts(card, 24h)": .int(3)], hits: [],
-            unknowns: ["wallet.device_score", "request.source"],
-            flow: .yellow, decision: "REQUIRE_ADDITIONAL_AUTHENTICATION", allowedMethods: ["sms"],
-            rulesetVersion: "sha256:test",
-            facts: facts, createdAt: Date())
+        var record = AttemptRecord(
+            attemptID: UUID(), channel: .inApp,
+            subject: AttemptSubject(cardID: card, customerID: customer, deviceID: "dev-1"),
+            rulesetVersion: "sha256:test", facts: facts, createdAt: Date())
+        record.inputs = .members(inputs)
+        record.features = ["attempts(card, 24h)": .int(3)]
+        record.unknowns = ["wallet.device_score", "request.source"]
+        record.flow = .yellow
+        record.decision = .requireAdditionalAuthentication
+        record.allowedMethods = ["sms"]
+        return record
     }
 
     static let largeFacts: [String: JSONValue] = [

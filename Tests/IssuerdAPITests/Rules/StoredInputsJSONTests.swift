@@ -27,11 +27,14 @@ struct StoredInputsJSONTests {
             "device.locale": .string(long), "wallet.device_score": .double(0.5), "card.is_virtual": .bool(false),
         ]
         let features: [String: JSONValue] = ["attempts(card, 24h)": .int(3), "attempts(device, 1h)": .int(0)]
-        let record = AttemptRecord(
-            attemptID: UUID(), channel: "in_app", cardID: "card-json", customerID: "cust-json", deviceID: "dev-1",
-            inputs: .members(inputs), features: .members(features), hits: [], unknowns: [], flow: .green,
-            decision: "APPROVED", allowedMethods: [],
-            rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
+        var record = AttemptRecord(
+            attemptID: UUID(), channel: .inApp,
+            subject: AttemptSubject(cardID: "card-json", customerID: "cust-json", deviceID: "dev-1"),
+            rulesetVersion: "sha256:test", createdAt: Date())
+        record.inputs = .members(inputs)
+        record.features = .members(features)
+        record.flow = .green
+        record.decision = .approved
         let row = try app.pool.withConnection { connection in
             try AttemptStore.insert(record, connection: connection)
             return try connection.query(
@@ -92,12 +95,12 @@ struct StoredInputsJSONTests {
         // json bound into jsonb), one nested under `attributes`, one large enough to be compressed.
         let long = String(repeating: "wxyz", count: 1500)
         let nested = #"{"attributes": {"card.network": "amex", "not.an.attribute": 1}, "other": [1, 2]}"#
-        let written = AttemptRecord(
-            attemptID: UUID(), channel: "tsp",
-            inputs: ["card.network": .string("visa"), "device.locale": .string(long)],
-            features: ["attempts(card, 24h)": .int(2)], hits: [], unknowns: [], flow: .green, decision: "APPROVED",
-            allowedMethods: [],
-            rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
+        var written = AttemptRecord(
+            attemptID: UUID(), channel: .tsp, rulesetVersion: "sha256:test", createdAt: Date())
+        written.inputs = ["card.network": .string("visa"), "device.locale": .string(long)]
+        written.features = ["attempts(card, 24h)": .int(2)]
+        written.flow = .green
+        written.decision = .approved
         let nestedID = UUID()
         try pool.withConnection { connection in
             try AttemptStore.insert(written, connection: connection)
@@ -158,11 +161,11 @@ struct StoredInputsJSONTests {
     @Test("A NUL, which json would take and every later read refuse, is stored as U+FFFD")
     func nulIsReplaced() throws {
         let app = try TestApplication()
-        let record = AttemptRecord(
-            attemptID: UUID(), channel: "tsp",
-            inputs: ["device.locale": .string("fr\u{0}FR"), "a\u{0}b": .array([.string("\u{0}")])],
-            features: [:], hits: [], unknowns: [], flow: .green, decision: "APPROVED", allowedMethods: [],
-            rulesetVersion: "sha256:test", facts: [:], createdAt: Date())
+        var record = AttemptRecord(
+            attemptID: UUID(), channel: .tsp, rulesetVersion: "sha256:test", createdAt: Date())
+        record.inputs = ["device.locale": .string("fr\u{0}FR"), "a\u{0}b": .array([.string("\u{0}")])]
+        record.flow = .green
+        record.decision = .approved
         let locale: String? = try app.pool.withConnection { connection in
             try AttemptStore.insert(record, connection: connection)
             return try connection.query(

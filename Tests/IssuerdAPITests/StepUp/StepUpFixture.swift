@@ -26,13 +26,15 @@ struct StepUpFixture {
         tokenReference = "DNITHE\(suffix)"
         guard let pan = PrimaryAccountNumber(Self.randomPAN()) else { throw TestFailure("test PAN rejected") }
         let (customerID, cardID, tokenReference, phone, email) = (customerID, cardID, tokenReference, phone, email)
+        guard let expiration = CardExpiration(month: 12, year: 39) else { throw TestFailure("test expiry rejected") }
         try app.pool.transaction { connection in
             let now = Date()
             try CustomerStore.upsert(
                 CustomerRecord(customerID: customerID, phoneNumber: phone, email: email, createdAt: now), now: now,
                 connection: connection)
             _ = try CardStore.insert(
-                cardID: cardID, customerID: customerID, pan: pan, expiration: "12/39", cardholderName: "HONG GILDONG",
+                cardID: cardID, customerID: customerID, pan: pan, expiration: expiration,
+                cardholderName: "HONG GILDONG",
                 paymentNetwork: "visa",
                 status: .active, localizedDescription: nil, country: "KR", now: now,
                 vault: app.application.context.vault, connection: connection)

@@ -49,10 +49,10 @@ struct SequentialTokenizationReference {
         let ruleset = context.rules.current
         let attemptID = UUID.random()
         var record = AttemptRecord(
-            attemptID: attemptID, channel: "tsp", deviceID: body.device?.id, tokenReference: body.tokenReference,
-            tokenRequestorID: body.tokenRequestorId, tokenizationSource: body.tokenizationSource,
-            requestID: body.requestId,
-            inputs: [:], features: [:], hits: [], unknowns: [], flow: .orange, decision: "DECLINED", allowedMethods: [],
+            attemptID: attemptID, channel: .tsp,
+            subject: AttemptSubject(
+                deviceID: body.device?.id, tokenReference: body.tokenReference, tokenRequestorID: body.tokenRequestorId,
+                tokenizationSource: body.tokenizationSource, requestID: body.requestId),
             rulesetVersion: ruleset.version, facts: facts(body, pan: input.pan), createdAt: now)
 
         guard let card = try CardStore.find(pan: input.pan, vault: context.vault, connection: connection) else {
@@ -74,7 +74,7 @@ struct SequentialTokenizationReference {
         record.hits = decision.hits.map(DecisionJSON.hit)
         record.unknowns = decision.unknowns
         record.facts["unresolved"] = .array(decision.unresolved.map(DecisionJSON.hit))
-        guard card.expiration == input.expiration.slashed else {
+        guard card.expiration == input.expiration else {
             return (
                 try refuse(&record, reason: "expiry_mismatch", values: [:], connection: connection),
                 (.orange, decision.hits)
@@ -115,11 +115,10 @@ struct SequentialTokenizationReference {
             }
         }
         record.flow = flow
-        record.decision =
-            flow == .green ? "APPROVED" : flow == .yellow ? "REQUIRE_ADDITIONAL_AUTHENTICATION" : "DECLINED"
+        record.decision = AttemptDecision(flow)
         record.allowedMethods = flow == .yellow ? methods.methodNames : []
         let response = TokenizationAuthorizeResponse(
-            decision: record.decision, flow: flow.description, attemptId: attemptID.uuidString.lowercased(),
+            decision: record.decision.rawValue, flow: flow.description, attemptId: attemptID.uuidString.lowercased(),
             reasons: reasons,
             activationMethods: activationMethods)
         let answer = try JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(response))
@@ -159,7 +158,7 @@ struct SequentialTokenizationReference {
         _ record: inout AttemptRecord, reason: String, values: [String: JSONValue], connection: PostgresConnection
     ) throws -> JSONValue {
         record.flow = .orange
-        record.decision = "DECLINED"
+        record.decision = .declined
         record.hits.insert(
             DecisionJSON.pseudoHit(rule: reason, outcome: .orange, reason: reason, values: values), at: 0)
         let response = TokenizationAuthorizeResponse(

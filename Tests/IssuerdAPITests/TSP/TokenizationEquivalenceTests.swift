@@ -42,7 +42,7 @@ struct TokenizationEquivalenceTests {
             ] {
                 _ = try CardStore.insert(
                     cardID: card, customerID: customer, pan: try #require(PrimaryAccountNumber(pan)),
-                    expiration: "12/30",
+                    expiration: try #require(CardExpiration("12/30")),
                     cardholderName: "HONG GILDONG", paymentNetwork: network, status: .active, localizedDescription: nil,
                     country: "KR",
                     now: base.addingTimeInterval(-200 * day), vault: app.application.context.vault,

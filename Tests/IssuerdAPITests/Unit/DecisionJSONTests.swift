@@ -81,13 +81,13 @@ struct DecisionJSONTests {
         input.cardAge = 86_400
         let decision = ruleset.evaluate(input, velocity: ruleset.velocityQueries.map { _ in nil })
         var record = AttemptRecord(
-            attemptID: UUID(), channel: "in_app", cardID: "c", customerID: "u", deviceID: nil, cardholderNameHash: nil,
-            requestID: nil,
-            inputs: [:], features: [:], ruleHits: decision.hits, hits: [["rule": "extra"]], unknowns: [],
-            flow: decision.flow,
-            decision: "APPROVED", allowedMethods: [], rulesetVersion: "v", facts: ["channel": "in_app"],
-            unresolved: decision.unresolved,
-            createdAt: Date())
+            attemptID: UUID(), channel: .inApp, subject: AttemptSubject(cardID: "c", customerID: "u"),
+            rulesetVersion: "v", facts: ["channel": "in_app"], createdAt: Date())
+        record.ruleHits = decision.hits
+        record.hits = [["rule": "extra"]]
+        record.flow = decision.flow
+        record.decision = .approved
+        record.unresolved = decision.unresolved
         let hits = try #require(Self.parsed(Array(AttemptStore.hitsJSON(record).rawJSON.utf8)))
         #expect(hits == .array(decision.hits.map(DecisionJSON.hit) + [["rule": "extra"]]))
         let facts = try #require(Self.parsed(Array(AttemptStore.factsJSON(record).rawJSON.utf8)))

@@ -5,19 +5,27 @@ import Testing
 @Suite struct PipelineTests {
     struct Abort: Error {}
 
+    /// A typed statement: the table's row count.
+    struct Count: PostgresStatement {
+        var table: String
+        var query: PostgresQuery { PostgresQuery(unsafeSQL: "SELECT count(*) AS n FROM " + table) }
+        func result(from rows: PostgresRows) throws -> Int { try rows.first?.decode("n", as: Int.self) ?? 0 }
+    }
+
     @Test func statementsReturnTheirOwnRowsInOrder() throws {
         try withTestPool { pool in
             try pool.withConnection { connection in
                 try connection.execute(unsafeSQL: "CREATE TABLE ledger (n int)")
-                let rows = try connection.pipeline([
-                    "INSERT INTO ledger VALUES (\(Int32(1))), (\(Int32(2)))",
-                    "SELECT n FROM ledger ORDER BY n",
-                    "SELECT \(Int32(7)) + 1 AS eight",
-                ])
-                #expect(rows.count == 3)
-                #expect(rows[0].affectedRows == 2)
-                #expect(try rows[1].map { try $0.decode("n", as: Int32.self) } == [1, 2])
-                #expect(try rows[2][0].decode("eight", as: Int32.self) == 8)
+                var pipeline = PostgresPipeline()
+                let inserted = pipeline.append(
+                    "INSERT INTO ledger VALUES (\(Int32(1))), (\(Int32(2)))" as PostgresQuery)
+                let selected = pipeline.append("SELECT n FROM ledger ORDER BY n" as PostgresQuery)
+                let eight = pipeline.append("SELECT \(Int32(7)) + 1 AS eight" as PostgresQuery)
+                let results = try connection.pipeline(pipeline)
+                #expect(results.count == 3)
+                #expect(results[inserted].affectedRows == 2)
+                #expect(try results[selected].map { try $0.decode("n", as: Int32.self) } == [1, 2])
+                #expect(try results[eight].first?.decode("eight", as: Int32.self) == 8)
                 // The connection is back in normal mode: a plain statement runs.
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 2)
             }
@@ -54,21 +62,23 @@ import Testing
         try withTestPool { pool in
             try pool.withConnection { connection in
                 try connection.execute(unsafeSQL: "CREATE TABLE ledger (n int)")
-                let seen = try connection.pipelinedTransaction(opening: ["SELECT count(*) AS n FROM ledger"]) {
-                    _, rows in
+                var opening = PostgresPipeline()
+                let counted = opening.append(Count(table: "ledger"))
+                let seen = try connection.pipelinedTransaction(opening: opening) { _, results in
                     (
-                        value: try rows[0][0].decode("n", as: Int.self),
+                        value: try results[counted],
                         closing: ["INSERT INTO ledger VALUES (\(Int32(5)))"]
                     )
                 }
                 #expect(seen == 0)
                 #expect(try connection.query("SELECT n FROM ledger").map { try $0.decode("n", as: Int32.self) } == [5])
                 // Above READ COMMITTED, BEGIN and COMMIT travel with the halves.
-                let level = try connection.pipelinedTransaction(
-                    isolation: .repeatableRead, opening: ["SHOW transaction_isolation"]
-                ) { _, rows in
+                var showing = PostgresPipeline()
+                let shown = showing.append("SHOW transaction_isolation" as PostgresQuery)
+                let level = try connection.pipelinedTransaction(isolation: .repeatableRead, opening: showing) {
+                    _, results in
                     (
-                        value: try rows[0][0].decode("transaction_isolation", as: String.self),
+                        value: try results[shown].first?.decode("transaction_isolation", as: String.self),
                         closing: ["INSERT INTO ledger VALUES (\(Int32(6)))"]
                     )
                 }
@@ -121,10 +131,10 @@ import Testing
                 }.start()
                 defer { committed.wait() }
                 return try pool.withConnection { connection in
-                    try connection.pipelinedTransaction(
-                        opening: ["SELECT pg_advisory_xact_lock(\(Int64(42)))", "SELECT count(*) AS n FROM ledger"]
-                    ) { _, rows in
-                        (value: try rows[1][0].decode("n", as: Int.self), closing: [])
+                    var opening: PostgresPipeline = ["SELECT pg_advisory_xact_lock(\(Int64(42)))"]
+                    let countRead = opening.append(Count(table: "ledger"))
+                    return try connection.pipelinedTransaction(opening: opening) { _, results in
+                        (value: try results[countRead], closing: [])
                     }
                 }
             }
@@ -199,9 +209,11 @@ import Testing
             try pool.withConnection { connection in
                 #expect(try connection.query("SELECT count(*) AS n FROM ledger")[0].decode("n", as: Int.self) == 0)
                 // The connection is usable again, in and out of pipelined transactions.
-                let n = try connection.pipelinedTransaction(opening: ["SELECT count(*) AS n FROM ledger"]) { _, rows in
+                var opening = PostgresPipeline()
+                let counted = opening.append(Count(table: "ledger"))
+                let n = try connection.pipelinedTransaction(opening: opening) { _, results in
                     (
-                        value: try rows[0][0].decode("n", as: Int.self),
+                        value: try results[counted],
                         closing: ["INSERT INTO ledger VALUES (\(Int32(4)))"]
                     )
                 }
