@@ -39,8 +39,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     ///   - prepare: Runs on the fresh database before the application is built (e.g. to store
     ///     HSM data keys, which the application loads in its initialiser).
     ///   - poolSize: Connections of ``pool``, the tests' own (the application has its own pool).
-    ///   - transport: How ``client`` reaches the server; ``TestTransport/default`` unless a test
-    ///     needs what only a socket shows.
+    ///   - transport: How ``client`` reaches the server; ``TestTransport/default`` unless given (a test
+    ///     about what only a socket shows says `.live`).
     init(
         environment: [String: String] = [:], rulesDirectory: String? = nil, sharing: TestApplication? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
