@@ -44,7 +44,8 @@ enum AnalystRoutes {
                 context.database.withConnection { connection in
                     try RulePerformance.read(
                         since: period.since, until: period.until, ruleset: context.rules.current,
-                        maturity: context.configuration.outcomes.labelMaturity, now: now, connection: connection)
+                        maturity: context.configuration.outcomes.labelMaturity,
+                        stepUpWait: context.configuration.outcomes.reviewStepUpWait, now: now, connection: connection)
                 })
         }
 
