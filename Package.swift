@@ -133,8 +133,11 @@ let package = Package(
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdAPI", "IssuerdPKCS11",
                 "IssuerdHistory", "IssuerdImport", "IssuerdKeys",
-            ]
+            ],
+            // The version and commit it is built from (issuerd --version, /metrics, User-Agent).
+            plugins: ["BuildInfoPlugin"]
         ),
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         .executableTarget(
             name: "issuerd-bench",
             dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdRisk", "IssuerdPKCS11"]

@@ -38,6 +38,20 @@ public final class IssuerdApplication: Sendable {
         self.logger = logger
         let metrics = MetricsRegistry()
         self.metrics = metrics
+        let build = configuration.build
+        metrics.gauge(
+            "issuerd_build_info", help: "The running build's version and commit (value always 1).",
+            labels: ["version", "commit"]
+        ) { [([build.version, build.commit], 1)] }
+        let poolWait = metrics.histogram(
+            "issuerd_db_pool_wait_seconds",
+            help: "How long requests waited for a database connection (for a free one, or to open one).",
+            buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
+        poolWait.initialize()
+        let poolTimeouts = metrics.counter(
+            "issuerd_db_pool_timeouts_total",
+            help: "Requests that got no database connection within ISSUERD_DB_ACQUIRE_TIMEOUT (answered 503).")
+        poolTimeouts.initialize()
         let database = PostgresPool(
             configuration: PostgresPoolConfiguration(
                 connectionString: configuration.databaseURL.unsafeValue,
@@ -45,7 +59,9 @@ public final class IssuerdApplication: Sendable {
                 acquireTimeout: configuration.databaseAcquireTimeout,
                 connectTimeout: .seconds(2), deadPeerTimeout: configuration.databaseDeadPeerTimeout,
                 statementTimeout: configuration.databaseStatementTimeout),
-            logger: logger.labelled("issuerd.postgres"))
+            logger: logger.labelled("issuerd.postgres"),
+            observer: PostgresPoolObserver(
+                acquired: { poolWait.observe($0.timeInterval) }, timedOut: { poolTimeouts.increment() }))
         self.database = database
         metrics.gauge("issuerd_db_pool_connections", help: "Database pool connections by state.", labels: ["state"]) {
             let statistics = database.statistics
@@ -64,6 +80,9 @@ public final class IssuerdApplication: Sendable {
             probes: [Self.databaseProbe(database), Self.rulesProbe(rules)]
                 + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
             rulesetVersion: { rules.current.version })
+        metrics.gauge("issuerd_ready", help: "1 while /readyz would answer 200, else 0 (read at scrape time).") {
+            [([], readiness.evaluate().ready ? 1 : 0)]
+        }
         var table = RouteTable(
             admission: context.admission(for:),
             repeatedLogs: RepeatedLogLimiter(interval: configuration.logRepeatInterval))
@@ -103,9 +122,9 @@ public final class IssuerdApplication: Sendable {
             customerService: try configuration.mdesCustomerService.map {
                 CustomerServiceDelivery(
                     settings: $0, signingKey: try Self.customerServiceSigner($0, hsm: context.hsm),
-                    timeout: configuration.outbox.httpTimeout)
+                    timeout: configuration.outbox.httpTimeout, userAgent: build.userAgent)
             },
-            sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock)
+            sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock, userAgent: build.userAgent)
         self.outbox = OutboxDispatcher(
             database: database, settings: configuration.outbox, delivery: delivery, metrics: metrics,
             logger: logger.labelled("issuerd.outbox"))

@@ -25,6 +25,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     let ownsDatabase: Bool
 
     /// The repository root (for `rules/` and `sql/`).
+    /// The build every test instance reports (`issuerd_build_info`, outbound `User-Agent`).
+    static let build = BuildInfo(version: "9.9.9-test", commit: "0123456789abcdef0123456789abcdef01234567")
     static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -76,7 +78,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
                 "ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "0",
             ]
             settings.merge(environment) { _, new in new }
-            let configuration = try IssuerdConfiguration(ConfigurationReader(settings))
+            var configuration = try IssuerdConfiguration(ConfigurationReader(settings))
+            configuration.build = Self.build
             let application = try IssuerdApplication(
                 configuration: configuration,
                 logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()),
