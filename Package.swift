@@ -132,7 +132,7 @@ let package = Package(
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdAPI", "IssuerdPKCS11",
-                "IssuerdHistory", "IssuerdImport", "IssuerdKeys",
+                "IssuerdHistory", "IssuerdImport", "IssuerdKeys", "IssuerdStorage",
             ]
         ),
         .executableTarget(
