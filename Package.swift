@@ -132,7 +132,7 @@ let package = Package(
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdAPI", "IssuerdPKCS11",
-                "IssuerdHistory", "IssuerdImport", "IssuerdKeys",
+                "IssuerdHistory", "IssuerdImport", "IssuerdKeys", "IssuerdStorage",
             ],
             // The version and commit it is built from (issuerd --version, /metrics, User-Agent).
             plugins: ["BuildInfoPlugin"]

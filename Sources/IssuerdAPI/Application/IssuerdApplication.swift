@@ -153,13 +153,11 @@ public final class IssuerdApplication: Sendable {
             LifecycleService(
                 "database",
                 start: {
-                    guard configuration.migrateOnStart else { return }
-                    let applied = try Migrator(
-                        directory: URL(fileURLWithPath: configuration.sqlDirectory),
-                        logger: logger.labelled("issuerd.migrate")
-                    )
-                    .migrate(using: database)
-                    if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
+                    if configuration.migrateOnStart {
+                        let applied = try Self.migrate(configuration: configuration, database: database, logger: logger)
+                        if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
+                    }
+                    Self.reportExcessPrivileges(database: database, logger: logger)
                 }, stop: { _ in database.close() }),
             LifecycleService("backtest jobs", start: {}, stop: { context.backtestJobs.stop(timeout: $0.timeInterval) }),
             // A waiting request dropped, a running one waited for.
@@ -204,6 +202,40 @@ public final class IssuerdApplication: Sendable {
             }
         }
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
+    }
+
+    /// Applies pending migrations at start; a role refused the DDL (the service role) is told
+    /// to leave that to `issuerd migrate` as the owner.
+    private static func migrate(
+        configuration: IssuerdConfiguration, database: PostgresPool, logger: Logger
+    ) throws -> [AppliedMigration] {
+        do {
+            return try Migrator(
+                directory: URL(fileURLWithPath: configuration.sqlDirectory), logger: logger.labelled("issuerd.migrate")
+            )
+            .migrate(using: database)
+        } catch var error as PostgresError where error.sqlState == "42501" {
+            error.message +=
+                "; migrations are pending and this role may not apply them: run issuerd migrate with ISSUERD_MIGRATE_DATABASE_URL (the owner role) first"
+            throw error
+        }
+    }
+
+    /// One warning line when the role serving holds more than serving needs (owns tables, may
+    /// run DDL or edit the audit log): what `issuerd db grant` gives a service role is the bar.
+    private static func reportExcessPrivileges(database: PostgresPool, logger: Logger) {
+        guard
+            let (role, excess) = try? database.withConnection({ connection in
+                (
+                    try connection.query("SELECT current_user AS me").first?.decode("me", as: String.self) ?? "?",
+                    try ServiceRole.excess(on: connection)
+                )
+            }), !excess.isEmpty
+        else { return }
+        logger.warning(
+            "database role \(role) holds more than serving needs: \(excess.joined(separator: "; ")); "
+                + "serve as a role set up by issuerd db grant (docs/configuration.md, Database roles)",
+            ["role": .string(role)])
     }
 
     /// Reloads what can change without a restart (SIGHUP).

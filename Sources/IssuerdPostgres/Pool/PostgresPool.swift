@@ -64,8 +64,9 @@ public final class PostgresPool: @unchecked Sendable {
         return resourceFailure
     }
 
-    /// Checks that the database can take a write that needs new space: a fresh table gets a row
-    /// (its file extended by a page, as a growing table's is), all rolled back. `SELECT 1` still
+    /// Checks that the database can take a write that needs new space: a fresh temporary table
+    /// gets a row (its file extended by a page, as a growing table's is), all rolled back.
+    /// Temporary, so the service role, which may not create tables in the schema, can run it. `SELECT 1` still
     /// answers on a full disk; this fails with ``PostgresError/Code/insufficientResources`` there.
     /// A success forgets ``lastResourceFailure``.
     ///
@@ -75,7 +76,7 @@ public final class PostgresPool: @unchecked Sendable {
         try withConnection { connection in
             try connection.execute(unsafeSQL: "BEGIN")
             defer { _ = try? connection.execute(unsafeSQL: "ROLLBACK") }
-            try connection.execute(unsafeSQL: "CREATE TABLE \(table) (probe integer)")
+            try connection.execute(unsafeSQL: "CREATE TEMPORARY TABLE \(table) (probe integer)")
             try connection.execute(unsafeSQL: "INSERT INTO \(table) VALUES (1)")
         }
         condition.lock()

@@ -7,6 +7,7 @@ enum CommandLineTool {
     static let commands: [Command] = [
         Command(ServeCommand.self),
         Command(MigrateCommand.self),
+        Command(DatabaseCommand.self),
         Command(AppleCommand.self),
         Command(DevCommand.self),
         Command(RulesCommand.self),

@@ -12,8 +12,12 @@ import IssuerdTestSupport
 /// (``TestTransport``).
 ///
 /// Each instance owns its database and PKI, so suites run in parallel without sharing state.
+/// The application serves as the service role (``TestServiceRole``), as a deployment does,
+/// unless the test gives its own `ISSUERD_DATABASE_URL`; ``database`` and ``pool`` are the owner.
 final class TestApplication: @unchecked Sendable {  // immutable after init; the server is thread-safe
     let database: TestDatabase
+    /// The application's connection: the service role on ``database``, or the test's own URL.
+    let serviceConnectionString: String
     let application: IssuerdApplication
     let client: HTTPTestClient
     let pki: DevelopmentPKI
@@ -57,10 +61,14 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
         var started: IssuerdApplication?
         do {
             try prepare?(database)
+            let serviceConnectionString =
+                try environment["ISSUERD_DATABASE_URL"] ?? sharing?.serviceConnectionString
+                ?? TestServiceRole.prepare(database)
+            self.serviceConnectionString = serviceConnectionString
             pki = try DevelopmentPKI.generate()
             try pki.write(to: directory.appendingPathComponent("pki"))
             var settings: [String: String] = [
-                "ISSUERD_DATABASE_URL": database.connectionString,
+                "ISSUERD_DATABASE_URL": serviceConnectionString,
                 "ISSUERD_LISTEN": "127.0.0.1:0",
                 "ISSUERD_DB_POOL_SIZE": "6",
                 "ISSUERD_RULES_DIR": rulesDirectory ?? Self.repositoryRoot.appendingPathComponent("rules").path,
