@@ -75,7 +75,9 @@ public final class IssuerdApplication: Sendable {
             configuration: configuration, database: database, metrics: metrics, logger: logger, clock: clock)
         self.context = context
         let rules = context.rules
-        rulesWatcher = RulesFileWatcher(directory: rules.loader.directory) { rules.reload(trigger: "watcher") }
+        rulesWatcher = RulesFileWatcher(
+            directory: rules.loader.directory, onPoll: { rules.follow() },
+            onChange: { rules.reload(trigger: "watcher") })
         let readiness = Readiness(
             probes: [Self.databaseProbe(database), Self.rulesProbe(rules)]
                 + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
@@ -92,6 +94,8 @@ public final class IssuerdApplication: Sendable {
         TSPRoutes.register(in: &table, context: context)
         AdminRoutes.register(in: &table, context: context)
         RulesRoutes.register(in: &table, context: context)
+        RuleChangeRoutes.register(in: &table, context: context)
+        AuditRoutes.register(in: &table, context: context)
         StepUpRoutes.register(in: &table, context: context)
         AttemptRoutes.register(in: &table, context: context)
         OutcomeRoutes.register(in: &table, context: context)
@@ -159,6 +163,8 @@ public final class IssuerdApplication: Sendable {
                     }
                     Self.reportExcessPrivileges(database: database, logger: logger)
                 }, stop: { _ in database.close() }),
+            // After the migrations, before requests: under approval the approved rules serve.
+            LifecycleService("rules approval", start: { try context.rules.startApproval() }, stop: { _ in }),
             LifecycleService("backtest jobs", start: {}, stop: { context.backtestJobs.stop(timeout: $0.timeInterval) }),
             // A waiting request dropped, a running one waited for.
             LifecycleService("backtest read-ahead", start: {}, stop: { context.backtestPreparation.stop(timeout: $0) }),
