@@ -80,7 +80,7 @@ struct ServiceContext: Sendable {
         }
         mdesIssuerKeys = try configuration.mdes.map { try HSMIssuerKeyUnwrapper.ring($0, hsm: hsm) }
         crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, hsm: hsm, logger: logger)
-        googlePay = try GooglePayCrypto(settings: configuration.googlePay, tav: crypto.tav)
+        googlePay = try GooglePayCrypto(settings: configuration.googlePay, tav: crypto.tav, hsm: hsm)
         rules = try RulesService(
             directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics,
             database: database, approvalRequired: configuration.rulesApprovalRequired,

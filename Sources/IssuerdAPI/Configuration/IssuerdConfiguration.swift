@@ -97,6 +97,10 @@ public struct IssuerdConfiguration: Sendable {
     /// Google Pay push provisioning (`ISSUERD_MDES_MASTERCARD_*`, `ISSUERD_GOOGLE_OPC_*`).
     public var googlePay: GooglePaySettings
 
+    /// The running build (version and commit), for `/metrics` and outbound `User-Agent`s: stamped
+    /// by the executable, not read from a setting.
+    public var build = BuildInfo.unknown
+
     /// Reads and validates every setting.
     ///
     /// - Throws: ``ConfigurationError`` for the first missing or malformed setting.
