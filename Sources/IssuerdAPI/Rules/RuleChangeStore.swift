@@ -3,7 +3,7 @@ import IssuerdPostgres
 import IssuerdRisk
 import IssuerdStorage
 
-/// Rule changes under maker-checker (`rule_changes`, sql/0032): proposals with their files,
+/// Rule changes under maker-checker (`rule_changes`, sql/0033): proposals with their files,
 /// rule-level diff and example results; approvals and rejections by a second person. Every
 /// step is audited in the same transaction as the change itself.
 package enum RuleChangeStore {
