@@ -60,6 +60,16 @@ public struct HSMKeyStore: Sendable {
         HSMRSASigner(signer: try Self.mapping(keySetting: setting) { try PKCS11RSASigner(token: token, label: label) })
     }
 
+    /// The AES-256 key labelled `label` in the HSM as the key-encryption key of a JWE
+    /// (`A256GCMKW`): each content key is wrapped in the token with `CKM_AES_GCM`.
+    ///
+    /// - Throws: ``ConfigurationError`` naming `setting` for a missing key, one that is not
+    ///   AES-256 with CKA_ENCRYPT, or one that can leave the HSM.
+    public func contentKeyWrapper(label: String, setting: String) throws -> any ContentKeyWrapping {
+        HSMContentKeyWrapper(
+            encrypter: try Self.mapping(keySetting: setting) { try PKCS11AESGCMEncrypter(token: token, label: label) })
+    }
+
     /// Generates a new data key in the HSM and returns it wrapped.
     public func wrapNewDataKey() throws -> [UInt8] {
         try Self.mapping(keySetting: "ISSUERD_PKCS11_WRAP_KEY_LABEL") {
@@ -115,4 +125,12 @@ public struct HSMKeyStore: Sendable {
 package struct HSMRSASigner: RSASigningKey {
     let signer: PKCS11RSASigner
     package func signature(for message: [UInt8]) throws -> [UInt8] { try signer.signature(for: message) }
+}
+
+/// The HSM's PKCS#11 AES-GCM key seen as a ``ContentKeyWrapping`` by ``CompactJWE``.
+package struct HSMContentKeyWrapper: ContentKeyWrapping {
+    let encrypter: PKCS11AESGCMEncrypter
+    package func wrapContentKey(_ contentKey: [UInt8], nonce: [UInt8]) throws -> [UInt8] {
+        try encrypter.seal(contentKey, iv: nonce)
+    }
 }

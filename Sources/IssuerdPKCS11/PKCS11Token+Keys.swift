@@ -15,13 +15,7 @@ extension PKCS11Token {
     public func createWrappingKey(label: String) throws {
         try checkLabel(label)
         try withSession { session in
-            guard
-                try session.findObjects(
-                    [.number(CKA_CLASS, CKO_SECRET_KEY), .data(CKA_LABEL, Array(label.utf8))], limit: 1
-                ).isEmpty
-            else {
-                throw PKCS11Error(.keyExists, "token '\(self.label)' already holds a secret key labelled '\(label)'")
-            }
+            try requireNoSecretKey(label: label, session: session)
             _ = try session.generateKey(
                 mechanism: CK_MECHANISM_TYPE(CKM_AES_KEY_GEN),
                 [
@@ -32,6 +26,39 @@ extension PKCS11Token {
                     .flag(CKA_ENCRYPT, false), .flag(CKA_DECRYPT, false), .flag(CKA_SIGN, false),
                     .flag(CKA_VERIFY, false),
                 ])
+        }
+    }
+
+    /// Imports a 32-byte AES key as a token object that can only encrypt (``PKCS11AESGCMEncrypter``):
+    /// sensitive and never extractable, so it cannot be read or wrapped out after the import. For
+    /// a key derived outside the HSM (Visa's key-encryption key, SHA-256 of the shared secret).
+    ///
+    /// - Parameter value: The key bytes, lent for the call; only the token keeps them.
+    /// - Throws: ``PKCS11Error/Code/keyExists`` when a secret key with the label is already there;
+    ///   ``PKCS11Error/Code/invalidInput`` for a value that is not 32 bytes.
+    public func importEncryptionKey(label: String, value: UnsafeRawBufferPointer) throws {
+        try checkLabel(label)
+        guard value.count == 32 else { throw PKCS11Error(.invalidInput, "an AES-256 key must be 32 bytes") }
+        try withSession { session in
+            try requireNoSecretKey(label: label, session: session)
+            _ = try session.createObject([
+                .number(CKA_CLASS, CKO_SECRET_KEY), .number(CKA_KEY_TYPE, CKK_AES),
+                .secret(CK_ATTRIBUTE_TYPE(CKA_VALUE), value), .data(CKA_LABEL, Array(label.utf8)),
+                .flag(CKA_TOKEN, true), .flag(CKA_PRIVATE, true), .flag(CKA_SENSITIVE, true),
+                .flag(CKA_EXTRACTABLE, false), .flag(CKA_ENCRYPT, true), .flag(CKA_DECRYPT, false),
+                .flag(CKA_WRAP, false), .flag(CKA_UNWRAP, false), .flag(CKA_SIGN, false), .flag(CKA_VERIFY, false),
+            ])
+        }
+    }
+
+    /// Refuses to create a second secret key with `label` (a key is never replaced).
+    private func requireNoSecretKey(label: String, session: PKCS11Session) throws {
+        guard
+            try session.findObjects(
+                [.number(CKA_CLASS, CKO_SECRET_KEY), .data(CKA_LABEL, Array(label.utf8))], limit: 1
+            ).isEmpty
+        else {
+            throw PKCS11Error(.keyExists, "token '\(self.label)' already holds a secret key labelled '\(label)'")
         }
     }
 

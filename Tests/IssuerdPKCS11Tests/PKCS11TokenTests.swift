@@ -1,5 +1,6 @@
 import CPKCS11
 import Foundation
+import IssuerdCrypto
 import IssuerdTestSupport
 import Testing
 
@@ -104,6 +105,44 @@ struct PKCS11TokenTests {
         #expect(error?.code == .unwrapFailed)
         // No session object is left behind by wrap or unwrap.
         #expect(try token.objects().filter { $0.objectClass == "secret key" }.map(\.label) == ["kek"])
+    }
+
+    @Test func anImportedEncryptionKeySealsAsOpenSSLDoesAndNeverLeavesTheToken() throws {
+        let token = try Self.open(try SoftHSM.makeToken())
+        let value = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 11 &+ 5) }
+        try value.withUnsafeBytes { try token.importEncryptionKey(label: "visa-kek", value: $0) }
+        let info = try #require(try token.objects().first { $0.label == "visa-kek" })
+        #expect(info.keyType == "AES" && info.bits == 256)
+        #expect(info.sensitive == true && info.extractable == false)
+        #expect(info.usage == ["encrypt"])
+        #expect(throws: PKCS11Error.self) {
+            try value.withUnsafeBytes { try token.importEncryptionKey(label: "visa-kek", value: $0) }
+        }
+        #expect(throws: PKCS11Error.self) {
+            try [UInt8](repeating: 1, count: 16).withUnsafeBytes {
+                try token.importEncryptionKey(label: "short", value: $0)
+            }
+        }
+
+        // The token's CKM_AES_GCM and OpenSSL's AES-256-GCM agree, with and without associated data.
+        let encrypter = try PKCS11AESGCMEncrypter(token: token, label: "visa-kek")
+        let key = try SymmetricKey(bytes: value)
+        for (plaintext, aad) in [((0..<32).map { UInt8($0) }, [UInt8]()), (Array("payload".utf8), Array("hdr".utf8))] {
+            let iv = try SecureRandom.bytes(count: 12)
+            let sealed = try encrypter.seal(plaintext, iv: iv, authenticating: aad)
+            #expect(sealed == (try AES256GCM.seal(plaintext, using: key, nonce: iv, authenticating: aad)))
+            #expect(try AES256GCM.open(sealed, using: key, nonce: iv, authenticating: aad) == plaintext)
+        }
+        let badIV = #expect(throws: PKCS11Error.self) { try encrypter.seal([1], iv: [0, 1, 2]) }
+        #expect(badIV?.code == .invalidInput)
+
+        // A key that may not encrypt, or that is missing, is refused naming the cause.
+        try token.createWrappingKey(label: "kek")
+        let wrapping = #expect(throws: PKCS11Error.self) { try PKCS11AESGCMEncrypter(token: token, label: "kek") }
+        #expect(wrapping?.code == .keyWrongType)
+        #expect(wrapping?.description.contains("CKA_ENCRYPT") == true)
+        let missing = #expect(throws: PKCS11Error.self) { try PKCS11AESGCMEncrypter(token: token, label: "none") }
+        #expect(missing?.code == .keyNotFound)
     }
 
     @Test func aMissingWrongTypeOrExtractableKeyIsRefusedNamingTheCause() throws {

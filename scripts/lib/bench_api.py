@@ -6,11 +6,17 @@
     cards COUNT NETWORK PER_CUSTOMER
         Prints COUNT cards as `issuerd cards import` reads them (JSON lines, Luhn-valid,
         seeded), PER_CUSTOMER cards a customer, interleaved so concurrent requests are for
-        different customers.
+        different customers. NETWORK `split`: even cards Mastercard, odd cards Visa.
     tsp-requests CARDS.jsonl WORK WARM COUNT
         Signs one TSP authorization per card (X-Issuerd-Signature with
         ISSUERD_TSP_HMAC_SECRET, now): the first WARM into WORK/tsp-warm.requests, the rest
         of COUNT into WORK/tsp-run.requests, one "signature<TAB>body" a line.
+    push-requests CARDS.jsonl WORK WARM
+        For `split` cards: one Google Pay push per card (an HS256 app token of the card's
+        customer made with ISSUERD_APP_JWT_SECRET, valid an hour; its own device and wallet
+        ids), Mastercard's and Visa's apart: the first into WORK/push-NETWORK-check.request,
+        the next WARM into WORK/push-NETWORK-warm.requests, the rest into
+        WORK/push-NETWORK-run.requests, one "token<TAB>path<TAB>body" a line.
     callgrind DUMP REQUESTS
         Prints the server's user-space instructions per request from a callgrind dump.
     cost REQUESTS SERVER_CPU PG_CPU WRK_CPU CORES COMMITS DURATION WAL_BEFORE WAL_AFTER
@@ -25,6 +31,12 @@
         CORES CONNECTIONS
         Prints TSP and MDES side by side, the ratio, the RSA operation's cost, where the
         limit is and the MDES targets.
+    visa-compare MC_RESULT MC_REQUESTS MC_CPU VISA_RESULT VISA_REQUESTS VISA_CPU AES32_PER_S
+        AES512_PER_S CORES
+        Prints the Mastercard and Visa pushes side by side, what a Visa push costs over a
+        Mastercard one (issuerd's CPU and the latency), and beside it OpenSSL's AES-256-GCM
+        operations per second on 32 and 512 bytes (`openssl speed -evp aes-256-gcm`): what the
+        JWE's two operations cost.
     attempt-values ROW_JSON
         Prints an attempt row (row_to_json) as the SQL values of the pgbench reference, its
         documents compact as issuerd writes them, a space after each ':' a letter or digit
@@ -58,8 +70,9 @@ def cards():
     customers = cards // int(sys.argv[3]) + 1
     for i in range(cards):
         customer = f"bench-{i % customers}"  # interleaved: concurrent requests are for different customers
-        print(json.dumps({"cardId": f"bench-card-{i}", "customerId": customer, "accountNumber": luhn("53" if network == "mastercard" else "4"),
-                          "expiration": "12/30", "cardholderName": "BENCH USER", "paymentNetwork": network, "country": "KR",
+        card_network = network if network != "split" else ("mastercard" if i % 2 == 0 else "visa")
+        print(json.dumps({"cardId": f"bench-card-{i}", "customerId": customer, "accountNumber": luhn("53" if card_network == "mastercard" else "4"),
+                          "expiration": "12/30", "cardholderName": "BENCH USER", "paymentNetwork": card_network, "country": "KR",
                           "customer": {"customerId": customer, "phoneNumber": "+821012345678", "email": f"{customer}@example.com",
                                        "phoneChangedAt": "2020-01-01T00:00:00Z", "emailChangedAt": "2020-01-01T00:00:00Z", "addressChangedAt": "2020-01-01T00:00:00Z"}}))
 
@@ -82,6 +95,39 @@ def tsp_requests():
                                "activeTokenCount": 1}, separators=(",", ":"))
             mac = hmac.new(secret, (now + "." + body).encode(), hashlib.sha256).hexdigest()
             (warm_out if i < warm else run_out).write(f"t={now},v1={mac}\t{body}\n")
+
+
+def push_requests():
+    """push-requests: see the module's docstring."""
+    import base64, hashlib, hmac, json, os, sys, time
+    cards_path, work, warm = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    secret = os.environ["ISSUERD_APP_JWT_SECRET"].encode()
+    now = int(time.time())
+    def b64(data):
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+    tokens = {}
+    def token(customer):  # what `issuerd dev token` makes, without a process per customer
+        if customer not in tokens:
+            signing = b64(b'{"alg":"HS256","typ":"JWT"}') + "." + b64(json.dumps(
+                {"exp": now + 3600, "iat": now, "sub": customer}, separators=(",", ":"), sort_keys=True).encode())
+            tokens[customer] = signing + "." + b64(hmac.new(secret, signing.encode(), hashlib.sha256).digest())
+        return tokens[customer]
+    files = {network: [open(f"{work}/push-{network}-{part}", "w") for part in ("check.request", "warm.requests", "run.requests")]
+             for network in ("mastercard", "visa")}
+    counts = {"mastercard": 0, "visa": 0}
+    with open(cards_path) as cards:
+        for line in cards:
+            card = json.loads(line)
+            network, n = card["paymentNetwork"], counts[card["paymentNetwork"]]
+            counts[network] += 1
+            body = json.dumps({"device": {"id": f"push-device-{card['cardId']}", "type": "phone", "locale": "ko_KR"},
+                               "walletInfo": {"deviceId": f"gp-{card['cardId']}", "walletAccountId": f"gpw-{card['customerId']}"}},
+                              separators=(",", ":"))
+            out = files[network][0 if n == 0 else 1 if n <= warm else 2]
+            out.write(f"{token(card['customerId'])}\t/v1/cards/{card['cardId']}/google-pay/push-provisioning\t{body}\n")
+    for handles in files.values():
+        for handle in handles:
+            handle.close()
 
 
 def callgrind():
@@ -132,15 +178,20 @@ def perf_split():
     print(f"{floor:.4f}")
 
 
+def workload(result, requests, cpu):
+    """One timed run's figures: requests/s, p50, p99, non-2xx, and CPU ms per request of issuerd,
+    PostgreSQL and wrk (CPU: the three seconds, space-separated)."""
+    import re
+    fields = dict(re.findall(r"(\w+)=([0-9.]+)", result))
+    n = max(int(requests), 1)
+    server, pg, load = (1000 * float(v) / n for v in cpu.split())
+    return float(fields["rps"]), float(fields["p50_ms"]), float(fields["p99_ms"]), int(fields["non2xx"]), server, pg, load
+
+
 def mdes_compare():
     """mdes-compare: see the module's docstring."""
-    import re, sys
-    def parse(result, requests, cpu):
-        fields = dict(re.findall(r"(\w+)=([0-9.]+)", result))
-        n = max(int(requests), 1)
-        server, pg, load = (1000 * float(v) / n for v in cpu.split())
-        return float(fields["rps"]), float(fields["p50_ms"]), float(fields["p99_ms"]), int(fields["non2xx"]), server, pg, load
-    tsp, mdes = parse(*sys.argv[1:4]), parse(*sys.argv[4:7])
+    import sys
+    tsp, mdes = workload(*sys.argv[1:4]), workload(*sys.argv[4:7])
     rsa_per_s, cores, connections = float(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9])
     rsa_ms = 1000 / rsa_per_s
     for name, (rps, p50, p99, non2xx, server, pg, load) in (("TSP ", tsp), ("MDES", mdes)):
@@ -160,6 +211,23 @@ def mdes_compare():
           f"{'MET' if ok and mdes[2] <= 100 and connections >= 16 else 'NOT MET'} (p99 {mdes[2]:.1f} ms, non-2xx {mdes[3]})")
     print(f"target (MDES) >= 0.6 of the TSP rate: {'MET' if ok and ratio >= 0.6 else 'NOT MET'} "
           f"({mdes[0]:,.0f} against {tsp[0]:,.0f} requests/s, ratio {ratio:.2f})")
+
+
+def visa_compare():
+    """visa-compare: see the module's docstring."""
+    import sys
+    mastercard, visa = workload(*sys.argv[1:4]), workload(*sys.argv[4:7])
+    aes32, aes512, cores = float(sys.argv[7]), float(sys.argv[8]), int(sys.argv[9])
+    for name, (rps, p50, p99, non2xx, server, pg, load) in (("Mastercard push", mastercard), ("Visa push      ", visa)):
+        print(f"{name} {rps:8,.0f} requests/s, p50 {p50:6.1f} ms, p99 {p99:6.1f} ms, non-2xx {non2xx}; CPU per request "
+              f"issuerd {server:.3f} ms, PostgreSQL {pg:.3f} ms, wrk {load:.3f} ms (sum {server + pg + load:.3f})")
+    delta = visa[4] - mastercard[4]
+    print(f"Visa over Mastercard: issuerd CPU {delta:+.3f} ms per request, p50 {visa[1] - mastercard[1]:+.1f} ms, "
+          f"requests/s ratio Visa/Mastercard {visa[0] / max(mastercard[0], 1):.2f}")
+    jwe_us = 1e6 / aes32 + 1e6 / aes512
+    print(f"openssl speed -evp aes-256-gcm (same run, one core): {aes32:,.0f} operations/s on 32 bytes, {aes512:,.0f}/s on 512 bytes; "
+          f"the JWE's two (the 32-byte content key, a payload under 512 bytes) take about {jwe_us:.1f} µs = {jwe_us / 1000:.4f} ms, "
+          f"{cores} cores {cores * 1e6 / jwe_us:,.0f} JWEs/s if they did nothing else")
 
 
 def attempt_values():
@@ -212,7 +280,8 @@ def verdict():
 
 
 COMMANDS = {"cards": cards, "tsp-requests": tsp_requests, "callgrind": callgrind, "cost": cost, "perf-split": perf_split,
-            "mdes-compare": mdes_compare, "attempt-values": attempt_values, "verdict": verdict}
+            "mdes-compare": mdes_compare, "push-requests": push_requests, "visa-compare": visa_compare,
+            "attempt-values": attempt_values, "verdict": verdict}
 
 
 def main():

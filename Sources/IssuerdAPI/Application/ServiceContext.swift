@@ -80,10 +80,11 @@ struct ServiceContext: Sendable {
         }
         mdesIssuerKeys = try configuration.mdes.map { try HSMIssuerKeyUnwrapper.ring($0, hsm: hsm) }
         crypto = try ProvisioningCrypto(configuration: configuration, vault: vault, hsm: hsm, logger: logger)
-        googlePay = try GooglePayCrypto(settings: configuration.googlePay, tav: crypto.tav)
+        googlePay = try GooglePayCrypto(settings: configuration.googlePay, tav: crypto.tav, hsm: hsm)
         rules = try RulesService(
             directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics,
-            database: database, clock: clock)
+            database: database, approvalRequired: configuration.rulesApprovalRequired,
+            author: configuration.rulesAuthor, clock: clock)
         appTokens = try AppTokenVerifier(configuration.appJWT)
         tsp = try TSPAuthenticator(secret: configuration.tspHMACSecret.unsafeValue)
         consoleSessions = ConsoleSessions(database: database, settings: configuration.console, clock: clock)

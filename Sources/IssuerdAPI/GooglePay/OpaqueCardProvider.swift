@@ -2,6 +2,7 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
+import IssuerdKeys
 import IssuerdMDES
 import IssuerdOpenPGP
 
@@ -64,9 +65,13 @@ struct GooglePayCrypto: Sendable {
     ///
     /// - Parameters:
     ///   - tav: The TAV signer (PEM or HSM); Mastercard needs it beside its certificate.
+    ///   - hsm: The HSM, where Visa's key-encryption key may be.
     ///   - extra: Providers of other networks, taking precedence (tests).
     /// - Throws: ``ConfigurationError`` naming the setting that does not load.
-    init(settings: GooglePaySettings, tav: MastercardTAVProvider?, extra: [any OpaqueCardProvider] = []) throws {
+    init(
+        settings: GooglePaySettings, tav: MastercardTAVProvider?, hsm: HSMKeyStore? = nil,
+        extra: [any OpaqueCardProvider] = []
+    ) throws {
         var providers: [String: any OpaqueCardProvider] = [:]
         if let pem = settings.mastercardCertificatePEM, let tav {
             let key = "ISSUERD_MDES_MASTERCARD_CERT"
@@ -87,7 +92,7 @@ struct GooglePayCrypto: Sendable {
             providers["mastercard"] = MastercardOpaqueCardProvider(recipient: recipient, tav: tav)
         }
         if let visa = settings.visa {
-            providers["visa"] = try VisaOpaqueCardProvider(settings: visa)
+            providers["visa"] = try VisaOpaqueCardProvider(settings: visa, hsm: hsm)
         }
         for provider in extra { providers[provider.network] = provider }
         self.providers = providers
@@ -117,7 +122,7 @@ struct GooglePayCrypto: Sendable {
         }
         let missing =
             network == "visa"
-            ? "Visa push needs ISSUERD_VISA_ENCRYPTION_API_KEY, ISSUERD_VISA_ENCRYPTION_SHARED_SECRET and ISSUERD_VISA_CLIENT_APP_ID"
+            ? "Visa push needs ISSUERD_VISA_ENCRYPTION_API_KEY, ISSUERD_VISA_ENCRYPTION_SHARED_SECRET (or ISSUERD_VISA_ENCRYPTION_KEY_LABEL) and ISSUERD_VISA_CLIENT_APP_ID"
             : "Mastercard push needs ISSUERD_MDES_MASTERCARD_CERT and a TAV signing key"
         throw HTTPError(
             status: 422, code: HTTPError.Code(rawValue: "\(network)_push_not_configured"), message: missing,

@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
+import IssuerdKeys
 import IssuerdRisk
 
 /// Visa's encrypted payment instrument: what an issuer's app hands Google Pay or Samsung Pay to
@@ -81,11 +82,11 @@ enum VisaPaymentInstrument {
     ///   - wallet: The wallet the card goes to and its ids.
     ///   - clientAppID: The issuer app's id at Visa.
     ///   - apiKey: Visa's encryption API key (`kid`).
-    ///   - keyEncryptionKey: SHA-256 of the shared secret.
+    ///   - keyEncryptionKey: SHA-256 of the shared secret, in memory or in the HSM.
     /// - Throws: ``CryptoError`` when sealing fails.
     static func seal(
         _ card: PushedCard, to wallet: PushWallet, clientAppID: String, apiKey: String,
-        keyEncryptionKey: SymmetricKey, now: Date
+        keyEncryptionKey: any ContentKeyWrapping, now: Date
     ) throws -> String {
         let plaintext = Plaintext(
             accountNumber: card.pan.unsafeDigits, cvv2: nil, name: card.cardholderName,
@@ -126,17 +127,29 @@ struct PushWallet: Sendable {
     }
 }
 
-/// Visa's: the card and wallet sealed into Visa's encrypted payment instrument.
+/// Visa's: the card and wallet sealed into Visa's encrypted payment instrument, the content key
+/// wrapped under SHA-256 of the shared secret: in memory when the secret is a file, in the HSM
+/// (`CKM_AES_GCM`) when the key was imported there.
 struct VisaOpaqueCardProvider: OpaqueCardProvider {
     let network = "visa"
     let apiKey: String
     let clientAppID: String
-    let keyEncryptionKey: SymmetricKey
+    let keyEncryptionKey: any ContentKeyWrapping
 
-    init(settings: VisaPushSettings) throws {
+    /// - Throws: ``ConfigurationError`` naming `ISSUERD_VISA_ENCRYPTION_KEY_LABEL` when the key is
+    ///   in an HSM that is not configured, or is missing, not AES-256 allowed to encrypt, or extractable.
+    init(settings: VisaPushSettings, hsm: HSMKeyStore?) throws {
         apiKey = settings.apiKey
         clientAppID = settings.clientAppID
-        keyEncryptionKey = try CompactJWE.keyEncryptionKey(sharedSecret: settings.sharedSecret.unsafeValue)
+        switch settings.sharedSecret {
+        case .file(let secret):
+            keyEncryptionKey = try CompactJWE.keyEncryptionKey(sharedSecret: secret.unsafeValue)
+        case .hsm(let label):
+            guard let hsm else {
+                throw ConfigurationError(key: VisaPushSettings.keyLabelSetting, problem: "needs ISSUERD_PKCS11_MODULE")
+            }
+            keyEncryptionKey = try hsm.contentKeyWrapper(label: label, setting: VisaPushSettings.keyLabelSetting)
+        }
     }
 
     var requiresWalletIDs: Bool { true }

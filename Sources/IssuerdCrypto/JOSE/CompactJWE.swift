@@ -4,8 +4,10 @@ import Foundation
 /// one content encryption: `A256GCMKW` (RFC 7518 §4.7: the content key encrypted with AES-256-GCM
 /// under a shared key-encryption key, the wrap's `iv` and `tag` carried as header parameters) and
 /// `A256GCM` (§5.3: the content encrypted with AES-256-GCM under that content key, the additional
-/// data being the ASCII of the encoded protected header). Both steps are OpenSSL's AES-256-GCM
-/// (``AES256GCM``); every call draws a fresh random content key and two fresh random IVs.
+/// data being the ASCII of the encoded protected header). The content is OpenSSL's AES-256-GCM
+/// (``AES256GCM``); the key wrap is the ``ContentKeyWrapping`` given: OpenSSL's too under a key
+/// in memory, or the HSM's under a key that never leaves it. Every call draws a fresh random
+/// content key and two fresh random IVs.
 ///
 /// This is the envelope of Visa's encrypted payment instrument (docs/networks.md); nothing in it
 /// is Visa's but the caller's header parameters.
@@ -48,15 +50,17 @@ public enum CompactJWE {
     ///
     /// - Parameters:
     ///   - plaintext: The content (for Visa, the payment instrument's JSON).
-    ///   - keyEncryptionKey: A 32-byte AES key (``keyEncryptionKey(sharedSecret:)``).
+    ///   - keyEncryptionKey: A 32-byte AES key (``keyEncryptionKey(sharedSecret:)``), or a key
+    ///     in an HSM that wraps with AES-256-GCM.
     ///   - header: Further protected header parameters (`kid`, `typ`, …), written after `alg`,
     ///     `enc`, `iv` and `tag`.
     /// - Returns: The five base64url parts joined by dots: protected header, encrypted key, IV,
     ///   ciphertext, tag.
     /// - Throws: ``CryptoError/Code/invalidInput`` for a header naming a reserved parameter;
-    ///   ``CryptoError/Code/invalidLength`` for a key that is not 32 bytes.
+    ///   ``CryptoError/Code/invalidLength`` for a key that is not 32 bytes or a wrap that is not
+    ///   48 bytes; the wrapper's own error.
     public static func seal(
-        _ plaintext: [UInt8], keyEncryptionKey: SymmetricKey, header: [String: HeaderValue]
+        _ plaintext: [UInt8], keyEncryptionKey: some ContentKeyWrapping, header: [String: HeaderValue]
     ) throws -> String {
         if let reserved = header.keys.first(where: reservedHeaderNames.contains) {
             throw CryptoError(.invalidInput, "the JWE header parameter \(reserved) is written by the sealer")
@@ -65,7 +69,10 @@ public enum CompactJWE {
         var contentKeyBytes = contentKey.withUnsafeBytes { Array($0) }
         defer { contentKeyBytes.withUnsafeMutableBytes { zeroize($0) } }
         let wrapIV = try SecureRandom.bytes(count: AES256GCM.nonceByteCount)
-        let wrapped = try AES256GCM.seal(contentKeyBytes, using: keyEncryptionKey, nonce: wrapIV)
+        let wrapped = try keyEncryptionKey.wrapContentKey(contentKeyBytes, nonce: wrapIV)
+        guard wrapped.count == contentKeyByteCount + AES256GCM.tagByteCount else {
+            throw CryptoError(.invalidLength, "the content key's wrap is \(wrapped.count) bytes, not 48")
+        }
         let encryptedKey = wrapped.prefix(contentKeyByteCount)
         let wrapTag = wrapped.suffix(AES256GCM.tagByteCount)
 

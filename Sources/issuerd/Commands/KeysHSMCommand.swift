@@ -5,12 +5,13 @@ import IssuerdCrypto
 import IssuerdKeys
 import IssuerdPKCS11
 
-/// `issuerd keys hsm init|status|add-data-key`: the issuer keys in a PKCS#11 HSM.
+/// `issuerd keys hsm init|status|add-data-key|import-visa-secret`: the issuer keys in a PKCS#11 HSM.
 enum KeysHSMCommand {
     static let usage = """
         issuerd keys hsm init [--pin-stdin] [--no-tav-key] [--public-key-out FILE] [--config FILE]
         issuerd keys hsm status [--config FILE]
         issuerd keys hsm add-data-key [--import-master-key] [--config FILE]
+        issuerd keys hsm import-visa-secret --secret-file FILE [--label LABEL] [--config FILE]
 
         init          creates the keys in the configured token (development, tests, a new
                       partition): the AES-256 wrapping key of PAN data keys
@@ -28,6 +29,15 @@ enum KeysHSMCommand {
                       wraps the ISSUERD_MASTER_KEY (and _PREVIOUS) versions instead, under their
                       own versions: the first step of moving from environment keys to the HSM
                       (docs/runbook.md). Restart the instances, then run issuerd keys rotate.
+        import-visa-secret
+                      imports the key-encryption key of Visa's encrypted payment instrument,
+                      SHA-256 of the shared secret Visa issued (the 0600 file --secret-file,
+                      one trailing newline ignored), as an AES-256 key that is sensitive,
+                      never extractable and may only encrypt; labelled --label, else
+                      ISSUERD_VISA_ENCRYPTION_KEY_LABEL, else issuerd-visa-kek. An existing
+                      key of that label is never replaced. Then set
+                      ISSUERD_VISA_ENCRYPTION_KEY_LABEL in place of
+                      ISSUERD_VISA_ENCRYPTION_SHARED_SECRET and delete the file.
 
         Run these as the user the service runs as: with SoftHSM, a token belongs to the owner of
         its token directory (directories.tokendir in SOFTHSM2_CONF), and the commands refuse to
@@ -39,7 +49,8 @@ enum KeysHSMCommand {
 
         Environment: ISSUERD_PKCS11_MODULE, ISSUERD_PKCS11_TOKEN_LABEL, ISSUERD_PKCS11_PIN_FILE,
         ISSUERD_PKCS11_WRAP_KEY_LABEL, ISSUERD_PKCS11_SIGNING_KEY_LABEL, ISSUERD_DATABASE_URL
-        (status, add-data-key), ISSUERD_MASTER_KEY (--import-master-key)
+        (status, add-data-key), ISSUERD_MASTER_KEY (--import-master-key),
+        ISSUERD_VISA_ENCRYPTION_KEY_LABEL (status, import-visa-secret)
         """
 
     static func run(_ words: [String]) throws -> Int32 {
@@ -52,7 +63,9 @@ enum KeysHSMCommand {
         case "init": return try initialise(rest)
         case "status": return try status(rest)
         case "add-data-key": return try addDataKey(rest)
-        default: throw UsageError("unknown subcommand 'keys hsm \(sub)' (init, status, add-data-key)")
+        case "import-visa-secret": return try importVisaSecret(rest)
+        default:
+            throw UsageError("unknown subcommand 'keys hsm \(sub)' (init, status, add-data-key, import-visa-secret)")
         }
     }
 
@@ -159,6 +172,15 @@ enum KeysHSMCommand {
         } else {
             print("TAV signing key: not in the HSM (ISSUERD_PKCS11_SIGNING_KEY_LABEL is unset)")
         }
+        if let label = reader.string(VisaPushSettings.keyLabelSetting) {
+            do {
+                _ = try store.contentKeyWrapper(label: label, setting: VisaPushSettings.keyLabelSetting)
+                print("Visa key-encryption key '\(label)': ok, Visa payloads are sealed in the HSM")
+            } catch let error as ConfigurationError {
+                healthy = false
+                print("Visa key-encryption key '\(label)': \(error.problem)")
+            }
+        }
         if reader.string("ISSUERD_DATABASE_URL") != nil {
             let pool = try OperatorCommandSupport.pool(reader)
             defer { pool.close() }
@@ -209,6 +231,33 @@ enum KeysHSMCommand {
         if !summary.added.isEmpty {
             print("next: restart every instance with the HSM settings, then run issuerd keys rotate")
         }
+        return 0
+    }
+
+    private static func importVisaSecret(_ words: [String]) throws -> Int32 {
+        guard let arguments = try parse(words, options: ["secret-file", "label"]) else { return 0 }
+        guard let path = arguments.option("secret-file") else {
+            throw UsageError("keys hsm import-visa-secret needs --secret-file FILE (Visa's shared secret, mode 0600)")
+        }
+        let reader = try OperatorCommandSupport.reader(arguments)
+        let label =
+            arguments.option("label") ?? reader.string(VisaPushSettings.keyLabelSetting)
+            ?? VisaPushSettings.defaultKeyLabel
+        var secret = try OperatorCommandSupport.setting { try VisaPushSettings.secretFile(path, key: "--secret-file") }
+        defer { _ = secret.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        let key = try CompactJWE.keyEncryptionKey(sharedSecret: secret)
+        let (store, _) = try OperatorCommandSupport.setting { try OperatorSettings.hsm(reader) }
+        try pkcs11 { try key.withUnsafeBytes { try store.token.importEncryptionKey(label: label, value: $0) } }
+        _ = try OperatorCommandSupport.setting {
+            try store.contentKeyWrapper(label: label, setting: VisaPushSettings.keyLabelSetting)
+        }
+        print(
+            "imported Visa key-encryption key '\(label)' (AES-256, SHA-256 of the shared secret, sensitive, never extractable, encrypt only)"
+        )
+        if reader.string(VisaPushSettings.keyLabelSetting) != label {
+            print("set ISSUERD_VISA_ENCRYPTION_KEY_LABEL=\(label) in place of ISSUERD_VISA_ENCRYPTION_SHARED_SECRET")
+        }
+        print("then delete \(path): the service no longer reads it")
         return 0
     }
 
