@@ -8,7 +8,8 @@ import IssuerdRisk
 /// attempts matching an ``AttemptFilter``, newest first, a page at a time, or all of them as CSV.
 ///
 /// Pages follow a cursor (the last attempt's time and id), never an offset, so a page deep in
-/// a long history costs what the first does, and attempts arriving meanwhile do not shift it.
+/// a long history costs what the first does, and attempts arriving meanwhile do not shift it:
+/// the cursor's time bounds the index scan (`created_at <=`), its id breaks ties.
 /// The statement is one for every combination of filters, each absent one a `NULL` that
 /// planning folds away; it is planned for each request's values (`plan_cache_mode`), since a
 /// rule hitting one attempt in ten is best read in time order and one hitting one in a million
@@ -202,9 +203,9 @@ package enum AttemptList {
                   AND (\(target.anyID)::text IS NULL OR a.card_id = \(target.anyID) OR a.customer_id = \(target.anyID)
                        OR a.device_id = \(target.anyID))
                   AND (\(after?.microseconds)::bigint IS NULL
-                       OR a.created_at < timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
-                       OR (a.created_at = timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
-                           AND a.attempt_id < \(after?.attemptID)::uuid))
+                       OR (a.created_at <= timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
+                           AND (a.created_at < timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
+                                OR a.attempt_id < \(after?.attemptID)::uuid)))
                 ORDER BY a.created_at DESC, a.attempt_id DESC LIMIT \(limit)
                 """
             ).map { row in
