@@ -13,7 +13,7 @@ import IssuerdRisk
 /// The statement is one for every combination of filters, each absent one a `NULL` that
 /// planning folds away; it is planned for each request's values (`plan_cache_mode`), since a
 /// rule hitting one attempt in ten is best read in time order and one hitting one in a million
-/// through its index (`attempts_rule_keys`, sql/0030).
+/// through its index (`attempts_rule_keys`, sql/0031).
 package enum AttemptList {
     package struct Summary: Encodable, Sendable {
         package var attemptId: String
