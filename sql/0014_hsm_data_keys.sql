@@ -1,4 +1,4 @@
--- Envelope encryption (issue 13): the PAN data keys, each wrapped (RFC 3394 AES key wrap) by
+-- Envelope encryption: the PAN data keys, each wrapped (RFC 3394 AES key wrap) by
 -- a non-extractable AES-256 key in the HSM. Only wrapped bytes are stored here; the service
 -- unwraps them once at start into locked memory. `version` is the key version stored beside
 -- every sealed PAN (cards.pan_key_version), so a ring may mix imported environment keys and

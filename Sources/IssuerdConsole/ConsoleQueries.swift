@@ -5,9 +5,9 @@ import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
 
-/// The queries behind `GET /v1/admin/decisions`, `/v1/admin/rule-hits` and `/v1/admin/attempts`
-/// (the console's Decisions, Rule hits and Attempts pages), over ``ConsoleRollup`` and the
-/// indexes `provisioning_attempts` already has.
+/// The queries behind `GET /v1/admin/decisions` and `/v1/admin/rule-hits` (the console's
+/// Decisions and Rule hits pages), over ``ConsoleRollup`` and the indexes `provisioning_attempts`
+/// already has; ``AttemptList`` reads the Attempts page.
 package enum ConsoleQueries {
     /// A validated period: RFC 3339 `since`/`until`, the last 24 hours when both are absent.
     package struct Period: Sendable {
@@ -215,96 +215,6 @@ package enum ConsoleQueries {
         case "orange": 2
         case "yellow": 1
         default: 0
-        }
-    }
-
-    // MARK: Attempt search
-
-    package struct AttemptSummary: Encodable, Sendable {
-        package var attemptId: String
-        package var createdAt: Date
-        package var channel: String
-        package var cardId: String?
-        package var lastFour: String?
-        package var customerId: String?
-        package var deviceId: String?
-        package var network: String
-        package var flow: String
-        package var decision: String
-        package var rulesetVersion: String
-        /// The live rules that hit.
-        package var rules: [String]
-    }
-
-    package struct AttemptSearchView: Encodable, Sendable {
-        package var query: String
-        /// What the query was read as: `attempt`, `last_four`, `id` (card, customer or device), or `recent`.
-        package var matchedAs: String
-        package var attempts: [AttemptSummary]
-    }
-
-    /// The newest attempts matching `text`: an attempt id, a card's last four digits, or a card,
-    /// customer or device id; the newest attempts when empty. Each form is one index look-up.
-    package static func searchAttempts(
-        _ text: String, limit: Int, now: Date, database: PostgresPool
-    ) throws -> AttemptSearchView {
-        let columns = """
-            SELECT a.attempt_id, a.created_at, a.channel, a.card_id, c.last_four, a.customer_id, a.device_id,
-                   coalesce(a.inputs ->> 'card.network', a.inputs -> 'attributes' ->> 'card.network', c.payment_network, 'unknown') AS network,
-                   a.flow, a.decision, a.ruleset_version,
-                   ARRAY(SELECT h ->> 'rule' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]' END) h
-                         WHERE jsonb_typeof(h) = 'object' AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'rule' IS NOT NULL) AS rules
-            FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
-            """
-        return try database.withConnection { connection in
-            func run(_ query: PostgresQuery) throws -> [AttemptSummary] {
-                try connection.query(query).map { row in
-                    AttemptSummary(
-                        attemptId: try row.decode("attempt_id", as: UUID.self).uuidString.lowercased(),
-                        createdAt: try row.decode("created_at"),
-                        channel: try row.decode("channel"), cardId: try row.decode("card_id"),
-                        lastFour: try row.decode("last_four"),
-                        customerId: try row.decode("customer_id"), deviceId: try row.decode("device_id"),
-                        network: try row.decode("network"),
-                        flow: try row.decode("flow"), decision: try row.decode("decision"),
-                        rulesetVersion: try row.decode("ruleset_version"),
-                        rules: try row.decode("rules"))
-                }
-            }
-            if text.isEmpty {
-                // The BRIN index narrows by time; widen until enough are found.
-                var found: [AttemptSummary] = []
-                for hours: Double in [1, 24, 24 * 31] {
-                    let since = now.addingTimeInterval(-hours * 3600)
-                    found = try run(
-                        "\(unsafeSQL: columns) WHERE a.created_at >= \(since) ORDER BY a.created_at DESC LIMIT \(limit)"
-                    )
-                    if found.count >= limit { break }
-                }
-                return AttemptSearchView(query: text, matchedAs: "recent", attempts: found)
-            }
-            if text.utf8.count == 36, let id = UUID(uuidString: text) {
-                return AttemptSearchView(
-                    query: text, matchedAs: "attempt",
-                    attempts: try run("\(unsafeSQL: columns) WHERE a.attempt_id = \(id)"))
-            }
-            if text.utf8.count == 4, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
-                let found = try run(
-                    """
-                    \(unsafeSQL: columns) WHERE a.card_id IN (SELECT card_id FROM cards WHERE last_four = \(text))
-                    ORDER BY a.created_at DESC LIMIT \(limit)
-                    """)
-                if !found.isEmpty { return AttemptSearchView(query: text, matchedAs: "last_four", attempts: found) }
-            }
-            let found = try run(
-                """
-                \(unsafeSQL: columns) WHERE a.attempt_id IN (
-                    (SELECT attempt_id FROM provisioning_attempts WHERE card_id = \(text) ORDER BY created_at DESC LIMIT \(limit))
-                    UNION ALL (SELECT attempt_id FROM provisioning_attempts WHERE customer_id = \(text) ORDER BY created_at DESC LIMIT \(limit))
-                    UNION ALL (SELECT attempt_id FROM provisioning_attempts WHERE device_id = \(text) ORDER BY created_at DESC LIMIT \(limit)))
-                ORDER BY a.created_at DESC LIMIT \(limit)
-                """)
-            return AttemptSearchView(query: text, matchedAs: "id", attempts: found)
         }
     }
 }

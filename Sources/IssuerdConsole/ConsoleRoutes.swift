@@ -92,13 +92,14 @@ package enum ConsoleRoutes {
             let (cookie, session) = try sessions.open(for: principal, request: request)
             request.logger.info(
                 "console signed in", ["keyId": .string(principal.keyID), "role": .string(principal.role.rawValue)])
-            var response = try HTTPResponse.json(SessionView(session), status: 201)
+            var response = try HTTPResponse.json(
+                SessionView(session, timeZone: sessions.settings.timeZone), status: 201)
             response.headers.add("Set-Cookie", sessions.setCookie(cookie, request: request))
             return secured(response)
         }
 
         table.add(.get, "/console/session") { request in
-            secured(try .json(SessionView(try sessions.authenticate(request))))
+            secured(try .json(SessionView(try sessions.authenticate(request), timeZone: sessions.settings.timeZone)))
         }
 
         table.add(.delete, "/console/session") { request in
@@ -149,8 +150,11 @@ package enum ConsoleRoutes {
         package var keyId: String
         package var csrfToken: String
         package var expiresAt: Date
+        /// The time zone pages show times in (`ISSUERD_CONSOLE_TIME_ZONE`).
+        package var timeZone: String
 
-        package init(_ session: ConsoleSession) {
+        package init(_ session: ConsoleSession, timeZone: String) {
+            self.timeZone = timeZone
             name = session.principal.name
             role = session.principal.role.rawValue
             keyId = session.principal.keyID

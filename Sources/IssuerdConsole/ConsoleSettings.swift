@@ -27,6 +27,9 @@ public struct ConsoleSettings: Sendable {
     /// each time another hour is complete (`ISSUERD_BACKTEST_KEEP_RECENT_HOURS`, default 24; 0 reads
     /// only what backtests and the Backtest page's read-ahead ask for): ``BacktestPreparation``.
     public var backtestKeepRecentHours: Int
+    /// The IANA time zone console pages show times in, with their offset
+    /// (`ISSUERD_CONSOLE_TIME_ZONE`, default `UTC`); the API itself always answers in UTC.
+    public var timeZone: String
 
     /// Reads and validates the console keys.
     ///
@@ -41,5 +44,12 @@ public struct ConsoleSettings: Sendable {
             "ISSUERD_BACKTEST_CACHE_ATTEMPTS", default: 200_000, in: 0...10_000_000)
         backtestKeepRecentHours = try reader.integer(
             "ISSUERD_BACKTEST_KEEP_RECENT_HOURS", default: 24, in: 0...BacktestWindowCache.maximumHours)
+        timeZone = reader.string("ISSUERD_CONSOLE_TIME_ZONE") ?? "UTC"
+        // An IANA name (Asia/Seoul, Europe/London), as the browser's Intl reads it: not an
+        // abbreviation (KST), which Foundation would take and a browser would not.
+        guard timeZone.contains("/") || timeZone == "UTC", TimeZone(identifier: timeZone) != nil else {
+            throw ConfigurationError(
+                key: "ISSUERD_CONSOLE_TIME_ZONE", problem: "must be an IANA time zone such as UTC or Asia/Seoul")
+        }
     }
 }

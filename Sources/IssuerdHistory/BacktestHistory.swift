@@ -108,7 +108,7 @@ package enum BacktestHistory {
                 let query: PostgresQuery = """
                     DECLARE issuerd_backtest_attempts NO SCROLL CURSOR FOR
                     SELECT a.attempt_id, a.created_at, a.card_id, a.device_id, a.customer_id, a.cardholder_name_hash,
-                           a.inputs, CASE WHEN \(useRecorded) THEN a.features ELSE '{}'::json END,
+                           a.inputs, CASE WHEN \(useRecorded) THEN a.features::json ELSE '{}'::json END,
                            \(unsafeSQL: keepFeatures ? BacktestWindowCache.rowHashSQL : "0::int8"),
                            \(unsafeSQL: RequestChecks.legacyChecksSQL)
                     FROM provisioning_attempts a

@@ -17,6 +17,7 @@ package enum ConsoleRollup {
     /// lock in short steps.
     package static let chunk: TimeInterval = 86_400
     private static let lockKey: Int64 = 0x636F_6E73_6F6C_65
+    private static let stepUpLockKey: Int64 = 0x7374_6570_7570_73
 
     /// The network read from an attempt's inputs (flat, or under `attributes`).
     package static let networkSQL =
@@ -48,7 +49,38 @@ package enum ConsoleRollup {
 
     /// ``catchUp(now:database:)`` on a connection the caller holds (outside any transaction).
     package static func catchUp(now: Date, connection: PostgresConnection) throws -> Coverage {
-        let target = floorHour(now.addingTimeInterval(-lag))
+        try catchUp(
+            state: "console_rollup_state", lockKey: lockKey, before: floorHour(now.addingTimeInterval(-lag)),
+            connection: connection, rollUp: rollUp(from:until:connection:))
+    }
+
+    /// Rolls up the step-ups of rule performance (`console_hourly_stepups`) as ``catchUp(now:connection:)``
+    /// rolls up hits, for the hours that ended more than `settle` (plus ``lag``) ago: by then a
+    /// step-up not completed counts as abandoned (the review queue's wait), so a rolled-up hour's
+    /// figures never change. Returns what is rolled up now.
+    package static func catchUpStepUps(now: Date, settle: Duration, connection: PostgresConnection) throws -> Coverage {
+        let before = floorHour(now.addingTimeInterval(-lag - Double(settle.components.seconds)))
+        return try catchUp(
+            state: "console_stepup_rollup_state", lockKey: stepUpLockKey, before: before, connection: connection
+        ) { start, end, connection in
+            try connection.execute(
+                """
+                INSERT INTO console_hourly_stepups (hour, rule_id, mode, started, completed, seconds)
+                SELECT date_trunc('hour', created_at, 'UTC'), rule_id, mode, count(*), count(*) FILTER (WHERE completed),
+                       coalesce(array_agg(seconds ORDER BY seconds) FILTER (WHERE completed AND seconds IS NOT NULL), '{}')
+                FROM (\(unsafeSQL: stepUpRowsSQL)) s
+                WHERE created_at >= \(start) AND created_at < \(end)
+                GROUP BY 1, 2, 3
+                """)
+        }
+    }
+
+    /// Brings the roll-up whose state row is in `state` up to `before` (a whole hour), one day
+    /// per transaction under the advisory lock `lockKey`, for at most ``budget``.
+    private static func catchUp(
+        state: String, lockKey: Int64, before target: Date, connection: PostgresConnection,
+        rollUp: (Date, Date, PostgresConnection) throws -> Void
+    ) throws -> Coverage {
         let started = ContinuousClock.now
         while true {
             let (coverage, done) = try connection.transaction { connection -> (Coverage, Bool) in
@@ -56,7 +88,7 @@ package enum ConsoleRollup {
                 let history: Date
                 var coverage: Coverage
                 if let row = try connection.query(
-                    "SELECT history_from, rolled_from, rolled_until FROM console_rollup_state"
+                    "SELECT history_from, rolled_from, rolled_until FROM \(unsafeSQL: state)"
                 ).first {
                     history = try row.decode("history_from")
                     coverage = Coverage(from: try row.decode("rolled_from"), until: try row.decode("rolled_until"))
@@ -67,22 +99,22 @@ package enum ConsoleRollup {
                     history = min(floorHour(oldest ?? target), target)
                     coverage = Coverage(from: target, until: target)
                     try connection.execute(
-                        "INSERT INTO console_rollup_state (history_from, rolled_from, rolled_until) VALUES (\(history), \(target), \(target))"
+                        "INSERT INTO \(unsafeSQL: state) (history_from, rolled_from, rolled_until) VALUES (\(history), \(target), \(target))"
                     )
                 }
                 if coverage.until < target {
                     let end = min(target, coverage.until.addingTimeInterval(chunk))
-                    try rollUp(from: coverage.until, until: end, connection: connection)
+                    try rollUp(coverage.until, end, connection)
                     coverage.until = end
                 } else if coverage.from > history {
                     let start = max(history, coverage.from.addingTimeInterval(-chunk))
-                    try rollUp(from: start, until: coverage.from, connection: connection)
+                    try rollUp(start, coverage.from, connection)
                     coverage.from = start
                 } else {
                     return (coverage, true)
                 }
                 try connection.execute(
-                    "UPDATE console_rollup_state SET rolled_from = \(coverage.from), rolled_until = \(coverage.until)")
+                    "UPDATE \(unsafeSQL: state) SET rolled_from = \(coverage.from), rolled_until = \(coverage.until)")
                 return (coverage, false)
             }
             if done || ContinuousClock.now - started > budget { return coverage }
@@ -139,17 +171,48 @@ package enum ConsoleRollup {
     /// the hit decided the flow (live, not green, and the only live hit with the flow's outcome:
     /// without it the flow would have been milder). A hit naming no rule (`"rule": null`, a row
     /// edited by hand) is left out: `rule_id` is never null. Filter on `created_at` outside.
-    package static let hitRowsSQL = """
-        SELECT a.created_at, a.channel, a.flow, a.ruleset_version,
+    package static let hitRowsSQL = hitRowsSQL(from: "provisioning_attempts")
+
+    /// ``hitRowsSQL`` over `source` (a table or a CTE with the columns of `provisioning_attempts`
+    /// it reads), each row also carrying the attempt's id and the source's `columns` (e.g.
+    /// `", a.label"`).
+    package static func hitRowsSQL(from source: String, columns: String = "") -> String {
+        """
+        SELECT a.attempt_id, a.created_at, a.channel, a.flow, a.ruleset_version\(columns),
                CASE jsonb_typeof(h) WHEN 'string' THEN h #>> '{}' ELSE coalesce(h ->> 'rule', h ->> 'ruleId', h ->> 'id') END AS rule_id,
                coalesce(h ->> 'mode', 'live') AS mode, coalesce(h ->> 'outcome', a.flow) AS outcome,
                (coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow AND a.flow <> 'green'
                 AND (SELECT count(*) FROM jsonb_array_elements(a.hits) o
                      WHERE coalesce(o ->> 'mode', 'live') = 'live' AND o ->> 'outcome' = a.flow
                        AND coalesce(o ->> 'rule', o ->> 'ruleId', o ->> 'id') IS NOT NULL) = 1) AS decisive
-        FROM provisioning_attempts a
+        FROM \(source) a
         CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
         WHERE (jsonb_typeof(h) = 'string' OR (jsonb_typeof(h) = 'object' AND coalesce(h ->> 'rule', h ->> 'ruleId', h ->> 'id') IS NOT NULL))
+        """
+    }
+
+    /// Whether a row with `outcome` (a hit's) and `flow` (its attempt's) decided the attempt, as
+    /// rule performance counts it: the flow is not green and the hit is at least as severe.
+    package static let decidesSQL = """
+        (flow <> 'green' AND array_position(ARRAY['green', 'yellow', 'orange'], outcome)
+                             >= array_position(ARRAY['green', 'yellow', 'orange'], flow))
+        """
+
+    /// One row per hit that decided a yellow attempt whose decision created a token (a step-up
+    /// started): the attempt's time, rule id, mode, whether the token was activated (its status is
+    /// active or suspended, or it has an activation event) and the seconds from the decision to
+    /// its first activation. Filter on `created_at` outside.
+    package static let stepUpRowsSQL = """
+        SELECT h.created_at, h.rule_id, h.mode,
+               coalesce(t.status IN ('active', 'suspended') OR e.at IS NOT NULL, false) AS completed,
+               extract(epoch FROM e.at - h.created_at)::float8 AS seconds
+        FROM (\(hitRowsSQL(from: "(SELECT * FROM provisioning_attempts WHERE flow = 'yellow')"))) h
+        JOIN LATERAL (
+            SELECT token_reference, status FROM tokens WHERE attempt_id = h.attempt_id ORDER BY created_at LIMIT 1) t ON true
+        LEFT JOIN LATERAL (
+            SELECT min(at) AS at FROM token_events WHERE token_reference = t.token_reference AND event = 'activated'
+        ) e ON true
+        WHERE h.flow = 'yellow' AND \(decidesSQL)
         """
 
     /// How a period splits between the roll-up and the raw table.

@@ -92,72 +92,148 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
     package var rules: [Rule]
     package var totals: Totals
 
-    /// Reads the figures of `[since, until)` in one statement per part, in one snapshot.
+    /// Reads the figures of `[since, until)` in one snapshot, each part from the smallest rows
+    /// that give it exactly: hits and decisions from the hourly roll-up (``ConsoleRollup``) and,
+    /// for the partial hours at either end, from the attempts; labels from the attempts with a
+    /// current outcome; step-ups from their own roll-up for the hours that settled and from the
+    /// yellow attempts of the rest. Brings both roll-ups up to date first (outside the snapshot),
+    /// so `connection` must not be in a transaction.
     ///
     /// - Parameters:
     ///   - ruleset: Its rules are listed even without hits.
     ///   - maturity: How old an attempt must be for its outcome to count as known.
+    ///   - stepUpWait: How long after its decision a step-up not completed counts as abandoned
+    ///     (the review queue's wait): the step-up roll-up takes hours older than this.
     package static func read(
-        since: Date, until: Date, ruleset: Ruleset?, maturity: Duration, now: Date, connection: PostgresConnection
+        since: Date, until: Date, ruleset: Ruleset?, maturity: Duration, stepUpWait: Duration = .seconds(86400),
+        now: Date, connection: PostgresConnection
     ) throws -> RulePerformance {
         let maturitySeconds = Double(maturity.components.seconds)
         let matureBefore = now.addingTimeInterval(-maturitySeconds)
+        let hitCoverage = try ConsoleRollup.catchUp(now: now, connection: connection)
+        let stepUpCoverage = try ConsoleRollup.catchUpStepUps(now: now, settle: stepUpWait, connection: connection)
         return try connection.transaction(isolation: .repeatableRead) { connection in
             var totals = Totals(labelMaturityDays: Int(maturitySeconds / 86_400))
+            totals.attempts = try attemptCount(
+                since: since, until: until, coverage: hitCoverage, connection: connection)
+            // Attempts at most `matureBefore` old: those before it, and any stamped exactly then.
+            var mature = 0
+            if matureBefore >= since {
+                let end = min(until, matureBefore)
+                mature = try attemptCount(since: since, until: end, coverage: hitCoverage, connection: connection)
+                if end == matureBefore && matureBefore < until {
+                    mature += Int(
+                        try connection.query(
+                            "SELECT count(*)::bigint AS n FROM provisioning_attempts WHERE created_at = \(matureBefore)"
+                        ).first!.decode("n", as: Int64.self))
+                }
+            }
+            totals.labelMaturity = totals.attempts == 0 ? 1 : Double(mature) / Double(totals.attempts)
+            let labelled = """
+                WITH labelled AS MATERIALIZED (
+                    SELECT a.attempt_id, a.created_at, a.channel, a.flow, a.ruleset_version, a.hits,
+                           CASE WHEN o.outcome = 'fraud' THEN 'fraud' ELSE 'legitimate' END AS label,
+                           CASE WHEN o.outcome = 'fraud' THEN coalesce(o.amount_lost, 0) ELSE 0 END AS lost
+                    FROM attempt_outcomes o JOIN provisioning_attempts a ON a.attempt_id = o.attempt_id
+                    WHERE o.is_current AND (o.outcome = 'legitimate' OR o.confirmed)
+                """
             let totalRow = try connection.query(
                 """
-                WITH performance_attempts AS (\(unsafeSQL: attemptsSQL)
-                    WHERE p.created_at >= \(since) AND p.created_at < \(until))
-                SELECT count(*)::bigint AS attempts,
-                       count(*) FILTER (WHERE label = 'fraud')::bigint AS fraud,
+                \(unsafeSQL: labelled) AND a.created_at >= \(since) AND a.created_at < \(until))
+                SELECT count(*) FILTER (WHERE label = 'fraud')::bigint AS fraud,
                        count(*) FILTER (WHERE label = 'legitimate')::bigint AS legitimate,
                        count(*) FILTER (WHERE label = 'fraud' AND flow = 'green')::bigint AS passed,
-                       coalesce(sum(lost) FILTER (WHERE label = 'fraud' AND flow = 'green'), 0)::bigint AS passed_amount,
-                       count(*) FILTER (WHERE created_at <= \(matureBefore))::bigint AS mature
-                FROM performance_attempts
+                       coalesce(sum(lost) FILTER (WHERE label = 'fraud' AND flow = 'green'), 0)::bigint AS passed_amount
+                FROM labelled
                 """
             ).first!
-            totals.attempts = Int(try totalRow.decode("attempts", as: Int64.self))
             totals.fraud = Int(try totalRow.decode("fraud", as: Int64.self))
             totals.legitimate = Int(try totalRow.decode("legitimate", as: Int64.self))
             totals.unlabelled = totals.attempts - totals.fraud - totals.legitimate
             totals.fraudPassedGreen = Int(try totalRow.decode("passed", as: Int64.self))
             totals.fraudPassedGreenAmount = try totalRow.decode("passed_amount", as: Int64.self)
-            let mature = Int(try totalRow.decode("mature", as: Int64.self))
-            totals.labelMaturity = totals.attempts == 0 ? 1 : Double(mature) / Double(totals.attempts)
             var rules: [String: Rule] = [:]
             for rule in ruleset?.rules ?? [] {
                 rules["\(rule.mode.rawValue) \(rule.id)"] = Rule(ruleId: rule.id, mode: rule.mode.rawValue)
             }
+            let update = { (id: String, mode: String, change: (inout Rule) -> Void) in
+                var rule = rules["\(mode) \(id)"] ?? Rule(ruleId: id, mode: mode)
+                change(&rule)
+                rules["\(mode) \(id)"] = rule
+            }
+            let split = ConsoleRollup.split(since: since, until: until, coverage: hitCoverage)
             for row in try connection.query(
                 """
-                SELECT rule_id, mode, count(*)::bigint AS hits,
-                       count(*) FILTER (WHERE decides)::bigint AS decided,
-                       count(*) FILTER (WHERE decides AND label = 'fraud')::bigint AS fraud,
-                       count(*) FILTER (WHERE decides AND label = 'legitimate')::bigint AS legitimate,
-                       coalesce(sum(lost) FILTER (WHERE decides AND label = 'fraud'), 0)::bigint AS amount,
-                       count(*) FILTER (WHERE decides AND flow = 'yellow' AND started)::bigint AS started,
-                       count(*) FILTER (WHERE decides AND flow = 'yellow' AND completed)::bigint AS completed,
-                       count(*) FILTER (WHERE decides AND flow = 'yellow' AND label = 'legitimate')::bigint AS friction,
-                       percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds) FILTER (WHERE decides AND flow = 'yellow' AND completed) AS median
+                SELECT rule_id, mode, sum(n)::bigint AS hits, coalesce(sum(n) FILTER (WHERE \(unsafeSQL: ConsoleRollup.decidesSQL)), 0)::bigint AS decided
                 FROM (
-                    WITH performance_attempts AS (\(unsafeSQL: attemptsSQL)
-                        WHERE p.created_at >= \(since) AND p.created_at < \(until))
-                    \(unsafeSQL: hitsSQL)) h
+                    SELECT rule_id, mode, outcome, flow, hits AS n FROM console_hourly_rule_hits
+                    WHERE hour >= \(split.rolledFrom) AND hour < \(split.rolledTo)
+                    UNION ALL
+                    SELECT rule_id, mode, outcome, flow, 1 FROM (\(unsafeSQL: ConsoleRollup.hitRowsSQL)) h
+                    WHERE (created_at >= \(since) AND created_at < \(split.rolledFrom))
+                       OR (created_at >= \(split.rolledTo) AND created_at < \(until))
+                ) r GROUP BY rule_id, mode
+                """)
+            {
+                let hits = Int(try row.decode("hits", as: Int64.self))
+                let decided = Int(try row.decode("decided", as: Int64.self))
+                update(try row.decode("rule_id"), try row.decode("mode")) {
+                    $0.hits = hits
+                    $0.decided = decided
+                }
+            }
+            for row in try connection.query(
+                """
+                \(unsafeSQL: labelled) AND a.created_at >= \(since) AND a.created_at < \(until))
+                SELECT rule_id, mode,
+                       count(*) FILTER (WHERE label = 'fraud')::bigint AS fraud,
+                       count(*) FILTER (WHERE label = 'legitimate')::bigint AS legitimate,
+                       coalesce(sum(lost) FILTER (WHERE label = 'fraud'), 0)::bigint AS amount,
+                       count(*) FILTER (WHERE flow = 'yellow' AND label = 'legitimate')::bigint AS friction
+                FROM (\(unsafeSQL: ConsoleRollup.hitRowsSQL(from: "labelled", columns: ", a.label, a.lost"))) h
+                WHERE \(unsafeSQL: ConsoleRollup.decidesSQL)
                 GROUP BY rule_id, mode
                 """)
             {
-                var rule = Rule(ruleId: try row.decode("rule_id"), mode: try row.decode("mode"))
-                rule.hits = Int(try row.decode("hits", as: Int64.self))
-                rule.decided = Int(try row.decode("decided", as: Int64.self))
-                rule.fraud = Int(try row.decode("fraud", as: Int64.self))
-                rule.legitimate = Int(try row.decode("legitimate", as: Int64.self))
-                rule.fraudAmount = try row.decode("amount", as: Int64.self)
-                rule.stepUpsStarted = Int(try row.decode("started", as: Int64.self))
-                rule.stepUpsCompleted = Int(try row.decode("completed", as: Int64.self))
-                rule.legitimateSteppedUp = Int(try row.decode("friction", as: Int64.self))
-                rule.stepUpMedianSeconds = try row.decode("median", as: Double?.self)
-                rules["\(rule.mode) \(rule.ruleId)"] = rule
+                let fraud = Int(try row.decode("fraud", as: Int64.self))
+                let legitimate = Int(try row.decode("legitimate", as: Int64.self))
+                let amount = try row.decode("amount", as: Int64.self)
+                let friction = Int(try row.decode("friction", as: Int64.self))
+                update(try row.decode("rule_id"), try row.decode("mode")) {
+                    $0.fraud = fraud
+                    $0.legitimate = legitimate
+                    $0.fraudAmount = amount
+                    $0.legitimateSteppedUp = friction
+                }
+            }
+            let steps = ConsoleRollup.split(since: since, until: until, coverage: stepUpCoverage)
+            for row in try connection.query(
+                """
+                SELECT rule_id, mode, sum(started)::bigint AS started, sum(completed)::bigint AS completed,
+                       percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds) AS median
+                FROM (
+                    SELECT rule_id, mode, started, completed, NULL::float8 AS seconds FROM console_hourly_stepups
+                    WHERE hour >= \(steps.rolledFrom) AND hour < \(steps.rolledTo)
+                    UNION ALL
+                    SELECT rule_id, mode, 0, 0, unnest(seconds) FROM console_hourly_stepups
+                    WHERE hour >= \(steps.rolledFrom) AND hour < \(steps.rolledTo)
+                    UNION ALL
+                    SELECT rule_id, mode, 1, CASE WHEN completed THEN 1 ELSE 0 END,
+                           CASE WHEN completed THEN seconds END
+                    FROM (\(unsafeSQL: ConsoleRollup.stepUpRowsSQL)) s
+                    WHERE (created_at >= \(since) AND created_at < \(steps.rolledFrom))
+                       OR (created_at >= \(steps.rolledTo) AND created_at < \(until))
+                ) r GROUP BY rule_id, mode
+                """)
+            {
+                let started = Int(try row.decode("started", as: Int64.self))
+                let completed = Int(try row.decode("completed", as: Int64.self))
+                let median = try row.decode("median", as: Double?.self)
+                update(try row.decode("rule_id"), try row.decode("mode")) {
+                    $0.stepUpsStarted = started
+                    $0.stepUpsCompleted = completed
+                    $0.stepUpMedianSeconds = median
+                }
             }
             let measured = rules.values.map { rule in
                 var rule = rule
@@ -175,39 +251,22 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
         }
     }
 
-    /// Every attempt (the caller adds its period's `WHERE` on `p.created_at`) with
-    /// its label, the amount lost on confirmed fraud, and for a yellow attempt whether its
-    /// step-up began (it created a token) and completed (the token was activated), and when.
-    static let attemptsSQL = """
-        SELECT p.attempt_id, p.flow, p.hits, p.created_at,
-               CASE WHEN o.outcome = 'fraud' AND o.confirmed THEN 'fraud'
-                    WHEN o.outcome = 'legitimate' THEN 'legitimate' END AS label,
-               CASE WHEN o.outcome = 'fraud' AND o.confirmed THEN coalesce(o.amount_lost, 0) ELSE 0 END AS lost,
-               t.token_reference IS NOT NULL AS started,
-               coalesce(t.status IN ('active', 'suspended') OR e.at IS NOT NULL, false) AS completed,
-               extract(epoch FROM e.at - p.created_at)::float8 AS seconds
-        FROM provisioning_attempts p
-        LEFT JOIN attempt_outcomes o ON o.attempt_id = p.attempt_id AND o.is_current
-        LEFT JOIN LATERAL (
-            SELECT token_reference, status FROM tokens WHERE attempt_id = p.attempt_id AND p.flow = 'yellow'
-            ORDER BY created_at LIMIT 1) t ON true
-        LEFT JOIN LATERAL (
-            SELECT min(at) AS at FROM token_events WHERE token_reference = t.token_reference AND event = 'activated'
-        ) e ON true
-        """
-
-    /// One row per hit of ``attemptsSQL``'s attempts: rule (or check) id, mode, and whether the
-    /// hit decided its attempt.
-    static let hitsSQL = """
-        SELECT a.*, r.rule_id, r.mode,
-               (a.flow <> 'green' AND array_position(ARRAY['green', 'yellow', 'orange'], r.outcome)
-                                      >= array_position(ARRAY['green', 'yellow', 'orange'], a.flow)) AS decides
-        FROM performance_attempts a
-        CROSS JOIN LATERAL (
-            SELECT coalesce(x ->> 'rule', x ->> 'ruleId') AS rule_id, coalesce(x ->> 'mode', 'live') AS mode,
-                   coalesce(x ->> 'outcome', a.flow) AS outcome
-            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) x
-            WHERE jsonb_typeof(x) = 'object') r
-        WHERE r.rule_id IS NOT NULL
-        """
+    /// How many attempts `[since, until)` holds: whole rolled-up hours from
+    /// `console_hourly_decisions`, the rest counted in `provisioning_attempts`.
+    static func attemptCount(
+        since: Date, until: Date, coverage: ConsoleRollup.Coverage, connection: PostgresConnection
+    ) throws -> Int {
+        guard since < until else { return 0 }
+        let split = ConsoleRollup.split(since: since, until: until, coverage: coverage)
+        return Int(
+            try connection.query(
+                """
+                SELECT (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions
+                        WHERE hour >= \(split.rolledFrom) AND hour < \(split.rolledTo))::bigint
+                     + (SELECT count(*) FROM provisioning_attempts
+                        WHERE (created_at >= \(since) AND created_at < \(split.rolledFrom))
+                           OR (created_at >= \(split.rolledTo) AND created_at < \(until)))::bigint AS n
+                """
+            ).first!.decode("n", as: Int64.self))
+    }
 }

@@ -258,6 +258,37 @@ def test_rule_hits(c):
     check(int(crowded.get_attribute("data-would")) == expected, "shadow device.crowded would move green attempts to yellow: page %s, database %d"
           % (crowded.get_attribute("data-would"), expected))
     c.driver.save_screenshot(os.path.join(SHOTS, "console-rule-hits.png"))
+    # Drilling down: a rule's row opens the attempts it hit over the same period, newest first,
+    # page by page; each page against the database's own list.
+    c.css('#live-hits tr[data-rule="device.blocked"] a.rule-attempts').click()
+    c.wait.until(EC.url_contains("/console/attempts?"))
+    check("rule=device.blocked" in c.driver.current_url, "the link filters by the rule: " + c.driver.current_url)
+    listed = ("SELECT attempt_id FROM provisioning_attempts a WHERE %s AND a.hits @> '[{\"rule\":\"device.blocked\"}]' "
+              "ORDER BY a.created_at DESC, a.attempt_id DESC" % window)
+    expected = sql(listed + " LIMIT 100").splitlines()
+    check(len(expected) == 100, "the seed gives device.blocked more than two pages: %d" % len(expected))
+    rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attempts-table tbody tr"))
+    shown = [row.get_attribute("data-attempt") for row in rows]
+    check(shown == expected[:50], "first page of device.blocked's attempts: page %s…, database %s…" % (shown[:2], expected[:2]))
+    c.css("#next-page").click()
+    c.wait.until(EC.url_contains("cursor="))
+    rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attempts-table tbody tr"))
+    shown = [row.get_attribute("data-attempt") for row in rows]
+    check(shown == expected[50:], "second page of device.blocked's attempts: page %s…, database %s…" % (shown[:2], expected[50:52]))
+    export = c.css("#export-csv").get_attribute("href")
+    check("format=csv" in export and "rule=device.blocked" in export and "cursor" not in export, "the export lists the same filter: " + export)
+    total = int(sql("SELECT count(*) FROM (%s) l" % listed))
+    fetched = c.fetch("GET", export[export.index("/v1/"):])
+    lines = [line for line in fetched["body"].split("\r\n") if line]
+    check(fetched["status"] == 200 and len(lines) == total + 1, "the CSV holds every attempt of the filter: %d lines, database %d" % (len(lines), total))
+    # And from the Decisions page: the orange tile lists the orange attempts of its period.
+    c.open("/console/decisions?since=%s&until=%s&channel=tsp" % (iso(c.since), iso(c.until)))
+    c.css("#totals a.tile.orange").click()
+    c.wait.until(EC.url_contains("flow=orange"))
+    rows = c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attempts-table tbody tr"))
+    expected = sql("SELECT attempt_id FROM provisioning_attempts a WHERE %s AND flow = 'orange' AND channel = 'tsp' "
+                   "ORDER BY a.created_at DESC, a.attempt_id DESC LIMIT 50" % window).splitlines()
+    check([row.get_attribute("data-attempt") for row in rows] == expected, "the orange tile's attempts match the database's")
 
 
 def test_attempts(c):
@@ -275,6 +306,12 @@ def test_attempts(c):
         expected = int(sql("SELECT count(*) FROM provisioning_attempts WHERE card_id = '%s' OR customer_id = '%s' OR device_id = '%s'"
                            % (query, query, query)))
         check(len(rows) == min(50, expected), "attempts for %s: page %d, database %d" % (query, len(rows), expected))
+    # Times are shown in the console's time zone (scripts/test-console sets Asia/Seoul), with the offset.
+    first = rows[0]
+    stored = sql("SELECT to_char(created_at AT TIME ZONE 'Asia/Seoul', 'YYYY-MM-DD HH24:MI:SS') FROM provisioning_attempts "
+                 "WHERE attempt_id = '%s'" % first.get_attribute("data-attempt"))
+    shown = first.find_elements(By.CSS_SELECTOR, "td")[1].text
+    check(shown == stored + " +09:00", "the attempt's time in Asia/Seoul with its offset: page %s, database %s +09:00" % (shown, stored))
     c.open("/console/attempts?q=nothing-matches-this")
     check(c.css("#no-attempts"), "an empty search says so")
 

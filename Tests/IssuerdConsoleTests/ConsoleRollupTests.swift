@@ -180,7 +180,9 @@ struct ConsoleRollupTests {
         let id = try app.pool.withConnection {
             try $0.query("SELECT md5('rule-null')::uuid::text AS id").first!.decode("id", as: String.self)
         }
-        let found = try ConsoleQueries.searchAttempts(id, limit: 5, now: Self.end, database: app.pool)
+        var filter = AttemptFilter()
+        filter.text = id
+        let found = try AttemptList.page(filter, database: app.pool)
         #expect(found.attempts.map(\.rules) == [["a.orange"]])
         let edited = try app.pool.withConnection {
             try $0.query(

@@ -42,6 +42,24 @@ struct CompilerDiagnosticsTests {
             condition: "wallet.device_score = 2", line: 6, column: 28, fragment: "'=' is not a comparison",
             suggestion: "=="),
         Case(
+            condition: "wallet.device_score => 2", line: 6, column: 28, fragment: "'=>' is not a comparison",
+            suggestion: ">="),
+        Case(
+            condition: "wallet.device_score =< 2", line: 6, column: 28, fragment: "'=<' is not a comparison",
+            suggestion: "<="),
+        Case(
+            condition: "wallet.device_score <= 2 && card.age < 1d", line: 6, column: 33,
+            fragment: "'&&' is not an operator", suggestion: "and"),
+        Case(
+            condition: "wallet.device_score <= 2 || card.age < 1d", line: 6, column: 33,
+            fragment: "'||' is not an operator", suggestion: "or"),
+        Case(
+            condition: "wallet.device_score <= 2 AND card.age < 1d", line: 6, column: 33,
+            fragment: "'AND' is not an operator", suggestion: "and"),
+        Case(
+            condition: "wallet.device_score <= 2 OR card.age < 1d", line: 6, column: 33,
+            fragment: "'OR' is not an operator", suggestion: "or"),
+        Case(
             condition: "has(wallet.reason_codes, \"DEVICE_RECENTY_LOST\")", line: 6, column: 33,
             fragment: "is not a wallet reason code", suggestion: "DEVICE_RECENTLY_LOST"),
         Case(

@@ -9,12 +9,35 @@ import IssuerdPostgres
 /// does not demand the TSP secret that only `serve` uses. Same keys and messages as
 /// ``IssuerdConfiguration``.
 public enum OperatorSettings {
-    /// `ISSUERD_DATABASE_URL`.
+    /// `ISSUERD_DATABASE_URL`, with `ISSUERD_DATABASE_PASSWORD` (or its `_FILE` form) as its
+    /// password when set.
     ///
-    /// - Throws: ``ConfigurationError`` naming the key when it is unset.
+    /// - Throws: ``ConfigurationError`` naming the key when it is unset, when the password is
+    ///   given twice, or when the connection string's `passfile` is readable by others.
     public static func databaseURL(_ reader: ConfigurationReader) throws -> Redacted<String> {
-        Redacted(
-            try reader.required("ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd"))
+        let url = try reader.required(
+            "ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd")
+        return Redacted(try connectionString(url, key: "ISSUERD_DATABASE_URL", reader: reader))
+    }
+
+    /// `url` with the password of `ISSUERD_DATABASE_PASSWORD` added, and its `passfile` (libpq
+    /// reads the password from there) refused when its group or others may read it: libpq
+    /// itself would only skip such a file with a warning and fail the login.
+    static func connectionString(_ url: String, key: String, reader: ConfigurationReader) throws -> String {
+        let password = reader.string("ISSUERD_DATABASE_PASSWORD")
+        guard let parsed = try? PostgresConnectionString(url) else {
+            guard password == nil else {
+                throw ConfigurationError(key: key, problem: "is not a valid libpq URI or conninfo")
+            }
+            return url  // refused with libpq's own reason at the first connection
+        }
+        if let passfile = parsed["passfile"] { try ConfigurationReader.refuseSharedFile(passfile, key: key) }
+        guard let password else { return url }
+        guard parsed["password"] == nil else {
+            throw ConfigurationError(
+                key: "ISSUERD_DATABASE_PASSWORD", problem: "is set and \(key) holds a password too; keep only one")
+        }
+        return parsed.setting("password", to: password).unsafeConnectionString
     }
 
     /// The master key ring from `ISSUERD_MASTER_KEY`, `ISSUERD_MASTER_KEY_VERSION` and

@@ -96,8 +96,7 @@ public struct IssuerdConfiguration: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` for the first missing or malformed setting.
     public init(_ reader: ConfigurationReader) throws {
-        databaseURL = Redacted(
-            try reader.required("ISSUERD_DATABASE_URL", hint: "a libpq URI or conninfo, e.g. postgresql:///issuerd"))
+        databaseURL = try OperatorSettings.databaseURL(reader)
         databasePoolSize = try reader.integer("ISSUERD_DB_POOL_SIZE", default: 8, in: 1...256)
         databaseAcquireTimeout = try reader.duration(
             "ISSUERD_DB_ACQUIRE_TIMEOUT", default: .seconds(2), in: .milliseconds(10)...(.seconds(60)))

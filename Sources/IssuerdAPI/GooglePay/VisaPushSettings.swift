@@ -69,19 +69,14 @@ package struct VisaPushSettings: Sendable {
 
     /// The secret in `path`, without one trailing newline (`echo SECRET > file`).
     ///
-    /// - Throws: ``ConfigurationError`` naming `key`: the file is missing, readable by group or
-    ///   others (one line saying `chmod 600`), empty or longer than ``maximumSecretLength``.
+    /// - Throws: ``ConfigurationError`` naming `key`: the file is missing, readable by its group
+    ///   or others (one line: `… a secret file must be mode 600 or 400`), empty or longer than
+    ///   ``maximumSecretLength``.
     package static func secretFile(_ path: String, key: String) throws -> [UInt8] {
-        let attributes: [FileAttributeKey: Any]
-        do {
-            attributes = try FileManager.default.attributesOfItem(atPath: path)
-        } catch {
+        guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigurationError(key: key, problem: "must name a readable file holding the shared secret: \(path)")
         }
-        if let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue, mode & 0o077 != 0 {
-            throw ConfigurationError(
-                key: key, problem: "\(path) is readable by group or others (mode \(String(mode, radix: 8))): chmod 600")
-        }
+        try ConfigurationReader.refuseSharedFile(path, key: key)
         guard var data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError(key: key, problem: "must name a readable file holding the shared secret: \(path)")
         }

@@ -6,7 +6,7 @@ import IssuerdRisk
 
 /// Read-only analyst views (analyst or admin key, or the console's session):
 /// `GET /v1/admin/decisions`, `GET /v1/admin/rule-hits`, `GET /v1/admin/rules/performance`,
-/// `GET /v1/admin/attempts`.
+/// `GET /v1/admin/attempts` (filtered, paged by cursor, or the whole list as CSV).
 enum AnalystRoutes {
     /// Whether `text` holds a card number however it is written: a run of 12 or more decimal
     /// digits (of any script: full-width, Arabic-Indic…) anywhere in it, which separators may
@@ -44,32 +44,20 @@ enum AnalystRoutes {
                 context.database.withConnection { connection in
                     try RulePerformance.read(
                         since: period.since, until: period.until, ruleset: context.rules.current,
-                        maturity: context.configuration.outcomes.labelMaturity, now: now, connection: connection)
+                        maturity: context.configuration.outcomes.labelMaturity,
+                        stepUpWait: context.configuration.outcomes.reviewStepUpWait, now: now, connection: connection)
                 })
         }
 
         table.add(.get, "/v1/admin/attempts") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
-            var text = request.query["q"] ?? ""
-            while let first = text.first, first == " " { text.removeFirst() }
-            while let last = text.last, last == " " { text.removeLast() }
-            guard text.utf8.count <= 64, text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
-                throw APIErrors.invalidRequest("'q' must be at most 64 printable characters", field: "q")
-            }
-            // A full card number is refused, never searched (no PAN column exists) nor echoed:
-            // 12 or more digits with nothing else but separators (spaces, dashes, dots…) between.
-            if Self.containsCardNumber(text) {
-                throw APIErrors.invalidRequest("search by a card's last four digits, never its full number", field: "q")
-            }
-            let limit =
-                try request.query["limit"].map { text -> Int in
-                    guard let limit = Int(text), (1...200).contains(limit) else {
-                        throw APIErrors.invalidRequest("'limit' must be between 1 and 200", field: "limit")
-                    }
-                    return limit
-                } ?? 50
-            return try .json(
-                ConsoleQueries.searchAttempts(text, limit: limit, now: context.now, database: context.database))
+            let filter = try AttemptFilter(query: request.query)
+            guard filter.csv else { return try .json(AttemptList.page(filter, database: context.database)) }
+            let body = try SpooledBody()
+            try AttemptList.csv(filter, into: body, database: context.database)
+            var response = HTTPResponse.spooled(body, contentType: "text/csv; charset=utf-8")
+            response.headers.set("Content-Disposition", "attachment; filename=\"attempts.csv\"")
+            return response
         }
     }
 

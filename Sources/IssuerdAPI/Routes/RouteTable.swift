@@ -62,11 +62,12 @@ struct RouteTable {
 
 extension PostgresError {
     /// The database is away, saturated or not answering in time (a client-side deadline, or a
-    /// server-side statement timeout) or short of disk or memory (SQLSTATE class 53): not the
-    /// caller's fault, answered 503.
+    /// server-side statement timeout) or short of disk or memory (SQLSTATE class 53), or a
+    /// migration is changing the tables under the running statements (a plan invalidated again
+    /// after its one retry): not the caller's fault, answered 503.
     fileprivate var isUnavailability: Bool {
         code == .unavailable || code == .poolTimeout || code == .timedOut || code == .queryCanceled
-            || code == .insufficientResources
+            || code == .insufficientResources || isInvalidatedPlan
     }
 }
 

@@ -38,7 +38,22 @@
   }
   const badge = (text, kind) => el('span', { cls: 'badge ' + (kind || text), text });
   const fmt = (n) => Number(n).toLocaleString('en-US');
-  const when = (iso) => iso ? new Date(iso).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z').replace(/Z$/, ' UTC') : '–';
+  // Times in the console's time zone (ISSUERD_CONSOLE_TIME_ZONE, from the session), always
+  // with its offset: 2025-03-01 18:30:00 +09:00.
+  const zone = () => (session && session.timeZone) || 'UTC';
+  function when(iso) {
+    if (!iso) return '–';
+    const date = new Date(iso);
+    const parts = Object.fromEntries(new Intl.DateTimeFormat('en-US', { timeZone: zone(), hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
+      hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'longOffset' }).formatToParts(date).map((p) => [p.type, p.value]));
+    const offset = parts.timeZoneName === 'GMT' ? '+00:00' : parts.timeZoneName.replace('GMT', '');
+    return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${offset}`;
+  }
+  // An hour's label on the chart's axis, in the same time zone.
+  function hourLabel(iso, withDay) {
+    const text = when(iso);
+    return withDay ? text.slice(5, 10) + ' ' + text.slice(11, 13) + 'h' : text.slice(11, 16);
+  }
   const pct = (n, total) => total ? (100 * n / total).toFixed(1) + ' %' : '–';
   const tile = (label, value, cls, small) => el('div', { cls: 'tile ' + (cls || '') }, el('div', { cls: 'label', text: label }), el('div', { cls: 'value' + (small ? ' small' : ''), text: value }));
   function table(headers, rows, id) {
@@ -175,7 +190,7 @@
   // several hours when there are more than one per 12 px, and a period whose first quarter or
   // more holds no attempt starts at the hour before its first attempt (at least 12 hours shown),
   // so new data is not one sliver at the right edge; the note says so.
-  function chart(hours) {
+  function chart(hours, listOf) {
     const width = Math.max(320, Math.round(app.getBoundingClientRect().width - 90)), height = 280, left = 48, bottom = 28, top = 10;
     const total = (h) => h.green + h.yellow + h.orange;
     const firstWithData = hours.findIndex((h) => total(h) > 0);
@@ -206,12 +221,16 @@
         el('title', { text: `${range}: ${h.green} green, ${h.yellow} yellow, ${h.orange} orange` }));
       for (const flow of ['green', 'yellow', 'orange']) {
         const bar = h[flow] * scale;
-        if (bar > 0) { y -= bar; g.append(el('rect', { cls: 'bar ' + flow, x, y, width: Math.max(1, step * 0.8), height: bar })); }
+        if (bar > 0) {
+          y -= bar;
+          // A bar opens the attempts it counts (its hours, its flow).
+          const href = listOf(flow, h.hour, new Date(new Date(h.hour).getTime() + h.hours * 3600e3).toISOString().replace('.000Z', 'Z'));
+          g.append(el('rect', { cls: 'bar ' + flow, x, y, width: Math.max(1, step * 0.8), height: bar, 'data-href': href, onclick: () => location.assign(href) }));
+        }
       }
       svg.append(g);
       if (i % labelEvery === 0) {
-        const d = new Date(h.hour);
-        const label = span > 48 ? d.toISOString().slice(5, 10) + ' ' + d.toISOString().slice(11, 13) + 'h' : d.toISOString().slice(11, 16);
+        const label = hourLabel(h.hour, span > 48);
         svg.append(el('text', { cls: 'axis', x: x + step * 0.4, y: height - 8, 'text-anchor': 'middle', text: label }));
       }
     });
@@ -233,12 +252,15 @@
     if (!result.ok) return show(el('h1', { text: 'Decisions' }), form, fail(errorText(result)));
     const d = result.json;
     const total = d.totals.green + d.totals.yellow + d.totals.orange;
+    // The attempts behind a number: the Attempts page with its flow, channel and period.
+    const listOf = (flow, since, until) => '/console/attempts?' + query({ flow, channel: d.channel, since, until });
+    const flowTile = (flow, label) => el('a', { cls: 'tile ' + flow, 'data-flow': flow, 'data-count': d.totals[flow], href: listOf(flow, d.since, d.until) },
+      el('div', { cls: 'label', text: label }), el('div', { cls: 'value', text: fmt(d.totals[flow]) }), el('div', { cls: 'muted', text: pct(d.totals[flow], total) }));
     show(el('h1', { text: 'Decisions' }), el('div', { cls: 'sub', text: `${when(d.since)} → ${when(d.until)}` }), form,
       el('div', { cls: 'tiles', id: 'totals' }, tile('Attempts', fmt(total)),
-        el('div', { cls: 'tile green', 'data-flow': 'green', 'data-count': d.totals.green }, el('div', { cls: 'label', text: 'Green · activate' }), el('div', { cls: 'value', text: fmt(d.totals.green) }), el('div', { cls: 'muted', text: pct(d.totals.green, total) })),
-        el('div', { cls: 'tile yellow', 'data-flow': 'yellow', 'data-count': d.totals.yellow }, el('div', { cls: 'label', text: 'Yellow · step-up' }), el('div', { cls: 'value', text: fmt(d.totals.yellow) }), el('div', { cls: 'muted', text: pct(d.totals.yellow, total) })),
-        el('div', { cls: 'tile orange', 'data-flow': 'orange', 'data-count': d.totals.orange }, el('div', { cls: 'label', text: 'Orange · decline' }), el('div', { cls: 'value', text: fmt(d.totals.orange) }), el('div', { cls: 'muted', text: pct(d.totals.orange, total) }))),
-      el('div', { cls: 'panel' }, el('h2', { text: 'Mix per hour (UTC)' }), chart(d.hours)));
+        flowTile('green', 'Green · activate'), flowTile('yellow', 'Yellow · step-up'), flowTile('orange', 'Orange · decline')),
+      el('div', { cls: 'panel' }, el('h2', { id: 'chart-heading', text: `Mix per hour (${zone()}, ${when(d.since).slice(20)})` }), chart(d.hours, listOf)),
+      d.network ? el('p', { cls: 'muted', text: 'The attempts list has no network filter: its links list every network of the channel and period.' }) : null);
   }
 
   // ---- Rule hits ---------------------------------------------------------------
@@ -256,11 +278,13 @@
     const d = result.json;
     const live = d.rules.filter((r) => r.mode !== 'shadow').sort((a, b) => b.hits - a.hits);
     const shadow = d.rules.filter((r) => r.mode === 'shadow');
+    // Each rule's attempts over the same period: the Attempts page filtered by the rule.
+    const hitsOf = (r) => el('a', { cls: 'mono rule-attempts', href: '/console/attempts?' + query({ rule: r.id, since: d.since, until: d.until }), text: r.id });
     const liveRows = live.map((r) => el('tr', { 'data-rule': r.id, 'data-hits': r.hits, 'data-changed': r.changedFlow },
-      td([el('div', { cls: 'mono', text: r.id }), el('div', { cls: 'muted', text: r.title })]), td(badge(r.mode)), td(badge(r.outcome)),
-      td(fmt(r.hits), 'num'), td(fmt(r.changedFlow), 'num'), td(spark(r.series, false))));
+      td([hitsOf(r), el('div', { cls: 'muted', text: r.title })]), td(badge(r.mode)), td(badge(r.outcome)),
+      td(el('a', { href: '/console/attempts?' + query({ rule: r.id, since: d.since, until: d.until }), text: fmt(r.hits) }), 'num'), td(fmt(r.changedFlow), 'num'), td(spark(r.series, false))));
     const shadowRows = shadow.map((r) => el('tr', { 'data-rule': r.id, 'data-hits': r.hits, 'data-would': r.wouldChange },
-      td([el('div', { cls: 'mono', text: r.id }), el('div', { cls: 'muted', text: r.title })]), td(badge(r.outcome)), td(fmt(r.hits), 'num'),
+      td([hitsOf(r), el('div', { cls: 'muted', text: r.title })]), td(badge(r.outcome)), td(el('a', { href: '/console/attempts?' + query({ rule: r.id, since: d.since, until: d.until }), text: fmt(r.hits) }), 'num'),
       td(Object.entries(r.flowsHit).map(([flow, n]) => el('div', {}, badge(flow), el('span', { cls: 'arrow', text: '→' }), badge(r.outcome), ' ', fmt(n)))),
       td(fmt(r.wouldChange), 'num'), td(spark(r.series, true))));
     show(el('h1', { text: 'Rule hits' }), el('div', { cls: 'sub', text: `${when(d.since)} → ${when(d.until)} · sparkline buckets of ${d.bucketSeconds / 3600} h` }), form,
@@ -320,7 +344,17 @@
       refused.textContent = panRefusal;
     }
     const input = el('input', { name: 'q', id: 'q', size: 40, value: q, placeholder: 'attempt id, card id, last four, customer or device id' });
-    const form = el('form', { cls: 'filters panel', method: 'get', action: '/console/attempts' }, el('label', {}, 'Search', input), el('button', { type: 'submit', text: 'Search' }), refused);
+    const channelNames = { in_app: 'in-app', wallet_extension: 'Wallet extension', tsp: 'TSP', mdes: 'MDES', google_pay: 'Google Pay', samsung_pay: 'Samsung Pay' };
+    const flow = el('select', { name: 'flow', id: 'filter-flow' }, el('option', { value: '', text: 'any flow' }),
+      ['green', 'yellow', 'orange'].map((f) => el('option', { value: f, selected: params.get('flow') === f, text: f })));
+    const channel = el('select', { name: 'channel', id: 'filter-channel' }, el('option', { value: '', text: 'all channels' }),
+      Object.keys(channelNames).map((c) => el('option', { value: c, selected: params.get('channel') === c, text: channelNames[c] })));
+    const field = (name, label, size, placeholder) => el('label', {}, label, el('input', { name, id: 'filter-' + name, size, value: params.get(name) || '', placeholder }));
+    const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'get', action: '/console/attempts' }, el('label', {}, 'Search', input),
+      el('label', {}, 'Flow', flow), el('label', {}, 'Channel', channel), field('rule', 'Rule hit', 18, 'rule id'), field('decidedBy', 'Decided by', 18, 'rule id'),
+      field('since', 'Since (RFC 3339)', 20, '2025-03-01T00:00:00Z'), field('until', 'until', 20, '2025-03-08T00:00:00Z'),
+      field('customerId', 'Customer', 12, 'customer id'), field('deviceId', 'Device', 12, 'device id'),
+      el('button', { type: 'submit', text: 'Search' }), refused));
     // A full card number typed here must not travel in a URL (history, proxy logs).
     form.addEventListener('submit', (event) => {
       if (containsCardNumber(input.value)) {  // any digits, any separator: spaces, dashes, dots…
@@ -329,18 +363,29 @@
         refused.textContent = panRefusal;
       }
     });
-    const result = await api('GET', '/v1/admin/attempts?' + query({ q }));
+    // The list's own parameters, taken from this page's address as they are: a wrong one is the server's to name.
+    const names = ['flow', 'rule', 'decidedBy', 'channel', 'since', 'until', 'customerId', 'deviceId', 'cursor', 'limit'];
+    const filters = Object.fromEntries(names.filter((n) => params.get(n)).map((n) => [n, params.get(n)]));
+    const result = await api('GET', '/v1/admin/attempts?' + query({ q, ...filters }));
     if (!result.ok) return show(el('h1', { text: 'Attempts' }), form, fail(errorText(result)));
     const d = result.json;
     const rows = d.attempts.map((a) => el('tr', { 'data-attempt': a.attemptId },
       td(el('a', { href: '/console/attempts/' + a.attemptId, cls: 'mono', text: a.attemptId.slice(0, 8) + '…' })), td(when(a.createdAt)),
       td(a.channel), td(a.lastFour ? '••••\u00a0' + a.lastFour : '–'), td(el('span', { cls: 'mono', text: a.cardId || '–' })), td(a.customerId || '–'),
-      td(a.network), td(badge(a.flow)), td(el('span', { cls: 'mono', text: a.rules.join(', ') || '–' }))));
-    const label = { recent: 'Newest attempts', attempt: 'Attempt id', last_four: 'Cards ending in ' + q, id: 'Card, customer or device id ' + q };
-    show(el('h1', { text: 'Attempts' }), el('div', { cls: 'sub', text: 'Search an attempt, a card (id or last four), a customer or a device. Card numbers are never shown, only their last four digits.' }), form,
-      el('div', { cls: 'panel' }, el('h2', { text: `${label[d.matchedAs]} · ${d.attempts.length} shown` }),
-        d.attempts.length ? table(['Attempt', 'Time', 'Channel', 'Card', 'Card id', 'Customer', 'Network', 'Flow', 'Live rules hit'], rows, 'attempts-table')
-          : el('div', { cls: 'muted', id: 'no-attempts', text: 'No attempt matches.' })));
+      td(a.network), td(badge(a.flow)), td(el('span', { cls: 'mono', text: a.rules.join(', ') || '–' })), td(el('span', { cls: 'mono', text: a.decidedBy.join(', ') || '–' }))));
+    const label = { recent: 'Attempts', attempt: 'Attempt id', last_four: 'Cards ending in ' + q, id: 'Card, customer or device id ' + q };
+    const applied = Object.entries(d.filters).filter(([k]) => k !== 'q').map(([k, v]) => `${k} ${k === 'since' || k === 'until' ? when(v) : v}`);
+    const listed = { q, ...filters };
+    delete listed.cursor;
+    const next = d.nextCursor ? el('a', { id: 'next-page', href: '/console/attempts?' + query({ ...listed, cursor: d.nextCursor }), text: 'Older attempts →' }) : null;
+    const exportQuery = { ...listed, format: 'csv' };
+    delete exportQuery.limit;
+    const csv = el('a', { id: 'export-csv', href: '/v1/admin/attempts?' + query(exportQuery), download: 'attempts.csv', text: 'Export all as CSV' });
+    show(el('h1', { text: 'Attempts' }), el('div', { cls: 'sub', text: 'Search an attempt, a card (id or last four), a customer or a device, or filter by flow, rule, channel and time. Card numbers are never shown, only their last four digits.' }), form,
+      el('div', { cls: 'panel' }, el('h2', { id: 'attempts-heading', text: `${label[d.matchedAs]}${applied.length ? ' · ' + applied.join(' · ') : ''} · ${d.attempts.length} shown${params.get('cursor') ? ' (a later page)' : ''}` }),
+        d.attempts.length ? table(['Attempt', 'Time', 'Channel', 'Card', 'Card id', 'Customer', 'Network', 'Flow', 'Live rules hit', 'Decided by'], rows, 'attempts-table')
+          : el('div', { cls: 'muted', id: 'no-attempts', text: 'No attempt matches.' }),
+        el('p', { cls: 'pager' }, next, next ? ' · ' : null, csv)));
   }
 
   async function attempt() {

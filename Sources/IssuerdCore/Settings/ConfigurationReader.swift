@@ -21,23 +21,25 @@ public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
 /// Values come from the process environment, optionally layered over a `--config FILE` of
 /// `KEY=VALUE` lines (the environment wins, so an operator can override one key at launch).
 public struct ConfigurationReader: Sendable {
-    private let values: [String: String]
+    let values: [String: String]
 
     /// Creates a reader over explicit values (tests) or the process environment.
     public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
         self.values = values
     }
 
-    /// Layers the environment over a configuration file of `KEY=VALUE` lines.
+    /// Layers the environment over a configuration file of `KEY=VALUE` lines, and reads each
+    /// secret given as a file (``resolvingSecretFiles()``).
     ///
     /// Blank lines and lines starting with `#` are ignored; values may be wrapped in double quotes.
-    /// - Throws: ``ConfigurationError`` naming the file and line of a malformed entry.
+    /// - Throws: ``ConfigurationError`` naming the file and line of a malformed entry, or a
+    ///   secret file that cannot be used.
     public static func layered(
         file path: String?, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws
         -> ConfigurationReader
     {
-        guard let path else { return ConfigurationReader(environment) }
+        guard let path else { return try ConfigurationReader(environment).resolvingSecretFiles() }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw ConfigurationError(key: "--config", problem: "cannot read \(path)")
         }
@@ -56,7 +58,7 @@ public struct ConfigurationReader: Sendable {
             merged[key] = value
         }
         merged.merge(environment) { _, environment in environment }
-        return ConfigurationReader(merged)
+        return try ConfigurationReader(merged).resolvingSecretFiles()
     }
 
     /// The raw value, with empty strings treated as unset.

@@ -14,6 +14,8 @@ public struct HTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes.
     public var body: [UInt8]
+    /// A body sent from a file instead of ``body`` (which is then empty), for a large export.
+    public var spooled: SpooledBody?
 
     /// Creates a response.
     public init(status: Int = 200, headers: HTTPHeaders = [:], body: [UInt8] = []) {
@@ -32,6 +34,17 @@ public struct HTTPResponse: Sendable {
     public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> HTTPResponse {
         let body = try JSONCoding.encoder.encode(value)
         return HTTPResponse(status: status, headers: ["Content-Type": jsonContentType], body: Array(body))
+    }
+
+    /// A response whose body is sent from `spooled`, a chunk at a time.
+    ///
+    /// - Parameters:
+    ///   - spooled: The body, complete.
+    ///   - contentType: Its `Content-Type`.
+    public static func spooled(_ spooled: SpooledBody, contentType: String) -> HTTPResponse {
+        var response = HTTPResponse(status: 200, headers: ["Content-Type": contentType])
+        response.spooled = spooled
+        return response
     }
 
     /// A 204 response with no body.

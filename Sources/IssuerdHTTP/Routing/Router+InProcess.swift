@@ -30,6 +30,10 @@ extension Router {
             requestId: requestId, remoteAddress: remoteAddress, logger: logger)
         if !(100...599).contains(response.status) { response.status = 500 }
         response.headers.set(RequestIdentifier.headerName, requestId)
+        if let spooled = response.spooled {
+            response.body = spooled.readAll()
+            response.spooled = nil
+        }
         if method == HTTPMethod.head.rawValue { response.body = [] }
         response.headers.set("Content-Length", String(response.body.count))
         return response

@@ -239,12 +239,18 @@ final class ServerContext: Sendable {
                 "handler returned an invalid status", ["status": .int(status), "requestId": .string(state.requestId)])
             status = 500
         }
+        let spooled = response.spooled?.take()
         let queued = response.body.withUnsafeBytes { bytes -> MHD_Result in
-            // MUST_COPY: the Swift array does not outlive this call, the C response must.
+            // MUST_COPY: the Swift array does not outlive this call, the C response must. A
+            // spooled body's descriptor is the C response's from here on: it closes it.
             guard
-                let mhdResponse = MHD_create_response_from_buffer(
-                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-            else { return .NO }
+                let mhdResponse = spooled.map({ MHD_create_response_from_fd64(UInt64($0.size), $0.descriptor) })
+                    ?? MHD_create_response_from_buffer(
+                        bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            else {
+                if let spooled { close(spooled.descriptor) }
+                return .NO
+            }
             defer { MHD_destroy_response(mhdResponse) }
             var headers = response.headers
             headers.set(RequestIdentifier.headerName, state.requestId)
@@ -258,7 +264,9 @@ final class ServerContext: Sendable {
             }
             return MHD_queue_response(connection, UInt32(status), mhdResponse)
         }
-        record(status: status, route: route, bytesOut: response.body.count, state: state, connection: connection)
+        record(
+            status: status, route: route, bytesOut: spooled?.size ?? response.body.count, state: state,
+            connection: connection)
         return queued
     }
 

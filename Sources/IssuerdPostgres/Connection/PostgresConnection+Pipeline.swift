@@ -12,10 +12,19 @@ extension PostgresConnection {
     ///
     /// libpq writes everything before it reads, so a pipeline must stay small (a few statements
     /// of at most some kilobytes each). The round trip is one wait for ``statementTimeout``.
+    /// Outside a transaction block, a pipeline that failed because a schema change invalidated a
+    /// prepared statement (nothing of it committed) is sent once more, the statement prepared
+    /// afresh.
     /// - Throws: ``PostgresError``, as for ``query(_:file:line:)``.
     @discardableResult
     public func pipeline(
         _ statements: PostgresPipeline, file: String = #fileID, line: Int = #line
+    ) throws -> PostgresPipelineResults {
+        try retryingInvalidatedPlan { try pipelineOnce(statements, file: file, line: line) }
+    }
+
+    private func pipelineOnce(
+        _ statements: PostgresPipeline, file: String, line: Int
     ) throws -> PostgresPipelineResults {
         let queries = statements.queries
         guard !queries.isEmpty else { return PostgresPipelineResults([]) }
@@ -153,11 +162,26 @@ extension PostgresConnection {
     /// further statement runs (nor a pipeline, nor another transaction, at any time inside
     /// `body`). At other levels, `BEGIN` and `COMMIT` travel with the first and last statements.
     ///
+    /// A transaction that failed because a schema change invalidated one of its prepared
+    /// statements (a migration applied meanwhile; nothing of it committed) runs once more, its
+    /// statements prepared afresh: `body` may then run twice, so it must have no effect outside
+    /// the database.
+    ///
     /// - Returns: The value `body` returned, once committed.
     public func pipelinedTransaction<T>(
         isolation: IsolationLevel = .readCommitted, opening: PostgresPipeline,
         _ body: (PostgresConnection, PostgresPipelineResults) throws -> (value: T, closing: [PostgresQuery]),
         file: String = #fileID, line: Int = #line
+    ) throws -> T {
+        try retryingInvalidatedPlan {
+            try pipelinedTransactionOnce(isolation: isolation, opening: opening, body, file: file, line: line)
+        }
+    }
+
+    private func pipelinedTransactionOnce<T>(
+        isolation: IsolationLevel, opening: PostgresPipeline,
+        _ body: (PostgresConnection, PostgresPipelineResults) throws -> (value: T, closing: [PostgresQuery]),
+        file: String, line: Int
     ) throws -> T {
         try refuseInsideImplicitTransaction(file: file, line: line)
         // Inside ``transaction(isolation:_:)`` its statements would join the open transaction

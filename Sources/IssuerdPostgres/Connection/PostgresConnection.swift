@@ -236,7 +236,8 @@ public final class PostgresConnection {
                 code: .other, message: "binary results are not read inside a pipelined transaction", file: file,
                 line: line)
         }
-        return PostgresRows(result: try runOnce(query, resultFormat: 1, file: file, line: line))
+        return PostgresRows(
+            result: try retryingInvalidatedPlan { try runOnce(query, resultFormat: 1, file: file, line: line) })
     }
 
     /// Runs one statement and returns how many rows it affected.
@@ -272,14 +273,22 @@ public final class PostgresConnection {
         case .open: return try runInImplicitTransaction(query, file: file, line: line)
         case .failed: throw PostgresError.rolledBackByFailedStatement(file: file, line: line)
         }
+        return try retryingInvalidatedPlan { try runOnce(query, file: file, line: line) }
+    }
+
+    /// Runs `attempt`, and once more when it failed because a schema change invalidated a
+    /// prepared statement's plan (``PostgresError/isInvalidatedPlan``): the failed statement was
+    /// forgotten, so the second attempt prepares it afresh. Only outside a transaction block,
+    /// where the failure ended whatever `attempt` had started and nothing of it remains; inside
+    /// one the caller's transaction has failed and is the caller's to retry.
+    func retryingInvalidatedPlan<T>(_ attempt: () throws -> T) throws -> T {
         do {
-            return try runOnce(query, file: file, line: line)
+            return try attempt()
         } catch let error as PostgresError
-            where error.sqlState == "0A000" && PQtransactionStatus(handle) == PQTRANS_IDLE
+            where error.isInvalidatedPlan && implicitTransaction == .none && !mustDiscard && isIdleOutsideTransaction
         {
-            // "cached plan must not change result type": a table changed shape under a prepared
-            // statement. Outside a transaction nothing was aborted, so prepare afresh once.
-            return try runOnce(query, file: file, line: line)
+            logger.debug("postgres statement prepared again after a schema change", ["sqlstate": "0A000"])
+            return try attempt()
         }
     }
 
@@ -309,7 +318,7 @@ public final class PostgresConnection {
     /// After a failure: a plan invalidated by a schema change, or a statement the server no
     /// longer has, is forgotten (and freed when the session can still run commands).
     func forgetInvalidated(_ name: String?, after error: PostgresError) {
-        guard let name, error.sqlState == "0A000" || error.sqlState == "26000" else { return }
+        guard let name, error.isInvalidatedPlan || error.sqlState == "26000" else { return }
         prepared = prepared.filter { $0.value != name }
         preparedColumns[name] = nil
         if PQtransactionStatus(handle) == PQTRANS_IDLE { _ = try? executeReturningTag(unsafeSQL: "DEALLOCATE \(name)") }

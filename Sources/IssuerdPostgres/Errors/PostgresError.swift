@@ -114,6 +114,11 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     /// True when the failure means the connection it happened on can no longer be used.
     public var isConnectionLost: Bool { code == .unavailable || code == .timedOut }
 
+    /// True for SQLSTATE 0A000 as a prepared statement gets it when a schema change (a
+    /// migration applied while this process runs) altered the shape of its result: "cached plan
+    /// must not change result type". Preparing the statement again resolves it.
+    public var isInvalidatedPlan: Bool { sqlState == "0A000" }
+
     /// True for failures that a fresh attempt of the whole transaction may not repeat.
     public var isTransient: Bool { code == .serializationFailure || code == .deadlockDetected }
 }

@@ -18,14 +18,34 @@ public struct Migrator: Sendable {
     /// The directory holding `NNNN_name.sql` files.
     public let directory: URL
     private let logger: Logger
+    private let reviewedEdits: [Int: Set<String>]
+
+    /// Applied migrations whose comments were edited afterwards, each with the checksums of its
+    /// earlier bytes. A database that recorded one of those checksums is current, so a reviewed
+    /// comment-only edit does not stop a running installation. Any other change is still refused.
+    public static let reviewedCommentEdits: [Int: Set<String>] = [
+        // 0014: a work-tracker reference removed from the header comment.
+        14: ["af68b03a0beb345a805cea79e2282d3b9308acaec7fb33b9642932ffc109d753"]
+    ]
 
     /// `pg_advisory_lock` key: the ASCII bytes of "issuerd" and a zero, as a signed 64-bit value.
     static let lockKey: Int64 = 0x6973_7375_6572_6400
 
     /// Creates a migrator for `directory`.
-    public init(directory: URL, logger: Logger) {
+    ///
+    /// - Parameter reviewedEdits: Per version, the earlier checksums still accepted for an
+    ///   applied file (``reviewedCommentEdits`` unless a test supplies its own).
+    public init(directory: URL, logger: Logger, reviewedEdits: [Int: Set<String>] = Migrator.reviewedCommentEdits) {
         self.directory = directory
         self.logger = logger
+        self.reviewedEdits = reviewedEdits
+    }
+
+    /// Whether `record` matches `file`: the same name, and the file's checksum or one of the
+    /// reviewed earlier checksums of that version.
+    private func matches(_ record: AppliedMigration, _ file: MigrationFile, checksum: String) -> Bool {
+        record.name == file.name
+            && (record.checksum == checksum || reviewedEdits[file.version]?.contains(record.checksum) == true)
     }
 
     /// Applies every migration the database has not recorded yet.
@@ -58,7 +78,7 @@ public struct Migrator: Sendable {
                 """)
         let applied = try Self.recorded(on: connection)
         let checksums = try Self.checksums(of: files, on: connection)
-        let problems = Self.problems(files: files, checksums: checksums, applied: applied)
+        let problems = problems(files: files, checksums: checksums, applied: applied)
         guard problems.isEmpty else {
             throw PostgresError(code: .migration, message: problems.joined(separator: "; "))
         }
@@ -84,9 +104,7 @@ public struct Migrator: Sendable {
             for (file, checksum) in zip(files, checksums) {
                 let state: MigrationStatus.State
                 if let record = applied[file.version] {
-                    state =
-                        record.checksum == checksum && record.name == file.name
-                        ? .applied(at: record.appliedAt) : .changed
+                    state = matches(record, file, checksum: checksum) ? .applied(at: record.appliedAt) : .changed
                 } else {
                     state = .pending
                 }
@@ -141,7 +159,7 @@ public struct Migrator: Sendable {
         }
     }
 
-    private static func problems(
+    private func problems(
         files: [MigrationFile], checksums: [String], applied: [Int: AppliedMigration]
     ) -> [String] {
         var problems: [String] = []
@@ -151,7 +169,7 @@ public struct Migrator: Sendable {
                 problems.append(
                     "migration file \(file.fileName) changed after it was applied: version \(file.version) was applied as \(record.fileName)"
                 )
-            } else if record.checksum != checksum {
+            } else if !matches(record, file, checksum: checksum) {
                 problems.append(
                     "migration file \(file.fileName) changed after it was applied (recorded sha256 \(record.checksum.prefix(12))…, file now \(checksum.prefix(12))…); add a new migration instead of editing an applied one"
                 )

@@ -81,7 +81,8 @@ public final class PostgresPool: @unchecked Sendable {
     }
 
     /// Runs `body` in a transaction, retrying the whole transaction on a serialization
-    /// failure or deadlock with a short jittered backoff.
+    /// failure or deadlock with a short jittered backoff, and once at once when a schema change
+    /// (a migration applied meanwhile) invalidated one of its prepared statements.
     ///
     /// - Parameters:
     ///   - isolation: The isolation level for every attempt.
@@ -95,9 +96,14 @@ public final class PostgresPool: @unchecked Sendable {
         isolation: IsolationLevel = .readCommitted, maxAttempts: Int = 5, _ body: (PostgresConnection) throws -> T
     ) throws -> T {
         var attempt = 1
+        var replanned = false
         while true {
             do {
                 return try withConnection { try $0.transaction(isolation: isolation, body) }
+            } catch let error as PostgresError where error.isInvalidatedPlan && !replanned {
+                // The failed statement was forgotten; the next attempt prepares it afresh.
+                logger.debug("postgres transaction retried after a schema change", ["sqlstate": "0A000"])
+                replanned = true
             } catch let error as PostgresError where error.isTransient && attempt < maxAttempts {
                 logger.debug(
                     "postgres transaction retried", ["attempt": .int(attempt), "code": .string(error.code.name)])

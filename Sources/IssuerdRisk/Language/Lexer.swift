@@ -107,6 +107,13 @@ struct Lexer {
             advance()
             return Token(kind: .symbol(symbol), location: start)
         }
+        // Other languages' logical operators: the rule language spells them as words.
+        if byte == UInt8(ascii: "&") || byte == UInt8(ascii: "|") {
+            let word = byte == UInt8(ascii: "&") ? "and" : "or"
+            let written = peek(1) == byte ? String(decoding: [byte, byte], as: UTF8.self) : String(UnicodeScalar(byte))
+            throw RuleDiagnostic(
+                start, "'\(written)' is not an operator", expected: "'\(word)' to join conditions", suggestion: word)
+        }
         let shown = byte < 0x80 ? String(UnicodeScalar(byte)) : "non-ASCII character"
         throw RuleDiagnostic(start, "unexpected character '\(shown)'")
     }

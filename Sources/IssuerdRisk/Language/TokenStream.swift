@@ -129,6 +129,12 @@ struct TokenStream {
             advance()
             links.append(ChainLink(op: .or, location: location, operand: try conjunction()))
         }
+        // `AND`, `Or`…: the words are lower case only.
+        if case .word(let word) = current.kind, ["and", "or"].contains(word.lowercased()) {
+            throw RuleDiagnostic(
+                current.location, "'\(word)' is not an operator", expected: "'\(word.lowercased())' (lower case)",
+                suggestion: word.lowercased())
+        }
         return Self.chain(first, links)
     }
 
@@ -166,6 +172,15 @@ struct TokenStream {
             return Expression(kind: .binary(op, left, try sum()), location: location)
         }
         if current.isSymbol(.assign) {
+            // `=>` and `=<`, the two-character comparisons written the other way round.
+            let next = tokens[index + 1]
+            if next.location.line == location.line, next.location.column == location.column + 1,
+                next.isSymbol(.greater) || next.isSymbol(.less)
+            {
+                let (written, meant) = next.isSymbol(.greater) ? ("=>", ">=") : ("=<", "<=")
+                throw RuleDiagnostic(
+                    location, "'\(written)' is not a comparison", expected: "'\(meant)' to compare", suggestion: meant)
+            }
             throw RuleDiagnostic(location, "'=' is not a comparison", expected: "'==' to compare", suggestion: "==")
         }
         var negated = false

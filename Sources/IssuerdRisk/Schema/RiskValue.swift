@@ -19,7 +19,7 @@ public enum RiskValue: Sendable, Hashable, CustomStringConvertible {
         case .bool(let value): value ? "true" : "false"
         case .number(let value): Self.format(value)
         case .string(let value): "\"\(value)\""
-        case .duration(let seconds): Self.formatDuration(seconds)
+        case .duration(let seconds): Self.readableDuration(seconds)
         case .strings(let values): "[" + values.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
         }
     }
@@ -44,5 +44,26 @@ public enum RiskValue: Sendable, Hashable, CustomStringConvertible {
             if count.rounded() == count { return format(count) + unit }
         }
         return format(seconds) + "s"
+    }
+
+    /// A measured duration as a person reads it: as a rule would write it when that is exact
+    /// (`24h`, `14d`, `90m`), else its two largest units, rounded down (`3d 4h`, `5m 12s`), and
+    /// `0s` under a second (a card added a moment ago), never a fraction of a second.
+    static func readableDuration(_ seconds: Double) -> String {
+        let exact = formatDuration(seconds)
+        guard !seconds.isFinite || exact.contains(".") || (exact.hasSuffix("s") && abs(seconds) >= 60) else {
+            return exact
+        }
+        guard seconds.isFinite else { return exact }
+        var left = Int64(abs(seconds).rounded(.down))
+        var parts: [String] = []
+        for (unit, size) in [("d", Int64(86_400)), ("h", 3_600), ("m", 60), ("s", 1)] {
+            let count = left / size
+            left -= count * size
+            if count > 0 || !parts.isEmpty { parts.append("\(count)\(unit)") }
+            if parts.count == 2 { break }
+        }
+        let text = parts.filter { !$0.hasPrefix("0") }.joined(separator: " ")
+        return (seconds < 0 ? "-" : "") + (text.isEmpty ? "0s" : text)
     }
 }

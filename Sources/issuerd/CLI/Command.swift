@@ -49,3 +49,13 @@ struct Command: Sendable {
         run = { try Definition.run($0) }
     }
 }
+
+/// Exit statuses beyond 0, 1 and 2, from BSD's `sysexits.h`, so that a supervisor can tell a
+/// failure a restart may fix from one it cannot (systemd's `RestartPreventExitStatus=78`).
+enum ExitStatus {
+    /// `EX_CONFIG`: a wrong or missing setting; restarting repeats it (and a wrong HSM PIN,
+    /// retried, locks the token).
+    static let configuration: Int32 = 78
+    /// `EX_UNAVAILABLE`: a service issuerd needs (PostgreSQL) is unavailable at start.
+    static let unavailable: Int32 = 69
+}

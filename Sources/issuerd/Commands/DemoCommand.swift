@@ -20,8 +20,9 @@ enum DemoCommand: CommandDefinition {
           - a token service provider (signing with ISSUERD_TSP_HMAC_SECRET) asks to tokenize card 1
             typed into Wallet with a wallet recommending step-up: yellow, with masked methods;
           - card 2 is reported lost, and its push is declined: orange;
-          - the operator records outcomes (the green attempt legitimate, the yellow one fraud) and
-            reads the rules' performance against them.
+          - the operator records outcomes (the green attempt legitimate, the yellow and the orange one
+            fraud) and reads the rules' performance against them: the rules that decided have
+            precision and recall, and every run adds to the last 24 hours' figures.
         `scripts/run` sets all of this up; run the demo from the project root with
         (set -a; source .local/dev.env; .build/release/issuerd demo).
         Exit 0 when every case came out as expected, 1 otherwise.

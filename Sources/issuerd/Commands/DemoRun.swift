@@ -47,7 +47,11 @@ struct DemoRun {
         step("GREEN: the issuer app pushes card 1 to Apple Wallet (in-app provisioning)")
         let cards = try expect(http.send("GET", "/v1/cards", headers: app), [200], "list cards")
         say("GET /v1/cards → \((cards["cards"] as? [Any])?.count ?? 0) cards for the app")
-        let green = try http.send("POST", "/v1/cards/\(cardID1)/apple-pay/provision", json: provision(), headers: app)
+        // A device of this run's own: the velocity rules count a device's attempts over days, so
+        // one shared by every run would turn the next run's green yellow.
+        let device = "demo-iphone-\(suffix)"
+        let green = try http.send(
+            "POST", "/v1/cards/\(cardID1)/apple-pay/provision", json: provision(device: device), headers: app)
         var ok = try report(green, expectedFlow: "green")
         if green.status == 200, let json = green.json { ok = try decrypt(json) && ok }
 
@@ -79,21 +83,43 @@ struct DemoRun {
             http.send(
                 "POST", "/v1/admin/cards/\(cardID2)/status", json: ["status": "lost", "reason": "demo"], headers: admin),
             [200], "report lost")
-        let orange = try http.send("POST", "/v1/cards/\(cardID2)/apple-pay/provision", json: provision(), headers: app)
+        let orange = try http.send(
+            "POST", "/v1/cards/\(cardID2)/apple-pay/provision", json: provision(device: device), headers: app)
         ok = try report(orange, expectedFlow: "orange") && ok
 
-        step("OUTCOMES: the dispute desk reports what became of the green and the yellow decision")
+        try recordOutcomes(green: attemptID(green), yellow: attemptID(yellow), orange: attemptID(orange), admin: admin)
+
+        step(ok ? "all three cases came out as expected" : "some cases did not come out as expected (see above)")
+        return ok
+    }
+
+    /// The dispute desk reports what became of the three decisions (the green one legitimate, the
+    /// yellow and the orange one fraud), then the rules' performance over the last 24 hours is read
+    /// back: the rules that decided these attempts now have precision and recall. Each run adds
+    /// three new attempts with their outcomes, so the figures grow with every run.
+    private func recordOutcomes(green: String?, yellow: String?, orange: String?, admin: [String: String]) throws {
+        step("OUTCOMES: the dispute desk reports what became of the three decisions")
         var reports: [[String: Any]] = []
-        if let id = attemptID(green) {
-            reports.append(["attemptId": id, "outcome": "legitimate", "source": "cardholder", "note": "demo"])
-        }
-        if let id = attemptID(yellow) {
+        if let green {
             reports.append([
-                "attemptId": id, "outcome": "fraud", "source": "chargeback",
+                "attemptId": green, "outcome": "legitimate", "source": "cardholder",
+                "note": "demo: the cardholder confirms adding the card",
+            ])
+        }
+        if let yellow {
+            reports.append([
+                "attemptId": yellow, "outcome": "fraud", "source": "chargeback",
                 "note": "demo: cardholder denies adding the card",
                 "amountLost": ["value": 350_000, "currency": "KRW"],
             ])
         }
+        if let orange {
+            reports.append([
+                "attemptId": orange, "outcome": "fraud", "source": "analyst",
+                "note": "demo: the lost card was pushed by someone else",
+            ])
+        }
+        guard !reports.isEmpty else { return say("no attempt ids to report outcomes for") }
         let recorded = try expect(
             http.send("POST", "/v1/admin/outcomes", json: ["outcomes": reports], headers: admin), [200], "outcomes")
         say("POST /v1/admin/outcomes → recorded \(recorded["recorded"] ?? 0), unchanged \(recorded["unchanged"] ?? 0)")
@@ -104,9 +130,15 @@ struct DemoRun {
                 "GET /v1/admin/rules/performance → last 24 h: \(totals["attempts"] ?? 0) attempts, \(totals["fraud"] ?? 0) confirmed fraud, "
                     + "\(totals["legitimate"] ?? 0) legitimate, \(totals["fraudPassedGreen"] ?? 0) fraud passed green")
         }
-
-        step(ok ? "all three cases came out as expected" : "some cases did not come out as expected (see above)")
-        return ok
+        let rules = (performance["rules"] as? [[String: Any]] ?? []).filter { ($0["decided"] as? Int ?? 0) > 0 }
+        for rule in rules {
+            let share = { (value: Any?) in (value as? Double).map { String(format: "%.2f", $0) } ?? "-" }
+            say(
+                "  \(rule["ruleId"] ?? "?") (\(rule["mode"] ?? "?")): decided \(rule["decided"] ?? 0), fraud \(rule["fraud"] ?? 0), "
+                    + "legitimate \(rule["legitimate"] ?? 0), precision \(share(rule["precision"])), recall \(share(rule["recall"]))"
+            )
+        }
+        say("the console's Rule hits page and `issuerd rules performance` show the same figures")
     }
 
     private func card(_ customer: String, _ pan: String, _ network: String) -> [String: Any] {
@@ -116,12 +148,12 @@ struct DemoRun {
         ]
     }
 
-    private func provision() throws -> [String: Any] {
+    private func provision(device: String) throws -> [String: Any] {
         [
             "certificates": certificates, "nonce": BinaryEncoding.base64String(try SecureRandom.bytes(count: 4)),
             "nonceSignature": BinaryEncoding.base64String(try SecureRandom.bytes(count: 64)),
             "encryptionScheme": "ECC_V2",
-            "channel": "in_app", "device": ["id": "demo-iphone", "type": "phone", "locale": "ko_KR"],
+            "channel": "in_app", "device": ["id": device, "type": "phone", "locale": "ko_KR"],
         ]
     }
 

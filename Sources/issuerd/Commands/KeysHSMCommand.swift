@@ -39,6 +39,10 @@ enum KeysHSMCommand {
                       ISSUERD_VISA_ENCRYPTION_KEY_LABEL in place of
                       ISSUERD_VISA_ENCRYPTION_SHARED_SECRET and delete the file.
 
+        Run these as the user the service runs as: with SoftHSM, a token belongs to the owner of
+        its token directory (directories.tokendir in SOFTHSM2_CONF), and the commands refuse to
+        run as anyone else, since keys another user creates there are unreadable to the service.
+
         The PIN comes from ISSUERD_PKCS11_PIN_FILE, or with --pin-stdin (init only) from the
         first line of standard input (asked for, and not shown, on a terminal); it is never an
         argument.
@@ -82,6 +86,7 @@ enum KeysHSMCommand {
             return 0
         }
         let reader = try OperatorCommandSupport.reader(arguments)
+        try HSMTokenOwner.refuseOtherUser(module: reader.string("ISSUERD_PKCS11_MODULE"))
         let pin =
             arguments.flag("pin-stdin")
             ? try OperatorCommandSupport.setting { try pkcs11 { try PKCS11PIN(standardInput: .standardInput) } } : nil
@@ -130,6 +135,7 @@ enum KeysHSMCommand {
     private static func status(_ words: [String]) throws -> Int32 {
         guard let arguments = try parse(words) else { return 0 }
         let reader = try OperatorCommandSupport.reader(arguments)
+        try HSMTokenOwner.refuseOtherUser(module: reader.string("ISSUERD_PKCS11_MODULE"))
         let (store, masterKeys) = try OperatorCommandSupport.setting { try OperatorSettings.hsm(reader) }
         let info = try pkcs11 { try store.token.info }
         print(
@@ -204,6 +210,7 @@ enum KeysHSMCommand {
     private static func addDataKey(_ words: [String]) throws -> Int32 {
         guard let arguments = try parse(words, flags: ["import-master-key"]) else { return 0 }
         let reader = try OperatorCommandSupport.reader(arguments)
+        try HSMTokenOwner.refuseOtherUser(module: reader.string("ISSUERD_PKCS11_MODULE"))
         let (store, masterKeys) = try OperatorCommandSupport.setting { try OperatorSettings.hsm(reader) }
         let pool = try OperatorCommandSupport.pool(reader)
         defer { pool.close() }

@@ -10,8 +10,10 @@ enum RulesBacktestCommand {
         issuerd rules backtest --candidate DIR [--current DIR] --since TIME --until TIME [--limit N] [--sample N]
                                [--changed-csv FILE]
 
-        Replays every attempt of FILE.jsonl through the current ruleset (default ./rules) and the
-        candidate, with velocity recomputed from the file's own history as of each attempt.
+        Replays every attempt of FILE.jsonl through the current ruleset and the candidate. The
+        current ruleset is, unless --current names another directory, the one issuerd serves: the
+        directory of ISSUERD_RULES_DIR (default ./rules), as `issuerd serve` reads it. The first
+        line says which versions are compared and where each came from; with velocity recomputed from the file's own history as of each attempt.
         With --since/--until the attempts of [since, until) come from PostgreSQL (ISSUERD_DATABASE_URL),
         at most N (--limit, default 20000000), read in time order a slice at a time in one snapshot
         (memory stays bounded by a slice and the keys active within the rules' longest window, not
@@ -39,7 +41,7 @@ enum RulesBacktestCommand {
             return 0
         }
         let candidateDirectory = try arguments.required("candidate")
-        let currentDirectory = arguments.option("current") ?? "rules"
+        let currentDirectory = arguments.option("current") ?? servingDirectory
         guard let sample = Int(arguments.option("sample") ?? "20"), (0...10_000).contains(sample) else {
             throw UsageError("--sample takes a number from 0 to 10000")
         }
@@ -54,6 +56,10 @@ enum RulesBacktestCommand {
             }
             let current = try load(currentDirectory, role: "current")
             let candidate = try load(candidateDirectory, role: "candidate")
+            print(
+                comparing(
+                    current, in: currentDirectory, given: arguments.option("current") != nil, candidate,
+                    in: candidateDirectory))
             let pool = try RulesHistoryCommands.openDatabase()
             defer { pool.close() }
             let outcome = try RulesHistoryCommands.databaseCall {
@@ -76,6 +82,10 @@ enum RulesBacktestCommand {
         let inputPath = try arguments.required("input")
         let current = try load(currentDirectory, role: "current")
         let candidate = try load(candidateDirectory, role: "candidate")
+        print(
+            comparing(
+                current, in: currentDirectory, given: arguments.option("current") != nil, candidate,
+                in: candidateDirectory))
         guard let data = FileManager.default.contents(atPath: inputPath), let text = String(data: data, encoding: .utf8)
         else {
             throw CommandFailure("\(inputPath): cannot read the file (or it is not UTF-8)")
@@ -96,6 +106,21 @@ enum RulesBacktestCommand {
         try csv?.finish(standardError)
         print(render(report, current: current, candidate: candidate))
         return 0
+    }
+
+    /// The directory `issuerd serve` reads its rules from (`ISSUERD_RULES_DIR`, default `rules`).
+    static var servingDirectory: String {
+        ProcessInfo.processInfo.environment["ISSUERD_RULES_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "rules"
+    }
+
+    /// The line saying which two versions are compared, and where each came from.
+    static func comparing(
+        _ current: Ruleset, in currentDirectory: String, given: Bool, _ candidate: Ruleset,
+        in candidateDirectory: String
+    ) -> String {
+        let origin = given ? "--current" : "what issuerd serves: ISSUERD_RULES_DIR, default ./rules"
+        return
+            "comparing current \(current.version) (\(currentDirectory), \(origin)) with candidate \(candidate.version) (\(candidateDirectory))"
     }
 
     private static func load(_ directory: String, role: String) throws -> Ruleset {

@@ -37,8 +37,8 @@ enum RulesPerformanceCommand {
         let performance = try RulesHistoryCommands.databaseCall {
             try pool.withConnection { connection in
                 try RulePerformance.read(
-                    since: since, until: until, ruleset: ruleset, maturity: settings.labelMaturity, now: Date(),
-                    connection: connection)
+                    since: since, until: until, ruleset: ruleset, maturity: settings.labelMaturity,
+                    stepUpWait: settings.reviewStepUpWait, now: Date(), connection: connection)
             }
         }
         if arguments.flag("json") {

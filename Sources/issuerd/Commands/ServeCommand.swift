@@ -1,5 +1,6 @@
 import IssuerdAPI
 import IssuerdCore
+import IssuerdPostgres
 
 /// `issuerd serve`: the HTTP service in the foreground.
 enum ServeCommand: CommandDefinition {
@@ -12,6 +13,11 @@ enum ServeCommand: CommandDefinition {
         given (KEY=VALUE lines; the environment wins). Applies pending migrations unless
         ISSUERD_MIGRATE_ON_START=false, loads the rules, and listens on ISSUERD_LISTEN
         (default 127.0.0.1:8080). Logs are JSON lines on standard output.
+
+        Exit statuses: 0 after SIGTERM or SIGINT; 78 for a wrong or missing setting (a refused
+        HSM PIN or a locked token included), which a restart cannot fix; 69 when the database
+        is unavailable at start; 1 for any other failure. An ISSUERD_* variable that no setting
+        reads is named in a warning at start, with the setting it most likely meant.
 
         Signals: SIGTERM or SIGINT stop accepting, let in-flight requests finish (at most 5 s)
         and exit 0; SIGHUP reloads the rules (a bad ruleset keeps the last good one serving).
@@ -30,18 +36,30 @@ enum ServeCommand: CommandDefinition {
         let signals = try TerminationSignals.block()
 
         let configuration: IssuerdConfiguration
+        let reader: ConfigurationReader
         do {
-            configuration = try IssuerdConfiguration(ConfigurationReader.layered(file: arguments.option("config")))
+            reader = try ConfigurationReader.layered(file: arguments.option("config"))
+            configuration = try IssuerdConfiguration(reader)
         } catch let error as ConfigurationError {
-            throw CommandFailure(error.description)
+            throw CommandFailure(error.description, status: ExitStatus.configuration)
         }
         let logger = Logger(label: "issuerd", minimumLevel: configuration.logLevel)
+        for unknown in reader.unknownSettings {
+            logger.warning(
+                "\(unknown.name) is not a setting and is ignored (did you mean \(unknown.closest)?)",
+                ["setting": .string(unknown.name), "closest": .string(unknown.closest)])
+        }
         let application: IssuerdApplication
         do {
             application = try IssuerdApplication(configuration: configuration, logger: logger)
             try application.start()
         } catch let error as ConfigurationError {
-            throw CommandFailure(error.description)
+            // A refused or locked HSM PIN is one too: retrying it would lock the partition.
+            throw CommandFailure(error.description, status: ExitStatus.configuration)
+        } catch let error as PostgresError where error.isConnectionLost || error.code == .poolTimeout {
+            logger.critical("start-up failed: the database is unavailable", ["error": "\(error)"])
+            throw CommandFailure(
+                "start-up failed: the database is unavailable: \(error)", status: ExitStatus.unavailable)
         } catch {
             logger.critical("start-up failed", ["error": "\(error)"])
             throw CommandFailure("start-up failed: \(error)")

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdCore
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
@@ -218,5 +219,53 @@ struct RulePerformanceTests {
         #expect(text.status == 0)
         #expect(text.lastLine?.hasPrefix("totals: attempts=\(oracle.attempts) fraud=\(oracle.fraud) ") == true)
         #expect(text.standardOutput.contains("c.yellow"))
+    }
+
+    @Test(
+        "The same figures whether the hourly roll-ups cover none, part or all of the period, and a read brings them up to date"
+    )
+    func sameFiguresFromRollups() throws {
+        let now = Date()
+        let app = try TestApplication()
+        let (since, until) = try Self.seed(app, now: now)
+        let oracle = try Self.oracle(app, since: since, until: until)
+        // Before the history (nothing rolled up), in its middle, and days after (all of it,
+        // step-ups included once their wait has passed).
+        for readAt in [
+            since.addingTimeInterval(-86_400), now.addingTimeInterval(-5 * 86_400 - 1_234),
+            now.addingTimeInterval(3 * 86_400),
+        ] {
+            let performance = try app.pool.withConnection { connection in
+                try RulePerformance.read(
+                    since: since, until: until, ruleset: nil, maturity: .seconds(86_400), stepUpWait: .seconds(86_400),
+                    now: readAt, connection: connection)
+            }
+            #expect(performance.totals.attempts == oracle.attempts, "at \(readAt)")
+            #expect(performance.totals.fraud == oracle.fraud, "at \(readAt)")
+            #expect(performance.totals.fraudPassedGreen == oracle.passedGreen, "at \(readAt)")
+            for (key, expected) in oracle.rules {
+                let rule = try #require(performance.rules.first { "\($0.mode) \($0.ruleId)" == key }, "\(key)")
+                let measured = Oracle(
+                    hits: rule.hits, decided: rule.decided, fraud: rule.fraud, legitimate: rule.legitimate,
+                    started: rule.stepUpsStarted, completed: rule.stepUpsCompleted)
+                #expect(measured == expected, "\(key) at \(readAt)")
+            }
+            // Both roll-ups were brought up to `readAt`: hits to its last complete hour, step-ups
+            // to the last hour whose wait has passed.
+            let state = try app.pool.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT (SELECT rolled_until FROM console_rollup_state) AS hits,
+                           (SELECT rolled_until FROM console_stepup_rollup_state) AS stepups
+                    """
+                ).first!
+            }
+            let hour = { (date: Date) in ConsoleRollup.floorHour(date.addingTimeInterval(-ConsoleRollup.lag)) }
+            #expect(
+                try state.decode("hits", as: Date?.self) == max(hour(readAt), hour(since.addingTimeInterval(-86_400))))
+            #expect(
+                try state.decode("stepups", as: Date?.self)
+                    == max(hour(readAt.addingTimeInterval(-86_400)), hour(since.addingTimeInterval(-2 * 86_400))))
+        }
     }
 }

@@ -356,6 +356,51 @@ struct HSMKeyTests {
         #expect(noModule.status == 1 && noModule.standardError.contains("ISSUERD_PKCS11_MODULE"))
     }
 
+    @Test("A wrong HSM PIN makes issuerd serve exit 78, the status the systemd unit does not restart")
+    func wrongPINExits78() throws {
+        let token = try SoftHSM.makeToken()
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-pin-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var environment = try ServeLifecycleTests.environment(database: database, directory: directory, port: 1)
+        environment.merge(Self.hsmEnvironment(token, tav: false)) { _, new in new }
+        environment["ISSUERD_PKCS11_PIN_FILE"] = try token.wrongPINFile()
+        environment["ISSUERD_MASTER_KEY"] = nil
+        let result = try CommandLineRunner.run(["serve"], environment: environment)
+        #expect(result.status == 78, "\(result.standardError)")
+        #expect(result.standardError.contains("ISSUERD_PKCS11_PIN_FILE"))
+        #expect(result.standardError.contains("CKR_PIN_INCORRECT"))
+        #expect(!result.standardError.contains(token.pin))
+    }
+
+    @Test("keys hsm refuses to run as another user than the SoftHSM token directory's owner")
+    func otherUserRefused() throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-owner-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        var tokens = scratch.appendingPathComponent("tokens").path
+        try FileManager.default.createDirectory(atPath: tokens, withIntermediateDirectories: true)
+        // A directory another user owns: given to nobody when the tests run as root, else root's `/`.
+        if geteuid() == 0 {
+            #expect(chown(tokens, 65534, 65534) == 0)
+        } else {
+            tokens = "/"
+        }
+        let configuration = scratch.appendingPathComponent("softhsm2.conf").path
+        try "directories.tokendir = \(tokens)\nobjectstore.backend = file\n".write(
+            toFile: configuration, atomically: true, encoding: .utf8)
+        let environment = [
+            "ISSUERD_PKCS11_MODULE": SoftHSM.modulePath, "ISSUERD_PKCS11_TOKEN_LABEL": "issuerd",
+            "ISSUERD_PKCS11_PIN_FILE": scratch.appendingPathComponent("pin").path, "SOFTHSM2_CONF": configuration,
+        ]
+        for command in [["status"], ["init"], ["add-data-key"]] {
+            let result = try CommandLineRunner.run(["keys", "hsm"] + command, environment: environment)
+            #expect(result.status == 1)
+            #expect(result.standardError.contains("the SoftHSM token directory \(tokens) belongs to user"))
+            #expect(result.standardError.contains("run keys hsm as"))
+        }
+    }
+
     /// Every log line the application writes, in the production JSON format.
     final class LineCollector: LogHandler, Sendable {
         private let storage = Mutex<[String]>([])

@@ -80,7 +80,7 @@ struct ServeLifecycleTests {
         #expect(throws: (any Error).self) { try client.get("/healthz") }
     }
 
-    @Test("A missing or malformed setting stops start-up with one line naming it")
+    @Test("A missing or malformed setting stops start-up with one line naming it, exit status 78")
     func badSetting() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
@@ -90,14 +90,65 @@ struct ServeLifecycleTests {
         var environment = try Self.environment(database: database, directory: directory, port: 1)
         environment["ISSUERD_MASTER_KEY"] = "c2hvcnQ="
         let result = try CommandLineRunner.run(["serve"], environment: environment)
-        #expect(result.status == 1)
+        #expect(result.status == 78)
         #expect(
             result.standardError.trimmingCharacters(in: .whitespacesAndNewlines)
                 == "issuerd serve: ISSUERD_MASTER_KEY: must decode to 32 bytes, not 5")
         environment.removeValue(forKey: "ISSUERD_DATABASE_URL")
         let missing = try CommandLineRunner.run(["serve"], environment: environment)
-        #expect(missing.status == 1)
+        #expect(missing.status == 78)
         #expect(missing.standardError.contains("ISSUERD_DATABASE_URL: is required"))
         #expect(missing.standardError.split(separator: "\n").count == 1)
+    }
+
+    @Test("A secret file readable by others stops start-up with exit 78 and one line naming it; a 0600 one serves")
+    func sharedSecretFileRefused() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-secret-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var environment = try Self.environment(database: database, directory: directory, port: 1)
+        let secret = directory.appendingPathComponent("master.key").path
+        _ = FileManager.default.createFile(
+            atPath: secret, contents: Data((environment["ISSUERD_MASTER_KEY"]! + "\n").utf8),
+            attributes: [.posixPermissions: 0o644])
+        environment["ISSUERD_MASTER_KEY"] = nil
+        environment["ISSUERD_MASTER_KEY_FILE"] = secret
+        let refused = try CommandLineRunner.run(["serve"], environment: environment)
+        #expect(refused.status == 78)
+        let line = refused.standardError.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(line.hasPrefix("issuerd serve: ISSUERD_MASTER_KEY_FILE: \(secret) is readable by its group or others"))
+        #expect(!line.contains("\n"))
+
+        // Owner-only, the same file is the master key: the server becomes ready.
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret)
+        let port = try LoopbackPort.free()
+        environment["ISSUERD_LISTEN"] = "127.0.0.1:\(port)"
+        let pid = try OutboxCrashTests.spawn(environment: environment)
+        defer {
+            kill(pid, SIGKILL)
+            OutboxCrashTests.reap(pid)
+        }
+        #expect(Self.waitUntilReady(HTTPTestClient(port: port)))
+    }
+
+    @Test("An unknown ISSUERD_ variable is named at start with the closest setting; a database down at start exits 69")
+    func unknownSettingAndUnavailableDatabase() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-unknown-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var environment = try Self.environment(database: database, directory: directory, port: 1)
+        environment["ISSUERD_DB_POOLSIZE"] = "4"
+        // Nothing listens there: the database is unavailable at start.
+        environment["ISSUERD_DATABASE_URL"] =
+            "postgresql://127.0.0.1:\(try LoopbackPort.free())/issuerd?connect_timeout=2"
+        let result = try CommandLineRunner.run(["serve"], environment: environment)
+        #expect(result.status == 69, "\(result.standardError)")
+        let warning = result.standardOutput.split(separator: "\n").first { $0.contains("ISSUERD_DB_POOLSIZE") }
+        #expect(warning?.contains("did you mean ISSUERD_DB_POOL_SIZE?") == true, "\(result.standardOutput)")
+        #expect(warning?.contains("\"level\":\"warning\"") == true)
     }
 }

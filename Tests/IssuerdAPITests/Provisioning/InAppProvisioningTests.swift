@@ -68,6 +68,25 @@ struct InAppProvisioningTests {
         #expect((secondAttempt.jsonObject()?["features"] as? [String: Any])?["attempts(card, 24h)"] as? Int == 1)
     }
 
+    @Test("A migration that reshapes the card table under the running pool: the next push still answers 200")
+    func pushAfterMigrationReshapedItsStatement() throws {
+        let app = try TestApplication()
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let first = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
+        #expect(first.status == 200, "\(first.text)")
+        // The push's context statement is now prepared on the pool's connection; a migration from
+        // another session changes the type of a column it reads ("cached plan must not change
+        // result type" on its next execution).
+        try app.pool.withConnection { migration in
+            try migration.execute(unsafeSQL: "ALTER TABLE cards ALTER COLUMN country TYPE varchar(2)")
+        }
+        let second = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: try DecisionFixtures.provisionBody(app))
+        #expect(second.status == 200, "\(second.text)")
+    }
+
     @Test("A lost card is orange: 403 with the invariant, and the attempt is stored")
     func lostCardIsOrange() throws {
         let app = try TestApplication()

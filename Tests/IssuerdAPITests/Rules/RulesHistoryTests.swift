@@ -365,6 +365,17 @@ struct RulesHistoryTests {
         #expect(result.standardOutput.contains("changed: \(body["changed"] as? Int ?? -1) attempts"))
         #expect(result.standardOutput.contains("t.burst"))
 
+        // Without --current: what issuerd serves (ISSUERD_RULES_DIR), and the first line says so.
+        let served = app.application.context.rules.current.version
+        let byDefault = try CommandLineRunner.run(
+            ["rules", "backtest", "--candidate", candidate.path] + window,
+            environment: environment.merging(["ISSUERD_RULES_DIR": rules.path]) { $1 })
+        #expect(byDefault.status == 0, "\(byDefault.standardError)")
+        let first = byDefault.standardOutput.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first.hasPrefix("comparing current \(served) (\(rules.path), what issuerd serves"), "\(first)")
+        #expect(first.hasSuffix("(\(candidate.path))") && first.contains("with candidate sha256:"), "\(first)")
+        #expect(byDefault.standardOutput.contains("changed: \(body["changed"] as? Int ?? -1) attempts"))
+
         let reversed = try CommandLineRunner.run(
             [
                 "rules", "backtest", "--candidate", candidate.path, "--since", "2025-03-02T00:00:00Z", "--until",

@@ -59,4 +59,60 @@ struct PreparedStatementTests {
             }
         }
     }
+
+    @Test(
+        "A migration reshaping a table under a live pool: the next pipeline, pipelined transaction and transaction prepare again and succeed"
+    )
+    func reshapedUnderLivePool() throws {
+        try withTestPool(size: 2) { pool in
+            try pool.withConnection { setup in
+                try setup.execute(
+                    unsafeSQL: "CREATE TABLE reshaped (id int PRIMARY KEY, v int); INSERT INTO reshaped VALUES (1, 10)")
+            }
+            let read: PostgresQuery = "SELECT * FROM reshaped WHERE id = \(Int32(1))"
+            /// What `issuerd migrate` does from its own session while the pool's connection keeps
+            /// its prepared statements.
+            func migrate(_ sql: String) throws {
+                try pool.withConnection { other in try other.execute(unsafeSQL: sql) }
+            }
+            try pool.withConnection { connection in
+                // Each form prepares the statement on this connection first.
+                _ = try connection.pipeline([read])
+                _ = try connection.pipelinedTransaction(opening: [read]) { _, _ in ((), []) }
+                _ = try connection.pipelinedTransaction(isolation: .repeatableRead, opening: [read]) { _, _ in ((), [])
+                }
+
+                try migrate("ALTER TABLE reshaped ADD COLUMN w text DEFAULT 'added'")
+                var piped = PostgresPipeline()
+                let reread = piped.append(read)
+                #expect(try connection.pipeline(piped)[reread].first?.columns == ["id", "v", "w"])
+
+                try migrate("ALTER TABLE reshaped ALTER COLUMN v TYPE bigint")
+                var opening = PostgresPipeline()
+                let row = opening.append(read)
+                let value = try connection.pipelinedTransaction(opening: opening) { _, results in
+                    (
+                        try results[row].first?.decode("v", as: Int.self),
+                        [
+                            "UPDATE reshaped SET v = v + 1 WHERE id = \(Int32(1))" as PostgresQuery
+                        ]
+                    )
+                }
+                #expect(value == 10)
+
+                try migrate("ALTER TABLE reshaped ADD COLUMN x int DEFAULT 3")
+                let repeatable = try connection.pipelinedTransaction(isolation: .repeatableRead, opening: opening) {
+                    _, results in (try results[row].first?.decode("x", as: Int.self), [])
+                }
+                #expect(repeatable == 3)
+            }
+            // The pool lends the same connection again (most recently used first).
+            try migrate("ALTER TABLE reshaped DROP COLUMN w")
+            let columns = try pool.transaction { try $0.query(read).first?.columns }
+            #expect(columns == ["id", "v", "x"])
+            try migrate("ALTER TABLE reshaped ADD COLUMN y int")
+            let committed = try pool.transaction { try $0.query(read).first?.decode("v", as: Int.self) }
+            #expect(committed == 11)
+        }
+    }
 }

@@ -82,6 +82,49 @@ import Testing
         }
     }
 
+    @Test func reviewedCommentEditIsAcceptedAndNoOtherEdit() throws {
+        let folder = try Folder(Self.files)
+        try withTestPool { pool in
+            let first = try Migrator(directory: folder.url, logger: .silent).migrate(using: pool)
+            let earlier = try #require(first.first { $0.version == 2 }?.checksum)
+            try folder.write("0002_events.sql", Self.files["0002_events.sql"]! + "\n-- comment reworded")
+            try folder.write("0020_new.sql", "CREATE TABLE applied_after_edit (id int);")
+
+            // Without the reviewed checksum the edit is refused, as any edit is.
+            let strict = Migrator(directory: folder.url, logger: .silent, reviewedEdits: [:])
+            #expect(postgresError { try strict.migrate(using: pool) }?.code == .migration)
+
+            // With it, the database counts as current and the next migration applies.
+            let reviewed = Migrator(directory: folder.url, logger: .silent, reviewedEdits: [2: [earlier]])
+            #expect(try reviewed.migrate(using: pool).map(\.version) == [20])
+            let state = try reviewed.status(using: pool).first { $0.version == 2 }?.state
+            #expect(state.map { if case .applied = $0 { true } else { false } } == true)
+
+            // A reviewed checksum for another version does not excuse this one.
+            try folder.write("0002_events.sql", Self.files["0002_events.sql"]! + "\n-- edited again")
+            let misplaced = Migrator(directory: folder.url, logger: .silent, reviewedEdits: [10: [earlier]])
+            #expect(postgresError { try misplaced.migrate(using: pool) }?.message.contains("0002_events.sql") == true)
+        }
+    }
+
+    @Test func shippedMigrationsMatchTheirReviewedEarlierForms() throws {
+        // The real migrations directory: every reviewed entry names a shipped version, and no
+        // shipped file's checksum is itself listed (that would be an entry for no edit).
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let folder = root.appendingPathComponent("sql")
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        for version in Migrator.reviewedCommentEdits.keys {
+            #expect(names.contains { $0.hasPrefix(String(format: "%04d_", version)) })
+        }
+        try withTestPool { pool in
+            let applied = try Migrator(directory: folder, logger: .silent).migrate(using: pool)
+            for migration in applied {
+                #expect(Migrator.reviewedCommentEdits[migration.version]?.contains(migration.checksum) != true)
+            }
+        }
+    }
+
     @Test func missingFileOfAnAppliedMigrationIsReported() throws {
         let folder = try Folder(Self.files)
         try withTestPool { pool in

@@ -1,0 +1,206 @@
+import Foundation
+import IssuerdPostgres
+import IssuerdTestSupport
+import Testing
+
+@testable import IssuerdAPI
+
+/// `GET /v1/admin/attempts`: each filter, the cursor and the CSV, each compared with a query of
+/// the test's own over the same stored attempts (real PostgreSQL, real socket).
+@Suite("Attempts list: filters, cursor pages, CSV and bad parameters")
+struct AttemptListTests {
+    /// The newest seeded attempt's time; attempts are three to a minute before it (ties on time).
+    static let end = Date(timeIntervalSince1970: 1_796_000_000)
+
+    /// 90 attempts over 30 minutes: flows, channels, customers, devices and cards in cycles;
+    /// yellow ones hit `t.yellow` (live), orange ones `t.orange` and `t.yellow` (live), every
+    /// seventh `t.shadow` (shadow, outcome orange), and one a legacy plain-string hit.
+    private static func seed(_ app: TestApplication) throws {
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                """
+                INSERT INTO customers (customer_id, phone_number, email)
+                SELECT 'lc-' || i, '+4470000000' || i, 'c' || i || '@example.test' FROM generate_series(0, 3) i
+                """)
+            try connection.execute(
+                """
+                INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four,
+                                   expiration, cardholder_name, payment_network, primary_account_identifier, country)
+                SELECT 'lcard-' || i, 'lc-' || i, '\\x00'::bytea, 1, sha256(('lcard-' || i)::bytea), '900' || i, '12/30',
+                       'Holder ' || i, 'visa', 'lpai-' || i, 'GB'
+                FROM generate_series(0, 3) i
+                """)
+            try connection.execute(
+                """
+                INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, inputs, features,
+                                                   hits, flow, decision, ruleset_version, created_at)
+                SELECT md5('list-' || i)::uuid, (ARRAY['in_app', 'tsp', 'wallet_extension'])[1 + i % 3],
+                       'lcard-' || i % 4, 'lc-' || i % 4, 'ldev-' || i % 6, '{}', '{}',
+                       (CASE WHEN i % 5 = 4 THEN '[{"rule":"t.orange","outcome":"orange","mode":"live","values":[]},
+                                                  {"rule":"t.yellow","outcome":"yellow","mode":"live","values":[]}]'::jsonb
+                             WHEN i % 5 >= 2 THEN '[{"rule":"t.yellow","outcome":"yellow","mode":"live","values":[]}]'::jsonb
+                             ELSE '[]'::jsonb END)
+                       || CASE WHEN i % 7 = 0 THEN '[{"rule":"t.shadow","outcome":"orange","mode":"shadow"}]'::jsonb
+                               ELSE '[]'::jsonb END
+                       || CASE WHEN i = 45 THEN '["t.legacy"]'::jsonb ELSE '[]'::jsonb END,
+                       CASE WHEN i % 5 = 4 THEN 'orange' WHEN i % 5 >= 2 THEN 'yellow' ELSE 'green' END, 'X', 'v1',
+                       \(Self.end) - make_interval(mins => i / 3)
+                FROM generate_series(0, 89) i
+                """)
+        }
+    }
+
+    /// The seeded attempts matching `predicate`, newest first, ties by id, as the list orders them.
+    private func expected(_ app: TestApplication, _ predicate: String) throws -> [String] {
+        try app.pool.withConnection { connection in
+            try connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT attempt_id::text AS id FROM provisioning_attempts a WHERE \(predicate)
+                        ORDER BY created_at DESC, attempt_id DESC
+                        """)
+            ).map { try $0.decode("id", as: String.self) }
+        }
+    }
+
+    private func list(_ app: TestApplication, _ key: String, _ query: String) throws -> [String: Any] {
+        let response = try app.client.get("/v1/admin/attempts?\(query)", headers: AdminFixtures.bearer(key))
+        #expect(response.status == 200, "\(query): \(response.text)")
+        return response.jsonObject() ?? [:]
+    }
+
+    private func ids(_ page: [String: Any]) -> [String] {
+        (page["attempts"] as? [[String: Any]] ?? []).compactMap { $0["attemptId"] as? String }
+    }
+
+    private static func iso(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        return formatter.string(from: date)
+    }
+
+    @Test("Each filter, alone and combined, lists what the test's own query finds")
+    func filters() throws {
+        let app = try TestApplication()
+        try Self.seed(app)
+        let key = try app.apiKey(role: .analyst)
+        let since = Self.iso(Self.end.addingTimeInterval(-20 * 60))
+        let until = Self.iso(Self.end.addingTimeInterval(-5 * 60))
+        let decided = """
+            EXISTS (SELECT 1 FROM jsonb_array_elements(a.hits) h WHERE jsonb_typeof(h) = 'object' AND h ->> 'rule' = '%@'
+                    AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow AND a.flow <> 'green')
+            """
+        let cases: [(String, String)] = [
+            ("", "true"),
+            ("flow=orange", "flow = 'orange'"),
+            ("flow=green", "flow = 'green'"),
+            ("channel=tsp", "channel = 'tsp'"),
+            ("rule=t.yellow", #"hits @> '[{"rule":"t.yellow"}]'"#),
+            ("rule=t.shadow", #"hits @> '[{"rule":"t.shadow"}]'"#),
+            ("rule=t.legacy", #"hits @> '["t.legacy"]'"#),
+            ("decidedBy=t.yellow", decided.replacingOccurrences(of: "%@", with: "t.yellow")),
+            ("decidedBy=t.orange", decided.replacingOccurrences(of: "%@", with: "t.orange")),
+            ("decidedBy=t.shadow", "false"),
+            ("rule=t.nothing", "false"),
+            ("since=\(since)", "created_at >= '\(since)'"),
+            ("until=\(until)", "created_at < '\(until)'"),
+            ("since=\(since)&until=\(until)", "created_at >= '\(since)' AND created_at < '\(until)'"),
+            ("customerId=lc-2", "customer_id = 'lc-2'"),
+            ("deviceId=ldev-5", "device_id = 'ldev-5'"),
+            ("q=9001", "card_id = 'lcard-1'"),
+            ("q=ldev-3", "device_id = 'ldev-3'"),
+            ("q=\(try expected(app, "true")[7])", "attempt_id = '\(try expected(app, "true")[7])'"),
+            (
+                "flow=yellow&channel=in_app&rule=t.yellow&since=\(since)",
+                #"flow = 'yellow' AND channel = 'in_app' AND hits @> '[{"rule":"t.yellow"}]' AND created_at >= '\#(since)'"#
+            ),
+            (
+                "decidedBy=t.yellow&customerId=lc-3&until=\(until)",
+                decided.replacingOccurrences(of: "%@", with: "t.yellow")
+                    + " AND customer_id = 'lc-3' AND created_at < '\(until)'"
+            ),
+        ]
+        for (query, predicate) in cases {
+            let want = try expected(app, predicate)
+            let page = try list(app, key, query + (query.isEmpty ? "" : "&") + "limit=200")
+            #expect(ids(page) == want, "\(query)")
+            #expect(page["nextCursor"] is NSNull, "\(query)")
+        }
+        let orange = try #require(
+            (try list(app, key, "flow=orange&limit=1")["attempts"] as? [[String: Any]])?.first)
+        #expect(orange["decidedBy"] as? [String] == ["t.orange"])
+        #expect(orange["rules"] as? [String] == ["t.orange", "t.yellow"])
+    }
+
+    @Test("Cursor pages walk the whole list once, in order, across attempts sharing a time")
+    func pages() throws {
+        let app = try TestApplication()
+        try Self.seed(app)
+        let key = try app.apiKey(role: .analyst)
+        for (query, predicate) in [("", "true"), ("rule=t.yellow&", #"hits @> '[{"rule":"t.yellow"}]'"#)] {
+            var walked: [String] = []
+            var cursor: String?
+            var pages = 0
+            repeat {
+                let page = try list(app, key, query + "limit=7" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                #expect(ids(page).count == 7 || page["nextCursor"] is NSNull)
+                walked += ids(page)
+                cursor = page["nextCursor"] as? String
+                pages += 1
+            } while cursor != nil && pages < 50
+            let want = try expected(app, predicate)
+            #expect(walked == want, "\(query)")
+            #expect(pages == (want.count + 6) / 7)
+        }
+    }
+
+    @Test("format=csv lists the same attempts, one line each, with the columns an analyst reads")
+    func csv() throws {
+        let app = try TestApplication()
+        try Self.seed(app)
+        let key = try app.apiKey(role: .analyst)
+        let response = try app.client.get(
+            "/v1/admin/attempts?format=csv&flow=orange&channel=tsp", headers: AdminFixtures.bearer(key))
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "text/csv; charset=utf-8")
+        #expect(response.header("Content-Disposition")?.contains("attempts.csv") == true)
+        let lines = response.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        #expect(lines.first == "attempt_id,time,channel,flow,decided_by,card_last_four,customer_id,device_id")
+        let want = try app.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT a.attempt_id::text || ',' || to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                       || ',' || a.channel || ',' || a.flow || ',t.orange,' || c.last_four || ',' || a.customer_id
+                       || ',' || a.device_id AS line
+                FROM provisioning_attempts a JOIN cards c ON c.card_id = a.card_id
+                WHERE a.flow = 'orange' AND a.channel = 'tsp' ORDER BY a.created_at DESC, a.attempt_id DESC
+                """
+            ).map { try $0.decode("line", as: String.self) }
+        }
+        #expect(!want.isEmpty)
+        #expect(Array(lines.dropFirst()) == want)
+        // The whole list, past one chunk of the export's reads.
+        let all = try app.client.get("/v1/admin/attempts?format=csv", headers: AdminFixtures.bearer(key))
+        #expect(all.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == 91)
+    }
+
+    @Test("An unknown parameter or a value the list cannot read is a 400 naming it, never ignored")
+    func badParameters() throws {
+        let app = try TestApplication()
+        let key = try app.apiKey(role: .analyst)
+        for (query, field) in [
+            ("sinse=2026-01-01T00:00:00Z", "sinse"), ("since=yesterday", "since"), ("until=2026-13-01", "until"),
+            ("since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z", "since"), ("since=", "since"),
+            ("flow=red", "flow"), ("flow=", "flow"), ("channel=fax", "channel"), ("rule=a%20b", "rule"),
+            ("rule=", "rule"), ("decidedBy=x%3By", "decidedBy"), ("customerId=", "customerId"),
+            ("deviceId=a%20b", "deviceId"), ("cursor=nonsense", "cursor"), ("cursor=MTIz", "cursor"),
+            ("limit=0", "limit"), ("limit=201", "limit"), ("format=xml", "format"),
+            ("format=csv&limit=10", "limit"), ("q=4111111111111111", "q"),
+        ] {
+            let response = try app.client.get("/v1/admin/attempts?\(query)", headers: AdminFixtures.bearer(key))
+            #expect(response.status == 400, "\(query): \(response.text)")
+            let error = response.errorEnvelope()
+            #expect(error?["code"] as? String == "invalid_request", "\(query)")
+            #expect(error?["field"] as? String == field, "\(query): \(response.text)")
+        }
+    }
+}
