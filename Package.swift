@@ -132,9 +132,12 @@ let package = Package(
             dependencies: [
                 "IssuerdCore", "IssuerdWire", "IssuerdCrypto", "IssuerdPostgres", "IssuerdHTTP", "IssuerdRisk",
                 "IssuerdAPI", "IssuerdPKCS11",
-                "IssuerdHistory", "IssuerdImport", "IssuerdKeys",
-            ]
+                "IssuerdHistory", "IssuerdImport", "IssuerdKeys", "IssuerdStorage",
+            ],
+            // The version and commit it is built from (issuerd --version, /metrics, User-Agent).
+            plugins: ["BuildInfoPlugin"]
         ),
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         .executableTarget(
             name: "issuerd-bench",
             dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdRisk", "IssuerdPKCS11"]

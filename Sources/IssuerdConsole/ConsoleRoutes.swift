@@ -19,6 +19,9 @@ package enum ConsoleRoutes {
         ("/console/cases", "cases", "Review queue"),
         ("/console/cases/{caseId}", "case", "Case"),
         ("/console/backtest", "backtest", "Backtest"),
+        ("/console/changes", "changes", "Rule changes"),
+        ("/console/changes/{changeId}", "change", "Rule change"),
+        ("/console/audit", "audit", "Audit log"),
     ]
 
     /// One route of the console: what the API's route table registers behind its error mapping.

@@ -40,7 +40,7 @@ package struct RulesetStatusView: Encodable, Sendable {
         package var at: Date
         /// `<actor> via <trigger>`.
         package var by: String
-        /// `replaced`, `unchanged` or `failed` (its errors are in `lastFailedReload` until a
+        /// `replaced`, `unchanged`, `proposed` or `failed` (its errors are in `lastFailedReload` until a
         /// later reload succeeds).
         package var result: String
         /// The version serving after it.
@@ -55,16 +55,20 @@ package struct RulesetStatusView: Encodable, Sendable {
     }
 
     package struct ReloadView: Encodable, Sendable {
-        /// `replaced` or `unchanged`.
+        /// `replaced`, `unchanged`, or `proposed` (approval required: `version` waits for approval,
+        /// `previousVersion` keeps serving).
         package var result: String
         package var previousVersion: String
         package var version: String
+        /// The change proposed (`proposed` only; absent when the version was already proposed).
+        package var changeId: String?
 
         /// Creates the value from every stored property.
-        package init(result: String, previousVersion: String, version: String) {
+        package init(result: String, previousVersion: String, version: String, changeId: String? = nil) {
             self.result = result
             self.previousVersion = previousVersion
             self.version = version
+            self.changeId = changeId
         }
     }
 

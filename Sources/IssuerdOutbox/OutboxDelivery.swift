@@ -29,22 +29,25 @@ package struct OutboxDelivery: Sendable {
     ///   - tspWebhookURL: `ISSUERD_TSP_WEBHOOK_URL`, if set; `tspSecret` signs its calls.
     ///   - settings: The outbox's settings (the HTTP timeout).
     ///   - customerService: Mastercard's Customer Service API, if configured.
+    ///   - userAgent: The `User-Agent` of the webhook calls (``BuildInfo/userAgent``).
     package init(
         notify: NotifySetting, tspWebhookURL: URL?, tspSecret: Redacted<String>, settings: OutboxSettings,
-        customerService: CustomerServiceDelivery? = nil, sealer: OutboxSealer, clock: @escaping @Sendable () -> Date
+        customerService: CustomerServiceDelivery? = nil, sealer: OutboxSealer, clock: @escaping @Sendable () -> Date,
+        userAgent: String = BuildInfo.unknown.userAgent
     ) {
         self.customerService = customerService
         self.notify = notify
         switch notify {
         case .webhook(let url, let secret):
-            notifyWebhook = WebhookClient(url: url, secret: secret.unsafeValue, timeout: settings.httpTimeout)
+            notifyWebhook = WebhookClient(
+                url: url, secret: secret.unsafeValue, timeout: settings.httpTimeout, userAgent: userAgent)
             logFile = nil
         case .log(let path):
             notifyWebhook = nil
             logFile = AppendOnlyFile(path: path)
         }
         tspWebhook = tspWebhookURL.map {
-            WebhookClient(url: $0, secret: tspSecret.unsafeValue, timeout: settings.httpTimeout)
+            WebhookClient(url: $0, secret: tspSecret.unsafeValue, timeout: settings.httpTimeout, userAgent: userAgent)
         }
         self.sealer = sealer
         self.clock = clock

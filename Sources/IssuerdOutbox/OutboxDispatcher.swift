@@ -31,6 +31,11 @@ package final class OutboxDispatcher: Sendable {
             "issuerd_outbox_deliveries_total",
             help: "Outbox delivery tries by kind and result (delivered, retry, dead).",
             labels: ["kind", "result"])
+        // Every series from the first scrape, at 0 until something happens: an alert on a rate
+        // or an absence needs the series to exist.
+        for kind in OutboxKind.allCases {
+            for result in ["delivered", "retry", "dead"] { deliveries.initialize(labels: [kind.rawValue, result]) }
+        }
         metrics.gauge(
             "issuerd_outbox_backlog", help: "Outbox messages by kind and status.", labels: ["kind", "status"]
         ) {
@@ -38,7 +43,23 @@ package final class OutboxDispatcher: Sendable {
             guard let counts = try? database.withConnection({ try OutboxStore.counts(connection: $0) }) else {
                 return []
             }
-            return counts.map { ([$0.kind, $0.status], Double($0.count)) }
+            var samples: [[String]: Double] = [:]
+            for kind in OutboxKind.allCases {
+                for status in ["pending", "delivered", "dead"] { samples[[kind.rawValue, status]] = 0 }
+            }
+            for count in counts { samples[[count.kind, count.status]] = Double(count.count) }
+            return samples.map { ($0.key, $0.value) }
+        }
+        metrics.gauge(
+            "issuerd_outbox_oldest_age_seconds",
+            help: "Seconds the oldest pending outbox message of each kind has waited (0 when none waits).",
+            labels: ["kind"]
+        ) {
+            guard let ages = try? database.withConnection({ try OutboxStore.oldestPendingAges(connection: $0) })
+            else { return [] }
+            var samples = Dictionary(uniqueKeysWithValues: OutboxKind.allCases.map { ($0.rawValue, 0.0) })
+            for age in ages { samples[age.kind] = max(0, age.seconds) }
+            return samples.map { ([$0.key], $0.value) }
         }
     }
 
@@ -104,7 +125,12 @@ package final class OutboxDispatcher: Sendable {
                 release(batch[index...].map(\.id))
                 break
             }
-            deliver(message)
+            // A message enqueued by a request is delivered as part of that request's trace.
+            if let stored = message.traceparent, let trace = TraceContext(traceparent: stored) {
+                TraceContext.run(trace) { deliver(message) }
+            } else {
+                deliver(message)
+            }
         }
         return batch.count
     }
@@ -149,7 +175,10 @@ package final class OutboxDispatcher: Sendable {
                 logger.warning("outbox outcome not recorded", metadata.merging(["error": "\(error)"]) { $1 })
             }
             deliveries.increment(labels: [message.kind.rawValue, delay == nil ? "dead" : "retry"])
-            logger.notice(
+            // A dead letter is a code or a token change that will never arrive: warning, so it
+            // shows where notices are filtered out.
+            logger.log(
+                delay == nil ? .warning : .notice,
                 delay == nil ? "outbox message dead-lettered" : "outbox delivery failed",
                 metadata.merging(["error": .string(summary)]) { $1 })
         }

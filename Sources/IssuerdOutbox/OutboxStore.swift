@@ -20,10 +20,13 @@ package enum OutboxStore {
         package var payload: PostgresJSON
         /// Tries including this one.
         package var attempts: Int
+        /// The `traceparent` of the request that enqueued it, carried by its delivery.
+        package var traceparent: String? = nil
     }
 
     /// Enqueues a message within the caller's transaction; a second message with the same
-    /// dedup key is dropped (the first one stands).
+    /// dedup key is dropped (the first one stands). The trace of the request this thread works
+    /// for (``TraceContext/current``) is stored with it, for its delivery.
     ///
     /// - Returns: Whether a row was inserted.
     @discardableResult
@@ -33,7 +36,8 @@ package enum OutboxStore {
         let json = try PostgresJSON(encoding: payload)
         return try connection.execute(
             """
-            INSERT INTO outbox (kind, dedup_key, payload) VALUES (\(kind.rawValue), \(dedupKey), \(json))
+            INSERT INTO outbox (kind, dedup_key, payload, traceparent)
+            VALUES (\(kind.rawValue), \(dedupKey), \(json), \(TraceContext.current?.traceparent))
             ON CONFLICT (dedup_key) DO NOTHING
             """) == 1
     }
@@ -51,14 +55,14 @@ package enum OutboxStore {
                 WHERE status = 'pending' AND next_attempt_at <= now() AND kind = ANY(\(kinds.map(\.rawValue)))
                 ORDER BY next_attempt_at, id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED)
-            RETURNING id, kind, dedup_key, payload, attempts
+            RETURNING id, kind, dedup_key, payload, attempts, traceparent
             """)
         return try rows.compactMap { row in
             guard let kind = OutboxKind(rawValue: try row.decode("kind")) else { return nil }
             return Claimed(
                 id: try row.decode("id"), kind: kind, dedupKey: try row.decode("dedup_key"),
                 payload: try row.decode("payload"),
-                attempts: try row.decode("attempts"))
+                attempts: try row.decode("attempts"), traceparent: try row.decode("traceparent"))
         }
     }
 
@@ -95,6 +99,17 @@ package enum OutboxStore {
             try connection.execute(
                 "UPDATE outbox SET status = 'dead', last_error = \(summary) WHERE id = \(id) AND status = 'pending'")
         }
+    }
+
+    /// How long the oldest pending message of each kind has waited, in seconds (only kinds with
+    /// one pending).
+    package static func oldestPendingAges(connection: PostgresConnection) throws -> [(kind: String, seconds: Double)] {
+        try connection.query(
+            """
+            SELECT kind, extract(epoch FROM now() - min(created_at))::float8 AS age
+            FROM outbox WHERE status = 'pending' GROUP BY kind
+            """
+        ).map { (try $0.decode("kind"), try $0.decode("age", as: Double.self)) }
     }
 
     /// Message counts by kind and status.

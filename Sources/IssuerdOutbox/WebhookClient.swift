@@ -17,10 +17,10 @@ package struct WebhookClient: Sendable {
     package let secret: String
     package let poster: HTTPPoster
 
-    package init(url: URL, secret: String, timeout: Duration) {
+    package init(url: URL, secret: String, timeout: Duration, userAgent: String = BuildInfo.unknown.userAgent) {
         self.url = url
         self.secret = secret
-        poster = HTTPPoster(timeout: timeout)
+        poster = HTTPPoster(timeout: timeout, userAgent: userAgent)
     }
 
     /// POSTs `body`, signed at `now`.
@@ -42,15 +42,20 @@ package struct WebhookClient: Sendable {
 
 /// One synchronous HTTP POST through Foundation's `URLSession` (no HTTP parser of our own).
 ///
-/// The call blocks the dispatcher's own thread, never Swift's cooperative pool.
+/// The call blocks the dispatcher's own thread, never Swift's cooperative pool. Every call names
+/// issuerd's version in `User-Agent` and, when it is made for a request (``TraceContext/current``),
+/// carries the request's `traceparent`.
 package struct HTTPPoster: Sendable {
     package let timeout: Duration
     package let session: URLSession
+    /// `issuerd/<version>` (``BuildInfo/userAgent``).
+    package let userAgent: String
     /// Answers longer than this are cut (the outbox reads statuses and short JSON errors only).
     package static let answerLimit = 65536
 
-    package init(timeout: Duration) {
+    package init(timeout: Duration, userAgent: String = BuildInfo.unknown.userAgent) {
         self.timeout = timeout
+        self.userAgent = userAgent
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout.timeInterval
         configuration.timeoutIntervalForResource = timeout.timeInterval
@@ -67,6 +72,10 @@ package struct HTTPPoster: Sendable {
             url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout.timeInterval)
         request.httpMethod = "POST"
         request.httpBody = Data(body)
+        request.setValue(userAgent, forHTTPHeaderField: "User-Agent")
+        if let trace = TraceContext.current {
+            request.setValue(trace.traceparent, forHTTPHeaderField: TraceContext.headerName)
+        }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
 
         let outcome = OutcomeBox()

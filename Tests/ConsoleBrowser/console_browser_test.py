@@ -653,9 +653,64 @@ def test_security_headers(c):
     check(not violations, "no CSP violation while walking the console: %r" % violations)
 
 
+GOVERNED = """rule test.governed_watch
+  title   "Watches added through the TSP (browser test)"
+  outcome yellow
+  reason  TEST_GOVERNED
+  owner   browser_test
+  mode    shadow
+  when    request.channel == "tsp" and device.type == "watch"
+end
+"""
+
+
+def test_rule_change(c):
+    """Propose (a rule file saved: the watcher proposes it, as ISSUERD_RULES_AUTHOR), review it
+    on the Rule changes pages, approve it as the analyst, and see it serve and in the audit log."""
+    path = os.path.join(RULES_DIR, "policy", "zz_browser_governed.rules")
+    with open(path, "w") as handle:
+        handle.write(GOVERNED)
+    deadline = datetime.now() + timedelta(seconds=30)
+    while not sql("SELECT change_id FROM rule_changes WHERE status = 'proposed'"):
+        check(datetime.now() < deadline, "the watcher did not propose the saved file within 30 s")
+        time.sleep(0.5)
+    change, version, proposer = sql("SELECT change_id, version, proposed_by FROM rule_changes WHERE status = 'proposed'").split("|")
+    check(proposer == "browser author", "proposed by ISSUERD_RULES_AUTHOR: " + proposer)
+    # Proposed, not served.
+    c.open("/console/rules")
+    check(c.css("#version").text == VERSION, "the proposal does not serve")
+    c.open("/console/changes?status=proposed")
+    row = c.css('#changes-table tr[data-change="%s"]' % change)
+    check("browser author" in row.text and "proposed" in row.text, "the list shows the proposal: " + row.text)
+    row.find_element(By.CSS_SELECTOR, "a").click()
+    c.wait.until(EC.url_contains("/console/changes/" + change))
+    diff = c.css('#diff-table tr[data-rule="test.governed_watch"]')
+    check("added" in diff.text and 'device.type == "watch"' in diff.text, "the diff shows the added rule: " + diff.text)
+    examples = c.css("#change-tests").text
+    passed = int(sql("SELECT tests ->> 'passed' FROM rule_changes WHERE change_id = '%s'" % change))
+    check("{:,} passed, 0 failed".format(passed) in examples, "the example results: " + examples)
+    backtest = c.css("#change-backtest").text.lower()
+    check("attempts replayed" in backtest or "another one is running" in backtest, "the backtest summary: " + backtest)
+    c.driver.save_screenshot(os.path.join(SHOTS, "console-change.png"))
+    c.css("#note").send_keys("shadow only; reviewed in the browser")
+    c.css("#approve").click()
+    c.wait.until(lambda d: d.find_elements(By.ID, "decided"))
+    stored = sql("SELECT status || '|' || decided_by || '|' || note FROM rule_changes WHERE change_id = '%s'" % change)
+    check(stored == "approved|browser analyst|shadow only; reviewed in the browser", "the approval is stored: " + stored)
+    c.wait.until(lambda d: d.find_elements(By.ID, "decision"))
+    c.open("/console/rules")
+    check(c.css("#version").text == version, "the approved version serves: %s (expected %s)" % (c.css("#version").text, version))
+    # Each step is in the audit log, shown on its page.
+    c.open("/console/audit?kind=rules")
+    actions = [row.get_attribute("data-action") for row in c.wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#audit-table tbody tr"))]
+    check("rules.approved" in actions and "rules.proposed" in actions, "the audit page lists the proposal and the approval: %s" % actions[:6])
+    approved = c.css('#audit-table tr[data-action="rules.approved"]').text
+    check("browser analyst" in approved and "test.governed_watch" in approved, "the approval's person and diff: " + approved)
+
+
 TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_failed_reload, test_decisions, test_rule_hits, test_attempts, test_card_number_in_link, test_attempt_page,
          test_review_queue,
-         test_backtest, test_layout, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
+         test_backtest, test_rule_change, test_layout, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
 
 
 def main():

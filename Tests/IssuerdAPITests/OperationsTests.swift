@@ -53,4 +53,57 @@ struct OperationsTests {
         }
         #expect(status == 200)
     }
+
+    @Test("Every series is on /metrics from the first scrape, at 0; every metric the alert rules read is one of them")
+    func seriesPresentAtZero() throws {
+        let app = try TestApplication(transport: .live)
+        let text = try app.client.get("/metrics").text
+        let build = TestApplication.build
+        #expect(text.contains(#"issuerd_build_info{version="\#(build.version)",commit="\#(build.commit)"} 1"#))
+        #expect(text.contains("issuerd_db_pool_timeouts_total 0\n"))
+        #expect(text.contains(#"issuerd_db_pool_wait_seconds_bucket{le="+Inf"} "#))
+        #expect(text.contains("issuerd_db_pool_wait_seconds_count "))
+        #expect(text.contains("issuerd_ready 1\n"))
+        #expect(text.contains("issuerd_audit_unsealed_oldest_age_seconds "))
+        for kind in ["notify", "tsp", "mdes_csapi"] {
+            #expect(text.contains(#"issuerd_outbox_oldest_age_seconds{kind="\#(kind)"} 0"#))
+            #expect(text.contains(#"issuerd_outbox_backlog{kind="\#(kind)",status="pending"} 0"#))
+            #expect(text.contains(#"issuerd_outbox_backlog{kind="\#(kind)",status="dead"} 0"#))
+            for result in ["delivered", "retry", "dead"] {
+                #expect(text.contains(#"issuerd_outbox_deliveries_total{kind="\#(kind)",result="\#(result)"} 0"#))
+            }
+        }
+
+        // deploy/prometheus/alerts.yml reads only metrics issuerd exports.
+        let alerts = try String(
+            contentsOf: TestApplication.repositoryRoot.appendingPathComponent("deploy/prometheus/alerts.yml"),
+            encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: "issuerd_[a-z_]+")
+        var names: Set<String> = []
+        for match in pattern.matches(in: alerts, range: NSRange(alerts.startIndex..., in: alerts)) {
+            var name = (alerts as NSString).substring(with: match.range)
+            for suffix in ["_bucket", "_count", "_sum"] where name.hasSuffix(suffix) { name.removeLast(suffix.count) }
+            names.insert(name)
+        }
+        #expect(names.count >= 7)
+        #expect(names.filter { !text.contains("# TYPE \($0) ") }.sorted() == [])
+    }
+
+    @Test("A pool wait is observed per borrowed connection, and a borrower that gives up is counted")
+    func poolWaitAndTimeouts() throws {
+        // One connection, and no background work that borrows it meanwhile.
+        let app = try TestApplication(
+            environment: [
+                "ISSUERD_DB_POOL_SIZE": "1", "ISSUERD_DB_ACQUIRE_TIMEOUT": "50ms", "ISSUERD_OUTBOX_DISPATCH": "false",
+                "ISSUERD_AUDIT_SEAL": "false",
+            ], transport: .live)
+        #expect(try app.client.get("/readyz").status == 200)
+        // Hold the only connection, so the next borrower gives up after 50 ms.
+        try app.application.database.withConnection { _ in
+            _ = try? app.application.database.withConnection { _ in }
+        }
+        let text = try app.client.get("/metrics").text
+        #expect(text.contains("issuerd_db_pool_timeouts_total 1\n"), "\(text)")
+        #expect(!text.contains("issuerd_db_pool_wait_seconds_count 0\n"))
+    }
 }

@@ -106,6 +106,43 @@ struct ActiveRulesetTests {
         #expect(active.status.lastReload?.result == .replaced(previous: good, current: current))
     }
 
+    @Test func aVersionWhoseExamplesFailIsRefusedAndTheOldOneKeepsServing() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("issuerd-risk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        try rule(when: "wallet.device_score <= 2").write(
+            to: root.appendingPathComponent("policy.rules"), atomically: true, encoding: .utf8)
+        let example = { (flow: String) in
+            "example \"a low device score steps up\"\n  given {\n    wallet.device_score: 1\n  }\n  expect \(flow)\nend\n"
+        }
+        let cases = root.appendingPathComponent("policy.cases")
+        try example("yellow").write(to: cases, atomically: true, encoding: .utf8)
+        let loader = RulesetLoader(directory: root, contentHasher: RulesetContent.fnv1a64)
+        let active = ActiveRuleset(try loader.loadTested().ruleset)
+        let good = active.status.version
+
+        // The rule file still compiles; only the example now expects another decision.
+        try example("orange").write(to: cases, atomically: true, encoding: .utf8)
+        #expect(throws: Never.self) { try loader.load() }
+        guard case .failed(let failure) = active.reload(from: loader, by: "watcher") else {
+            Issue.record("a version whose examples fail must not serve")
+            return
+        }
+        #expect(failure.message.contains(#"policy.cases:1:1: error: example "a low device score steps up" fails"#))
+        #expect(failure.message.contains("expected orange, got yellow"))
+        #expect(active.status.version == good)
+        #expect(active.status.lastFailure == failure)
+        do {
+            _ = try loader.loadTested()
+        } catch {
+            #expect(error.code == .examplesFailed)
+        }
+
+        try example("yellow").write(to: cases, atomically: true, encoding: .utf8)
+        #expect(active.reload(from: loader, by: "watcher") == .unchanged(version: good))
+        #expect(active.status.lastFailure == nil)
+    }
+
     @Test func aMissingDirectoryIsAnUnreadableFailure() {
         let loader = RulesetLoader(path: "/nonexistent/issuerd-rules", contentHasher: RulesetContent.fnv1a64)
         #expect(throws: RulesetError.self) { try loader.load() }

@@ -28,7 +28,7 @@ import tempfile
 
 TOOLCHAIN = {
     "Foundation", "FoundationNetworking", "FoundationEssentials", "Dispatch", "Synchronization", "Glibc", "Musl",
-    "Darwin", "XCTest", "Testing", "PassKit", "UIKit", "Security", "os",
+    "Darwin", "XCTest", "Testing", "PassKit", "UIKit", "Security", "os", "PackagePlugin",
 }
 IMPORT = re.compile(r"^\s*(?:@testable\s+|@_exported\s+|@_implementationOnly\s+|@preconcurrency\s+)*import\s+"
                     r"(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.M)

@@ -4,9 +4,9 @@
 ISSUERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 ISSUERD_DEBIAN_PACKAGES=(libssl-dev libpq-dev libmicrohttpd-dev libcurl4 postgresql openssl python3-venv curl libp11-kit-dev softhsm2 librnp-dev)
 # Only the tests need these (the console's browser test, the console script's syntax check, the
-# nginx mutual-TLS test of deploy/nginx-mdes.conf):
+# nginx mutual-TLS test of deploy/nginx-mdes.conf, promtool for deploy/prometheus/alerts.yml):
 # scripts/test installs them, scripts/run does not.
-ISSUERD_TEST_DEBIAN_PACKAGES=(chromium chromium-driver nodejs nginx)
+ISSUERD_TEST_DEBIAN_PACKAGES=(chromium chromium-driver nodejs nginx prometheus)
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

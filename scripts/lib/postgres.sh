@@ -59,3 +59,34 @@ pg_ensure_database() {
         psql -X -q -d postgres -c "CREATE DATABASE \"$name\"" >/dev/null || die "could not create database $name"
     fi
 }
+
+# pg_ensure_roles DATABASE OWNER SERVICE: the two roles of docs/configuration.md ("Database
+# roles"), both logging in over the socket. OWNER owns DATABASE and everything in its schema
+# public (taken over from a setup that predates the two roles, where the superuser owned it);
+# SERVICE exists and owns nothing there. `issuerd migrate` then `issuerd db grant --role SERVICE`,
+# as OWNER, complete the setup.
+pg_ensure_roles() {
+    local db="$1" owner="$2" service="$3"
+    psql -X -q -v ON_ERROR_STOP=1 -d postgres >/dev/null <<SQL || die "could not create the roles $owner and $service"
+DO \$\$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$owner') THEN CREATE ROLE "$owner" LOGIN; END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$service') THEN CREATE ROLE "$service" LOGIN; END IF;
+END \$\$;
+SQL
+    pg_ensure_database "$db"
+    psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<SQL || die "could not give $db to $owner"
+ALTER DATABASE "$db" OWNER TO "$owner";
+DO \$\$ DECLARE o record; BEGIN
+    -- Tables and views (their sequences follow), then the functions (the audit trigger's).
+    FOR o IN SELECT format('ALTER %s %I OWNER TO %I', CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'TABLE' END, c.relname, '$owner') AS sql
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm') AND c.relowner <> '$owner'::regrole
+               AND NOT c.relispartition
+    LOOP EXECUTE o.sql; END LOOP;
+    FOR o IN SELECT format('ALTER FUNCTION %s OWNER TO %I', p.oid::regprocedure, '$owner') AS sql
+             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = 'public' AND p.proowner <> '$owner'::regrole
+    LOOP EXECUTE o.sql; END LOOP;
+END \$\$;
+SQL
+}

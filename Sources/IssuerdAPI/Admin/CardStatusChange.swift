@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
@@ -80,8 +81,9 @@ enum CardStatusChange {
                     tokenReference: token, action: action, reason: "card_\(status.rawValue)", cardId: cardID))
             try connection.execute(
                 """
-                INSERT INTO outbox (kind, dedup_key, payload, next_attempt_at)
-                VALUES ('tsp', \("tsp:\(token):\(action):\(statusChangeID)"), \(payload), \(now))
+                INSERT INTO outbox (kind, dedup_key, payload, next_attempt_at, traceparent)
+                VALUES ('tsp', \("tsp:\(token):\(action):\(statusChangeID)"), \(payload), \(now),
+                        \(TraceContext.current?.traceparent))
                 """)
         }
         var details = ["from": previous.rawValue, "to": status.rawValue, "tokensAffected": String(tokens.count)]

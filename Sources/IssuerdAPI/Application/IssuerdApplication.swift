@@ -38,6 +38,20 @@ public final class IssuerdApplication: Sendable {
         self.logger = logger
         let metrics = MetricsRegistry()
         self.metrics = metrics
+        let build = configuration.build
+        metrics.gauge(
+            "issuerd_build_info", help: "The running build's version and commit (value always 1).",
+            labels: ["version", "commit"]
+        ) { [([build.version, build.commit], 1)] }
+        let poolWait = metrics.histogram(
+            "issuerd_db_pool_wait_seconds",
+            help: "How long requests waited for a database connection (for a free one, or to open one).",
+            buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
+        poolWait.initialize()
+        let poolTimeouts = metrics.counter(
+            "issuerd_db_pool_timeouts_total",
+            help: "Requests that got no database connection within ISSUERD_DB_ACQUIRE_TIMEOUT (answered 503).")
+        poolTimeouts.initialize()
         let database = PostgresPool(
             configuration: PostgresPoolConfiguration(
                 connectionString: configuration.databaseURL.unsafeValue,
@@ -45,7 +59,9 @@ public final class IssuerdApplication: Sendable {
                 acquireTimeout: configuration.databaseAcquireTimeout,
                 connectTimeout: .seconds(2), deadPeerTimeout: configuration.databaseDeadPeerTimeout,
                 statementTimeout: configuration.databaseStatementTimeout),
-            logger: logger.labelled("issuerd.postgres"))
+            logger: logger.labelled("issuerd.postgres"),
+            observer: PostgresPoolObserver(
+                acquired: { poolWait.observe($0.timeInterval) }, timedOut: { poolTimeouts.increment() }))
         self.database = database
         metrics.gauge("issuerd_db_pool_connections", help: "Database pool connections by state.", labels: ["state"]) {
             let statistics = database.statistics
@@ -59,11 +75,16 @@ public final class IssuerdApplication: Sendable {
             configuration: configuration, database: database, metrics: metrics, logger: logger, clock: clock)
         self.context = context
         let rules = context.rules
-        rulesWatcher = RulesFileWatcher(directory: rules.loader.directory) { rules.reload(trigger: "watcher") }
+        rulesWatcher = RulesFileWatcher(
+            directory: rules.loader.directory, onPoll: { rules.follow() },
+            onChange: { rules.reload(trigger: "watcher") })
         let readiness = Readiness(
             probes: [Self.databaseProbe(database), Self.rulesProbe(rules)]
                 + (context.hsm.map { [Self.hsmProbe($0)] } ?? []),
             rulesetVersion: { rules.current.version })
+        metrics.gauge("issuerd_ready", help: "1 while /readyz would answer 200, else 0 (read at scrape time).") {
+            [([], readiness.evaluate().ready ? 1 : 0)]
+        }
         var table = RouteTable(
             admission: context.admission(for:),
             repeatedLogs: RepeatedLogLimiter(interval: configuration.logRepeatInterval))
@@ -73,6 +94,8 @@ public final class IssuerdApplication: Sendable {
         TSPRoutes.register(in: &table, context: context)
         AdminRoutes.register(in: &table, context: context)
         RulesRoutes.register(in: &table, context: context)
+        RuleChangeRoutes.register(in: &table, context: context)
+        AuditRoutes.register(in: &table, context: context)
         StepUpRoutes.register(in: &table, context: context)
         AttemptRoutes.register(in: &table, context: context)
         OutcomeRoutes.register(in: &table, context: context)
@@ -103,9 +126,9 @@ public final class IssuerdApplication: Sendable {
             customerService: try configuration.mdesCustomerService.map {
                 CustomerServiceDelivery(
                     settings: $0, signingKey: try Self.customerServiceSigner($0, hsm: context.hsm),
-                    timeout: configuration.outbox.httpTimeout)
+                    timeout: configuration.outbox.httpTimeout, userAgent: build.userAgent)
             },
-            sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock)
+            sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock, userAgent: build.userAgent)
         self.outbox = OutboxDispatcher(
             database: database, settings: configuration.outbox, delivery: delivery, metrics: metrics,
             logger: logger.labelled("issuerd.outbox"))
@@ -134,14 +157,14 @@ public final class IssuerdApplication: Sendable {
             LifecycleService(
                 "database",
                 start: {
-                    guard configuration.migrateOnStart else { return }
-                    let applied = try Migrator(
-                        directory: URL(fileURLWithPath: configuration.sqlDirectory),
-                        logger: logger.labelled("issuerd.migrate")
-                    )
-                    .migrate(using: database)
-                    if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
+                    if configuration.migrateOnStart {
+                        let applied = try Self.migrate(configuration: configuration, database: database, logger: logger)
+                        if !applied.isEmpty { logger.info("applied migrations", ["count": .int(applied.count)]) }
+                    }
+                    Self.reportExcessPrivileges(database: database, logger: logger)
                 }, stop: { _ in database.close() }),
+            // After the migrations, before requests: under approval the approved rules serve.
+            LifecycleService("rules approval", start: { try context.rules.startApproval() }, stop: { _ in }),
             LifecycleService("backtest jobs", start: {}, stop: { context.backtestJobs.stop(timeout: $0.timeInterval) }),
             // A waiting request dropped, a running one waited for.
             LifecycleService("backtest read-ahead", start: {}, stop: { context.backtestPreparation.stop(timeout: $0) }),
@@ -185,6 +208,40 @@ public final class IssuerdApplication: Sendable {
             }
         }
         logger.info("issuerd listening", ["address": "\(configuration.listen)", "port": .int(server.port)])
+    }
+
+    /// Applies pending migrations at start; a role refused the DDL (the service role) is told
+    /// to leave that to `issuerd migrate` as the owner.
+    private static func migrate(
+        configuration: IssuerdConfiguration, database: PostgresPool, logger: Logger
+    ) throws -> [AppliedMigration] {
+        do {
+            return try Migrator(
+                directory: URL(fileURLWithPath: configuration.sqlDirectory), logger: logger.labelled("issuerd.migrate")
+            )
+            .migrate(using: database)
+        } catch var error as PostgresError where error.sqlState == "42501" {
+            error.message +=
+                "; migrations are pending and this role may not apply them: run issuerd migrate with ISSUERD_MIGRATE_DATABASE_URL (the owner role) first"
+            throw error
+        }
+    }
+
+    /// One warning line when the role serving holds more than serving needs (owns tables, may
+    /// run DDL or edit the audit log): what `issuerd db grant` gives a service role is the bar.
+    private static func reportExcessPrivileges(database: PostgresPool, logger: Logger) {
+        guard
+            let (role, excess) = try? database.withConnection({ connection in
+                (
+                    try connection.query("SELECT current_user AS me").first?.decode("me", as: String.self) ?? "?",
+                    try ServiceRole.excess(on: connection)
+                )
+            }), !excess.isEmpty
+        else { return }
+        logger.warning(
+            "database role \(role) holds more than serving needs: \(excess.joined(separator: "; ")); "
+                + "serve as a role set up by issuerd db grant (docs/configuration.md, Database roles)",
+            ["role": .string(role)])
     }
 
     /// Reloads what can change without a restart (SIGHUP).

@@ -83,7 +83,8 @@ struct ServiceContext: Sendable {
         googlePay = try GooglePayCrypto(settings: configuration.googlePay, tav: crypto.tav, hsm: hsm)
         rules = try RulesService(
             directory: configuration.rulesDirectory, logger: logger.labelled("issuerd.rules"), metrics: metrics,
-            database: database, clock: clock)
+            database: database, approvalRequired: configuration.rulesApprovalRequired,
+            author: configuration.rulesAuthor, clock: clock)
         appTokens = try AppTokenVerifier(configuration.appJWT)
         tsp = try TSPAuthenticator(secret: configuration.tspHMACSecret.unsafeValue)
         consoleSessions = ConsoleSessions(database: database, settings: configuration.console, clock: clock)

@@ -41,6 +41,11 @@ public struct IssuerdConfiguration: Sendable {
     public var httpLimits: HTTPServerLimits
     /// Directory of the active rules (`ISSUERD_RULES_DIR`, default `rules`).
     public var rulesDirectory: String
+    /// Whether a new rules version waits for a second person's approval
+    /// (`ISSUERD_RULES_APPROVAL`: `off`, the default, or `required`).
+    public var rulesApprovalRequired: Bool
+    /// Who changes to the rule files are by (`ISSUERD_RULES_AUTHOR`); unset: the git commit's author.
+    public var rulesAuthor: String?
     /// Directory of the SQL migrations (`ISSUERD_SQL_DIR`, default `sql`).
     public var sqlDirectory: String
     /// Whether `serve` applies pending migrations at start (`ISSUERD_MIGRATE_ON_START`, default true).
@@ -92,6 +97,10 @@ public struct IssuerdConfiguration: Sendable {
     /// Google Pay push provisioning (`ISSUERD_MDES_MASTERCARD_*`, `ISSUERD_GOOGLE_OPC_*`).
     public var googlePay: GooglePaySettings
 
+    /// The running build (version and commit), for `/metrics` and outbound `User-Agent`s: stamped
+    /// by the executable, not read from a setting.
+    public var build = BuildInfo.unknown
+
     /// Reads and validates every setting.
     ///
     /// - Throws: ``ConfigurationError`` for the first missing or malformed setting.
@@ -111,6 +120,9 @@ public struct IssuerdConfiguration: Sendable {
         bodyLimit = try reader.integer("ISSUERD_BODY_LIMIT", default: 1 << 20, in: 1024...(64 << 20))
         httpLimits = try HTTPServerLimits(reader, threads: httpThreads)
         rulesDirectory = reader.string("ISSUERD_RULES_DIR") ?? "rules"
+        rulesApprovalRequired =
+            try reader.choice("ISSUERD_RULES_APPROVAL", default: "off", from: ["off", "required"]) == "required"
+        rulesAuthor = reader.string("ISSUERD_RULES_AUTHOR")
         sqlDirectory = reader.string("ISSUERD_SQL_DIR") ?? "sql"
         migrateOnStart = try reader.boolean("ISSUERD_MIGRATE_ON_START", default: true)
         appleTrust = try AppleTrustSetting(reader.string("ISSUERD_APPLE_TRUST") ?? "production")

@@ -69,9 +69,8 @@ package struct VisaPushSettings: Sendable {
 
     /// The secret in `path`, without one trailing newline (`echo SECRET > file`).
     ///
-    /// - Throws: ``ConfigurationError`` naming `key`: the file is missing, readable by its group
-    ///   or others (one line: `… a secret file must be mode 600 or 400`), empty or longer than
-    ///   ``maximumSecretLength``.
+    /// - Throws: ``ConfigurationError`` naming `key`: the file is missing, readable by group or
+    ///   others (one line naming its mode), empty or longer than ``maximumSecretLength``.
     package static func secretFile(_ path: String, key: String) throws -> [UInt8] {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigurationError(key: key, problem: "must name a readable file holding the shared secret: \(path)")

@@ -21,17 +21,21 @@ enum RulesRoutes {
 
         table.add(.post, "/v1/admin/rules/reload") { request in
             let principal = try context.apiKeys.authenticate(request, roles: [.admin])
-            let result = context.rules.reload(trigger: "api", actor: principal.auditActor)
+            let outcome = context.rules.reload(trigger: "api", actor: principal.auditActor, person: principal.name)
             let reload: RulesetStatusView.ReloadView
-            switch result {
+            switch outcome.result {
             case .failed(let failure):
                 throw rulesetInvalid(
                     RulesetFailureView(failure),
-                    message: "the rule files do not compile; the previous ruleset keeps serving")
+                    message: "the rule files do not compile or their examples fail; the previous ruleset keeps serving")
             case .replaced(let previous, let current):
-                reload = .init(result: result.name, previousVersion: previous, version: current)
+                reload = .init(result: outcome.result.name, previousVersion: previous, version: current)
             case .unchanged(let version):
-                reload = .init(result: result.name, previousVersion: version, version: version)
+                reload = .init(result: outcome.result.name, previousVersion: version, version: version)
+            case .proposed(let serving, let proposed):
+                reload = .init(
+                    result: outcome.result.name, previousVersion: serving, version: proposed,
+                    changeId: outcome.change?.changeId.uuidString.lowercased())
             }
             var view = try context.database.withConnection { connection in
                 try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)

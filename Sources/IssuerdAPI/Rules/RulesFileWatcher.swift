@@ -26,6 +26,7 @@ final class RulesFileWatcher: Sendable {
     private let directory: URL
     private let interval: Duration
     private let onChange: @Sendable () -> Void
+    private let onPoll: @Sendable () -> Void
     // Guarded by Mutex: start/stop bookkeeping shared with the polling thread.
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
@@ -36,10 +37,16 @@ final class RulesFileWatcher: Sendable {
     /// - Parameters:
     ///   - directory: The rules directory.
     ///   - interval: Time between two polls.
-    ///   - onChange: Called once per settled change; typically ``RulesService/reload(trigger:actor:)``.
-    init(directory: URL, interval: Duration = .milliseconds(500), onChange: @escaping @Sendable () -> Void) {
+    ///   - onPoll: Called on every poll, before the directory is looked at; typically
+    ///     ``RulesService/follow()`` (an approved change to serve).
+    ///   - onChange: Called once per settled change; typically ``RulesService/reload(trigger:actor:person:)``.
+    init(
+        directory: URL, interval: Duration = .milliseconds(500), onPoll: @escaping @Sendable () -> Void = {},
+        onChange: @escaping @Sendable () -> Void
+    ) {
         self.directory = directory
         self.interval = interval
+        self.onPoll = onPoll
         self.onChange = onChange
     }
 
@@ -83,6 +90,7 @@ final class RulesFileWatcher: Sendable {
         while true {
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(nanoseconds)))
             if state.withLock({ $0.stopRequested }) { return }
+            onPoll()
             let seen = Self.snapshot(of: directory)
             if seen == served {
                 pending = nil

@@ -122,9 +122,9 @@
   }
 
   function chrome() {
-    const links = [['rules', 'Ruleset'], ['decisions', 'Decisions'], ['rule-hits', 'Rule hits'], ['attempts', 'Attempts'], ['cases', 'Review queue'], ['backtest', 'Backtest']];
+    const links = [['rules', 'Ruleset'], ['decisions', 'Decisions'], ['rule-hits', 'Rule hits'], ['attempts', 'Attempts'], ['cases', 'Review queue'], ['backtest', 'Backtest'], ['changes', 'Changes'], ['audit', 'Audit']];
     document.getElementById('nav').replaceChildren(...links.map(([name, title]) =>
-      el('a', { href: '/console/' + name, cls: (page === name || (page === 'attempt' && name === 'attempts') || (page === 'case' && name === 'cases')) ? 'active' : '', text: title })));
+      el('a', { href: '/console/' + name, cls: (page === name || (page === 'attempt' && name === 'attempts') || (page === 'case' && name === 'cases') || (page === 'change' && name === 'changes')) ? 'active' : '', text: title })));
     const out = el('button', { id: 'sign-out', type: 'button', text: 'Sign out', onclick: async () => {
       const result = await api('DELETE', '/console/session');
       if (result.ok) location.assign('/console/sign-in?reason=signed-out');
@@ -503,6 +503,104 @@
       el('div', { cls: 'panel' }, el('h2', { text: "The customer's other attempts" }), others(result.json.customerAttempts, 'customer-attempts')));
   }
 
+  // ---- Rule changes (maker-checker) -------------------------------------------
+  const short = (version) => version ? version.replace(/^sha256:/, '').slice(0, 12) : '–';
+  const changeKind = { added: 'green', removed: 'orange', changed: 'yellow' };
+  function diffTable(diff, id) {
+    if (!diff.length) return el('div', { cls: 'muted', id, text: 'No rule changes (lists or examples only).' });
+    return table(['Rule', 'Change', 'Before', 'After'], diff.map((d) => el('tr', { 'data-rule': d.ruleId },
+      td(el('span', { cls: 'mono', text: d.ruleId })), td(badge(d.change, changeKind[d.change])),
+      td(d.before ? el('span', { cls: 'mono', text: d.before }) : '–'), td(d.after ? el('span', { cls: 'mono', text: d.after }) : '–'))), id);
+  }
+  async function changes() {
+    const status = params.get('status') || '';
+    const result = await api('GET', '/v1/admin/rules/changes?' + query({ status }));
+    if (!result.ok) return show(el('h1', { text: 'Rule changes' }), fail(errorText(result)));
+    const d = result.json;
+    const filter = el('div', { cls: 'filters panel', id: 'change-filters' },
+      ['', 'proposed', 'approved', 'rejected', 'superseded', 'failed'].map((s) => el('a', { href: '/console/changes' + (s ? '?status=' + s : ''), cls: 'queue' + (s === status ? ' active' : ''), text: s || 'all' })));
+    const rows = d.changes.map((c) => el('tr', { 'data-change': c.changeId, 'data-status': c.status },
+      td(el('a', { href: '/console/changes/' + c.changeId, cls: 'mono', text: short(c.version) })), td(badge(c.status, c.status === 'approved' ? 'green' : c.status === 'proposed' ? 'yellow' : 'orange')),
+      td(c.proposedBy), td(when(c.proposedAt)), td(c.decidedBy || '–'), td(fmt(c.diff.length), 'num'), td(`${fmt(c.tests.passed)} / ${fmt(c.tests.failed)}`, 'num')));
+    show(el('h1', { text: 'Rule changes' }),
+      el('div', { cls: 'sub', text: d.approvalRequired
+        ? 'A new version of the rules is proposed, reviewed, and serves only once someone other than its proposer approves it.'
+        : 'Approval is off here (ISSUERD_RULES_APPROVAL): a version that compiles and passes its examples serves on reload.' }),
+      filter, el('div', { cls: 'panel' }, el('h2', { text: 'Changes, newest first' }),
+        rows.length ? table(['Version', 'Status', 'Proposed by', 'Proposed', 'Decided by', 'Rules changed#', 'Examples passed / failed#'], rows, 'changes-table')
+          : el('div', { cls: 'muted', id: 'no-changes', text: 'No change.' })));
+  }
+  async function change() {
+    const id = decodeURIComponent(location.pathname.split('/').pop());
+    const result = await api('GET', '/v1/admin/rules/changes/' + encodeURIComponent(id));
+    if (!result.ok) return show(el('h1', { text: 'Rule change' }), fail(result.status === 404 ? 'No such change.' : errorText(result)));
+    const c = result.json, b = c.backtest;
+    const message = el('div', { id: 'change-message', role: 'status' });
+    const note = el('input', { id: 'note', name: 'note', size: 50, placeholder: 'why (kept in the audit log; no card numbers)' });
+    const decide = async (verb) => {
+      const answer = await api('POST', '/v1/admin/rules/changes/' + encodeURIComponent(id) + '/' + verb, { note: note.value });
+      if (!answer.ok) return message.replaceChildren(fail(errorText(answer)));
+      message.replaceChildren(el('div', { cls: 'notice', id: 'decided', text: verb === 'approve' ? 'Approved: every instance now serves this version.' : 'Rejected: the serving version stays.' }));
+      setTimeout(() => location.reload(), 600);
+    };
+    const mine = c.proposedBy.trim().toLowerCase() === session.name.trim().toLowerCase();
+    const actions = c.status === 'proposed'
+      ? el('div', { cls: 'filters' }, el('label', {}, 'Note', note),
+          el('button', { id: 'approve', type: 'button', text: 'Approve', disabled: mine, title: mine ? 'You proposed it: someone else approves it.' : null, onclick: () => decide('approve') }),
+          el('button', { id: 'reject', type: 'button', cls: 'secondary', text: 'Reject', onclick: () => decide('reject') }),
+          mine ? el('span', { cls: 'muted', text: 'You proposed this change; another analyst approves it.' }) : null)
+      : el('div', { cls: 'kv' }, el('div', { text: 'Decided' }), el('div', { id: 'decision', text: c.decidedAt ? c.status + ' ' + when(c.decidedAt) + (c.decidedBy ? ' by ' + c.decidedBy : '') : c.status }),
+          el('div', { text: 'Note' }), el('div', { text: c.note || '–' }));
+    const flows = (f) => f ? `${fmt(f.green)} / ${fmt(f.yellow)} / ${fmt(f.orange)}` : '–';
+    const backtestPanel = !b ? el('div', { cls: 'panel muted', id: 'change-backtest', text: c.status === 'proposed' ? 'No backtest now (another one is running on this instance); reload the page in a moment.' : 'Backtests are shown while a change is proposed.' })
+      : b.skipped ? el('div', { cls: 'panel muted', id: 'change-backtest', text: b.skipped })
+        : el('div', { cls: 'panel', id: 'change-backtest' }, el('h2', { text: 'Backtest: the last 7 days, serving → this version' }),
+            el('div', { cls: 'tiles' }, tile('Attempts replayed', fmt(b.attemptsEvaluated)), tile('Change flow', fmt(b.changed), b.changed ? 'yellow' : 'green'),
+              tile('Serving green / yellow / orange', flows(b.serving), '', true), tile('Proposed green / yellow / orange', flows(b.candidate), '', true)),
+            b.performance ? backtestPerformance(b.performance) : el('div', { cls: 'muted', text: 'No attempt of the period has an outcome yet: nothing to measure precision against.' }));
+    const tests = c.tests;
+    show(el('h1', {}, 'Rule change ', el('span', { cls: 'mono', id: 'change-version', text: short(c.version) })),
+      el('div', { cls: 'sub', text: `Proposed by ${c.proposedBy} · ${when(c.proposedAt)}${c.gitCommit ? ' · git commit ' + c.gitCommit.slice(0, 12) : ''}` }),
+      el('div', { cls: 'tiles' }, tile('Status', c.status, c.status === 'approved' ? 'green' : c.status === 'proposed' ? 'yellow' : 'orange', true),
+        el('div', { cls: 'tile wide' }, el('div', { cls: 'label', text: 'Version' }), el('div', { cls: 'value small mono', text: c.version })),
+        el('div', { cls: 'tile wide' }, el('div', { cls: 'label', text: 'Replaces' }), el('div', { cls: 'value small mono', text: c.previousVersion || '–' }))),
+      el('div', { cls: 'panel', id: 'change-actions' }, el('h2', { text: 'Decide' }), actions, message),
+      el('div', { cls: 'panel' }, el('h2', { text: 'Rules changed' }), diffTable(c.diff, 'diff-table')),
+      el('div', { cls: 'panel', id: 'change-tests' }, el('h2', { text: 'Examples' }),
+        el('div', { text: `${fmt(tests.passed)} passed, ${fmt(tests.failed)} failed` + (tests.uncoveredRules && tests.uncoveredRules.length ? ` · no example makes these rules hit: ${tests.uncoveredRules.join(', ')}` : '') }),
+        tests.errors ? el('pre', { cls: 'diag', text: tests.errors.join('\n') }) : null),
+      backtestPanel);
+  }
+
+  // ---- Audit log ---------------------------------------------------------------
+  async function audit() {
+    const kind = params.has('kind') ? params.get('kind') : 'rules';
+    const result = await api('GET', '/v1/admin/audit?' + query({ kind, since: params.get('since'), before: params.get('before') }));
+    const form = sendingOnlyFilled(el('form', { cls: 'filters panel', method: 'GET', action: '/console/audit' },
+      el('label', {}, 'Kind', el('select', { name: 'kind' }, ['', 'rules', 'card', 'customer', 'apikey', 'token', 'case', 'keys', 'outcome', 'console'].map((k) => el('option', { value: k, selected: k === kind, text: k || 'all' })))),
+      el('label', {}, 'since (RFC 3339)', el('input', { name: 'since', size: 22, value: params.get('since') || '', placeholder: '2025-03-01T00:00:00Z' })),
+      el('button', { type: 'submit', text: 'Show' })));
+    if (!result.ok) return show(el('h1', { text: 'Audit log' }), form, fail(errorText(result)));
+    const d = result.json;
+    const summary = (e) => {
+      const x = e.details || {};
+      const parts = [];
+      if (x.previousVersion || x.version) parts.push(el('div', { cls: 'mono', text: short(x.previousVersion) + ' → ' + short(x.version) }));
+      if (x.gitCommit) parts.push(el('div', { cls: 'muted', text: 'git ' + x.gitCommit.slice(0, 12) }));
+      if (Array.isArray(x.diff) && x.diff.length) parts.push(el('div', {}, x.diff.map((c) => el('div', {}, badge(c.change, changeKind[c.change]), ' ', el('span', { cls: 'mono', text: c.ruleId })))));
+      if (x.error) parts.push(el('div', { cls: 'mono', text: x.error }));
+      if (x.note) parts.push(el('div', { text: '“' + x.note + '”' }));
+      if (!parts.length) parts.push(el('span', { cls: 'mono', text: JSON.stringify(x) }));
+      return parts;
+    };
+    const rows = d.entries.map((e) => el('tr', { 'data-action': e.action },
+      td(when(e.at)), td(el('span', { cls: 'mono', text: e.action })), td((e.details && e.details.person) || e.actor), td(el('span', { cls: 'mono', text: e.actor })), td(summary(e))));
+    const older = d.nextBefore ? el('a', { id: 'older', href: '/console/audit?' + query({ kind, since: params.get('since'), before: String(d.nextBefore) }), text: 'Older entries →' }) : null;
+    show(el('h1', { text: 'Audit log' }),
+      el('div', { cls: 'sub', text: 'Every change to rules, cards, customers and keys, newest first; the entries are hash-chained (issuerd audit verify).' }),
+      form, el('div', { cls: 'panel' }, rows.length ? table(['Time', 'Action', 'Person', 'Actor', 'What'], rows, 'audit-table') : el('div', { cls: 'muted', id: 'no-entries', text: 'No entry.' }), older));
+  }
+
   // ---- Backtest ----------------------------------------------------------------
   function backtest() {
     const files = el('div', { id: 'files' });
@@ -671,7 +769,7 @@
     if (!result.ok) return;
     session = result.json;
     chrome();
-    const pages = { rules, decisions, 'rule-hits': ruleHits, attempts, attempt, cases, case: reviewCase, backtest };
+    const pages = { rules, decisions, 'rule-hits': ruleHits, attempts, attempt, cases, case: reviewCase, backtest, changes, change, audit };
     try { await pages[page](); } catch (error) { if (error.message !== 'signed out') show(fail('The page could not be loaded: ' + error.message)); }
   }
   document.addEventListener('DOMContentLoaded', start);

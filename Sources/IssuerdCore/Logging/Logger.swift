@@ -78,6 +78,8 @@ public struct Logger: Sendable {
         guard level >= minimumLevel else { return }
         var merged = self.metadata
         merged.merge(metadata()) { _, new in new }
+        // Every line written while a request's work runs on this thread names its trace.
+        if merged["traceId"] == nil, let trace = TraceContext.current { merged["traceId"] = .string(trace.traceID) }
         handler.write(LogRecord(timestamp: Date(), level: level, label: label, message: message(), metadata: merged))
     }
 

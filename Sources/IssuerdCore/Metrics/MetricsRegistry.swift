@@ -203,6 +203,12 @@ public struct Counter: Sendable {
     public func increment(by amount: Double = 1, labels: [String] = []) {
         family.shard.samples.withLock { $0.values[labels, default: 0] += amount }
     }
+
+    /// Makes the sample with these label values exist at 0 (if it does not yet), so that it is
+    /// scraped before its first increment.
+    public func initialize(labels: [String] = []) {
+        family.shards[0].samples.withLock { $0.values[labels, default: 0] += 0 }
+    }
 }
 
 /// A value that goes up and down.
@@ -223,6 +229,18 @@ public struct Histogram: Sendable {
     public static let latencyBuckets: [Double] = [
         0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
+
+    /// Makes the distribution with these label values exist, every bucket at 0, so that it is
+    /// scraped before its first observation.
+    public func initialize(labels: [String] = []) {
+        let buckets = family.buckets
+        family.shards[0].samples.withLock { samples in
+            if samples.histograms[labels] == nil {
+                samples.histograms[labels] = MetricsRegistry.HistogramSample(
+                    counts: Array(repeating: 0, count: buckets.count))
+            }
+        }
+    }
 
     /// Records one observation.
     public func observe(_ value: Double, labels: [String] = []) {

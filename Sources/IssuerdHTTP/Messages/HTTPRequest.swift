@@ -23,7 +23,9 @@ public struct HTTPRequest: Sendable {
     public var requestId: String
     /// The peer's IP address, when known.
     public var remoteAddress: String?
-    /// A logger whose lines carry `requestId`.
+    /// The request's span of its trace: the caller's `traceparent` kept, or a new trace.
+    public var trace: TraceContext
+    /// A logger whose lines carry `requestId` and `traceId`.
     public var logger: Logger
     /// When the whole request had arrived, before it waited for a handler thread: what the
     /// request has waited since counts against the bounds on its later waits (the database's).
@@ -43,8 +45,9 @@ public struct HTTPRequest: Sendable {
     ///   - body: The body bytes.
     ///   - requestId: The request id; a fresh one when omitted.
     ///   - remoteAddress: The peer's IP address.
-    ///   - logger: The base logger; the request's copy adds `requestId` to every line.
+    ///   - logger: The base logger; the request's copy adds `requestId` and `traceId` to every line.
     ///   - receivedAt: When the request had arrived; now when omitted.
+    ///   - trace: The request's trace; resolved from its `traceparent` header when omitted.
     public init(
         method: HTTPMethod,
         path: String,
@@ -54,7 +57,8 @@ public struct HTTPRequest: Sendable {
         requestId: String = RequestIdentifier.generate(),
         remoteAddress: String? = nil,
         logger: Logger = .silent,
-        receivedAt: ContinuousClock.Instant = .now
+        receivedAt: ContinuousClock.Instant = .now,
+        trace: TraceContext? = nil
     ) {
         self.method = method
         self.path = path
@@ -65,7 +69,9 @@ public struct HTTPRequest: Sendable {
         self.route = ""
         self.requestId = requestId
         self.remoteAddress = remoteAddress
-        self.logger = logger.with(["requestId": .string(requestId)])
+        let trace = trace ?? TraceContext.resolve(headers[TraceContext.headerName])
+        self.trace = trace
+        self.logger = logger.with(["requestId": .string(requestId), "traceId": .string(trace.traceID)])
         self.receivedAt = receivedAt
     }
 }

@@ -1,3 +1,5 @@
+import IssuerdCore
+
 /// What the server remembers about one request between libmicrohttpd's calls for it.
 ///
 /// libmicrohttpd calls the access handler once for the headers, once per body chunk and once
@@ -8,6 +10,9 @@
 final class RequestState {
     let startedAt: ContinuousClock.Instant
     let requestId: String
+    /// The request's span (the caller's `traceparent` kept, or a new trace), answered in its
+    /// `traceparent` header.
+    let trace: TraceContext
     /// The method token as received (it may not be an ``HTTPMethod``).
     let methodToken: String
     /// The decoded path as received.
@@ -26,9 +31,10 @@ final class RequestState {
     /// Set while a handler thread runs the route (the connection is suspended meanwhile).
     var handoff: Handoff?
 
-    init(requestId: String, methodToken: String, path: String) {
+    init(requestId: String, trace: TraceContext, methodToken: String, path: String) {
         self.startedAt = ContinuousClock.now
         self.requestId = requestId
+        self.trace = trace
         self.methodToken = methodToken
         self.path = path
     }

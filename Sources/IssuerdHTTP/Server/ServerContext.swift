@@ -107,7 +107,7 @@ final class ServerContext: Sendable {
     ) -> MHD_Result {
         let requestId = RequestIdentifier.resolve(Self.header(connection, RequestIdentifier.headerName))
         let state = RequestState(
-            requestId: requestId,
+            requestId: requestId, trace: TraceContext.resolve(Self.header(connection, TraceContext.headerName)),
             methodToken: method.map { String(cString: $0) } ?? "",
             path: url.map { String(cString: $0) } ?? "/")
         slot.pointee = Unmanaged.passRetained(state).toOpaque()
@@ -129,7 +129,7 @@ final class ServerContext: Sendable {
                 HTTPRequest(
                     method: method, path: state.path, query: Self.query(connection),
                     headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), requestId: requestId,
-                    remoteAddress: Self.remoteAddress(connection), logger: logger))
+                    remoteAddress: Self.remoteAddress(connection), logger: logger, trace: state.trace))
         }
         if state.rejection == nil, let length, length > UInt64(bodyLimit) {
             state.rejection = (HTTPError.payloadTooLarge(limit: bodyLimit).response(), nil)
@@ -179,11 +179,11 @@ final class ServerContext: Sendable {
             method: method, path: state.path, query: Self.query(connection),
             headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), body: state.body,
             requestId: state.requestId, remoteAddress: Self.remoteAddress(connection), logger: logger,
-            receivedAt: .now)
+            receivedAt: .now, trace: state.trace)
         request.admitted = state.admitted
         state.body = []
         if router.runsInline(method, path: state.path) {
-            let (response, route) = router.dispatch(request)
+            let (response, route) = TraceContext.run(state.trace) { self.router.dispatch(request) }
             return queue(response, route: route, state: state, connection: connection)
         }
         // Off this network thread: the connection waits suspended while a handler thread runs
@@ -200,7 +200,8 @@ final class ServerContext: Sendable {
         let router = router
         let handed = request
         handlers.submit {
-            let (response, route) = router.dispatch(handed)
+            // The handler thread works for this request: its log lines and outbound calls carry its trace.
+            let (response, route) = TraceContext.run(handed.trace) { router.dispatch(handed) }
             handoff.settle(.answered(response, route: route))
         }
         return .YES
@@ -254,6 +255,7 @@ final class ServerContext: Sendable {
             defer { MHD_destroy_response(mhdResponse) }
             var headers = response.headers
             headers.set(RequestIdentifier.headerName, state.requestId)
+            headers.set(TraceContext.headerName, state.trace.traceparent)
             // libmicrohttpd computes Content-Length from the buffer (and for HEAD) itself.
             for field in headers where !HTTPHeaders.namesMatch(field.name, "Content-Length") {
                 if MHD_add_response_header(mhdResponse, field.name, field.value) != .YES {
@@ -286,6 +288,7 @@ final class ServerContext: Sendable {
                 "status": .int(status),
                 "durationMs": .double((seconds * 1_000_000).rounded() / 1_000),
                 "requestId": .string(state.requestId),
+                "traceId": .string(state.trace.traceID),
                 "bytesIn": .int(state.bytesIn),
                 "bytesOut": .int(bytesOut),
                 "remote": .string(Self.remoteAddress(connection) ?? "-"),

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdMDES
 import IssuerdPostgres
@@ -18,11 +19,14 @@ package struct CustomerServiceDelivery: Sendable {
     package let auditInfo: AuditInfo
 
     /// A delivery to `settings.baseURL`, signed by `signingKey` as `settings.consumerKey`.
-    package init(settings: MDESCustomerServiceSettings, signingKey: any RSASigningKey, timeout: Duration) {
+    package init(
+        settings: MDESCustomerServiceSettings, signingKey: any RSASigningKey, timeout: Duration,
+        userAgent: String = BuildInfo.unknown.userAgent
+    ) {
         client = CustomerServiceClient(
             baseURL: settings.baseURL.absoluteString,
             signer: MastercardOAuth1Signer(consumerKey: settings.consumerKey, signingKey: signingKey),
-            transport: URLSessionTransport(poster: HTTPPoster(timeout: timeout)))
+            transport: URLSessionTransport(poster: HTTPPoster(timeout: timeout, userAgent: userAgent)))
         auditInfo = settings.auditInfo
     }
 

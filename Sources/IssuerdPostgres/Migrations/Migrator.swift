@@ -65,6 +65,17 @@ public struct Migrator: Sendable {
     }
 
     private func migrate(_ files: [MigrationFile], on connection: PostgresConnection) throws -> [AppliedMigration] {
+        // Up to date: nothing to lock or create, so a role that may not run DDL (the service
+        // role, docs/configuration.md) starts; a changed or missing file still stops it.
+        if try Self.isRecorded(on: connection) {
+            let applied = try Self.recorded(on: connection)
+            let problems = problems(
+                files: files, checksums: try Self.checksums(of: files, on: connection), applied: applied)
+            guard problems.isEmpty else {
+                throw PostgresError(code: .migration, message: problems.joined(separator: "; "))
+            }
+            if files.allSatisfy({ applied[$0.version] != nil }) { return [] }
+        }
         try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
         try connection.execute(
@@ -96,9 +107,7 @@ public struct Migrator: Sendable {
     public func status(using pool: PostgresPool) throws -> [MigrationStatus] {
         let files = try MigrationFile.load(from: directory)
         return try pool.withConnection { connection in
-            let exists = try connection.query("SELECT to_regclass('issuerd_schema_migrations') IS NOT NULL AS present")
-            let applied =
-                try exists.first?.decode("present", as: Bool.self) == true ? Self.recorded(on: connection) : [:]
+            let applied = try Self.isRecorded(on: connection) ? Self.recorded(on: connection) : [:]
             let checksums = try Self.checksums(of: files, on: connection)
             var report: [MigrationStatus] = []
             for (file, checksum) in zip(files, checksums) {
@@ -136,6 +145,11 @@ public struct Migrator: Sendable {
             error.message = "migration \(file.fileName) failed: \(error.message)"
             throw error
         }
+    }
+
+    private static func isRecorded(on connection: PostgresConnection) throws -> Bool {
+        let exists = try connection.query("SELECT to_regclass('issuerd_schema_migrations') IS NOT NULL AS present")
+        return try exists.first?.decode("present", as: Bool.self) == true
     }
 
     private static func recorded(on connection: PostgresConnection) throws -> [Int: AppliedMigration] {

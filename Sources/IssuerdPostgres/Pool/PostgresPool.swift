@@ -19,15 +19,18 @@ public final class PostgresPool: @unchecked Sendable {
     private var state: PoolState<PostgresConnection>
     /// When a borrower last saw ``PostgresError/Code/insufficientResources``; guarded by `condition`.
     private var resourceFailure: ContinuousClock.Instant?
+    private let observer: PostgresPoolObserver?
 
     /// Creates a pool; no connection opens until the first borrower asks.
     ///
     /// - Parameters:
     ///   - configuration: Connection string, capacity and timeouts.
     ///   - logger: Receives debug lines about connections opened and discarded.
-    public init(configuration: PostgresPoolConfiguration, logger: Logger) {
+    ///   - observer: Told how long each borrower waited, and when one gave up (metrics).
+    public init(configuration: PostgresPoolConfiguration, logger: Logger, observer: PostgresPoolObserver? = nil) {
         self.configuration = configuration
         self.logger = logger
+        self.observer = observer
         self.state = PoolState(capacity: configuration.size)
     }
 
@@ -61,8 +64,9 @@ public final class PostgresPool: @unchecked Sendable {
         return resourceFailure
     }
 
-    /// Checks that the database can take a write that needs new space: a fresh table gets a row
-    /// (its file extended by a page, as a growing table's is), all rolled back. `SELECT 1` still
+    /// Checks that the database can take a write that needs new space: a fresh temporary table
+    /// gets a row (its file extended by a page, as a growing table's is), all rolled back.
+    /// Temporary, so the service role, which may not create tables in the schema, can run it. `SELECT 1` still
     /// answers on a full disk; this fails with ``PostgresError/Code/insufficientResources`` there.
     /// A success forgets ``lastResourceFailure``.
     ///
@@ -72,7 +76,7 @@ public final class PostgresPool: @unchecked Sendable {
         try withConnection { connection in
             try connection.execute(unsafeSQL: "BEGIN")
             defer { _ = try? connection.execute(unsafeSQL: "ROLLBACK") }
-            try connection.execute(unsafeSQL: "CREATE TABLE \(table) (probe integer)")
+            try connection.execute(unsafeSQL: "CREATE TEMPORARY TABLE \(table) (probe integer)")
             try connection.execute(unsafeSQL: "INSERT INTO \(table) VALUES (1)")
         }
         condition.lock()
@@ -222,7 +226,10 @@ public final class PostgresPool: @unchecked Sendable {
             )
         }
         let budget = waiting ? max(.zero, configuration.acquireTimeout - (scope?.waited ?? .zero)) : .zero
-        let deadline = ContinuousClock.now + budget
+        let started = ContinuousClock.now
+        let deadline = started + budget
+        // Only borrowers that wait are reported: a spare connection taken when free is no wait.
+        let observer = waiting ? observer : nil
         while true {
             condition.lock()
             var action = state.acquire()
@@ -230,6 +237,7 @@ public final class PostgresPool: @unchecked Sendable {
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
                     condition.unlock()
+                    observer?.timedOut()
                     throw PostgresError(
                         code: .poolTimeout,
                         message:
@@ -245,7 +253,10 @@ public final class PostgresPool: @unchecked Sendable {
 
             switch action {
             case .use(let connection):
-                if connection.isHealthyWhileIdle() { return connection }
+                if connection.isHealthyWhileIdle() {
+                    observer?.acquired(.now - started)
+                    return connection
+                }
                 logger.debug(
                     "postgres idle connection discarded", ["backend_pid": .int(Int(connection.backendProcessID))])
                 slotFreed()
@@ -260,11 +271,13 @@ public final class PostgresPool: @unchecked Sendable {
                             code: .unavailable,
                             message: "no time left to connect within \(configuration.acquireTimeout)")
                     }
-                    return try PostgresConnection(
+                    let connection = try PostgresConnection(
                         connectionString: configuration.connectionString, connectTimeout: connectTimeout,
                         deadPeerTimeout: configuration.deadPeerTimeout,
                         statementTimeout: configuration.statementTimeout,
                         logger: logger)
+                    observer?.acquired(.now - started)
+                    return connection
                 } catch {
                     slotFreed()
                     throw error
@@ -303,5 +316,20 @@ public final class PostgresPool: @unchecked Sendable {
     static func backoff(attempt: Int) -> TimeInterval {
         let base = 0.002 * Double(1 << min(max(attempt - 1, 0), 5))
         return base * Double.random(in: 0.5...1.5)
+    }
+}
+
+/// What a ``PostgresPool`` reports about its borrowers, for metrics: how long each waited for a
+/// connection (for a free one, and to open one), and each that gave up after the acquire timeout.
+public struct PostgresPoolObserver: Sendable {
+    /// A connection was lent after this wait.
+    public var acquired: @Sendable (Duration) -> Void
+    /// A borrower got ``PostgresError/Code/poolTimeout``.
+    public var timedOut: @Sendable () -> Void
+
+    /// Creates an observer from its two callbacks (called on the borrower's thread, unlocked).
+    public init(acquired: @escaping @Sendable (Duration) -> Void, timedOut: @escaping @Sendable () -> Void) {
+        self.acquired = acquired
+        self.timedOut = timedOut
     }
 }

@@ -8,7 +8,7 @@ import Synchronization
 /// serving and is remembered until the next successful one (for `/readyz`, metrics, the log).
 public final class ActiveRuleset: Sendable {
     // Guarded by Mutex: the serving ruleset and the reload bookkeeping change together.
-    private let state: Mutex<ActiveRulesetStatus>
+    fileprivate let state: Mutex<ActiveRulesetStatus>
 
     /// Starts serving `ruleset`.
     public init(_ ruleset: Ruleset, loadedAt: Date = Date(), loadedBy: String = "start-up") {
@@ -25,9 +25,10 @@ public final class ActiveRuleset: Sendable {
     public var status: ActiveRulesetStatus { state.withLock { $0 } }
 
     /// Reloads from `loader`'s directory, on behalf of `by` (kept as the serving version's
-    /// loader when it replaces it, and in ``ActiveRulesetStatus/lastReload``).
+    /// loader when it replaces it, and in ``ActiveRulesetStatus/lastReload``). A version whose
+    /// examples fail is refused like one that does not compile (``TestedRuleset``).
     public func reload(from loader: RulesetLoader, now: Date = Date(), by: String = "reload") -> ReloadResult {
-        reload(now: now, by: by) { () throws(RulesetError) -> Ruleset in try loader.load() }
+        reload(now: now, by: by) { () throws(RulesetError) -> Ruleset in try loader.loadTested().ruleset }
     }
 
     /// Reloads with `load`, which compiles a candidate ruleset.
@@ -60,6 +61,19 @@ public final class ActiveRuleset: Sendable {
                 status.loadedBy = by
                 result = .replaced(previous: previous, current: candidate.version)
             }
+            status.lastReload = ReloadRecord(time: now, by: by, result: result)
+            return result
+        }
+    }
+}
+
+extension ActiveRuleset {
+    /// Records a reload whose new version was proposed for approval instead of served: the
+    /// serving ruleset stays, and the reload is a success (any earlier failure is cleared).
+    public func recordProposal(of version: String, now: Date = Date(), by: String) -> ReloadResult {
+        state.withLock { status -> ReloadResult in
+            status.lastFailure = nil
+            let result = ReloadResult.proposed(serving: status.ruleset.version, proposed: version)
             status.lastReload = ReloadRecord(time: now, by: by, result: result)
             return result
         }
@@ -114,13 +128,16 @@ public enum ReloadResult: Sendable, Hashable {
     case unchanged(version: String)
     /// The candidate was refused; the previous ruleset keeps serving.
     case failed(ReloadFailure)
+    /// The candidate passed and waits for approval; `serving` keeps serving.
+    case proposed(serving: String, proposed: String)
 
-    /// `replaced`, `unchanged` or `failed`: the metric's label and the admin views' `result`.
+    /// `replaced`, `unchanged`, `failed` or `proposed`: the metric's label and the admin views' `result`.
     public var name: String {
         switch self {
         case .replaced: "replaced"
         case .unchanged: "unchanged"
         case .failed: "failed"
+        case .proposed: "proposed"
         }
     }
 }

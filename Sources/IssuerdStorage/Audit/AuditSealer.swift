@@ -28,6 +28,16 @@ package final class AuditSealer: Sendable {
             }
             return [([], Double(unsealed.count))]
         }
+        metrics.gauge(
+            "issuerd_audit_unsealed_oldest_age_seconds",
+            help: "Seconds the oldest committed audit entry has waited to be chained (0 when none waits)."
+        ) {
+            guard let unsealed = try? database.withConnection({ try AuditLog.unsealed(connection: $0) }) else {
+                return []
+            }
+            let now = Date().timeIntervalSince1970 * 1000
+            return [([], unsealed.oldestMilliseconds.map { max(0, (now - Double($0)) / 1000) } ?? 0)]
+        }
     }
 
     /// Starts the worker thread (once).

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// Dispatches `issuerd <command> …` to the registered commands.
 enum CommandLineTool {
@@ -6,6 +7,7 @@ enum CommandLineTool {
     static let commands: [Command] = [
         Command(ServeCommand.self),
         Command(MigrateCommand.self),
+        Command(DatabaseCommand.self),
         Command(AppleCommand.self),
         Command(DevCommand.self),
         Command(RulesCommand.self),
@@ -18,11 +20,15 @@ enum CommandLineTool {
         Command(HealthCommand.self),
     ]
 
+    /// The version and commit this binary was built from (Plugins/BuildInfoPlugin).
+    static let build = BuildInfo(version: GeneratedBuildInfo.version, commit: GeneratedBuildInfo.commit)
+
     static var usage: String {
         var text = """
             issuerd: Apple Pay in-app provisioning, add-card risk scoring and step-up verification.
 
             Usage: issuerd <command> [options]     (issuerd <command> --help for details)
+                   issuerd --version
 
             Commands:
 
@@ -41,6 +47,10 @@ enum CommandLineTool {
         guard let name = words.first, name != "--help", name != "-h", name != "help" else {
             print(usage, terminator: "")
             return words.isEmpty ? 2 : 0
+        }
+        if name == "--version" {
+            print("issuerd \(build.version) (commit \(build.commit))")
+            return 0
         }
         guard let command = commands.first(where: { $0.name == name }) else {
             let near = commands.map(\.name).filter { $0.hasPrefix(String(name.prefix(2))) }

@@ -2,10 +2,11 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 
-/// `issuerd migrate`: applies the numbered SQL files in `sql/` to `ISSUERD_DATABASE_URL`.
+/// `issuerd migrate`: applies the numbered SQL files in `sql/` as the owner role
+/// (`ISSUERD_MIGRATE_DATABASE_URL`, else `ISSUERD_DATABASE_URL`).
 enum MigrateCommand: CommandDefinition {
     static let name = "migrate"
-    static let summary = "apply the SQL migrations in sql/ to ISSUERD_DATABASE_URL"
+    static let summary = "apply the SQL migrations in sql/ as the owner role (ISSUERD_MIGRATE_DATABASE_URL)"
     static let usage = """
         issuerd migrate [--sql-dir DIR] [--status]
 
@@ -17,8 +18,11 @@ enum MigrateCommand: CommandDefinition {
           --status        list every migration as applied, pending, changed or missing; apply nothing
 
         Environment:
-          ISSUERD_DATABASE_URL   libpq URI or conninfo, e.g. postgresql://issuerd@localhost/issuerd
-          ISSUERD_SQL_DIR        the migrations folder when --sql-dir is not given (as `serve` reads it)
+          ISSUERD_MIGRATE_DATABASE_URL   the owner role's libpq URI or conninfo, e.g.
+                                         postgresql://issuerd_owner@localhost/issuerd; the tables
+                                         it creates are its own (docs/configuration.md, Database roles)
+          ISSUERD_DATABASE_URL           used when ISSUERD_MIGRATE_DATABASE_URL is not set
+          ISSUERD_SQL_DIR                the migrations folder when --sql-dir is not given (as `serve` reads it)
         """
 
     static func run(_ words: [String]) throws -> Int32 {
@@ -28,10 +32,7 @@ enum MigrateCommand: CommandDefinition {
             return 0
         }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
-        guard let url = ProcessInfo.processInfo.environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
-            throw CommandFailure(
-                "ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
-        }
+        let url = try ownerDatabaseURL()
         // The same folder `serve` migrates from: --sql-dir, else ISSUERD_SQL_DIR, else sql.
         let fromEnvironment = ProcessInfo.processInfo.environment["ISSUERD_SQL_DIR"].flatMap { $0.isEmpty ? nil : $0 }
         let directory = URL(fileURLWithPath: arguments.option("sql-dir") ?? fromEnvironment ?? "sql")
@@ -51,6 +52,18 @@ enum MigrateCommand: CommandDefinition {
         } catch let error as PostgresError {
             throw CommandFailure(error.message + (error.sqlState.map { " (SQLSTATE \($0))" } ?? ""))
         }
+    }
+
+    /// The owner role's connection: `ISSUERD_MIGRATE_DATABASE_URL`, else `ISSUERD_DATABASE_URL`
+    /// (one role for everything, as on a development machine).
+    static func ownerDatabaseURL() throws -> String {
+        let environment = ProcessInfo.processInfo.environment
+        for key in ["ISSUERD_MIGRATE_DATABASE_URL", "ISSUERD_DATABASE_URL"] {
+            if let url = environment[key], !url.isEmpty { return url }
+        }
+        throw CommandFailure(
+            "ISSUERD_MIGRATE_DATABASE_URL is not set (the owner role's libpq URI, e.g. postgresql://issuerd_owner@localhost/issuerd)"
+        )
     }
 
     private static func printStatus(_ report: [MigrationStatus]) -> Int32 {

@@ -16,6 +16,8 @@ enum RulesCommand: CommandDefinition {
           export --since T --until T   write PostgreSQL history as backtest JSONL (needs the database)
           explain ATTEMPT_ID           show a stored decision and re-run it with today's rules (needs the database)
           performance --since T --until T  each rule's precision, recall and step-ups against outcomes (needs the database)
+          propose [DIR] [--by NAME]    record DIR as a change waiting for approval (needs the database)
+          approve ID / reject ID       approve or reject a proposed change, as another person (needs the database)
 
         DIR defaults to ./rules. The language is documented in docs/rules.md.
         """
@@ -36,8 +38,13 @@ enum RulesCommand: CommandDefinition {
         case "explain": return try RulesHistoryCommands.explain(rest)
         case "export": return try RulesHistoryCommands.export(rest)
         case "performance": return try RulesPerformanceCommand.run(rest)
+        case "propose": return try RulesChangeCommands.propose(rest)
+        case "approve": return try RulesChangeCommands.decide(rest, approve: true)
+        case "reject": return try RulesChangeCommands.decide(rest, approve: false)
         default:
-            let near = ["check", "test", "backtest", "export", "explain", "performance"].filter {
+            let near = [
+                "check", "test", "backtest", "export", "explain", "performance", "propose", "approve", "reject",
+            ].filter {
                 $0.hasPrefix(String(subcommand.prefix(2)))
             }
             throw UsageError(

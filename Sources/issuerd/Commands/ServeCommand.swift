@@ -35,11 +35,12 @@ enum ServeCommand: CommandDefinition {
         // the signals arrive here, through sigwait, as ordinary values.
         let signals = try TerminationSignals.block()
 
-        let configuration: IssuerdConfiguration
+        var configuration: IssuerdConfiguration
         let reader: ConfigurationReader
         do {
             reader = try ConfigurationReader.layered(file: arguments.option("config"))
             configuration = try IssuerdConfiguration(reader)
+            configuration.build = CommandLineTool.build
         } catch let error as ConfigurationError {
             throw CommandFailure(error.description, status: ExitStatus.configuration)
         }

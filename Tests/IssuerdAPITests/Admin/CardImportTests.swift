@@ -572,7 +572,7 @@ struct CardImportTests {
     func killedProcess(signal: Int32) throws {
         let app = try TestApplication()
         let file = try bigFile(app, count: 20_000)
-        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
+        let environment = ["ISSUERD_DATABASE_URL": app.serviceConnectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
         // Interrupted once the COPY is under way.
         let (process, seen) = try interruptedImport(
             ["--progress-every", "1000", file.path], environment: environment, once: "cards import: 2000 cards",
@@ -654,7 +654,7 @@ struct CardImportTests {
                 FOR EACH ROW WHEN (NEW.card_id = 'card-1') EXECUTE FUNCTION test_slow_commit()
                 """)
         }
-        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
+        let environment = ["ISSUERD_DATABASE_URL": app.serviceConnectionString, "ISSUERD_MASTER_KEY": Self.masterKey]
         // 0.5 s after "committing": the COMMIT sent, the server in the trigger.
         let (process, seen) = try interruptedImport(
             [file.path], environment: environment, once: "cards import: committing", after: 0.5, signal: SIGINT)

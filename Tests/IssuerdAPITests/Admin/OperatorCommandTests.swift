@@ -38,7 +38,7 @@ struct OperatorCommandTests {
         let app = try TestApplication()
         let result = try CommandLineRunner.run(
             ["apikey", "create", "--role", "analyst", "--name", "fraud desk"],
-            environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
+            environment: ["ISSUERD_DATABASE_URL": app.serviceConnectionString])
         #expect(result.status == 0, "\(result.standardError)")
         let key = try #require(result.lastLine)
         #expect(key.hasPrefix("isk_"))
@@ -158,7 +158,7 @@ struct OperatorCommandTests {
     func importCommand() throws {
         let app = try TestApplication()
         let environment = [
-            "ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKeyV1,
+            "ISSUERD_DATABASE_URL": app.serviceConnectionString, "ISSUERD_MASTER_KEY": Self.masterKeyV1,
         ]
         let bad = try writeFile(app, [line(card: "c1", customer: "cust-a", serial: 1, extra: #","customer":{}"#), "{"])
         let failed = try CommandLineRunner.run(["cards", "import", bad.path], environment: environment)
@@ -175,7 +175,7 @@ struct OperatorCommandTests {
             !imported.standardOutput.contains(AdminFixtures.pan(serial: 1))
                 && !imported.standardError.contains(AdminFixtures.pan(serial: 1)))
         let missingKey = try CommandLineRunner.run(
-            ["cards", "import", good.path], environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
+            ["cards", "import", good.path], environment: ["ISSUERD_DATABASE_URL": app.serviceConnectionString])
         #expect(missingKey.status == 1)
         #expect(missingKey.standardError.contains("ISSUERD_MASTER_KEY:"))
     }
@@ -252,7 +252,7 @@ struct OperatorCommandTests {
         let rotated = try CommandLineRunner.run(
             ["keys", "rotate", "--batch-size", "10"],
             environment: [
-                "ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_MASTER_KEY": Self.masterKeyV2,
+                "ISSUERD_DATABASE_URL": app.serviceConnectionString, "ISSUERD_MASTER_KEY": Self.masterKeyV2,
                 "ISSUERD_MASTER_KEY_VERSION": "2", "ISSUERD_MASTER_KEY_PREVIOUS": "1:\(Self.masterKeyV1)",
             ])
         #expect(rotated.status == 0, "\(rotated.standardError)")

@@ -189,7 +189,7 @@ struct OutcomeTests {
         \(Self.first),,"fraud,analyst
 
         """.write(to: file, atomically: true, encoding: .utf8)
-        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString]
+        let environment = ["ISSUERD_DATABASE_URL": app.serviceConnectionString]
         let run = try CommandLineRunner.run(["outcomes", "import", file.path], environment: environment)
         #expect(run.status == 1, "\(run.standardOutput)\(run.standardError)")
         let lines = run.standardOutput.split(separator: "\n").map(String.init)

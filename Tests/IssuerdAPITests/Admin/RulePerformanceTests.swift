@@ -203,7 +203,7 @@ struct RulePerformanceTests {
 
         // The command line prints the same figures.
         let environment = [
-            "ISSUERD_DATABASE_URL": app.database.connectionString, "ISSUERD_OUTCOMES_LABEL_MATURITY": "5d",
+            "ISSUERD_DATABASE_URL": app.serviceConnectionString, "ISSUERD_OUTCOMES_LABEL_MATURITY": "5d",
         ]
         let arguments = [
             "rules", "performance", "--since", RFC3339.string(since), "--until", RFC3339.string(until), "--rules",

@@ -11,7 +11,7 @@ import Testing
 struct AuditSealTests {
     private func verifyCommand(_ app: TestApplication, _ extra: [String] = []) throws -> CommandLineRunner.Result {
         try CommandLineRunner.run(
-            ["audit", "verify"] + extra, environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
+            ["audit", "verify"] + extra, environment: ["ISSUERD_DATABASE_URL": app.serviceConnectionString])
     }
 
     private func append(_ subject: String, at time: Date = Date(), pool: PostgresPool) throws {

@@ -32,7 +32,7 @@ struct AuditTamperTests {
 
     private func verifyCommand(_ app: TestApplication) throws -> CommandLineRunner.Result {
         try CommandLineRunner.run(
-            ["audit", "verify"], environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
+            ["audit", "verify"], environment: ["ISSUERD_DATABASE_URL": app.serviceConnectionString])
     }
 
     @Test(

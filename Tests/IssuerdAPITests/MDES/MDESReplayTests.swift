@@ -54,7 +54,7 @@ struct MDESReplayTests {
         for attempt in attempts {
             let explained = try CommandLineRunner.run(
                 ["rules", "explain", attempt.id.uuidString.lowercased(), "--rules", rulesDirectory],
-                environment: ["ISSUERD_DATABASE_URL": fixture.app.database.connectionString])
+                environment: ["ISSUERD_DATABASE_URL": fixture.app.serviceConnectionString])
             #expect(explained.status == 0, "\(explained.standardError)")
             #expect(
                 explained.lastLine?.hasPrefix("same outcome: \(attempt.flow)") == true, "\(explained.standardOutput)")

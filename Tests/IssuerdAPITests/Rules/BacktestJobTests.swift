@@ -174,7 +174,7 @@ struct BacktestJobTests {
                 "rules", "backtest", "--candidate", candidate.path, "--current", rules.path, "--since",
                 "2025-03-01T10:00:00Z", "--until", "2025-03-01T11:00:00Z", "--changed-csv", output.path,
             ],
-            environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
+            environment: ["ISSUERD_DATABASE_URL": app.serviceConnectionString])
         #expect(result.status == 0, "\(result.standardError)")
         let text = try String(contentsOf: output, encoding: .utf8)
         let lines = text.components(separatedBy: "\r\n").filter { !$0.isEmpty }

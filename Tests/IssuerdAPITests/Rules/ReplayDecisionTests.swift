@@ -261,7 +261,7 @@ struct ReplayDecisionTests {
             // And `issuerd rules explain`.
             let explained = try CommandLineRunner.run(
                 ["rules", "explain", id, "--rules", rulesDirectory],
-                environment: ["ISSUERD_DATABASE_URL": app.database.connectionString])
+                environment: ["ISSUERD_DATABASE_URL": app.serviceConnectionString])
             #expect(explained.status == 0, "\(explained.standardError)")
             #expect(
                 explained.lastLine?.hasPrefix("same outcome: orange") == true, "\(step): \(explained.standardOutput)")

@@ -132,6 +132,47 @@ struct RulesAdminTests {
         #expect(audited.first?.1.contains(#""trigger":"api""#) == true)
     }
 
+    @Test("A version whose examples fail is refused at reload (API and watcher); the old version keeps serving")
+    func failingExamplesAreRefusedAtReload() throws {
+        let rules = try RulesTestData.copyOfRules()
+        defer { try? FileManager.default.removeItem(at: rules) }
+        let app = try TestApplication(rulesDirectory: rules.path)
+        let auth = ["Authorization": "Bearer \(try app.apiKey(role: .admin))"]
+        let original = app.application.context.rules.current.version
+        // Compiles, but its example expects green where the rule steps up.
+        try RulesTestData.rule("zz.half_done", when: "wallet.device_score <= 0")
+            .write(to: rules.appendingPathComponent("policy/zz_half_done.rules"), atomically: true, encoding: .utf8)
+        try RulesTestData.example("half-done rule declines", given: "wallet.device_score: 0", expect: "green")
+            .write(to: rules.appendingPathComponent("examples/zz_half_done.cases"), atomically: true, encoding: .utf8)
+        #expect(throws: Never.self) {
+            try RulesetLoader(path: rules.path, contentHasher: RulesetVersioning.sha256).load()
+        }
+
+        // The watcher sees the files first or the call below does: either way nothing new serves.
+        let refused = try app.client.postJSON("/v1/admin/rules/reload", "{}", headers: auth)
+        #expect(refused.status == 422)
+        let error = try #require(refused.errorEnvelope())
+        #expect(error["code"] as? String == "ruleset_invalid")
+        let detail = try #require(error["detail"] as? String)
+        #expect(detail.hasPrefix(#"examples/zz_half_done.cases:1:1: error: example "half-done rule declines" fails"#))
+        #expect(detail.contains("expected green, got"))
+        #expect(app.application.context.rules.current.version == original)
+        let status = try #require(try app.client.get("/v1/admin/rules", headers: auth).jsonObject())
+        #expect(status["version"] as? String == original)
+        let failure = try #require(status["lastFailedReload"] as? [String: Any])
+        #expect((failure["error"] as? String)?.contains("half-done rule declines") == true)
+        // The watcher refuses it too, and keeps the old version.
+        try RulesTestData.example("half-done rule declines", given: "wallet.device_score: 0", expect: "green")
+            .appending("\n").write(
+                to: rules.appendingPathComponent("examples/zz_half_done.cases"), atomically: true, encoding: .utf8)
+        let watched = RulesTestData.eventually {
+            app.application.context.rules.active.status.lastReload?.by.hasSuffix("via watcher") == true
+        }
+        #expect(watched, "the watcher did not try the new files within 20 s")
+        #expect(app.application.context.rules.active.status.lastFailure != nil)
+        #expect(app.application.context.rules.current.version == original)
+    }
+
     @Test("The file watcher reloads a changed rules directory by itself")
     func watcherPicksUpAChange() throws {
         let rules = try RulesTestData.copyOfRules()

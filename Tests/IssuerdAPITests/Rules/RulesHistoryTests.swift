@@ -339,7 +339,7 @@ struct RulesHistoryTests {
         try FileManager.default.createDirectory(at: app.directory, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: rules, to: candidate)
         try Data(Self.candidate.utf8).write(to: candidate.appendingPathComponent("policy/zz_extra.rules"))
-        let environment = ["ISSUERD_DATABASE_URL": app.database.connectionString]
+        let environment = ["ISSUERD_DATABASE_URL": app.serviceConnectionString]
         let window = ["--since", "2025-03-01T10:00:00Z", "--until", "2025-03-01T11:00:00Z"]
         let result = try CommandLineRunner.run(
             ["rules", "backtest", "--candidate", candidate.path, "--current", rules.path] + window,

@@ -18,7 +18,7 @@ struct RulesReloadConcurrencyTests {
         let variants = [
             RulesTestData.rule("zz.variant_a", mode: "shadow", when: "wallet.device_score <= 0"),
             RulesTestData.rule("zz.variant_b1", mode: "shadow", when: "wallet.device_score <= 1")
-                + RulesTestData.rule("zz.variant_b2", mode: "shadow", when: "wallet.account_score <= 1"),
+                + RulesTestData.rule("zz.variant_b2", mode: "shadow", when: "wallet.account_score <= 0"),
         ]
         // The expected rule ids of each version, compiled independently of the server.
         var expected: [String: Set<String>] = [:]

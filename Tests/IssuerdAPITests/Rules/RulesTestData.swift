@@ -60,6 +60,11 @@ enum RulesTestData {
         return try condition()
     }
 
+    /// An example case (`*.cases`) with one `given` line.
+    static func example(_ name: String, given: String, expect flow: String) -> String {
+        "example \"\(name)\"\n  given {\n    \(given)\n  }\n  expect \(flow)\nend\n"
+    }
+
     /// A rule in the language of docs/rules.md.
     static func rule(_ id: String, outcome: String = "yellow", mode: String? = nil, when condition: String) -> String {
         """

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdOutbox
 import IssuerdPostgres
@@ -154,6 +155,25 @@ struct OutboxTests {
                 .decode("n", as: Int64.self)
         }
         #expect(audited == 1)
+    }
+
+    @Test("A dead-lettered message is logged at warning, a retried one at notice")
+    func deadLetterLoggedAtWarning() throws {
+        let receiver = try WebhookReceiver()
+        receiver.answer(500)
+        let lines = LineCollector()
+        let app = try StepUpFlowTests.webhookApp(
+            receiver, extra: ["ISSUERD_OUTBOX_MAX_ATTEMPTS": "2", "ISSUERD_OUTBOX_DISPATCH": "false"],
+            logger: Logger(label: "issuerd", minimumLevel: .debug, handler: lines))
+        try Self.enqueueTSP(app, count: 1, prefix: "warn")
+        #expect(try app.application.outbox.dispatchOnce() == 1)
+        try app.pool.withConnection { try $0.execute("UPDATE outbox SET next_attempt_at = now()") }
+        #expect(try app.application.outbox.dispatchOnce() == 1)
+        #expect(try Self.statuses(app) == ["dead": 1])
+        let retried = try #require(lines.lines.first { $0.contains("outbox delivery failed") })
+        #expect(retried.contains(#""level":"notice""#))
+        let dead = try #require(lines.lines.first { $0.contains("outbox message dead-lettered") })
+        #expect(dead.contains(#""level":"warning""#))
     }
 
     @Test("Without ISSUERD_TSP_WEBHOOK_URL TSP messages stay pending and visible, step-up codes still go out")

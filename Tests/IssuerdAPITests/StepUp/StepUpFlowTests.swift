@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdAuth
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
 import IssuerdTestSupport
@@ -15,14 +16,16 @@ struct StepUpFlowTests {
         "ISSUERD_OUTBOX_BACKOFF_MAX": "200ms",
     ]
 
-    static func webhookApp(_ receiver: WebhookReceiver, extra: [String: String] = [:]) throws -> TestApplication {
+    static func webhookApp(
+        _ receiver: WebhookReceiver, extra: [String: String] = [:], logger: Logger? = nil
+    ) throws -> TestApplication {
         var environment = fastOutbox
         environment["ISSUERD_NOTIFY_PROVIDER"] = "webhook"
         environment["ISSUERD_NOTIFY_WEBHOOK_URL"] = receiver.url + "/notify"
         environment["ISSUERD_NOTIFY_WEBHOOK_SECRET"] = "notify-secret-0123456789"
         environment["ISSUERD_TSP_WEBHOOK_URL"] = receiver.url + "/tsp"
         environment.merge(extra) { $1 }
-        return try TestApplication(environment: environment)
+        return try TestApplication(environment: environment, logger: logger)
     }
 
     /// Checks `X-Issuerd-Signature` of a received webhook against `secret`.

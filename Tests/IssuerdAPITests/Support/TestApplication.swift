@@ -12,8 +12,12 @@ import IssuerdTestSupport
 /// (``TestTransport``).
 ///
 /// Each instance owns its database and PKI, so suites run in parallel without sharing state.
+/// The application serves as the service role (``TestServiceRole``), as a deployment does,
+/// unless the test gives its own `ISSUERD_DATABASE_URL`; ``database`` and ``pool`` are the owner.
 final class TestApplication: @unchecked Sendable {  // immutable after init; the server is thread-safe
     let database: TestDatabase
+    /// The application's connection: the service role on ``database``, or the test's own URL.
+    let serviceConnectionString: String
     let application: IssuerdApplication
     let client: HTTPTestClient
     let pki: DevelopmentPKI
@@ -25,6 +29,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     let ownsDatabase: Bool
 
     /// The repository root (for `rules/` and `sql/`).
+    /// The build every test instance reports (`issuerd_build_info`, outbound `User-Agent`).
+    static let build = BuildInfo(version: "9.9.9-test", commit: "0123456789abcdef0123456789abcdef01234567")
     static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -55,10 +61,14 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
         var started: IssuerdApplication?
         do {
             try prepare?(database)
+            let serviceConnectionString =
+                try environment["ISSUERD_DATABASE_URL"] ?? sharing?.serviceConnectionString
+                ?? TestServiceRole.prepare(database)
+            self.serviceConnectionString = serviceConnectionString
             pki = try DevelopmentPKI.generate()
             try pki.write(to: directory.appendingPathComponent("pki"))
             var settings: [String: String] = [
-                "ISSUERD_DATABASE_URL": database.connectionString,
+                "ISSUERD_DATABASE_URL": serviceConnectionString,
                 "ISSUERD_LISTEN": "127.0.0.1:0",
                 "ISSUERD_DB_POOL_SIZE": "6",
                 "ISSUERD_RULES_DIR": rulesDirectory ?? Self.repositoryRoot.appendingPathComponent("rules").path,
@@ -76,7 +86,8 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
                 "ISSUERD_BACKTEST_KEEP_RECENT_HOURS": "0",
             ]
             settings.merge(environment) { _, new in new }
-            let configuration = try IssuerdConfiguration(ConfigurationReader(settings))
+            var configuration = try IssuerdConfiguration(ConfigurationReader(settings))
+            configuration.build = Self.build
             let application = try IssuerdApplication(
                 configuration: configuration,
                 logger: logger ?? Logger(label: "test", minimumLevel: .critical, handler: DiscardingLogHandler()),
