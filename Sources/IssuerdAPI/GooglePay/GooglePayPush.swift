@@ -22,49 +22,34 @@ struct GooglePayPush: Sendable {
         let body = try provisioning.validated(cardID: cardID, customerID: customerID) {
             try Self.validate(request.decodeJSON(GooglePayPushRequest.self))
         }
-        let wallet = WalletPush(provisioning: provisioning, crypto: crypto)
-        let provider = try wallet.provider(
-            cardID: cardID, customerID: customerID,
-            walletIDs: (body.walletInfo?.deviceId, body.walletInfo?.walletAccountId),
-            fields: ("walletInfo.deviceId", "walletInfo.walletAccountId"))
         let sealer = body.serverSessionId == nil ? nil : crypto.googleSealer
-        var facts: [String: JSONValue] = ["googleOpaquePaymentCard": .bool(sealer != nil)]
-        if let device = body.device { facts["device"] = InAppProvisioning.deviceFacts(device) }
-        let push = InAppProvisioning.Push(channel: .googlePay, device: body.device, facts: facts, wallet: "Google Pay")
-        return try provisioning.push(
-            request, customerID: customerID, cardID: cardID, now: now, claim: claim, push: push
-        ) { approval, record in
-            let card = approval.card
-            let pushed = try wallet.pushedCard(approval)
-            let flow = approval.decision.flow
-            let opaque = try provider.opaquePaymentCard(
-                pushed,
-                to: PushWallet(
-                    name: .googlePay, deviceID: body.walletInfo?.deviceId, accountID: body.walletInfo?.walletAccountId,
-                    cardholderVerified: flow == .green),
-                now: now)
+        let target = WalletPush.Target(
+            channel: .googlePay, wallet: .googlePay, label: "Google Pay",
+            walletIDs: (body.walletInfo?.deviceId, body.walletInfo?.walletAccountId),
+            fields: ("walletInfo.deviceId", "walletInfo.walletAccountId"), device: body.device,
+            facts: ["googleOpaquePaymentCard": .bool(sealer != nil)])
+        return try WalletPush(provisioning: provisioning, crypto: crypto).push(
+            request, customerID: customerID, cardID: cardID, now: now, claim: claim, to: target
+        ) { pushed in
+            let card = pushed.approval.card
             let google = try body.serverSessionId.flatMap { session in
                 try sealer.map {
                     try GoogleOpaquePaymentCard.make(
-                        pan: pushed.pan, expiryMonth: String(pushed.expiration.compact.prefix(2)),
-                        expiryYear: String(pushed.expiration.compact.suffix(2)), serverSessionID: session, sealer: $0)
+                        pan: pushed.card.pan, expiryMonth: String(pushed.card.expiration.compact.prefix(2)),
+                        expiryYear: String(pushed.card.expiration.compact.suffix(2)), serverSessionID: session,
+                        sealer: $0)
                 }
             }
-            let response = GooglePayPushResponse(
-                attemptId: approval.attemptID,
-                decision: Decision(flow: flow.description, attemptId: approval.attemptID, reasons: approval.reasons),
-                stepUpMethods: flow == .yellow ? approval.decision.stepUpMethods.methodNames : nil,
-                opaquePaymentCard: opaque, tokenServiceProvider: provider.network, network: provider.network,
+            return GooglePayPushResponse(
+                attemptId: pushed.approval.attemptID,
+                decision: pushed.decision, stepUpMethods: pushed.stepUpMethods,
+                opaquePaymentCard: pushed.payload, tokenServiceProvider: pushed.network, network: pushed.network,
                 lastDigits: card.lastFour,
-                displayName: card.localizedDescription ?? CardRoutes.defaultDescription(card),
+                displayName: pushed.displayName,
                 userAddress: GooglePayUserAddress(
-                    name: card.cardholderName, countryCode: card.country, phoneNumber: approval.customer?.phoneNumber),
+                    name: card.cardholderName, countryCode: card.country,
+                    phoneNumber: pushed.approval.customer?.phoneNumber),
                 googleOpaquePaymentCard: google)
-            let log = InAppProvisioning.LogLine(
-                level: .info, message: "google pay push answered",
-                metadata: ["attemptId": .string(approval.attemptID), "flow": .string(flow.description)])
-            return .answer(
-                try .json(response), channel: record.channel.name, flow: flow, hits: approval.decision.hits, log: log)
         }
     }
 

@@ -27,39 +27,22 @@ struct SamsungPayPush: Sendable {
         let body = try provisioning.validated(cardID: cardID, customerID: customerID) {
             try Self.validate(request.decodeJSON(SamsungPayPushRequest.self))
         }
-        let wallet = WalletPush(provisioning: provisioning, crypto: crypto)
-        let provider = try wallet.provider(
-            cardID: cardID, customerID: customerID,
+        let target = WalletPush.Target(
+            channel: .samsungPay, wallet: .samsungPay, label: "Samsung Pay",
             walletIDs: (body.walletInfo?.deviceId, body.walletInfo?.walletUserId),
-            fields: ("walletInfo.deviceId", "walletInfo.walletUserId"))
-        var facts: [String: JSONValue] = [:]
-        if let device = body.device { facts["device"] = InAppProvisioning.deviceFacts(device) }
-        let push = InAppProvisioning.Push(
-            channel: .samsungPay, device: body.device, facts: facts, wallet: "Samsung Pay")
-        return try provisioning.push(
-            request, customerID: customerID, cardID: cardID, now: now, claim: claim, push: push
-        ) { approval, record in
-            let card = approval.card
-            let flow = approval.decision.flow
-            let payload = try provider.opaquePaymentCard(
-                try wallet.pushedCard(approval),
-                to: PushWallet(
-                    name: .samsungPay, deviceID: body.walletInfo?.deviceId, accountID: body.walletInfo?.walletUserId,
-                    cardholderVerified: flow == .green),
-                now: now)
-            let response = SamsungPayPushResponse(
-                attemptId: approval.attemptID,
-                decision: Decision(flow: flow.description, attemptId: approval.attemptID, reasons: approval.reasons),
-                stepUpMethods: flow == .yellow ? approval.decision.stepUpMethods.methodNames : nil,
-                provisionPayload: provider.network == "mastercard" ? Self.mastercardCarrier(payload) : payload,
-                tokenizationProvider: Self.tokenizationProviders[provider.network] ?? provider.network,
-                network: provider.network, lastDigits: card.lastFour,
-                displayName: card.localizedDescription ?? CardRoutes.defaultDescription(card))
-            let log = InAppProvisioning.LogLine(
-                level: .info, message: "samsung pay push answered",
-                metadata: ["attemptId": .string(approval.attemptID), "flow": .string(flow.description)])
-            return .answer(
-                try .json(response), channel: record.channel.name, flow: flow, hits: approval.decision.hits, log: log)
+            fields: ("walletInfo.deviceId", "walletInfo.walletUserId"), device: body.device)
+        return try WalletPush(provisioning: provisioning, crypto: crypto).push(
+            request, customerID: customerID, cardID: cardID, now: now, claim: claim, to: target
+        ) { pushed in
+            let card = pushed.approval.card
+            return SamsungPayPushResponse(
+                attemptId: pushed.approval.attemptID,
+                decision: pushed.decision, stepUpMethods: pushed.stepUpMethods,
+                provisionPayload: pushed.network == "mastercard"
+                    ? Self.mastercardCarrier(pushed.payload) : pushed.payload,
+                tokenizationProvider: Self.tokenizationProviders[pushed.network] ?? pushed.network,
+                network: pushed.network, lastDigits: card.lastFour,
+                displayName: pushed.displayName)
         }
     }
 

@@ -55,6 +55,70 @@ enum GooglePayFixtures {
         return environment
     }
 
+    /// The push tests' rules: a Google Pay push to a watch is yellow (SMS or the app), a Samsung
+    /// Pay push to a tablet is yellow (the app; `request.wallet` read from the route), a blocked
+    /// card is orange.
+    static func rules() throws -> String {
+        let directory = try TestScratch.directory("issuerd-rules")
+        try """
+        rule test.google_watch
+          title   "Google Pay push to a watch"
+          outcome yellow
+          reason  TEST_GOOGLE_WATCH
+          stepup  [sms, app]
+          owner   test
+          when    request.channel == "google_pay" and device.type == "watch"
+        end
+
+        rule test.samsung_tablet
+          title   "Samsung Pay push to a tablet"
+          outcome yellow
+          reason  TEST_SAMSUNG_TABLET
+          stepup  [app]
+          owner   test
+          when    request.wallet == "samsung_pay" and device.type == "tablet"
+        end
+
+        rule test.blocked
+          title   "Blocked card"
+          outcome orange
+          reason  TEST_BLOCKED
+          owner   test
+          when    card.status == "blocked"
+        end
+        """.write(to: directory.appendingPathComponent("test.rules"), atomically: true, encoding: .utf8)
+        return directory.path
+    }
+
+    /// Customer `cust-1` holding one card: `card-visa` (``DecisionFixtures/visaPAN``, 12/30) or
+    /// `card-mc` (``DecisionFixtures/mastercardPAN``, 07/31).
+    ///
+    /// - Returns: The card id.
+    @discardableResult
+    static func cardholder(_ app: TestApplication, network: String) throws -> String {
+        try DecisionFixtures.customer(app, "cust-1")
+        guard network == "mastercard" else {
+            try DecisionFixtures.card(app, "card-visa", customer: "cust-1")
+            return "card-visa"
+        }
+        try DecisionFixtures.card(
+            app, "card-mc", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, expiration: "07/31",
+            network: "mastercard")
+        return "card-mc"
+    }
+
+    /// POSTs `body` (JSON, sorted keys) to `/v1/cards/{card}/{path}` with `customer`'s app token.
+    static func post(
+        _ app: TestApplication, _ path: String, card: String, customer: String, body: [String: Any],
+        headers: [String: String] = [:]
+    ) throws -> TestHTTPResponse {
+        let json = String(
+            decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
+        var all = headers
+        all["Authorization"] = "Bearer \(try app.appToken(customer: customer))"
+        return try app.client.postJSON("/v1/cards/\(card)/\(path)", json, headers: all)
+    }
+
     /// Opens a Mastercard opaque payment card with Mastercard's library and checks its TAV with
     /// the public half of the app's TAV key.
     static func openMastercard(_ app: TestApplication, _ opaquePaymentCard: String) throws -> [String: Any] {

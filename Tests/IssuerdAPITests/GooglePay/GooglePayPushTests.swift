@@ -12,34 +12,11 @@ import Testing
 struct GooglePayPushTests {
     static let session = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
-    /// Two rules: a push to a watch is yellow with SMS or the app; a blocked card is orange.
-    static func rules() throws -> String {
-        let directory = try TestScratch.directory("issuerd-rules")
-        try """
-        rule test.google_watch
-          title   "Google Pay push to a watch"
-          outcome yellow
-          reason  TEST_GOOGLE_WATCH
-          stepup  [sms, app]
-          owner   test
-          when    request.channel == "google_pay" and device.type == "watch"
-        end
-
-        rule test.blocked
-          title   "Blocked card"
-          outcome orange
-          reason  TEST_BLOCKED
-          owner   test
-          when    card.status == "blocked"
-        end
-        """.write(to: directory.appendingPathComponent("test.rules"), atomically: true, encoding: .utf8)
-        return directory.path
-    }
-
     static func app(pgp: [String: [String: String]]?) throws -> TestApplication {
         let files = try TestScratch.directory("issuerd-google-pay")
         return try TestApplication(
-            environment: try GooglePayFixtures.environment(directory: files, pgp: pgp), rulesDirectory: try rules())
+            environment: try GooglePayFixtures.environment(directory: files, pgp: pgp),
+            rulesDirectory: try GooglePayFixtures.rules())
     }
 
     static func push(
@@ -48,11 +25,8 @@ struct GooglePayPushTests {
     ) throws -> TestHTTPResponse {
         var body: [String: Any] = ["device": device]
         if let session { body["serverSessionId"] = session }
-        var all = headers
-        all["Authorization"] = "Bearer \(try app.appToken(customer: customer))"
-        let json = String(
-            decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
-        return try app.client.postJSON("/v1/cards/\(card)/google-pay/push-provisioning", json, headers: all)
+        return try GooglePayFixtures.post(
+            app, "google-pay/push-provisioning", card: card, customer: customer, body: body, headers: headers)
     }
 
     static var phone: [String: Any] {
@@ -65,10 +39,7 @@ struct GooglePayPushTests {
     func greenPush() throws {
         let keys = try GooglePayFixtures.openPGPKeys()
         let app = try Self.app(pgp: keys)
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(
-            app, "card-mc", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, expiration: "07/31",
-            network: "mastercard")
+        try GooglePayFixtures.cardholder(app, network: "mastercard")
 
         let started = Date()
         let response = try Self.push(
@@ -137,9 +108,7 @@ struct GooglePayPushTests {
     @Test("A yellow push still answers the opaque card, with the allowed methods; no serverSessionId, no Google object")
     func yellowPush() throws {
         let app = try Self.app(pgp: nil)
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(
-            app, "card-mc", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
+        try GooglePayFixtures.cardholder(app, network: "mastercard")
         let response = try Self.push(
             app, card: "card-mc", customer: "cust-1", device: ["id": "watch-1", "type": "watch"], session: Self.session)
         #expect(response.status == 200, "\(response.text)")
@@ -203,9 +172,7 @@ struct GooglePayPushTests {
     @Test("Without Mastercard's certificate a Mastercard push is 422 mastercard_push_not_configured")
     func mastercardNotConfigured() throws {
         let app = try TestApplication()
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(
-            app, "card-mc", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, network: "mastercard")
+        try GooglePayFixtures.cardholder(app, network: "mastercard")
         let response = try Self.push(app, card: "card-mc", customer: "cust-1", device: Self.phone)
         #expect(response.status == 422)
         #expect(

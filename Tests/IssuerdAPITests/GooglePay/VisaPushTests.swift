@@ -23,51 +23,7 @@ struct VisaPushTests {
         environment["ISSUERD_VISA_ENCRYPTION_API_KEY"] = apiKey
         environment["ISSUERD_VISA_ENCRYPTION_SHARED_SECRET"] = secretFile.path
         environment["ISSUERD_VISA_CLIENT_APP_ID"] = clientAppID
-        return try TestApplication(environment: environment, rulesDirectory: try rules())
-    }
-
-    /// A push to a watch is yellow; a Samsung Pay push to a tablet too (the wallet read from the
-    /// route); a blocked card is orange.
-    static func rules() throws -> String {
-        let directory = try TestScratch.directory("issuerd-rules")
-        try """
-        rule test.watch
-          title   "Push to a watch"
-          outcome yellow
-          reason  TEST_WATCH
-          stepup  [sms, app]
-          owner   test
-          when    device.type == "watch"
-        end
-
-        rule test.samsung_tablet
-          title   "Samsung Pay push to a tablet"
-          outcome yellow
-          reason  TEST_SAMSUNG_TABLET
-          stepup  [app]
-          owner   test
-          when    request.wallet == "samsung_pay" and device.type == "tablet"
-        end
-
-        rule test.blocked
-          title   "Blocked card"
-          outcome orange
-          reason  TEST_BLOCKED
-          owner   test
-          when    card.status == "blocked"
-        end
-        """.write(to: directory.appendingPathComponent("test.rules"), atomically: true, encoding: .utf8)
-        return directory.path
-    }
-
-    static func post(
-        _ app: TestApplication, _ path: String, card: String, customer: String, body: [String: Any]
-    ) throws -> TestHTTPResponse {
-        let json = String(
-            decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
-        return try app.client.postJSON(
-            "/v1/cards/\(card)/\(path)", json,
-            headers: ["Authorization": "Bearer \(try app.appToken(customer: customer))"])
+        return try TestApplication(environment: environment, rulesDirectory: try GooglePayFixtures.rules())
     }
 
     static func google(
@@ -77,7 +33,8 @@ struct VisaPushTests {
     ) throws -> TestHTTPResponse {
         var body: [String: Any] = ["device": device]
         if let walletInfo { body["walletInfo"] = walletInfo }
-        return try post(app, "google-pay/push-provisioning", card: card, customer: customer, body: body)
+        return try GooglePayFixtures.post(
+            app, "google-pay/push-provisioning", card: card, customer: customer, body: body)
     }
 
     static func samsung(
@@ -87,7 +44,8 @@ struct VisaPushTests {
     ) throws -> TestHTTPResponse {
         var body: [String: Any] = ["device": device]
         if let walletInfo { body["walletInfo"] = walletInfo }
-        return try post(app, "samsung-pay/push-provisioning", card: card, customer: customer, body: body)
+        return try GooglePayFixtures.post(
+            app, "samsung-pay/push-provisioning", card: card, customer: customer, body: body)
     }
 
     /// Opens a compact JWE with jwcrypto, the key SHA-256(secret) computed in Python.
@@ -148,8 +106,7 @@ struct VisaPushTests {
     @Test("Google Pay, Visa: green carries isIDnV true for Google's requestor id; a wrong secret does not open it")
     func googleVisaGreen() throws {
         let app = try Self.app()
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(app, "card-visa", customer: "cust-1")
+        try GooglePayFixtures.cardholder(app, network: "visa")
         let started = Date()
         let response = try Self.google(app, card: "card-visa")
         #expect(response.status == 200, "\(response.text)")
@@ -174,8 +131,7 @@ struct VisaPushTests {
     @Test("Google Pay, Visa: yellow carries isIDnV false; two pushes share no content key or IV")
     func googleVisaYellow() throws {
         let app = try Self.app()
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(app, "card-visa", customer: "cust-1")
+        try GooglePayFixtures.cardholder(app, network: "visa")
         let watch: [String: Any] = ["id": "watch-1", "type": "watch"]
         var opened: [[String: Any]] = []
         for _ in 0..<2 {
@@ -230,8 +186,7 @@ struct VisaPushTests {
 
         // Without the Visa settings a Visa card's push is still 422, on both routes.
         let bare = try TestApplication()
-        try DecisionFixtures.customer(bare, "cust-1")
-        try DecisionFixtures.card(bare, "card-visa", customer: "cust-1")
+        try GooglePayFixtures.cardholder(bare, network: "visa")
         for response in [try Self.google(bare, card: "card-visa"), try Self.samsung(bare, card: "card-visa")] {
             #expect(response.status == 422)
             #expect(
@@ -242,8 +197,7 @@ struct VisaPushTests {
     @Test("Samsung Pay, Visa: Samsung's requestor id and the SDK's ids, tokenizationProvider VI, channel samsung_pay")
     func samsungVisa() throws {
         let app = try Self.app()
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(app, "card-visa", customer: "cust-1")
+        try GooglePayFixtures.cardholder(app, network: "visa")
         let started = Date()
         let response = try Self.samsung(app, card: "card-visa")
         #expect(response.status == 200, "\(response.text)")
@@ -285,10 +239,7 @@ struct VisaPushTests {
     )
     func samsungMastercard() throws {
         let app = try Self.app()
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(
-            app, "card-mc", customer: "cust-1", pan: DecisionFixtures.mastercardPAN, expiration: "07/31",
-            network: "mastercard")
+        try GooglePayFixtures.cardholder(app, network: "mastercard")
         // Mastercard's payload carries no wallet ids: the SDK's are optional for it.
         let response = try Self.samsung(app, card: "card-mc", walletInfo: nil)
         #expect(response.status == 200, "\(response.text)")
@@ -314,9 +265,8 @@ struct VisaPushTests {
     @Test("Samsung Wallet's app-to-app path reaches the same activation function as Google's")
     func samsungActivationRoute() throws {
         let app = try Self.app()
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(app, "card-visa", customer: "cust-1")
-        let response = try Self.post(
+        try GooglePayFixtures.cardholder(app, network: "visa")
+        let response = try GooglePayFixtures.post(
             app, "samsung-pay/activations", card: "card-visa", customer: "cust-1",
             body: ["tokenReference": "DNITHE0000"])
         #expect(response.status == 200, "\(response.text)")

@@ -20,7 +20,8 @@ struct VisaSharedSecretTests {
         return file.path
     }
 
-    @Test("A shared-secret file readable by group or others stops issuerd serve with one line naming it")
+    @Test(
+        "A shared-secret file readable by group or others stops issuerd serve with one line naming it, exit status 78")
     func looseFileStopsStartUp() throws {
         let database = try TestDatabase.create()
         defer { database.drop() }
@@ -71,9 +72,8 @@ struct VisaSharedSecretTests {
         )
 
         let app = try TestApplication(
-            environment: environment, rulesDirectory: try VisaPushTests.rules(), prepare: HSMKeyTests.migrate)
-        try DecisionFixtures.customer(app, "cust-1")
-        try DecisionFixtures.card(app, "card-visa", customer: "cust-1")
+            environment: environment, rulesDirectory: try GooglePayFixtures.rules(), prepare: HSMKeyTests.migrate)
+        try GooglePayFixtures.cardholder(app, network: "visa")
         let started = Date()
         let google = try VisaPushTests.google(app, card: "card-visa")
         #expect(google.status == 200, "\(google.text)")
