@@ -187,18 +187,21 @@ enum RulesBacktestCommand {
             "unresolved (a value was unknown): current \(report.currentUnresolved), candidate \(report.candidateUnresolved)"
         )
         lines.append("")
-        lines.append(pad("rule", 40) + pad("current", 10) + pad("candidate", 10) + "delta")
         let before = Dictionary(report.currentHits.map { ($0.ruleID, $0) }, uniquingKeysWith: { a, _ in a })
         let after = Dictionary(report.candidateHits.map { ($0.ruleID, $0) }, uniquingKeysWith: { a, _ in a })
         var ids = report.currentHits.map(\.ruleID)
         ids += report.candidateHits.map(\.ruleID).filter { before[$0] == nil }
+        // The rule column is as wide as its longest id (with " (shadow)"), and never narrower than 40.
+        let ruleWidth = max(40, (ids.map(\.count).max() ?? 0) + " (shadow)".count + 2)
+        lines.append(pad("rule", ruleWidth) + pad("current", 10) + pad("candidate", 10) + "delta")
         for id in ids {
             let a = before[id]
             let b = after[id]
             let shadow = (b ?? a)?.mode == .shadow ? " (shadow)" : ""
             let delta = (b?.hits ?? 0) - (a?.hits ?? 0)
             lines.append(
-                pad(id + shadow, 40) + pad(a.map { "\($0.hits)" } ?? "-", 10) + pad(b.map { "\($0.hits)" } ?? "-", 10)
+                pad(id + shadow, ruleWidth) + pad(a.map { "\($0.hits)" } ?? "-", 10)
+                    + pad(b.map { "\($0.hits)" } ?? "-", 10)
                     + (delta == 0 ? "" : (delta > 0 ? "+\(delta)" : "\(delta)")))
         }
         if let performance = report.performance {
@@ -212,15 +215,20 @@ enum RulesBacktestCommand {
                 )
             }
             lines.append("  candidate " + performance.summary)
-            lines.append(pad("  rule (fraud/legitimate decided)", 42) + pad("current", 16) + "candidate")
             let keys = Set(performance.current.rules.keys).union(performance.candidate.rules.keys).sorted()
+            let labelWidth = max(
+                42,
+                (keys.compactMap { (performance.current.rules[$0] ?? performance.candidate.rules[$0])?.ruleID.count }
+                    .max() ?? 0) + " (shadow)".count + 4)
+            lines.append(pad("  rule (fraud/legitimate decided)", labelWidth) + pad("current", 16) + "candidate")
             for key in keys {
                 let a = performance.current.rules[key]
                 let b = performance.candidate.rules[key]
-                let rule = (a ?? b)!
+                guard let rule = a ?? b else { continue }
                 let shadow = rule.mode == .shadow ? " (shadow)" : ""
                 lines.append(
-                    pad("  " + rule.ruleID + shadow, 42) + pad(a.map { "\($0.fraud)/\($0.legitimate)" } ?? "-", 16)
+                    pad("  " + rule.ruleID + shadow, labelWidth)
+                        + pad(a.map { "\($0.fraud)/\($0.legitimate)" } ?? "-", 16)
                         + (b.map { "\($0.fraud)/\($0.legitimate)" } ?? "-"))
             }
         }
