@@ -110,10 +110,10 @@ package enum ReissueProgress {
             let listed = Set(updated ?? [])
             let confirmed = payload.tokenReferences.filter { listed.contains($0) }
             try ReissueStore.setState(
-                .confirmed, reissueID: reissueID, tokens: confirmed, now: now, connection: connection)
+                .confirmed, reissueID: reissueID, tokens: confirmed, reopening: true, now: now, connection: connection)
             try ReissueStore.setState(
-                .sent, reissueID: reissueID, tokens: payload.tokenReferences.filter { !listed.contains($0) }, now: now,
-                connection: connection)
+                .sent, reissueID: reissueID, tokens: payload.tokenReferences.filter { !listed.contains($0) },
+                reopening: true, now: now, connection: connection)
             for token in payload.resumeTokens {
                 try MDESCustomerServicePayload.enqueue(
                     tokenReference: token, change: .reissueResumed, cardID: payload.cardId,
@@ -122,12 +122,13 @@ package enum ReissueProgress {
             }
         case (.mdesCustomerService, "delete"?, _), (.tsp, "delete"?, _):
             try ReissueStore.setState(
-                .confirmed, reissueID: reissueID, tokens: head.tokenReference.map { [$0] } ?? [], now: now,
-                connection: connection)
+                .confirmed, reissueID: reissueID, tokens: head.tokenReference.map { [$0] } ?? [], reopening: true,
+                now: now, connection: connection)
         case (.tsp, _, "pan_lifecycle"?):
             guard let payload = try? message.payload.decode(PANLifecyclePayload.self) else { return }
             try ReissueStore.setState(
-                .confirmed, reissueID: reissueID, tokens: payload.tokenReferences, now: now, connection: connection)
+                .confirmed, reissueID: reissueID, tokens: payload.tokenReferences, reopening: true, now: now,
+                connection: connection)
             for token in payload.resumeTokens {
                 try OutboxStore.enqueue(
                     kind: .tsp, dedupKey: "tsp:\(token):resume:\(payload.reissueId)",

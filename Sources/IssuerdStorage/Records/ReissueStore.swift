@@ -146,35 +146,36 @@ package enum ReissueStore {
             """)
     }
 
-    /// Sets the state of `tokens` of the reissue (a confirmed or failed token keeps its state),
-    /// then the reissue's status from its tokens.
+    /// Sets the state of `tokens` of the reissue, then the reissue's status from its tokens. A
+    /// confirmed token keeps its state; a failed one too, unless `reopening` (a dead letter an
+    /// operator put back was delivered after all).
     package static func setState(
-        _ state: ReissueTokenState, reissueID: UUID, tokens: [String], error: String? = nil, now: Date,
-        connection: PostgresConnection
+        _ state: ReissueTokenState, reissueID: UUID, tokens: [String], error: String? = nil, reopening: Bool = false,
+        now: Date, connection: PostgresConnection
     ) throws {
         guard !tokens.isEmpty else { return }
+        let from = reopening ? ["pending", "sent", "failed"] : ["pending", "sent"]
         try connection.execute(
             """
             UPDATE card_reissue_tokens SET state = \(state.rawValue), error = \(error.map { String($0.prefix(600)) }),
                    updated_at = \(now)
-            WHERE reissue_id = \(reissueID) AND token_reference = ANY(\(tokens)) AND state IN ('pending', 'sent')
+            WHERE reissue_id = \(reissueID) AND token_reference = ANY(\(tokens)) AND state = ANY(\(from))
             """)
         try refreshStatus(reissueID, now: now, connection: connection)
     }
 
-    /// `completed` once every token is confirmed; `failed` once none is pending or sent and one
-    /// failed; otherwise unchanged.
+    /// An applied reissue's status from its tokens: `in_progress` while one is pending or sent,
+    /// then `failed` when one failed, `completed` when every one is confirmed.
     package static func refreshStatus(_ reissueID: UUID, now: Date, connection: PostgresConnection) throws {
         try connection.execute(
             """
-            UPDATE card_reissues r SET
-                status = CASE WHEN EXISTS (SELECT 1 FROM card_reissue_tokens t WHERE t.reissue_id = r.reissue_id
-                                                                              AND t.state = 'failed')
-                              THEN 'failed' ELSE 'completed' END,
-                completed_at = \(now)
-            WHERE r.reissue_id = \(reissueID) AND r.status = 'in_progress'
-              AND NOT EXISTS (SELECT 1 FROM card_reissue_tokens t WHERE t.reissue_id = r.reissue_id
-                                                                 AND t.state IN ('pending', 'sent'))
+            UPDATE card_reissues r SET status = s.status,
+                   completed_at = CASE WHEN s.status = 'in_progress' THEN NULL ELSE coalesce(r.completed_at, \(now)) END
+            FROM (SELECT CASE WHEN bool_or(t.state IN ('pending', 'sent')) THEN 'in_progress'
+                              WHEN bool_or(t.state = 'failed') THEN 'failed' ELSE 'completed' END AS status
+                  FROM card_reissue_tokens t WHERE t.reissue_id = \(reissueID)) s
+            WHERE r.reissue_id = \(reissueID) AND r.status IN ('in_progress', 'completed', 'failed')
+              AND r.status IS DISTINCT FROM s.status
             """)
     }
 
