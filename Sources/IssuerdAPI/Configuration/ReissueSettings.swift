@@ -23,7 +23,7 @@ public struct ReissueSettings: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` for a certificate that is not an RSA key of at least 2048
     ///   bits, or a malformed fingerprint.
-    init(_ reader: ConfigurationReader) throws {
+    public init(_ reader: ConfigurationReader) throws {
         mastercardKey = try Self.key(
             reader, "ISSUERD_MDES_MASTERCARD_CERT", fingerprintKey: "ISSUERD_MDES_MASTERCARD_KEY_FINGERPRINT")
         tspKey = try Self.key(reader, "ISSUERD_TSP_ACCOUNT_CERT", fingerprintKey: nil)

@@ -300,6 +300,68 @@ struct CardReissueTests {
     }
 }
 
+extension CardReissueTests {
+    @Test(
+        "cards reissue FILE.csv: bad lines by number, the good ones applied, progress on stderr; the same file again changes nothing"
+    )
+    func commandLine() throws {
+        let fixture = try ReissueFixture()
+        try fixture.card("card-x1", customer: "c-x1", serial: 501)
+        try fixture.card("card-x2", customer: "c-x2", serial: 502)
+        let newPAN = ReissueFixture.newPAN(503)
+        let expiry = ReissueFixture.newExpiration
+        let file = fixture.app.directory.appendingPathComponent("reissues.csv")
+        try """
+        card_id,reason,expiration,new_card_id,account_number,pan_sequence_number,cardholder_name,apply_at
+        card-x1,renewal,\(expiry),,,01,,
+        card-x2,lost,\(expiry),card-x2b,\(newPAN),,,now
+        card-x1,misplaced,\(expiry),,,,,
+        card-nobody,renewal,\(expiry),,,,,
+
+        card-x2,lost,\(expiry),card-x2c,,,,
+        card-x1,renewal,13/31,,,,,
+        card-x1,"renewal,\(expiry)
+
+        """.write(to: file, atomically: true, encoding: .utf8)
+        let environment = [
+            "ISSUERD_DATABASE_URL": fixture.app.serviceConnectionString,
+            "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
+        ]
+        let run = try CommandLineRunner.run(
+            ["cards", "reissue", "--progress-every", "2", file.path], environment: environment)
+        #expect(run.status == 1, "\(run.standardOutput)\(run.standardError)")
+        let lines = run.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.last == "cards reissue: reissued=2 unchanged=0 errors=5", "\(run.standardOutput)")
+        #expect(
+            lines.filter { $0.hasPrefix("line ") }.map { String($0.prefix(7)) } == [
+                "line 4:", "line 5:", "line 7:", "line 8:", "line 9:",
+            ])
+        #expect(lines.contains { $0.hasPrefix("line 7:") && $0.contains("pan_must_change") })
+        #expect(run.standardError.contains("cards reissue: 2 lines"))
+        #expect(!run.standardOutput.contains(newPAN) && !run.standardError.contains(newPAN))
+        let x1 = try #require(
+            fixture.app.client.get("/v1/admin/cards/card-x1", headers: AdminFixtures.bearer(fixture.admin)).jsonObject()
+        )
+        #expect(x1["status"] as? String == "active")
+        let x2 = try #require(
+            fixture.app.client.get("/v1/admin/cards/card-x2", headers: AdminFixtures.bearer(fixture.admin)).jsonObject()
+        )
+        #expect(x2["status"] as? String == "replaced")
+        #expect(
+            try DecisionFixtures.count(fixture.app, "SELECT count(*) FROM card_reissues WHERE old_card_id = 'card-x1'")
+                == 1)
+
+        let before = try fixture.snapshot()
+        let again = try CommandLineRunner.run(["cards", "reissue", file.path], environment: environment)
+        #expect(again.standardOutput.split(separator: "\n").last == "cards reissue: reissued=0 unchanged=2 errors=5")
+        #expect(try fixture.snapshot() == before)
+
+        let help = try CommandLineRunner.run(["cards", "reissue", "--help"], environment: environment)
+        #expect(help.status == 0)
+        #expect(help.standardOutput.contains("issuerd cards reissue FILE.csv"))
+    }
+}
+
 extension ReissueFixture {
     /// Opens account data encrypted to the test certificate with Mastercard's library.
     static func decrypt(_ envelope: [String: Any]) throws -> [String: Any] {
