@@ -362,6 +362,39 @@ extension CardReissueTests {
     }
 }
 
+extension CardReissueTests {
+    @Test("A review case of a reissued card shows the reissue and each token's state (the console's card panel)")
+    func casePanel() throws {
+        let fixture = try ReissueFixture()
+        _ = try ReviewQueueTests.seed(fixture.app)
+        let started = try fixture.reissue(
+            "card-1",
+            #"{"reason":"damaged","newCard":{"expiration":"\#(ReissueFixture.newExpiration)"},"applyAt":"now"}"#)
+        let id = try #require(started.jsonObject()?["reissueId"] as? String, "\(started.text)")
+        _ = try fixture.waitForReissue(id) { $0["status"] as? String == "completed" }
+        let analyst = try fixture.app.apiKey(role: .analyst)
+        let list = try fixture.app.client.get("/v1/admin/cases", headers: AdminFixtures.bearer(analyst)).jsonObject()
+        let caseID = try #require(
+            (list?["cases"] as? [[String: Any]])?.first { $0["attemptId"] as? String == ReviewQueueTests.orange }?[
+                "caseId"] as? String)
+        let detail = try #require(
+            fixture.app.client.get("/v1/admin/cases/\(caseID)", headers: AdminFixtures.bearer(analyst)).jsonObject())
+        let reissues = try #require(detail["reissues"] as? [[String: Any]])
+        #expect(reissues.count == 1)
+        #expect(reissues.first?["reissueId"] as? String == id)
+        #expect(reissues.first?["status"] as? String == "completed")
+        #expect(
+            ReissueFixture.tokenStates(reissues.first ?? [:]) == ["tok-done": "confirmed", "tok-late": "confirmed"])
+        let actions = (reissues.first?["tokens"] as? [[String: Any]] ?? []).map { $0["action"] as? String ?? "" }
+        #expect(actions.sorted() == ["delete", "move"])
+        // The console's script renders the panel from this answer.
+        let script = try String(
+            contentsOf: TestApplication.repositoryRoot.appendingPathComponent(
+                "Sources/IssuerdConsole/Resources/console.js"), encoding: .utf8)
+        #expect(script.contains("result.json.reissues") && script.contains("reissue-tokens"))
+    }
+}
+
 extension ReissueFixture {
     /// Opens account data encrypted to the test certificate with Mastercard's library.
     static func decrypt(_ envelope: [String: Any]) throws -> [String: Any] {
