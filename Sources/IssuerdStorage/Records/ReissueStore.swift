@@ -61,7 +61,7 @@ package struct ReissueRecord: Sendable, Equatable {
     }
 }
 
-/// Reads and writes `card_reissues` and `card_reissue_tokens` (sql/0034): the reissue, the
+/// Reads and writes `card_reissues` and `card_reissue_tokens` (sql/0035): the reissue, the
 /// expected token → card mapping once applied, and each token's progress at its network.
 package enum ReissueStore {
     private static let columns = """
