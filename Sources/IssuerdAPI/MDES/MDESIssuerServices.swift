@@ -47,14 +47,7 @@ struct MDESIssuerServices: Sendable {
             database: context.database, vault: context.vault, sealer: sealer,
             settings: context.configuration.stepUp, metrics: stepUpMetrics)
         verifier = ChallengeVerifier(database: context.database, vault: context.vault, metrics: stepUpMetrics)
-        unrequestedAccountUpdates = context.metrics.counter(
-            "issuerd_unrequested_account_updates_total",
-            help:
-                "MDES account updates (by reason code) for tokens no reissue of issuerd moved: another system changed the mapping.",
-            labels: ["reason"])
-        for reason in ["FUNDING_ACCOUNT_UPDATE", "REDIGITIZATION_COMPLETE"] {
-            unrequestedAccountUpdates.initialize(labels: [reason])
-        }
+        unrequestedAccountUpdates = context.unrequestedAccountUpdates
     }
 
     /// How long a stored answer is kept for MDES's retries (30 days: far beyond any retry).
