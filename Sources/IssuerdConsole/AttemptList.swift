@@ -152,28 +152,39 @@ package enum AttemptList {
     /// in time order, which finds a frequent rule's page in a few hundred rows but reads the whole
     /// history for a rare one. So that read has ``orderedBudget``; past it (SQLSTATE 57014) the
     /// same statement runs again without ordered index scans, through the rule's GIN index and a
-    /// sort of its matches. Either way the answer is the same rows.
+    /// sort of its matches. Either way the answer is the same rows. In that second read the time
+    /// bounds compare `created_at + interval '0'`, which no index covers: otherwise the planner
+    /// combines the rule's index with the time index (a BitmapAnd) and rechecks the rule on every
+    /// attempt in the period, which took tens of seconds on a large history; and its `work_mem`
+    /// keeps the bitmap of a rule's matches exact (one bit an attempt) rather than whole pages to
+    /// recheck.
     private static func read(
         _ filter: AttemptFilter, target: Target, after: AttemptCursor?, limit: Int, connection: PostgresConnection
     ) throws -> [Row] {
         guard filter.rule != nil || filter.decidedBy != nil else {
-            return try read(filter, target: target, after: after, limit: limit, settings: [], connection: connection)
+            return try read(
+                filter, target: target, after: after, limit: limit, settings: [], ruleIndexOnly: false,
+                connection: connection)
         }
         do {
             return try read(
                 filter, target: target, after: after, limit: limit,
-                settings: ["SET LOCAL statement_timeout = '\(orderedBudget)'"], connection: connection)
+                settings: ["SET LOCAL statement_timeout = '\(orderedBudget)'"], ruleIndexOnly: false,
+                connection: connection)
         } catch let error as PostgresError where error.sqlState == "57014" {
             return try read(
-                filter, target: target, after: after, limit: limit, settings: ["SET LOCAL enable_indexscan = off"],
-                connection: connection)
+                filter, target: target, after: after, limit: limit,
+                settings: ["SET LOCAL enable_indexscan = off", "SET LOCAL work_mem = '32MB'"],
+                ruleIndexOnly: true, connection: connection)
         }
     }
 
     private static func read(
         _ filter: AttemptFilter, target: Target, after: AttemptCursor?, limit: Int, settings: [String],
-        connection: PostgresConnection
+        ruleIndexOnly: Bool, connection: PostgresConnection
     ) throws -> [Row] {
+        // Either the column or an expression equal to it that no index matches (see above).
+        let at = ruleIndexOnly ? "(a.created_at + interval '0')" : "a.created_at"
         let ruleKey = filter.rule.map { "hit:" + $0 }
         let decidedKey = filter.decidedBy.map { "decided:" + $0 }
         return try connection.transaction { connection in
@@ -189,9 +200,9 @@ package enum AttemptList {
                              WHERE jsonb_typeof(h) = 'object' AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'rule' IS NOT NULL) AS rules,
                        ARRAY(SELECT substr(k, 9) FROM unnest(attempt_rule_keys(a.hits, a.flow)) k WHERE k LIKE 'decided:%') AS decided_by
                 FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
-                WHERE a.created_at > '-infinity'
-                  AND (\(filter.since)::timestamptz IS NULL OR a.created_at >= \(filter.since))
-                  AND (\(filter.until)::timestamptz IS NULL OR a.created_at < \(filter.until))
+                WHERE \(unsafeSQL: at) > '-infinity'
+                  AND (\(filter.since)::timestamptz IS NULL OR \(unsafeSQL: at) >= \(filter.since))
+                  AND (\(filter.until)::timestamptz IS NULL OR \(unsafeSQL: at) < \(filter.until))
                   AND (\(filter.flow)::text IS NULL OR a.flow = \(filter.flow))
                   AND (\(filter.channel)::text IS NULL OR a.channel = \(filter.channel))
                   AND (\(filter.customerID)::text IS NULL OR a.customer_id = \(filter.customerID))
@@ -203,8 +214,8 @@ package enum AttemptList {
                   AND (\(target.anyID)::text IS NULL OR a.card_id = \(target.anyID) OR a.customer_id = \(target.anyID)
                        OR a.device_id = \(target.anyID))
                   AND (\(after?.microseconds)::bigint IS NULL
-                       OR (a.created_at <= timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
-                           AND (a.created_at < timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
+                       OR (\(unsafeSQL: at) <= timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
+                           AND (\(unsafeSQL: at) < timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
                                 OR a.attempt_id < \(after?.attemptID)::uuid)))
                 ORDER BY a.created_at DESC, a.attempt_id DESC LIMIT \(limit)
                 """
