@@ -2,6 +2,7 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdSMTP
 import Synchronization
 
 /// Delivers one claimed message by its kind: step-up codes through the configured provider,
@@ -20,6 +21,8 @@ package struct OutboxDelivery: Sendable {
     package let customerService: CustomerServiceDelivery?
     package let sealer: OutboxSealer
     package let logFile: AppendOnlyFile?
+    /// The mail relay, when e-mail is submitted by SMTP (``StepUpProviders``).
+    package let smtp: SMTPClient?
     package let clock: @Sendable () -> Date
 
     /// The delivery for the configured providers.
@@ -32,10 +35,11 @@ package struct OutboxDelivery: Sendable {
     ///   - userAgent: The `User-Agent` of the webhook calls (``BuildInfo/userAgent``).
     package init(
         notify: NotifySetting, tspWebhookURL: URL?, tspSecret: Redacted<String>, settings: OutboxSettings,
-        customerService: CustomerServiceDelivery? = nil, sealer: OutboxSealer, clock: @escaping @Sendable () -> Date,
-        userAgent: String = BuildInfo.unknown.userAgent
+        customerService: CustomerServiceDelivery? = nil, providers: StepUpProviders = StepUpProviders(),
+        sealer: OutboxSealer, clock: @escaping @Sendable () -> Date, userAgent: String = BuildInfo.unknown.userAgent
     ) {
         self.customerService = customerService
+        smtp = providers.smtp.map(SMTPClient.init)
         self.notify = notify
         switch notify {
         case .webhook(let url, let secret):
@@ -61,19 +65,37 @@ package struct OutboxDelivery: Sendable {
 
     /// Delivers `message`.
     ///
+    /// - Returns: For a step-up code, which provider took it and its id of the message.
     /// - Throws: ``OutboxError`` (safe to store as `last_error`) or ``CryptoError`` when the
     ///   sealed part does not open.
-    package func deliver(_ message: OutboxStore.Claimed) throws {
+    @discardableResult
+    package func deliver(_ message: OutboxStore.Claimed) throws -> StepUpSent? {
         switch message.kind {
-        case .notify: try deliverStepUp(message)
+        case .notify: return try deliverStepUp(message)
         case .tsp: try deliverTSP(message)
         case .mdesCustomerService:
             guard let customerService else { throw OutboxError(.rejected, "no ISSUERD_MDES_CSAPI_URL") }
             try customerService.deliver(message)
         }
+        return nil
     }
 
-    private func deliverStepUp(_ message: OutboxStore.Claimed) throws {
+    /// The provider that delivers `method`'s codes.
+    package func provider(for method: StepUpMethod) -> String {
+        if method == .email, smtp != nil { return "smtp" }
+        return notifyWebhook != nil ? "webhook" : "log"
+    }
+
+    /// The challenge a step-up message is for and the provider that delivers it, read from the
+    /// part of the payload that is not sealed; nil for other kinds or an unreadable payload.
+    package func stepUpTarget(_ message: OutboxStore.Claimed) -> (challengeID: UUID, provider: String)? {
+        guard message.kind == .notify, let payload = try? message.payload.decode(StepUpDeliveryPayload.self),
+            let challengeID = UUID(uuidString: payload.challengeId), let method = StepUpMethod(rawValue: payload.method)
+        else { return nil }
+        return (challengeID, provider(for: method))
+    }
+
+    private func deliverStepUp(_ message: OutboxStore.Claimed) throws -> StepUpSent? {
         guard let payload = try? message.payload.decode(StepUpDeliveryPayload.self),
             let method = StepUpMethod(rawValue: payload.method),
             let sealedBytes = try? BinaryEncoding.decodeBase64(payload.sealed)
@@ -88,6 +110,13 @@ package struct OutboxDelivery: Sendable {
         let text = StepUpMessage.text(
             code: secret.code, method: method, locale: locale, minutes: payload.validMinutes,
             wallet: payload.wallet ?? .applePay)
+        let challengeID = UUID(uuidString: payload.challengeId)
+        if method == .email, let smtp {
+            let messageID = try sendMail(
+                smtp, to: secret.destination, code: secret.code, text: text, locale: locale,
+                wallet: payload.wallet ?? .applePay, key: message.dedupKey)
+            return challengeID.map { StepUpSent(challengeID: $0, provider: "smtp", messageID: messageID) }
+        }
         let body: [String: String] = [
             "challengeId": payload.challengeId, "method": payload.method, "destination": secret.destination,
             "code": secret.code,
@@ -103,6 +132,38 @@ package struct OutboxDelivery: Sendable {
             var line: [String: String] = body
             line["idempotencyKey"] = message.dedupKey
             try logFile.append(Array(try encoder.encode(line)) + [0x0A])
+        }
+        return challengeID.map { StepUpSent(challengeID: $0, provider: provider(for: method), messageID: nil) }
+    }
+
+    /// Submits the code's e-mail to the relay.
+    ///
+    /// - Returns: The relay's queue id when its answer names one, else the Message-ID.
+    /// - Throws: ``OutboxError``: a 5xx is a dead letter at once, a 4xx or a transport failure
+    ///   follows the backoff. The relay's reply is kept with the code and the address taken out.
+    private func sendMail(
+        _ smtp: SMTPClient, to address: String, code: String, text: String, locale: MessageLocale,
+        wallet: StepUpMessage.Wallet, key: String
+    ) throws -> String {
+        guard MailAddress.isValid(address) else {
+            throw OutboxError(.unreadablePayload, "the e-mail address on file is not a plain address", deadLetter: true)
+        }
+        let mail = MailMessage(
+            from: smtp.settings.from, to: address, subject: StepUpMessage.subject(locale: locale, wallet: wallet),
+            body: text, messageID: MailMessage.messageID(key: key, domain: MailAddress.domain(of: smtp.settings.from)),
+            date: clock())
+        do {
+            let accepted = try smtp.send(mail.bytes, from: smtp.settings.from, to: address)
+            return accepted.queueID ?? mail.messageID
+        } catch {
+            // A relay may quote the recipient (or, in theory, the text) in its reply.
+            let reply = error.description.replacingOccurrences(of: address, with: "[address]")
+                .replacingOccurrences(of: code, with: "[code]")
+            switch error.kind {
+            case .permanent: throw OutboxError(.rejected, reply, deadLetter: true)
+            case .transient: throw OutboxError(.rejected, reply)
+            case .transport: throw OutboxError(.transport, "SMTP: \(reply)")
+            }
         }
     }
 

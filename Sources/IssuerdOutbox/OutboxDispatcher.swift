@@ -151,8 +151,11 @@ package final class OutboxDispatcher: Sendable {
             "attempt": .int(message.attempts),
         ]
         do {
-            try delivery.deliver(message)
-            try database.withConnection { try OutboxStore.markDelivered(message.id, connection: $0) }
+            let sent = try delivery.deliver(message)
+            try database.transaction { connection in
+                try OutboxStore.markDelivered(message.id, connection: connection)
+                if let sent { try StepUpDeliveryState.sent(sent, connection: connection) }
+            }
             deliveries.increment(labels: [message.kind.rawValue, "delivered"])
             logger.debug("outbox message delivered", metadata)
         } catch {
@@ -169,6 +172,12 @@ package final class OutboxDispatcher: Sendable {
                     try OutboxStore.markFailed(message.id, error: summary, retryAfter: delay, connection: connection)
                     try outboxError?.mastercard?.record(
                         outboxID: message.id, attempt: message.attempts, connection: connection)
+                    // A code that will never arrive: the customer's app may offer another method.
+                    if delay == nil, let target = delivery.stepUpTarget(message) {
+                        try StepUpDeliveryState.undeliverable(
+                            challengeID: target.challengeID, provider: target.provider, detail: summary,
+                            connection: connection)
+                    }
                 }
             } catch {
                 // The lease ends by itself; the message is retried then.

@@ -94,10 +94,11 @@ struct ChallengeIssuer: Sendable {
         try connection.execute(
             """
             INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, code_hmac,
-                                    key_version, status, max_attempts, expires_at, created_at, destination_fingerprint)
+                                    key_version, status, max_attempts, expires_at, created_at, destination_fingerprint,
+                                    delivery_state)
             VALUES (\(challengeID), \(token.tokenReference), \(token.cardID), \(token.customerID), \(method.rawValue), \(masked),
                     \(digest), \(vault.keyRing.fingerprintVersion), 'pending', \(settings.maxAttempts), \(expiresAt), \(now),
-                    \(destinationFingerprint))
+                    \(destinationFingerprint), \(code != nil && destination != nil ? "queued" : nil))
             """)
         if let code, let destination {
             let dedupKey = "notify:\(challengeText)"
