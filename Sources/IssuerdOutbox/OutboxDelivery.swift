@@ -2,6 +2,7 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
+import IssuerdSMPP
 import IssuerdSMTP
 import Synchronization
 
@@ -23,6 +24,9 @@ package struct OutboxDelivery: Sendable {
     package let logFile: AppendOnlyFile?
     /// The mail relay, when e-mail is submitted by SMTP (``StepUpProviders``).
     package let smtp: SMTPClient?
+    /// The SMS centre's session, when SMS is submitted by SMPP (``StepUpProviders``); the
+    /// dispatcher starts and stops it.
+    package let sms: SMPPSession?
     package let clock: @Sendable () -> Date
 
     /// The delivery for the configured providers.
@@ -36,8 +40,17 @@ package struct OutboxDelivery: Sendable {
     package init(
         notify: NotifySetting, tspWebhookURL: URL?, tspSecret: Redacted<String>, settings: OutboxSettings,
         customerService: CustomerServiceDelivery? = nil, providers: StepUpProviders = StepUpProviders(),
-        sealer: OutboxSealer, clock: @escaping @Sendable () -> Date, userAgent: String = BuildInfo.unknown.userAgent
+        sealer: OutboxSealer, clock: @escaping @Sendable () -> Date, userAgent: String = BuildInfo.unknown.userAgent,
+        logger: Logger = Logger(label: "issuerd.outbox"), metrics: MetricsRegistry? = nil
     ) {
+        let unanswered = metrics?.counter(
+            "issuerd_smpp_unanswered_submits_total",
+            help:
+                "submit_sm left unanswered by a dropped SMPP session: each may have reached the SMS centre and is sent again."
+        )
+        sms = providers.smpp.map {
+            SMPPSession(settings: $0, logger: logger.labelled("issuerd.smpp")) { unanswered?.increment(by: Double($0)) }
+        }
         self.customerService = customerService
         smtp = providers.smtp.map(SMTPClient.init)
         self.notify = notify
@@ -83,6 +96,7 @@ package struct OutboxDelivery: Sendable {
     /// The provider that delivers `method`'s codes.
     package func provider(for method: StepUpMethod) -> String {
         if method == .email, smtp != nil { return "smtp" }
+        if method == .sms, sms != nil { return "smpp" }
         return notifyWebhook != nil ? "webhook" : "log"
     }
 
@@ -95,7 +109,18 @@ package struct OutboxDelivery: Sendable {
         return (challengeID, provider(for: method))
     }
 
-    private func deliverStepUp(_ message: OutboxStore.Claimed) throws -> StepUpSent? {
+    /// A step-up message opened for its provider: the payload, the sealed code and destination,
+    /// and the text.
+    private struct OpenedStepUp {
+        var payload: StepUpDeliveryPayload
+        var method: StepUpMethod
+        var secret: StepUpSecret
+        var locale: MessageLocale
+        var text: String
+        var challengeID: UUID?
+    }
+
+    private func open(_ message: OutboxStore.Claimed) throws -> OpenedStepUp {
         guard let payload = try? message.payload.decode(StepUpDeliveryPayload.self),
             let method = StepUpMethod(rawValue: payload.method),
             let sealedBytes = try? BinaryEncoding.decodeBase64(payload.sealed)
@@ -110,7 +135,66 @@ package struct OutboxDelivery: Sendable {
         let text = StepUpMessage.text(
             code: secret.code, method: method, locale: locale, minutes: payload.validMinutes,
             wallet: payload.wallet ?? .applePay)
-        let challengeID = UUID(uuidString: payload.challengeId)
+        return OpenedStepUp(
+            payload: payload, method: method, secret: secret, locale: locale, text: text,
+            challengeID: UUID(uuidString: payload.challengeId))
+    }
+
+    /// Whether `message` goes to the SMS centre: put on the wire with ``begin(_:)`` and
+    /// collected with ``PendingSMS/finish()``, so several are in flight at once.
+    package func pipelines(_ message: OutboxStore.Claimed) -> Bool {
+        guard sms != nil, message.kind == .notify,
+            let payload = try? message.payload.decode(StepUpDeliveryPayload.self)
+        else { return false }
+        return payload.method == StepUpMethod.sms.rawValue
+    }
+
+    /// An SMS on the wire, its answers still to come.
+    package struct PendingSMS: Sendable {
+        let session: SMPPSession
+        let ticket: SMPPSession.Ticket
+        let challengeID: UUID?
+
+        /// Waits for the SMS centre's answers.
+        ///
+        /// - Throws: ``OutboxError``: a permanent refusal is a dead letter at once; no session,
+        ///   a dropped one or throttling that does not end follows the backoff.
+        package func finish() throws -> StepUpSent? {
+            let ids: [String]
+            do {
+                ids = try session.finish(ticket)
+            } catch {
+                throw OutboxError.sms(error)
+            }
+            return challengeID.map {
+                StepUpSent(challengeID: $0, provider: "smpp", messageID: ids.joined(separator: ","), segments: ids)
+            }
+        }
+    }
+
+    /// Puts an SMS step-up message on the wire (waiting while the window is full).
+    package func begin(_ message: OutboxStore.Claimed) throws -> PendingSMS {
+        guard let sms else { throw OutboxError(.rejected, "no SMPP session") }
+        let opened = try open(message)
+        guard let destination = SMSAddress.destination(opened.secret.destination) else {
+            throw OutboxError(.unreadablePayload, "the phone number on file is not a number", deadLetter: true)
+        }
+        // The reference ties the segments together on the handset; the same for every retry.
+        let segments = SMSText.segments(opened.text, reference: UInt8(truncatingIfNeeded: message.id))
+        do {
+            return PendingSMS(
+                session: sms, ticket: try sms.send(segments, to: destination), challengeID: opened.challengeID)
+        } catch {
+            throw OutboxError.sms(error)
+        }
+    }
+
+    private func deliverStepUp(_ message: OutboxStore.Claimed) throws -> StepUpSent? {
+        if pipelines(message) { return try begin(message).finish() }
+        let opened = try open(message)
+        let (payload, method, secret, locale, text, challengeID) = (
+            opened.payload, opened.method, opened.secret, opened.locale, opened.text, opened.challengeID
+        )
         if method == .email, let smtp {
             let messageID = try sendMail(
                 smtp, to: secret.destination, code: secret.code, text: text, locale: locale,

@@ -65,6 +65,19 @@ package final class OutboxDispatcher: Sendable {
 
     /// Starts the worker thread (once).
     package func start() {
+        // Receipts are recorded by the session's thread; one not recorded (the database away)
+        // is answered so that the SMS centre sends it again.
+        let database = database
+        let logger = logger
+        delivery.sms?.start { receipt in
+            do {
+                try database.transaction { try SMPPMessages.receipt(receipt, connection: $0) }
+                return true
+            } catch {
+                logger.warning("smpp receipt not recorded", ["error": "\(error)"])
+                return false
+            }
+        }
         guard thread.start({ [self] in run() }) else { return }
         if !delivery.deliverableKinds.contains(.tsp) {
             logger.warning(
@@ -81,6 +94,7 @@ package final class OutboxDispatcher: Sendable {
         if !thread.stop(timeout: timeout) {
             logger.warning("outbox dispatcher still delivering at shutdown; its claims will expire and be retried")
         }
+        delivery.sms?.stop(timeout: .seconds(2))
     }
 
     private var stopRequested: Bool { thread.stopRequested }
@@ -120,19 +134,35 @@ package final class OutboxDispatcher: Sendable {
                 connection: connection)
         }
         let budget = settings.lease - settings.httpTimeout - .seconds(1)
+        // SMS to the SMS centre go on the wire one after the other (up to its window) and their
+        // answers are collected afterwards; everything else is delivered in turn.
+        var inFlight: [(message: OutboxStore.Claimed, begun: Result<OutboxDelivery.PendingSMS, any Error>)] = []
         for (index, message) in batch.enumerated() {
             if stopRequested || (index > 0 && ContinuousClock.now - claimedAt >= budget) {
                 release(batch[index...].map(\.id))
                 break
             }
-            // A message enqueued by a request is delivered as part of that request's trace.
-            if let stored = message.traceparent, let trace = TraceContext(traceparent: stored) {
-                TraceContext.run(trace) { deliver(message) }
-            } else {
-                deliver(message)
+            traced(message) {
+                if delivery.pipelines(message) {
+                    inFlight.append((message, Result { try delivery.begin(message) }))
+                } else {
+                    record(message, Result { try delivery.deliver(message) })
+                }
             }
         }
+        for (message, begun) in inFlight {
+            traced(message) { record(message, Result { try begun.get().finish() }) }
+        }
         return batch.count
+    }
+
+    /// Runs `body` in the trace of the request that enqueued `message`, if it has one.
+    private func traced(_ message: OutboxStore.Claimed, _ body: () -> Void) {
+        if let stored = message.traceparent, let trace = TraceContext(traceparent: stored) {
+            TraceContext.run(trace) { body() }
+        } else {
+            body()
+        }
     }
 
     private func release(_ ids: [Int64]) {
@@ -145,16 +175,22 @@ package final class OutboxDispatcher: Sendable {
         }
     }
 
-    private func deliver(_ message: OutboxStore.Claimed) {
+    /// Records what became of one delivery.
+    private func record(_ message: OutboxStore.Claimed, _ outcome: Result<StepUpSent?, any Error>) {
         let metadata: LogMetadata = [
             "messageId": .string(String(message.id)), "kind": .string(message.kind.rawValue),
             "attempt": .int(message.attempts),
         ]
         do {
-            let sent = try delivery.deliver(message)
+            let sent = try outcome.get()
             try database.transaction { connection in
                 try OutboxStore.markDelivered(message.id, connection: connection)
-                if let sent { try StepUpDeliveryState.sent(sent, connection: connection) }
+                if let sent {
+                    try StepUpDeliveryState.sent(sent, connection: connection)
+                    if !sent.segments.isEmpty {
+                        try SMPPMessages.record(sent, outboxID: message.id, connection: connection)
+                    }
+                }
             }
             deliveries.increment(labels: [message.kind.rawValue, "delivered"])
             logger.debug("outbox message delivered", metadata)

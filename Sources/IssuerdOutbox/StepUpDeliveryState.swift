@@ -1,18 +1,30 @@
 import Foundation
 import IssuerdPostgres
 
-/// A challenge's delivery state (sql/0034): `queued` when its code is written to the outbox,
-/// `sent` when a provider took the message, `delivered` or `undeliverable` when the provider
-/// says so later or the outbox gives up. A state only moves forward: a late `sent` never
-/// overwrites `delivered` (a receipt may arrive before the dispatcher records the acceptance).
+/// A challenge's delivery state (`challenge_deliveries`, sql/0035): `queued` when its code is
+/// written to the outbox, `sent` when a provider took the message, `delivered` or
+/// `undeliverable` when the provider says so later or the outbox gives up. A state only moves
+/// forward: a late `sent` never overwrites `delivered` (a receipt may be recorded before the
+/// dispatcher records the acceptance).
 package enum StepUpDeliveryState {
+    /// Records that the challenge's code is in the outbox (in the transaction that puts it there).
+    package static func queued(_ challengeID: UUID, connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            INSERT INTO challenge_deliveries (challenge_id, state) VALUES (\(challengeID), 'queued')
+            ON CONFLICT (challenge_id) DO NOTHING
+            """)
+    }
+
     /// Records the provider's acceptance.
     package static func sent(_ sent: StepUpSent, connection: PostgresConnection) throws {
         try connection.execute(
             """
-            UPDATE challenges SET delivery_state = 'sent', delivery_provider = \(sent.provider),
-                   delivery_message_id = \(sent.messageID), delivery_detail = NULL, delivery_updated_at = now()
-            WHERE challenge_id = \(sent.challengeID) AND delivery_state IN ('queued', 'sent', 'undeliverable')
+            INSERT INTO challenge_deliveries AS d (challenge_id, state, provider, message_id)
+            VALUES (\(sent.challengeID), 'sent', \(sent.provider), \(sent.messageID))
+            ON CONFLICT (challenge_id) DO UPDATE SET state = 'sent', provider = EXCLUDED.provider,
+                message_id = EXCLUDED.message_id, detail = NULL, updated_at = now()
+            WHERE d.state IN ('queued', 'sent', 'undeliverable')
             """)
     }
 
@@ -22,9 +34,11 @@ package enum StepUpDeliveryState {
     ) throws {
         try connection.execute(
             """
-            UPDATE challenges SET delivery_state = 'undeliverable', delivery_provider = \(provider),
-                   delivery_detail = \(String(detail.prefix(300))), delivery_updated_at = now()
-            WHERE challenge_id = \(challengeID) AND delivery_state IN ('queued', 'sent')
+            INSERT INTO challenge_deliveries AS d (challenge_id, state, provider, detail)
+            VALUES (\(challengeID), 'undeliverable', \(provider), \(String(detail.prefix(300))))
+            ON CONFLICT (challenge_id) DO UPDATE SET state = 'undeliverable', provider = EXCLUDED.provider,
+                detail = EXCLUDED.detail, updated_at = now()
+            WHERE d.state IN ('queued', 'sent')
             """)
     }
 }

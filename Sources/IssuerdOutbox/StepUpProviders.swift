@@ -1,17 +1,22 @@
 import Foundation
 import IssuerdCore
+import IssuerdSMPP
 import IssuerdSMTP
 
-/// The methods that have a provider of their own: e-mail by SMTP (`ISSUERD_EMAIL_PROVIDER=smtp`).
+/// The methods that have a provider of their own: e-mail by SMTP (`ISSUERD_EMAIL_PROVIDER=smtp`)
+/// and SMS by SMPP (`ISSUERD_SMS_PROVIDER=smpp`).
 /// A method without one goes through ``NotifySetting`` (the webhook or the log file); ARS
 /// always does.
 public struct StepUpProviders: Sendable {
     /// The mail relay, when e-mail is submitted by SMTP.
     package var smtp: SMTPSettings?
+    /// The SMS centre, when SMS is submitted by SMPP.
+    package var smpp: SMPPSettings?
 
     /// Creates the value from every stored property.
-    package init(smtp: SMTPSettings? = nil) {
+    package init(smtp: SMTPSettings? = nil, smpp: SMPPSettings? = nil) {
         self.smtp = smtp
+        self.smpp = smpp
     }
 
     /// Reads `ISSUERD_EMAIL_PROVIDER` (`notify`, the default, or `smtp`) and the settings of the
@@ -23,6 +28,10 @@ public struct StepUpProviders: Sendable {
         case "smtp": smtp = try SMTPSettings(reader, timeout: timeout)
         default: smtp = nil
         }
+        switch try reader.choice("ISSUERD_SMS_PROVIDER", default: "notify", from: ["notify", "smpp"]) {
+        case "smpp": smpp = try SMPPSettings(reader, timeout: timeout)
+        default: smpp = nil
+        }
     }
 }
 
@@ -30,8 +39,11 @@ public struct StepUpProviders: Sendable {
 package struct StepUpSent: Sendable, Equatable {
     /// The challenge the message carries the code of.
     package var challengeID: UUID
-    /// `smtp`, `webhook` or `log`.
+    /// `smtp`, `smpp`, `webhook` or `log`.
     package var provider: String
-    /// The provider's own id of the message (the relay's queue id, else the Message-ID), if any.
+    /// The provider's own id of the message (the relay's queue id, else the Message-ID; the SMS
+    /// centre's ids of its segments, comma-separated), if any.
     package var messageID: String?
+    /// The SMS centre's id of each segment, in order (SMPP only): receipts name them.
+    package var segments: [String] = []
 }

@@ -129,8 +129,7 @@ public final class IssuerdApplication: Sendable {
                     timeout: configuration.outbox.httpTimeout, userAgent: build.userAgent)
             },
             providers: configuration.stepUpProviders, sealer: OutboxSealer(keyRing: context.vault.keyRing),
-            clock: clock,
-            userAgent: build.userAgent)
+            clock: clock, userAgent: build.userAgent, logger: logger.labelled("issuerd.outbox"), metrics: metrics)
         self.outbox = OutboxDispatcher(
             database: database, settings: configuration.outbox, delivery: delivery, metrics: metrics,
             logger: logger.labelled("issuerd.outbox"))

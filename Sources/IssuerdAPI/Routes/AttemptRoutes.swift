@@ -116,8 +116,10 @@ enum AttemptRoutes {
         return try connection.query(
             """
             SELECT c.challenge_id, c.method, c.destination_masked, c.status, c.failed_attempts, c.created_at, c.verified_at,
-                   c.delivery_state, c.delivery_provider, c.delivery_message_id, c.delivery_detail, c.delivery_updated_at
+                   d.state AS delivery_state, d.provider AS delivery_provider, d.message_id AS delivery_message_id,
+                   d.detail AS delivery_detail, d.updated_at AS delivery_updated_at
             FROM challenges c JOIN tokens t ON t.token_reference = c.token_reference
+            LEFT JOIN challenge_deliveries d ON d.challenge_id = c.challenge_id
             WHERE t.attempt_id = \(attemptID) ORDER BY c.created_at
             """
         ).map { row in

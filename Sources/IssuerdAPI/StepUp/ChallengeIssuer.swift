@@ -94,11 +94,10 @@ struct ChallengeIssuer: Sendable {
         try connection.execute(
             """
             INSERT INTO challenges (challenge_id, token_reference, card_id, customer_id, method, destination_masked, code_hmac,
-                                    key_version, status, max_attempts, expires_at, created_at, destination_fingerprint,
-                                    delivery_state)
+                                    key_version, status, max_attempts, expires_at, created_at, destination_fingerprint)
             VALUES (\(challengeID), \(token.tokenReference), \(token.cardID), \(token.customerID), \(method.rawValue), \(masked),
                     \(digest), \(vault.keyRing.fingerprintVersion), 'pending', \(settings.maxAttempts), \(expiresAt), \(now),
-                    \(destinationFingerprint), \(code != nil && destination != nil ? "queued" : nil))
+                    \(destinationFingerprint))
             """)
         if let code, let destination {
             let dedupKey = "notify:\(challengeText)"
@@ -114,6 +113,7 @@ struct ChallengeIssuer: Sendable {
                 sealed: BinaryEncoding.base64String(sealed.bytes),
                 wallet: token.service == "mdes" ? .any : nil)
             try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)
+            try StepUpDeliveryState.queued(challengeID, connection: connection)
         }
         try AuditLog.append(
             actor: actor, action: "challenge.created", subject: "token:\(token.tokenReference)",
