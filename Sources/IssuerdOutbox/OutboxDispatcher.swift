@@ -69,9 +69,11 @@ package final class OutboxDispatcher: Sendable {
         // is answered so that the SMS centre sends it again.
         let database = database
         let logger = logger
-        delivery.sms?.start { receipt in
+        delivery.sms?.start { receipts in
             do {
-                try database.transaction { try SMPPMessages.receipt(receipt, connection: $0) }
+                try database.transaction { connection in
+                    for receipt in receipts { try SMPPMessages.receipt(receipt, connection: connection) }
+                }
                 return true
             } catch {
                 logger.warning("smpp receipt not recorded", ["error": "\(error)"])
@@ -150,10 +152,50 @@ package final class OutboxDispatcher: Sendable {
                 }
             }
         }
-        for (message, begun) in inFlight {
-            traced(message) { record(message, Result { try begun.get().finish() }) }
+        let finished = inFlight.map { item in
+            (message: item.message, outcome: Result { try item.begun.get().finish() })
         }
+        recordAccepted(finished)
         return batch.count
+    }
+
+    /// Records the answers of the SMS put on the wire in one round: the accepted ones together in
+    /// one transaction (one commit for the round, not one per message), then each refusal on its
+    /// own. When the shared transaction fails, each is recorded on its own.
+    private func recordAccepted(_ finished: [(message: OutboxStore.Claimed, outcome: Result<StepUpSent?, any Error>)]) {
+        let accepted = finished.compactMap { item -> (OutboxStore.Claimed, StepUpSent?)? in
+            guard case .success(let sent) = item.outcome else { return nil }
+            return (item.message, sent)
+        }
+        var together = false
+        if accepted.count > 1 {
+            do {
+                try database.transaction { connection in
+                    for (message, sent) in accepted { try Self.markDelivered(message, sent, connection: connection) }
+                }
+                together = true
+                for (message, _) in accepted {
+                    deliveries.increment(labels: [message.kind.rawValue, "delivered"])
+                }
+            } catch {
+                logger.notice("outbox round not recorded together; one at a time", ["error": "\(error)"])
+            }
+        }
+        for item in finished {
+            if together, case .success = item.outcome { continue }
+            traced(item.message) { record(item.message, item.outcome) }
+        }
+    }
+
+    /// A delivered message's row, and for a step-up code its delivery state and SMS ids.
+    private static func markDelivered(
+        _ message: OutboxStore.Claimed, _ sent: StepUpSent?, connection: PostgresConnection
+    ) throws {
+        try OutboxStore.markDelivered(message.id, connection: connection)
+        if let sent {
+            try StepUpDeliveryState.sent(sent, connection: connection)
+            if !sent.segments.isEmpty { try SMPPMessages.record(sent, outboxID: message.id, connection: connection) }
+        }
     }
 
     /// Runs `body` in the trace of the request that enqueued `message`, if it has one.
@@ -183,15 +225,7 @@ package final class OutboxDispatcher: Sendable {
         ]
         do {
             let sent = try outcome.get()
-            try database.transaction { connection in
-                try OutboxStore.markDelivered(message.id, connection: connection)
-                if let sent {
-                    try StepUpDeliveryState.sent(sent, connection: connection)
-                    if !sent.segments.isEmpty {
-                        try SMPPMessages.record(sent, outboxID: message.id, connection: connection)
-                    }
-                }
-            }
+            try database.transaction { try Self.markDelivered(message, sent, connection: $0) }
             deliveries.increment(labels: [message.kind.rawValue, "delivered"])
             logger.debug("outbox message delivered", metadata)
         } catch {

@@ -12,9 +12,10 @@ import Synchronization
 /// ``finish(_:)``: several messages are in flight at once on one session. libsmpp34 encodes and
 /// decodes every PDU; this type does the socket, the framing and the session's state.
 package final class SMPPSession: @unchecked Sendable {  // state behind `condition`; writes behind `writeLock`
-    /// Called on the session's thread for each delivery receipt; true when it is recorded
-    /// (then acknowledged with ESME_ROK), false to have the SMS centre send it again later.
-    package typealias ReceiptHandler = @Sendable (SMSReceipt) -> Bool
+    /// Called on the session's thread with the delivery receipts that arrived together (one
+    /// read); true when they are recorded (then each is acknowledged with ESME_ROK), false to
+    /// have the SMS centre send them again later.
+    package typealias ReceiptHandler = @Sendable ([SMSReceipt]) -> Bool
 
     /// Why a message did not get its message ids.
     package enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -336,12 +337,18 @@ package final class SMPPSession: @unchecked Sendable {  // state behind `conditi
         while !isStopping {
             guard let result = reader.poll(timeout: 0.2) else { return }  // closed or broken
             let now = Date()
+            var delivered: [(sequence: UInt32, receipt: SMSReceipt?, decoded: Bool)] = []
             for pdu in result {
                 lastReceived = now
+                if pdu.command == UInt32(DELIVER_SM) {
+                    delivered.append(decodeDeliver(pdu))
+                    continue
+                }
                 handle(pdu)
                 if pdu.command == UInt32(ENQUIRE_LINK_RESP) { enquireSent = nil }
                 if pdu.command == UInt32(UNBIND) { return }
             }
+            if !delivered.isEmpty { acknowledge(delivered) }
             if let sent = enquireSent, now.timeIntervalSince(sent) > timeout {
                 logger.warning("smpp: enquire_link unanswered")
                 return
@@ -383,32 +390,6 @@ package final class SMPPSession: @unchecked Sendable {  // state behind `conditi
                 condition.broadcast()
             }
             condition.unlock()
-        case UInt32(DELIVER_SM):
-            var esmClass: UInt8 = 0
-            var text = [UInt8](repeating: 0, count: 256)
-            var textLength: Int32 = 0
-            var receipted = [CChar](repeating: 0, count: 72)
-            var state: UInt8 = 0
-            let decoded = pdu.bytes.withUnsafeBufferPointer { bytes in
-                SMPPCodec.lock.withLock { _ in
-                    issuerd_smpp_unpack_deliver_sm(
-                        bytes.baseAddress, Int32(bytes.count), &esmClass, &text, Int32(text.count), &textLength,
-                        &receipted, Int32(receipted.count), &state)
-                }
-            }
-            var recorded = true
-            if decoded == 0, esmClass & 0x3C == 0x04,
-                let receipt = SMSReceipt(
-                    text: Array(text[..<Int(textLength)]), receiptedID: String(cString: receipted), messageState: state)
-            {
-                condition.lock()
-                let handler = receipts
-                condition.unlock()
-                recorded = handler?(receipt) ?? false
-            }
-            // ESME_RX_T_APPN: not recorded now, the SMS centre sends it again later.
-            _ = try? write(
-                deliverResponse: decoded == 0 ? (recorded ? 0 : 0x64) : UInt32(ESME_RINVCMDLEN), sequence: pdu.sequence)
         case UInt32(ENQUIRE_LINK):
             _ = try? write(command: UInt32(ENQUIRE_LINK_RESP), status: 0, sequence: pdu.sequence)
         case UInt32(UNBIND):
@@ -419,6 +400,41 @@ package final class SMPPSession: @unchecked Sendable {  // state behind `conditi
             if pdu.command & 0x8000_0000 == 0 {
                 _ = try? write(command: UInt32(GENERIC_NACK), status: UInt32(ESME_RINVCMDID), sequence: pdu.sequence)
             }
+        }
+    }
+
+    /// A deliver_sm's receipt (nil for a message that is not one, such as a mobile-originated text).
+    private func decodeDeliver(_ pdu: SMPPSocket.PDU) -> (sequence: UInt32, receipt: SMSReceipt?, decoded: Bool) {
+        var esmClass: UInt8 = 0
+        var text = [UInt8](repeating: 0, count: 256)
+        var textLength: Int32 = 0
+        var receipted = [CChar](repeating: 0, count: 72)
+        var state: UInt8 = 0
+        let decoded = pdu.bytes.withUnsafeBufferPointer { bytes in
+            SMPPCodec.lock.withLock { _ in
+                issuerd_smpp_unpack_deliver_sm(
+                    bytes.baseAddress, Int32(bytes.count), &esmClass, &text, Int32(text.count), &textLength,
+                    &receipted, Int32(receipted.count), &state)
+            }
+        }
+        guard decoded == 0 else { return (pdu.sequence, nil, false) }
+        guard esmClass & 0x3C == 0x04 else { return (pdu.sequence, nil, true) }
+        let receipt = SMSReceipt(
+            text: Array(text[..<Int(textLength)]), receiptedID: String(cString: receipted), messageState: state)
+        return (pdu.sequence, receipt, true)
+    }
+
+    /// Records the receipts of one read together, then answers each deliver_sm: ESME_ROK once
+    /// recorded, ESME_RX_T_APPN (the SMS centre sends it again later) when not.
+    private func acknowledge(_ delivered: [(sequence: UInt32, receipt: SMSReceipt?, decoded: Bool)]) {
+        let receipts = delivered.compactMap(\.receipt)
+        condition.lock()
+        let handler = self.receipts
+        condition.unlock()
+        let recorded = receipts.isEmpty ? true : (handler?(receipts) ?? false)
+        for item in delivered {
+            let status: UInt32 = !item.decoded ? UInt32(ESME_RINVCMDLEN) : (item.receipt == nil || recorded ? 0 : 0x64)
+            _ = try? write(deliverResponse: status, sequence: item.sequence)
         }
     }
 

@@ -23,8 +23,8 @@ struct SMPPSessionTests {
         let seen = Mutex<[SMSReceipt]>([])
         var all: [SMSReceipt] { seen.withLock { $0 } }
         func handler() -> SMPPSession.ReceiptHandler {
-            { receipt in
-                self.seen.withLock { $0.append(receipt) }
+            { receipts in
+                self.seen.withLock { $0.append(contentsOf: receipts) }
                 return true
             }
         }
