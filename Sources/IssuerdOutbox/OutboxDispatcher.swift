@@ -153,7 +153,7 @@ package final class OutboxDispatcher: Sendable {
             }
         }
         let finished = inFlight.map { item in
-            (message: item.message, outcome: Result { try item.begun.get().finish() })
+            (message: item.message, outcome: Result { OutboxDelivery.Delivered(stepUp: try item.begun.get().finish()) })
         }
         recordAccepted(finished)
         return batch.count
@@ -162,8 +162,10 @@ package final class OutboxDispatcher: Sendable {
     /// Records the answers of the SMS put on the wire in one round: the accepted ones together in
     /// one transaction (one commit for the round, not one per message), then each refusal on its
     /// own. When the shared transaction fails, each is recorded on its own.
-    private func recordAccepted(_ finished: [(message: OutboxStore.Claimed, outcome: Result<StepUpSent?, any Error>)]) {
-        let accepted = finished.compactMap { item -> (OutboxStore.Claimed, StepUpSent?)? in
+    private func recordAccepted(
+        _ finished: [(message: OutboxStore.Claimed, outcome: Result<OutboxDelivery.Delivered, any Error>)]
+    ) {
+        let accepted = finished.compactMap { item -> (OutboxStore.Claimed, OutboxDelivery.Delivered)? in
             guard case .success(let sent) = item.outcome else { return nil }
             return (item.message, sent)
         }
@@ -171,7 +173,9 @@ package final class OutboxDispatcher: Sendable {
         if accepted.count > 1 {
             do {
                 try database.transaction { connection in
-                    for (message, sent) in accepted { try Self.markDelivered(message, sent, connection: connection) }
+                    for (message, delivered) in accepted {
+                        try markDelivered(message, delivered, connection: connection)
+                    }
                 }
                 together = true
                 for (message, _) in accepted {
@@ -187,12 +191,15 @@ package final class OutboxDispatcher: Sendable {
         }
     }
 
-    /// A delivered message's row, and for a step-up code its delivery state and SMS ids.
-    private static func markDelivered(
-        _ message: OutboxStore.Claimed, _ sent: StepUpSent?, connection: PostgresConnection
+    /// A delivered message's row; for a step-up code its delivery state and SMS ids, for a
+    /// Customer Service API call its reissue's progress.
+    private func markDelivered(
+        _ message: OutboxStore.Claimed, _ delivered: OutboxDelivery.Delivered, connection: PostgresConnection
     ) throws {
         try OutboxStore.markDelivered(message.id, connection: connection)
-        if let sent {
+        try ReissueProgress.delivered(
+            message, updated: delivered.updatedTokens, now: delivery.clock(), connection: connection)
+        if let sent = delivered.stepUp {
             try StepUpDeliveryState.sent(sent, connection: connection)
             if !sent.segments.isEmpty { try SMPPMessages.record(sent, outboxID: message.id, connection: connection) }
         }
@@ -218,14 +225,14 @@ package final class OutboxDispatcher: Sendable {
     }
 
     /// Records what became of one delivery.
-    private func record(_ message: OutboxStore.Claimed, _ outcome: Result<StepUpSent?, any Error>) {
+    private func record(_ message: OutboxStore.Claimed, _ outcome: Result<OutboxDelivery.Delivered, any Error>) {
         let metadata: LogMetadata = [
             "messageId": .string(String(message.id)), "kind": .string(message.kind.rawValue),
             "attempt": .int(message.attempts),
         ]
         do {
-            let sent = try outcome.get()
-            try database.transaction { try Self.markDelivered(message, sent, connection: $0) }
+            let delivered = try outcome.get()
+            try database.transaction { try markDelivered(message, delivered, connection: $0) }
             deliveries.increment(labels: [message.kind.rawValue, "delivered"])
             logger.debug("outbox message delivered", metadata)
         } catch {
@@ -242,6 +249,10 @@ package final class OutboxDispatcher: Sendable {
                     try OutboxStore.markFailed(message.id, error: summary, retryAfter: delay, connection: connection)
                     try outboxError?.mastercard?.record(
                         outboxID: message.id, attempt: message.attempts, connection: connection)
+                    if delay == nil {
+                        try ReissueProgress.deadLettered(
+                            message, error: summary, now: delivery.clock(), connection: connection)
+                    }
                     // A code that will never arrive: the customer's app may offer another method.
                     if delay == nil, let target = delivery.stepUpTarget(message) {
                         try StepUpDeliveryState.undeliverable(

@@ -2,7 +2,7 @@ import Foundation
 import IssuerdPostgres
 import IssuerdSMPP
 
-/// The SMS centre's message ids of each step-up SMS segment (`smpp_messages`, sql/0035) and the delivery
+/// The SMS centre's message ids of each step-up SMS segment (`smpp_messages`, sql/0036) and the delivery
 /// receipts that name them.
 ///
 /// A segment's id is stored in the transaction that marks its outbox message delivered, so a

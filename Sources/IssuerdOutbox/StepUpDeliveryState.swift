@@ -1,7 +1,7 @@
 import Foundation
 import IssuerdPostgres
 
-/// A challenge's delivery state (`challenge_deliveries`, sql/0035): `queued` when its code is
+/// A challenge's delivery state (`challenge_deliveries`, sql/0036): `queued` when its code is
 /// written to the outbox, `sent` when a provider took the message, `delivered` or
 /// `undeliverable` when the provider says so later or the outbox gives up. A state only moves
 /// forward: a late `sent` never overwrites `delivered` (a receipt may be recorded before the
