@@ -22,6 +22,10 @@ let package = Package(
         .systemLibrary(name: "CPKCS11", path: "Sources/CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
         // RNP (OpenPGP), for Google's opaque payment card.
         .systemLibrary(name: "CRNP", path: "Sources/CRNP", providers: [.apt(["librnp-dev"])]),
+        // libcurl, for SMTP submission of step-up e-mail (STARTTLS, AUTH).
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libsmpp34, SMPP 3.4 PDUs for step-up SMS.
+        .systemLibrary(name: "CSMPP34", path: "Sources/CSMPP34", providers: [.apt(["libsmpp34-dev"])]),
 
         // Shared vocabulary with no I/O beyond writing log lines: logging, redaction, metrics.
         .target(name: "IssuerdCore"),
@@ -38,6 +42,10 @@ let package = Package(
         .target(name: "IssuerdPostgres", dependencies: ["CPostgres", "IssuerdCore"]),
         .target(name: "IssuerdHTTP", dependencies: ["CMicroHTTPD", "IssuerdCore"]),
         .target(name: "IssuerdPKCS11", dependencies: ["CPKCS11", "IssuerdCore"]),
+        // E-mail submission through libcurl: the MIME message and the SMTP session.
+        .target(name: "IssuerdSMTP", dependencies: ["CCurl", "IssuerdCore"]),
+        // SMS by SMPP 3.4: one bound transceiver session, its window, receipts; PDUs by libsmpp34.
+        .target(name: "IssuerdSMPP", dependencies: ["CSMPP34", "IssuerdCore"]),
 
         // Pure domain: the rule language and risk engine (no I/O).
         .target(name: "IssuerdRisk", dependencies: ["IssuerdCore"]),
@@ -80,7 +88,7 @@ let package = Package(
             name: "IssuerdOutbox",
             dependencies: [
                 "IssuerdCore", "IssuerdCrypto", "IssuerdPostgres", "IssuerdAuth", "IssuerdStorage",
-                "IssuerdMDES",
+                "IssuerdMDES", "IssuerdSMTP", "IssuerdSMPP",
             ]
         ),
 
@@ -161,7 +169,9 @@ let package = Package(
         // Throwaway databases, generated PKI and HTTP helpers for the test targets.
         .target(
             name: "IssuerdTestSupport",
-            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdPostgres"]
+            dependencies: ["IssuerdCore", "IssuerdCrypto", "IssuerdPostgres"],
+            // The peers the tests talk to, run with the test venv's Python.
+            exclude: ["Mail/smtp_server.py", "SMPP/smsc_simulator.py"]
         ),
 
         .testTarget(name: "IssuerdCoreTests", dependencies: ["IssuerdCore"]),
@@ -190,6 +200,10 @@ let package = Package(
             name: "IssuerdImportTests",
             dependencies: ["IssuerdImport", "IssuerdCore", "IssuerdWire", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdOutboxTests", dependencies: ["IssuerdOutbox"]),
+        .testTarget(
+            name: "IssuerdSMTPTests", dependencies: ["IssuerdSMTP", "IssuerdCore", "IssuerdTestSupport"]),
+        .testTarget(
+            name: "IssuerdSMPPTests", dependencies: ["IssuerdSMPP", "IssuerdCore", "IssuerdTestSupport"]),
         .testTarget(name: "IssuerdKeysTests", dependencies: ["IssuerdKeys", "IssuerdCore"]),
         .testTarget(name: "IssuerdRiskTests", dependencies: ["IssuerdRisk", "IssuerdTestSupport"]),
         .testTarget(

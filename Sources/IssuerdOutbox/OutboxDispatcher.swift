@@ -65,6 +65,21 @@ package final class OutboxDispatcher: Sendable {
 
     /// Starts the worker thread (once).
     package func start() {
+        // Receipts are recorded by the session's thread; one not recorded (the database away)
+        // is answered so that the SMS centre sends it again.
+        let database = database
+        let logger = logger
+        delivery.sms?.start { receipts in
+            do {
+                try database.transaction { connection in
+                    for receipt in receipts { try SMPPMessages.receipt(receipt, connection: connection) }
+                }
+                return true
+            } catch {
+                logger.warning("smpp receipt not recorded", ["error": "\(error)"])
+                return false
+            }
+        }
         guard thread.start({ [self] in run() }) else { return }
         if !delivery.deliverableKinds.contains(.tsp) {
             logger.warning(
@@ -81,6 +96,7 @@ package final class OutboxDispatcher: Sendable {
         if !thread.stop(timeout: timeout) {
             logger.warning("outbox dispatcher still delivering at shutdown; its claims will expire and be retried")
         }
+        delivery.sms?.stop(timeout: .seconds(2))
     }
 
     private var stopRequested: Bool { thread.stopRequested }
@@ -120,19 +136,82 @@ package final class OutboxDispatcher: Sendable {
                 connection: connection)
         }
         let budget = settings.lease - settings.httpTimeout - .seconds(1)
+        // SMS to the SMS centre go on the wire one after the other (up to its window) and their
+        // answers are collected afterwards; everything else is delivered in turn.
+        var inFlight: [(message: OutboxStore.Claimed, begun: Result<OutboxDelivery.PendingSMS, any Error>)] = []
         for (index, message) in batch.enumerated() {
             if stopRequested || (index > 0 && ContinuousClock.now - claimedAt >= budget) {
                 release(batch[index...].map(\.id))
                 break
             }
-            // A message enqueued by a request is delivered as part of that request's trace.
-            if let stored = message.traceparent, let trace = TraceContext(traceparent: stored) {
-                TraceContext.run(trace) { deliver(message) }
-            } else {
-                deliver(message)
+            traced(message) {
+                if delivery.pipelines(message) {
+                    inFlight.append((message, Result { try delivery.begin(message) }))
+                } else {
+                    record(message, Result { try delivery.deliver(message) })
+                }
             }
         }
+        let finished = inFlight.map { item in
+            (message: item.message, outcome: Result { OutboxDelivery.Delivered(stepUp: try item.begun.get().finish()) })
+        }
+        recordAccepted(finished)
         return batch.count
+    }
+
+    /// Records the answers of the SMS put on the wire in one round: the accepted ones together in
+    /// one transaction (one commit for the round, not one per message), then each refusal on its
+    /// own. When the shared transaction fails, each is recorded on its own.
+    private func recordAccepted(
+        _ finished: [(message: OutboxStore.Claimed, outcome: Result<OutboxDelivery.Delivered, any Error>)]
+    ) {
+        let accepted = finished.compactMap { item -> (OutboxStore.Claimed, OutboxDelivery.Delivered)? in
+            guard case .success(let sent) = item.outcome else { return nil }
+            return (item.message, sent)
+        }
+        var together = false
+        if accepted.count > 1 {
+            do {
+                try database.transaction { connection in
+                    for (message, delivered) in accepted {
+                        try markDelivered(message, delivered, connection: connection)
+                    }
+                }
+                together = true
+                for (message, _) in accepted {
+                    deliveries.increment(labels: [message.kind.rawValue, "delivered"])
+                }
+            } catch {
+                logger.notice("outbox round not recorded together; one at a time", ["error": "\(error)"])
+            }
+        }
+        for item in finished {
+            if together, case .success = item.outcome { continue }
+            traced(item.message) { record(item.message, item.outcome) }
+        }
+    }
+
+    /// A delivered message's row; for a step-up code its delivery state and SMS ids, for a
+    /// Customer Service API call its reissue's progress.
+    private func markDelivered(
+        _ message: OutboxStore.Claimed, _ delivered: OutboxDelivery.Delivered, connection: PostgresConnection
+    ) throws {
+        try OutboxStore.markDelivered(message.id, connection: connection)
+        try ReissueProgress.delivered(
+            message, updated: delivered.updatedTokens, now: delivery.clock(), connection: connection)
+        if let sent = delivered.stepUp {
+            try StepUpDeliveryState.sent(sent, connection: connection)
+            if !sent.segments.isEmpty { try SMPPMessages.record(sent, outboxID: message.id, connection: connection) }
+        }
+    }
+
+    /// Runs `body` in the trace of the request that enqueued `message`, if it has one.
+    private func traced(_ message: OutboxStore.Claimed, _ body: () -> Void) {
+        if let stored = message.traceparent, let trace = TraceContext(traceparent: stored) {
+            TraceContext.run(trace) { body() }
+        } else {
+            body()
+        }
     }
 
     private func release(_ ids: [Int64]) {
@@ -145,17 +224,15 @@ package final class OutboxDispatcher: Sendable {
         }
     }
 
-    private func deliver(_ message: OutboxStore.Claimed) {
+    /// Records what became of one delivery.
+    private func record(_ message: OutboxStore.Claimed, _ outcome: Result<OutboxDelivery.Delivered, any Error>) {
         let metadata: LogMetadata = [
             "messageId": .string(String(message.id)), "kind": .string(message.kind.rawValue),
             "attempt": .int(message.attempts),
         ]
         do {
-            let updated = try delivery.deliver(message)
-            try database.transaction { connection in
-                try OutboxStore.markDelivered(message.id, connection: connection)
-                try ReissueProgress.delivered(message, updated: updated, now: delivery.clock(), connection: connection)
-            }
+            let delivered = try outcome.get()
+            try database.transaction { try markDelivered(message, delivered, connection: $0) }
             deliveries.increment(labels: [message.kind.rawValue, "delivered"])
             logger.debug("outbox message delivered", metadata)
         } catch {
@@ -175,6 +252,12 @@ package final class OutboxDispatcher: Sendable {
                     if delay == nil {
                         try ReissueProgress.deadLettered(
                             message, error: summary, now: delivery.clock(), connection: connection)
+                    }
+                    // A code that will never arrive: the customer's app may offer another method.
+                    if delay == nil, let target = delivery.stepUpTarget(message) {
+                        try StepUpDeliveryState.undeliverable(
+                            challengeID: target.challengeID, provider: target.provider, detail: summary,
+                            connection: connection)
                     }
                 }
             } catch {

@@ -1,3 +1,5 @@
+import IssuerdSMPP
+
 /// A failure inside the outbox machinery. `description` is safe to log and to store as a
 /// message's `last_error`: it never holds a code, a destination or a secret.
 package struct OutboxError: Error, CustomStringConvertible, Sendable {
@@ -42,4 +44,14 @@ package struct OutboxError: Error, CustomStringConvertible, Sendable {
     }
 
     package var description: String { "\(code): \(message)" }
+}
+
+extension OutboxError {
+    /// An SMPP failure as the outbox keeps it: a permanent refusal is a dead letter at once.
+    static func sms(_ failure: SMPPSession.Failure) -> OutboxError {
+        switch failure {
+        case .unavailable: OutboxError(.transport, failure.description)
+        case .refused(_, let permanent): OutboxError(.rejected, failure.description, deadLetter: permanent)
+        }
+    }
 }

@@ -40,6 +40,18 @@ package enum StepUpMessage {
 }
 
 extension StepUpMessage {
+    /// The subject of the code's e-mail. It never holds the code: subjects show on locked
+    /// screens and in notification previews.
+    package static func subject(locale: MessageLocale, wallet: Wallet = .applePay) -> String {
+        let name = wallet.name(in: locale)
+        switch locale {
+        case .korean: return "[\(name)] 카드 등록 인증번호 안내"
+        case .english: return "Your \(name) card verification code"
+        }
+    }
+}
+
+extension StepUpMessage {
     /// The wallet a message names. A Mastercard token (MDES) may be for Apple Pay, Google Pay or
     /// another wallet: its message names none.
     package enum Wallet: String, Sendable, Codable {

@@ -357,6 +357,11 @@ def test_attempt_page(c):
         "(gen_random_uuid(), 'BROWSER-TOKEN', '{0}', '{1}', 'sms', '+44 •••• ••12', 1, 'locked', 3, 3, now(), now() - interval '2 minutes', NULL), "
         "(gen_random_uuid(), 'BROWSER-TOKEN', '{0}', '{1}', 'email', 'c•••@example.test', 1, 'verified', 0, 3, now(), now() - interval '1 minute', now())"
         .format(card, customer))
+    # Each code's delivery: the SMS refused by the handset's network, the e-mail taken by the relay.
+    sql("INSERT INTO challenge_deliveries (challenge_id, state, provider, message_id, detail) "
+        "SELECT challenge_id, CASE method WHEN 'sms' THEN 'undeliverable' ELSE 'sent' END, "
+        "CASE method WHEN 'sms' THEN 'smpp' ELSE 'smtp' END, CASE method WHEN 'sms' THEN 'a1b2c3' ELSE 'Q42' END, "
+        "CASE method WHEN 'sms' THEN 'SMS centre receipt: UNDELIV' END FROM challenges WHERE token_reference = 'BROWSER-TOKEN'")
     c.open("/console/attempts/" + yellow)
     panel = c.css("#step-up").text
     check("BROWSER-TOKEN (active)" in panel and "The cardholder completed a step-up." in panel, "the token and the outcome: " + panel)
@@ -365,6 +370,8 @@ def test_attempt_page(c):
                  "WHERE token_reference = 'BROWSER-TOKEN'").split(",")
     check(len(rows) == len(stored) and all(m in row and st in row and n in row for row, (m, st, n) in zip(rows, (x.split(" ") for x in stored))),
           "each code sent, in order, as stored: page %r, database %r" % (rows, stored))
+    check("undeliverable smpp a1b2c3" in rows[0] and "SMS centre receipt: UNDELIV" in rows[0] and "sent smtp Q42" in rows[1],
+          "each code's delivery with its provider, message id and why: %r" % rows)
     body = c.css("body").text
     check(not re.search(r"\d{12,19}", body), "no card number on the page")
     c.open("/console/attempts/00000000-0000-0000-0000-000000000000")

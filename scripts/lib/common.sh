@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 
 ISSUERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-ISSUERD_DEBIAN_PACKAGES=(libssl-dev libpq-dev libmicrohttpd-dev libcurl4 postgresql openssl python3-venv curl libp11-kit-dev softhsm2 librnp-dev)
+ISSUERD_DEBIAN_PACKAGES=(libssl-dev libpq-dev libmicrohttpd-dev libcurl4 libcurl4-openssl-dev libsmpp34-dev postgresql openssl python3-venv curl libp11-kit-dev softhsm2 librnp-dev)
 # Only the tests need these (the console's browser test, the console script's syntax check, the
 # nginx mutual-TLS test of deploy/nginx-mdes.conf, promtool for deploy/prometheus/alerts.yml):
 # scripts/test installs them, scripts/run does not.
@@ -38,19 +38,23 @@ ensure_packages() {
 # ECC_V2/RSA_V2 decryptor; Mastercard's own field-level encryption and OAuth 1.0a signer for the
 # MDES tests, pinned: the oracle script drives their internals for AES-256 and IV-less payloads),
 # PGPy (an OpenPGP implementation of its own, which opens and verifies Google's opaque payment card),
-# jwcrypto (a JOSE implementation of its own, which opens Visa's encrypted payment instrument)
-# and Selenium, which drives Debian's Chromium for the console's browser test. Python is test
-# tooling only, never part of the product.
+# jwcrypto (a JOSE implementation of its own, which opens Visa's encrypted payment instrument),
+# Selenium, which drives Debian's Chromium for the console's browser test, aiosmtpd, the SMTP
+# server (STARTTLS, AUTH) the e-mail tests submit to, and smpp34, whose SMPP server is the SMS
+# centre the SMS tests, the fault run and the benchmark talk to. Python is test tooling only,
+# never part of the product.
 ISSUERD_MC_ENCRYPTION_VERSION=1.23.3
 ISSUERD_MC_OAUTH1_VERSION=1.9.2
 ISSUERD_PGPY_VERSION=0.6.0
 ISSUERD_JWCRYPTO_VERSION=1.6.1
+ISSUERD_AIOSMTPD_VERSION=1.4.6
+ISSUERD_SMPP34_VERSION=1.5.0
 ensure_test_python() {
     local venv="$ISSUERD_ROOT/.venv-test"
     if ! "$venv/bin/python" - "$ISSUERD_MC_ENCRYPTION_VERSION" "$ISSUERD_MC_OAUTH1_VERSION" "$ISSUERD_PGPY_VERSION" "$ISSUERD_JWCRYPTO_VERSION" <<'PY' 2>/dev/null; then
 import sys
 from importlib.metadata import version
-import cryptography, selenium, client_encryption, oauth1, pgpy, jwcrypto
+import cryptography, selenium, client_encryption, oauth1, pgpy, jwcrypto, aiosmtpd, smpp34
 assert version("mastercard-client-encryption") == sys.argv[1] and version("mastercard-oauth1-signer") == sys.argv[2]
 assert version("pgpy") == sys.argv[3] and version("jwcrypto") == sys.argv[4]
 PY
@@ -59,8 +63,9 @@ PY
         "$venv/bin/pip" install -q --disable-pip-version-check 'cryptography>=42' 'selenium>=4.20,<5' \
             "mastercard-client-encryption==$ISSUERD_MC_ENCRYPTION_VERSION" \
             "mastercard-oauth1-signer==$ISSUERD_MC_OAUTH1_VERSION" "pgpy==$ISSUERD_PGPY_VERSION" \
-            "jwcrypto==$ISSUERD_JWCRYPTO_VERSION" \
-            || die "pip install cryptography selenium mastercard-client-encryption mastercard-oauth1-signer pgpy jwcrypto failed"
+            "jwcrypto==$ISSUERD_JWCRYPTO_VERSION" "aiosmtpd==$ISSUERD_AIOSMTPD_VERSION" \
+            "smpp34==$ISSUERD_SMPP34_VERSION" \
+            || die "pip install cryptography selenium mastercard-client-encryption mastercard-oauth1-signer pgpy jwcrypto aiosmtpd smpp34 failed"
     fi
     export ISSUERD_TEST_PYTHON="$venv/bin/python"
 }

@@ -129,7 +129,8 @@ public final class IssuerdApplication: Sendable {
                     settings: $0, signingKey: try Self.customerServiceSigner($0, hsm: context.hsm),
                     timeout: configuration.outbox.httpTimeout, userAgent: build.userAgent)
             },
-            sealer: OutboxSealer(keyRing: context.vault.keyRing), clock: clock, userAgent: build.userAgent)
+            providers: configuration.stepUpProviders, sealer: OutboxSealer(keyRing: context.vault.keyRing),
+            clock: clock, userAgent: build.userAgent, logger: logger.labelled("issuerd.outbox"), metrics: metrics)
         self.outbox = OutboxDispatcher(
             database: database, settings: configuration.outbox, delivery: delivery, metrics: metrics,
             logger: logger.labelled("issuerd.outbox"))

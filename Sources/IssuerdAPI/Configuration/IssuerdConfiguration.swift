@@ -72,6 +72,8 @@ public struct IssuerdConfiguration: Sendable {
     public var activationValidity: Duration
     /// Step-up delivery provider (`ISSUERD_NOTIFY_PROVIDER`: `log` or `webhook`).
     public var notify: NotifySetting
+    /// Methods with a provider of their own (`ISSUERD_EMAIL_PROVIDER=smtp` and its `ISSUERD_SMTP_*`).
+    public var stepUpProviders: StepUpProviders
     /// Where TSP notifications go (`ISSUERD_TSP_WEBHOOK_URL`); none when unset.
     public var tspWebhookURL: URL?
     /// Mastercard's Customer Service API (`ISSUERD_MDES_CSAPI_URL` and its companions); nil when unset.
@@ -164,6 +166,7 @@ public struct IssuerdConfiguration: Sendable {
         rateLimitCard = try reader.rateLimit("ISSUERD_RATE_LIMIT_CARD", default: RateLimit(count: 5, window: 60))
         stepUp = try StepUpSettings(reader)
         outbox = try OutboxSettings(reader)
+        stepUpProviders = try StepUpProviders(reader, timeout: outbox.httpTimeout)
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
         outcomes = try OutcomeSettings(reader)

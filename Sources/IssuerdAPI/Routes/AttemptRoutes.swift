@@ -109,18 +109,38 @@ enum AttemptRoutes {
         ]
     }
 
-    /// The challenges of that token, oldest first (destinations masked; never a code).
+    /// The challenges of that token, oldest first (destinations masked; never a code), each with
+    /// its message's delivery state.
     private static func challenges(of attemptID: UUID, connection: PostgresConnection) throws -> [JSONValue] {
         let formatter = ISO8601DateFormatter()
         return try connection.query(
             """
-            SELECT c.challenge_id, c.method, c.destination_masked, c.status, c.failed_attempts, c.created_at, c.verified_at
+            SELECT c.challenge_id, c.method, c.destination_masked, c.status, c.failed_attempts, c.created_at, c.verified_at,
+                   d.state AS delivery_state, d.provider AS delivery_provider, d.message_id AS delivery_message_id,
+                   d.detail AS delivery_detail, d.updated_at AS delivery_updated_at
             FROM challenges c JOIN tokens t ON t.token_reference = c.token_reference
+            LEFT JOIN challenge_deliveries d ON d.challenge_id = c.challenge_id
             WHERE t.attempt_id = \(attemptID) ORDER BY c.created_at
             """
         ).map { row in
             let verified: Date? = try row.decode("verified_at")
+            // What became of the code's message (absent for the app method and for challenges
+            // older than delivery tracking).
+            var delivery = JSONValue.null
+            if let state: String = try row.decode("delivery_state") {
+                let provider: String? = try row.decode("delivery_provider")
+                let messageID: String? = try row.decode("delivery_message_id")
+                let detail: String? = try row.decode("delivery_detail")
+                let updated: Date? = try row.decode("delivery_updated_at")
+                delivery = [
+                    "state": .string(state), "provider": provider.map(JSONValue.string) ?? .null,
+                    "messageId": messageID.map(JSONValue.string) ?? .null,
+                    "detail": detail.map(JSONValue.string) ?? .null,
+                    "updatedAt": updated.map { .string(formatter.string(from: $0)) } ?? .null,
+                ]
+            }
             return [
+                "delivery": delivery,
                 "challengeId": .string(try row.decode("challenge_id", as: UUID.self).uuidString.lowercased()),
                 "method": .string(try row.decode("method")),
                 "destination": .string(try row.decode("destination_masked")),

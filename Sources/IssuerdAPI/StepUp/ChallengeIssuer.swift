@@ -113,6 +113,7 @@ struct ChallengeIssuer: Sendable {
                 sealed: BinaryEncoding.base64String(sealed.bytes),
                 wallet: token.service == "mdes" ? .any : nil)
             try OutboxStore.enqueue(kind: .notify, dedupKey: dedupKey, payload: payload, connection: connection)
+            try StepUpDeliveryState.queued(challengeID, connection: connection)
         }
         try AuditLog.append(
             actor: actor, action: "challenge.created", subject: "token:\(token.tokenReference)",

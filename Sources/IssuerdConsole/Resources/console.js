@@ -54,6 +54,14 @@
     const text = when(iso);
     return withDay ? text.slice(5, 10) + ' ' + text.slice(11, 13) + 'h' : text.slice(11, 16);
   }
+  // A step-up message's delivery: its state as a badge, the provider and its message id, and
+  // why it is undeliverable.
+  function delivery(d) {
+    if (!d) return '–';
+    const kind = d.state === 'delivered' ? 'green' : (d.state === 'undeliverable' ? 'orange' : 'yellow');
+    const via = [d.provider, d.messageId].filter((x) => x).join(' ');
+    return el('span', {}, badge(d.state, kind), via ? ' ' + via : '', d.detail ? el('div', { cls: 'muted', text: d.detail }) : null);
+  }
   const pct = (n, total) => total ? (100 * n / total).toFixed(1) + ' %' : '–';
   const tile = (label, value, cls, small) => el('div', { cls: 'tile ' + (cls || '') }, el('div', { cls: 'label', text: label }), el('div', { cls: 'value' + (small ? ' small' : ''), text: value }));
   function table(headers, rows, id) {
@@ -398,7 +406,7 @@
       td((h.values || []).map((v) => el('div', { cls: 'mono', text: v.name + ' = ' + (v.text !== undefined ? v.text : JSON.stringify(v.value)) }))),
       td(h.stepUp ? h.stepUp.join(', ') : '–')));
     const challenges = (a.stepUp || []).map((c) => el('tr', {}, td(c.method), td(c.destination), td(badge(c.status, c.status === 'verified' ? 'green' : (c.status === 'pending' ? 'yellow' : 'orange'))),
-      td(fmt(c.failedAttempts), 'num'), td(when(c.createdAt)), td(when(c.verifiedAt))));
+      td(fmt(c.failedAttempts), 'num'), td(when(c.createdAt)), td(when(c.verifiedAt)), td(delivery(c.delivery))));
     const offered = a.allowedMethods && a.allowedMethods.length ? a.allowedMethods.join(', ') : (a.flow === 'yellow' ? 'any' : 'none (no step-up)');
     let stepUpSummary = 'No step-up was needed.';
     if (a.flow === 'yellow') {
@@ -429,7 +437,7 @@
         el('div', { cls: 'kv' }, el('div', { text: 'Methods offered' }), el('div', { id: 'methods', text: offered }),
           el('div', { text: 'Token' }), el('div', { text: a.token ? a.token.tokenReference + ' (' + a.token.status + ')' : '–' }),
           el('div', { text: 'Outcome' }), el('div', { text: stepUpSummary })),
-        challenges.length ? table(['Method', 'Sent to', 'Status', 'Failed tries#', 'Created', 'Verified'], challenges) : null),
+        challenges.length ? table(['Method', 'Sent to', 'Status', 'Failed tries#', 'Created', 'Verified', 'Delivery'], challenges) : null),
       el('div', { cls: 'panel' }, el('details', {}, el('summary', { text: `Request attributes (${inputs.length})` }),
         el('div', { cls: 'kv' }, inputs.map(([k, v]) => [el('div', { cls: 'mono', text: k }), el('div', { cls: 'mono', text: JSON.stringify(v) })])))));
   }

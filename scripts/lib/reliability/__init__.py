@@ -17,8 +17,10 @@ docs/reliability.md.
 
 import importlib
 
-# The phases in the order they run (the database phases together, then the race and the fuzzing).
-PHASES = ("outbox", "outage", "freeze", "partition", "split", "race", "fuzz")
+# The phases in the order they run (the outbox phases, the database phases together, then the race
+# and the fuzzing).
+PHASES = ("outbox", "smpp", "outage", "freeze", "partition", "split", "race", "fuzz", "smppbench")
+# smppbench is a benchmark (scripts/bench-smpp): scripts/reliability runs it only when --only names it.
 
 
 def load(name):
