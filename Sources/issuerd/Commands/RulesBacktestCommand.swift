@@ -10,7 +10,7 @@ enum RulesBacktestCommand {
         issuerd rules backtest --candidate DIR [--current DIR] --since TIME --until TIME [--limit N] [--sample N]
                                [--changed-csv FILE]
 
-        Replays every attempt of FILE.jsonl through the current ruleset and the candidate. The
+        Replays every attempt of FILE.jsonl (or FILE.jsonl.gz, as `issuerd history archive` writes) through the current ruleset and the candidate. The
         current ruleset is, unless --current names another directory, the one issuerd serves: the
         directory of ISSUERD_RULES_DIR (default ./rules), as `issuerd serve` reads it. The first
         line says which versions are compared and where each came from; with velocity recomputed from the file's own history as of each attempt.
@@ -86,7 +86,11 @@ enum RulesBacktestCommand {
             comparing(
                 current, in: currentDirectory, given: arguments.option("current") != nil, candidate,
                 in: candidateDirectory))
-        guard let data = FileManager.default.contents(atPath: inputPath), let text = String(data: data, encoding: .utf8)
+        // An archive of `issuerd history archive` is read as it is, compressed.
+        let contents =
+            inputPath.hasSuffix(".gz")
+            ? try HistoryCommand.tool("gzip", ["-dc", inputPath]) : FileManager.default.contents(atPath: inputPath)
+        guard let data = contents, let text = String(data: data, encoding: .utf8)
         else {
             throw CommandFailure("\(inputPath): cannot read the file (or it is not UTF-8)")
         }

@@ -39,34 +39,42 @@ enum RulesHistoryCommands {
         let pool = try openDatabase()
         defer { pool.close() }
         let output = FileHandle.standardOutput
-        var buffer = ""
         let written = try databaseCall {
             try pool.transaction(isolation: .repeatableRead) { connection in
                 standardError(
                     "export: \(try export.attemptCount(connection: connection)) attempts in the window, "
                         + "history from \(HistoryExport.timestamp(export.historyStart))")
-                var reported = 0
-                let count = try export.write(
-                    connection: connection,
-                    progress: { lines in
-                        guard lines - reported >= 50_000 else { return }
-                        reported = lines
-                        standardError("export: \(lines) lines")
-                    }
-                ) { line in
-                    buffer += line
-                    buffer += "\n"
-                    if buffer.utf8.count >= 1 << 16 {
-                        output.write(Data(buffer.utf8))
-                        buffer = ""
-                    }
-                }
-                output.write(Data(buffer.utf8))
-                return count
+                return try write(export, connection: connection, to: output, label: "export")
             }
         }
         standardError("export: done, \(written) lines")
         return 0
+    }
+
+    /// Writes `export`'s lines to `output` a buffer at a time, reporting every 50,000 lines on
+    /// standard error as `label: N lines`; returns the number of lines.
+    static func write(
+        _ export: HistoryExport, connection: PostgresConnection, to output: FileHandle, label: String
+    ) throws -> Int {
+        var buffer = ""
+        var reported = 0
+        let count = try export.write(
+            connection: connection,
+            progress: { lines in
+                guard lines - reported >= 50_000 else { return }
+                reported = lines
+                standardError("\(label): \(lines) lines")
+            },
+            line: { line in
+                buffer += line
+                buffer += "\n"
+                if buffer.utf8.count >= 1 << 16 {
+                    output.write(Data(buffer.utf8))
+                    buffer = ""
+                }
+            })
+        output.write(Data(buffer.utf8))
+        return count
     }
 
     static let explainUsage = """
