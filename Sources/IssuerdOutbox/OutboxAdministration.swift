@@ -112,10 +112,10 @@ package enum OutboxAdministration {
         return MessageView(
             messageId: String(try row.decode("id", as: Int64.self)), kind: try row.decode("kind"),
             state: status == "pending" && lastError != nil ? "failing" : status, tries: try row.decode("attempts"),
-            nextAttemptAt: status == "pending" ? Timestamps.iso8601(try row.decode("next_attempt_at")) : nil,
+            nextAttemptAt: status == "pending" ? RFC3339.string(try row.decode("next_attempt_at")) : nil,
             lastError: lastError,
-            createdAt: Timestamps.iso8601(try row.decode("created_at")),
-            deliveredAt: try row.decode("delivered_at", as: Date?.self).map(Timestamps.iso8601),
+            createdAt: RFC3339.string(try row.decode("created_at")),
+            deliveredAt: try row.decode("delivered_at", as: Date?.self).map(RFC3339.string),
             dedupKey: try row.decode("dedup_key"),
             method: delivery?.method, destination: delivery?.destinationMasked, challengeId: delivery?.challengeId,
             tokenReference: delivery?.tokenReference ?? notification?.tokenReference, action: notification?.action)

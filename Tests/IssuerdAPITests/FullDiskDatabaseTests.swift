@@ -36,13 +36,15 @@ struct FullDiskDatabaseTests {
         admin.close()
 
         let lines = LineCollector()
-        let app = try TestApplication(
+        // With MDES's issuer side, whose own database failures are kept to a line per interval too.
+        let mdes = try MDESFixture(
             environment: [
                 "ISSUERD_DATABASE_URL": server.connectionString.replacingOccurrences(
                     of: "dbname=postgres", with: "dbname=issuerd"),
                 "ISSUERD_LOG_LEVEL": "warning", "ISSUERD_LOG_REPEAT_INTERVAL": "2s",
             ],
-            logger: Logger(label: "test", minimumLevel: .warning, handler: lines))
+            logger: Logger(label: "test", minimumLevel: .warning, handler: lines), seeded: false)
+        let app = mdes.app
         #expect(try app.client.get("/readyz").status == 200)
 
         // Fill what is left of the tmpfs.
@@ -66,6 +68,11 @@ struct FullDiskDatabaseTests {
         #expect(ready.status == 503, "\(ready.text)")
         #expect(ready.text.contains("insufficientResources"))
         #expect(lines.count(of: "database unavailable") == 1, "\(lines.lines)")
+        for index in 0..<3 {
+            let answer = try mdes.post("authorizeService", try mdes.authorizeBody(requestId: "full-\(index)"))
+            #expect(answer.status == 503, "\(answer.text)")
+        }
+        #expect(lines.count(of: "MDES request not processed") == 1, "\(lines.lines)")
 
         // After the interval, the next one is logged with how many were left out.
         Thread.sleep(forTimeInterval: 2.2)

@@ -30,11 +30,14 @@ struct MDESIssuerServices: Sendable {
     let verifier: ChallengeVerifier
     let stepUpMetrics: StepUpMetrics
     let sealer: OutboxSealer
+    /// The route table's: a database failure every MDES call meets is one warning per interval.
+    let repeatedLogs: RepeatedLogLimiter
 
-    init(context: ServiceContext, settings: MDESSettings, keys: MDESIssuerKeyRing) {
+    init(context: ServiceContext, settings: MDESSettings, keys: MDESIssuerKeyRing, repeatedLogs: RepeatedLogLimiter) {
         self.context = context
         self.settings = settings
         self.keys = keys
+        self.repeatedLogs = repeatedLogs
         risk = RiskService(context: context)
         stepUpMetrics = StepUpMetrics(context.metrics)
         sealer = OutboxSealer(keyRing: context.vault.keyRing)
@@ -107,7 +110,8 @@ struct MDESIssuerServices: Sendable {
             return Self.errors(
                 responseId: responseId, .invalidField("a value", "is malformed or too long"), status: 400)
         } catch let error as PostgresError {
-            request.logger.warning(
+            repeatedLogs.warning(
+                request.logger, kind: "MDES database: \(error.code) \(error.sqlState ?? "")",
                 "MDES request not processed: database",
                 ["error": "\(error.code)", "sqlState": .string(error.sqlState ?? "none")])
             return Self.errors(responseId: responseId, .unavailable, status: 503)

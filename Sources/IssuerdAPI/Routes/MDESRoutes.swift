@@ -9,7 +9,8 @@ import IssuerdStorage
 enum MDESRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         guard let settings = context.configuration.mdes, let keys = context.mdesIssuerKeys else { return }
-        let services = MDESIssuerServices(context: context, settings: settings, keys: keys)
+        let services = MDESIssuerServices(
+            context: context, settings: settings, keys: keys, repeatedLogs: table.repeatedLogs)
         table.add(.post, "/mdes/issuerServices/1/0/{op}") { request in try services.handle(request) }
 
         table.add(.get, "/v1/admin/mdes/suspicious-events") { request in

@@ -107,7 +107,7 @@ struct ChallengeIssuer: Sendable {
             let payload = StepUpDeliveryPayload(
                 challengeId: challengeText, tokenReference: token.tokenReference, method: method.rawValue,
                 destinationMasked: masked,
-                expiresAt: Timestamps.iso8601(expiresAt), locale: locale.rawValue,
+                expiresAt: RFC3339.string(expiresAt), locale: locale.rawValue,
                 validMinutes: given.map { _ in max(1, Int(expiresAt.timeIntervalSince(now) / 60)) }
                     ?? Int(settings.codeLifetime.timeInterval / 60), keyVersion: sealed.keyVersion,
                 sealed: BinaryEncoding.base64String(sealed.bytes),
@@ -119,7 +119,7 @@ struct ChallengeIssuer: Sendable {
             details: ["challengeId": challengeText, "method": method.rawValue, "destination": masked], at: now,
             connection: connection)
         let response = ActivationCodeResponse(
-            challengeId: challengeText, method: method.rawValue, expiresAt: Timestamps.iso8601(expiresAt))
+            challengeId: challengeText, method: method.rawValue, expiresAt: RFC3339.string(expiresAt))
         return response
     }
 

@@ -32,20 +32,10 @@ public enum RFC3339 {
                 return value
             }
             guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-                let minute = number(14, 2), let second = number(17, 2), year >= 1970, (1...12).contains(month),
-                hour < 24, minute < 60,
-                second < 60
+                let minute = number(14, 2), let second = number(17, 2), year >= 1970,
+                CivilDate.isValid(year: year, month: month, day: day), hour < 24, minute < 60, second < 60
             else { return nil }
-            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-            let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-            guard day >= 1, day <= lengths[month - 1] else { return nil }
-            // Days from 1970-01-01 to the civil date (H. Hinnant's days_from_civil).
-            let shiftedYear = month <= 2 ? year - 1 : year
-            let era = shiftedYear / 400
-            let yearOfEra = shiftedYear - era * 400
-            let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-            let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-            let days = era * 146_097 + dayOfEra - 719_468
+            let days = CivilDate.days(year: year, month: month, day: day)
             return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second))
         }
     }
@@ -59,15 +49,5 @@ public enum RFC3339 {
     /// `2025-03-01T12:00:00Z` (UTC, whole seconds).
     public static func string(_ date: Date) -> String {
         plain.format(date)
-    }
-}
-
-/// ISO-8601 text for wire timestamps.
-package enum Timestamps {
-    /// `2025-03-01T09:30:00Z` (UTC, whole seconds).
-    package static func iso8601(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// MDES date-times (docs/networks.md, transport rules): `YYYY-MM-DDThh:mm:ss`, then optionally `.` and 1–3
 /// digits, then `Z` or `±hh:mm`. Parsed by arithmetic, strictly: nothing else is a date.
@@ -20,12 +21,10 @@ package enum ISO8601Text {
             return value
         }
         guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-            let minute = number(14, 2), let second = number(17, 2), (1...12).contains(month), hour < 24,
-            minute < 60, second < 60
+            let minute = number(14, 2), let second = number(17, 2),
+            CivilDate.isValid(year: year, month: month, day: day),
+            hour < 24, minute < 60, second < 60
         else { return nil }
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard day >= 1, day <= lengths[month - 1] else { return nil }
 
         var index = 19
         var fraction = 0.0
@@ -54,13 +53,7 @@ package enum ISO8601Text {
         default:
             return nil
         }
-        // Days from 1970-01-01 to the civil date (H. Hinnant's days_from_civil).
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
-        let yearOfEra = shiftedYear - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
+        let days = CivilDate.days(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset
         return Date(timeIntervalSince1970: TimeInterval(seconds) + fraction)
     }

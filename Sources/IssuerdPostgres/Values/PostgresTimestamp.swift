@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// The column types a `Date` decodes from (a constant: a set literal at the call builds one per cell).
 private let timestampTypes: Set<PostgresDataType> = [.timestamptz, .timestamp]
@@ -84,7 +85,8 @@ enum PostgresTimestamp {
         let total = micros + referenceOffset * 1_000_000
         let (seconds, fraction) = floorDivision(total, 1_000_000)
         let (days, secondOfDay) = floorDivision(seconds, 86_400)
-        let (year, month, day) = civil(fromDays: days)
+        let civil = CivilDate.date(days: Int(days))
+        let (year, month, day) = (Int64(civil.year), Int64(civil.month), Int64(civil.day))
         let bc = year <= 0
         // Written digit by digit into one buffer: concatenating padded pieces was most of the
         // cost of binding a timestamp, and a decision binds several.
@@ -205,7 +207,7 @@ enum PostgresTimestamp {
             throw malformed
         }
         let year = bc ? 1 - rawYear : rawYear
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = Int64(CivilDate.days(year: Int(year), month: Int(month), day: Int(day)))
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset - referenceOffset
         let sinceReference = seconds * 1_000_000 + micros
         return Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1_000_000)
@@ -214,28 +216,6 @@ enum PostgresTimestamp {
     private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
         let quotient = value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
         return (quotient, value - quotient * divisor)
-    }
-
-    /// Days since 1970-01-01 for a proleptic Gregorian date (year 0 is 1 BC).
-    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    private static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 

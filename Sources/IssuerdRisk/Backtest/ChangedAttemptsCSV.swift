@@ -76,23 +76,10 @@ public enum ChangedAttemptsCSV {
         let fraction = milliseconds - seconds * 1_000
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day) = CivilDate.date(days: days)
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         func three(_ value: Int) -> String { value < 10 ? "00\(value)" : value < 100 ? "0\(value)" : "\(value)" }
         return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3_600)):\(two(secondOfDay % 3_600 / 60)):"
             + "\(two(secondOfDay % 60)).\(three(fraction))Z"
-    }
-
-    /// The proleptic Gregorian date of a day count from 1970-01-01 (H. Hinnant's civil_from_days).
-    private static func civil(fromDays days: Int) -> (Int, Int, Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthPart = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthPart + 2) / 5 + 1
-        let month = monthPart < 10 ? monthPart + 3 : monthPart - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

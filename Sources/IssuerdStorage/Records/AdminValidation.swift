@@ -141,15 +141,8 @@ package enum AdminValidation {
             let today = calendar.dateComponents([.year, .month], from: date)
             return (today.year ?? 2000) * 12 + (today.month ?? 1)
         }
-        let days = Int((seconds / 86_400).rounded(.down)) + 719_468
-        let era = days / 146_097
-        let dayOfEra = days - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        return year * 12 + month
+        let civil = CivilDate.date(days: Int((seconds / 86_400).rounded(.down)))
+        return civil.year * 12 + civil.month
     }
 
     private static func isIdentifierByte(_ byte: UInt8) -> Bool {

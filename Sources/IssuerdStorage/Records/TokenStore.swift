@@ -242,8 +242,8 @@ extension TokenStore {
                 service: try row.decode("service"), deviceId: try row.decode("device_id"),
                 tokenRequestorId: try row.decode("token_requestor_id"),
                 suspendedByIssuerFrom: try row.decode("issuer_suspended_from"), attemptId: try row.decode("attempt_id"),
-                createdAt: Timestamps.iso8601(try row.decode("created_at")),
-                updatedAt: Timestamps.iso8601(try row.decode("updated_at")))
+                createdAt: RFC3339.string(try row.decode("created_at")),
+                updatedAt: RFC3339.string(try row.decode("updated_at")))
         }
     }
 }

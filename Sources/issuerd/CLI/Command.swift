@@ -59,3 +59,34 @@ enum ExitStatus {
     /// `EX_UNAVAILABLE`: a service issuerd needs (PostgreSQL) is unavailable at start.
     static let unavailable: Int32 = 69
 }
+
+extension CommandDefinition {
+    /// Runs the subcommand that `words` starts with, from `table`; see ``Subcommand/run(_:usage:_:)``.
+    static func runSubcommand(
+        _ words: [String], _ table: KeyValuePairs<String, ([String]) throws -> Int32>
+    ) throws -> Int32 {
+        try Subcommand.run(words, usage: usage, table)
+    }
+}
+
+/// The dispatch every command with subcommands shares.
+enum Subcommand {
+    /// Runs the subcommand that `words` starts with, from `table` (name → what runs it with the
+    /// words after the name). No words prints `usage` and gives 2; `--help` or `-h` prints it and
+    /// gives 0; an unknown name is a usage error naming the likely ones, or else all of them.
+    static func run(
+        _ words: [String], usage: String, _ table: KeyValuePairs<String, ([String]) throws -> Int32>
+    ) throws -> Int32 {
+        guard let name = words.first, name != "--help", name != "-h" else {
+            print(usage)
+            return words.isEmpty ? 2 : 0
+        }
+        if let run = table.first(where: { $0.key == name })?.value { return try run(Array(words.dropFirst())) }
+        let names = table.map(\.key)
+        let near = names.filter { $0.hasPrefix(String(name.prefix(2))) }
+        if !near.isEmpty {
+            throw UsageError("unknown subcommand '\(name)' (did you mean \(near.joined(separator: " or "))?)")
+        }
+        throw UsageError("unknown subcommand '\(name)' (\(names.joined(separator: ", ")))")
+    }
+}

@@ -17,12 +17,11 @@ enum APIKeyCommand: CommandDefinition {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        guard let sub = words.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return words.isEmpty ? 2 : 0
-        }
-        guard sub == "create" else { throw UsageError("unknown subcommand '\(sub)' (create)") }
-        let arguments = try Arguments(Array(words.dropFirst()), options: ["role", "name", "config"])
+        try runSubcommand(words, ["create": create])
+    }
+
+    private static func create(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["role", "name", "config"])
         if arguments.wantsHelp {
             print(usage)
             return 0

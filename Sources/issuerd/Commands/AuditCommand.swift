@@ -22,13 +22,12 @@ enum AuditCommand: CommandDefinition {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        guard let sub = words.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return words.isEmpty ? 2 : 0
-        }
-        guard sub == "verify" else { throw UsageError("unknown subcommand '\(sub)' (verify)") }
+        try runSubcommand(words, ["verify": verify])
+    }
+
+    private static func verify(_ words: [String]) throws -> Int32 {
         let arguments = try Arguments(
-            Array(words.dropFirst()), options: ["config", "max-unsealed-age"], flags: ["no-seal"])
+            words, options: ["config", "max-unsealed-age"], flags: ["no-seal"])
         if arguments.wantsHelp {
             print(usage)
             return 0

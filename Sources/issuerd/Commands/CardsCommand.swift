@@ -31,12 +31,11 @@ enum CardsCommand: CommandDefinition {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        guard let sub = words.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return words.isEmpty ? 2 : 0
-        }
-        guard sub == "import" else { throw UsageError("unknown subcommand '\(sub)' (import)") }
-        let arguments = try Arguments(Array(words.dropFirst()), options: ["progress-every", "workers", "config"])
+        try runSubcommand(words, ["import": importFile])
+    }
+
+    private static func importFile(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["progress-every", "workers", "config"])
         if arguments.wantsHelp {
             print(usage)
             return 0

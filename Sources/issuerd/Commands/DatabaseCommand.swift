@@ -25,12 +25,11 @@ enum DatabaseCommand: CommandDefinition {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        guard let sub = words.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return words.isEmpty ? 2 : 0
-        }
-        guard sub == "grant" else { throw UsageError("unknown subcommand '\(sub)' (grant)") }
-        let arguments = try Arguments(Array(words.dropFirst()), options: ["role"])
+        try runSubcommand(words, ["grant": grant])
+    }
+
+    private static func grant(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["role"])
         if arguments.wantsHelp {
             print(usage)
             return 0

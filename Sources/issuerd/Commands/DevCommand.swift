@@ -21,13 +21,11 @@ enum DevCommand: CommandDefinition {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        guard let sub = words.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return words.isEmpty ? 2 : 0
-        }
-        if sub == "token" { return try DevTokenCommand.run(Array(words.dropFirst())) }
-        guard sub == "pki" else { throw UsageError("unknown subcommand '\(sub)' (pki, token)") }
-        let arguments = try Arguments(Array(words.dropFirst()), options: ["out", "at"])
+        try runSubcommand(words, ["pki": writePKI, "token": DevTokenCommand.run])
+    }
+
+    private static func writePKI(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["out", "at"])
         if arguments.wantsHelp {
             print(usage)
             return 0

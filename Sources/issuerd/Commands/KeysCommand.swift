@@ -26,13 +26,11 @@ enum KeysCommand: CommandDefinition {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        guard let sub = words.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return words.isEmpty ? 2 : 0
-        }
-        if sub == "hsm" { return try KeysHSMCommand.run(Array(words.dropFirst())) }
-        guard sub == "rotate" else { throw UsageError("unknown subcommand '\(sub)' (rotate, hsm)") }
-        let arguments = try Arguments(Array(words.dropFirst()), options: ["batch-size", "config"])
+        try runSubcommand(words, ["rotate": rotate, "hsm": KeysHSMCommand.run])
+    }
+
+    private static func rotate(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["batch-size", "config"])
         if arguments.wantsHelp {
             print(usage)
             return 0

@@ -54,19 +54,12 @@ enum KeysHSMCommand {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        guard let sub = words.first, sub != "--help", sub != "-h" else {
-            print(usage)
-            return words.isEmpty ? 2 : 0
-        }
-        let rest = Array(words.dropFirst())
-        switch sub {
-        case "init": return try initialise(rest)
-        case "status": return try status(rest)
-        case "add-data-key": return try addDataKey(rest)
-        case "import-visa-secret": return try importVisaSecret(rest)
-        default:
-            throw UsageError("unknown subcommand 'keys hsm \(sub)' (init, status, add-data-key, import-visa-secret)")
-        }
+        try Subcommand.run(
+            words, usage: usage,
+            [
+                "init": initialise, "status": status, "add-data-key": addDataKey,
+                "import-visa-secret": importVisaSecret,
+            ])
     }
 
     private static func parse(

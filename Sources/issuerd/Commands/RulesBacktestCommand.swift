@@ -10,10 +10,13 @@ enum RulesBacktestCommand {
         issuerd rules backtest --candidate DIR [--current DIR] --since TIME --until TIME [--limit N] [--sample N]
                                [--changed-csv FILE]
 
-        Replays every attempt of FILE.jsonl (or FILE.jsonl.gz, as `issuerd history archive` writes) through the current ruleset and the candidate. The
-        current ruleset is, unless --current names another directory, the one issuerd serves: the
-        directory of ISSUERD_RULES_DIR (default ./rules), as `issuerd serve` reads it. The first
-        line says which versions are compared and where each came from; with velocity recomputed from the file's own history as of each attempt.
+        Replays every attempt of FILE.jsonl (or FILE.jsonl.gz, as `issuerd history archive` writes)
+        through the current ruleset and the candidate, with
+        velocity recomputed from the file's own history as of each attempt. The current ruleset
+        is, unless --current names a directory, the one issuerd serves: with
+        ISSUERD_RULES_APPROVAL=required the newest approved change (its files, from PostgreSQL);
+        otherwise the directory of ISSUERD_RULES_DIR (default ./rules), as `issuerd serve` reads
+        it. The first line says which versions are compared and where each came from.
         With --since/--until the attempts of [since, until) come from PostgreSQL (ISSUERD_DATABASE_URL),
         at most N (--limit, default 20000000), read in time order a slice at a time in one snapshot
         (memory stays bounded by a slice and the keys active within the rules' longest window, not
@@ -41,7 +44,6 @@ enum RulesBacktestCommand {
             return 0
         }
         let candidateDirectory = try arguments.required("candidate")
-        let currentDirectory = arguments.option("current") ?? servingDirectory
         guard let sample = Int(arguments.option("sample") ?? "20"), (0...10_000).contains(sample) else {
             throw UsageError("--sample takes a number from 0 to 10000")
         }
@@ -54,12 +56,9 @@ enum RulesBacktestCommand {
             guard let limit = Int(arguments.option("limit") ?? "20000000"), (1...50_000_000).contains(limit) else {
                 throw UsageError("--limit takes a number from 1 to 50000000")
             }
-            let current = try load(currentDirectory, role: "current")
+            let (current, origin) = try currentRuleset(arguments)
             let candidate = try load(candidateDirectory, role: "candidate")
-            print(
-                comparing(
-                    current, in: currentDirectory, given: arguments.option("current") != nil, candidate,
-                    in: candidateDirectory))
+            print(comparing(current, from: origin, candidate, in: candidateDirectory))
             let pool = try RulesHistoryCommands.openDatabase()
             defer { pool.close() }
             let outcome = try RulesHistoryCommands.databaseCall {
@@ -80,12 +79,9 @@ enum RulesBacktestCommand {
             }
         }
         let inputPath = try arguments.required("input")
-        let current = try load(currentDirectory, role: "current")
+        let (current, origin) = try currentRuleset(arguments)
         let candidate = try load(candidateDirectory, role: "candidate")
-        print(
-            comparing(
-                current, in: currentDirectory, given: arguments.option("current") != nil, candidate,
-                in: candidateDirectory))
+        print(comparing(current, from: origin, candidate, in: candidateDirectory))
         // An archive of `issuerd history archive` is read as it is, compressed.
         let contents =
             inputPath.hasSuffix(".gz")
@@ -119,12 +115,44 @@ enum RulesBacktestCommand {
 
     /// The line saying which two versions are compared, and where each came from.
     static func comparing(
-        _ current: Ruleset, in currentDirectory: String, given: Bool, _ candidate: Ruleset,
-        in candidateDirectory: String
-    ) -> String {
-        let origin = given ? "--current" : "what issuerd serves: ISSUERD_RULES_DIR, default ./rules"
-        return
-            "comparing current \(current.version) (\(currentDirectory), \(origin)) with candidate \(candidate.version) (\(candidateDirectory))"
+        _ current: Ruleset, from origin: String, _ candidate: Ruleset, in candidateDirectory: String
+    )
+        -> String
+    {
+        "comparing current \(current.version) (\(origin)) with candidate \(candidate.version) (\(candidateDirectory))"
+    }
+
+    /// The current side and where it came from: `--current`'s directory; else what issuerd
+    /// serves, which with `ISSUERD_RULES_APPROVAL=required` is the newest approved change (its
+    /// files from PostgreSQL, whatever the directory holds), and otherwise the serving directory.
+    private static func currentRuleset(_ arguments: Arguments) throws -> (Ruleset, origin: String) {
+        if let directory = arguments.option("current") {
+            return (try load(directory, role: "current"), "\(directory), --current")
+        }
+        if ProcessInfo.processInfo.environment["ISSUERD_RULES_APPROVAL"] == "required" {
+            let pool = try RulesHistoryCommands.openDatabase()
+            defer { pool.close() }
+            let approved = try RulesHistoryCommands.databaseCall {
+                try pool.withConnection { connection -> (UUID, [RulesetFile])? in
+                    guard let serving = try RuleChangeStore.serving(connection: connection) else { return nil }
+                    return (serving.changeID, try RuleChangeStore.files(of: serving.changeID, connection: connection))
+                }
+            }
+            if let (changeID, files) = approved {
+                let id = changeID.uuidString.lowercased()
+                do {
+                    let ruleset = try RulesetCompiler.compile(files, contentHasher: RulesCommand.contentHasher)
+                    return (ruleset, "approved change \(id), what issuerd serves: ISSUERD_RULES_APPROVAL=required")
+                } catch {
+                    throw CommandFailure("the approved change \(id) does not check here:\n\(error.description)")
+                }
+            }
+        }
+        let directory = servingDirectory
+        return (
+            try load(directory, role: "current"),
+            "\(directory), what issuerd serves: ISSUERD_RULES_DIR, default ./rules"
+        )
     }
 
     private static func load(_ directory: String, role: String) throws -> Ruleset {
@@ -164,18 +192,21 @@ enum RulesBacktestCommand {
             "unresolved (a value was unknown): current \(report.currentUnresolved), candidate \(report.candidateUnresolved)"
         )
         lines.append("")
-        lines.append(pad("rule", 40) + pad("current", 10) + pad("candidate", 10) + "delta")
         let before = Dictionary(report.currentHits.map { ($0.ruleID, $0) }, uniquingKeysWith: { a, _ in a })
         let after = Dictionary(report.candidateHits.map { ($0.ruleID, $0) }, uniquingKeysWith: { a, _ in a })
         var ids = report.currentHits.map(\.ruleID)
         ids += report.candidateHits.map(\.ruleID).filter { before[$0] == nil }
+        // The rule column is as wide as its longest id (with " (shadow)"), and never narrower than 40.
+        let ruleWidth = max(40, (ids.map(\.count).max() ?? 0) + " (shadow)".count + 2)
+        lines.append(pad("rule", ruleWidth) + pad("current", 10) + pad("candidate", 10) + "delta")
         for id in ids {
             let a = before[id]
             let b = after[id]
             let shadow = (b ?? a)?.mode == .shadow ? " (shadow)" : ""
             let delta = (b?.hits ?? 0) - (a?.hits ?? 0)
             lines.append(
-                pad(id + shadow, 40) + pad(a.map { "\($0.hits)" } ?? "-", 10) + pad(b.map { "\($0.hits)" } ?? "-", 10)
+                pad(id + shadow, ruleWidth) + pad(a.map { "\($0.hits)" } ?? "-", 10)
+                    + pad(b.map { "\($0.hits)" } ?? "-", 10)
                     + (delta == 0 ? "" : (delta > 0 ? "+\(delta)" : "\(delta)")))
         }
         if let performance = report.performance {
@@ -189,15 +220,20 @@ enum RulesBacktestCommand {
                 )
             }
             lines.append("  candidate " + performance.summary)
-            lines.append(pad("  rule (fraud/legitimate decided)", 42) + pad("current", 16) + "candidate")
             let keys = Set(performance.current.rules.keys).union(performance.candidate.rules.keys).sorted()
+            let labelWidth = max(
+                42,
+                (keys.compactMap { (performance.current.rules[$0] ?? performance.candidate.rules[$0])?.ruleID.count }
+                    .max() ?? 0) + " (shadow)".count + 4)
+            lines.append(pad("  rule (fraud/legitimate decided)", labelWidth) + pad("current", 16) + "candidate")
             for key in keys {
                 let a = performance.current.rules[key]
                 let b = performance.candidate.rules[key]
-                let rule = (a ?? b)!
+                guard let rule = a ?? b else { continue }
                 let shadow = rule.mode == .shadow ? " (shadow)" : ""
                 lines.append(
-                    pad("  " + rule.ruleID + shadow, 42) + pad(a.map { "\($0.fraud)/\($0.legitimate)" } ?? "-", 16)
+                    pad("  " + rule.ruleID + shadow, labelWidth)
+                        + pad(a.map { "\($0.fraud)/\($0.legitimate)" } ?? "-", 16)
                         + (b.map { "\($0.fraud)/\($0.legitimate)" } ?? "-"))
             }
         }

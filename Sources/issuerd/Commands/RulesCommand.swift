@@ -27,31 +27,15 @@ enum RulesCommand: CommandDefinition {
     static let contentHasher: ContentHasher = RulesetVersioning.sha256
 
     static func run(_ words: [String]) throws -> Int32 {
-        guard let subcommand = words.first, subcommand != "--help", subcommand != "-h" else {
-            print(usage)
-            return words.isEmpty ? 2 : 0
-        }
-        let rest = Array(words.dropFirst())
-        switch subcommand {
-        case "check": return try check(rest)
-        case "test": return try test(rest)
-        case "backtest": return try RulesBacktestCommand.run(rest)
-        case "explain": return try RulesHistoryCommands.explain(rest)
-        case "export": return try RulesHistoryCommands.export(rest)
-        case "performance": return try RulesPerformanceCommand.run(rest)
-        case "propose": return try RulesChangeCommands.propose(rest)
-        case "approve": return try RulesChangeCommands.decide(rest, approve: true)
-        case "reject": return try RulesChangeCommands.decide(rest, approve: false)
-        default:
-            let near = [
-                "check", "test", "backtest", "export", "explain", "performance", "propose", "approve", "reject",
-            ].filter {
-                $0.hasPrefix(String(subcommand.prefix(2)))
-            }
-            throw UsageError(
-                "unknown subcommand '\(subcommand)'"
-                    + (near.isEmpty ? "" : " (did you mean \(near.joined(separator: " or "))?)"))
-        }
+        try runSubcommand(
+            words,
+            [
+                "check": check, "test": test, "backtest": RulesBacktestCommand.run,
+                "explain": RulesHistoryCommands.explain, "export": RulesHistoryCommands.export,
+                "performance": RulesPerformanceCommand.run, "propose": RulesChangeCommands.propose,
+                "approve": { try RulesChangeCommands.decide($0, approve: true) },
+                "reject": { try RulesChangeCommands.decide($0, approve: false) },
+            ])
     }
 
     static let checkUsage = """

@@ -55,12 +55,9 @@ enum GooglePayFixtures {
         return environment
     }
 
-    /// The push tests' rules: a Google Pay push to a watch is yellow (SMS or the app), a Samsung
-    /// Pay push to a tablet is yellow (the app; `request.wallet` read from the route), a blocked
-    /// card is orange.
-    static func rules() throws -> String {
-        let directory = try TestScratch.directory("issuerd-rules")
-        try """
+    /// Google Pay push to a watch and Samsung Pay push to a tablet step up (SMS or the app; the
+    /// app), `request.wallet` read from the route; the replay tests use them too.
+    static let pushRules = """
         rule test.google_watch
           title   "Google Pay push to a watch"
           outcome yellow
@@ -79,6 +76,15 @@ enum GooglePayFixtures {
           when    request.wallet == "samsung_pay" and device.type == "tablet"
         end
 
+        """
+
+    /// The push tests' rules: a Google Pay push to a watch is yellow (SMS or the app), a Samsung
+    /// Pay push to a tablet is yellow (the app; `request.wallet` read from the route), a blocked
+    /// card is orange.
+    static func rules() throws -> String {
+        let directory = try TestScratch.directory("issuerd-rules")
+        try """
+        \(pushRules)
         rule test.blocked
           title   "Blocked card"
           outcome orange

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 import IssuerdMDES
 import IssuerdTestSupport
@@ -15,7 +16,12 @@ final class MDESFixture: @unchecked Sendable {  // immutable after init
     let directory: URL
     static let pan = DecisionFixtures.mastercardPAN
 
-    init(environment: [String: String] = [:], rulesDirectory: String? = nil) throws {
+    /// - Parameter seeded: Whether to add the customer and card (through the test database;
+    ///   false when `environment` points the service at another database).
+    init(
+        environment: [String: String] = [:], rulesDirectory: String? = nil, logger: Logger? = nil,
+        seeded: Bool = true
+    ) throws {
         let pki = try DevelopmentPKI.generate(now: Date())
         var profile = DevelopmentPKI.LeafProfile()
         profile.key = .rsa(bits: 2048)
@@ -31,7 +37,8 @@ final class MDESFixture: @unchecked Sendable {  // immutable after init
         issuerKey = try MastercardEncryptionKey(certificate: X509Certificate(derRepresentation: leaf.certificateDER))
         var settings = ["ISSUERD_MDES_ISSUER_KEYS": keyFile.path]
         settings.merge(environment) { _, new in new }
-        app = try TestApplication(environment: settings, rulesDirectory: rulesDirectory)
+        app = try TestApplication(environment: settings, rulesDirectory: rulesDirectory, logger: logger)
+        guard seeded else { return }
         try DecisionFixtures.customer(app, "cust-1", phone: "01012345678", email: "hong.gildong@example.com")
         try DecisionFixtures.card(
             app, "card-1", customer: "cust-1", pan: Self.pan, expiration: "12/30", network: "mastercard")

@@ -42,23 +42,7 @@ struct ReplayDecisionTests {
           when    device.id == "sms-only"
         end
 
-        rule test.google_watch
-          title   "Google Pay push to a watch"
-          outcome yellow
-          reason  TEST_GOOGLE_WATCH
-          stepup  [sms, app]
-          owner   test
-          when    request.channel == "google_pay" and device.type == "watch"
-        end
-
-        rule test.samsung_tablet
-          title   "Samsung Pay push to a tablet"
-          outcome yellow
-          reason  TEST_SAMSUNG_TABLET
-          stepup  [app]
-          owner   test
-          when    request.wallet == "samsung_pay" and device.type == "tablet"
-        end
+        \(GooglePayFixtures.pushRules)
         """.write(to: directory.appendingPathComponent("policy/test.rules"), atomically: true, encoding: .utf8)
         return directory.path
     }

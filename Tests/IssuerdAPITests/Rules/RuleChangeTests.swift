@@ -290,6 +290,29 @@ struct RuleChangeTests {
             try CommandLineRunner.run(["rules", "reject", changeID, "--by", "Alan Turing"], environment: environment)
                 .status == 1)
 
+        // A backtest without --current compares with the approved change that serves, not with
+        // the serving directory (which still holds the original version).
+        let input = TestScratch.path("issuerd-backtest-input.jsonl")
+        defer { try? FileManager.default.removeItem(at: input) }
+        try Data(
+            #"""
+            {"type":"attempt","id":"a1","time":"2025-03-01T10:00:00Z","card_id":"c1","device_id":"d1","customer_id":"u1","attributes":{"card.status":"active","wallet.device_score":4}}
+
+            """#.utf8
+        ).write(to: input)
+        let backtest = try CommandLineRunner.run(
+            ["rules", "backtest", "--candidate", rules.path, "--input", input.path],
+            environment: environment.merging(["ISSUERD_RULES_APPROVAL": "required", "ISSUERD_RULES_DIR": rules.path]) {
+                $1
+            })
+        #expect(backtest.status == 0, "\(backtest.standardError)")
+        let comparing = backtest.standardOutput.split(separator: "\n").first.map(String.init) ?? ""
+        let approvedVersion = app.application.context.rules.current.version
+        #expect(
+            comparing
+                == "comparing current \(approvedVersion) (approved change \(changeID), what issuerd serves: ISSUERD_RULES_APPROVAL=required) with candidate \(original) (\(rules.path))",
+            "\(comparing)")
+
         // The failing-examples gate holds on the command line too.
         try RulesTestData.example("cli rule passes green", given: "wallet.device_score: 0", expect: "green")
             .write(to: candidate.appendingPathComponent("examples/zz_cli.cases"), atomically: true, encoding: .utf8)
