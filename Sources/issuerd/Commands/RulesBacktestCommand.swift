@@ -59,7 +59,7 @@ enum RulesBacktestCommand {
             let (current, origin) = try currentRuleset(arguments)
             let candidate = try load(candidateDirectory, role: "candidate")
             print(comparing(current, from: origin, candidate, in: candidateDirectory))
-            let pool = try RulesHistoryCommands.openDatabase()
+            let pool = try RulesHistoryCommands.openDatabase(forReading: true)
             defer { pool.close() }
             let outcome = try RulesHistoryCommands.databaseCall {
                 try HistoryBacktest.run(
@@ -130,7 +130,7 @@ enum RulesBacktestCommand {
             return (try load(directory, role: "current"), "\(directory), --current")
         }
         if ProcessInfo.processInfo.environment["ISSUERD_RULES_APPROVAL"] == "required" {
-            let pool = try RulesHistoryCommands.openDatabase()
+            let pool = try RulesHistoryCommands.openDatabase(forReading: true)
             defer { pool.close() }
             let approved = try RulesHistoryCommands.databaseCall {
                 try pool.withConnection { connection -> (UUID, [RulesetFile])? in

@@ -36,7 +36,7 @@ enum RulesHistoryCommands {
             lookback = HistoryExport.lookback(for: [try loadRules(arguments.option("rules") ?? "rules")])
         }
         let export = HistoryExport(since: since, until: until, lookbackSeconds: lookback)
-        let pool = try openDatabase()
+        let pool = try openDatabase(forReading: true)
         defer { pool.close() }
         let output = FileHandle.standardOutput
         let written = try databaseCall {
@@ -102,7 +102,7 @@ enum RulesHistoryCommands {
         }
         let directory = arguments.option("rules") ?? "rules"
         let ruleset = try loadRules(directory)
-        let pool = try openDatabase()
+        let pool = try openDatabase(forReading: true)
         defer { pool.close() }
         guard
             let attempt = try databaseCall({
@@ -194,8 +194,16 @@ enum RulesHistoryCommands {
         }
     }
 
-    static func openDatabase() throws -> PostgresPool {
-        guard let url = ProcessInfo.processInfo.environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
+    /// A pool on `ISSUERD_DATABASE_URL`; for an analyst's read (`forReading`), on
+    /// `ISSUERD_READ_DATABASE_URL` (a replica) when that is set.
+    static func openDatabase(forReading: Bool = false) throws -> PostgresPool {
+        let environment = ProcessInfo.processInfo.environment
+        if forReading, let replica = environment["ISSUERD_READ_DATABASE_URL"], !replica.isEmpty {
+            let logger = Logger(label: "issuerd.rules", minimumLevel: .warning, handler: JSONLogHandler.standardError)
+            return PostgresPool(
+                configuration: PostgresPoolConfiguration(connectionString: replica, size: 3), logger: logger)
+        }
+        guard let url = environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
             throw CommandFailure(
                 "ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
         }

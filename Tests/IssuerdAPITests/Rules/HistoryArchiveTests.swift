@@ -84,6 +84,28 @@ struct HistoryArchiveTests {
         #expect(again.standardOutput.contains("nothing to archive"), "\(again.standardOutput)")
     }
 
+    @Test("The analysts' command-line reads go to ISSUERD_READ_DATABASE_URL when it is set")
+    func readsOnTheReadDatabase() throws {
+        let app = try TestApplication()
+        _ = try RulesHistoryTests.seed(app.pool)
+        let rules = TestApplication.repositoryRoot.appendingPathComponent("rules").path
+        let backtest = [
+            "rules", "backtest", "--candidate", rules, "--current", rules, "--since", "2025-03-01T10:00:00Z", "--until",
+            "2025-03-01T11:00:00Z",
+        ]
+        // The primary's URL names no reachable server: only the read database can answer.
+        let unreachable = "postgresql:///issuerd_none?host=/nonexistent-\(UUID().uuidString)&connect_timeout=2"
+        let primaryOnly = try CommandLineRunner.run(backtest, environment: ["ISSUERD_DATABASE_URL": unreachable])
+        #expect(primaryOnly.status != 0)
+        let routed = try CommandLineRunner.run(
+            backtest,
+            environment: [
+                "ISSUERD_DATABASE_URL": unreachable, "ISSUERD_READ_DATABASE_URL": app.serviceConnectionString,
+            ])
+        #expect(routed.status == 0, "\(routed.standardError)")
+        #expect(routed.standardError.contains("backtest: 3 attempts replayed"), "\(routed.standardError)")
+    }
+
     @Test(
         "rules check refuses a velocity window longer than retention keeps, naming it; a bad retention is a clear error"
     )
