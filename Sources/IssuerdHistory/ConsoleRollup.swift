@@ -48,37 +48,70 @@ package enum ConsoleRollup {
     }
 
     /// ``catchUp(now:database:)`` on a connection the caller holds (outside any transaction).
-    package static func catchUp(now: Date, connection: PostgresConnection) throws -> Coverage {
+    /// With `needed`, older history is rolled up only back to that time (a read of the last month
+    /// does not pay, call after call, for rolling up the quarter before it).
+    package static func catchUp(now: Date, needed: Date? = nil, connection: PostgresConnection) throws -> Coverage {
         try catchUp(
             state: "console_rollup_state", lockKey: lockKey, before: floorHour(now.addingTimeInterval(-lag)),
-            connection: connection, rollUp: rollUp(from:until:connection:))
+            needed: needed, connection: connection, rollUp: rollUp(from:until:connection:))
     }
 
     /// Rolls up the step-ups of rule performance (`console_hourly_stepups`) as ``catchUp(now:connection:)``
     /// rolls up hits, for the hours that ended more than `settle` (plus ``lag``) ago: by then a
     /// step-up not completed counts as abandoned (the review queue's wait), so a rolled-up hour's
     /// figures never change. Returns what is rolled up now.
-    package static func catchUpStepUps(now: Date, settle: Duration, connection: PostgresConnection) throws -> Coverage {
+    package static func catchUpStepUps(
+        now: Date, settle: Duration, needed: Date? = nil, connection: PostgresConnection
+    ) throws -> Coverage {
         let before = floorHour(now.addingTimeInterval(-lag - Double(settle.components.seconds)))
         return try catchUp(
-            state: "console_stepup_rollup_state", lockKey: stepUpLockKey, before: before, connection: connection
+            state: "console_stepup_rollup_state", lockKey: stepUpLockKey, before: before, needed: needed,
+            connection: connection
         ) { start, end, connection in
             try connection.execute(
                 """
-                INSERT INTO console_hourly_stepups (hour, rule_id, mode, started, completed, seconds)
-                SELECT date_trunc('hour', created_at, 'UTC'), rule_id, mode, count(*), count(*) FILTER (WHERE completed),
-                       coalesce(array_agg(seconds ORDER BY seconds) FILTER (WHERE completed AND seconds IS NOT NULL), '{}')
-                FROM (\(unsafeSQL: stepUpRowsSQL)) s
-                WHERE created_at >= \(start) AND created_at < \(end)
-                GROUP BY 1, 2, 3
+                INSERT INTO console_hourly_stepups (hour, rule_id, mode, started, completed, seconds, buckets, counts)
+                SELECT hour, rule_id, mode, started, completed, seconds,
+                       ARRAY(SELECT \(unsafeSQL: stepUpBucketSQL("x")) AS b FROM unnest(seconds) x GROUP BY b ORDER BY b),
+                       ARRAY(SELECT count(*) FROM unnest(seconds) x GROUP BY \(unsafeSQL: stepUpBucketSQL("x"))
+                             ORDER BY \(unsafeSQL: stepUpBucketSQL("x")))
+                FROM (
+                    SELECT date_trunc('hour', created_at, 'UTC') AS hour, rule_id, mode, count(*) AS started,
+                           count(*) FILTER (WHERE completed) AS completed,
+                           coalesce(array_agg(seconds ORDER BY seconds) FILTER (WHERE completed AND seconds IS NOT NULL), '{}')
+                               AS seconds
+                    FROM (\(unsafeSQL: stepUpRowsSQL)) s
+                    WHERE created_at >= \(start) AND created_at < \(end)
+                    GROUP BY 1, 2, 3
+                ) g
                 """)
         }
+    }
+
+    /// The lower bounds of the buckets a step-up's completion time (seconds) is counted in:
+    /// 0, then about 2 % apart from one second to a week (each bound a whole second, so SQL and
+    /// any reader compare the same numbers). Bucket `k` (`width_bucket`) holds `[bounds[k-1],
+    /// bounds[k])`; bucket 0 holds negative times (an activation stamped before its decision).
+    package static let stepUpBucketBounds: [Int] = {
+        var bounds = [0]
+        var step = 0
+        while bounds.last! < 604_800 {
+            let next = Int((pow(2.0, Double(step) / 32)).rounded())
+            if next > bounds.last! { bounds.append(next) }
+            step += 1
+        }
+        return bounds
+    }()
+
+    /// The bucket of the completion time `expression` (a float8) on ``stepUpBucketBounds``.
+    package static func stepUpBucketSQL(_ expression: String) -> String {
+        "width_bucket(\(expression), '{\(stepUpBucketBounds.map(String.init).joined(separator: ","))}'::float8[])"
     }
 
     /// Brings the roll-up whose state row is in `state` up to `before` (a whole hour), one day
     /// per transaction under the advisory lock `lockKey`, for at most ``budget``.
     private static func catchUp(
-        state: String, lockKey: Int64, before target: Date, connection: PostgresConnection,
+        state: String, lockKey: Int64, before target: Date, needed: Date?, connection: PostgresConnection,
         rollUp: (Date, Date, PostgresConnection) throws -> Void
     ) throws -> Coverage {
         let started = ContinuousClock.now
@@ -106,8 +139,8 @@ package enum ConsoleRollup {
                     let end = min(target, coverage.until.addingTimeInterval(chunk))
                     try rollUp(coverage.until, end, connection)
                     coverage.until = end
-                } else if coverage.from > history {
-                    let start = max(history, coverage.from.addingTimeInterval(-chunk))
+                } else if coverage.from > max(history, floorHour(needed ?? history)) {
+                    let start = max(history, floorHour(needed ?? history), coverage.from.addingTimeInterval(-chunk))
                     try rollUp(start, coverage.from, connection)
                     coverage.from = start
                 } else {

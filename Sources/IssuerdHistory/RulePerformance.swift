@@ -110,8 +110,9 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
     ) throws -> RulePerformance {
         let maturitySeconds = Double(maturity.components.seconds)
         let matureBefore = now.addingTimeInterval(-maturitySeconds)
-        let hitCoverage = try ConsoleRollup.catchUp(now: now, connection: connection)
-        let stepUpCoverage = try ConsoleRollup.catchUpStepUps(now: now, settle: stepUpWait, connection: connection)
+        let hitCoverage = try ConsoleRollup.catchUp(now: now, needed: since, connection: connection)
+        let stepUpCoverage = try ConsoleRollup.catchUpStepUps(
+            now: now, settle: stepUpWait, needed: since, connection: connection)
         return try connection.transaction(isolation: .repeatableRead) { connection in
             var totals = Totals(labelMaturityDays: Int(maturitySeconds / 86_400))
             totals.attempts = try attemptCount(
@@ -129,29 +130,6 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
                 }
             }
             totals.labelMaturity = totals.attempts == 0 ? 1 : Double(mature) / Double(totals.attempts)
-            let labelled = """
-                WITH labelled AS MATERIALIZED (
-                    SELECT a.attempt_id, a.created_at, a.channel, a.flow, a.ruleset_version, a.hits,
-                           CASE WHEN o.outcome = 'fraud' THEN 'fraud' ELSE 'legitimate' END AS label,
-                           CASE WHEN o.outcome = 'fraud' THEN coalesce(o.amount_lost, 0) ELSE 0 END AS lost
-                    FROM attempt_outcomes o JOIN provisioning_attempts a ON a.attempt_id = o.attempt_id
-                    WHERE o.is_current AND (o.outcome = 'legitimate' OR o.confirmed)
-                """
-            let totalRow = try connection.query(
-                """
-                \(unsafeSQL: labelled) AND a.created_at >= \(since) AND a.created_at < \(until))
-                SELECT count(*) FILTER (WHERE label = 'fraud')::bigint AS fraud,
-                       count(*) FILTER (WHERE label = 'legitimate')::bigint AS legitimate,
-                       count(*) FILTER (WHERE label = 'fraud' AND flow = 'green')::bigint AS passed,
-                       coalesce(sum(lost) FILTER (WHERE label = 'fraud' AND flow = 'green'), 0)::bigint AS passed_amount
-                FROM labelled
-                """
-            ).first!
-            totals.fraud = Int(try totalRow.decode("fraud", as: Int64.self))
-            totals.legitimate = Int(try totalRow.decode("legitimate", as: Int64.self))
-            totals.unlabelled = totals.attempts - totals.fraud - totals.legitimate
-            totals.fraudPassedGreen = Int(try totalRow.decode("passed", as: Int64.self))
-            totals.fraudPassedGreenAmount = try totalRow.decode("passed_amount", as: Int64.self)
             var rules: [String: Rule] = [:]
             for rule in ruleset?.rules ?? [] {
                 rules["\(rule.mode.rawValue) \(rule.id)"] = Rule(ruleId: rule.id, mode: rule.mode.rawValue)
@@ -161,6 +139,56 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
                 change(&rule)
                 rules["\(mode) \(id)"] = rule
             }
+            // The period's labelled attempts, found through their outcomes' copy of the attempt's
+            // time: the totals (the row without a rule) and each rule's labels in one reading.
+            for row in try connection.query(
+                """
+                WITH labelled AS MATERIALIZED (
+                    SELECT a.attempt_id, a.created_at, a.channel, a.flow, a.ruleset_version, a.hits,
+                           CASE WHEN o.outcome = 'fraud' THEN 'fraud' ELSE 'legitimate' END AS label,
+                           CASE WHEN o.outcome = 'fraud' THEN coalesce(o.amount_lost, 0) ELSE 0 END AS lost
+                    FROM attempt_outcomes o
+                    JOIN provisioning_attempts a ON a.attempt_id = o.attempt_id AND a.created_at = o.attempt_created_at
+                    WHERE o.is_current AND (o.outcome = 'legitimate' OR o.confirmed)
+                      AND o.attempt_created_at >= \(since) AND o.attempt_created_at < \(until)
+                      AND a.created_at >= \(since) AND a.created_at < \(until))
+                SELECT NULL::text AS rule_id, NULL::text AS mode,
+                       count(*) FILTER (WHERE label = 'fraud')::bigint AS fraud,
+                       count(*) FILTER (WHERE label = 'legitimate')::bigint AS legitimate,
+                       coalesce(sum(lost) FILTER (WHERE label = 'fraud' AND flow = 'green'), 0)::bigint AS amount,
+                       count(*) FILTER (WHERE label = 'fraud' AND flow = 'green')::bigint AS passed
+                FROM labelled
+                UNION ALL
+                SELECT rule_id, mode,
+                       count(*) FILTER (WHERE label = 'fraud')::bigint,
+                       count(*) FILTER (WHERE label = 'legitimate')::bigint,
+                       coalesce(sum(lost) FILTER (WHERE label = 'fraud'), 0)::bigint,
+                       count(*) FILTER (WHERE flow = 'yellow' AND label = 'legitimate')::bigint
+                FROM (\(unsafeSQL: ConsoleRollup.hitRowsSQL(from: "labelled", columns: ", a.label, a.lost"))) h
+                WHERE \(unsafeSQL: ConsoleRollup.decidesSQL)
+                GROUP BY rule_id, mode
+                """)
+            {
+                let fraud = Int(try row.decode("fraud", as: Int64.self))
+                let legitimate = Int(try row.decode("legitimate", as: Int64.self))
+                let amount = try row.decode("amount", as: Int64.self)
+                // The totals' fraud passed green; a rule's legitimate attempts it stepped up.
+                let passed = Int(try row.decode("passed", as: Int64.self))
+                guard let ruleID = try row.decode("rule_id", as: String?.self) else {
+                    totals.fraud = fraud
+                    totals.legitimate = legitimate
+                    totals.fraudPassedGreen = passed
+                    totals.fraudPassedGreenAmount = amount
+                    continue
+                }
+                update(ruleID, try row.decode("mode")) {
+                    $0.fraud = fraud
+                    $0.legitimate = legitimate
+                    $0.fraudAmount = amount
+                    $0.legitimateSteppedUp = passed
+                }
+            }
+            totals.unlabelled = totals.attempts - totals.fraud - totals.legitimate
             let split = ConsoleRollup.split(since: since, until: until, coverage: hitCoverage)
             for row in try connection.query(
                 """
@@ -182,57 +210,13 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
                     $0.decided = decided
                 }
             }
-            for row in try connection.query(
-                """
-                \(unsafeSQL: labelled) AND a.created_at >= \(since) AND a.created_at < \(until))
-                SELECT rule_id, mode,
-                       count(*) FILTER (WHERE label = 'fraud')::bigint AS fraud,
-                       count(*) FILTER (WHERE label = 'legitimate')::bigint AS legitimate,
-                       coalesce(sum(lost) FILTER (WHERE label = 'fraud'), 0)::bigint AS amount,
-                       count(*) FILTER (WHERE flow = 'yellow' AND label = 'legitimate')::bigint AS friction
-                FROM (\(unsafeSQL: ConsoleRollup.hitRowsSQL(from: "labelled", columns: ", a.label, a.lost"))) h
-                WHERE \(unsafeSQL: ConsoleRollup.decidesSQL)
-                GROUP BY rule_id, mode
-                """)
+            for (key, stepUps) in try StepUps.read(
+                since: since, until: until, coverage: stepUpCoverage, connection: connection)
             {
-                let fraud = Int(try row.decode("fraud", as: Int64.self))
-                let legitimate = Int(try row.decode("legitimate", as: Int64.self))
-                let amount = try row.decode("amount", as: Int64.self)
-                let friction = Int(try row.decode("friction", as: Int64.self))
-                update(try row.decode("rule_id"), try row.decode("mode")) {
-                    $0.fraud = fraud
-                    $0.legitimate = legitimate
-                    $0.fraudAmount = amount
-                    $0.legitimateSteppedUp = friction
-                }
-            }
-            let steps = ConsoleRollup.split(since: since, until: until, coverage: stepUpCoverage)
-            for row in try connection.query(
-                """
-                SELECT rule_id, mode, sum(started)::bigint AS started, sum(completed)::bigint AS completed,
-                       percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds) AS median
-                FROM (
-                    SELECT rule_id, mode, started, completed, NULL::float8 AS seconds FROM console_hourly_stepups
-                    WHERE hour >= \(steps.rolledFrom) AND hour < \(steps.rolledTo)
-                    UNION ALL
-                    SELECT rule_id, mode, 0, 0, unnest(seconds) FROM console_hourly_stepups
-                    WHERE hour >= \(steps.rolledFrom) AND hour < \(steps.rolledTo)
-                    UNION ALL
-                    SELECT rule_id, mode, 1, CASE WHEN completed THEN 1 ELSE 0 END,
-                           CASE WHEN completed THEN seconds END
-                    FROM (\(unsafeSQL: ConsoleRollup.stepUpRowsSQL)) s
-                    WHERE (created_at >= \(since) AND created_at < \(steps.rolledFrom))
-                       OR (created_at >= \(steps.rolledTo) AND created_at < \(until))
-                ) r GROUP BY rule_id, mode
-                """)
-            {
-                let started = Int(try row.decode("started", as: Int64.self))
-                let completed = Int(try row.decode("completed", as: Int64.self))
-                let median = try row.decode("median", as: Double?.self)
-                update(try row.decode("rule_id"), try row.decode("mode")) {
-                    $0.stepUpsStarted = started
-                    $0.stepUpsCompleted = completed
-                    $0.stepUpMedianSeconds = median
+                update(key.ruleID, key.mode) {
+                    $0.stepUpsStarted = stepUps.started
+                    $0.stepUpsCompleted = stepUps.completed
+                    $0.stepUpMedianSeconds = stepUps.medianSeconds
                 }
             }
             let measured = rules.values.map { rule in

@@ -20,14 +20,14 @@ FROM (SELECT i, (i * 7 + i / 13) % 100 AS r FROM generate_series(1, :attempts) i
 WHERE r >= 80 OR i % 200 = 7;
 
 INSERT INTO attempt_outcomes (attempt_id, outcome, source, confirmed, reported_at, amount_lost, currency, note,
-                              recorded_by, recorded_at, is_current)
+                              recorded_by, recorded_at, is_current, attempt_created_at)
 SELECT attempt_id, CASE WHEN fraud THEN 'fraud' ELSE 'legitimate' END, CASE WHEN fraud THEN 'chargeback' ELSE 'cardholder' END,
        true, least(now(), at + interval '20 days'), CASE WHEN fraud THEN 100000 + (i % 50) * 10000 END,
-       CASE WHEN fraud THEN 'KRW' END, 'seeded', 'seed', now(), true
+       CASE WHEN fraud THEN 'KRW' END, 'seeded', 'seed', now(), true, a.created_at
 FROM (
     SELECT s.*, (i / 200) % 100 < CASE flow WHEN 'orange' THEN 60 WHEN 'yellow' THEN 30 ELSE 5 END AS fraud
     FROM seeded s WHERE i % 200 = 7
-) o;
+) o JOIN provisioning_attempts a USING (attempt_id);
 
 INSERT INTO tokens (token_reference, card_id, status, attempt_id, created_at, updated_at)
 SELECT 'seed-tok-' || i, 'seed-card-' || c, CASE WHEN (i / 7) % 10 < 7 THEN 'active' ELSE 'pending_verification' END,

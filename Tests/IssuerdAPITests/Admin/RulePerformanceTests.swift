@@ -42,6 +42,18 @@ struct RulePerformanceTests {
                        md5('perf' || i)::uuid
                 FROM generate_series(0, \(count - 1)) i WHERE i % 5 = 1
                 """)
+            // The activations of the tokens that stay active (not deleted below), from seconds
+            // to hours after the decision (times in many buckets of the step-up roll-up, some
+            // sharing one), with fractions.
+            try connection.execute(
+                """
+                INSERT INTO token_events (token_reference, card_id, event, source, at, recorded_at)
+                SELECT 'tok-' || i, 'card-1', 'activated', 'issuer',
+                       \(now) - make_interval(hours => (i + 1)::int)
+                           + make_interval(secs => (CASE WHEN i % 4 = 0 THEN 600.25 ELSE (i * 7919) % 20000 + 0.125 END)),
+                       \(now)
+                FROM generate_series(0, \(count - 1)) i WHERE i % 5 = 1 AND i % 3 = 0 AND NOT (i % 7 >= 3 AND i % 2 = 0)
+                """)
         }
         let ids = try app.pool.withConnection { connection in
             try connection.query(
@@ -267,5 +279,58 @@ struct RulePerformanceTests {
                 try state.decode("stepups", as: Date?.self)
                     == max(hour(readAt.addingTimeInterval(-86_400)), hour(since.addingTimeInterval(-2 * 86_400))))
         }
+    }
+
+    @Test("Figures read from the roll-ups equal those read from the attempts, the median completion time too")
+    func rolledUpEqualsRaw() throws {
+        let now = Date()
+        let app = try TestApplication()
+        let (since, until) = try Self.seed(app, now: now)
+        let read = { (readAt: Date) in
+            try app.pool.withConnection { connection in
+                try RulePerformance.read(
+                    since: since, until: until, ruleset: nil, maturity: .seconds(86_400), stepUpWait: .seconds(86_400),
+                    now: readAt, connection: connection)
+            }
+        }
+        // An even count of completion times (a median between two), one completed step-up
+        // without its time.
+        try app.pool.withConnection { connection in
+            try connection.execute("DELETE FROM token_events WHERE token_reference = 'tok-21' AND event = 'activated'")
+        }
+        // Nothing rolled up: every figure from the attempts.
+        let raw = try read(since.addingTimeInterval(-86_400))
+        // The median the attempts give, by PostgreSQL's percentile_cont over each completion.
+        let oracle = try app.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM e.at - a.created_at)::float8) AS median,
+                       count(*)::int AS n
+                FROM provisioning_attempts a JOIN tokens t ON t.attempt_id = a.attempt_id
+                JOIN token_events e ON e.token_reference = t.token_reference AND e.event = 'activated'
+                WHERE a.flow = 'yellow' AND a.hits @> '[{"rule":"c.yellow","outcome":"yellow","mode":"live"}]'
+                  AND a.created_at >= \(since) AND a.created_at < \(until)
+                """
+            ).first!
+        }
+        let yellow = try #require(raw.rules.first { $0.ruleId == "c.yellow" })
+        #expect(try oracle.decode("n", as: Int.self) == 10)
+        #expect(yellow.stepUpMedianSeconds == (try oracle.decode("median", as: Double?.self)))
+        #expect(yellow.stepUpMedianSeconds != nil)
+        // Part of the period rolled up, then all of it (step-ups too, their wait passed): the
+        // same figures for every rule, to the bit.
+        for readAt in [now.addingTimeInterval(-5 * 86_400 - 1_234), now.addingTimeInterval(3 * 86_400)] {
+            let rolled = try read(readAt)
+            #expect(rolled.rules == raw.rules, "at \(readAt)")
+            #expect(rolled.totals.attempts == raw.totals.attempts && rolled.totals.fraud == raw.totals.fraud)
+        }
+        let stepUps = try app.pool.withConnection { connection in
+            try connection.query(
+                "SELECT count(*)::int AS n, coalesce(sum(cardinality(seconds)), 0)::int AS times FROM console_hourly_stepups"
+            ).first!
+        }
+        // The roll-up holds the ten times of each rule deciding those step-ups (live c.yellow,
+        // shadow s.orange): the median was read from it.
+        #expect(try stepUps.decode("times", as: Int.self) == 20)
     }
 }
