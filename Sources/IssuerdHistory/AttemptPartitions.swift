@@ -2,7 +2,7 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 
-/// The monthly partitions of `provisioning_attempts` (sql/0035, docs/architecture.md "History by
+/// The monthly partitions of `provisioning_attempts` (sql/0036, docs/architecture.md "History by
 /// month"): made ahead, and listed for `issuerd history status`.
 ///
 /// Partitions are UTC calendar months named `provisioning_attempts_YYYY_MM`. A table migrated

@@ -145,14 +145,14 @@ package enum OutcomeImport {
 
 /// One line of RFC 4180 CSV: cells separated by commas, a cell in double quotes may hold commas
 /// and doubled quotes. A quoted cell cannot span lines (a note is one line).
-enum CSVLine {
+package enum CSVLine {
     /// Why a line is not CSV.
-    struct Problem: Error {
-        var reason: String
-        init(_ reason: String) { self.reason = reason }
+    package struct Problem: Error {
+        package var reason: String
+        package init(_ reason: String) { self.reason = reason }
     }
 
-    static func cells(_ text: String) -> Result<[String], Problem> {
+    package static func cells(_ text: String) -> Result<[String], Problem> {
         var cells: [String] = []
         var current = ""
         var quoted = false

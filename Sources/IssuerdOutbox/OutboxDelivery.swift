@@ -63,14 +63,17 @@ package struct OutboxDelivery: Sendable {
     ///
     /// - Throws: ``OutboxError`` (safe to store as `last_error`) or ``CryptoError`` when the
     ///   sealed part does not open.
-    package func deliver(_ message: OutboxStore.Claimed) throws {
+    /// - Returns: The tokens a Customer Service API `/token/update` answer listed; nil otherwise.
+    @discardableResult
+    package func deliver(_ message: OutboxStore.Claimed) throws -> [String]? {
         switch message.kind {
         case .notify: try deliverStepUp(message)
         case .tsp: try deliverTSP(message)
         case .mdesCustomerService:
             guard let customerService else { throw OutboxError(.rejected, "no ISSUERD_MDES_CSAPI_URL") }
-            try customerService.deliver(message)
+            return try customerService.deliver(message)
         }
+        return nil
     }
 
     private func deliverStepUp(_ message: OutboxStore.Claimed) throws {
@@ -108,44 +111,15 @@ package struct OutboxDelivery: Sendable {
 
     private func deliverTSP(_ message: OutboxStore.Claimed) throws {
         guard let tspWebhook else { throw OutboxError(.rejected, "no ISSUERD_TSP_WEBHOOK_URL") }
-        guard var object = try? message.payload.decode([String: JSONScalar].self) else {
+        guard var object = try? message.payload.decode([String: JSONValue].self) else {
             throw OutboxError(.unreadablePayload, "TSP payload does not decode")
         }
         object["notificationId"] = .string(message.dedupKey)
+        // What a reissue does after the notification is issuerd's, not the receiver's.
+        object["resumeTokens"] = nil
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         try tspWebhook.post(Array(try encoder.encode(object)), idempotencyKey: message.dedupKey, now: clock())
-    }
-}
-
-/// A JSON scalar (or null) of a flat TSP payload, passed through as it was enqueued.
-package enum JSONScalar: Codable, Sendable, Equatable {
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case null
-
-    package init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else {
-            self = .string(try container.decode(String.self))
-        }
-    }
-
-    package func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .string(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .bool(let value): try container.encode(value)
-        case .null: try container.encodeNil()
-        }
     }
 }
 

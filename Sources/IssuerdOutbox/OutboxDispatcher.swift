@@ -151,8 +151,11 @@ package final class OutboxDispatcher: Sendable {
             "attempt": .int(message.attempts),
         ]
         do {
-            try delivery.deliver(message)
-            try database.withConnection { try OutboxStore.markDelivered(message.id, connection: $0) }
+            let updated = try delivery.deliver(message)
+            try database.transaction { connection in
+                try OutboxStore.markDelivered(message.id, connection: connection)
+                try ReissueProgress.delivered(message, updated: updated, now: delivery.clock(), connection: connection)
+            }
             deliveries.increment(labels: [message.kind.rawValue, "delivered"])
             logger.debug("outbox message delivered", metadata)
         } catch {
@@ -169,6 +172,10 @@ package final class OutboxDispatcher: Sendable {
                     try OutboxStore.markFailed(message.id, error: summary, retryAfter: delay, connection: connection)
                     try outboxError?.mastercard?.record(
                         outboxID: message.id, attempt: message.attempts, connection: connection)
+                    if delay == nil {
+                        try ReissueProgress.deadLettered(
+                            message, error: summary, now: delivery.clock(), connection: connection)
+                    }
                 }
             } catch {
                 // The lease ends by itself; the message is retried then.

@@ -58,19 +58,25 @@ package struct StepUpSecret: Codable, Sendable {
 }
 
 /// What a `tsp` message stores and posts: `{"tokenReference","action","reason","cardId"}`.
-/// Card status changes (admin routes) enqueue `suspend`/`delete`; step-up enqueues `activate`.
+/// Card status changes (admin routes) enqueue `suspend`/`delete`; step-up enqueues `activate`;
+/// a reissue enqueues `delete` and `resume` with its `reissueId`.
 package struct TSPNotificationPayload: Codable, Sendable, Equatable {
     package var tokenReference: String
     /// `activate`, `suspend`, `resume` or `delete`.
     package var action: String
     package var reason: String?
     package var cardId: String?
+    /// The reissue this notification is part of.
+    package var reissueId: String?
 
     /// Creates the value from every stored property.
-    package init(tokenReference: String, action: String, reason: String? = nil, cardId: String? = nil) {
+    package init(
+        tokenReference: String, action: String, reason: String? = nil, cardId: String? = nil, reissueId: String? = nil
+    ) {
         self.tokenReference = tokenReference
         self.action = action
         self.reason = reason
         self.cardId = cardId
+        self.reissueId = reissueId
     }
 }

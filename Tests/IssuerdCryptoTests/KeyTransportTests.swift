@@ -76,8 +76,8 @@ import Testing
         // Garbled padding is still valid about once in 256 tries, so these keys are fixed: with
         // them, the last plaintext byte comes out 0x53 (wrong key) and 0xb3 (altered block), as
         // Python `cryptography` computes too.
-        let fixedKey = try SymmetricKey(bytes: Array(0 ..< 16) as [UInt8])
-        let wrongKey = try SymmetricKey(bytes: Array(16 ..< 32) as [UInt8])
+        let fixedKey = try SymmetricKey(bytes: Array(0..<16) as [UInt8])
+        let wrongKey = try SymmetricKey(bytes: Array(16..<32) as [UInt8])
         let sealed = try AESCBC.encrypt(Array("{\"a\":1}".utf8), using: fixedKey, iv: iv)
         expectCryptoError(.authenticationFailed) { try AESCBC.decrypt(sealed, using: wrongKey, iv: iv) }
         var altered = sealed

@@ -6,7 +6,7 @@ import IssuerdTestSupport
 import Synchronization
 import Testing
 
-/// provisioning_attempts by month (sql/0035): months made ahead, an insert never refused, a
+/// provisioning_attempts by month (sql/0036): months made ahead, an insert never refused, a
 /// backtest's window reading only its months, and a live table moved without holding writes.
 @Suite("Attempt partitions: monthly, made ahead, pruned, migrated live")
 struct AttemptPartitionTests {

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdCore
+import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdOutbox
 import IssuerdPostgres
@@ -34,7 +35,7 @@ enum CardStatusChange {
     /// - Throws: 409 `invalid_state` when the card is closed.
     static func apply(
         cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date,
-        connection: PostgresConnection
+        reissue: ReissueContext? = nil, connection: PostgresConnection
     ) throws -> Outcome? {
         guard let current = try connection.query("SELECT status FROM cards WHERE card_id = \(cardID) FOR UPDATE").first,
             let previous = CardStatusValue(rawValue: try current.decode("status"))
@@ -43,8 +44,17 @@ enum CardStatusChange {
             guard let card = try CardStore.find(cardID, connection: connection) else { return nil }
             return Outcome(card: card, previous: previous, tokensAffected: 0)
         }
-        guard previous != .closed else {
-            throw APIErrors.invalidState("a closed card cannot change status")
+        guard previous != .closed, previous != .replaced else {
+            throw APIErrors.invalidState("a \(previous.rawValue) card cannot change status")
+        }
+        if previous == .inactive {
+            // A reissued card's new record: activating it applies the reissue waiting for it.
+            guard status == .active else { throw APIErrors.invalidState("an inactive card can only be activated") }
+            if let waiting = try ReissueStore.waiting(newCardID: cardID, connection: connection) {
+                guard let reissue else { throw APIErrors.invalidState("the card's reissue cannot be applied here") }
+                try CardReissue.apply(
+                    waiting, actor: actor, now: now, vault: reissue.vault, keys: reissue.keys, connection: connection)
+            }
         }
         _ = try CardStore.setStatus(cardID, to: status, reason: reason, actor: actor, now: now, connection: connection)
         guard
@@ -59,8 +69,9 @@ enum CardStatusChange {
         switch status {
         case .lost, .stolen: effect = ("suspend", .suspended, .suspend)
         case .closed: effect = ("delete", .deleted, .delete)
+        case .active where previous == .inactive: effect = nil
         case .active: effect = ("resume", .resumed, .resume)
-        case .blocked: effect = nil
+        case .blocked, .inactive, .replaced: effect = nil
         }
         let tokens =
             try effect.map { try TokenStore.apply($0.change, cardID: cardID, now: now, connection: connection) } ?? []
@@ -102,9 +113,16 @@ enum CardStatusChange {
         case .stolen: .cardStolen
         case .closed: .cardClosed
         case .active: .cardReopened
-        case .blocked: nil
+        case .blocked, .inactive, .replaced: nil
         }
     }
+}
+
+/// What activating a reissued card needs to apply its reissue: the vault (the PANs) and the keys
+/// the new account data is encrypted to.
+struct ReissueContext: Sendable {
+    var vault: PANVault
+    var keys: ReissueSettings
 }
 
 /// The outbox payload of a TSP notification (`outbox.kind = 'tsp'`).

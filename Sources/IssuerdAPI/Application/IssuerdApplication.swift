@@ -95,6 +95,7 @@ public final class IssuerdApplication: Sendable {
         GooglePayRoutes.register(in: &table, context: context)
         TSPRoutes.register(in: &table, context: context)
         AdminRoutes.register(in: &table, context: context)
+        ReissueRoutes.register(in: &table, context: context)
         RulesRoutes.register(in: &table, context: context)
         RuleChangeRoutes.register(in: &table, context: context)
         AuditRoutes.register(in: &table, context: context)

@@ -38,6 +38,9 @@ struct ServiceContext: Sendable {
     /// Backtests run in the background for the console (they take ``backtestGate``'s place).
     let backtestJobs: BacktestJobs
     let metrics: MetricsRegistry
+    /// MDES account updates for tokens no reissue moved, by reason code; registered whether or
+    /// not MDES is configured, so its alert never waits for the series.
+    let unrequestedAccountUpdates: Counter
     let logger: Logger
     /// The time source; tests may pin it.
     let clock: @Sendable () -> Date
@@ -90,6 +93,14 @@ struct ServiceContext: Sendable {
         consoleSessions = ConsoleSessions(database: database, settings: configuration.console, clock: clock)
         apiKeys = APIKeyAuthenticator(database: database, sessions: consoleSessions)
         idempotency = IdempotencyStore(database: database)
+        unrequestedAccountUpdates = metrics.counter(
+            "issuerd_unrequested_account_updates_total",
+            help:
+                "MDES account updates (by reason code) for tokens no reissue of issuerd moved: another system changed the mapping.",
+            labels: ["reason"])
+        for reason in ["FUNDING_ACCOUNT_UPDATE", "REDIGITIZATION_COMPLETE"] {
+            unrequestedAccountUpdates.initialize(labels: [reason])
+        }
         let hours = metrics.counter(
             "issuerd_backtest_cache_hours_total",
             help: "Complete hours backtests and read-aheads took from memory (hit) or read (miss).", labels: ["result"])

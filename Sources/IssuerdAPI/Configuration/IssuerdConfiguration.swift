@@ -96,6 +96,8 @@ public struct IssuerdConfiguration: Sendable {
     public var mdes: MDESSettings?
     /// Google Pay push provisioning (`ISSUERD_MDES_MASTERCARD_*`, `ISSUERD_GOOGLE_OPC_*`).
     public var googlePay: GooglePaySettings
+    /// What a reissued card's new account data is encrypted to (`ISSUERD_TSP_ACCOUNT_CERT`, …).
+    public var reissue: ReissueSettings
 
     /// The running build (version and commit), for `/metrics` and outbound `User-Agent`s: stamped
     /// by the executable, not read from a setting.
@@ -167,6 +169,7 @@ public struct IssuerdConfiguration: Sendable {
         outcomes = try OutcomeSettings(reader)
         mdes = try MDESSettings.read(reader, hsm: hsm != nil)
         googlePay = try GooglePaySettings(reader)
+        reissue = try ReissueSettings(reader)
     }
 }
 

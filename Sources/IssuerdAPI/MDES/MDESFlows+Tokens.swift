@@ -114,6 +114,10 @@ extension MDESFlows {
             case .authenticationPerformed, .paymentChannelPreferenceUpdated, .unknown:
                 break
             }
+            if request.reasonCode == .fundingAccountUpdate || request.reasonCode == .redigitizationComplete {
+                try accountUpdated(
+                    reference, cardID: token.cardID, reasonCode: request.reasonCode.text, details: &details)
+            }
             // A deleted token stays deleted: the update is kept as history only.
             if let (status, event) = change, token.status != .deleted, status != token.status {
                 try TokenStore.setStatus(reference, to: status, now: now, connection: connection)
@@ -127,6 +131,27 @@ extension MDESFlows {
             try AuditLog.append(
                 actor: "mdes", action: "token.updated", subject: "token:\(reference)", details: details, at: now,
                 connection: connection)
+        }
+    }
+
+    /// A reissue's move confirmed by MDES; an account update no reissue asked for is recorded in
+    /// the audit log and counted (`issuerd_unrequested_account_updates_total`): another system
+    /// (the billing updater, Mastercard's portal) changed the token's account.
+    private func accountUpdated(
+        _ reference: String, cardID: String, reasonCode: String, details: inout [String: String]
+    ) throws {
+        switch try ReissueStore.confirmMove(tokenReference: reference, now: now, connection: connection) {
+        case .confirmed(let reissueID):
+            details["reissueId"] = reissueID.uuidString.lowercased()
+        case .unrequested:
+            details["unrequested"] = "true"
+            try AuditLog.append(
+                actor: "mdes", action: "token.unrequested_account_update", subject: "token:\(reference)",
+                details: ["reasonCode": reasonCode, "cardId": cardID], at: now, connection: connection)
+            services.unrequestedAccountUpdates.increment(labels: [reasonCode])
+            logger.warning(
+                "MDES account update for a token no reissue moved",
+                ["reason": .string(reasonCode), "cardId": .string(cardID)])
         }
     }
 

@@ -30,6 +30,8 @@ struct MDESIssuerServices: Sendable {
     let verifier: ChallengeVerifier
     let stepUpMetrics: StepUpMetrics
     let sealer: OutboxSealer
+    /// Account updates for tokens no reissue moved (`FUNDING_ACCOUNT_UPDATE`, `REDIGITIZATION_COMPLETE`).
+    let unrequestedAccountUpdates: Counter
     /// The route table's: a database failure every MDES call meets is one warning per interval.
     let repeatedLogs: RepeatedLogLimiter
 
@@ -45,6 +47,7 @@ struct MDESIssuerServices: Sendable {
             database: context.database, vault: context.vault, sealer: sealer,
             settings: context.configuration.stepUp, metrics: stepUpMetrics)
         verifier = ChallengeVerifier(database: context.database, vault: context.vault, metrics: stepUpMetrics)
+        unrequestedAccountUpdates = context.unrequestedAccountUpdates
     }
 
     /// How long a stored answer is kept for MDES's retries (30 days: far beyond any retry).

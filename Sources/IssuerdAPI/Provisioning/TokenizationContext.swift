@@ -83,9 +83,13 @@ struct TokenizationContext {
             sql.appendLiteral(", ")
             AttemptStore.appendPendingYellowPush(
                 cardColumn: "c.card_id", deviceID: deviceID, since: pushesSince, name: "pending_push", into: &sql)
-            sql.appendLiteral(" FROM (VALUES (1)) AS one (n) LEFT JOIN cards c ON c.pan_fingerprint = ")
+            // A reissue keeping the PAN leaves several records of it: the one in service is the card.
+            sql.appendLiteral(
+                " FROM (VALUES (1)) AS one (n) LEFT JOIN LATERAL (SELECT * FROM cards WHERE pan_fingerprint = ")
             sql.appendInterpolation(fingerprint)
-            sql.appendLiteral(" LEFT JOIN customers cu ON cu.customer_id = c.customer_id")
+            sql.appendLiteral(
+                " ORDER BY status = 'replaced', status = 'inactive', created_at DESC LIMIT 1) c ON true"
+                    + " LEFT JOIN customers cu ON cu.customer_id = c.customer_id")
         }
         return Statement(query: query, velocity: velocitySQL)
     }

@@ -89,9 +89,11 @@ enum AdminRoutes {
             let principal = try context.apiKeys.authenticate(request, roles: [.admin])
             let cardID = try Self.cardID(request)
             let body = try request.decodeJSON(CardStatusRequest.self)
-            guard body.status.utf8.count <= 16, let status = CardStatusValue(rawValue: body.status) else {
+            guard body.status.utf8.count <= 16, let status = CardStatusValue(rawValue: body.status),
+                CardStatusValue.settable.contains(status)
+            else {
                 throw AdminValidation.invalid(
-                    "status", "must be one of \(CardStatusValue.allCases.map(\.rawValue).joined(separator: ", "))")
+                    "status", "must be one of \(CardStatusValue.settable.map(\.rawValue).joined(separator: ", "))")
             }
             let reason = try body.reason.map {
                 try AdminValidation.text($0, field: "reason", maxLength: 256, allowEmpty: true)
@@ -100,6 +102,7 @@ enum AdminRoutes {
             let outcome = try context.database.transaction { connection in
                 try CardStatusChange.apply(
                     cardID: cardID, to: status, reason: reason, actor: principal.auditActor, now: now,
+                    reissue: ReissueContext(vault: context.vault, keys: context.configuration.reissue),
                     connection: connection)
             }
             guard let outcome else { throw Self.cardNotFound() }
@@ -129,7 +132,7 @@ enum AdminRoutes {
     }
 
     /// The path's card id; one that could never exist is simply not found.
-    private static func cardID(_ request: HTTPRequest) throws -> String {
+    static func cardID(_ request: HTTPRequest) throws -> String {
         guard let id = request.pathParameters["cardId"], (try? AdminValidation.identifier(id, field: "cardId")) != nil
         else {
             throw cardNotFound()
@@ -137,7 +140,7 @@ enum AdminRoutes {
         return id
     }
 
-    private static func cardNotFound() -> HTTPError {
+    static func cardNotFound() -> HTTPError {
         APIErrors.cardNotFound()
     }
 }

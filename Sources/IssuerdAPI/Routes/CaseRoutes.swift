@@ -41,6 +41,13 @@ enum CaseRoutes {
                 else { return nil }
                 let tokens =
                     try found.cardID.map { try TokenStore.adminViews(cardID: $0, connection: connection) } ?? []
+                // A reissued card's tokens live under its successor: the reissue says where they went.
+                let reissues =
+                    try found.cardID.map { cardID in
+                        try ReissueStore.recent(cardID: cardID, limit: 5, connection: connection).map {
+                            CardReissue.view($0, tokens: try ReissueStore.tokens($0.reissueID, connection: connection))
+                        }
+                    } ?? []
                 return [
                     "case": json(found, now: now), "attempt": .object(attempt),
                     "cardAttempts": .array(
@@ -49,6 +56,8 @@ enum CaseRoutes {
                         try related(
                             column: "customer_id", found.customerID, except: found.attemptID, connection: connection)),
                     "tokens": try JSONCoding.decoder.decode(JSONValue.self, from: JSONCoding.encoder.encode(tokens)),
+                    "reissues": try JSONCoding.decoder.decode(
+                        JSONValue.self, from: JSONCoding.encoder.encode(reissues)),
                 ]
             }
             guard let body else { throw ReviewQueue.notFound(caseID) }

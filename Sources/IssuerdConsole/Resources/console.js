@@ -477,6 +477,11 @@
       td(o.outcome ? badge(o.outcome, o.outcome === 'fraud' ? 'orange' : 'green') : '–'))), tableID) : el('div', { cls: 'muted', text: 'None.' });
     const tokens = result.json.tokens.length ? table(['Token', 'Status', 'Wallet'], result.json.tokens.map((t) => el('tr', { 'data-token': t.tokenReference },
       td(el('span', { cls: 'mono', text: t.tokenReference })), td(t.status), td(t.tokenRequestorId || t.wallet || '–'))), 'tokens-table') : el('div', { cls: 'muted', text: 'No token.' });
+    const reissues = (result.json.reissues || []).length ? el('div', { id: 'reissues' }, ...result.json.reissues.map((r) => el('div', { cls: 'reissue', 'data-reissue': r.reissueId },
+      el('div', { cls: 'sub' }, `${r.reason} · ${r.oldCardId} → ${r.newCardId} · `, badge(r.status, r.status === 'failed' ? 'orange' : r.status === 'completed' ? 'green' : 'yellow')),
+      (r.tokens || []).length ? table(['Token', 'Network', 'Action', 'State', 'Error'], r.tokens.map((t) => el('tr', { 'data-token': t.tokenReference },
+        td(el('span', { cls: 'mono', text: t.tokenReference })), td(t.network), td(t.action), td(badge(t.state, t.state === 'failed' ? 'orange' : t.state === 'confirmed' ? 'green' : 'yellow')), td(t.error || '–'))), 'reissue-tokens')
+        : el('div', { cls: 'muted', text: 'No token moves yet (waiting for the new card\u2019s activation, or the card had none).' })))) : el('div', { cls: 'muted', text: 'Not reissued.' });
     const note = el('input', { id: 'note', name: 'note', size: 50, placeholder: 'what you found (no card numbers)' });
     const open = c.status === 'open';
     const mine = c.assignee === 'apikey:' + session.keyId;
@@ -499,6 +504,7 @@
       el('div', { cls: 'panel' }, el('h2', {}, 'The attempt: ', el('a', { href: '/console/attempts/' + a.attemptId, cls: 'mono', text: a.attemptId })),
         hits.length ? table(['Rule', 'Mode', 'Outcome', 'Values read'], hits, 'case-hits') : el('div', { cls: 'muted', text: 'No rule hit.' })),
       el('div', { cls: 'panel' }, el('h2', { text: "The card's tokens" }), tokens),
+      el('div', { cls: 'panel' }, el('h2', { text: "The card's reissues" }), reissues),
       el('div', { cls: 'panel' }, el('h2', { text: "The card's other attempts" }), others(result.json.cardAttempts, 'card-attempts')),
       el('div', { cls: 'panel' }, el('h2', { text: "The customer's other attempts" }), others(result.json.customerAttempts, 'customer-attempts')));
   }

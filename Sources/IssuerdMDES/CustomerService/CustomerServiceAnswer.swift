@@ -21,18 +21,8 @@ public enum CustomerServiceOutcome: Sendable, Equatable {
         _ operation: CustomerServiceOperation, status: Int, body: [UInt8]
     ) -> CustomerServiceOutcome {
         let statusRetryable = status == 408 || status == 429 || status >= 500
-        let object =
-            body.count <= 65536 ? (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] : nil
-        if let list = ((object?["Errors"] as? [String: Any])?["Error"]) {
-            let entries = (list as? [Any]) ?? [list]
-            let errors = entries.compactMap { $0 as? [String: Any] }.prefix(20).map(CustomerServiceError.init(json:))
-            if !errors.isEmpty {
-                return .refused(
-                    CustomerServiceFailure(
-                        httpStatus: status, errors: Array(errors),
-                        recoverable: errors.allSatisfy { $0.recoverable ?? statusRetryable }))
-            }
-        }
+        let object = CustomerServiceFailure.object(body)
+        if let failure = CustomerServiceFailure.listed(in: object, status: status) { return .refused(failure) }
         if (200..<300).contains(status), let root = object?[operation.responseRoot] as? [String: Any] {
             let token = root["Token"] as? [String: Any]
             return .accepted(
@@ -47,8 +37,51 @@ public enum CustomerServiceOutcome: Sendable, Equatable {
     }
 }
 
+/// What Mastercard answered to a `/token/update` call.
+public enum CustomerServiceUpdateOutcome: Sendable, Equatable {
+    /// `TokenUpdateResponse.Tokens.Token[]`: the references of the tokens actually updated.
+    case updated([String])
+    /// An `Errors` answer, or a status without the expected body.
+    case refused(CustomerServiceFailure)
+
+    /// Reads an answer of `/token/update`, its errors judged as ``CustomerServiceOutcome`` does.
+    public static func interpret(status: Int, body: [UInt8]) -> CustomerServiceUpdateOutcome {
+        let object = CustomerServiceFailure.object(body)
+        if let failure = CustomerServiceFailure.listed(in: object, status: status) { return .refused(failure) }
+        if (200..<300).contains(status), let root = object?["TokenUpdateResponse"] as? [String: Any] {
+            let list = (root["Tokens"] as? [String: Any])?["Token"]
+            let entries = (list as? [Any]) ?? (list.map { [$0] } ?? [])
+            return .updated(
+                entries.prefix(1000).compactMap { ($0 as? [String: Any])?["TokenUniqueReference"] as? String }
+                    .map { CustomerServiceError.bounded($0, 64) })
+        }
+        return .refused(
+            CustomerServiceFailure(
+                httpStatus: status, errors: [],
+                recoverable: status == 408 || status == 429 || status >= 500 || (200..<300).contains(status)))
+    }
+}
+
 /// A refused call: the status, Mastercard's errors, and whether trying again may succeed.
 public struct CustomerServiceFailure: Sendable, Equatable, CustomStringConvertible {
+    /// The answer as a JSON object, when it is one of at most 64 KiB.
+    static func object(_ body: [UInt8]) -> [String: Any]? {
+        body.count <= 65536 ? (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] : nil
+    }
+
+    /// The refusal an `Errors.Error[]` list in `object` makes (Mastercard may send it with 200);
+    /// each error's `Recoverable` decides, and without one the status does.
+    static func listed(in object: [String: Any]?, status: Int) -> CustomerServiceFailure? {
+        guard let list = ((object?["Errors"] as? [String: Any])?["Error"]) else { return nil }
+        let statusRetryable = status == 408 || status == 429 || status >= 500
+        let entries = (list as? [Any]) ?? [list]
+        let errors = entries.compactMap { $0 as? [String: Any] }.prefix(20).map(CustomerServiceError.init(json:))
+        guard !errors.isEmpty else { return nil }
+        return CustomerServiceFailure(
+            httpStatus: status, errors: Array(errors),
+            recoverable: errors.allSatisfy { $0.recoverable ?? statusRetryable })
+    }
+
     public let httpStatus: Int
     public let errors: [CustomerServiceError]
     /// False when any error says `Recoverable: "false"` (or, without errors, for a 4xx other than

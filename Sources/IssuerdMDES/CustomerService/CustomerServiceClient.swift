@@ -33,8 +33,12 @@ public struct CustomerServiceClient: Sendable {
     ) throws -> (
         url: String, headers: [(String, String)], body: [UInt8]
     ) {
-        let url = baseURL + request.operation.path
-        let body = try request.body()
+        try prepare(path: request.operation.path, body: try request.body())
+    }
+
+    /// The URL and headers of a call of `path` with `body`, signed now over exactly those bytes.
+    func prepare(path: String, body: [UInt8]) throws -> (url: String, headers: [(String, String)], body: [UInt8]) {
+        let url = baseURL + path
         let authorization = try signer.authorizationHeader(method: "POST", url: url, body: body)
         return (
             url,
@@ -52,5 +56,14 @@ public struct CustomerServiceClient: Sendable {
         let prepared = try prepare(request)
         let answer = try transport.post(url: prepared.url, headers: prepared.headers, body: prepared.body)
         return CustomerServiceOutcome.interpret(request.operation, status: answer.status, body: answer.body)
+    }
+
+    /// Sends a `/token/update` call and reads the answer's token list.
+    ///
+    /// - Throws: the transport's error when no answer arrived; signing or encoding errors.
+    public func send(_ update: CustomerServiceTokenUpdate) throws -> CustomerServiceUpdateOutcome {
+        let prepared = try prepare(path: CustomerServiceTokenUpdate.path, body: try update.body())
+        let answer = try transport.post(url: prepared.url, headers: prepared.headers, body: prepared.body)
+        return CustomerServiceUpdateOutcome.interpret(status: answer.status, body: answer.body)
     }
 }

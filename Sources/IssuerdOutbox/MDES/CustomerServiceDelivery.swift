@@ -41,7 +41,12 @@ package struct CustomerServiceDelivery: Sendable {
     /// - Throws: ``OutboxError``: `.unreadablePayload` (dead letter) for a payload that is no
     ///   valid request, `.transport` when no answer came, `.mastercardRefused` with Mastercard's
     ///   errors.
-    package func deliver(_ message: OutboxStore.Claimed) throws {
+    /// - Returns: The tokens a `/token/update` answer listed as updated; nil for other calls.
+    @discardableResult
+    package func deliver(_ message: OutboxStore.Claimed) throws -> [String]? {
+        if let update = try? message.payload.decode(MDESTokenUpdatePayload.self), update.action == "update" {
+            return try deliver(update)
+        }
         guard let payload = try? message.payload.decode(MDESCustomerServicePayload.self) else {
             throw OutboxError(.unreadablePayload, "MDES payload does not decode", deadLetter: true)
         }
@@ -51,23 +56,49 @@ package struct CustomerServiceDelivery: Sendable {
         } catch {
             throw OutboxError(.unreadablePayload, "MDES request not valid: \(error)", deadLetter: true)
         }
-        let outcome: CustomerServiceOutcome
+        let outcome = try sending { try client.send(request) }
+        switch outcome {
+        case .accepted: return nil
+        case .refused(let failure):
+            throw OutboxError(
+                .mastercardRefused, "\(request.operation.rawValue): \(failure)", deadLetter: !failure.recoverable,
+                mastercard: MastercardRefusal(
+                    tokenReference: payload.tokenReference, operation: request.operation.rawValue, failure: failure))
+        }
+    }
+}
+
+extension CustomerServiceDelivery {
+    /// Makes a reissue's `/token/update` call.
+    private func deliver(_ payload: MDESTokenUpdatePayload) throws -> [String] {
+        let update: CustomerServiceTokenUpdate
         do {
-            outcome = try client.send(request)
+            update = try CustomerServiceTokenUpdate(
+                encryptedAccountInformation: payload.encryptedAccountInformation, notifyWallet: payload.notifyWallet,
+                commentText: payload.commentText, auditInfo: auditInfo)
+        } catch {
+            throw OutboxError(.unreadablePayload, "MDES update not valid: \(error)", deadLetter: true)
+        }
+        switch try sending({ try client.send(update) }) {
+        case .updated(let tokens): return tokens
+        case .refused(let failure):
+            throw OutboxError(
+                .mastercardRefused, "update: \(failure)", deadLetter: !failure.recoverable,
+                mastercard: MastercardRefusal(
+                    tokenReference: payload.tokenReference, operation: "update", failure: failure))
+        }
+    }
+
+    /// Runs `call`, its errors told as the outbox records them (no answer: transport, retried).
+    private func sending<Outcome>(_ call: () throws -> Outcome) throws -> Outcome {
+        do {
+            return try call()
         } catch let error as OutboxError {
             throw error
         } catch let error as MastercardOAuthError {
             throw OutboxError(.rejected, "cannot sign: \(error)")
         } catch {
             throw OutboxError(.transport, "signing or sending failed (\(type(of: error)))")
-        }
-        switch outcome {
-        case .accepted: return
-        case .refused(let failure):
-            throw OutboxError(
-                .mastercardRefused, "\(request.operation.rawValue): \(failure)", deadLetter: !failure.recoverable,
-                mastercard: MastercardRefusal(
-                    tokenReference: payload.tokenReference, operation: request.operation.rawValue, failure: failure))
         }
     }
 }

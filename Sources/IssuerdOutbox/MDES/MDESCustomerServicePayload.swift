@@ -18,15 +18,18 @@ package struct MDESCustomerServicePayload: Codable, Sendable, Equatable {
     /// Why, as a stable word (``MDESTokenChange`` raw value, e.g. `card_lost`).
     package var reason: String
     package var cardId: String?
+    /// The reissue this call is part of (its progress is recorded when the call is answered).
+    package var reissueId: String?
 
     /// The payload of `change` for `tokenReference`.
-    package init(tokenReference: String, change: MDESTokenChange, cardID: String?) {
+    package init(tokenReference: String, change: MDESTokenChange, cardID: String?, reissueID: String? = nil) {
         self.tokenReference = tokenReference
         action = change.operation.rawValue
         reasonCode = String(change.reasonCode)
         commentText = change.commentText
         reason = change.rawValue
         cardId = cardID
+        reissueId = reissueID
     }
 
     /// The request this payload describes, with `auditInfo`.
@@ -53,12 +56,13 @@ package struct MDESCustomerServicePayload: Codable, Sendable, Equatable {
     @discardableResult
     package static func enqueue(
         tokenReference: String, change: MDESTokenChange, cardID: String?, occurrence: String,
-        connection: PostgresConnection
+        reissueID: String? = nil, connection: PostgresConnection
     ) throws -> Bool {
         try OutboxStore.enqueue(
             kind: .mdesCustomerService,
             dedupKey: "mdes_csapi:\(tokenReference):\(change.operation.rawValue):\(occurrence)",
-            payload: MDESCustomerServicePayload(tokenReference: tokenReference, change: change, cardID: cardID),
+            payload: MDESCustomerServicePayload(
+                tokenReference: tokenReference, change: change, cardID: cardID, reissueID: reissueID),
             connection: connection)
     }
 }

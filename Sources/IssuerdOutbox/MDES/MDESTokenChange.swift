@@ -17,13 +17,20 @@ package enum MDESTokenChange: String, Sendable, CaseIterable, Codable {
     case callCentreVerified = "call_centre_verified"
     /// The cardholder verified in the issuer's app (In-App Verification): activate, `A`.
     case inAppVerified = "in_app_verification"
+    /// The card was reissued because these tokens were used for fraud: delete everywhere, `T`.
+    case reissueTokenFraud = "reissue_token_fraud"
+    /// The card was reissued before the token was activated: delete everywhere, `Z`.
+    case reissueUnactivated = "reissue_unactivated"
+    /// A lost or stolen card was reissued and the token moved to the new card: the device was not
+    /// lost, so the issuer lifts its own suspension, `F`.
+    case reissueResumed = "reissue_resumed"
 
     /// The Customer Service API operation.
     package var operation: CustomerServiceOperation {
         switch self {
         case .cardLost, .cardStolen: .suspend
-        case .cardClosed: .delete
-        case .cardReopened: .unsuspend
+        case .cardClosed, .reissueTokenFraud, .reissueUnactivated: .delete
+        case .cardReopened, .reissueResumed: .unsuspend
         case .codeVerified, .callCentreVerified, .inAppVerified: .activate
         }
     }
@@ -34,7 +41,9 @@ package enum MDESTokenChange: String, Sendable, CaseIterable, Codable {
         case .cardLost: "L"
         case .cardStolen: "S"
         case .cardClosed: "C"
-        case .cardReopened: "F"
+        case .cardReopened, .reissueResumed: "F"
+        case .reissueTokenFraud: "T"
+        case .reissueUnactivated: "Z"
         case .codeVerified, .inAppVerified: "A"
         case .callCentreVerified: "C"
         }
@@ -50,6 +59,9 @@ package enum MDESTokenChange: String, Sendable, CaseIterable, Codable {
         case .codeVerified: "Cardholder verified with a one-time activation code"
         case .callCentreVerified: "Cardholder verified through the issuer's call centre"
         case .inAppVerified: "Cardholder verified in the issuer's mobile app"
+        case .reissueTokenFraud: "Card reissued after fraud with this token"
+        case .reissueUnactivated: "Card reissued before the token was activated"
+        case .reissueResumed: "Card reissued after loss or theft; the token moved and the device was not lost"
         }
     }
 }

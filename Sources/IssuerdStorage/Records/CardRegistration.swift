@@ -44,9 +44,11 @@ package enum CardRegistration {
         }
         var status = CardStatusValue.active
         if let text = request.status {
-            guard text.utf8.count <= 16, let value = CardStatusValue(rawValue: text) else {
+            guard text.utf8.count <= 16, let value = CardStatusValue(rawValue: text),
+                CardStatusValue.settable.contains(value)
+            else {
                 throw AdminValidation.invalid(
-                    "status", "must be one of \(CardStatusValue.allCases.map(\.rawValue).joined(separator: ", "))")
+                    "status", "must be one of \(CardStatusValue.settable.map(\.rawValue).joined(separator: ", "))")
             }
             status = value
         }

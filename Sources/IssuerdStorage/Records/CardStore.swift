@@ -6,6 +6,14 @@ import IssuerdPostgres
 /// A card's lifecycle state.
 package enum CardStatusValue: String, Sendable, CaseIterable, Codable {
     case active, lost, stolen, blocked, closed
+    /// A reissued card's new record before its activation: add-card requests are declined.
+    case inactive
+    /// A reissued card's old record once its tokens moved: final, kept for the records.
+    case replaced
+
+    /// The statuses an operator may give a card (registration, the status route); `inactive` and
+    /// `replaced` come only from a reissue.
+    package static let settable: [CardStatusValue] = [.active, .lost, .stolen, .blocked, .closed]
 
     /// Lost, stolen and closed cards must lose their tokens at the TSP.
     package var revokesTokens: Bool { self == .lost || self == .stolen || self == .closed }
@@ -71,13 +79,22 @@ package enum CardStore {
         pan: PrimaryAccountNumber, vault: PANVault, connection: PostgresConnection
     ) throws -> CardRecord? {
         let fingerprint = try vault.fingerprint(pan)
-        return try connection.query("SELECT \(unsafeSQL: columns) FROM cards WHERE pan_fingerprint = \(fingerprint)")
-            .first.map(decode)
+        // A reissue keeping the PAN leaves several records of it: the one in service comes first.
+        return try connection.query(
+            """
+            SELECT \(unsafeSQL: columns) FROM cards WHERE pan_fingerprint = \(fingerprint)
+            ORDER BY status = 'replaced', status = 'inactive', created_at DESC LIMIT 1
+            """
+        ).first.map(decode)
     }
 
+    /// The customer's cards, a replaced card left out (its reissued successor stands for it).
     package static func list(customerID: String, connection: PostgresConnection) throws -> [CardRecord] {
         try connection.query(
-            "SELECT \(unsafeSQL: columns) FROM cards WHERE customer_id = \(customerID) ORDER BY created_at, card_id"
+            """
+            SELECT \(unsafeSQL: columns) FROM cards WHERE customer_id = \(customerID) AND status <> 'replaced'
+            ORDER BY created_at, card_id
+            """
         )
         .map(decode)
     }
@@ -90,11 +107,12 @@ package enum CardStore {
         cardID: String, customerID: String, pan: PrimaryAccountNumber, expiration: CardExpiration,
         cardholderName: String,
         paymentNetwork: String, status: CardStatusValue, localizedDescription: String?, country: String?, now: Date,
-        vault: PANVault, connection: PostgresConnection
+        primaryAccountIdentifier inherited: String? = nil, vault: PANVault, connection: PostgresConnection
     ) throws -> CardRecord {
         let sealed = try vault.seal(pan, context: panContext(cardID))
         let fingerprint = try vault.fingerprint(pan)
-        let identifier = primaryAccountIdentifier(fingerprint: fingerprint, cardID: cardID)
+        // A reissued card keeps its predecessor's identifier: the app and Wallet see the same card.
+        let identifier = inherited ?? primaryAccountIdentifier(fingerprint: fingerprint, cardID: cardID)
         try connection.execute(
             """
             INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration,

@@ -207,6 +207,62 @@ extension TokenStore {
 }
 
 extension TokenStore {
+    /// A token of a card being reissued, locked.
+    package struct ReissuedToken: Sendable {
+        package var reference: String
+        package var status: TokenStatusValue
+        /// `tsp` or `mdes`.
+        package var service: String
+        /// The status a card's loss or theft took it from; nil when not suspended by the issuer.
+        package var issuerSuspendedFrom: String?
+
+        /// Awaiting activation, even under a card suspension: deleted rather than moved.
+        package var awaitingActivation: Bool {
+            status == .pendingVerification || issuerSuspendedFrom == TokenStatusValue.pendingVerification.rawValue
+        }
+    }
+
+    /// The card's tokens not yet deleted, by reference, locked for update.
+    package static func lockLive(cardID: String, connection: PostgresConnection) throws -> [ReissuedToken] {
+        try connection.query(
+            """
+            SELECT token_reference, status, service, issuer_suspended_from FROM tokens
+            WHERE card_id = \(cardID) AND status <> 'deleted' ORDER BY token_reference FOR UPDATE
+            """
+        ).compactMap { row in
+            guard let status = TokenStatusValue(rawValue: try row.decode("status")) else { return nil }
+            return ReissuedToken(
+                reference: try row.decode("token_reference"), status: status, service: try row.decode("service"),
+                issuerSuspendedFrom: try row.decode("issuer_suspended_from"))
+        }
+    }
+
+    /// Deletes `references` for the issuer (a reissue's unactivated and fraud tokens).
+    package static func delete(_ references: [String], now: Date, connection: PostgresConnection) throws {
+        guard !references.isEmpty else { return }
+        try connection.execute(
+            """
+            UPDATE tokens SET status = 'deleted', issuer_suspended_from = NULL, updated_at = \(now)
+            WHERE token_reference = ANY(\(references))
+            """)
+    }
+
+    /// Moves `references` to `cardID`; those the old card's loss or theft suspended go back to the
+    /// status they had.
+    package static func move(
+        _ references: [String], toCard cardID: String, now: Date, connection: PostgresConnection
+    ) throws {
+        guard !references.isEmpty else { return }
+        try connection.execute(
+            """
+            UPDATE tokens SET card_id = \(cardID), updated_at = \(now),
+                   status = coalesce(issuer_suspended_from, status), issuer_suspended_from = NULL
+            WHERE token_reference = ANY(\(references))
+            """)
+    }
+}
+
+extension TokenStore {
     /// One token as operators see it (`GET /v1/admin/cards/{cardId}/tokens`): its state and
     /// where it came from; nothing of the wallet's own data.
     package struct AdminView: Codable, Sendable, Equatable {

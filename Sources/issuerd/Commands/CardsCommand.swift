@@ -3,12 +3,15 @@ import IssuerdAPI
 import IssuerdImport
 import Synchronization
 
-/// `issuerd cards import FILE.jsonl`: bulk card registration, all or nothing.
+/// `issuerd cards import FILE.jsonl`: bulk card registration, all or nothing; `issuerd cards
+/// reissue FILE.csv`: bulk reissues, line by line.
 enum CardsCommand: CommandDefinition {
     static let name = "cards"
-    static let summary = "bulk-register cards from a JSON-lines file (cards import FILE.jsonl)"
+    static let summary =
+        "bulk-register cards from a JSON-lines file (cards import FILE.jsonl), or reissue them from a CSV file (cards reissue FILE.csv)"
     static let usage = """
         issuerd cards import FILE.jsonl [--progress-every N] [--workers N] [--config FILE]
+        issuerd cards reissue FILE.csv [--progress-every N] [--config FILE]
 
         Registers one card per line. Each line is a JSON object shaped like the body of
         POST /v1/admin/cards, plus an optional "customer" object that creates or updates the
@@ -28,10 +31,70 @@ enum CardsCommand: CommandDefinition {
         peak memory use. PANs are never printed.
 
         Environment: ISSUERD_DATABASE_URL, ISSUERD_MASTER_KEY (+ _VERSION, _PREVIOUS)
+        """ + "\n\n" + reissueUsage
+
+    static let reissueUsage = """
+        issuerd cards reissue FILE.csv [--progress-every N] [--config FILE]
+
+        Reissues one card per line, as POST /v1/admin/cards/{cardId}/reissue does (a month's
+        renewals, say). The first row names the columns, in any order:
+
+          card_id,reason,expiration,new_card_id,account_number,pan_sequence_number,cardholder_name,apply_at
+          card-1,renewal,09/31,,,01,,
+          card-2,lost,09/31,card-2b,5399999999990017,,,now
+
+        card_id, reason and expiration are required; reason is renewal, damaged, lost, stolen,
+        compromised or product_change (token_fraud names tokens: use the API); account_number is
+        the new PAN (lost, stolen and compromised need one); apply_at is activation (the default:
+        the tokens move when the new card is set active) or now. Without new_card_id the new card's
+        id is derived from card_id and expiration, so running the same file again finds every
+        reissue made and changes nothing.
+
+        The file is streamed and applied 500 lines per transaction, each line whole or not at all;
+        a bad line is printed as `line N: reason` and the others go on. Progress goes to standard
+        error every N lines (default 10000). Ends with
+          cards reissue: reissued=N unchanged=N errors=N
+        and exits 1 when any line failed. PANs are never printed.
+
+        Environment: ISSUERD_DATABASE_URL, ISSUERD_MASTER_KEY (+ _VERSION, _PREVIOUS),
+        ISSUERD_MDES_MASTERCARD_CERT and ISSUERD_TSP_ACCOUNT_CERT (for apply_at now)
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        try runSubcommand(words, ["import": importFile])
+        try runSubcommand(words, ["import": importFile, "reissue": reissueFile])
+    }
+
+    private static func reissueFile(_ words: [String]) throws -> Int32 {
+        let arguments = try Arguments(words, options: ["progress-every", "config"])
+        if arguments.wantsHelp {
+            print(reissueUsage)
+            return 0
+        }
+        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
+            throw UsageError("expected exactly one FILE.csv")
+        }
+        var every = 10000
+        if let text = arguments.option("progress-every") {
+            guard let value = Int(text), value >= 1 else {
+                throw UsageError("--progress-every must be a positive whole number")
+            }
+            every = value
+        }
+        let reader = try OperatorCommandSupport.reader(arguments)
+        let vault = try OperatorCommandSupport.setting { try OperatorSettings.vault(reader) }
+        let keys = try OperatorCommandSupport.setting { try ReissueSettings(reader) }
+        let pool = try OperatorCommandSupport.pool(reader)
+        defer { pool.close() }
+        let summary = try OperatorCommandSupport.failing {
+            try CardReissueImport.run(
+                file: URL(fileURLWithPath: path), actor: OperatorCommandSupport.actor, now: Date(), vault: vault,
+                keys: keys, database: pool, progressEvery: every,
+                progress: { standardError("cards reissue: \($0) lines") },
+                badLine: { line, reason in print("line \(line): \(reason)") })
+        }
+        standardError("cards reissue: peak resident memory \(ResourceUsage.peakResidentMebibytes()) MiB")
+        print("cards reissue: reissued=\(summary.reissued) unchanged=\(summary.unchanged) errors=\(summary.errors)")
+        return summary.errors > 0 ? 1 : 0
     }
 
     private static func importFile(_ words: [String]) throws -> Int32 {

@@ -18,6 +18,7 @@ final class FakeCustomerServiceAPI: @unchecked Sendable {  // immutable after in
     /// when the fake was given only the public key of a key kept in an HSM.
     let signingKeyPEM: String?
     let keyFile: URL
+    let decryptionKeyFile: URL
 
     /// `ISSUERD_MDES_CSAPI_URL` for this fake.
     var baseURL: String { "http://127.0.0.1:\(port)/mdes/csapi/v2" }
@@ -37,7 +38,9 @@ final class FakeCustomerServiceAPI: @unchecked Sendable {  // immutable after in
     ///
     /// - Parameter publicKeyPEM: The public key of a signing key kept elsewhere (an HSM); by
     ///   default a fresh key pair is made and issuerd gets its private key.
-    init(publicKeyPEM: String? = nil) throws {
+    ///   - decryptionKeyPEM: The private key of the certificate `/token/update` data is encrypted
+    ///     to; with it the fake decrypts that data with Mastercard's library.
+    init(publicKeyPEM: String? = nil, decryptionKeyPEM: String? = nil) throws {
         guard let python = ProcessInfo.processInfo.environment["ISSUERD_TEST_PYTHON"], !python.isEmpty else {
             throw TestFailure(
                 "ISSUERD_TEST_PYTHON is not set: run the tests through scripts/test (Mastercard's signer)")
@@ -45,12 +48,16 @@ final class FakeCustomerServiceAPI: @unchecked Sendable {  // immutable after in
         signingKeyPEM = publicKeyPEM == nil ? try RSA.Signing.PrivateKey(bits: 2048).pemRepresentation : nil
         keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("csapi-\(UUID().uuidString).pem")
         try Data((publicKeyPEM ?? signingKeyPEM ?? "").utf8).write(to: keyFile)
+        decryptionKeyFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "csapi-decrypt-\(UUID().uuidString).pem")
+        try Data((decryptionKeyPEM ?? "").utf8).write(to: decryptionKeyFile)
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [
-            Self.script, publicKeyPEM == nil ? "--signing-key" : "--public-key", keyFile.path, "--consumer-key",
-            Self.consumerKey,
-        ]
+        process.arguments =
+            [
+                Self.script, publicKeyPEM == nil ? "--signing-key" : "--public-key", keyFile.path, "--consumer-key",
+                Self.consumerKey,
+            ] + (decryptionKeyPEM == nil ? [] : ["--decryption-key", decryptionKeyFile.path])
         process.standardInput = input
         process.standardOutput = output
         try process.run()
@@ -75,6 +82,13 @@ final class FakeCustomerServiceAPI: @unchecked Sendable {  // immutable after in
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: keyFile)
+        try? FileManager.default.removeItem(at: decryptionKeyFile)
+    }
+
+    /// The tokens Mastercard holds for each Account PAN: a `/token/update` answer lists them.
+    func accounts(_ tokensByPAN: [String: [String]]) throws {
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: tokensByPAN), as: UTF8.self)
+        guard try client.postJSON("/_accounts", json).status == 200 else { throw TestFailure("accounts refused") }
     }
 
     /// Answers planned for a token unique reference, each used once in order:

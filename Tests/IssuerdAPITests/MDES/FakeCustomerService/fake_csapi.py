@@ -13,7 +13,14 @@ Answers: `Token<Op>Response` by default; a planned answer for a token unique ref
 (POST /_plan {"<TUR>": [{"status": 503, "errors": [{...}]}, ...]}) is used once, in order.
 GET /_requests returns every request seen, with the checks' results.
 
-Usage: fake_csapi.py (--signing-key PEM_FILE | --public-key PEM_FILE) --consumer-key KEY [--port N] [--verbose]
+`/token/update` (a card's tokens moved to new account data): with --decryption-key (the private
+key of the certificate issuerd encrypts to), `EncryptedAccountInformation` is decrypted by
+Mastercard's own `mastercard-client-encryption` and recorded as "decrypted"; the answer lists the
+tokens registered for the decrypted `CurrentAccount.AccountPan` (POST /_accounts {"<PAN>":
+["<TUR>", ...]}). Planned answers for updates are keyed "update".
+
+Usage: fake_csapi.py (--signing-key PEM_FILE | --public-key PEM_FILE) --consumer-key KEY
+       [--decryption-key PEM_FILE] [--port N] [--verbose]
 Prints "listening <port>" on stdout once ready; stops on SIGTERM, Ctrl-C or when stdin closes.
 --verbose prints one line per request on stderr (a developer's terminal: docs/networks.md, "Try it").
 """
@@ -31,15 +38,19 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
+import client_encryption.field_level_encryption as fle
+from client_encryption.field_level_encryption_config import FieldLevelEncryptionConfig
 import oauth1.coreutils as oauth_util
 from oauth1.oauth import OAuth
 
 REASONS = {"activate": "AC", "suspend": "LSTZ", "unsuspend": "FTZ", "delete": "LSFTCDZ"}
-PATH = re.compile(r"^/mdes/csapi/v2/token/(activate|suspend|unsuspend|delete)$")
+PATH = re.compile(r"^/mdes/csapi/v2/token/(activate|suspend|unsuspend|delete|update)$")
+ENCRYPTED_FIELDS = ("EncryptedData", "PublicKeyFingerprint", "EncryptedKey", "OaepHashingAlgorithm", "Iv")
 
 lock = threading.Lock()
 seen = []
 plans = {}
+accounts = {}
 
 
 def errors(status, source, reason, code, description, recoverable):
@@ -83,16 +94,55 @@ def check_signature(handler, url, body_text):
             "nonce": params.get("oauth_nonce"), "problem": ", ".join(problems) or None}
 
 
+def check_update(root):
+    """TokenUpdateRequest (CSAPI 2.1.7): the five encrypted fields, no ReasonCode, the indicator."""
+    encrypted = root.get("EncryptedAccountInformation")
+    if not isinstance(encrypted, dict) or any(not isinstance(encrypted.get(f), str) for f in ENCRYPTED_FIELDS):
+        return "EncryptedAccountInformation"
+    if "ReasonCode" in root:
+        return "ReasonCode"
+    if root.get("UpdateWalletProviderIndicator") not in (None, "0", "1"):
+        return "UpdateWalletProviderIndicator"
+    if "TokenUniqueReference" in root and "CurrentAccount" in root:
+        return "TokenUniqueReference"
+    return None
+
+
+def decrypt_account(server, root):
+    """The account data, decrypted by Mastercard's client-encryption library."""
+    config = FieldLevelEncryptionConfig({
+        "paths": {"$": {"toEncrypt": {}, "toDecrypt": {
+            "TokenUpdateRequest.EncryptedAccountInformation":
+                "TokenUpdateRequest.EncryptedAccountInformation.EncryptedData"}}},
+        "ivFieldName": "Iv", "encryptedKeyFieldName": "EncryptedKey", "encryptedValueFieldName": "EncryptedData",
+        "dataEncoding": "hex", "oaepPaddingDigestAlgorithmFieldName": "OaepHashingAlgorithm",
+        "oaepPaddingDigestAlgorithm": "SHA256", "decryptionKey": server.decryption_key})
+    answer = fle.decrypt_payload(json.loads(json.dumps({"TokenUpdateRequest": root})), config)
+    plaintext = answer["TokenUpdateRequest"]["EncryptedAccountInformation"]["EncryptedData"]
+    if not isinstance(plaintext, dict):
+        raise ValueError("not an object")
+    return plaintext
+
+
 def check_body(operation, body):
     root = body.get("Token" + operation.capitalize() + "Request") if isinstance(body, dict) else None
     if not isinstance(root, dict) or len(body) != 1:
         return "root object"
+    if operation == "update":
+        problem = check_update(root)
+        if problem:
+            return problem
+        return check_audit(operation, root)
     tur = root.get("TokenUniqueReference")
     if not isinstance(tur, str) or not 48 <= len(tur) <= 64:
         return "TokenUniqueReference"
     reason = root.get("ReasonCode")
     if not isinstance(reason, str) or len(reason) != 1 or reason not in REASONS[operation]:
         return "ReasonCode"
+    return check_audit(operation, root)
+
+
+def check_audit(operation, root):
     audit = root.get("AuditInfo")
     if not isinstance(audit, dict):
         return "AuditInfo"
@@ -134,6 +184,10 @@ class Handler(BaseHTTPRequestHandler):
                 for tur, answers in json.loads(raw).items():
                     plans.setdefault(tur, []).extend(answers)
             return self.answer(200, {})
+        if self.path == "/_accounts":
+            with lock:
+                accounts.update(json.loads(raw))
+            return self.answer(200, {})
         match = PATH.match(self.path)
         if not match:
             return self.answer(*errors(404, "System", "NOT_FOUND", "E0000404", "No such resource", "false"))
@@ -150,6 +204,13 @@ class Handler(BaseHTTPRequestHandler):
         record["schemaProblem"] = check_body(operation, body)
         root = (body or {}).get("Token" + operation.capitalize() + "Request") or {}
         tur = root.get("TokenUniqueReference")
+        if operation == "update" and not record["schemaProblem"] and self.server.decryption_key:
+            try:
+                record["decrypted"] = decrypt_account(self.server, root)
+            except Exception as error:  # recorded for the test to show
+                record["schemaProblem"] = "EncryptedAccountInformation does not decrypt: " + str(error)
+        if operation == "update":
+            tur = "update"
         if record["problem"]:
             status, payload = errors(401, "Authorization", "AUTHENTICATION_FAILED", "E0000401",
                                      "OAuth signature check failed", "false")
@@ -162,6 +223,12 @@ class Handler(BaseHTTPRequestHandler):
                 plan = planned.pop(0) if planned else None
             if plan:
                 status, payload = plan["status"], {"Errors": {"Error": plan["errors"]}}
+            elif operation == "update":
+                pan = ((record.get("decrypted") or {}).get("CurrentAccount") or {}).get("AccountPan")
+                with lock:
+                    moved = list(accounts.get(pan, []))
+                status, payload = 200, {"TokenUpdateResponse": {"Tokens": {"Token": [
+                    {"TokenUniqueReference": token, "CommentId": "C" + str(len(seen) + 100000)} for token in moved]}}}
             else:
                 token = {"TokenUniqueReference": tur}
                 if root.get("CommentText"):
@@ -184,6 +251,7 @@ def main():
     key.add_argument("--signing-key", help="PEM file of the issuer's signing key (only its public half is used)")
     key.add_argument("--public-key", help="PEM file of the signing key's public key (a key kept in an HSM)")
     parser.add_argument("--consumer-key", required=True)
+    parser.add_argument("--decryption-key", help="PEM file of the private key /token/update data is encrypted to")
     parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--verbose", action="store_true", help="one line per request on stderr")
     arguments = parser.parse_args()
@@ -198,6 +266,7 @@ def main():
     server.public_key = public_key
     server.consumer_key = arguments.consumer_key
     server.verbose = arguments.verbose
+    server.decryption_key = arguments.decryption_key
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print("listening", server.server_address[1], flush=True)
     try:
