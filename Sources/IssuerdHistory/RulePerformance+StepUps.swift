@@ -24,6 +24,17 @@ extension RulePerformance {
         /// The raw rows' completion times and their buckets.
         fileprivate var raw: [(bucket: Int, seconds: Double)] = []
 
+        /// Counts one raw step-up.
+        fileprivate mutating func add(completed: Bool, seconds: Double?, bucket: Int?) {
+            started += 1
+            guard completed else { return }
+            self.completed += 1
+            if let seconds, let bucket {
+                counts[bucket, default: 0] += 1
+                raw.append((bucket, seconds))
+            }
+        }
+
         /// Reads every rule's step-ups of `[since, until)`, in the caller's snapshot.
         static func read(
             since: Date, until: Date, coverage: ConsoleRollup.Coverage, connection: PostgresConnection
@@ -62,17 +73,11 @@ extension RulePerformance {
                 """)
             {
                 let key = Key(ruleID: try row.decode("rule_id"), mode: try row.decode("mode"))
-                var stepUps = all[key, default: StepUps()]
-                stepUps.started += 1
-                if try row.decode("completed", as: Bool.self) {
-                    stepUps.completed += 1
-                    if let seconds = try row.decode("seconds", as: Double?.self) {
-                        let bucket = Int(try row.decode("bucket", as: Int32.self))
-                        stepUps.counts[bucket, default: 0] += 1
-                        stepUps.raw.append((bucket, seconds))
-                    }
-                }
-                all[key] = stepUps
+                let completed = try row.decode("completed", as: Bool.self)
+                let seconds = try row.decode("seconds", as: Double?.self)
+                let bucket = try row.decode("bucket", as: Int32?.self).map(Int.init)
+                // In place: a copy of the entry would copy its raw times on every row.
+                all[key, default: StepUps()].add(completed: completed, seconds: seconds, bucket: bucket)
             }
             for key in Array(all.keys) {
                 all[key]!.medianSeconds = try median(of: all[key]!, key: key, split: split, connection: connection)
