@@ -189,7 +189,8 @@ let package = Package(
         .testTarget(
             name: "IssuerdStorageTests", dependencies: ["IssuerdStorage", "IssuerdCore", "IssuerdTestSupport"]),
         .testTarget(
-            name: "IssuerdHistoryTests", dependencies: ["IssuerdHistory", "IssuerdPostgres", "IssuerdTestSupport"]),
+            name: "IssuerdHistoryTests",
+            dependencies: ["IssuerdCore", "IssuerdHistory", "IssuerdPostgres", "IssuerdTestSupport"]),
         .testTarget(
             name: "IssuerdConsoleTests",
             dependencies: [

@@ -20,6 +20,12 @@ struct BacktestTimeKeysIndexTests {
             separator: "\n")
     }
 
+    /// The partitions' indexes of `attempts_time_keys` (each month has its own, named by PostgreSQL).
+    static func timeKeysIndexes(connection: PostgresConnection) throws -> [String] {
+        try connection.query("SELECT relid::text AS name FROM pg_partition_tree('attempts_time_keys') WHERE isleaf")
+            .map { try $0.decode("name", as: String.self) }
+    }
+
     @Test("The index's predicate is the one the history query states")
     func samePredicate() throws {
         let app = try MigratedDatabase()
@@ -57,7 +63,9 @@ struct BacktestTimeKeysIndexTests {
             try connection.execute(unsafeSQL: "PREPARE lookup(text, timestamptz, timestamptz) AS \(empty)")
             let beforeStatistics = try Self.plan(
                 "EXECUTE lookup('d1', now() - interval '1 day', now())", generic: true, connection: connection)
-            #expect(!beforeStatistics.contains("attempts_time_keys"), "\(beforeStatistics)")
+            let indexes = try Self.timeKeysIndexes(connection: connection)
+            #expect(!indexes.isEmpty)
+            #expect(!indexes.contains { beforeStatistics.contains($0) }, "\(beforeStatistics)")
             try connection.execute(unsafeSQL: "VACUUM (ANALYZE) provisioning_attempts")
             let history = """
                 SELECT a.created_at, NULL::text, a.device_id, NULL::text FROM provisioning_attempts a
@@ -65,12 +73,22 @@ struct BacktestTimeKeysIndexTests {
                   AND \(BacktestHistory.timeKeysPredicate)
                 """
             let read = try Self.plan(history, connection: connection)
-            #expect(read.contains("Index Only Scan using attempts_time_keys"), "\(read)")
+            #expect(indexes.contains { read.contains("Index Only Scan using \($0)") }, "\(read)")
+            // Judged on the partition holding the rows: on an empty month every index costs the
+            // same empty scan, and which one the planner names there reads nothing.
+            let holding = try connection.query(
+                """
+                SELECT t.relid::text AS name FROM pg_partition_tree('attempts_time_keys') t
+                JOIN pg_index i ON i.indexrelid = t.relid
+                WHERE t.isleaf AND i.indrelid IN (SELECT DISTINCT tableoid FROM provisioning_attempts)
+                """
+            ).map { try $0.decode("name", as: String.self) }
+            #expect(holding.count == 1)
             for key in ["card_id", "device_id", "customer_id"] {
                 let lookup = try Self.plan(
                     "SELECT count(*) FROM provisioning_attempts WHERE \(key) = 'd1' AND created_at >= '2025-03-01T10:00:00Z'",
                     connection: connection)
-                #expect(!lookup.contains("attempts_time_keys"), "\(key): \(lookup)")
+                #expect(!holding.contains { lookup.contains($0) }, "\(key): \(lookup)")
             }
         }
     }

@@ -3,6 +3,7 @@ import IssuerdConsole
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdHTTP
+import IssuerdHistory
 import IssuerdKeys
 import IssuerdOutbox
 import IssuerdPostgres
@@ -26,6 +27,7 @@ public final class IssuerdApplication: Sendable {
     let rulesWatcher: RulesFileWatcher
     let outbox: OutboxDispatcher
     let auditSealer: AuditSealer
+    let partitionKeeper: AttemptPartitionKeeper
 
     /// Builds every component without starting anything that listens or connects.
     ///
@@ -134,6 +136,8 @@ public final class IssuerdApplication: Sendable {
         self.outbox = OutboxDispatcher(
             database: database, settings: configuration.outbox, delivery: delivery, metrics: metrics,
             logger: logger.labelled("issuerd.outbox"))
+        self.partitionKeeper = AttemptPartitionKeeper(
+            database: database, logger: logger.labelled("issuerd.partitions"))
         self.auditSealer = AuditSealer(
             database: database, settings: configuration.audit, metrics: metrics,
             logger: logger.labelled("issuerd.audit"))
@@ -155,6 +159,7 @@ public final class IssuerdApplication: Sendable {
         let configuration = configuration
         let (logger, database, context) = (logger, database, context)
         let (server, rulesWatcher, outbox, auditSealer) = (server, rulesWatcher, outbox, auditSealer)
+        let partitionKeeper = partitionKeeper
         return [
             LifecycleService(
                 "database",
@@ -165,6 +170,9 @@ public final class IssuerdApplication: Sendable {
                     }
                     Self.reportExcessPrivileges(database: database, logger: logger)
                 }, stop: { _ in database.close() }),
+            // After the migrations, before requests: the attempts' months ahead exist.
+            LifecycleService(
+                "attempt partitions", start: { partitionKeeper.start() }, stop: { partitionKeeper.stop(timeout: $0) }),
             // After the migrations, before requests: under approval the approved rules serve.
             LifecycleService("rules approval", start: { try context.rules.startApproval() }, stop: { _ in }),
             LifecycleService("backtest jobs", start: {}, stop: { context.backtestJobs.stop(timeout: $0.timeInterval) }),

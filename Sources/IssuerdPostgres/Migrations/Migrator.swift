@@ -13,7 +13,12 @@ import IssuerdCore
 /// OpenSSL, and a server-side digest needs no closure threaded through every caller.
 ///
 /// Files run inside `BEGIN … COMMIT`, so they must not contain transaction control or
-/// statements that refuse a transaction block (`CREATE INDEX CONCURRENTLY`).
+/// statements that refuse a transaction block (`CREATE INDEX CONCURRENTLY`). A file whose first
+/// line is `-- issuerd:no-transaction` runs instead step by step (``MigrationStep``): each step,
+/// from one `-- issuerd:step` line to the next, is one transaction of its own (one statement
+/// alone, such as `CREATE INDEX CONCURRENTLY`, runs outside any). `-- issuerd:step when EXPR`
+/// runs the step only while the SQL expression `EXPR` is true, so a run stopped half way
+/// resumes where it stopped; the version is recorded after the last step.
 public struct Migrator: Sendable {
     /// The directory holding `NNNN_name.sql` files.
     public let directory: URL
@@ -130,8 +135,21 @@ public struct Migrator: Sendable {
         _ file: MigrationFile, checksum: String, on connection: PostgresConnection
     ) throws -> AppliedMigration {
         do {
+            if let steps = MigrationStep.steps(of: file.sql) {
+                for (index, step) in steps.enumerated() {
+                    if let condition = step.condition {
+                        let rows = try connection.query(
+                            PostgresQuery(unsafeSQL: "SELECT coalesce((\(condition))::boolean, false) AS due"))
+                        guard try rows.first?.decode("due", as: Bool.self) == true else { continue }
+                    }
+                    try connection.execute(unsafeSQL: step.sql)
+                    logger.debug(
+                        "migration step applied",
+                        ["version": .int(file.version), "step": .int(index + 1), "steps": .int(steps.count)])
+                }
+            }
             let appliedAt = try connection.transaction { connection in
-                try connection.execute(unsafeSQL: file.sql)
+                if !MigrationStep.isStepwise(file.sql) { try connection.execute(unsafeSQL: file.sql) }
                 let rows = try connection.query(
                     """
                     INSERT INTO issuerd_schema_migrations (version, name, checksum)

@@ -15,6 +15,7 @@ enum CommandLineTool {
         Command(CardsCommand.self),
         Command(OutcomesCommand.self),
         Command(AuditCommand.self),
+        Command(HistoryCommand.self),
         Command(KeysCommand.self),
         Command(DemoCommand.self),
         Command(HealthCommand.self),

@@ -10,7 +10,8 @@ enum RulesBacktestCommand {
         issuerd rules backtest --candidate DIR [--current DIR] --since TIME --until TIME [--limit N] [--sample N]
                                [--changed-csv FILE]
 
-        Replays every attempt of FILE.jsonl through the current ruleset and the candidate, with
+        Replays every attempt of FILE.jsonl (or FILE.jsonl.gz, as `issuerd history archive` writes)
+        through the current ruleset and the candidate, with
         velocity recomputed from the file's own history as of each attempt. The current ruleset
         is, unless --current names a directory, the one issuerd serves: with
         ISSUERD_RULES_APPROVAL=required the newest approved change (its files, from PostgreSQL);
@@ -58,7 +59,7 @@ enum RulesBacktestCommand {
             let (current, origin) = try currentRuleset(arguments)
             let candidate = try load(candidateDirectory, role: "candidate")
             print(comparing(current, from: origin, candidate, in: candidateDirectory))
-            let pool = try RulesHistoryCommands.openDatabase()
+            let pool = try RulesHistoryCommands.openDatabase(forReading: true)
             defer { pool.close() }
             let outcome = try RulesHistoryCommands.databaseCall {
                 try HistoryBacktest.run(
@@ -81,7 +82,11 @@ enum RulesBacktestCommand {
         let (current, origin) = try currentRuleset(arguments)
         let candidate = try load(candidateDirectory, role: "candidate")
         print(comparing(current, from: origin, candidate, in: candidateDirectory))
-        guard let data = FileManager.default.contents(atPath: inputPath), let text = String(data: data, encoding: .utf8)
+        // An archive of `issuerd history archive` is read as it is, compressed.
+        let contents =
+            inputPath.hasSuffix(".gz")
+            ? try HistoryCommand.tool("gzip", ["-dc", inputPath]) : FileManager.default.contents(atPath: inputPath)
+        guard let data = contents, let text = String(data: data, encoding: .utf8)
         else {
             throw CommandFailure("\(inputPath): cannot read the file (or it is not UTF-8)")
         }
@@ -125,7 +130,7 @@ enum RulesBacktestCommand {
             return (try load(directory, role: "current"), "\(directory), --current")
         }
         if ProcessInfo.processInfo.environment["ISSUERD_RULES_APPROVAL"] == "required" {
-            let pool = try RulesHistoryCommands.openDatabase()
+            let pool = try RulesHistoryCommands.openDatabase(forReading: true)
             defer { pool.close() }
             let approved = try RulesHistoryCommands.databaseCall {
                 try pool.withConnection { connection -> (UUID, [RulesetFile])? in

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdAPI
+import IssuerdHistory
 import IssuerdRisk
 
 /// `issuerd rules …`: the analyst tools: check, test, backtest, explain.
@@ -43,7 +44,8 @@ enum RulesCommand: CommandDefinition {
         Compiles every *.rules and *.list file under DIR (default ./rules). Prints the rules, lists
         and velocity queries and exits 0, or prints every error as file:line:column with what was
         expected and a "did you mean" suggestion, and exits 1. Nothing is served from a ruleset
-        that does not check.
+        that does not check. With ISSUERD_HISTORY_RETENTION set, a velocity window longer than the
+        history kept for certain (28 days a month) is refused too, with the query named.
         """
 
     static func check(_ words: [String]) throws -> Int32 {
@@ -62,6 +64,20 @@ enum RulesCommand: CommandDefinition {
                 "\(directory): \(error.diagnostics.count) error\(error.diagnostics.count == 1 ? "" : "s"); ruleset refused"
             )
             return 1
+        }
+        if let text = ProcessInfo.processInfo.environment["ISSUERD_HISTORY_RETENTION"], !text.isEmpty {
+            guard let retention = HistoryRetention(text) else {
+                throw UsageError(
+                    "ISSUERD_HISTORY_RETENTION must be a number of months or years, e.g. 25months or 2years")
+            }
+            let refusals = retention.refusals(ruleset)
+            if !refusals.isEmpty {
+                for refusal in refusals { print("\(directory): \(refusal)") }
+                print(
+                    "\(directory): \(refusals.count) velocity window\(refusals.count == 1 ? "" : "s") past retention; ruleset refused"
+                )
+                return 1
+            }
         }
         let live = ruleset.rules.filter { $0.mode == .live }.count
         print(

@@ -36,37 +36,45 @@ enum RulesHistoryCommands {
             lookback = HistoryExport.lookback(for: [try loadRules(arguments.option("rules") ?? "rules")])
         }
         let export = HistoryExport(since: since, until: until, lookbackSeconds: lookback)
-        let pool = try openDatabase()
+        let pool = try openDatabase(forReading: true)
         defer { pool.close() }
         let output = FileHandle.standardOutput
-        var buffer = ""
         let written = try databaseCall {
             try pool.transaction(isolation: .repeatableRead) { connection in
                 standardError(
                     "export: \(try export.attemptCount(connection: connection)) attempts in the window, "
                         + "history from \(HistoryExport.timestamp(export.historyStart))")
-                var reported = 0
-                let count = try export.write(
-                    connection: connection,
-                    progress: { lines in
-                        guard lines - reported >= 50_000 else { return }
-                        reported = lines
-                        standardError("export: \(lines) lines")
-                    }
-                ) { line in
-                    buffer += line
-                    buffer += "\n"
-                    if buffer.utf8.count >= 1 << 16 {
-                        output.write(Data(buffer.utf8))
-                        buffer = ""
-                    }
-                }
-                output.write(Data(buffer.utf8))
-                return count
+                return try write(export, connection: connection, to: output, label: "export")
             }
         }
         standardError("export: done, \(written) lines")
         return 0
+    }
+
+    /// Writes `export`'s lines to `output` a buffer at a time, reporting every 50,000 lines on
+    /// standard error as `label: N lines`; returns the number of lines.
+    static func write(
+        _ export: HistoryExport, connection: PostgresConnection, to output: FileHandle, label: String
+    ) throws -> Int {
+        var buffer = ""
+        var reported = 0
+        let count = try export.write(
+            connection: connection,
+            progress: { lines in
+                guard lines - reported >= 50_000 else { return }
+                reported = lines
+                standardError("\(label): \(lines) lines")
+            },
+            line: { line in
+                buffer += line
+                buffer += "\n"
+                if buffer.utf8.count >= 1 << 16 {
+                    output.write(Data(buffer.utf8))
+                    buffer = ""
+                }
+            })
+        output.write(Data(buffer.utf8))
+        return count
     }
 
     static let explainUsage = """
@@ -94,7 +102,7 @@ enum RulesHistoryCommands {
         }
         let directory = arguments.option("rules") ?? "rules"
         let ruleset = try loadRules(directory)
-        let pool = try openDatabase()
+        let pool = try openDatabase(forReading: true)
         defer { pool.close() }
         guard
             let attempt = try databaseCall({
@@ -186,8 +194,16 @@ enum RulesHistoryCommands {
         }
     }
 
-    static func openDatabase() throws -> PostgresPool {
-        guard let url = ProcessInfo.processInfo.environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
+    /// A pool on `ISSUERD_DATABASE_URL`; for an analyst's read (`forReading`), on
+    /// `ISSUERD_READ_DATABASE_URL` (a replica) when that is set.
+    static func openDatabase(forReading: Bool = false) throws -> PostgresPool {
+        let environment = ProcessInfo.processInfo.environment
+        if forReading, let replica = environment["ISSUERD_READ_DATABASE_URL"], !replica.isEmpty {
+            let logger = Logger(label: "issuerd.rules", minimumLevel: .warning, handler: JSONLogHandler.standardError)
+            return PostgresPool(
+                configuration: PostgresPoolConfiguration(connectionString: replica, size: 3), logger: logger)
+        }
+        guard let url = environment["ISSUERD_DATABASE_URL"], !url.isEmpty else {
             throw CommandFailure(
                 "ISSUERD_DATABASE_URL is not set (a libpq URI such as postgresql://issuerd@localhost/issuerd)")
         }

@@ -32,7 +32,7 @@ enum RulesPerformanceCommand {
         let settings = try OperatorCommandSupport.setting {
             try OutcomeSettings(ConfigurationReader.layered(file: nil))
         }
-        let pool = try RulesHistoryCommands.openDatabase()
+        let pool = try RulesHistoryCommands.openDatabase(forReading: true)
         defer { pool.close() }
         let performance = try RulesHistoryCommands.databaseCall {
             try pool.withConnection { connection in

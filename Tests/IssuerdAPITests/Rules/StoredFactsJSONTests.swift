@@ -62,7 +62,7 @@ struct StoredFactsJSONTests {
                     """
                     SELECT pg_typeof(facts)::text AS facts_type, pg_typeof(unknowns)::text AS unknowns_type, facts::text AS facts,
                            unknowns::text AS unknowns, pg_column_compression(facts) AS compression, facts -> 'unresolved' -> 3 ->> 'rule' AS rule,
-                           (SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'provisioning_attempts'::regclass) AS toast
+                           (SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = provisioning_attempts.tableoid) AS toast
                     FROM provisioning_attempts WHERE attempt_id = \(record.attemptID)
                     """
                 ).first

@@ -52,6 +52,61 @@ import Testing
         }
     }
 
+    /// A `-- issuerd:no-transaction` file runs a step at a time: `CREATE INDEX CONCURRENTLY`
+    /// (refused inside a transaction block) runs, a step whose condition is false is skipped, and
+    /// a run stopped by a failing step resumes after the steps it finished.
+    @Test func stepwiseFileRunsOutsideOneTransactionAndResumes() throws {
+        let failing = """
+            -- issuerd:no-transaction
+            -- commentary before the first step is not run
+            -- issuerd:step
+            CREATE TABLE steps (id int8 PRIMARY KEY, note text);
+            -- issuerd:step when to_regclass('steps_note') IS NULL
+            CREATE INDEX CONCURRENTLY steps_note ON steps (note);
+            -- issuerd:step when false
+            INSERT INTO steps VALUES (99, 'never');
+            -- issuerd:step when NOT EXISTS (SELECT 1 FROM steps WHERE id = 1)
+            INSERT INTO steps VALUES (1, 'once');
+            SELECT 1 / (SELECT count(*) - 1 FROM steps);
+            """
+        let folder = try Folder(["0001_steps.sql": "CREATE TABLE before_steps (id int);"])
+        try withTestPool { pool in
+            let migrator = Migrator(directory: folder.url, logger: .silent)
+            try migrator.migrate(using: pool)
+            // The first run fails in its last step (a division by zero); that step's insert is
+            // rolled back with it, the concurrent index stays, and nothing is recorded.
+            try folder.write(
+                "0002_steps.sql",
+                failing.replacingOccurrences(
+                    of: "-- issuerd:step\nCREATE TABLE",
+                    with: "-- issuerd:step when to_regclass('steps') IS NULL\nCREATE TABLE"))
+            #expect(postgresError { try migrator.migrate(using: pool) }?.message.contains("0002_steps.sql") == true)
+            let afterFailure = try pool.withConnection {
+                try $0.query(
+                    "SELECT to_regclass('steps_note') IS NOT NULL AS indexed, (SELECT count(*) FROM steps)::int8 AS n")[
+                        0]
+            }
+            #expect(try afterFailure.decode("indexed", as: Bool.self))
+            #expect(try afterFailure.decode("n", as: Int64.self) == 0)
+            #expect(try migrator.status(using: pool).last?.state == .pending)
+
+            // The rerun skips the table and index steps and runs the fixed last step.
+            try folder.write(
+                "0002_steps.sql",
+                failing.replacingOccurrences(
+                    of: "-- issuerd:step\nCREATE TABLE",
+                    with: "-- issuerd:step when to_regclass('steps') IS NULL\nCREATE TABLE"
+                )
+                .replacingOccurrences(of: "count(*) - 1", with: "count(*)"))
+            #expect(try migrator.migrate(using: pool).map(\.version) == [2])
+            let notes = try pool.withConnection {
+                try $0.query("SELECT note FROM steps ORDER BY id").map { try $0.decode("note", as: String.self) }
+            }
+            #expect(notes == ["once"])
+            #expect(try migrator.migrate(using: pool).isEmpty)
+        }
+    }
+
     @Test func checksumIsTheSHA256OfTheFileBytes() throws {
         let folder = try Folder(["0001_x.sql": "SELECT 1;"])
         try withTestPool { pool in
