@@ -73,13 +73,7 @@ enum CardsCommand: CommandDefinition {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw UsageError("expected exactly one FILE.csv")
         }
-        var every = 10000
-        if let text = arguments.option("progress-every") {
-            guard let value = Int(text), value >= 1 else {
-                throw UsageError("--progress-every must be a positive whole number")
-            }
-            every = value
-        }
+        let every = try progressEvery(arguments)
         let reader = try OperatorCommandSupport.reader(arguments)
         let vault = try OperatorCommandSupport.setting { try OperatorSettings.vault(reader) }
         let keys = try OperatorCommandSupport.setting { try ReissueSettings(reader) }
@@ -97,6 +91,15 @@ enum CardsCommand: CommandDefinition {
         return summary.errors > 0 ? 1 : 0
     }
 
+    /// `--progress-every N` (a positive whole number; 10,000 lines by default).
+    private static func progressEvery(_ arguments: Arguments) throws -> Int {
+        guard let text = arguments.option("progress-every") else { return 10000 }
+        guard let value = Int(text), value >= 1 else {
+            throw UsageError("--progress-every must be a positive whole number")
+        }
+        return value
+    }
+
     private static func importFile(_ words: [String]) throws -> Int32 {
         let arguments = try Arguments(words, options: ["progress-every", "workers", "config"])
         if arguments.wantsHelp {
@@ -106,13 +109,7 @@ enum CardsCommand: CommandDefinition {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw UsageError("expected exactly one FILE.jsonl")
         }
-        var every = 10000
-        if let text = arguments.option("progress-every") {
-            guard let value = Int(text), value >= 1 else {
-                throw UsageError("--progress-every must be a positive whole number")
-            }
-            every = value
-        }
+        let every = try progressEvery(arguments)
         var workers = ProcessInfo.processInfo.activeProcessorCount
         if let text = arguments.option("workers") {
             guard let value = Int(text), (1...256).contains(value) else {
