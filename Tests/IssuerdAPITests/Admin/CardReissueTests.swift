@@ -309,6 +309,8 @@ extension CardReissueTests {
         try fixture.card("card-x1", customer: "c-x1", serial: 501)
         try fixture.card("card-x2", customer: "c-x2", serial: 502)
         let newPAN = ReissueFixture.newPAN(503)
+        // A card number put in card_id by mistake is never printed back.
+        let strayPAN = ReissueFixture.newPAN(504)
         let expiry = ReissueFixture.newExpiration
         let file = fixture.app.directory.appendingPathComponent("reissues.csv")
         try """
@@ -316,7 +318,7 @@ extension CardReissueTests {
         card-x1,renewal,\(expiry),,,01,,
         card-x2,lost,\(expiry),card-x2b,\(newPAN),,,now
         card-x1,misplaced,\(expiry),,,,,
-        card-nobody,renewal,\(expiry),,,,,
+        \(strayPAN),renewal,\(expiry),,,,,
 
         card-x2,lost,\(expiry),card-x2c,,,,
         card-x1,renewal,13/31,,,,,
@@ -339,6 +341,8 @@ extension CardReissueTests {
         #expect(lines.contains { $0.hasPrefix("line 7:") && $0.contains("pan_must_change") })
         #expect(run.standardError.contains("cards reissue: 2 lines"))
         #expect(!run.standardOutput.contains(newPAN) && !run.standardError.contains(newPAN))
+        #expect(
+            !run.standardOutput.contains(strayPAN) && !run.standardError.contains(strayPAN), "\(run.standardOutput)")
         let x1 = try #require(
             fixture.app.client.get("/v1/admin/cards/card-x1", headers: AdminFixtures.bearer(fixture.admin)).jsonObject()
         )
