@@ -216,7 +216,7 @@ let package = Package(
             ],
             exclude: ["MDES/FakeCustomerService", "MDES/fake_mdes.py", "GooglePay/Oracle"]
         ),
-        .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient"]),
+        .testTarget(name: "IssuerdClientTests", dependencies: ["IssuerdClient", "IssuerdCore"]),
         .testTarget(
             name: "IssuerdMDESTests", dependencies: ["IssuerdMDES", "IssuerdCrypto", "IssuerdTestSupport"],
             exclude: ["Oracle"]),

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 import Synchronization
@@ -63,7 +64,7 @@ extension BacktestHistory {
         guard connections.count > 1, count > 1 else {
             return try (0..<count).map { try work($0, connections[0], { false }) }
         }
-        let state = Mutex(ParallelState<T>())
+        let state = Lock(ParallelState<T>())
         let workers = min(connections.count, count)
         withoutActuallyEscaping(work) { work in
             // Each connection is used by exactly one worker, and `work` is called only until
@@ -95,8 +96,7 @@ extension BacktestHistory {
     }
 
     /// What ``inParallel(_:connections:_:)``'s workers share: the next index, the results, the
-    /// first error. (A struct, not a tuple: the TSan suppression for `Mutex` closures, see
-    /// scripts/sanitizers/tsan.supp, matches the closure shape a named value type gets.)
+    /// first error.
     private struct ParallelState<T> {
         var next = 0
         var results: [Int: T] = [:]

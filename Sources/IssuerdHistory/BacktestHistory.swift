@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 import Synchronization
@@ -94,8 +95,8 @@ package enum BacktestHistory {
                     connection: connections[0]))
         }
         // Pages by (range, page in range); every range's pages are in time order within it.
-        let pages = Mutex<[Int: [Int: Result<Page, Error>]]>([:])
-        let rowTotal = Mutex(cachedRows)
+        let pages = Lock<[Int: [Int: Result<Page, Error>]]>([:])
+        let rowTotal = Lock(cachedRows)
         let badPage = Atomic(false)
         let group = DispatchGroup()
         // No count(*) first: a second scan of the window. Only a window over the limit is counted.
@@ -161,7 +162,7 @@ package enum BacktestHistory {
             // The kept hours' recorded values for this run's queries: as kept when the last run
             // had the same queries, else parsed from the kept text on every core (and kept).
             let kept = fromCache.sorted { $0.key < $1.key }
-            let built = Mutex<[Int: Page]>([:])
+            let built = Lock<[Int: Page]>([:])
             DispatchQueue.concurrentPerform(iterations: kept.count) { index in
                 let (hour, content) = kept[index]
                 let page = Page(kept: content, queries: queries)

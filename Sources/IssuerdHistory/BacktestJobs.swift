@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
-import Synchronization
 
 /// Backtests run in the background (`POST /v1/admin/rules/backtest/jobs`), for periods too long
 /// to answer in one request: the console's Backtest page starts one, polls its progress, may
@@ -81,7 +80,7 @@ package final class BacktestJobs: Sendable {
     /// The most changed attempts a job's CSV keeps (about 110 bytes each).
     package static let maximumCSVRows = 200_000
 
-    private let jobs = Mutex<[String: Job]>([:])
+    private let jobs = Lock<[String: Job]>([:])
     private let running = DispatchGroup()
     private let gate: BacktestGate
     private let logger: Logger

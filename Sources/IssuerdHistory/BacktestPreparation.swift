@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
-import Synchronization
 
 /// Reads a period into the ``BacktestWindowCache`` in the background, ahead of the analyst's
 /// backtest of it (`POST /v1/admin/rules/backtest/prepare`, sent by the console's Backtest page
@@ -53,7 +52,7 @@ package final class BacktestPreparation: Sendable {
     private let cache: BacktestWindowCache
     private let database: PostgresPool
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let recentRounds = BackgroundThread(name: "issuerd-backtest-recent")
 
     package init(cache: BacktestWindowCache, database: PostgresPool, logger: Logger) {

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdRisk
-import Synchronization
 
 /// The parsed attempts of complete past hours, kept in memory between backtests, so an
 /// analyst's next run over the same period (edit the candidate, backtest again) reads and
@@ -74,7 +74,7 @@ public final class BacktestWindowCache: Sendable {
         var hits = 0
         var misses = 0
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// A cache of at most `capacity` attempts; `counted` is told each backtest's hits and misses.
     public init(capacity: Int, counted: (@Sendable (_ hits: Int, _ misses: Int) -> Void)? = nil) {

@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
-import Synchronization
 
 /// A backtest over PostgreSQL history, the same path for `POST /v1/admin/rules/backtest`, the
 /// console's backtest jobs and `issuerd rules backtest --since … --until …`: ``BacktestStream``
@@ -58,7 +58,7 @@ public enum HistoryBacktest {
 
     /// Watches a run from another thread and cancels it. Thread-safe (one lock).
     public final class Control: Sendable {
-        private let state = Mutex<(cancelled: Bool, progress: Progress?)>((false, nil))
+        private let state = Lock<(cancelled: Bool, progress: Progress?)>((false, nil))
 
         public init() {}
 

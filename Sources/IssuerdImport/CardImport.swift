@@ -192,7 +192,7 @@ public enum CardImport {
         guard !lines.isEmpty else { return [] }
         let size = (lines.count + max(workers, 1) - 1) / max(workers, 1)
         let ranges = stride(from: 0, to: lines.count, by: size).map { $0..<min($0 + size, lines.count) }
-        let results = Mutex<[Int: Result<EncodedSlice, Error>]>([:])
+        let results = Lock<[Int: Result<EncodedSlice, Error>]>([:])
         let input = SendableLines(lines: lines)
         DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
             let result = Result { try encode(input.lines[ranges[index]], now: now, vault: vault) }
@@ -219,7 +219,7 @@ private struct SendableLines: @unchecked Sendable {
 ///
 /// @unchecked Sendable: the connection is used only on `queue` between the first ``submit(_:)``
 /// and ``finish()``/``drain()``, while the thread that owns it waits in there before using it
-/// again; the mutable state is guarded by a Mutex.
+/// again; the mutable state is guarded by a Lock.
 private final class ChunkWriter: @unchecked Sendable {
     struct Outcome: Sendable {
         var cards = 0
@@ -233,7 +233,7 @@ private final class ChunkWriter: @unchecked Sendable {
     private let now: Date
     private let queue = DispatchQueue(label: "issuerd.card-import.writer")
     private let slots = DispatchSemaphore(value: 2)
-    private let outcome = Mutex(Outcome())
+    private let outcome = Lock(Outcome())
 
     init(connection: PostgresConnection, now: Date) {
         self.connection = connection

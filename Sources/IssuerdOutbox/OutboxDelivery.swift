@@ -4,7 +4,6 @@ import IssuerdCrypto
 import IssuerdPostgres
 import IssuerdSMPP
 import IssuerdSMTP
-import Synchronization
 
 /// Delivers one claimed message by its kind: step-up codes through the configured provider,
 /// TSP notifications to `ISSUERD_TSP_WEBHOOK_URL`, Mastercard token changes to the Customer
@@ -283,8 +282,8 @@ package struct OutboxDelivery: Sendable {
 /// A file lines are appended to, one writer at a time (the `log` provider).
 package final class AppendOnlyFile: Sendable {
     package let path: String
-    // Guarded by Mutex: serialises appends so lines never interleave.
-    private let lock = Mutex(())
+    // Guarded by Lock: serialises appends so lines never interleave.
+    private let lock = Lock(())
 
     package init(path: String) { self.path = path }
 

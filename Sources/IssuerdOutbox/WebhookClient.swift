@@ -78,7 +78,8 @@ package struct HTTPPoster: Sendable {
         }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
 
-        let outcome = OutcomeBox()
+        // The completion handler's result, carried to this thread.
+        let outcome = Lock<Result<(Int, [UInt8]), OutboxError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let task = session.dataTask(with: request) { data, response, error in
             let result: Result<(Int, [UInt8]), OutboxError>
@@ -89,7 +90,7 @@ package struct HTTPPoster: Sendable {
             } else {
                 result = .failure(OutboxError(.transport, "no HTTP response"))
             }
-            outcome.value.withLock { $0 = result }
+            outcome.withLock { $0 = result }
             done.signal()
         }
         task.resume()
@@ -99,17 +100,10 @@ package struct HTTPPoster: Sendable {
             task.cancel()
             throw OutboxError(.transport, "timed out")
         }
-        switch outcome.value.withLock({ $0 }) {
+        switch outcome.withLock({ $0 }) {
         case .success(let answer): return (answer.0, answer.1)
         case .failure(let error): throw error
         case nil: throw OutboxError(.transport, "no outcome")
         }
     }
-}
-
-/// Carries the completion handler's result to the waiting thread (a `Mutex` cannot be captured
-/// by an escaping closure directly).
-private final class OutcomeBox: Sendable {
-    // Guarded by Mutex.
-    let value = Mutex<Result<(Int, [UInt8]), OutboxError>?>(nil)
 }

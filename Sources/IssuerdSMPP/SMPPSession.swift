@@ -1,7 +1,6 @@
 import CSMPP34
 import Foundation
 import IssuerdCore
-import Synchronization
 
 /// One bound transceiver session with the SMS centre, kept by its own thread: connect,
 /// bind_transceiver, enquire_link when idle, deliver_sm receipts handed to ``receipts`` and
@@ -477,5 +476,5 @@ package final class SMPPSession: @unchecked Sendable {  // state behind `conditi
 /// libsmpp34 reports through process-wide variables (`smpp34_errno`, `smpp34_strerror`, which
 /// also echoes the PDU, password included, so it is never logged): one call at a time.
 enum SMPPCodec {
-    static let lock = Mutex(())
+    static let lock = Lock(())
 }

@@ -1,7 +1,6 @@
 import CCurl
 import Foundation
 import IssuerdCore
-import Synchronization
 
 /// Submits e-mail through libcurl: STARTTLS required (unless configured off for loopback), the
 /// relay's certificate and name checked, AUTH when a user is configured.
@@ -148,8 +147,8 @@ private final class Session: Sendable {
     }
 
     let body: [UInt8]
-    let offset = Mutex(0)
-    let trace = Mutex(Trace())
+    let offset = Lock(0)
+    let trace = Lock(Trace())
 
     init(body: [UInt8]) { self.body = body }
 

@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
+import IssuerdCore
 
 /// A call started on another thread while the test holds what it will wait on (a row lock, an
 /// open transaction), and its result once the test has let go.
 public final class BackgroundCall<Value: Sendable>: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private let outcome = Mutex<Result<Value, any Error>?>(nil)
+    private let outcome = Lock<Result<Value, any Error>?>(nil)
 
     /// Starts `work` on a global queue.
     public init(_ work: @escaping @Sendable () throws -> Value) {

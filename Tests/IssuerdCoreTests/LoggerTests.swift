@@ -1,12 +1,11 @@
 import Foundation
 import IssuerdCore
-import Synchronization
 import Testing
 
 /// Collects records for assertions.
 final class CapturingLogHandler: LogHandler {
-    // Guarded by Mutex.
-    let records = Mutex<[LogRecord]>([])
+    // Guarded by Lock.
+    let records = Lock<[LogRecord]>([])
     func write(_ record: LogRecord) { records.withLock { $0.append(record) } }
 }
 

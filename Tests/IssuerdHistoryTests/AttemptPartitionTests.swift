@@ -174,7 +174,7 @@ struct AttemptPartitionTests {
             var failures: [String] = []
             var slowest: TimeInterval = 0
         }
-        let tally = Mutex(Tally())
+        let tally = Lock(Tally())
         let stop = Atomic<Bool>(false)
         let writers = DispatchGroup()
         for writer in 0..<2 {

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
-import Synchronization
 import Testing
 
 @testable import IssuerdMDES
@@ -180,7 +180,7 @@ struct CustomerServiceTests {
     /// A transport that records the request and answers as told.
     final class RecordingTransport: CustomerServiceTransport {
         let answer: (Int, [UInt8])
-        let sent = Mutex<[(url: String, headers: [(String, String)], body: [UInt8])]>([])
+        let sent = Lock<[(url: String, headers: [(String, String)], body: [UInt8])]>([])
         init(_ status: Int, _ body: String) { answer = (status, Array(body.utf8)) }
         func post(url: String, headers: [(String, String)], body: [UInt8]) throws -> (status: Int, body: [UInt8]) {
             sent.withLock { $0.append((url, headers, body)) }

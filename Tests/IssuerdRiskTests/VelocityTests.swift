@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdRisk
-import Synchronization
 import Testing
 
 /// Velocity is asked in one batch per request, deduplicated, and the in-memory history
@@ -9,8 +9,8 @@ struct VelocityTests {
     /// Records every batch it is asked, and answers from an in-memory history.
     final class RecordingProvider: VelocityProvider {
         let history: InMemoryVelocityProvider
-        // Guarded by Mutex: tests read the batches after evaluating.
-        let batches = Mutex<[VelocityBatch]>([])
+        // Guarded by Lock: tests read the batches after evaluating.
+        let batches = Lock<[VelocityBatch]>([])
         init(_ events: [VelocityEvent]) { history = InMemoryVelocityProvider(events: events) }
         func values(for batch: VelocityBatch) -> [Int?] {
             batches.withLock { $0.append(batch) }

@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdCore
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdSMPP
@@ -20,7 +19,7 @@ struct SMPPSessionTests {
 
     /// Receipts handed to the session's handler.
     final class Receipts: Sendable {
-        let seen = Mutex<[SMSReceipt]>([])
+        let seen = Lock<[SMSReceipt]>([])
         var all: [SMSReceipt] { seen.withLock { $0 } }
         func handler() -> SMPPSession.ReceiptHandler {
             { receipts in

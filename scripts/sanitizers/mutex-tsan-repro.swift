@@ -1,5 +1,5 @@
-// Shows why scripts/sanitizers/tsan.supp suppresses races inside Mutex.withLock closures:
-// ThreadSanitizer does not see Synchronization.Mutex's futex on Linux. Two threads increment a
+// Shows why issuerd guards shared state with its own Lock (IssuerdCore) and not with
+// Synchronization.Mutex: ThreadSanitizer does not see Mutex's futex on Linux. Two threads increment a
 // Mutex<Int> 10,000 times each; the total is always 20000 (the lock works), yet TSan reports a
 // "Swift access race" on the value in some runs (run it a few times):
 //

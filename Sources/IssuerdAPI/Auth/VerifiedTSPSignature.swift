@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdHTTP
 import IssuerdPostgres
-import Synchronization
 
 /// A TSP signature whose HMAC and timestamp verified, not yet known to be fresh: recording it in
 /// `tsp_signatures_seen` decides, once, whether the request is a replay.
@@ -18,8 +17,8 @@ import Synchronization
 final class VerifiedTSPSignature: Sendable {
     /// The matched signature in hex (`tsp_signatures_seen.signature`).
     let fingerprint: String
-    // Guarded by Mutex: set by the work on the request's thread, read there afterwards.
-    private let decided = Mutex(false)
+    // Guarded by Lock: set by the work on the request's thread, read there afterwards.
+    private let decided = Lock(false)
 
     init(fingerprint: String) {
         self.fingerprint = fingerprint

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdRisk
-import Synchronization
 
 /// Reloads the rules when a file of the rules directory is added, removed or rewritten.
 ///
@@ -27,8 +27,8 @@ final class RulesFileWatcher: Sendable {
     private let interval: Duration
     private let onChange: @Sendable () -> Void
     private let onPoll: @Sendable () -> Void
-    // Guarded by Mutex: start/stop bookkeeping shared with the polling thread.
-    private let state = Mutex(State())
+    // Guarded by Lock: start/stop bookkeeping shared with the polling thread.
+    private let state = Lock(State())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 

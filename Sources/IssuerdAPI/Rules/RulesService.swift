@@ -3,7 +3,6 @@ import IssuerdCore
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdStorage
-import Synchronization
 
 /// The active ruleset of this instance: loaded at start from `ISSUERD_RULES_DIR`, swapped
 /// atomically on reload (SIGHUP, `POST /v1/admin/rules/reload`, or a file change seen by the
@@ -24,8 +23,8 @@ final class RulesService: Sendable {
     private let database: PostgresPool?
     private let reloads: Counter?
     private let clock: @Sendable () -> Date
-    // Guarded by Mutex: the approved change this instance last swapped in (or found serving).
-    private let followed = Mutex<UUID?>(nil)
+    // Guarded by Lock: the approved change this instance last swapped in (or found serving).
+    private let followed = Lock<UUID?>(nil)
 
     /// What a reload did, with the change it proposed under approval.
     struct Reload: Sendable {

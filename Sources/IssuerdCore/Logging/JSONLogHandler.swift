@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Writes one JSON object per line: `{"ts","level","logger","msg",...metadata}`.
 ///
@@ -13,7 +12,7 @@ public final class JSONLogHandler: LogHandler {
 
     private let fileDescriptor: Int32
     // Guards whole-line writes so lines from concurrent threads never interleave.
-    private let lock = Mutex(())
+    private let lock = Lock(())
 
     /// Creates a handler writing to an open file descriptor it does not own.
     public init(fileDescriptor: Int32) {

@@ -4,12 +4,12 @@ import Synchronization
 /// disk fails each request the same way): the first of a kind is logged at once, the rest of its
 /// interval are counted, and the next one after the interval is logged with that count.
 ///
-/// `Sendable`: its only state is behind a `Mutex`.
+/// `Sendable`: its only state is behind a `Lock`.
 public final class RepeatedLogLimiter: Sendable {
     /// How long a kind stays quiet after a line of it was logged.
     public let interval: Duration
-    // Guarded by Mutex: per kind, when its last line was logged and how many were left out since.
-    private let kinds = Mutex([String: (loggedAt: ContinuousClock.Instant, suppressed: Int)]())
+    // Guarded by Lock: per kind, when its last line was logged and how many were left out since.
+    private let kinds = Lock([String: (loggedAt: ContinuousClock.Instant, suppressed: Int)]())
 
     /// Creates a limiter.
     ///

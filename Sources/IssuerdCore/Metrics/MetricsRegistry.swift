@@ -5,15 +5,15 @@ import Synchronization
 ///
 /// Metric families are registered once at start-up and handed out as handles that point at the
 /// family itself, so recording looks nothing up by name. A counter's or histogram's samples are
-/// kept in several shards, each under its own `Mutex`, and a thread records into the shard its
+/// kept in several shards, each under its own `Lock`, and a thread records into the shard its
 /// identity picks: server threads recording the same sample at once (every request counts its
 /// route and decision) would otherwise queue on one lock, which the provisioning profile showed
 /// as futex sleeps and context switches. A scrape adds the shards up. Gauges set explicitly keep
 /// one shard (the last value set wins); gauges that mirror another component's state (pool
 /// in-use/idle, outbox backlog) are closures read at scrape time.
 public final class MetricsRegistry: Sendable {
-    // Guarded by Mutex: which families exist, in registration order.
-    private let state = Mutex(State())
+    // Guarded by Lock: which families exist, in registration order.
+    private let state = Lock(State())
 
     private struct State {
         var order: [String] = []
@@ -72,7 +72,7 @@ public final class MetricsRegistry: Sendable {
     }
 
     fileprivate final class Shard: Sendable {
-        let samples = Mutex(Samples())
+        let samples = Lock(Samples())
     }
 
     fileprivate struct Samples {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One long-lived background thread with a cooperative stop, shared by the instance's
 /// background workers (``OutboxDispatcher``, ``AuditSealer``, the recent hours' rounds of
@@ -9,8 +8,8 @@ import Synchronization
 /// (woken early by a stop) and ends by returning; ``stop(timeout:)`` then waits for it.
 package final class BackgroundThread: Sendable {
     private let name: String
-    // Guarded by Mutex: the run flag, the stop request and whether the thread has finished.
-    private let state = Mutex(State())
+    // Guarded by Lock: the run flag, the stop request and whether the thread has finished.
+    private let state = Lock(State())
     // NSCondition is thread-safe; it wakes a sleeping loop early on stop.
     private let condition = NSCondition()
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import IssuerdCore
 
 /// A bounded cache of validated chains keyed by SHA-256 of the certificate bytes.
 ///
@@ -23,7 +23,7 @@ final class ChainValidationCache: Sendable {
 
     /// The most entries kept; Apple reuses one leaf for months, so a handful is the real need.
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(capacity: Int) { self.capacity = max(0, capacity) }
 

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import IssuerdCore
 
 /// A response body written to an unlinked temporary file while it is made, then sent from
 /// the file: for a body too large to hold in memory (a long CSV export), whose maker writes
@@ -9,8 +9,8 @@ import Synchronization
 /// The file is unlinked as soon as it is created, so nothing is left behind, whatever happens
 /// to the request.
 public final class SpooledBody: Sendable {
-    // Guarded by Mutex: the descriptor until the server takes it (-1 after), and its size.
-    private let state: Mutex<(descriptor: Int32, size: Int)>
+    // Guarded by Lock: the descriptor until the server takes it (-1 after), and its size.
+    private let state: Lock<(descriptor: Int32, size: Int)>
 
     /// Creates an empty body in the system's temporary directory.
     ///
@@ -24,7 +24,7 @@ public final class SpooledBody: Sendable {
             template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         }
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        state = Mutex((descriptor, 0))
+        state = Lock((descriptor, 0))
     }
 
     deinit {

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import Glibc
 import IssuerdCore
-import Synchronization
 
 /// The head and body deadlines libmicrohttpd lacks: its own timeout restarts with every byte, so
 /// a client sending one byte a second holds a connection for as long as it likes.
@@ -41,11 +40,11 @@ final class ConnectionDeadlines: Sendable {
     let bodyTimeout: Duration
     /// How often late connections are looked for: a tenth of the shorter deadline, 10 ms to 250 ms.
     let sweepInterval: Duration
-    // Guarded by Mutex: every open connection's descriptor and phase. A connection's entry is
+    // Guarded by Lock: every open connection's descriptor and phase. A connection's entry is
     // removed under this lock by the close notification, which libmicrohttpd sends before it
     // closes the descriptor: so a descriptor shut down here still belongs to that connection.
-    private let state = Mutex(State())
-    private let running = Mutex(false)
+    private let state = Lock(State())
+    private let running = Lock(false)
     private let stopRequest = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let closedTotal: Counter

@@ -1,6 +1,5 @@
 import Glibc
 import IssuerdCore
-import Synchronization
 
 /// The HTTP/1.1 server: libmicrohttpd accepting on a socket this class binds, answering
 /// through a ``Router``.
@@ -21,9 +20,9 @@ public final class HTTPServer: Sendable {
 
     private let configuration: HTTPServerConfiguration
     private let context: ServerContext
-    // Guarded by Mutex: the lifecycle phase, which owns the daemon and the socket while running.
-    private let phase = Mutex(Phase.created)
-    private let boundPort = Mutex(0)
+    // Guarded by Lock: the lifecycle phase, which owns the daemon and the socket while running.
+    private let phase = Lock(Phase.created)
+    private let boundPort = Lock(0)
 
     /// Creates a server; nothing listens until ``start()``.
     ///

@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Dispatch
 import Foundation
-import Synchronization
+import IssuerdCore
 
 /// The threads that run route handlers, off libmicrohttpd's network threads.
 ///
@@ -29,8 +29,8 @@ final class HandlerThreads: Sendable {
     }
 
     let count: Int
-    // Guarded by Mutex: the queue; `available` counts the jobs (and the wake-ups of stop()).
-    private let jobs = Mutex(Jobs())
+    // Guarded by Lock: the queue; `available` counts the jobs (and the wake-ups of stop()).
+    private let jobs = Lock(Jobs())
     private let available = DispatchSemaphore(value: 0)
 
     init(count: Int) {
@@ -91,7 +91,7 @@ final class Handoff: @unchecked Sendable {
         case taken
     }
 
-    private let stage = Mutex(Stage.running)
+    private let stage = Lock(Stage.running)
 
     init(connection: OpaquePointer) {
         self.connection = connection

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import IssuerdCore
 
 /// Owns one running libmicrohttpd daemon: EPOLL internal thread plus a worker pool on a socket
 /// bound by ``ListeningSocket``.
@@ -6,7 +7,7 @@ import CMicroHTTPD
 /// This is the only place that starts and stops the C daemon; the callbacks it registers
 /// live in `MicroHTTPDCallbacks.swift` and reach Swift through the ``ServerContext`` pointer.
 final class MicroHTTPDaemon: @unchecked Sendable {
-    // @unchecked Sendable: `handle` is only used by HTTPServer under its state Mutex, and freed once in stop().
+    // @unchecked Sendable: `handle` is only used by HTTPServer under its state lock, and freed once in stop().
     private var handle: OpaquePointer?
 
     /// Starts the daemon.

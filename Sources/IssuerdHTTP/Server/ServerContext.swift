@@ -6,7 +6,7 @@ import Synchronization
 /// Everything libmicrohttpd's callbacks need, shared by all worker threads.
 ///
 /// Immutable after init except the in-flight count, the handoffs and the library log's throttle,
-/// which are behind a `Mutex` each.
+/// which are behind a `Lock` each.
 final class ServerContext: Sendable {
     let router: Router
     let logger: Logger
@@ -19,12 +19,12 @@ final class ServerContext: Sendable {
     private let requestDuration: Histogram
     private let refusedTotal: Counter
     // Requests whose headers arrived and whose completion has not fired; shutdown waits on it.
-    private let inFlightCount = Mutex(0)
-    // Guarded by Mutex: requests whose handler runs (their connections suspended), and whether
+    private let inFlightCount = Lock(0)
+    // Guarded by Lock: requests whose handler runs (their connections suspended), and whether
     // shutdown has abandoned them (no handoff starts after that).
-    private let handoffs = Mutex((open: [ObjectIdentifier: Handoff](), closed: false))
-    // Guarded by Mutex: libmicrohttpd lines logged in the current window, and those left out.
-    private let libraryLog = Mutex((windowStart: ContinuousClock.now, logged: 0, suppressed: 0))
+    private let handoffs = Lock((open: [ObjectIdentifier: Handoff](), closed: false))
+    // Guarded by Lock: libmicrohttpd lines logged in the current window, and those left out.
+    private let libraryLog = Lock((windowStart: ContinuousClock.now, logged: 0, suppressed: 0))
 
     init(
         router: Router, logger: Logger, metrics: MetricsRegistry, bodyLimit: Int, handlerThreads: Int,

@@ -1,7 +1,6 @@
 import CPostgres
 import Foundation
 import IssuerdCore
-import Synchronization
 
 /// Every wait for the server, bounded by a deadline.
 ///
@@ -176,7 +175,7 @@ extension PostgresConnection {
 /// client gone (it reads the closed socket after its statement).
 enum PostgresCancellation {
     static let limit = 16
-    private static let inFlight = Mutex(0)
+    private static let inFlight = Lock(0)
 
     /// A `PGcancel` freed when the last reference goes; used by one thread at a time.
     private final class Handle: @unchecked Sendable {

@@ -1,4 +1,4 @@
-import Synchronization
+import IssuerdCore
 
 /// Statement texts kept by shape, for a statement built for every request whose text changes
 /// only with a few things about the request (its shape), not with its values.
@@ -9,7 +9,7 @@ import Synchronization
 /// same shape: everything it writes as text (literals, `appendText`) may depend on the shape
 /// only, and every value goes in as a binding.
 package final class PostgresStatementTexts<Shape: Hashable & Sendable>: Sendable {
-    private let texts = Mutex<[Shape: String]>([:])
+    private let texts = Lock<[Shape: String]>([:])
     private let limit: Int
 
     /// - Parameter limit: Shapes kept at most; past it every kept text is dropped (rulesets

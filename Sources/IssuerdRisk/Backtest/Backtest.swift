@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import IssuerdCore
 
 /// Replays stored attempts through the current and a candidate ruleset, with velocity as of
 /// each attempt, and summarises the difference (`rules backtest`).
@@ -236,7 +236,7 @@ public enum Backtest {
                 changes = part.changes
                 total.add(part, sampleSize: sampleSize)
             } else {
-                let parts = Mutex<[Int: Partial]>([:])
+                let parts = Lock<[Int: Partial]>([:])
                 let replay = replay
                 DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
                     let part = replay.run(pages, lookups, order, ranges[index], history)

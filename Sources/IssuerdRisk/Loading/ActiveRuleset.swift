@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import IssuerdCore
 
 /// The ruleset serving requests, swapped atomically on reload.
 ///
@@ -7,12 +7,12 @@ import Synchronization
 /// the old ruleset or the new one, never a mix. A failed reload keeps the last good ruleset
 /// serving and is remembered until the next successful one (for `/readyz`, metrics, the log).
 public final class ActiveRuleset: Sendable {
-    // Guarded by Mutex: the serving ruleset and the reload bookkeeping change together.
-    fileprivate let state: Mutex<ActiveRulesetStatus>
+    // Guarded by Lock: the serving ruleset and the reload bookkeeping change together.
+    fileprivate let state: Lock<ActiveRulesetStatus>
 
     /// Starts serving `ruleset`.
     public init(_ ruleset: Ruleset, loadedAt: Date = Date(), loadedBy: String = "start-up") {
-        state = Mutex(
+        state = Lock(
             ActiveRulesetStatus(
                 ruleset: ruleset, loadedAt: loadedAt, loadedBy: loadedBy, lastFailure: nil, lastReload: nil))
     }

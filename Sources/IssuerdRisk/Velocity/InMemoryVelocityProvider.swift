@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import IssuerdCore
 
 /// Velocity over a list of history events held in memory, as of any decision time.
 ///
@@ -57,7 +57,7 @@ public struct InMemoryVelocityProvider: VelocityProvider {
         // equivalent ones included, share a shard), computed once on every core; 255: no id.
         let shardOf =
             count == 1 ? [] : groups.map { group in Self.shards(of: group.events, key: group.key, count: count) }
-        let built = Mutex([[Bucket: [Entry]]](repeating: [:], count: count))
+        let built = Lock([[Bucket: [Entry]]](repeating: [:], count: count))
         DispatchQueue.concurrentPerform(iterations: count) { shard in
             var buckets: [Bucket: [Entry]] = [:]
             // At most one bucket per event; shards by hash come out uneven by a little.

@@ -2,7 +2,6 @@ import Foundation
 import IssuerdCore
 import IssuerdCrypto
 import IssuerdPostgres
-import Synchronization
 
 /// An answer as the store keeps it, in plain values: the status and the body (JSON). A
 /// replayed answer carries the body's content type and `Idempotent-Replayed: true`, added by
@@ -185,8 +184,8 @@ package final class IdempotencyClaim: Sendable {
     package let key: String
     /// This holder's token (`idempotency_keys.claim_token`).
     package let token: UUID
-    // Guarded by Mutex: set by the work's thread, read by the same request's thread afterwards.
-    private let recorded = Mutex(false)
+    // Guarded by Lock: set by the work's thread, read by the same request's thread afterwards.
+    private let recorded = Lock(false)
 
     package init(scope: String, key: String, token: UUID) {
         self.scope = scope

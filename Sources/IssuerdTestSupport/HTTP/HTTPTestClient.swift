@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import IssuerdCore
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -98,7 +98,7 @@ public final class HTTPTestClient: Sendable {
     ///
     /// - Returns: One result per request, in the same order.
     public func sendConcurrently(_ requests: [Request]) -> [Result<TestHTTPResponse, TestHTTPError>] {
-        let results = Mutex([Result<TestHTTPResponse, TestHTTPError>?](repeating: nil, count: requests.count))
+        let results = Lock([Result<TestHTTPResponse, TestHTTPError>?](repeating: nil, count: requests.count))
         let group = DispatchGroup()
         if let exchange {
             guard requests.count > 1 else { return requests.map { .success(exchange($0)) } }

@@ -1,8 +1,8 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
 import IssuerdStorage
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -47,8 +47,8 @@ struct AuditSealTests {
         let second = try TestApplication(environment: ["ISSUERD_AUDIT_SEAL_INTERVAL": "10ms"], sharing: app)
         let writers = app.database.makePool(size: 8)
         defer { writers.close() }
-        let failures = Mutex(0)
-        let sealedExplicitly = Mutex(0)
+        let failures = Lock(0)
+        let sealedExplicitly = Lock(0)
         DispatchQueue.concurrentPerform(iterations: 8) { writer in
             for index in 0..<40 {
                 do {

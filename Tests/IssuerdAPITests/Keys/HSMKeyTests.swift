@@ -5,7 +5,6 @@ import IssuerdKeys
 import IssuerdPostgres
 import IssuerdStorage
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -213,7 +212,7 @@ struct HSMKeyTests {
         environment["ISSUERD_TAV_SIGNING_KEY"] = ""
         environment["ISSUERD_LOG_LEVEL"] = "trace"
         let log = LineCollector()
-        let wrapped = Mutex<[UInt8]>([])
+        let wrapped = Lock<[UInt8]>([])
         let app = try TestApplication(
             environment: environment,
             prepare: { database in
@@ -403,7 +402,7 @@ struct HSMKeyTests {
 
     /// Every log line the application writes, in the production JSON format.
     final class LineCollector: LogHandler, Sendable {
-        private let storage = Mutex<[String]>([])
+        private let storage = Lock<[String]>([])
         func write(_ record: LogRecord) { storage.withLock { $0.append(JSONLogHandler.format(record)) } }
         var lines: [String] { storage.withLock { $0 } }
     }

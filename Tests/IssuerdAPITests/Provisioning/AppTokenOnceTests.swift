@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -15,7 +15,7 @@ struct AppTokenOnceTests {
     /// thread's name from the kernel, which keeps 15 bytes: the handler threads' longer names
     /// read back as the process's.)
     final class HandlerClock: Sendable {
-        private let armed = Mutex(false)
+        private let armed = Lock(false)
 
         func arm() { armed.withLock { $0 = true } }
 

@@ -6,7 +6,6 @@ import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdStorage
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -366,7 +365,7 @@ struct InAppProvisioningTests {
         try DecisionFixtures.customer(app, "cust-1")
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = try DecisionFixtures.provisionBody(app)
-        let statuses = Mutex<[Int]>([])
+        let statuses = Lock<[Int]>([])
         let requests = DispatchGroup()
         for _ in 0..<12 {
             requests.enter()

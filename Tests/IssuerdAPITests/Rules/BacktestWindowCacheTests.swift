@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
+import IssuerdCore
 import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -265,7 +265,7 @@ struct BacktestWindowCacheTests {
         let uncached = try Self.run(app, cache: nil, readers: 1)
         let otherUncached = try Self.run(app, cache: nil, readers: 1, candidate: Self.otherCandidateText)
         let cache = BacktestWindowCache(capacity: 7)  // two hours of three: evictions too
-        let results = Mutex<[String]>([])
+        let results = Lock<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             for round in 0..<4 {
                 let text = (worker + round) % 2 == 0 ? Self.candidateText : Self.otherCandidateText

@@ -1,7 +1,7 @@
 import Foundation
+import IssuerdCore
 import IssuerdRisk
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -33,9 +33,9 @@ struct RulesReloadConcurrencyTests {
         let key = try app.apiKey(role: .admin)
         let headers = ["Authorization": "Bearer \(key)"]
 
-        let stop = Mutex(false)
-        let problems = Mutex<[String]>([])
-        let seen = Mutex<Set<String>>([])
+        let stop = Lock(false)
+        let problems = Lock<[String]>([])
+        let seen = Lock<Set<String>>([])
         let readers = DispatchGroup()
         for _ in 0..<3 {
             readers.enter()

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -85,7 +85,7 @@ struct TwoInstanceStepUpTests {
 
     /// Runs `body` on `count` threads released at the same moment; results in index order.
     private static func together<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T?) -> [T?] {
-        let results = Mutex([T?](repeating: nil, count: count))
+        let results = Lock([T?](repeating: nil, count: count))
         let ready = DispatchGroup()
         let done = DispatchGroup()
         let start = DispatchSemaphore(value: 0)

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import IssuerdCore
 
 /// A tiny HTTP receiver on 127.0.0.1 for the outbound webhooks (test-only): it records every
 /// request and answers with the status the test chooses, so a test can play a receiver that
@@ -17,8 +17,8 @@ final class WebhookReceiver: Sendable {
 
     let port: Int
     private let listener: Int32
-    // Guarded by Mutex: received requests, the status to answer, and the stop flag.
-    private let state = Mutex(State())
+    // Guarded by Lock: received requests, the status to answer, and the stop flag.
+    private let state = Lock(State())
 
     private struct State {
         var received: [Received] = []

@@ -1,9 +1,8 @@
 import IssuerdCore
-import Synchronization
 
 /// Every log line an application writes, in the production JSON format.
 final class LineCollector: LogHandler, Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Lock<[String]>([])
 
     func write(_ record: LogRecord) { storage.withLock { $0.append(JSONLogHandler.format(record)) } }
 

@@ -5,7 +5,6 @@ import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdStorage
 import IssuerdTestSupport
-import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -17,8 +16,8 @@ import Testing
 struct TokenizationEquivalenceTests {
     /// A clock both applications read, moved by the test between requests.
     final class SettableClock: Sendable {
-        private let value: Mutex<Date>
-        init(_ date: Date) { value = Mutex(date) }
+        private let value: Lock<Date>
+        init(_ date: Date) { value = Lock(date) }
         func set(_ date: Date) { value.withLock { $0 = date } }
         var now: Date { value.withLock { $0 } }
     }
@@ -297,7 +296,7 @@ struct TokenizationEquivalenceTests {
         try DecisionFixtures.card(app, "card-1", customer: "cust-1")
         let body = DecisionFixtures.authorizeBody(tokenReference: "TOKEN-C")
         let signature = try app.tspSignature(body)
-        let statuses = Mutex<[Int]>([])
+        let statuses = Lock<[Int]>([])
         DispatchQueue.concurrentPerform(iterations: 6) { _ in
             let status =
                 (try? app.client.postJSON(

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import IssuerdCore
 
 #if canImport(Glibc)
 import Glibc
@@ -56,7 +56,7 @@ final class StubHTTPServer: Sendable {
     let port: UInt16
     private let listener: Int32
     private let handler: Handler
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// The URL of the stub's root.
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)/")! }

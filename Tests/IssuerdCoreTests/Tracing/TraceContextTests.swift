@@ -1,6 +1,5 @@
 import Foundation
 import IssuerdCore
-import Synchronization
 import Testing
 
 /// W3C Trace Context's `traceparent`, parsed by the specification's rules (section 3.2).
@@ -39,7 +38,7 @@ struct TraceContextTests {
     @Test("Log lines written while a trace runs on the thread carry its trace id")
     func logLinesCarryTheTrace() {
         final class Records: LogHandler, Sendable {
-            let records = Mutex<[LogRecord]>([])
+            let records = Lock<[LogRecord]>([])
             func write(_ record: LogRecord) { records.withLock { $0.append(record) } }
         }
         let records = Records()

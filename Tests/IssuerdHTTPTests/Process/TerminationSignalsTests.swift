@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import IssuerdCore
-import Synchronization
 import Testing
 
 /// Blocking and synchronously receiving termination signals.
@@ -17,7 +16,7 @@ import Testing
     /// and kill the test process.
     @Test(arguments: TerminationSignals.Signal.allCases)
     func blockedSignalIsReturnedByWait(signal: TerminationSignals.Signal) {
-        let received = Mutex<TerminationSignals.Signal?>(nil)
+        let received = Lock<TerminationSignals.Signal?>(nil)
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             defer { done.signal() }

@@ -1,8 +1,8 @@
-import Synchronization
+import IssuerdCore
 
 /// Counts a handler's calls, so a test can tell that a refused request never reached it.
 final class CallCounter: Sendable {
-    private let calls = Mutex(0)
+    private let calls = Lock(0)
 
     /// Called by the handler.
     func count() { calls.withLock { $0 += 1 } }

@@ -1,11 +1,10 @@
 import Foundation
 import IssuerdCore
-import Synchronization
 
 /// Keeps every log record so a test can inspect the lines a component wrote.
 final class CapturingLogHandler: LogHandler {
-    // Guarded by Mutex: records appended from server threads, read by the test.
-    private let storage = Mutex<[LogRecord]>([])
+    // Guarded by Lock: records appended from server threads, read by the test.
+    private let storage = Lock<[LogRecord]>([])
 
     func write(_ record: LogRecord) {
         storage.withLock { $0.append(record) }

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import Synchronization
 import Testing
 
 @Suite struct TransactionTests {
@@ -68,7 +68,7 @@ import Testing
                         "CREATE TABLE dots (id int PRIMARY KEY, colour text NOT NULL); INSERT INTO dots VALUES (1, 'white'), (2, 'black')"
                 )
             }
-            let attempts = Mutex(0)
+            let attempts = Lock(0)
             let flipped = try pool.transaction(isolation: .serializable) { connection in
                 let attempt = attempts.withLock { count in
                     count += 1

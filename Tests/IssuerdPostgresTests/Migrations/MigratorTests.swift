@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import Synchronization
 import Testing
 
 @Suite struct MigratorTests {
@@ -225,8 +225,8 @@ import Testing
     @Test func concurrentMigratorsApplyEachMigrationExactlyOnce() throws {
         let folder = try Folder(Self.files)
         try withTestPool(size: 4) { pool in
-            let results = Mutex<[[Int]]>([])
-            let failures = Mutex<[String]>([])
+            let results = Lock<[[Int]]>([])
+            let failures = Lock<[String]>([])
             onThreads(4) { _ in
                 do {
                     let applied = try Migrator(directory: folder.url, logger: .silent).migrate(using: pool)

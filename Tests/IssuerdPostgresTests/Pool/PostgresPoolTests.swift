@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import IssuerdCore
 import Testing
 
 @testable import IssuerdPostgres
@@ -22,9 +22,9 @@ import Testing
 
     @Test func waiterGetsTheConnectionWhenItIsReturned() throws {
         try withTestPool(size: 1, acquireTimeout: .seconds(30)) { pool in
-            let holderPID = Mutex<Int32>(0)
-            let waiterPID = Mutex<Int32>(0)
-            let waiterError = Mutex<String?>(nil)
+            let holderPID = Lock<Int32>(0)
+            let waiterPID = Lock<Int32>(0)
+            let waiterError = Lock<String?>(nil)
             try pool.withConnection { connection in
                 holderPID.withLock { $0 = connection.backendProcessID }
                 onThreadsDetached {
@@ -48,8 +48,8 @@ import Testing
     @Test func manyThreadsShareASmallPoolWithoutExceedingIt() throws {
         try withTestPool(size: 3) { pool in
             try pool.withConnection { try $0.execute(unsafeSQL: "CREATE TABLE hits (thread int, n int)") }
-            let failures = Mutex(0)
-            let peak = Mutex(0)
+            let failures = Lock(0)
+            let peak = Lock(0)
             onThreads(8) { thread in
                 for n in 0..<15 {
                     do {
