@@ -51,10 +51,17 @@ private final class RNPSession {
     init(signingKey: [UInt8], recipientKey: [UInt8]) throws {
         var handle: rnp_ffi_t?
         try Self.check(rnp_ffi_create(&handle, "GPG", "GPG"), "create context")
+        do {
+            signingFingerprint = try Self.importKey(signingKey, into: handle, secret: true, step: "load signing key")
+            recipientFingerprint = try Self.importKey(
+                recipientKey, into: handle, secret: false, step: "load recipient key")
+        } catch {
+            // deinit does not run for an object whose stored properties are not all set, so a
+            // key that does not load would otherwise leave the context (and what it loaded) behind.
+            rnp_ffi_destroy(handle)
+            throw error
+        }
         ffi = handle
-        signingFingerprint = try Self.importKey(signingKey, into: handle, secret: true, step: "load signing key")
-        recipientFingerprint = try Self.importKey(
-            recipientKey, into: handle, secret: false, step: "load recipient key")
         let key = try locate(signingFingerprint, step: "load signing key")
         defer { rnp_key_handle_destroy(key) }
         var flag = false
