@@ -165,6 +165,9 @@ let package = Package(
         // libFuzzer's driver (the toolchain's compiler-rt), header only: only a fuzzing build links it.
         .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
         .executableTarget(name: "issuerd-fuzz", dependencies: ["IssuerdFuzz", "CLibFuzzer"]),
+        // Does on purpose what a sanitizer must report (a data race, a heap overflow, a leak), so that
+        // `scripts/test --sanitize` proves its sanitizer still reports under the suites' options.
+        .executableTarget(name: "issuerd-sanitizer-probe", dependencies: ["IssuerdCore"]),
 
         // Throwaway databases, generated PKI and HTTP helpers for the test targets.
         .target(

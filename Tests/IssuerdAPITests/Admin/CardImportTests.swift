@@ -545,9 +545,10 @@ struct CardImportTests {
         signal: Int32
     ) throws -> (process: Process, standardError: String) {
         let process = Process()
-        process.executableURL = CommandLineRunner.executable
+        process.executableURL = URL(fileURLWithPath: try IssuerdExecutable.checkedPath())
         process.arguments = ["cards", "import"] + arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "USER": "tester"].merging(environment) { $1 }
+        process.environment = IssuerdExecutable.environment(
+            ["PATH": "/usr/bin:/bin", "USER": "tester"].merging(environment) { $1 })
         let errors = Pipe()
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice

@@ -10,23 +10,16 @@ enum CommandLineRunner {
         var lastLine: String? { standardOutput.split(separator: "\n").last.map(String.init) }
     }
 
-    /// `swift build` / `swift test` put the executable here; a missing one fails the test with the fix.
-    static var executable: URL {
-        TestApplication.repositoryRoot.appendingPathComponent(".build/debug/issuerd")
-    }
+    /// The build under test (``IssuerdExecutable``); a missing one fails the test with the fix.
+    static var executable: URL { URL(fileURLWithPath: IssuerdExecutable.path) }
 
     static func run(_ arguments: [String], environment: [String: String], input: String? = nil) throws -> Result {
-        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
-            throw TestEnvironmentError(
-                "\(executable.path) is missing: build it with `swift build --product issuerd` (swift test builds it too)"
-            )
-        }
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = URL(fileURLWithPath: try IssuerdExecutable.checkedPath())
         process.arguments = arguments
         var env = ["PATH": "/usr/bin:/bin", "USER": "tester"]
         env.merge(environment) { _, new in new }
-        process.environment = env
+        process.environment = IssuerdExecutable.environment(env)
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output

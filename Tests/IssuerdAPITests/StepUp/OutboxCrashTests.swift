@@ -12,24 +12,11 @@ import Testing
 /// the middle of dispatching, restarted, and every message still arrives.
 @Suite("Outbox across SIGKILL")
 struct OutboxCrashTests {
-    /// The `issuerd` executable built beside the test bundle.
-    static var issuerdExecutable: String {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
-            "issuerd"
-        ).path
-        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
-        return TestApplication.repositoryRoot.appendingPathComponent(".build/debug/issuerd").path
-    }
-
-    /// Starts `issuerd serve` with `environment` only, output discarded, plus this process's
-    /// sanitizer options: under `scripts/test --sanitize` the child is the same sanitized build
-    /// and needs the same suppressions (without them a child exited 66, TSan's status for a
-    /// report, once in a full run; the report went with its discarded output).
+    /// Starts `issuerd serve` (``IssuerdExecutable``) with `environment` only, output discarded,
+    /// plus this process's sanitizer options (``IssuerdExecutable/environment(_:)``).
     static func spawn(environment: [String: String]) throws -> pid_t {
-        var environment = environment
-        for name in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"] where environment[name] == nil {
-            if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
-        }
+        let issuerdExecutable = try IssuerdExecutable.checkedPath()
+        let environment = IssuerdExecutable.environment(environment)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -57,10 +44,6 @@ struct OutboxCrashTests {
 
     @Test("issuerd killed with SIGKILL during dispatch and restarted: every message delivered at least once, none lost")
     func sigkillDuringDispatch() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.issuerdExecutable) else {
-            throw TestFailure(
-                "the issuerd executable is missing at \(Self.issuerdExecutable): build it first (swift build)")
-        }
         let database = try TestDatabase.create()
         defer { database.drop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
