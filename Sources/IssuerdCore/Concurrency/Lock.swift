@@ -15,7 +15,10 @@ import Foundation
 // pthread_mutex_unlock on `mutex`, which is initialised before and destroyed after any use.
 package final class Lock<Value>: @unchecked Sendable {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    @usableFromInline var value: Value
+    // Unchecked: the mutex already makes each access exclusive, and the runtime's dynamic
+    // exclusivity check of a class's stored property cost more than the lock itself (measured:
+    // docs/performance.md, "Locks").
+    @usableFromInline @exclusivity(unchecked) var value: Value
 
     /// - Parameter value: The value the lock guards from now on.
     package init(_ value: sending Value) {

@@ -1,6 +1,6 @@
 import Foundation
+import IssuerdCore
 import IssuerdPostgres
-import Synchronization
 import Testing
 
 @Suite struct PipelineTests {
@@ -328,9 +328,9 @@ import Testing
                 try connection.execute(
                     unsafeSQL: "CREATE TABLE pair (id int PRIMARY KEY, n int); INSERT INTO pair VALUES (1, 0), (2, 0)")
             }
-            let runs = Mutex(0)
+            let runs = Lock(0)
             let otherDone = DispatchSemaphore(value: 0)
-            let otherError = Mutex<(any Error)?>(nil)
+            let otherError = Lock<(any Error)?>(nil)
             try pool.withConnection { victim in
                 try victim.execute(unsafeSQL: "SET deadlock_timeout = '100ms'")
                 try pool.withConnection { other in
