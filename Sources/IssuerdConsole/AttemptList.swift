@@ -158,13 +158,87 @@ package enum AttemptList {
     }
 
     /// How long the time-ordered read of a rule filter may take before the rule's index is read
-    /// instead (``read(_:target:after:limit:ruleIndexOnly:connection:)``).
-    static let orderedBudget = "250ms"
+    /// instead (``read(_:target:after:limit:ruleIndexOnly:connection:)``), when the hourly
+    /// roll-up cannot say how dense the rule is.
+    package static let orderedBudget = "250ms"
+
+    /// The time-ordered read's budget when the roll-up says it finds its page within
+    /// ``denseScan`` attempts: the rule's index would read far more.
+    package static let denseBudget = "2s"
+
+    /// The attempts a time-ordered read may be expected to pass over for its page and still be
+    /// the read for it; past ``sparseScan``, the rule's index is read at once.
+    static let denseScan = 20_000.0
+    static let sparseScan = 200_000.0
+
+    /// How a rule filter's page is read.
+    package enum RulePlan: Equatable {
+        /// In time order, with this budget before the rule's index is read instead.
+        case ordered(budget: String)
+        /// Through the rule's index at once.
+        case ruleIndex
+    }
+
+    /// Chooses the read of a rule filter's page from the hourly roll-up (``ConsoleRollup``): over
+    /// the last 24 rolled-up hours where the page's read starts (the period's end, or the
+    /// cursor's time), the attempts with the filter's flow and channel, and the hits of its rule
+    /// that match the filter. A time-ordered read passes over about `limit × attempts ÷ matches`
+    /// attempts for its page (a rule and channel taken as independent). With a customer, device
+    /// or `q`, or no rolled-up hour there, the planner's own choice gets ``orderedBudget``.
+    package static func rulePlan(
+        _ filter: AttemptFilter, after: AttemptCursor?, limit: Int, connection: PostgresConnection
+    ) throws -> RulePlan {
+        let fallback = RulePlan.ordered(budget: orderedBudget)
+        guard filter.text.isEmpty, filter.customerID == nil, filter.deviceID == nil else { return fallback }
+        var end = filter.until
+        if let after {
+            let time = Date(timeIntervalSince1970: Double(after.microseconds) / 1_000_000)
+            end = min(end ?? time, time)
+        }
+        let row = try connection.query(
+            """
+            WITH window_end AS (
+                SELECT coalesce(\(end)::timestamptz, (SELECT max(hour) + interval '1 hour' FROM console_hourly_decisions)) AS at
+            ), hours AS (
+                SELECT at - interval '24 hours' AS since, at AS until FROM window_end
+            )
+            SELECT (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
+                    WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
+                   )::float8 AS attempts,
+                   (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
+                    WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
+                      AND (\(filter.flow)::text IS NULL OR d.flow = \(filter.flow))
+                      AND (\(filter.channel)::text IS NULL OR d.channel = \(filter.channel)))::float8 AS filtered,
+                   (SELECT coalesce(sum(hits), 0) FROM console_hourly_rule_hits r, hours h
+                    WHERE r.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND r.hour < h.until
+                      AND (\(filter.flow)::text IS NULL OR r.flow = \(filter.flow))
+                      AND (\(filter.rule)::text IS NULL OR r.rule_id = \(filter.rule))
+                      AND (\(filter.decidedBy)::text IS NULL
+                           OR (r.rule_id = \(filter.decidedBy) AND r.mode = 'live' AND r.outcome = r.flow AND r.flow <> 'green'))
+                   )::float8 AS matches
+            """
+        ).first!
+        let attempts = try row.decode("attempts", as: Double.self)
+        let filtered = try row.decode("filtered", as: Double.self)
+        let matches = try row.decode("matches", as: Double.self)
+        guard attempts > 0 else { return fallback }
+        // The rule's matches with the filter's channel too (the hits' roll-up has no channel).
+        let channelShare = filter.channel == nil ? 1 : filtered / attempts
+        let expected = matches * channelShare
+        guard expected > 0 else { return .ruleIndex }
+        let scan = Double(limit) * attempts / expected
+        if scan <= denseScan { return .ordered(budget: denseBudget) }
+        if scan > sparseScan { return .ruleIndex }
+        return fallback
+    }
 
     /// The rows, newest first. With a rule filter, the planner cannot tell a rule hitting one
     /// attempt in ten from one hitting none (both are outside its most common values): it reads
     /// in time order, which finds a frequent rule's page in a few hundred rows but reads the whole
-    /// history for a rare one. So that read has ``orderedBudget``; past it (SQLSTATE 57014) the
+    /// history for a rare one. So the hourly roll-up's counts choose (``rulePlan(_:after:limit:connection:)``):
+    /// a rare rule is read through its index at once, a frequent one in time order with
+    /// ``denseBudget``, and one in between (or one the roll-up cannot judge) in time order with
+    /// ``orderedBudget``. Past the budget (SQLSTATE 57014) the
     /// same statement runs again without ordered index scans, through the rule's GIN index and a
     /// sort of its matches. Either way the answer is the same rows. In that second read the time
     /// bounds compare `created_at + interval '0'`, which no index covers: otherwise the planner
@@ -182,11 +256,12 @@ package enum AttemptList {
                 filter, target: target, after: after, limit: limit, settings: [], ruleIndexOnly: false,
                 connection: connection)
         }
-        if !ruleIndexOnly {
+        let plan = ruleIndexOnly ? .ruleIndex : try rulePlan(filter, after: after, limit: limit, connection: connection)
+        if case .ordered(let budget) = plan {
             do {
                 return try read(
                     filter, target: target, after: after, limit: limit,
-                    settings: ["SET LOCAL statement_timeout = '\(orderedBudget)'"], ruleIndexOnly: false,
+                    settings: ["SET LOCAL statement_timeout = '\(budget)'"], ruleIndexOnly: false,
                     connection: connection)
             } catch let error as PostgresError where error.sqlState == "57014" {}
         }

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdConsole
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
@@ -168,6 +169,26 @@ struct AttemptListTests {
             }
             #expect(walked == want, "\(query)")
             #expect(cursor == nil, "\(query)")
+        }
+        // Once the hours are rolled up, their counts choose the read: a rule hitting nothing goes
+        // to its index at once, one hitting most attempts is read in time order; the lists stay
+        // what the test's own query finds.
+        _ = try ConsoleRollup.catchUp(now: Self.end.addingTimeInterval(3 * 3_600), database: app.pool)
+        let plan = { (query: [String: String]) in
+            try app.pool.withConnection { connection in
+                try AttemptList.rulePlan(
+                    try AttemptFilter(query: query), after: nil, limit: 51, connection: connection)
+            }
+        }
+        #expect(try plan(["rule": "t.nothing"]) == .ruleIndex)
+        #expect(try plan(["rule": "t.yellow"]) == .ordered(budget: AttemptList.denseBudget))
+        #expect(try plan(["decidedBy": "t.orange", "channel": "tsp"]) == .ordered(budget: AttemptList.denseBudget))
+        #expect(try plan(["rule": "t.yellow", "customerId": "lc-1"]) == .ordered(budget: AttemptList.orderedBudget))
+        let key = try app.apiKey(role: .analyst)
+        for (query, predicate) in cases {
+            let page = try list(
+                app, key, query.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "&") + "&limit=200")
+            #expect(ids(page) == (try expected(app, predicate)), "\(query)")
         }
     }
 
