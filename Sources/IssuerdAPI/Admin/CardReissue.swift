@@ -60,7 +60,7 @@ enum CardReissue {
         }
         let newCardID =
             try body.newCard.cardId.map { try AdminValidation.identifier($0, field: "newCard.cardId") }
-            ?? "card_" + BinaryEncoding.hexString(try SecureRandom.bytes(count: 12))
+            ?? CardRegistration.generatedID(try SecureRandom.bytes(count: 12))
         var pan: PrimaryAccountNumber?
         if let number = body.newCard.accountNumber {
             guard number.utf8.count <= 19, let valid = PrimaryAccountNumber(number) else {

@@ -183,8 +183,7 @@ public enum CardReissueImport {
         else { return .failure(CSVLine.Problem("card_id must be a card id")) }
         let expiration = cell("expiration") ?? ""
         // The same line again names the same new card: a rerun finds it and changes nothing.
-        let derived =
-            "card_" + BinaryEncoding.hexString(SHA256.hash(Array("reissue:\(oldCardID):\(expiration)".utf8)).prefix(12))
+        let derived = CardRegistration.generatedID(SHA256.hash(Array("reissue:\(oldCardID):\(expiration)".utf8)))
         let body = CardReissueRequest(
             reason: cell("reason") ?? "",
             newCard: .init(

@@ -367,6 +367,34 @@ extension CardReissueTests {
 }
 
 extension CardReissueTests {
+    @Test("A file line without new_card_id names one new card, stable, and never one refused as a card number")
+    func derivedNewCardIDs() throws {
+        let header = try CardReissueImport.parseHeader("card_id,reason,expiration,apply_at", line: 1)
+        let now = Date()
+        func derived(_ line: String) throws -> String {
+            switch CardReissueImport.request(line, header: header, now: now) {
+            case .success(let (_, validated)): return validated.newCardID
+            case .failure(let problem): throw TestFailure("\(line): \(problem.reason)")
+            }
+        }
+        // A derived id in hex held 12 to 19 Luhn-valid digits for two or three cards in a
+        // thousand, and their lines were refused; letters never line up into a card number.
+        var refused: [String] = []
+        for serial in 0..<10000 {
+            let line = "card-\(serial),renewal,\(ReissueFixture.newExpiration),now"
+            do {
+                let id = try derived(line)
+                #expect(id.hasPrefix("card_") && id.count == 29 && !id.dropFirst(5).contains { $0.isNumber })
+            } catch {
+                refused.append(line)
+            }
+        }
+        #expect(refused.isEmpty, "\(refused.count) lines refused, the first: \(refused.first ?? "")")
+        let line = "card-7,renewal,\(ReissueFixture.newExpiration),now"
+        #expect(try derived(line) == derived(line))
+        #expect(try derived(line) != derived("card-8,renewal,\(ReissueFixture.newExpiration),now"))
+    }
+
     @Test("A review case of a reissued card shows the reissue and each token's state (the console's card panel)")
     func casePanel() throws {
         let fixture = try ReissueFixture()
