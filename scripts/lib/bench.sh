@@ -17,7 +17,7 @@ bench_binary() {
 
 # bench_start NAME PORT: $work (.local/NAME-PID, removed on exit with the cluster and every pid
 # in $bench_pids), PostgreSQL on PORT with durable commits, issuerd_template migrated by $bin,
-# ISSUERD_MASTER_KEY, $postmaster (for the backends' CPU).
+# ISSUERD_MASTER_KEY, $postmaster (for the backends' CPU). $bench_pg_options adds server options.
 bench_pids=()
 bench_start() {
     work="$ISSUERD_ROOT/.local/$1-$$"
@@ -25,7 +25,7 @@ bench_start() {
     chmod 755 "$work"
     trap bench_cleanup EXIT
     say "starting PostgreSQL (durable commits) in $work/pg"
-    export ISSUERD_PG_OPTIONS="-c max_wal_size=8GB -c checkpoint_timeout=30min"
+    export ISSUERD_PG_OPTIONS="-c max_wal_size=8GB -c checkpoint_timeout=30min${bench_pg_options:+ $bench_pg_options}"
     pg_start "$work/pg" "$2"
     postmaster=$(head -n 1 "$work/pg/data/postmaster.pid")
     pg_ensure_database issuerd_template
