@@ -259,6 +259,27 @@ struct CardReissueTests {
         #expect(try fixture.status("card-r", "active").status == 409)
     }
 
+    @Test("A move through a network whose account-data certificate is not set is 422 and changes nothing")
+    func accountCertificateMissing() throws {
+        let fixture = try ReissueFixture(extra: ["ISSUERD_MDES_MASTERCARD_CERT": "", "ISSUERD_TSP_ACCOUNT_CERT": ""])
+        try fixture.card("card-m", customer: "c-m", serial: 340)
+        try fixture.card("card-t", customer: "c-t", serial: 341, network: "visa")
+        try CustomerServiceOutboxTests.insertToken(fixture.app, reference: "tok-m-1", card: "card-m")
+        try AdminFixtures.insertToken(fixture.app, reference: "tok-t-1", card: "card-t", status: "active")
+        let before = try fixture.snapshot()
+        for (card, code, setting) in [
+            ("card-m", "mastercard_update_not_configured", "ISSUERD_MDES_MASTERCARD_CERT"),
+            ("card-t", "tsp_account_cert_not_configured", "ISSUERD_TSP_ACCOUNT_CERT"),
+        ] {
+            let answer = try fixture.reissue(
+                card,
+                #"{"reason":"renewal","newCard":{"expiration":"\#(ReissueFixture.newExpiration)"},"applyAt":"now"}"#)
+            #expect(answer.status == 422, "\(answer.text)")
+            #expect(answer.text.contains(code) && answer.text.contains(setting), "\(answer.text)")
+        }
+        #expect(try fixture.snapshot() == before)
+    }
+
     @Test("A Visa card's reissue sends one pan_lifecycle notification whose account data decrypts to the new PAN")
     func visaPANLifecycle() throws {
         let fixture = try ReissueFixture()
