@@ -144,7 +144,7 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
                 rules["\(mode) \(id)"] = rule
             }
             // The period's labelled attempts, found through their outcomes' copy of the attempt's
-            // time, with their outcomes' copy of its flow and hits (sql/0039; the attempt row is
+            // time, with their outcomes' copy of its flow and hits (sql/0040; the attempt row is
             // read only for an outcome recorded without them, through `coalesce`, which a lateral
             // join would not spare: it looked every attempt up): the totals (the row without a
             // rule) and each rule's labels in one reading.
