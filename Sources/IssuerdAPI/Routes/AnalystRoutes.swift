@@ -53,9 +53,9 @@ enum AnalystRoutes {
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
             let filter = try AttemptFilter(query: request.query)
             guard filter.csv else { return try .json(AttemptList.page(filter, database: context.database)) }
-            let body = try SpooledBody()
-            try AttemptList.csv(filter, into: body, database: context.database)
-            var response = HTTPResponse.spooled(body, contentType: "text/csv; charset=utf-8")
+            let database = context.database
+            let body = StreamedBody { body in try AttemptList.csv(filter, into: body, database: database) }
+            var response = HTTPResponse.streamed(body, contentType: "text/csv; charset=utf-8")
             response.headers.set("Content-Disposition", "attachment; filename=\"attempts.csv\"")
             return response
         }
