@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdCore
+import IssuerdHTTP
 import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
@@ -206,7 +207,7 @@ struct ReadReplicaTests {
     }
 
     @Test(
-        "A query the standby cancels (a recovery conflict) is run again once, then answered 503 with Retry-After, never 500"
+        "A query a real standby cancels (a recovery conflict: its lock was in the replay's way) is run again and answered, never 500"
     )
     func recoveryConflict() throws {
         // The standby cancels a conflicting query at once instead of delaying replay.
@@ -253,11 +254,16 @@ struct ReadReplicaTests {
                 "SELECT pid::text || ' ' || coalesce(relation::regclass::text, locktype) || ' ' || mode || ' ' || granted::text AS l FROM pg_locks"
             ).map { try $0.decode("l", as: String.self) }
             let ended = call.result(within: 0).map { result in
-                (try? result.get()).map { "\($0.status) \($0.text)" } ?? "\(result)"
+                (try? result.get()).map { "\($0.status) \($0.text.prefix(80))" } ?? "\(result)"
             }
+            let activity = try cluster.onStandby.query(
+                "SELECT pid::text || ' ' || coalesce(wait_event_type, '-') || ' ' || coalesce(state, '-') || ' ' || left(query, 60) AS a FROM pg_stat_activity WHERE datname = current_database()"
+            ).map { try $0.decode("a", as: String.self) }
+            let retried = try Self.metric(app, #"issuerd_read_conflicts_total{result="retried"}"#)
             try #require(
                 waiting,
-                "no analyst read waited on the standby; its locks: \(locks); the request: \(ended ?? "running")")
+                "no analyst read waited on the standby; its locks: \(locks); sessions: \(activity); retried: \(retried.map { String($0) } ?? "-"); the request: \(ended ?? "running")"
+            )
         }
         /// Replays a lock the waiting read conflicts with: the standby cancels it.
         func conflict(_ call: BackgroundCall<TestHTTPResponse>, expecting retried: Double) throws {
@@ -271,32 +277,60 @@ struct ReadReplicaTests {
             try #require(counted, "the read was not cancelled and run again")
         }
 
-        // Cancelled once: run again, and answered once the primary lets go.
+        // Cancelled once (its lock on provisioning_attempts was in the way of the replay), run
+        // again, and answered once the primary lets go.
         let once = BackgroundCall { try app.client.get(performance, headers: analyst) }
         try conflict(once, expecting: 1)
-        try readerWaits(once)
         try holder.execute("ROLLBACK")
         let answered = try #require(once.result(within: 60), "the request did not end").get()
         #expect(answered.status == 200, "\(answered.text)")
         #expect((answered.jsonObject()?["totals"] as? [String: Any])?["attempts"] as? Int == 3, "\(answered.text)")
+        #expect(try Self.metric(app, #"issuerd_read_conflicts_total{result="refused"}"#) == 0)
+    }
 
-        // Cancelled twice: a clean 503.
-        try holder.execute("BEGIN")
-        try holder.execute("LOCK TABLE attempt_outcomes IN ACCESS EXCLUSIVE MODE")
-        _ = try other.query("SELECT txid_current()")
-        try cluster.waitForStandby()
-        let twice = BackgroundCall { try app.client.get(performance, headers: analyst) }
-        try conflict(twice, expecting: 2)
-        try readerWaits(twice)
-        try other.execute("BEGIN")
-        try other.execute("LOCK TABLE provisioning_attempts IN ACCESS EXCLUSIVE MODE")
-        try other.execute("COMMIT")
-        let refused = try #require(twice.result(within: 60), "the request did not end").get()
-        try holder.execute("ROLLBACK")
-        #expect(refused.status == 503, "\(refused.text)")
-        #expect(refused.header("Retry-After") == "1")
-        #expect(refused.errorEnvelope()?["code"] as? String == "database_unavailable")
-        #expect(try Self.metric(app, #"issuerd_read_conflicts_total{result="refused"}"#) == 1)
+    @Test("A read cancelled twice by the read database is 503 with Retry-After; other failures are left alone")
+    func conflictTwice() throws {
+        let app = try TestApplication()
+        let context = app.application.context
+        // What PostgreSQL reports: 40001 for a cancelled statement, 40P01 for a deadlock with the
+        // replay, 57P04 for a session ended because its database was dropped.
+        for sqlState in ["40001", "40P01", "57P04"] {
+            var runs = 0
+            let conflict = PostgresError(
+                code: PostgresError.code(forSQLState: sqlState), sqlState: sqlState,
+                message: "canceling statement due to conflict with recovery")
+            #expect(conflict.isRecoveryConflict)
+            let answer = try context.analystRead {
+                runs += 1
+                if runs == 1 { throw conflict }
+                return "read"
+            }
+            #expect(answer == "read" && runs == 2)
+            runs = 0
+            do {
+                _ = try context.analystRead { () throws -> String in
+                    runs += 1
+                    throw conflict
+                }
+                Issue.record("a read cancelled twice was not refused")
+            } catch let refusal as HTTPError {
+                #expect(refusal.status == 503)
+                #expect(refusal.headers["Retry-After"] == "1")
+                #expect(refusal.code == "database_unavailable")
+            }
+            #expect(runs == 2)
+        }
+        #expect(try Self.metric(app, #"issuerd_read_conflicts_total{result="retried"}"#) == 6)
+        #expect(try Self.metric(app, #"issuerd_read_conflicts_total{result="refused"}"#) == 3)
+        // Anything else is not run again.
+        var runs = 0
+        #expect(throws: PostgresError.self) {
+            try context.analystRead { () throws -> Int in
+                runs += 1
+                throw PostgresError(code: .syntax, sqlState: "42P01", message: "relation does not exist")
+            }
+        }
+        #expect(runs == 1)
     }
 
     @Test("A read database that does not answer: the analysts' reads are 503, live decisions and readiness unaffected")
