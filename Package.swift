@@ -187,7 +187,8 @@ let package = Package(
             name: "IssuerdAuthTests",
             dependencies: ["IssuerdAuth", "IssuerdCore", "IssuerdCrypto", "IssuerdTestSupport"]),
         .testTarget(
-            name: "IssuerdStorageTests", dependencies: ["IssuerdStorage", "IssuerdCore", "IssuerdTestSupport"]),
+            name: "IssuerdStorageTests",
+            dependencies: ["IssuerdStorage", "IssuerdCore", "IssuerdPostgres", "IssuerdTestSupport"]),
         .testTarget(
             name: "IssuerdHistoryTests",
             dependencies: ["IssuerdCore", "IssuerdHistory", "IssuerdPostgres", "IssuerdTestSupport"]),

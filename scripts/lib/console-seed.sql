@@ -2,8 +2,8 @@
 --
 --   psql -v attempts=1000000 -v days=30 -v version=<ruleset version> -f scripts/lib/console-seed.sql
 --
--- Attempts are spread evenly over the last :days days in time order (as real ones arrive, so
--- the BRIN index on created_at stays tight), over :attempts/20 customers with one card each.
+-- Attempts are spread evenly over the :days days before :until (default now) in time order (as
+-- real ones arrive, so the BRIN index on created_at stays tight), over :attempts/20 customers with one card each.
 -- Hits are shaped as issuerd writes them (DecisionJSON): rule ids of the default policy with
 -- their outcomes, some shadow hits (device.crowded), the values read, and the velocity values
 -- read (features, which the backtest uses as recorded). inputs and features are json columns
@@ -12,6 +12,12 @@
 -- the PAN columns hold placeholders. Everything is generated in SQL: one statement per table.
 \set ON_ERROR_STOP on
 SET synchronous_commit = off;
+-- The newest attempt's time: now unless -v until='2026-10-31 12:00+00' (scripts/bench-history
+-- fills one past month).
+\if :{?until}
+\else
+\set until now
+\endif
 
 INSERT INTO customers (customer_id, phone_number, email, created_at)
 SELECT 'seed-cust-' || i, '+4470000' || lpad(i::text, 5, '0'), 'c' || i || '@example.test', now() - interval '400 days'
@@ -76,7 +82,7 @@ FROM (
         SELECT i, 1 + (i::bigint * 104729) % greatest(50, :attempts / 20) AS c,
                (ARRAY['in_app', 'in_app', 'in_app', 'in_app', 'in_app', 'wallet_extension', 'wallet_extension', 'tsp', 'tsp', 'tsp'])[1 + i % 10] AS channel,
                (i * 31) % 10 AS tokens, 40 + (i * 17) % 61 AS score, (i * 7 + i / 13) % 100 AS r,
-               now() - make_interval(secs => :days * 86400.0 * (:attempts - i) / :attempts) AS at
+               :'until'::timestamptz - make_interval(secs => :days * 86400.0 * (:attempts - i) / :attempts) AS at
         FROM generate_series(1, :attempts) i
     ) g
     ) w

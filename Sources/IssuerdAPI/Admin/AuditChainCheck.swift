@@ -19,6 +19,11 @@ public struct AuditChainReport: Sendable, Equatable {
     public let oldestUnsealedAge: Duration?
     /// The age past which an unchained entry fails the check.
     public let unsealedMaxAge: Duration
+    /// Entries through this sequence number were archived out of the table (`issuerd history
+    /// archive`); the walk started after them, at the anchor ``archivedThroughHash``.
+    public let archivedThrough: Int64?
+    /// The hash of the last archived entry, which the first entry left links to.
+    public let archivedThroughHash: [UInt8]?
 
     /// True when every sealed entry holds.
     public var isIntact: Bool { firstBrokenSequence == nil }
@@ -43,9 +48,12 @@ public enum AuditChainCheck {
         progress: (Int) -> Void = { _ in }
     ) throws -> AuditChainReport {
         let sealed = seal ? try database.withConnection { try AuditLog.seal(connection: $0, wait: true) } : 0
-        let (result, unsealed) = try database.withConnection { connection in
+        let (result, unsealed, anchor) = try database.withConnection { connection in
             try connection.transaction(isolation: .repeatableRead) {
-                (try AuditLog.verify(connection: $0, progress: progress), try AuditLog.unsealed(connection: $0))
+                (
+                    try AuditLog.verify(connection: $0, progress: progress), try AuditLog.unsealed(connection: $0),
+                    try AuditArchive.anchor(connection: $0)
+                )
             }
         }
         let age = unsealed.oldestMilliseconds.map { oldest -> Duration in
@@ -54,6 +62,7 @@ public enum AuditChainCheck {
         return AuditChainReport(
             entries: result.entries, firstBrokenSequence: result.firstBrokenSequence, problem: result.problem,
             sealed: sealed,
-            unsealed: unsealed.count, oldestUnsealedAge: age, unsealedMaxAge: unsealedMaxAge)
+            unsealed: unsealed.count, oldestUnsealedAge: age, unsealedMaxAge: unsealedMaxAge,
+            archivedThrough: anchor?.sequence, archivedThroughHash: anchor?.hash)
     }
 }

@@ -28,6 +28,7 @@ public final class IssuerdApplication: Sendable {
     let outbox: OutboxDispatcher
     let auditSealer: AuditSealer
     let partitionKeeper: AttemptPartitionKeeper
+    let idempotencyPruner: IdempotencyPruner
 
     /// Builds every component without starting anything that listens or connects.
     ///
@@ -150,6 +151,9 @@ public final class IssuerdApplication: Sendable {
             logger: logger.labelled("issuerd.outbox"))
         self.partitionKeeper = AttemptPartitionKeeper(
             database: database, logger: logger.labelled("issuerd.partitions"))
+        self.idempotencyPruner = IdempotencyPruner(
+            database: database, retention: configuration.idempotencyRetention,
+            logger: logger.labelled("issuerd.idempotency"))
         self.auditSealer = AuditSealer(
             database: database, settings: configuration.audit, metrics: metrics,
             logger: logger.labelled("issuerd.audit"))
@@ -171,7 +175,7 @@ public final class IssuerdApplication: Sendable {
         let configuration = configuration
         let (logger, database, context) = (logger, database, context)
         let (server, rulesWatcher, outbox, auditSealer) = (server, rulesWatcher, outbox, auditSealer)
-        let partitionKeeper = partitionKeeper
+        let (partitionKeeper, idempotencyPruner) = (partitionKeeper, idempotencyPruner)
         return [
             LifecycleService(
                 "database",
@@ -190,6 +194,9 @@ public final class IssuerdApplication: Sendable {
             // After the migrations, before requests: the attempts' months ahead exist.
             LifecycleService(
                 "attempt partitions", start: { partitionKeeper.start() }, stop: { partitionKeeper.stop(timeout: $0) }),
+            LifecycleService(
+                "idempotency keys", start: { idempotencyPruner.start() },
+                stop: { idempotencyPruner.stop(timeout: $0) }),
             // After the migrations, before requests: under approval the approved rules serve.
             LifecycleService("rules approval", start: { try context.rules.startApproval() }, stop: { _ in }),
             LifecycleService("backtest jobs", start: {}, stop: { context.backtestJobs.stop(timeout: $0.timeInterval) }),

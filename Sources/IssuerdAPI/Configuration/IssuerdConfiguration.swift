@@ -97,6 +97,9 @@ public struct IssuerdConfiguration: Sendable {
     public var console: ConsoleSettings
     /// The audit chain's background sealer (`ISSUERD_AUDIT_*`).
     public var audit: AuditSettings
+    /// How long an `Idempotency-Key` is remembered (`ISSUERD_IDEMPOTENCY_RETENTION`, default 7d,
+    /// 1h–400d): after that, the same key is a new request.
+    public var idempotencyRetention: Duration
     /// How outcomes count: network signals, label maturity (`ISSUERD_OUTCOMES_*`).
     public var outcomes: OutcomeSettings
     /// Mastercard MDES inbound (`ISSUERD_MDES_ISSUER_KEYS`, …); nil without issuer keys.
@@ -178,6 +181,9 @@ public struct IssuerdConfiguration: Sendable {
         stepUpProviders = try StepUpProviders(reader, timeout: outbox.httpTimeout)
         console = try ConsoleSettings(reader)
         audit = try AuditSettings(reader)
+        idempotencyRetention = try reader.duration(
+            "ISSUERD_IDEMPOTENCY_RETENTION", default: .seconds(7 * 86_400),
+            in: .seconds(3_600)...(.seconds(400 * 86_400)))
         outcomes = try OutcomeSettings(reader)
         mdes = try MDESSettings.read(reader, hsm: hsm != nil)
         googlePay = try GooglePaySettings(reader)

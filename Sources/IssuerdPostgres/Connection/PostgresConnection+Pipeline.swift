@@ -1,4 +1,5 @@
 import CPostgres
+import Foundation
 
 extension PostgresConnection {
     /// Runs `statements` in order in one round trip (libpq pipeline mode) and returns their
@@ -164,17 +165,33 @@ extension PostgresConnection {
     ///
     /// A transaction that failed because a schema change invalidated one of its prepared
     /// statements (a migration applied meanwhile; nothing of it committed) runs once more, its
-    /// statements prepared afresh: `body` may then run twice, so it must have no effect outside
-    /// the database.
+    /// statements prepared afresh; one that PostgreSQL ended for a deadlock or a serialization
+    /// failure (nothing of it committed either) runs again after a short jittered backoff, as
+    /// ``PostgresPool/transaction(isolation:maxAttempts:_:)`` retries, up to `maxAttempts` in
+    /// all. `body` may therefore run more than once, so it must have no effect outside the
+    /// database.
     ///
     /// - Returns: The value `body` returned, once committed.
     public func pipelinedTransaction<T>(
-        isolation: IsolationLevel = .readCommitted, opening: PostgresPipeline,
+        isolation: IsolationLevel = .readCommitted, opening: PostgresPipeline, maxAttempts: Int = 5,
         _ body: (PostgresConnection, PostgresPipelineResults) throws -> (value: T, closing: [PostgresQuery]),
         file: String = #fileID, line: Int = #line
     ) throws -> T {
-        try retryingInvalidatedPlan {
-            try pipelinedTransactionOnce(isolation: isolation, opening: opening, body, file: file, line: line)
+        var attempt = 1
+        while true {
+            do {
+                return try retryingInvalidatedPlan {
+                    try pipelinedTransactionOnce(isolation: isolation, opening: opening, body, file: file, line: line)
+                }
+            } catch let error as PostgresError
+                where error.isTransient && attempt < maxAttempts && !mustDiscard && isIdleOutsideTransaction
+            {
+                logger.debug(
+                    "postgres pipelined transaction retried",
+                    ["attempt": .int(attempt), "code": .string(error.code.name)])
+                Thread.sleep(forTimeInterval: PostgresPool.backoff(attempt: attempt))
+                attempt += 1
+            }
         }
     }
 

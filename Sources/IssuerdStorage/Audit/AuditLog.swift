@@ -80,8 +80,14 @@ package enum AuditLog {
             WHERE seq IS NULL ORDER BY id LIMIT \(limit) FOR UPDATE
             """)
         if pending.isEmpty { return 0 }
+        // The newest sealed entry, or the archive anchor when every sealed entry was archived.
         let last = try connection.query(
-            "SELECT seq, hash FROM audit_log WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1"
+            """
+            (SELECT seq, hash FROM audit_log WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1)
+            UNION ALL
+            (SELECT through_seq, through_hash FROM audit_log_archives ORDER BY through_seq DESC LIMIT 1)
+            ORDER BY seq DESC LIMIT 1
+            """
         ).first
         var sequence = try last?.decode("seq", as: Int64.self) ?? 0
         var previous = try last?.decode("hash", as: [UInt8].self) ?? genesis
@@ -146,19 +152,23 @@ package enum AuditLog {
         package var firstBrokenSequence: Int64?
         /// Why it does not hold.
         package var problem: String?
+        /// Entries through this sequence number were archived out of the table, so the walk
+        /// started after it.
+        package var archivedThrough: Int64? = nil
 
         package var isIntact: Bool { firstBrokenSequence == nil }
     }
 
     /// Recomputes every sealed entry's hash in order and checks each link and that no sequence
     /// number is missing. Unsealed entries are not part of the chain yet (see ``unsealed(connection:)``).
+    /// Entries archived out of the table (``AuditArchive``) are not walked: the walk starts at the
+    /// newest archive anchor, whose hash the first remaining entry must link to.
     package static func verify(
         connection: PostgresConnection, progress: (Int) -> Void = { _ in }
     ) throws -> Verification {
-        var previous = genesis
-        var expectedSequence: Int64 = 1
-        var count = 0
-        var after: Int64 = 0
+        let anchor = try AuditArchive.anchor(connection: connection)
+        var walk = ChainWalk(after: anchor)
+        var after = anchor?.sequence ?? 0
         while true {
             let rows = try connection.query(
                 """
@@ -167,34 +177,97 @@ package enum AuditLog {
                 """)
             if rows.isEmpty { break }
             for row in rows {
-                let sequence = try row.decode("seq", as: Int64.self)
-                guard sequence == expectedSequence else {
-                    return Verification(
-                        entries: count, firstBrokenSequence: expectedSequence,
-                        problem: "entry \(expectedSequence) is missing")
+                let entry = SealedEntry(
+                    sequence: try row.decode("seq"), milliseconds: try row.decode("at_ms"),
+                    actor: try row.decode("actor"), action: try row.decode("action"),
+                    subject: try row.decode("subject"), details: try row.decode("details"),
+                    previousHash: try row.decode("prev_hash"), hash: try row.decode("hash"))
+                if let broken = walk.check(entry) {
+                    var verification = broken
+                    verification.archivedThrough = anchor?.sequence
+                    return verification
                 }
-                guard try row.decode("prev_hash", as: [UInt8].self) == previous else {
-                    return Verification(
-                        entries: count, firstBrokenSequence: sequence,
-                        problem: "entry \(sequence) does not link to its predecessor")
-                }
-                let hash = entryHash(
-                    previous: previous, sequence: sequence, milliseconds: try row.decode("at_ms"),
-                    actor: try row.decode("actor"),
-                    action: try row.decode("action"), subject: try row.decode("subject"),
-                    details: try row.decode("details"))
-                guard try row.decode("hash", as: [UInt8].self) == hash else {
-                    return Verification(
-                        entries: count, firstBrokenSequence: sequence, problem: "entry \(sequence) was altered")
-                }
-                previous = hash
-                expectedSequence += 1
-                count += 1
-                after = sequence
+                after = entry.sequence
             }
-            progress(count)
+            progress(walk.entries)
         }
-        return Verification(entries: count, firstBrokenSequence: nil, problem: nil)
+        return Verification(
+            entries: walk.entries, firstBrokenSequence: nil, problem: nil, archivedThrough: anchor?.sequence)
+    }
+
+    /// One sealed entry as stored (in the table or in an archive segment).
+    package struct SealedEntry: Sendable, Equatable {
+        package var sequence: Int64
+        package var milliseconds: Int64
+        package var actor: String
+        package var action: String
+        package var subject: String
+        /// The stored details text, hashed as it is.
+        package var details: String
+        package var previousHash: [UInt8]
+        package var hash: [UInt8]
+
+        package init(
+            sequence: Int64, milliseconds: Int64, actor: String, action: String, subject: String, details: String,
+            previousHash: [UInt8], hash: [UInt8]
+        ) {
+            self.sequence = sequence
+            self.milliseconds = milliseconds
+            self.actor = actor
+            self.action = action
+            self.subject = subject
+            self.details = details
+            self.previousHash = previousHash
+            self.hash = hash
+        }
+    }
+
+    /// Walks sealed entries in order, from the chain's start or from an archive anchor: the
+    /// table's walk and an archive segment's walk check the same three things the same way.
+    package struct ChainWalk: Sendable {
+        /// The hash the next entry must link to.
+        package private(set) var previous: [UInt8]
+        /// The sequence number the next entry must carry.
+        package private(set) var expectedSequence: Int64
+        /// Entries that held.
+        package private(set) var entries = 0
+
+        /// A walk from the chain's first entry (`anchor` nil) or from the entry after `anchor`.
+        package init(after anchor: AuditArchive.Anchor? = nil) {
+            previous = anchor?.hash ?? AuditLog.genesis
+            expectedSequence = (anchor?.sequence ?? 0) + 1
+        }
+
+        /// The last entry that held, as an anchor (nil before the first).
+        package var last: AuditArchive.Anchor? {
+            expectedSequence > 1 ? AuditArchive.Anchor(sequence: expectedSequence - 1, hash: previous) : nil
+        }
+
+        /// Checks `entry` against the walk so far; nil when it holds, else where and why not.
+        package mutating func check(_ entry: SealedEntry) -> Verification? {
+            guard entry.sequence == expectedSequence else {
+                return Verification(
+                    entries: entries, firstBrokenSequence: expectedSequence,
+                    problem: "entry \(expectedSequence) is missing")
+            }
+            guard entry.previousHash == previous else {
+                return Verification(
+                    entries: entries, firstBrokenSequence: entry.sequence,
+                    problem: "entry \(entry.sequence) does not link to its predecessor")
+            }
+            let hash = entryHash(
+                previous: previous, sequence: entry.sequence, milliseconds: entry.milliseconds, actor: entry.actor,
+                action: entry.action, subject: entry.subject, details: entry.details)
+            guard entry.hash == hash else {
+                return Verification(
+                    entries: entries, firstBrokenSequence: entry.sequence,
+                    problem: "entry \(entry.sequence) was altered")
+            }
+            previous = hash
+            expectedSequence += 1
+            entries += 1
+            return nil
+        }
     }
 
     /// Length-prefixed fields, so no two different entries serialise to the same bytes.

@@ -13,6 +13,8 @@ import IssuerdPostgres
 public enum ServiceRole {
     /// The table the service appends to and seals, never edits.
     static let auditTable = "audit_log"
+    /// Where the audit chain left the table (archived segments' anchors): read, never written.
+    static let auditArchivesTable = "audit_log_archives"
     /// The audit log's columns the sealer sets.
     static let auditChainColumns = ["seq", "prev_hash", "hash"]
     /// The migrations record, read at start, written only by `issuerd migrate`.
@@ -38,7 +40,8 @@ public enum ServiceRole {
             SELECT current_user AS me, current_database() AS db,
                    EXISTS (SELECT 1 FROM pg_roles WHERE rolname = \(role)) AS present,
                    to_regclass('public.audit_log') IS NOT NULL AS migrated,
-                   to_regclass('public.issuerd_schema_migrations') IS NOT NULL AS recorded
+                   to_regclass('public.issuerd_schema_migrations') IS NOT NULL AS recorded,
+                   to_regclass('public.audit_log_archives') IS NOT NULL AS anchored
             """
         ).first
         guard let facts, try facts.decode("present", as: Bool.self) else {
@@ -54,7 +57,7 @@ public enum ServiceRole {
         }
         let database = try facts.decode("db", as: String.self)
         let grantee = quoted(role)
-        let statements = [
+        var statements = [
             "GRANT CONNECT, TEMPORARY ON DATABASE \(quoted(database)) TO \(grantee)",
             "GRANT USAGE ON SCHEMA public TO \(grantee)",
             // Taken back first, so running it again removes whatever was given by hand.
@@ -70,6 +73,11 @@ public enum ServiceRole {
             "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO \(grantee)",
             "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO \(grantee)",
         ]
+        if try facts.decode("anchored", as: Bool.self) {
+            // The audit archive's anchors: read by the sealer, written only by the owner's archive run.
+            statements.insert(
+                "REVOKE INSERT, UPDATE, DELETE ON \(auditArchivesTable) FROM \(grantee)", at: statements.count - 2)
+        }
         try connection.transaction { connection in
             for statement in statements { try connection.execute(unsafeSQL: statement) }
         }
@@ -106,7 +114,11 @@ public enum ServiceRole {
                        coalesce(to_regclass('public.issuerd_schema_migrations') IS NOT NULL
                          AND (has_table_privilege('public.issuerd_schema_migrations', 'INSERT')
                               OR has_table_privilege('public.issuerd_schema_migrations', 'UPDATE')
-                              OR has_table_privilege('public.issuerd_schema_migrations', 'DELETE')), false) AS migrations_writable
+                              OR has_table_privilege('public.issuerd_schema_migrations', 'DELETE')), false) AS migrations_writable,
+                       coalesce(to_regclass('public.audit_log_archives') IS NOT NULL
+                         AND (has_table_privilege('public.audit_log_archives', 'INSERT')
+                              OR has_table_privilege('public.audit_log_archives', 'UPDATE')
+                              OR has_table_privilege('public.audit_log_archives', 'DELETE')), false) AS anchors_writable
                 FROM pg_roles r WHERE r.rolname = current_user
                 """
             ).first
@@ -127,6 +139,7 @@ public enum ServiceRole {
         if truncatable > 0 { excess.append("may truncate, reference or add triggers to \(truncatable) tables") }
         if try row.decode("audit_editable", as: Bool.self) { excess.append("may edit or delete audit_log entries") }
         if try row.decode("migrations_writable", as: Bool.self) { excess.append("may write the migrations record") }
+        if try row.decode("anchors_writable", as: Bool.self) { excess.append("may write audit_log_archives") }
         return excess
     }
 

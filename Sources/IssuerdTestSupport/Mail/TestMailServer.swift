@@ -74,7 +74,7 @@ public final class TestMailServer: @unchecked Sendable {  // immutable after ini
         process.standardOutput = output
         // Its complaints (a test's handshake refused on purpose) go to a file beside the mail.
         let log = directory.appendingPathComponent("server.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: log)
         try process.run()
         var line: [UInt8] = []

@@ -62,7 +62,7 @@ public final class TestSMSC: @unchecked Sendable {  // the child is replaced onl
         process.standardOutput = output
         let log = directory.appendingPathComponent("simulator.log")
         if !FileManager.default.fileExists(atPath: log.path) {
-            FileManager.default.createFile(atPath: log.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         }
         let handle = try FileHandle(forWritingTo: log)
         handle.seekToEndOfFile()

@@ -1,9 +1,12 @@
 import Foundation
 import IssuerdAPI
 import IssuerdCore
+import IssuerdCrypto
 import IssuerdHistory
+import IssuerdImport
 import IssuerdPostgres
 import IssuerdRisk
+import IssuerdStorage
 
 /// `issuerd history status`: the monthly partitions of the attempts' history.
 enum HistoryCommand: CommandDefinition {
@@ -33,7 +36,12 @@ enum HistoryCommand: CommandDefinition {
         the month's partition is dropped; on any mismatch nothing is dropped and the exit status
         is 1. Attempts of such months waiting in the default partition are moved into their month
         first. The partition of everything stored before partitioning goes once its last month
-        is past TIME. Dropping needs the owner role: ISSUERD_MIGRATE_DATABASE_URL when set.
+        is past TIME. Then the audit log's entries written before TIME (the run of the hash chain
+        after the last archive whose entries are all older) go to audit-FIRST-LAST.jsonl.gz with
+        a manifest and a line in SHA256SUMS; the file is read back through the chain's checks
+        before the entries are deleted and the chain's anchor recorded in audit_log_archives
+        (`issuerd audit verify --archive DIR` checks the segments). Dropping and deleting need the
+        owner role: ISSUERD_MIGRATE_DATABASE_URL when set.
 
         Environment: ISSUERD_DATABASE_URL, ISSUERD_MIGRATE_DATABASE_URL, ISSUERD_HISTORY_RETENTION,
         ISSUERD_RULES_DIR
@@ -139,14 +147,107 @@ enum HistoryCommand: CommandDefinition {
                 }
             }
         }
-        if partitions.isEmpty {
-            print("nothing to archive: no month ends on or before \(RFC3339.string(cutoff))")
-            return 0
-        }
         for partition in partitions {
             try archive(partition, lookback: lookback, into: directory, pool: pool)
         }
+        let auditArchived = try archiveAudit(before: cutoff, into: directory, pool: pool)
+        if partitions.isEmpty && !auditArchived {
+            print("nothing to archive: no month ends on or before \(RFC3339.string(cutoff))")
+        }
         return 0
+    }
+
+    /// Archives the audit log's entries written before `cutoff` (the longest run of the chain,
+    /// after the last anchor, whose entries are all older) as one segment
+    /// `audit-FIRST-LAST.jsonl.gz` with its manifest, reads the file back through the chain's
+    /// checks, and only then records the anchor and deletes those entries (``AuditArchive``).
+    ///
+    /// - Returns: False when no entry qualifies.
+    private static func archiveAudit(before cutoff: Date, into directory: URL, pool: PostgresPool) throws -> Bool {
+        let (previous, end) = try RulesHistoryCommands.databaseCall {
+            try pool.withConnection { connection in
+                let previous = try AuditArchive.anchor(connection: connection)
+                return (previous, try AuditArchive.archivable(before: cutoff, after: previous, connection: connection))
+            }
+        }
+        guard let through = end else { return false }
+        let first = (previous?.sequence ?? 0) + 1
+        let base = "audit-" + padded(first) + "-" + padded(through)
+        let plain = directory.appendingPathComponent(base + ".jsonl")
+        let compressed = directory.appendingPathComponent(base + ".jsonl.gz")
+        if FileManager.default.fileExists(atPath: compressed.path) {
+            throw CommandFailure("\(compressed.path) exists already: move it away or archive into another directory")
+        }
+        standardError("history archive: audit entries \(first)-\(through): exporting")
+        guard
+            FileManager.default.createFile(atPath: plain.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+            let handle = FileHandle(forWritingAtPath: plain.path)
+        else { throw CommandFailure("\(plain.path): cannot be written") }
+        var written = 0
+        do {
+            defer { try? handle.close() }
+            var buffer = Data()
+            try RulesHistoryCommands.databaseCall {
+                try pool.transaction(isolation: .repeatableRead) { connection in
+                    try AuditArchive.entries(after: previous, through: through, connection: connection) { entry in
+                        buffer.append(contentsOf: Array((try AuditArchive.line(entry) + "\n").utf8))
+                        written += 1
+                        if buffer.count >= 1 << 20 {
+                            handle.write(buffer)
+                            buffer.removeAll(keepingCapacity: true)
+                        }
+                    }
+                }
+            }
+            handle.write(buffer)
+        }
+        _ = try tool("gzip", ["-n", "-f", plain.path])
+        standardError("history archive: audit entries \(first)-\(through): verifying \(compressed.lastPathComponent)")
+        // Read back: every line is an entry, and the chain holds from the last anchor to the end.
+        var walk = AuditLog.ChainWalk(after: previous)
+        try gunzipLines(compressed.path, limit: 1 << 20) { number, line in
+            guard let entry = AuditArchive.entry(line: line) else {
+                throw CommandFailure("\(compressed.path): line \(number) is not an audit entry; nothing deleted")
+            }
+            if let broken = walk.check(entry) {
+                throw CommandFailure("\(compressed.path): \(broken.problem ?? "the chain breaks"); nothing deleted")
+            }
+        }
+        guard let last = walk.last, last.sequence == through, walk.entries == written else {
+            throw CommandFailure(
+                "\(compressed.path): holds \(walk.entries) chained entries, \(written) were written; nothing deleted")
+        }
+        let digest = try sha256(compressed)
+        let manifest = """
+            {"file":\(HistoryExport.quote(compressed.lastPathComponent)),"sha256":"\(digest)",\
+            "firstSeq":\(first),"throughSeq":\(through),"throughHash":"\(BinaryEncoding.hexString(last.hash))",\
+            "before":"\(HistoryExport.timestamp(cutoff))","entries":\(written),"format":"issuerd audit segment JSONL, gzip"}
+
+            """
+        try Data(manifest.utf8).write(to: directory.appendingPathComponent(base + ".manifest.json"))
+        try recordSum(digest, of: compressed, in: directory)
+        let deleted: Int
+        do {
+            deleted = try RulesHistoryCommands.databaseCall {
+                try pool.withConnection { connection in
+                    try AuditArchive.drop(
+                        after: previous, through: last, file: compressed.lastPathComponent, digest: digest,
+                        connection: connection)
+                }
+            }
+        } catch let error as AuditArchiveError {
+            throw CommandFailure(error.description)
+        }
+        print(
+            "audit entries \(first)-\(through): \(deleted) archived to \(compressed.lastPathComponent) (sha256 \(digest)), deleted from audit_log"
+        )
+        return true
+    }
+
+    /// A sequence number zero-padded to 12 digits, so segment files sort in chain order.
+    private static func padded(_ sequence: Int64) -> String {
+        let digits = String(sequence)
+        return String(repeating: "0", count: max(0, 12 - digits.count)) + digits
     }
 
     private static let archiveLogger = Logger(
@@ -194,24 +295,38 @@ enum HistoryCommand: CommandDefinition {
         _ = try tool("gzip", ["-n", "-f", plain.path])
         standardError(
             "history archive: \(partition.name): \(lines) lines written, verifying \(compressed.lastPathComponent)")
-        // Read back: the file decompresses, parses as a backtest input, and holds every attempt.
-        let text = String(decoding: try tool("gzip", ["-dc", compressed.path]), as: UTF8.self)
-        let log: AttemptLog
+        // Read back: the file decompresses, parses as a backtest input, and holds every attempt;
+        // streamed through gzip in chunks of lines, so memory stays flat whatever the month's size.
+        var attempts = 0
+        var readBack = 0
         do {
-            log = try AttemptLog(jsonLines: text)
-        } catch {
-            throw CommandFailure(
-                "\(compressed.path): does not read back as a backtest input (\(error)); nothing dropped")
+            var chunk = ""
+            var chunkStart = 1
+            func parse() throws {
+                do {
+                    attempts += try AttemptLog(jsonLines: chunk).attempts.count
+                } catch {
+                    throw CommandFailure(
+                        "\(compressed.path): does not read back as a backtest input (line \(chunkStart + error.line - 1): \(error.message)); nothing dropped"
+                    )
+                }
+                chunk = ""
+            }
+            try gunzipLines(compressed.path, limit: AttemptLog.maximumLineBytes) { number, line in
+                if chunk.isEmpty { chunkStart = number }
+                chunk += String(decoding: line, as: UTF8.self)
+                chunk += "\n"
+                if !line.isEmpty { readBack += 1 }
+                if number - chunkStart >= 9_999 { try parse() }
+            }
+            if !chunk.isEmpty { try parse() }
         }
-        let readBack = text.split(separator: "\n", omittingEmptySubsequences: true).count
-        guard log.attempts.count == Int(rows), readBack == lines else {
+        guard attempts == Int(rows), readBack == lines else {
             throw CommandFailure(
-                "\(compressed.path): holds \(log.attempts.count) attempts in \(readBack) lines, the partition \(rows) in \(lines) lines; nothing dropped"
+                "\(compressed.path): holds \(attempts) attempts in \(readBack) lines, the partition \(rows) in \(lines) lines; nothing dropped"
             )
         }
-        let digest = String(
-            String(decoding: try tool("sha256sum", [compressed.path]), as: UTF8.self).prefix { $0 != " " })
-        guard digest.count == 64 else { throw CommandFailure("sha256sum gave no digest for \(compressed.path)") }
+        let digest = try sha256(compressed)
         let manifest = """
             {"file":\(HistoryExport.quote(compressed.lastPathComponent)),"sha256":"\(digest)",\
             "partition":\(HistoryExport.quote(partition.name)),"since":"\(HistoryExport.timestamp(since))",\
@@ -220,16 +335,7 @@ enum HistoryCommand: CommandDefinition {
 
             """
         try Data(manifest.utf8).write(to: directory.appendingPathComponent(base + ".manifest.json"))
-        let sums = directory.appendingPathComponent("SHA256SUMS")
-        if !FileManager.default.fileExists(atPath: sums.path) {
-            FileManager.default.createFile(atPath: sums.path, contents: nil, attributes: [.posixPermissions: 0o600])
-        }
-        guard let handle = FileHandle(forWritingAtPath: sums.path) else {
-            throw CommandFailure("\(sums.path): cannot be written")
-        }
-        handle.seekToEndOfFile()
-        handle.write(Data("\(digest)  \(compressed.lastPathComponent)\n".utf8))
-        try? handle.close()
+        try recordSum(digest, of: compressed, in: directory)
         try RulesHistoryCommands.databaseCall {
             try pool.withConnection { connection in
                 try connection.execute(unsafeSQL: "SET lock_timeout = '5s'")
@@ -239,6 +345,58 @@ enum HistoryCommand: CommandDefinition {
         print(
             "\(partition.name): \(rows) attempts archived to \(compressed.lastPathComponent) (sha256 \(digest)), partition dropped"
         )
+    }
+
+    /// The SHA-256 of `file`, as `sha256sum` prints it.
+    private static func sha256(_ file: URL) throws -> String {
+        let digest = String(String(decoding: try tool("sha256sum", [file.path]), as: UTF8.self).prefix { $0 != " " })
+        guard digest.count == 64 else { throw CommandFailure("sha256sum gave no digest for \(file.path)") }
+        return digest
+    }
+
+    /// Appends `file`'s line to DIR/SHA256SUMS (made 0600 when missing), for `sha256sum -c`.
+    private static func recordSum(_ digest: String, of file: URL, in directory: URL) throws {
+        let sums = directory.appendingPathComponent("SHA256SUMS")
+        if !FileManager.default.fileExists(atPath: sums.path) {
+            _ = FileManager.default.createFile(atPath: sums.path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        guard let handle = FileHandle(forWritingAtPath: sums.path) else {
+            throw CommandFailure("\(sums.path): cannot be written")
+        }
+        defer { try? handle.close() }
+        handle.seekToEndOfFile()
+        handle.write(Data("\(digest)  \(file.lastPathComponent)\n".utf8))
+    }
+
+    /// Calls `body` with each line (1-based number, bytes) of the gzip file at `path`, decompressed
+    /// by `gzip -dc` as it is read: memory holds one read and one line, whatever the file's size.
+    static func gunzipLines(_ path: String, limit: Int, _ body: (Int, [UInt8]) throws -> Void) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["gzip", "-dc", path]
+        let output = Pipe()
+        process.standardOutput = output
+        do {
+            try process.run()
+        } catch {
+            throw CommandFailure("cannot run gzip: \(error.localizedDescription)")
+        }
+        var reader = LineReader(handle: output.fileHandleForReading, limit: limit)
+        do {
+            while let (number, line) = try reader.next() { try body(number, line) }
+        } catch let error as LineReader.LineTooLong {
+            process.terminate()
+            process.waitUntilExit()
+            throw CommandFailure("\(path): line \(error.line) is \(error.message)")
+        } catch {
+            process.terminate()
+            process.waitUntilExit()
+            throw error
+        }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CommandFailure("\(path): gzip -dc failed with status \(process.terminationStatus)")
+        }
     }
 
     /// Runs `name` (found on PATH) and returns its standard output; a failure is a clear error.

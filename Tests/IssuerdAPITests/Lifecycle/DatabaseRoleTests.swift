@@ -50,6 +50,13 @@ struct DatabaseRoleTests {
         #expect(refusal("UPDATE audit_log SET hash = hash WHERE subject = 'x'", on: service) == "42501")
         #expect(refusal("DELETE FROM audit_log", on: service) == "42501")
         #expect(refusal("TRUNCATE audit_log", on: service) == "42501")
+        // The archive's anchors are read by the sealer, never written by the service.
+        #expect(
+            refusal(
+                "INSERT INTO audit_log_archives (through_seq, first_seq, through_hash, file, sha256) VALUES (1, 1, decode(repeat('00', 32), 'hex'), 'f', repeat('0', 64))",
+                on: service) == "42501")
+        // Not even the owner deletes an entry no archive anchor covers.
+        #expect(refusal("DELETE FROM audit_log WHERE subject = 'x'", on: owner) == "42501")
         #expect(refusal("DROP TRIGGER audit_log_no_update ON audit_log", on: service) == "42501")
         #expect(
             refusal(

@@ -1,5 +1,6 @@
 import Foundation
 import IssuerdPostgres
+import Synchronization
 import Testing
 
 @Suite struct PipelineTests {
@@ -315,6 +316,58 @@ import Testing
                         ].decode("n", as: Int.self) == 1)
             }
             #expect(pool.statistics.idle == 1)
+        }
+    }
+
+    /// The transaction that PostgreSQL picks to break a deadlock runs again and commits: the
+    /// pipelined path retries as the pool's `transaction` does. This one waits 100 ms before
+    /// checking for a deadlock, the other 10 s, so this one is the victim.
+    @Test func deadlockVictimIsRetriedAndCommits() throws {
+        try withTestPool(size: 2) { pool in
+            try pool.withConnection { connection in
+                try connection.execute(
+                    unsafeSQL: "CREATE TABLE pair (id int PRIMARY KEY, n int); INSERT INTO pair VALUES (1, 0), (2, 0)")
+            }
+            let runs = Mutex(0)
+            let otherDone = DispatchSemaphore(value: 0)
+            let otherError = Mutex<(any Error)?>(nil)
+            try pool.withConnection { victim in
+                try victim.execute(unsafeSQL: "SET deadlock_timeout = '100ms'")
+                try pool.withConnection { other in
+                    try other.execute(unsafeSQL: "SET deadlock_timeout = '10s'")
+                    try other.execute(unsafeSQL: "BEGIN; UPDATE pair SET n = n + 1 WHERE id = 2")
+                    let opening: PostgresPipeline = ["UPDATE pair SET n = n + 10 WHERE id = 1"]
+                    let value = try victim.pipelinedTransaction(opening: opening) { _, _ in
+                        let run = runs.withLock { count -> Int in
+                            count += 1
+                            return count
+                        }
+                        if run == 1 {
+                            // The other now waits for row 1 (held here) while holding row 2, which
+                            // the closing statement asks for: a deadlock.
+                            // Used by that thread alone until otherDone is signalled.
+                            nonisolated(unsafe) let blocked = other
+                            DispatchQueue.global().async {
+                                do {
+                                    try blocked.execute(unsafeSQL: "UPDATE pair SET n = n + 1 WHERE id = 1; COMMIT")
+                                } catch {
+                                    otherError.withLock { $0 = error }
+                                }
+                                otherDone.signal()
+                            }
+                            Thread.sleep(forTimeInterval: 0.3)
+                        }
+                        return (value: run, closing: ["UPDATE pair SET n = n + 10 WHERE id = 2"])
+                    }
+                    otherDone.wait()
+                    #expect(value == 2)
+                }
+            }
+            #expect(otherError.withLock { $0 } == nil)
+            let rows = try pool.withConnection { connection in
+                try connection.query("SELECT id, n FROM pair ORDER BY id").map { try $0.decode("n", as: Int32.self) }
+            }
+            #expect(rows == [11, 11])
         }
     }
 }
