@@ -2,7 +2,7 @@
 
 A third instance reads on the cluster's standby (`ISSUERD_READ_DATABASE_URL`, the same multi-host
 string with target_session_attrs=standby, as deploy/README.md "Analysts on the standby" sets it).
-With the standby's replay paused, an attempt written on the leader (as a decision stores it) is
+With Patroni in maintenance mode (it would resume a paused replay) and the standby's replay paused, an attempt written on the leader (as a decision stores it) is
 missing from that instance's attempts page, its CSV export and its backtest, while the leader has
 it and `GET /v1/admin/reads` reports the standby paused and behind; once replay resumes they have
 it, and the lag is back to 0. The instance's reads are sessions of the standby
@@ -46,6 +46,19 @@ def wait_for(condition, seconds=60):
     return False
 
 
+def maintenance(cluster, leader, standby, on):
+    """Patroni's maintenance mode (PATCH /config {"pause": ...}), waited for on both nodes."""
+    status, body = cluster.rest(cluster.node(leader), "PATCH", "/config", {"pause": on})
+    if status != 200:
+        raise RuntimeError(f"Patroni refused pause={on}: {status} {body}")
+    for name in (leader, standby):
+        def taken():
+            body = cluster.rest(cluster.node(name), "GET", "/patroni")[1]
+            return isinstance(body, dict) and bool(body.get("pause", False)) == on
+        if not wait_for(taken, 30):
+            raise RuntimeError(f"{name} did not take pause={on} within 30 s")
+
+
 def view(port):
     """What the instance's analyst pages say about the hour: listed ids, exported ids, backtested count."""
     page = call(port, "GET", f"/v1/admin/attempts?since={SINCE}&until={UNTIL}&limit=100", headers=ANALYST)
@@ -77,6 +90,8 @@ def check(cluster):
         promise("reads_routed", lag.get("source") == "replica" and lag.get("standby") is True,
                 f"GET /v1/admin/reads said {lag}")
         before = view(reader.port)
+        # Patroni resumes a standby's paused replay on its next loop: maintenance mode first.
+        maintenance(cluster, leader, standby, True)
         on(cluster, standby, "SELECT pg_wal_replay_pause()")
         try:
             attempt = str(uuid.uuid4())
@@ -87,16 +102,18 @@ def check(cluster):
             received = wait_for(lambda: on(cluster, standby, f"SELECT pg_last_wal_receive_lsn() >= '{position}'::pg_lsn")
                                 == ["t"])
             promise("reads_routed", received, "the standby did not receive the write")
-            paused = view(reader.port)
-            on_leader = psql(f"SELECT count(*) FROM provisioning_attempts WHERE attempt_id = '{attempt}'")
-            promise("reads_routed", paused == before and attempt not in paused[0] and on_leader == ["1"],
-                    f"with replay paused the analyst saw {paused} (before {before}); the leader has {on_leader}")
             lag = call(reader.port, "GET", "/v1/admin/reads", headers=ANALYST).json() or {}
             figures["reads_paused_lag_s"] = lag.get("lagSeconds")
             promise("reads_lag", lag.get("replayPaused") is True and (lag.get("lagSeconds") or 0) > 0,
                     f"with replay paused GET /v1/admin/reads said {lag}")
+            paused = view(reader.port)
+            on_leader = psql(f"SELECT count(*) FROM provisioning_attempts WHERE attempt_id = '{attempt}'")
+            still = on(cluster, standby, "SELECT pg_is_wal_replay_paused()")
+            promise("reads_routed", paused == before and attempt not in paused[0] and on_leader == ["1"] and still == ["t"],
+                    f"with replay paused ({still}) the analyst saw {paused} (before {before}); the leader has {on_leader}")
         finally:
             on(cluster, standby, "SELECT pg_wal_replay_resume()")
+            maintenance(cluster, leader, standby, False)
         caught_up = wait_for(lambda: attempt in view(reader.port)[0])
         after = view(reader.port)
         promise("reads_caught_up", caught_up and attempt in after[1] and after[2] == before[2] + 1,
