@@ -217,6 +217,19 @@ struct ReadReplicaTests {
         let app = cluster.app
         _ = try RulesHistoryTests.seed(app.pool)
         let analyst = ["Authorization": "Bearer \(try app.apiKey(role: .analyst))"]
+        try cluster.waitForStandby()
+        // The command line too: before anything was rolled up, `rules performance` reading on the
+        // standby writes its roll-ups on the primary (the standby refuses writes).
+        let command = try CommandLineRunner.run(
+            [
+                "rules", "performance", "--since", "2025-03-01T10:00:00Z", "--until", "2025-03-01T11:00:00Z",
+                "--rules", TestApplication.repositoryRoot.appendingPathComponent("rules").path,
+            ],
+            environment: [
+                "ISSUERD_DATABASE_URL": app.serviceConnectionString,
+                "ISSUERD_READ_DATABASE_URL": try #require(app.application.configuration.readDatabaseURL).unsafeValue,
+            ])
+        #expect(command.status == 0, "\(command.standardError)")
         let performance = "/v1/admin/rules/performance?\(Self.window)"
         #expect(try app.client.get(performance, headers: analyst).status == 200)
 
