@@ -431,6 +431,44 @@ def test_review_queue(c):
     check(int(row.get_attribute("data-fraud")) >= 1, "%s decided a confirmed fraud" % decided)
 
 
+def test_reissue_panel(c):
+    """A case's card panel shows the card's reissue, old card to new, and each token's network, action and state,
+    a refused move with its error; a case whose card was never reissued says so."""
+    cases = "review_cases r JOIN provisioning_attempts a USING (attempt_id) JOIN cards k USING (card_id)"
+    case, card = sql("SELECT r.case_id, k.card_id FROM %s ORDER BY r.opened_at DESC, r.case_id LIMIT 1" % cases).split("|")
+    other = sql("SELECT r.case_id FROM %s WHERE k.card_id <> '%s' ORDER BY r.opened_at DESC LIMIT 1" % (cases, card))
+    reissue, new_card = "6f1b3c9e-0d2a-4e5f-9a8b-7c6d5e4f3a21", card + "-r"
+    sql("INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration, "
+        "cardholder_name, payment_network, primary_account_identifier, country, status, created_at) "
+        "SELECT '%s', customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, '12/33', cardholder_name, "
+        "payment_network, primary_account_identifier, country, 'inactive', now() FROM cards WHERE card_id = '%s'" % (new_card, card))
+    sql("INSERT INTO card_reissues (reissue_id, reason, old_card_id, new_card_id, apply_at, notify_wallet, pan_changed, status, actor, "
+        "created_at, applied_at) VALUES ('%s', 'lost', '%s', '%s', 'now', true, true, 'in_progress', 'browser test', now(), now())"
+        % (reissue, card, new_card))
+    tokens = {"DWSPMCBROWSER0000000000000000000000000000000000A1": ("mdes", "move", "confirmed", None, "mastercard"),
+              "DWSPMCBROWSER0000000000000000000000000000000000A2": ("mdes", "move", "failed", "E0010020 Field does not match the schema", "mastercard"),
+              "tsp-browser-token-3": ("tsp", "delete", "pending", None, "tsp")}
+    for token, (service, action, state, error, _) in tokens.items():
+        sql("INSERT INTO card_reissue_tokens (reissue_id, token_reference, service, action, state, error, updated_at) "
+            "VALUES ('%s', '%s', '%s', '%s', '%s', %s, now())" % (reissue, token, service, action, state, "'%s'" % error if error else "NULL"))
+    c.open("/console/cases/" + case)
+    panel = c.css('#reissues .reissue[data-reissue="%s"]' % reissue)
+    check("lost" in panel.text and "%s → %s" % (card, new_card) in panel.text and "in_progress" in panel.text,
+          "the reissue's reason, cards and status: %r" % panel.text)
+    rows = {row.get_attribute("data-token"): [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td")]
+            for row in panel.find_elements(By.CSS_SELECTOR, "#reissue-tokens tbody tr")}
+    check(sorted(rows) == sorted(tokens), "one row per token: %s" % sorted(rows))
+    for token, (_, action, state, error, network) in tokens.items():
+        check(rows[token] == [token, network, action, state, error or "–"], "%s: %s" % (token, rows[token]))
+    check(panel.find_element(By.CSS_SELECTOR, '[data-token$="A2"] .badge').get_attribute("class") == "badge orange",
+          "a failed move stands out")
+    c.driver.save_screenshot(os.path.join(SHOTS, "console-case-reissue.png"))
+    c.open("/console/cases/" + other)
+    c.css("#case-actions")
+    c.wait.until(lambda d: "Not reissued." in d.find_element(By.TAG_NAME, "main").text)
+    check(not c.all("#reissues"), "a card never reissued shows no reissue")
+
+
 CANDIDATE = """rule test.tsp_decline
   title   "Decline every TSP authorization"
   outcome orange
@@ -716,7 +754,7 @@ def test_rule_change(c):
 
 
 TESTS = [test_sign_in_refusals, test_sign_in, test_ruleset, test_failed_reload, test_decisions, test_rule_hits, test_attempts, test_card_number_in_link, test_attempt_page,
-         test_review_queue,
+         test_review_queue, test_reissue_panel,
          test_backtest, test_rule_change, test_layout, test_csrf_refused, test_forged_cookie, test_session_ended_while_open, test_expired_session, test_sign_out, test_security_headers]
 
 

@@ -3,10 +3,21 @@
 
     python3 scripts/lib/bench_import.py COMMAND ARGS...
 
-    cards COUNT GOOD.jsonl BAD.jsonl
+    cards COUNT GOOD.jsonl BAD.jsonl [NETWORK]
         Writes COUNT cards as `issuerd cards import` reads them (distinct Luhn-valid PANs,
-        one customer per two cards, seeded) to GOOD, and the same with a PAN failing the
-        Luhn check on the second-to-last line to BAD.
+        one customer per two cards, seeded; Visa unless NETWORK is mastercard) to GOOD, and
+        the same with a PAN failing the Luhn check on the second-to-last line to BAD.
+    renewals COUNT EXPIRATION OUT.csv
+        Writes the `issuerd cards reissue` file renewing those COUNT cards to EXPIRATION (the new
+        card card-N-r, as a card system names it), their tokens moved at once (apply_at now).
+    tokens COUNT OUT.copy ACCOUNTS.json
+        Writes the wallet tokens of those COUNT Mastercard cards (one each, two on every other
+        card) as COPY rows of `tokens` (token_reference, card_id, status, service), and the map
+        of each card's PAN to its tokens that the fake Customer Service API answers with.
+    lost COUNT QUEUED.txt SUMMARY.json
+        Compares the cards whose `/token/update` was queued (QUEUED: one card id a line) with
+        the accounts the fake Customer Service API was sent (SUMMARY: its GET /_summary) and
+        prints delivered, lost and duplicate counts; exits 1 when any is lost.
     backend-cpu POSTMASTER_PID OUT
         Samples every 0.1 s the CPU of the cluster's client backends (children of
         POSTMASTER_PID titled "postgres: postgres ...", the last sample of each kept) until
@@ -17,31 +28,86 @@
 
 import sys
 
+def pan(i, network="visa"):
+    """Card i's PAN: distinct, Luhn-valid, in the network's range."""
+    body = ("4" + f"{i:014d}") if network == "visa" else ("51" + f"{i:013d}")
+    total = 0
+    for position, digit in enumerate(reversed(body + "0")):
+        n = int(digit)
+        if position % 2 == 1:
+            n = n * 2 - 9 if n > 4 else n * 2
+        total += n
+    return body + str((10 - total % 10) % 10)
+
+
+def token(i, n):
+    """Card i's token n: a Mastercard token unique reference (48 characters)."""
+    return f"DWSPMC{n}{i:041d}"
+
+
 def cards():
     """cards: see the module's docstring."""
     import json, random, sys
     random.seed(11)
     cards, good_path, bad_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    def luhn(body):
-        total = 0
-        for i, d in enumerate(reversed(body + "0")):
-            n = int(d)
-            if i % 2 == 1:
-                n = n * 2 - 9 if n > 4 else n * 2
-            total += n
-        return body + str((10 - total % 10) % 10)
+    network = sys.argv[4] if len(sys.argv) > 4 else "visa"
     with open(good_path, "w") as good, open(bad_path, "w") as bad:
         for i in range(cards):
             customer = f"cust-{i // 2}"
-            pan = luhn("4" + f"{i:014d}")  # distinct PANs
-            line = json.dumps({"cardId": f"card-{i}", "customerId": customer, "accountNumber": pan, "expiration": "12/30",
-                               "cardholderName": "KIM MINJI", "paymentNetwork": "visa", "country": "KR",
+            number = pan(i, network)
+            line = json.dumps({"cardId": f"card-{i}", "customerId": customer, "accountNumber": number, "expiration": "12/30",
+                               "cardholderName": "KIM MINJI", "paymentNetwork": network, "country": "KR",
                                "customer": {"phoneNumber": "010-1234-5678", "email": f"{customer}@example.com",
                                             "addressChangedAt": "2024-01-01T00:00:00Z"}}, separators=(",", ":")) + "\n"
             good.write(line)
             if i == cards - 2:  # a PAN failing the Luhn check on the second-to-last line
-                line = line.replace(pan, pan[:-1] + str((int(pan[-1]) + 1) % 10))
+                line = line.replace(number, number[:-1] + str((int(number[-1]) + 1) % 10))
             bad.write(line)
+
+
+def renewals():
+    """renewals: see the module's docstring."""
+    count, expiration, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    with open(out, "w") as f:
+        f.write("card_id,new_card_id,reason,expiration,apply_at\n")
+        for i in range(count):
+            f.write(f"card-{i},card-{i}-r,renewal,{expiration},now\n")
+
+
+def tokens():
+    """tokens: see the module's docstring."""
+    import json
+    count, out, accounts_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    accounts = {}
+    with open(out, "w") as f:
+        for i in range(count):
+            mine = [token(i, n) for n in range(1 if i % 2 else 2)]
+            for reference in mine:
+                f.write(f"{reference}\tcard-{i}\tactive\tmdes\n")
+            accounts[pan(i, "mastercard")] = mine
+    with open(accounts_path, "w") as f:
+        json.dump(accounts, f)
+
+
+def lost():
+    """lost: see the module's docstring."""
+    import collections, json
+    count, queued_path, summary_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    number = {f"card-{i}": pan(i, "mastercard") for i in range(count)}
+    with open(queued_path) as f:
+        queued = {number[line.strip()] for line in f if line.strip()}
+    with open(summary_path) as f:
+        summary = json.load(f)
+    received = collections.Counter(summary["updatedAccounts"])
+    missing = queued - set(received)
+    unexpected = set(received) - queued
+    duplicates = sum(n - 1 for n in received.values())
+    print(f"queued /token/update calls: {len(queued)}; received and answered 200: {sum(received.values())} "
+          f"({len(received)} distinct accounts); requests by operation {summary['byOperation']}, "
+          f"by status {summary['byStatus']}, failing a check {summary['failedChecks']}")
+    print(f"delivered={len(queued) - len(missing)} lost={len(missing)} duplicates={duplicates} "
+          f"unexpected={len(unexpected)} (a duplicate is a redelivery, reported, not a loss)")
+    sys.exit(1 if missing or unexpected else 0)
 
 
 def backend_cpu():
@@ -87,7 +153,8 @@ def result():
     print(f"peak RSS of the import: {rss} MiB")
 
 
-COMMANDS = {"cards": cards, "backend-cpu": backend_cpu, "result": result}
+COMMANDS = {"cards": cards, "renewals": renewals, "tokens": tokens, "lost": lost, "backend-cpu": backend_cpu,
+            "result": result}
 
 
 def main():

@@ -60,7 +60,7 @@ enum CardReissue {
         }
         let newCardID =
             try body.newCard.cardId.map { try AdminValidation.identifier($0, field: "newCard.cardId") }
-            ?? "card_" + BinaryEncoding.hexString(try SecureRandom.bytes(count: 12))
+            ?? CardRegistration.generatedID(try SecureRandom.bytes(count: 12))
         var pan: PrimaryAccountNumber?
         if let number = body.newCard.accountNumber {
             guard number.utf8.count <= 19, let valid = PrimaryAccountNumber(number) else {
@@ -257,31 +257,29 @@ enum CardReissue {
             let account = AccountUpdateData(
                 currentAccountPAN: oldPAN.unsafeDigits, newAccountPAN: reissue.panChanged ? newPAN.unsafeDigits : nil,
                 expirationDate: new.expiration.compact, sequenceNumber: reissue.panSequenceNumber)
+            // The tokens the card's loss or theft suspended: resumed once moved.
+            let resumed = { (tokens: [TokenStore.ReissuedToken]) in
+                tokens.filter { $0.issuerSuspendedFrom != nil }.map(\.reference)
+            }
             if !mastercard.isEmpty {
-                guard let key = keys.mastercardKey else {
-                    throw Refusal(
-                        .unacceptable, code: "mastercard_update_not_configured",
-                        message: "moving Mastercard tokens needs ISSUERD_MDES_MASTERCARD_CERT")
-                }
                 try MDESTokenUpdatePayload.enqueue(
                     reissueID: id, newCardID: new.cardID, tokens: mastercard.map(\.reference),
-                    resume: mastercard.filter { $0.issuerSuspendedFrom != nil }.map(\.reference),
-                    account: try FieldLevelEncryption.seal(encoding: account, to: key),
+                    resume: resumed(mastercard),
+                    account: try sealed(
+                        account, to: keys.mastercardKey, missing: "mastercard_update_not_configured",
+                        "moving Mastercard tokens needs ISSUERD_MDES_MASTERCARD_CERT"),
                     notifyWallet: reissue.notifyWallet, connection: connection)
             }
             if !others.isEmpty {
-                guard let key = keys.tspKey else {
-                    throw Refusal(
-                        .unacceptable, code: "tsp_account_cert_not_configured",
-                        message: "moving tokens at the TSP needs ISSUERD_TSP_ACCOUNT_CERT")
-                }
                 try PANLifecyclePayload.enqueue(
                     PANLifecyclePayload(
                         event: "pan_lifecycle", operation: reissue.panChanged ? "ACCOUNT_UPDATE" : "EXP_DATE_UPDATE",
                         tokenReferences: others.map(\.reference),
-                        encryptedAccount: try FieldLevelEncryption.seal(encoding: account, to: key),
+                        encryptedAccount: try sealed(
+                            account, to: keys.tspKey, missing: "tsp_account_cert_not_configured",
+                            "moving tokens at the TSP needs ISSUERD_TSP_ACCOUNT_CERT"),
                         tokenReference: others[0].reference, cardId: new.cardID, previousCardId: old.cardID,
-                        reissueId: id, resumeTokens: others.filter { $0.issuerSuspendedFrom != nil }.map(\.reference)),
+                        reissueId: id, resumeTokens: resumed(others)),
                     connection: connection)
             }
         }
@@ -297,6 +295,15 @@ enum CardReissue {
                 "tokensDeleted": String(deletes.count),
             ],
             at: now, connection: connection)
+    }
+
+    /// The new account data sealed to a network's key (field-level, as Mastercard's);
+    /// 422 `code` with `message` when that key is not configured.
+    private static func sealed(
+        _ account: AccountUpdateData, to key: MastercardEncryptionKey?, missing code: String, _ message: String
+    ) throws -> EncryptedPayload {
+        guard let key else { throw Refusal(.unacceptable, code: code, message: message) }
+        return try FieldLevelEncryption.seal(encoding: account, to: key)
     }
 
     /// `GET /v1/admin/reissues/{reissueId}` and the `202` of the start.

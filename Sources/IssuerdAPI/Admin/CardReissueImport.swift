@@ -31,8 +31,8 @@ public enum CardReissueImport {
         public var errors = 0
     }
 
-    /// Applies `file`, calling `badLine` for each line not applied, in line order, and `progress`
-    /// with the lines read every `progressEvery` lines.
+    /// Applies `file` (``ChunkedCSVImport``), calling `badLine` for each line not applied, in
+    /// line order, and `progress` with the lines read every `progressEvery` lines.
     ///
     /// - Throws: ``CommandInputError`` for a file that cannot be read or a header that is not
     ///   one (nothing is applied then); database errors as they come (the chunks committed stay).
@@ -40,90 +40,34 @@ public enum CardReissueImport {
         file: URL, actor: String, now: Date, vault: PANVault, keys: ReissueSettings, database: PostgresPool,
         progressEvery: Int, progress: (Int) -> Void, badLine: (_ line: Int, _ reason: String) -> Void
     ) throws -> Summary {
-        guard let handle = try? FileHandle(forReadingFrom: file) else {
-            throw CommandInputError("cannot read \(file.path)")
-        }
-        defer { try? handle.close() }
-        var reader = LineReader(handle: handle, limit: 16 * 1024)
-        var header: [String: Int]?
-        var summary = Summary()
-        var chunk: [(line: Int, request: CardReissue.Validated, oldCardID: String)] = []
-        var errors: [(line: Int, reason: String)] = []
-        var read = 0
-
-        func flush() throws {
-            var outcomes: [(line: Int, applied: Bool?, reason: String?)] = []
-            if !chunk.isEmpty {
+        let run = try ChunkedCSVImport.run(
+            file: file, lineLimit: 16 * 1024, chunkLines: chunkLines, skipComments: true, header: parseHeader,
+            parse: { text, header in request(text, header: header, now: now) },
+            apply: { (chunk: [(line: Int, item: (oldCardID: String, request: CardReissue.Validated))]) in
                 try database.withConnection { connection in
                     try connection.transaction { connection in
-                        outcomes = []
-                        for item in chunk {
-                            outcomes.append(
-                                try apply(
-                                    item, actor: actor, now: now, vault: vault, keys: keys, connection: connection))
+                        try chunk.map { entry in
+                            try apply(
+                                entry.item, actor: actor, now: now, vault: vault, keys: keys, connection: connection)
                         }
                     }
                 }
-            }
-            for outcome in outcomes {
-                switch outcome.applied {
-                case true?: summary.reissued += 1
-                case false?: summary.unchanged += 1
-                case nil: errors.append((outcome.line, outcome.reason ?? "refused"))
-                }
-            }
-            for error in errors.sorted(by: { $0.line < $1.line }) { badLine(error.line, error.reason) }
-            summary.errors += errors.count
-            chunk.removeAll(keepingCapacity: true)
-            errors.removeAll(keepingCapacity: true)
-        }
-
-        while true {
-            let next: (Int, [UInt8])?
-            do {
-                next = try reader.next()
-            } catch let error as LineReader.LineTooLong {
-                if header == nil { throw CommandInputError("line \(error.line): \(error.message)") }
-                errors.append((error.line, error.message + "; the rest of the file was not read"))
-                break
-            }
-            guard let (number, bytes) = next else { break }
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                if header == nil { throw CommandInputError("line \(number): not UTF-8 text") }
-                errors.append((number, "not UTF-8 text"))
-                continue
-            }
-            if text.allSatisfy({ $0 == " " || $0 == "," }) || text.hasPrefix("#") { continue }
-            guard let header else {
-                header = try parseHeader(text, line: number)
-                continue
-            }
-            read += 1
-            if read % progressEvery == 0 { progress(read) }
-            switch request(text, header: header, now: now) {
-            case .failure(let problem): errors.append((number, problem.reason))
-            case .success(let (oldCardID, validated)): chunk.append((number, validated, oldCardID))
-            }
-            if chunk.count >= chunkLines { try flush() }
-        }
-        guard header != nil else { throw CommandInputError("\(file.path) is empty: a header row is required") }
-        try flush()
-        if read % progressEvery != 0 { progress(read) }
-        return summary
+            }, progressEvery: progressEvery, progress: progress, badLine: badLine)
+        return Summary(reissued: run.applied, unchanged: run.unchanged, errors: run.errors)
     }
 
-    /// One line in its own savepoint: true when reissued, false when the same reissue exists
-    /// already, nil with the refusal's message when refused (the savepoint rolled back).
+    /// One line in its own savepoint: applied, unchanged when the same reissue exists already,
+    /// or refused with the refusal's message (the savepoint rolled back).
     private static func apply(
-        _ item: (line: Int, request: CardReissue.Validated, oldCardID: String), actor: String, now: Date,
-        vault: PANVault, keys: ReissueSettings, connection: PostgresConnection
-    ) throws -> (line: Int, applied: Bool?, reason: String?) {
+        _ item: (oldCardID: String, request: CardReissue.Validated), actor: String, now: Date, vault: PANVault,
+        keys: ReissueSettings, connection: PostgresConnection
+    ) throws -> ChunkedCSVImport.Outcome {
         let exists = try connection.query(
             """
             SELECT 1 FROM card_reissues WHERE old_card_id = \(item.oldCardID) AND new_card_id = \(item.request.newCardID)
             """
         ).first
-        if exists != nil { return (item.line, false, nil) }
+        if exists != nil { return .unchanged }
         try connection.execute(unsafeSQL: "SAVEPOINT reissue_line")
         do {
             guard
@@ -132,49 +76,33 @@ public enum CardReissueImport {
                     connection: connection) != nil
             else {
                 try connection.execute(unsafeSQL: "ROLLBACK TO SAVEPOINT reissue_line")
-                return (item.line, nil, "no card \(item.oldCardID)")
+                return .refused("no card \(item.oldCardID)")
             }
             try connection.execute(unsafeSQL: "RELEASE SAVEPOINT reissue_line")
-            return (item.line, true, nil)
+            return .applied
         } catch let refusal as Refusal {
             try connection.execute(unsafeSQL: "ROLLBACK TO SAVEPOINT reissue_line")
-            return (item.line, nil, "\(refusal.code): \(refusal.message)")
+            return .refused("\(refusal.code): \(refusal.message)")
         }
     }
 
     /// The header row: each column's position; the known columns only, each once, with
     /// `card_id`, `reason` and `expiration`.
     static func parseHeader(_ text: String, line: Int) throws -> [String: Int] {
-        guard case .success(let cells) = CSVLine.cells(text) else {
-            throw CommandInputError("line \(line): the header row is not CSV")
-        }
-        var positions: [String: Int] = [:]
-        for (index, cell) in cells.enumerated() {
-            let name = cell.trimmingCharacters(in: .whitespaces).lowercased()
-            guard columns.contains(name) else {
-                throw CommandInputError(
-                    "line \(line): unknown column '\(name.prefix(40))' (columns: \(columns.joined(separator: ", ")))")
-            }
-            guard positions[name] == nil else { throw CommandInputError("line \(line): column '\(name)' twice") }
-            positions[name] = index
-        }
-        guard positions["card_id"] != nil, positions["reason"] != nil, positions["expiration"] != nil else {
-            throw CommandInputError("line \(line): the header row must name card_id, reason and expiration")
-        }
-        return positions
+        try ChunkedCSVImport.header(
+            text, line: line, columns: columns,
+            complete: { $0["card_id"] != nil && $0["reason"] != nil && $0["expiration"] != nil },
+            requirement: "the header row must name card_id, reason and expiration")
     }
 
     /// One data line as a validated reissue of its card.
     static func request(
         _ text: String, header: [String: Int], now: Date
-    ) -> Result<(String, CardReissue.Validated), CSVLine.Problem> {
+    ) -> Result<(oldCardID: String, request: CardReissue.Validated), CSVLine.Problem> {
         let cells: [String]
-        switch CSVLine.cells(text) {
+        switch ChunkedCSVImport.cells(text, header: header) {
         case .failure(let problem): return .failure(problem)
         case .success(let parsed): cells = parsed
-        }
-        guard cells.count == header.count else {
-            return .failure(CSVLine.Problem("\(cells.count) column(s), the header has \(header.count)"))
         }
         func cell(_ name: String) -> String? {
             header[name].map { cells[$0].trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
@@ -183,8 +111,7 @@ public enum CardReissueImport {
         else { return .failure(CSVLine.Problem("card_id must be a card id")) }
         let expiration = cell("expiration") ?? ""
         // The same line again names the same new card: a rerun finds it and changes nothing.
-        let derived =
-            "card_" + BinaryEncoding.hexString(SHA256.hash(Array("reissue:\(oldCardID):\(expiration)".utf8)).prefix(12))
+        let derived = CardRegistration.generatedID(SHA256.hash(Array("reissue:\(oldCardID):\(expiration)".utf8)))
         let body = CardReissueRequest(
             reason: cell("reason") ?? "",
             newCard: .init(

@@ -20,14 +20,27 @@ package enum CardRegistration {
         package var country: String?
     }
 
-    /// Checks every field; generates `card_<24 hex>` when `cardId` is absent.
+    /// A card id made from 12 bytes (random, or a hash): `card_` and 24 letters, one per
+    /// half-byte. Letters only, never hex: hex digits can line up into 12 to 19 digits passing
+    /// the Luhn check, which ``AdminValidation/identifier(_:field:)`` refuses as a card number.
+    package static func generatedID(_ bytes: some Collection<UInt8>) -> String {
+        let letters = Array("bcdfghjklmnpqrst".utf8)
+        var id = Array("card_".utf8)
+        for byte in bytes.prefix(12) {
+            id.append(letters[Int(byte >> 4)])
+            id.append(letters[Int(byte & 0x0F)])
+        }
+        return String(decoding: id, as: UTF8.self)
+    }
+
+    /// Checks every field; generates a ``generatedID(_:)`` when `cardId` is absent.
     ///
     /// - Throws: 400 `invalid_request` for a bad shape, 422 `invalid_card` for a PAN failing the
     ///   Luhn check or an expired card.
     package static func validate(_ request: CardCreateRequest, now: Date) throws -> Validated {
         let cardID =
             try request.cardId.map { try AdminValidation.identifier($0, field: "cardId") }
-            ?? "card_" + BinaryEncoding.hexString(try SecureRandom.bytes(count: 12))
+            ?? generatedID(try SecureRandom.bytes(count: 12))
         let customerID = try AdminValidation.identifier(request.customerId, field: "customerId")
         guard request.accountNumber.utf8.count <= 19, let pan = PrimaryAccountNumber(request.accountNumber) else {
             throw Refusal(

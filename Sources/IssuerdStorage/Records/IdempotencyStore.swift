@@ -4,17 +4,35 @@ import IssuerdCrypto
 import IssuerdPostgres
 import Synchronization
 
-/// An answer as the store keeps it, in plain values: the status and the body (JSON). A
-/// replayed answer carries the body's content type and `Idempotent-Replayed: true`, added by
-/// whoever turns it into a response.
+/// An answer as the store keeps it, in plain values: the status, the headers its handler set
+/// (e.g. `Location`), and the body (JSON). A replayed answer also carries the body's content
+/// type and `Idempotent-Replayed: true`, added by whoever turns it into a response.
 package struct StoredAnswer: Sendable, Equatable {
     package var status: Int
+    package var headers: [String: String]
     package var body: [UInt8]
 
     /// Creates the value from every stored property.
-    package init(status: Int, body: [UInt8]) {
+    package init(status: Int, headers: [String: String] = [:], body: [UInt8]) {
         self.status = status
+        self.headers = headers
         self.body = body
+    }
+
+    /// The headers as stored: name, value, name, value, … (names sorted).
+    package var flattenedHeaders: [String] {
+        headers.keys.sorted().flatMap { [$0, headers[$0]!] }
+    }
+
+    /// Headers read back from ``flattenedHeaders``'s form (a trailing odd name is dropped).
+    package static func headers(flattened: [String]) -> [String: String] {
+        var headers: [String: String] = [:]
+        var index = 0
+        while index + 1 < flattened.count {
+            headers[flattened[index]] = flattened[index + 1]
+            index += 2
+        }
+        return headers
     }
 }
 
@@ -60,7 +78,7 @@ package struct IdempotencyStore: Sendable {
     ///     different callers never collide.
     ///   - stored: The answer to keep for a result of `work`.
     ///   - refused: The answer to keep for an error `work` threw, nil when the error must not be
-    ///     kept (a server fault: the retry should do the work).
+    ///     kept (a server fault or a rate limit: the retry should do the work).
     ///   - replayed: The result to give for an answer read back.
     package func run<Answer>(
         key: String?, request: @escaping () -> [UInt8], scope: String, stored: @escaping (Answer) -> StoredAnswer,
@@ -107,7 +125,8 @@ package struct IdempotencyStore: Sendable {
             let row = try database.withConnection { connection in
                 try connection.query(
                     """
-                    SELECT request_hash, status, response_body, created_at < now() - make_interval(secs => \(expiry)) AS expired
+                    SELECT request_hash, status, response_headers, response_body,
+                           created_at < now() - make_interval(secs => \(expiry)) AS expired
                     FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)
                     """
                 ).first
@@ -142,7 +161,10 @@ package struct IdempotencyStore: Sendable {
             if !claimed {
                 guard status != 0 else { throw IdempotencyClaim.takenOver() }
                 return call.replayed(
-                    StoredAnswer(status: status, body: try row.decode("response_body", as: [UInt8].self)))
+                    StoredAnswer(
+                        status: status,
+                        headers: StoredAnswer.headers(flattened: try row.decode("response_headers", as: [String].self)),
+                        body: try row.decode("response_body", as: [UInt8].self)))
             }
         }
         do {
@@ -197,7 +219,8 @@ package final class IdempotencyClaim: Sendable {
     /// The statement storing `answer` as this key's answer, if this holder still holds it.
     package func recording(_ answer: StoredAnswer) -> PostgresQuery {
         """
-        UPDATE idempotency_keys SET status = \(answer.status), response_body = \(answer.body)
+        UPDATE idempotency_keys SET status = \(answer.status), response_headers = \(answer.flattenedHeaders),
+                                    response_body = \(answer.body)
         WHERE scope = \(scope) AND key = \(key) AND status = 0 AND claim_token = \(token)
         """
     }

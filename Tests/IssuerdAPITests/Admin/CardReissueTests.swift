@@ -259,6 +259,27 @@ struct CardReissueTests {
         #expect(try fixture.status("card-r", "active").status == 409)
     }
 
+    @Test("A move through a network whose account-data certificate is not set is 422 and changes nothing")
+    func accountCertificateMissing() throws {
+        let fixture = try ReissueFixture(extra: ["ISSUERD_MDES_MASTERCARD_CERT": "", "ISSUERD_TSP_ACCOUNT_CERT": ""])
+        try fixture.card("card-m", customer: "c-m", serial: 340)
+        try fixture.card("card-t", customer: "c-t", serial: 341, network: "visa")
+        try CustomerServiceOutboxTests.insertToken(fixture.app, reference: "tok-m-1", card: "card-m")
+        try AdminFixtures.insertToken(fixture.app, reference: "tok-t-1", card: "card-t", status: "active")
+        let before = try fixture.snapshot()
+        for (card, code, setting) in [
+            ("card-m", "mastercard_update_not_configured", "ISSUERD_MDES_MASTERCARD_CERT"),
+            ("card-t", "tsp_account_cert_not_configured", "ISSUERD_TSP_ACCOUNT_CERT"),
+        ] {
+            let answer = try fixture.reissue(
+                card,
+                #"{"reason":"renewal","newCard":{"expiration":"\#(ReissueFixture.newExpiration)"},"applyAt":"now"}"#)
+            #expect(answer.status == 422, "\(answer.text)")
+            #expect(answer.text.contains(code) && answer.text.contains(setting), "\(answer.text)")
+        }
+        #expect(try fixture.snapshot() == before)
+    }
+
     @Test("A Visa card's reissue sends one pan_lifecycle notification whose account data decrypts to the new PAN")
     func visaPANLifecycle() throws {
         let fixture = try ReissueFixture()
@@ -367,6 +388,34 @@ extension CardReissueTests {
 }
 
 extension CardReissueTests {
+    @Test("A file line without new_card_id names one new card, stable, and never one refused as a card number")
+    func derivedNewCardIDs() throws {
+        let header = try CardReissueImport.parseHeader("card_id,reason,expiration,apply_at", line: 1)
+        let now = Date()
+        func derived(_ line: String) throws -> String {
+            switch CardReissueImport.request(line, header: header, now: now) {
+            case .success(let (_, validated)): return validated.newCardID
+            case .failure(let problem): throw TestFailure("\(line): \(problem.reason)")
+            }
+        }
+        // A derived id in hex held 12 to 19 Luhn-valid digits for two or three cards in a
+        // thousand, and their lines were refused; letters never line up into a card number.
+        var refused: [String] = []
+        for serial in 0..<10000 {
+            let line = "card-\(serial),renewal,\(ReissueFixture.newExpiration),now"
+            do {
+                let id = try derived(line)
+                #expect(id.hasPrefix("card_") && id.count == 29 && !id.dropFirst(5).contains { $0.isNumber })
+            } catch {
+                refused.append(line)
+            }
+        }
+        #expect(refused.isEmpty, "\(refused.count) lines refused, the first: \(refused.first ?? "")")
+        let line = "card-7,renewal,\(ReissueFixture.newExpiration),now"
+        #expect(try derived(line) == derived(line))
+        #expect(try derived(line) != derived("card-8,renewal,\(ReissueFixture.newExpiration),now"))
+    }
+
     @Test("A review case of a reissued card shows the reissue and each token's state (the console's card panel)")
     func casePanel() throws {
         let fixture = try ReissueFixture()

@@ -356,6 +356,36 @@ struct InAppProvisioningTests {
         #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 3)
     }
 
+    /// A rate limit is about when a request came, not what it asked: its 429 is not kept as the
+    /// key's answer, so the retry that Retry-After invites, with the same key, does the work.
+    @Test("A 429 is not stored under its Idempotency-Key: the same key after the window is decided")
+    func rateLimitedKeyIsNotKept() throws {
+        let app = try TestApplication(environment: [
+            "ISSUERD_RATE_LIMIT_CARD": "1/2s", "ISSUERD_RATE_LIMIT_CUSTOMER": "100/1m",
+        ])
+        try DecisionFixtures.customer(app, "cust-1")
+        try DecisionFixtures.card(app, "card-1", customer: "cust-1")
+        let body = try DecisionFixtures.provisionBody(app)
+        let first = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-a"])
+        #expect(first.status == 200)
+        let limited = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-b"])
+        #expect(limited.status == 429)
+        let retry = try #require(limited.header("Retry-After").flatMap(Int.init))
+        Thread.sleep(forTimeInterval: Double(retry) + 0.5)
+        let again = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-b"])
+        #expect(again.status == 200, "\(again.status)")
+        #expect(again.header("Idempotent-Replayed") == nil)
+        // And that answer is kept: the same key now replays it.
+        let replayed = try DecisionFixtures.provision(
+            app, card: "card-1", customer: "cust-1", body: body, headers: ["Idempotency-Key": "k-b"])
+        #expect(replayed.status == 200)
+        #expect(replayed.header("Idempotent-Replayed") == "true")
+        #expect(try DecisionFixtures.count(app, "SELECT count(*) FROM provisioning_attempts") == 2)
+    }
+
     /// Concurrent pushes of one card: the per-customer lock makes the count exact, so exactly
     /// the limit's worth are decided and stored, and every other request is 429.
     @Test("Concurrent pushes never exceed the card limit")

@@ -19,8 +19,13 @@ Mastercard's own `mastercard-client-encryption` and recorded as "decrypted"; the
 tokens registered for the decrypted `CurrentAccount.AccountPan` (POST /_accounts {"<PAN>":
 ["<TUR>", ...]}). Planned answers for updates are keyed "update".
 
+GET /_summary counts the requests by operation and answered status, the ones failing a check, and
+lists the decrypted `CurrentAccount.AccountPan` of every `/token/update` answered 200, once per
+request (a benchmark compares them with the updates it queued). --brief keeps only what the
+summary needs of each request, so a run of 100,000 calls stays small.
+
 Usage: fake_csapi.py (--signing-key PEM_FILE | --public-key PEM_FILE) --consumer-key KEY
-       [--decryption-key PEM_FILE] [--port N] [--verbose]
+       [--decryption-key PEM_FILE] [--port N] [--verbose] [--brief]
 Prints "listening <port>" on stdout once ready; stops on SIGTERM, Ctrl-C or when stdin closes.
 --verbose prints one line per request on stderr (a developer's terminal: docs/networks.md, "Try it").
 """
@@ -108,16 +113,20 @@ def check_update(root):
     return None
 
 
-def decrypt_account(server, root):
-    """The account data, decrypted by Mastercard's client-encryption library."""
-    config = FieldLevelEncryptionConfig({
+def decryption_config(key_file):
+    """Mastercard's client-encryption configuration for TokenUpdateRequest (its key read once)."""
+    return FieldLevelEncryptionConfig({
         "paths": {"$": {"toEncrypt": {}, "toDecrypt": {
             "TokenUpdateRequest.EncryptedAccountInformation":
                 "TokenUpdateRequest.EncryptedAccountInformation.EncryptedData"}}},
         "ivFieldName": "Iv", "encryptedKeyFieldName": "EncryptedKey", "encryptedValueFieldName": "EncryptedData",
         "dataEncoding": "hex", "oaepPaddingDigestAlgorithmFieldName": "OaepHashingAlgorithm",
-        "oaepPaddingDigestAlgorithm": "SHA256", "decryptionKey": server.decryption_key})
-    answer = fle.decrypt_payload(json.loads(json.dumps({"TokenUpdateRequest": root})), config)
+        "oaepPaddingDigestAlgorithm": "SHA256", "decryptionKey": key_file})
+
+
+def decrypt_account(server, root):
+    """The account data, decrypted by Mastercard's client-encryption library."""
+    answer = fle.decrypt_payload(json.loads(json.dumps({"TokenUpdateRequest": root})), server.decryption_config)
     plaintext = answer["TokenUpdateRequest"]["EncryptedAccountInformation"]["EncryptedData"]
     if not isinstance(plaintext, dict):
         raise ValueError("not an object")
@@ -157,6 +166,31 @@ def check_audit(operation, root):
     return None
 
 
+def account_pan(record):
+    """The decrypted current Account PAN of an update request, or None."""
+    if "account" in record:
+        return record["account"]
+    return ((record.get("decrypted") or {}).get("CurrentAccount") or {}).get("AccountPan")
+
+
+def brief(record):
+    """What /_summary needs of a request, without its body (--brief)."""
+    return {"operation": record["operation"], "answeredStatus": record["answeredStatus"],
+            "problem": record["problem"], "schemaProblem": record["schemaProblem"], "account": account_pan(record)}
+
+
+def summary(records):
+    """GET /_summary: counts, and the accounts of the updates answered 200 (one entry per request)."""
+    operations, statuses = {}, {}
+    for record in records:
+        operations[record["operation"]] = operations.get(record["operation"], 0) + 1
+        statuses[str(record["answeredStatus"])] = statuses.get(str(record["answeredStatus"]), 0) + 1
+    return {"requests": len(records), "byOperation": operations, "byStatus": statuses,
+            "failedChecks": sum(1 for r in records if r["problem"] or r["schemaProblem"]),
+            "updatedAccounts": [account_pan(r) for r in records
+                                if r["operation"] == "update" and r["answeredStatus"] == 200]}
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -175,6 +209,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_requests":
             with lock:
                 return self.answer(200, {"requests": list(seen)})
+        if self.path == "/_summary":
+            with lock:
+                return self.answer(200, summary(seen))
         self.answer(404, {})
 
     def do_POST(self):
@@ -224,7 +261,7 @@ class Handler(BaseHTTPRequestHandler):
             if plan:
                 status, payload = plan["status"], {"Errors": {"Error": plan["errors"]}}
             elif operation == "update":
-                pan = ((record.get("decrypted") or {}).get("CurrentAccount") or {}).get("AccountPan")
+                pan = account_pan(record)
                 with lock:
                     moved = list(accounts.get(pan, []))
                 status, payload = 200, {"TokenUpdateResponse": {"Tokens": {"Token": [
@@ -235,6 +272,8 @@ class Handler(BaseHTTPRequestHandler):
                     token["CommentId"] = "C" + str(len(seen) + 100000)
                 status, payload = 200, {"Token" + operation.capitalize() + "Response": {"Token": token}}
         record["answeredStatus"] = status
+        if self.server.brief:
+            record = brief(record)
         with lock:
             seen.append(record)
         if self.server.verbose:
@@ -254,6 +293,7 @@ def main():
     parser.add_argument("--decryption-key", help="PEM file of the private key /token/update data is encrypted to")
     parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--verbose", action="store_true", help="one line per request on stderr")
+    parser.add_argument("--brief", action="store_true", help="keep only what /_summary needs of each request")
     arguments = parser.parse_args()
     if arguments.public_key:
         with open(arguments.public_key, "rb") as handle:
@@ -266,7 +306,9 @@ def main():
     server.public_key = public_key
     server.consumer_key = arguments.consumer_key
     server.verbose = arguments.verbose
+    server.brief = arguments.brief
     server.decryption_key = arguments.decryption_key
+    server.decryption_config = decryption_config(arguments.decryption_key) if arguments.decryption_key else None
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print("listening", server.server_address[1], flush=True)
     try:
