@@ -85,6 +85,7 @@ public final class IssuerdApplication: Sendable {
                     logger: logger.labelled("issuerd.postgres.reads")),
                 metrics: metrics, clock: clock)
         }
+        if readReplica == nil { ReadReplica.registerWithoutReplica(metrics: metrics) }
         let context = try ServiceContext(
             configuration: configuration, database: database, readReplica: readReplica, metrics: metrics,
             logger: logger, clock: clock)

@@ -46,6 +46,20 @@ final class ReadReplica: Sendable {
         }
     }
 
+    /// The same series for an instance without a read database, so every series is there from
+    /// the first scrape: the analysts read on the primary, which is never behind itself (its
+    /// health is `issuerd_ready`'s), so up 1 and lag 0.
+    static func registerWithoutReplica(metrics: MetricsRegistry) {
+        metrics.gauge(
+            "issuerd_read_replica_up",
+            help: "1 when the last check of ISSUERD_READ_DATABASE_URL (every 5 s) got an answer, else 0; 1 without one."
+        ) { [([], 1)] }
+        metrics.gauge(
+            "issuerd_read_replica_lag_seconds",
+            help: "How far the analysts' read database was behind the primary at its last check; 0 without one."
+        ) { [([], 0)] }
+    }
+
     /// The last check's result, nil before the first.
     var lastReading: Reading? { last.withLock { $0 } }
 
