@@ -1,6 +1,7 @@
 import Foundation
 import IssuerdCore
 import IssuerdHTTP
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdRisk
 
@@ -64,15 +65,19 @@ package enum AttemptList {
         "attempt_id", "time", "channel", "flow", "decided_by", "card_last_four", "customer_id", "device_id",
     ]
 
-    /// Rows the CSV reads per statement: what it holds in memory at a time.
-    package static let csvChunk = 2_000
-
     /// One page.
-    package static func page(_ filter: AttemptFilter, database: PostgresPool) throws -> Page {
+    ///
+    /// - Parameter ruleIndexOnly: Read a rule filter's page through the rule's index alone, as
+    ///   when the time-ordered read runs out of its budget (tests compare the two reads).
+    package static func page(
+        _ filter: AttemptFilter, database: PostgresPool, ruleIndexOnly: Bool = false
+    ) throws -> Page {
         let limit = filter.limit ?? 50
         return try database.withConnection { connection in
             let target = try Target(filter, connection: connection)
-            var rows = try read(filter, target: target, after: filter.cursor, limit: limit + 1, connection: connection)
+            var rows = try read(
+                filter, target: target, after: filter.cursor, limit: limit + 1, ruleIndexOnly: ruleIndexOnly,
+                connection: connection)
             let more = rows.count > limit
             if more { rows.removeLast() }
             return Page(
@@ -82,34 +87,43 @@ package enum AttemptList {
     }
 
     /// Every attempt the filter matches (from its cursor on), as CSV with `\r\n` line ends,
-    /// written to `body` ``csvChunk`` rows at a time.
+    /// written to `body` as it is read: one statement in one snapshot, read through a cursor a
+    /// fetch of rows at a time, so memory holds one fetch and the body's buffer however long the
+    /// list is, and the first rows leave before the last are read.
     ///
     /// - Returns: How many attempts were written.
     @discardableResult
-    package static func csv(_ filter: AttemptFilter, into body: SpooledBody, database: PostgresPool) throws -> Int {
-        try body.append(ChangedAttemptsCSV.line(csvColumns))
-        var written = 0
-        try database.withConnection { connection in
+    package static func csv(_ filter: AttemptFilter, into body: StreamedBody, database: PostgresPool) throws -> Int {
+        try body.write(ChangedAttemptsCSV.line(csvColumns))
+        return try database.withConnection { connection in
             let target = try Target(filter, connection: connection)
-            var after = filter.cursor
-            while true {
-                let rows = try read(filter, target: target, after: after, limit: csvChunk, connection: connection)
-                var text = ""
-                for row in rows {
-                    let summary = row.summary
-                    text += ChangedAttemptsCSV.line([
-                        summary.attemptId, ChangedAttemptsCSV.timestamp(summary.createdAt), summary.channel,
-                        summary.flow, summary.decidedBy.joined(separator: " "), summary.lastFour ?? "",
-                        summary.customerId ?? "", summary.deviceId ?? "",
-                    ])
+            return try connection.transaction(isolation: .repeatableRead) { connection in
+                try connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                try connection.execute("SET LOCAL jit = off")
+                var written = 0
+                let declare = statement(
+                    filter, target: target, after: filter.cursor, limit: nil, ruleIndexOnly: false,
+                    prefix: "DECLARE issuerd_attempts_csv NO SCROLL CURSOR FOR ", columns: csvSelect)
+                try BacktestHistory.streamPages(declare, cursor: "issuerd_attempts_csv", connection: connection) {
+                    rows in
+                    var text = ""
+                    for row in rows {
+                        text += ChangedAttemptsCSV.line([
+                            try row.decode("attempt_id", as: UUID.self).uuidString.lowercased(),
+                            ChangedAttemptsCSV.timestamp(try row.decode("created_at")), try row.decode("channel"),
+                            try row.decode("flow"), try row.decode("decided_by"),
+                            try row.decode("last_four", as: String?.self) ?? "",
+                            try row.decode("customer_id", as: String?.self) ?? "",
+                            try row.decode("device_id", as: String?.self) ?? "",
+                        ])
+                    }
+                    try body.write(text)
+                    written += rows.count
+                    return true
                 }
-                try body.append(text)
-                written += rows.count
-                guard rows.count == csvChunk, let last = rows.last else { break }
-                after = last.cursor
+                return written
             }
         }
-        return written
     }
 
     /// What `q` selects, resolved before the list is read: each form is one index look-up.
@@ -144,81 +158,131 @@ package enum AttemptList {
     }
 
     /// How long the time-ordered read of a rule filter may take before the rule's index is read
-    /// instead (``read(_:target:after:limit:connection:)``).
-    static let orderedBudget = "250ms"
+    /// instead (``read(_:target:after:limit:ruleIndexOnly:connection:)``), when the hourly
+    /// roll-up cannot say how dense the rule is.
+    package static let orderedBudget = "250ms"
+
+    /// The time-ordered read's budget when the roll-up says it finds its page within
+    /// ``denseScan`` attempts: the rule's index would read far more.
+    package static let denseBudget = "2s"
+
+    /// The attempts a time-ordered read may be expected to pass over for its page and still be
+    /// the read for it; past ``sparseScan``, the rule's index is read at once.
+    static let denseScan = 20_000.0
+    static let sparseScan = 200_000.0
+
+    /// How a rule filter's page is read.
+    package enum RulePlan: Equatable {
+        /// In time order, with this budget before the rule's index is read instead.
+        case ordered(budget: String)
+        /// Through the rule's index at once.
+        case ruleIndex
+    }
+
+    /// Chooses the read of a rule filter's page from the hourly roll-up (``ConsoleRollup``): over
+    /// the last 24 rolled-up hours where the page's read starts (the period's end, or the
+    /// cursor's time), the attempts with the filter's flow and channel, and the hits of its rule
+    /// that match the filter. A time-ordered read passes over about `limit × attempts ÷ matches`
+    /// attempts for its page (a rule and channel taken as independent). With a customer, device
+    /// or `q`, or no rolled-up hour there, the planner's own choice gets ``orderedBudget``.
+    package static func rulePlan(
+        _ filter: AttemptFilter, after: AttemptCursor?, limit: Int, connection: PostgresConnection
+    ) throws -> RulePlan {
+        let fallback = RulePlan.ordered(budget: orderedBudget)
+        guard filter.text.isEmpty, filter.customerID == nil, filter.deviceID == nil else { return fallback }
+        var end = filter.until
+        if let after {
+            let time = Date(timeIntervalSince1970: Double(after.microseconds) / 1_000_000)
+            end = min(end ?? time, time)
+        }
+        let row = try connection.query(
+            """
+            WITH window_end AS (
+                SELECT coalesce(\(end)::timestamptz, (SELECT max(hour) + interval '1 hour' FROM console_hourly_decisions)) AS at
+            ), hours AS (
+                SELECT at - interval '24 hours' AS since, at AS until FROM window_end
+            )
+            SELECT (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
+                    WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
+                   )::float8 AS attempts,
+                   (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
+                    WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
+                      AND (\(filter.flow)::text IS NULL OR d.flow = \(filter.flow))
+                      AND (\(filter.channel)::text IS NULL OR d.channel = \(filter.channel)))::float8 AS filtered,
+                   (SELECT coalesce(sum(hits), 0) FROM console_hourly_rule_hits r, hours h
+                    WHERE r.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND r.hour < h.until
+                      AND (\(filter.flow)::text IS NULL OR r.flow = \(filter.flow))
+                      AND (\(filter.rule)::text IS NULL OR r.rule_id = \(filter.rule))
+                      AND (\(filter.decidedBy)::text IS NULL
+                           OR (r.rule_id = \(filter.decidedBy) AND r.mode = 'live' AND r.outcome = r.flow AND r.flow <> 'green'))
+                   )::float8 AS matches
+            """
+        ).first!
+        let attempts = try row.decode("attempts", as: Double.self)
+        let filtered = try row.decode("filtered", as: Double.self)
+        let matches = try row.decode("matches", as: Double.self)
+        guard attempts > 0 else { return fallback }
+        // The rule's matches with the filter's channel too (the hits' roll-up has no channel).
+        let channelShare = filter.channel == nil ? 1 : filtered / attempts
+        let expected = matches * channelShare
+        guard expected > 0 else { return .ruleIndex }
+        let scan = Double(limit) * attempts / expected
+        if scan <= denseScan { return .ordered(budget: denseBudget) }
+        if scan > sparseScan { return .ruleIndex }
+        return fallback
+    }
 
     /// The rows, newest first. With a rule filter, the planner cannot tell a rule hitting one
     /// attempt in ten from one hitting none (both are outside its most common values): it reads
     /// in time order, which finds a frequent rule's page in a few hundred rows but reads the whole
-    /// history for a rare one. So that read has ``orderedBudget``; past it (SQLSTATE 57014) the
+    /// history for a rare one. So the hourly roll-up's counts choose (``rulePlan(_:after:limit:connection:)``):
+    /// a rare rule is read through its index at once, a frequent one in time order with
+    /// ``denseBudget``, and one in between (or one the roll-up cannot judge) in time order with
+    /// ``orderedBudget``. Past the budget (SQLSTATE 57014) the
     /// same statement runs again without ordered index scans, through the rule's GIN index and a
     /// sort of its matches. Either way the answer is the same rows. In that second read the time
     /// bounds compare `created_at + interval '0'`, which no index covers: otherwise the planner
     /// combines the rule's index with the time index (a BitmapAnd) and rechecks the rule on every
     /// attempt in the period, which took tens of seconds on a large history; and its `work_mem`
     /// keeps the bitmap of a rule's matches exact (one bit an attempt) rather than whole pages to
-    /// recheck.
+    /// recheck. Neither read compiles its statement (`jit` off): for a page, PostgreSQL's JIT,
+    /// chosen by the estimated cost of a large table, took 0.2–0.3 s, the whole budget.
     private static func read(
-        _ filter: AttemptFilter, target: Target, after: AttemptCursor?, limit: Int, connection: PostgresConnection
+        _ filter: AttemptFilter, target: Target, after: AttemptCursor?, limit: Int, ruleIndexOnly: Bool,
+        connection: PostgresConnection
     ) throws -> [Row] {
         guard filter.rule != nil || filter.decidedBy != nil else {
             return try read(
                 filter, target: target, after: after, limit: limit, settings: [], ruleIndexOnly: false,
                 connection: connection)
         }
-        do {
-            return try read(
-                filter, target: target, after: after, limit: limit,
-                settings: ["SET LOCAL statement_timeout = '\(orderedBudget)'"], ruleIndexOnly: false,
-                connection: connection)
-        } catch let error as PostgresError where error.sqlState == "57014" {
-            return try read(
-                filter, target: target, after: after, limit: limit,
-                settings: ["SET LOCAL enable_indexscan = off", "SET LOCAL work_mem = '32MB'"],
-                ruleIndexOnly: true, connection: connection)
+        let plan = ruleIndexOnly ? .ruleIndex : try rulePlan(filter, after: after, limit: limit, connection: connection)
+        if case .ordered(let budget) = plan {
+            do {
+                return try read(
+                    filter, target: target, after: after, limit: limit,
+                    settings: ["SET LOCAL statement_timeout = '\(budget)'"], ruleIndexOnly: false,
+                    connection: connection)
+            } catch let error as PostgresError where error.sqlState == "57014" {}
         }
+        return try read(
+            filter, target: target, after: after, limit: limit,
+            settings: ["SET LOCAL enable_indexscan = off", "SET LOCAL work_mem = '32MB'"],
+            ruleIndexOnly: true, connection: connection)
     }
 
     private static func read(
         _ filter: AttemptFilter, target: Target, after: AttemptCursor?, limit: Int, settings: [String],
         ruleIndexOnly: Bool, connection: PostgresConnection
     ) throws -> [Row] {
-        // Either the column or an expression equal to it that no index matches (see above).
-        let at = ruleIndexOnly ? "(a.created_at + interval '0')" : "a.created_at"
-        let ruleKey = filter.rule.map { "hit:" + $0 }
-        let decidedKey = filter.decidedBy.map { "decided:" + $0 }
-        return try connection.transaction { connection in
+        try connection.transaction { connection in
             try connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+            try connection.execute("SET LOCAL jit = off")
             for setting in settings { try connection.execute(unsafeSQL: setting) }
             return try connection.query(
-                """
-                SELECT a.attempt_id, (extract(epoch FROM a.created_at) * 1000000)::bigint AS at_us, a.created_at,
-                       a.channel, a.card_id, c.last_four, a.customer_id, a.device_id,
-                       coalesce(a.inputs ->> 'card.network', a.inputs -> 'attributes' ->> 'card.network', c.payment_network, 'unknown') AS network,
-                       a.flow, a.decision, a.ruleset_version,
-                       ARRAY(SELECT h ->> 'rule' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]' END) h
-                             WHERE jsonb_typeof(h) = 'object' AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'rule' IS NOT NULL) AS rules,
-                       ARRAY(SELECT substr(k, 9) FROM unnest(attempt_rule_keys(a.hits, a.flow)) k WHERE k LIKE 'decided:%') AS decided_by
-                FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
-                WHERE \(unsafeSQL: at) > '-infinity'
-                  AND (\(filter.since)::timestamptz IS NULL OR \(unsafeSQL: at) >= \(filter.since))
-                  AND (\(filter.until)::timestamptz IS NULL OR \(unsafeSQL: at) < \(filter.until))
-                  AND (\(filter.flow)::text IS NULL OR a.flow = \(filter.flow))
-                  AND (\(filter.channel)::text IS NULL OR a.channel = \(filter.channel))
-                  AND (\(filter.customerID)::text IS NULL OR a.customer_id = \(filter.customerID))
-                  AND (\(filter.deviceID)::text IS NULL OR a.device_id = \(filter.deviceID))
-                  AND (\(ruleKey)::text IS NULL OR attempt_rule_keys(a.hits, a.flow) @> ARRAY[\(ruleKey)::text])
-                  AND (\(decidedKey)::text IS NULL OR attempt_rule_keys(a.hits, a.flow) @> ARRAY[\(decidedKey)::text])
-                  AND (\(target.attemptID)::uuid IS NULL OR a.attempt_id = \(target.attemptID))
-                  AND (\(target.cardIDs)::text[] IS NULL OR a.card_id = ANY(\(target.cardIDs)::text[]))
-                  AND (\(target.anyID)::text IS NULL OR a.card_id = \(target.anyID) OR a.customer_id = \(target.anyID)
-                       OR a.device_id = \(target.anyID))
-                  AND (\(after?.microseconds)::bigint IS NULL
-                       OR (\(unsafeSQL: at) <= timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
-                           AND (\(unsafeSQL: at) < timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
-                                OR a.attempt_id < \(after?.attemptID)::uuid)))
-                ORDER BY a.created_at DESC, a.attempt_id DESC LIMIT \(limit)
-                """
+                statement(
+                    filter, target: target, after: after, limit: limit, ruleIndexOnly: ruleIndexOnly,
+                    columns: pageSelect)
             ).map { row in
                 let id = try row.decode("attempt_id", as: UUID.self)
                 return Row(
@@ -233,5 +297,62 @@ package enum AttemptList {
                     cursor: AttemptCursor(microseconds: try row.decode("at_us"), attemptID: id))
             }
         }
+    }
+
+    /// A page's columns.
+    private static let pageSelect = """
+        a.attempt_id, (extract(epoch FROM a.created_at) * 1000000)::bigint AS at_us, a.created_at,
+        a.channel, a.card_id, c.last_four, a.customer_id, a.device_id,
+        coalesce(a.inputs ->> 'card.network', a.inputs -> 'attributes' ->> 'card.network', c.payment_network, 'unknown') AS network,
+        a.flow, a.decision, a.ruleset_version,
+        ARRAY(SELECT h ->> 'rule' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]' END) h
+              WHERE jsonb_typeof(h) = 'object' AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'rule' IS NOT NULL) AS rules,
+        \(decidedBySQL) AS decided_by
+        """
+
+    /// The CSV's columns: only what it prints (no attempt's inputs parsed for its network), its
+    /// deciding rules as one text, so the rows can be read in binary format.
+    private static let csvSelect = """
+        a.attempt_id, a.created_at, a.channel, a.flow, c.last_four, a.customer_id, a.device_id,
+        array_to_string(\(decidedBySQL), ' ') AS decided_by
+        """
+
+    /// The rules that decided an attempt, from its rule keys (sql/0031).
+    private static let decidedBySQL =
+        "ARRAY(SELECT substr(k, 9) FROM unnest(attempt_rule_keys(a.hits, a.flow)) k WHERE k LIKE 'decided:%')"
+
+    /// `prefix` and the list's statement: the `columns` of the attempts the filter matches after
+    /// `after`, newest first, at most `limit` (nil: all). With `ruleIndexOnly`, the time bounds
+    /// compare an expression no index covers (``read(_:target:after:limit:ruleIndexOnly:connection:)``).
+    private static func statement(
+        _ filter: AttemptFilter, target: Target, after: AttemptCursor?, limit: Int?, ruleIndexOnly: Bool,
+        prefix: String = "", columns: String
+    ) -> PostgresQuery {
+        // Either the column or an expression equal to it that no index matches (see above).
+        let at = ruleIndexOnly ? "(a.created_at + interval '0')" : "a.created_at"
+        let ruleKey = filter.rule.map { "hit:" + $0 }
+        let decidedKey = filter.decidedBy.map { "decided:" + $0 }
+        return """
+            \(unsafeSQL: prefix)SELECT \(unsafeSQL: columns)
+            FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
+            WHERE \(unsafeSQL: at) > '-infinity'
+              AND (\(filter.since)::timestamptz IS NULL OR \(unsafeSQL: at) >= \(filter.since))
+              AND (\(filter.until)::timestamptz IS NULL OR \(unsafeSQL: at) < \(filter.until))
+              AND (\(filter.flow)::text IS NULL OR a.flow = \(filter.flow))
+              AND (\(filter.channel)::text IS NULL OR a.channel = \(filter.channel))
+              AND (\(filter.customerID)::text IS NULL OR a.customer_id = \(filter.customerID))
+              AND (\(filter.deviceID)::text IS NULL OR a.device_id = \(filter.deviceID))
+              AND (\(ruleKey)::text IS NULL OR attempt_rule_keys(a.hits, a.flow) @> ARRAY[\(ruleKey)::text])
+              AND (\(decidedKey)::text IS NULL OR attempt_rule_keys(a.hits, a.flow) @> ARRAY[\(decidedKey)::text])
+              AND (\(target.attemptID)::uuid IS NULL OR a.attempt_id = \(target.attemptID))
+              AND (\(target.cardIDs)::text[] IS NULL OR a.card_id = ANY(\(target.cardIDs)::text[]))
+              AND (\(target.anyID)::text IS NULL OR a.card_id = \(target.anyID) OR a.customer_id = \(target.anyID)
+                   OR a.device_id = \(target.anyID))
+              AND (\(after?.microseconds)::bigint IS NULL
+                   OR (\(unsafeSQL: at) <= timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
+                       AND (\(unsafeSQL: at) < timestamptz 'epoch' + \(after?.microseconds)::bigint * interval '1 microsecond'
+                            OR a.attempt_id < \(after?.attemptID)::uuid)))
+            ORDER BY a.created_at DESC, a.attempt_id DESC LIMIT \(limit)
+            """
     }
 }

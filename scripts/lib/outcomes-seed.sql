@@ -20,10 +20,10 @@ FROM (SELECT i, (i * 7 + i / 13) % 100 AS r FROM generate_series(1, :attempts) i
 WHERE r >= 80 OR i % 200 = 7;
 
 INSERT INTO attempt_outcomes (attempt_id, outcome, source, confirmed, reported_at, amount_lost, currency, note,
-                              recorded_by, recorded_at, is_current, attempt_created_at)
+                              recorded_by, recorded_at, is_current, attempt_created_at, attempt_flow, attempt_hits)
 SELECT attempt_id, CASE WHEN fraud THEN 'fraud' ELSE 'legitimate' END, CASE WHEN fraud THEN 'chargeback' ELSE 'cardholder' END,
        true, least(now(), at + interval '20 days'), CASE WHEN fraud THEN 100000 + (i % 50) * 10000 END,
-       CASE WHEN fraud THEN 'KRW' END, 'seeded', 'seed', now(), true, a.created_at
+       CASE WHEN fraud THEN 'KRW' END, 'seeded', 'seed', now(), true, a.created_at, a.flow, a.hits
 FROM (
     SELECT s.*, (i / 200) % 100 < CASE flow WHEN 'orange' THEN 60 WHEN 'yellow' THEN 30 ELSE 5 END AS fraud
     FROM seeded s WHERE i % 200 = 7

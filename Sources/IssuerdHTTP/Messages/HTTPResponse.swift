@@ -14,8 +14,9 @@ public struct HTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes.
     public var body: [UInt8]
-    /// A body sent from a file instead of ``body`` (which is then empty), for a large export.
-    public var spooled: SpooledBody?
+    /// A body written while it is sent, instead of ``body`` (which is then empty), for a large
+    /// export.
+    public var streamed: StreamedBody?
 
     /// Creates a response.
     public init(status: Int = 200, headers: HTTPHeaders = [:], body: [UInt8] = []) {
@@ -36,14 +37,14 @@ public struct HTTPResponse: Sendable {
         return HTTPResponse(status: status, headers: ["Content-Type": jsonContentType], body: Array(body))
     }
 
-    /// A response whose body is sent from `spooled`, a chunk at a time.
+    /// A response whose body `streamed` writes while it is sent (chunked transfer coding).
     ///
     /// - Parameters:
-    ///   - spooled: The body, complete.
+    ///   - streamed: The body, written once the head is sent.
     ///   - contentType: Its `Content-Type`.
-    public static func spooled(_ spooled: SpooledBody, contentType: String) -> HTTPResponse {
+    public static func streamed(_ streamed: StreamedBody, contentType: String) -> HTTPResponse {
         var response = HTTPResponse(status: 200, headers: ["Content-Type": contentType])
-        response.spooled = spooled
+        response.streamed = streamed
         return response
     }
 

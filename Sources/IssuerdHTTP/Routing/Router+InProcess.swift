@@ -30,9 +30,9 @@ extension Router {
             requestId: requestId, remoteAddress: remoteAddress, logger: logger)
         if !(100...599).contains(response.status) { response.status = 500 }
         response.headers.set(RequestIdentifier.headerName, requestId)
-        if let spooled = response.spooled {
-            response.body = spooled.readAll()
-            response.spooled = nil
+        if let streamed = response.streamed {
+            response.body = streamed.collect()
+            response.streamed = nil
         }
         if method == HTTPMethod.head.rawValue { response.body = [] }
         response.headers.set("Content-Length", String(response.body.count))

@@ -52,6 +52,18 @@ let connectionNotifyCallback: MHD_NotifyConnectionCallback = { cls, connection, 
     }
 }
 
+/// Reads a streamed body (``StreamedBody``) for libmicrohttpd, on the connection's network thread.
+let streamReaderCallback: MHD_ContentReaderCallback = { cls, _, buffer, max in
+    guard let cls, let buffer else { return -2 }
+    return Unmanaged<StreamedResponse>.fromOpaque(cls).takeUnretainedValue().body.read(into: buffer, max: max)
+}
+
+/// libmicrohttpd freed a streamed response: nobody reads the rest of its body.
+let streamFreeCallback: MHD_ContentReaderFreeCallback = { cls in
+    guard let cls else { return }
+    Unmanaged<StreamedResponse>.fromOpaque(cls).takeRetainedValue().freed()
+}
+
 /// Receives libmicrohttpd's own diagnostics (printf-style) and logs them.
 let daemonLogCallback: MHD_LogCallback = { cls, format, arguments in
     guard let cls, let format, let arguments else { return }

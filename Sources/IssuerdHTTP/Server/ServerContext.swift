@@ -23,6 +23,8 @@ final class ServerContext: Sendable {
     // Guarded by Mutex: requests whose handler runs (their connections suspended), and whether
     // shutdown has abandoned them (no handoff starts after that).
     private let handoffs = Mutex((open: [ObjectIdentifier: Handoff](), closed: false))
+    // Guarded by Mutex: the streamed bodies being sent, closed by shutdown.
+    private let streams = Mutex([ObjectIdentifier: StreamedBody]())
     // Guarded by Mutex: libmicrohttpd lines logged in the current window, and those left out.
     private let libraryLog = Mutex((windowStart: ContinuousClock.now, logged: 0, suppressed: 0))
 
@@ -223,7 +225,56 @@ final class ServerContext: Sendable {
             return Array(handoffs.open.values)
         }
         for handoff in open { handoff.settle(.abandoned) }
-        return open.count
+        // A streamed body still being sent ends with an error (its connection resumed if it
+        // waited for rows), and its producer stops at its next write.
+        let sending = streams.withLock { Array($0.values) }
+        for body in sending { body.close() }
+        return open.count + sending.count
+    }
+
+    /// libmicrohttpd freed the response sending `body`.
+    func streamEnded(_ body: StreamedBody) {
+        _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(body)) }
+    }
+
+    /// Creates the C response of a streamed body, and once it exists hands the body's producer
+    /// to a handler thread.
+    private func streamedResponse(
+        _ body: StreamedBody, connection: OpaquePointer, requestId: String
+    )
+        -> OpaquePointer?
+    {
+        let reader = Unmanaged.passRetained(StreamedResponse(body: body, context: self))
+        // libmicrohttpd asks for at most 64 KiB at a time; MHD_SIZE_UNKNOWN: chunked.
+        guard
+            let response = MHD_create_response_from_callback(
+                UInt64.max, 64 * 1024, streamReaderCallback, reader.toOpaque(), streamFreeCallback)
+        else {
+            reader.release()
+            return nil
+        }
+        body.attach(connection)
+        streams.withLock { $0[ObjectIdentifier(body)] = body }
+        let logger = logger
+        handlers.submit {
+            let (end, error) = body.run()
+            if let error {
+                logger.error(
+                    "streamed response failed",
+                    [
+                        "requestId": .string(requestId), "bytesOut": .int(body.written),
+                        "error": .string(String(describing: error)),
+                    ])
+            } else {
+                logger.info(
+                    "streamed response written",
+                    [
+                        "requestId": .string(requestId), "bytesOut": .int(body.written),
+                        "complete": .bool(end == .finished),
+                    ])
+            }
+        }
+        return response
     }
 
     /// Hands a response to libmicrohttpd, then writes the access-log line and metrics.
@@ -240,18 +291,16 @@ final class ServerContext: Sendable {
                 "handler returned an invalid status", ["status": .int(status), "requestId": .string(state.requestId)])
             status = 500
         }
-        let spooled = response.spooled?.take()
         let queued = response.body.withUnsafeBytes { bytes -> MHD_Result in
-            // MUST_COPY: the Swift array does not outlive this call, the C response must. A
-            // spooled body's descriptor is the C response's from here on: it closes it.
-            guard
-                let mhdResponse = spooled.map({ MHD_create_response_from_fd64(UInt64($0.size), $0.descriptor) })
-                    ?? MHD_create_response_from_buffer(
+            // MUST_COPY: the Swift array does not outlive this call, the C response must.
+            let created =
+                if let streamed = response.streamed {
+                    streamedResponse(streamed, connection: connection, requestId: state.requestId)
+                } else {
+                    MHD_create_response_from_buffer(
                         bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-            else {
-                if let spooled { close(spooled.descriptor) }
-                return .NO
-            }
+                }
+            guard let mhdResponse = created else { return .NO }
             defer { MHD_destroy_response(mhdResponse) }
             var headers = response.headers
             headers.set(RequestIdentifier.headerName, state.requestId)
@@ -267,7 +316,7 @@ final class ServerContext: Sendable {
             return MHD_queue_response(connection, UInt32(status), mhdResponse)
         }
         record(
-            status: status, route: route, bytesOut: spooled?.size ?? response.body.count, state: state,
+            status: status, route: route, bytesOut: response.body.count, state: state,
             connection: connection)
         return queued
     }

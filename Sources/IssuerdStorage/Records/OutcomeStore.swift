@@ -174,10 +174,11 @@ package enum OutcomeStore {
         let inserted = try connection.query(
             """
             INSERT INTO attempt_outcomes (attempt_id, outcome, source, confirmed, reported_at, amount_lost, currency,
-                                          note, token_reference, recorded_by, recorded_at, attempt_created_at)
+                                          note, token_reference, recorded_by, recorded_at, attempt_created_at,
+                                          attempt_flow, attempt_hits)
             SELECT \(attempt.attemptID), \(report.label.rawValue), \(report.source.rawValue), \(report.confirmed),
                    \(reportedAt), \(report.amountLost), \(report.currency), \(report.note), \(attempt.tokenReference),
-                   \(actor), \(now), a.created_at
+                   \(actor), \(now), a.created_at, a.flow, a.hits
             FROM provisioning_attempts a WHERE a.attempt_id = \(attempt.attemptID) AND NOT EXISTS (
                 SELECT 1 FROM attempt_outcomes
                 WHERE attempt_id = \(attempt.attemptID) AND outcome = \(report.label.rawValue)

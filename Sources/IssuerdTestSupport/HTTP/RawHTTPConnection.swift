@@ -105,6 +105,14 @@ public final class RawHTTPConnection {
         }
     }
 
+    /// Receives until `marker` has arrived, keeping every byte for
+    /// ``readResponse(expectingBody:)``: to see part of a response before its end is sent.
+    ///
+    /// - Throws: ``TestHTTPError`` on timeout or when the connection closes first.
+    public func receive(until marker: String) throws {
+        _ = try readUntil(Array(marker.utf8))
+    }
+
     /// Closes the connection; later calls do nothing.
     public func close() {
         if descriptor >= 0 { Glibc.close(descriptor) }

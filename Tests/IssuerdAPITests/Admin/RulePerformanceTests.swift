@@ -281,6 +281,50 @@ struct RulePerformanceTests {
         }
     }
 
+    @Test(
+        "Each outcome keeps its attempt's flow and hits; outcomes recorded without them are read through their attempt, with the same figures"
+    )
+    func outcomesCopyTheirAttempt() throws {
+        let now = Date()
+        let app = try TestApplication()
+        let (since, until) = try Self.seed(app, now: now)
+        let oracle = try Self.oracle(app, since: since, until: until)
+        let copies = try app.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT count(*)::int AS n,
+                       count(*) FILTER (WHERE o.attempt_flow = a.flow AND o.attempt_hits = a.hits)::int AS copied
+                FROM attempt_outcomes o JOIN provisioning_attempts a ON a.attempt_id = o.attempt_id
+                """
+            ).first!
+        }
+        #expect(try copies.decode("n", as: Int.self) > 0)
+        #expect(try copies.decode("copied", as: Int.self) == (try copies.decode("n", as: Int.self)))
+        // Half the outcomes as an older writer leaves them (no copy), and one whose attempt is
+        // gone: it counts nowhere, as when the attempt was read.
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                "UPDATE attempt_outcomes SET attempt_flow = NULL, attempt_hits = NULL WHERE id % 2 = 0")
+            try connection.execute(
+                """
+                INSERT INTO attempt_outcomes (attempt_id, outcome, source, confirmed, reported_at, note, recorded_by,
+                                              recorded_at, is_current, attempt_created_at)
+                VALUES (gen_random_uuid(), 'fraud', 'chargeback', true, \(now), '', 'test', \(now), true,
+                        \(now.addingTimeInterval(-3_600)))
+                """)
+        }
+        let performance = try app.pool.withConnection { connection in
+            try RulePerformance.read(
+                since: since, until: until, ruleset: nil, maturity: .seconds(86_400), now: now, connection: connection)
+        }
+        #expect(performance.totals.fraud == oracle.fraud)
+        #expect(performance.totals.fraudPassedGreen == oracle.passedGreen)
+        for (key, expected) in oracle.rules {
+            let rule = try #require(performance.rules.first { "\($0.mode) \($0.ruleId)" == key }, "\(key)")
+            #expect(rule.fraud == expected.fraud && rule.legitimate == expected.legitimate, "\(key)")
+        }
+    }
+
     @Test("Figures read from the roll-ups equal those read from the attempts, the median completion time too")
     func rolledUpEqualsRaw() throws {
         let now = Date()

@@ -1,4 +1,6 @@
 import Foundation
+import IssuerdConsole
+import IssuerdHistory
 import IssuerdPostgres
 import IssuerdTestSupport
 import Testing
@@ -63,6 +65,12 @@ struct AttemptListTests {
         }
     }
 
+    /// The test's own predicate for attempts decided by the rule in place of `%@`.
+    static let decided = """
+        EXISTS (SELECT 1 FROM jsonb_array_elements(a.hits) h WHERE jsonb_typeof(h) = 'object' AND h ->> 'rule' = '%@'
+                AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow AND a.flow <> 'green')
+        """
+
     private func list(_ app: TestApplication, _ key: String, _ query: String) throws -> [String: Any] {
         let response = try app.client.get("/v1/admin/attempts?\(query)", headers: AdminFixtures.bearer(key))
         #expect(response.status == 200, "\(query): \(response.text)")
@@ -85,10 +93,7 @@ struct AttemptListTests {
         let key = try app.apiKey(role: .analyst)
         let since = Self.iso(Self.end.addingTimeInterval(-20 * 60))
         let until = Self.iso(Self.end.addingTimeInterval(-5 * 60))
-        let decided = """
-            EXISTS (SELECT 1 FROM jsonb_array_elements(a.hits) h WHERE jsonb_typeof(h) = 'object' AND h ->> 'rule' = '%@'
-                    AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow AND a.flow <> 'green')
-            """
+        let decided = Self.decided
         let cases: [(String, String)] = [
             ("", "true"),
             ("flow=orange", "flow = 'orange'"),
@@ -131,6 +136,62 @@ struct AttemptListTests {
         #expect(orange["rules"] as? [String] == ["t.orange", "t.yellow"])
     }
 
+    @Test(
+        "A rule filter read through the rule's index alone, as past the time-ordered read's budget, pages the same list"
+    )
+    func ruleIndexRead() throws {
+        let app = try TestApplication()
+        try Self.seed(app)
+        let since = Self.iso(Self.end.addingTimeInterval(-20 * 60))
+        let cases: [([String: String], String)] = [
+            (["rule": "t.yellow"], #"hits @> '[{"rule":"t.yellow"}]'"#),
+            (["rule": "t.legacy"], #"hits @> '["t.legacy"]'"#),
+            (["decidedBy": "t.orange"], Self.decided.replacingOccurrences(of: "%@", with: "t.orange")),
+            (["rule": "t.nothing"], "false"),
+            (
+                ["rule": "t.yellow", "flow": "orange", "channel": "tsp", "since": since],
+                #"hits @> '[{"rule":"t.yellow"}]' AND flow = 'orange' AND channel = 'tsp' AND created_at >= '\#(since)'"#
+            ),
+        ]
+        for (query, predicate) in cases {
+            let want = try expected(app, predicate)
+            var walked: [String] = []
+            var cursor: String?
+            for _ in 0...want.count / 7 + 1 {
+                var parameters = query
+                parameters["limit"] = "7"
+                parameters["cursor"] = cursor
+                let filter = try AttemptFilter(query: parameters)
+                let page = try AttemptList.page(filter, database: app.pool, ruleIndexOnly: true)
+                walked += page.attempts.map(\.attemptId)
+                cursor = page.nextCursor
+                if cursor == nil { break }
+            }
+            #expect(walked == want, "\(query)")
+            #expect(cursor == nil, "\(query)")
+        }
+        // Once the hours are rolled up, their counts choose the read: a rule hitting nothing goes
+        // to its index at once, one hitting most attempts is read in time order; the lists stay
+        // what the test's own query finds.
+        _ = try ConsoleRollup.catchUp(now: Self.end.addingTimeInterval(3 * 3_600), database: app.pool)
+        let plan = { (query: [String: String]) in
+            try app.pool.withConnection { connection in
+                try AttemptList.rulePlan(
+                    try AttemptFilter(query: query), after: nil, limit: 51, connection: connection)
+            }
+        }
+        #expect(try plan(["rule": "t.nothing"]) == .ruleIndex)
+        #expect(try plan(["rule": "t.yellow"]) == .ordered(budget: AttemptList.denseBudget))
+        #expect(try plan(["decidedBy": "t.orange", "channel": "tsp"]) == .ordered(budget: AttemptList.denseBudget))
+        #expect(try plan(["rule": "t.yellow", "customerId": "lc-1"]) == .ordered(budget: AttemptList.orderedBudget))
+        let key = try app.apiKey(role: .analyst)
+        for (query, predicate) in cases {
+            let page = try list(
+                app, key, query.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "&") + "&limit=200")
+            #expect(ids(page) == (try expected(app, predicate)), "\(query)")
+        }
+    }
+
     @Test("Cursor pages walk the whole list once, in order, across attempts sharing a time")
     func pages() throws {
         let app = try TestApplication()
@@ -163,6 +224,9 @@ struct AttemptListTests {
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == "text/csv; charset=utf-8")
         #expect(response.header("Content-Disposition")?.contains("attempts.csv") == true)
+        // Sent as it is read: chunked, no length known up front.
+        #expect(response.header("Transfer-Encoding")?.lowercased() == "chunked")
+        #expect(response.header("Content-Length") == nil)
         let lines = response.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
         #expect(lines.first == "attempt_id,time,channel,flow,decided_by,card_last_four,customer_id,device_id")
         let want = try app.pool.withConnection { connection in
@@ -178,7 +242,7 @@ struct AttemptListTests {
         }
         #expect(!want.isEmpty)
         #expect(Array(lines.dropFirst()) == want)
-        // The whole list, past one chunk of the export's reads.
+        // The whole list.
         let all = try app.client.get("/v1/admin/attempts?format=csv", headers: AdminFixtures.bearer(key))
         #expect(all.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == 91)
     }
