@@ -67,13 +67,13 @@ package enum ConsoleQueries {
         package var networks: [String]
     }
 
-    /// The green/yellow/orange mix per hour.
+    /// The green/yellow/orange mix per hour, read on `database` (the analysts' read database)
+    /// after the roll-up is brought up to date on `rollUp` (the primary; `database` when nil).
     package static func decisions(
-        _ period: Period, channel: String?, network: String?, now: Date, database: PostgresPool
+        _ period: Period, channel: String?, network: String?, now: Date, database: PostgresPool,
+        rollUp: PostgresPool? = nil
     ) throws -> DecisionsView {
-        let coverage = try ConsoleRollup.catchUp(now: now, database: database)
-        let split = ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage)
-        let rows = try database.withConnection { connection in
+        let rows = try readRolledUp(period, now: now, database: database, rollUp: rollUp) { split, connection in
             try connection.query(
                 """
                 SELECT hour, flow, sum(n)::bigint AS n FROM (
@@ -119,6 +119,23 @@ package enum ConsoleQueries {
             hours: hours, channels: channels, networks: networks)
     }
 
+    /// Brings the roll-up up to date on `rollUp` (a write: the primary), then runs `read` on
+    /// `database` in one snapshot with the split of `period` that database's own roll-up gives
+    /// (a standby may not have replayed the newest hours yet; those are then read raw).
+    private static func readRolledUp<T>(
+        _ period: Period, now: Date, database: PostgresPool, rollUp: PostgresPool?,
+        _ read: (ConsoleRollup.Split, PostgresConnection) throws -> T
+    ) throws -> T {
+        _ = try ConsoleRollup.catchUp(now: now, database: rollUp ?? database)
+        return try database.withConnection { connection in
+            try connection.transaction(isolation: .repeatableRead) { connection in
+                let coverage = try ConsoleRollup.coverage(now: now, connection: connection)
+                return try read(
+                    ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage), connection)
+            }
+        }
+    }
+
     // MARK: Rule hits
 
     package struct RuleHitsView: Encodable, Sendable {
@@ -148,17 +165,16 @@ package enum ConsoleQueries {
         package var rules: [RuleRow]
     }
 
-    /// Per rule: hits over the period, how many changed the final flow, what shadow rules would have done.
+    /// Per rule: hits over the period, how many changed the final flow, what shadow rules would
+    /// have done; read as ``decisions(_:channel:network:now:database:rollUp:)`` reads.
     package static func ruleHits(
-        _ period: Period, ruleset: Ruleset, now: Date, database: PostgresPool
+        _ period: Period, ruleset: Ruleset, now: Date, database: PostgresPool, rollUp: PostgresPool? = nil
     ) throws -> RuleHitsView {
-        let coverage = try ConsoleRollup.catchUp(now: now, database: database)
-        let split = ConsoleRollup.split(since: period.since, until: period.until, coverage: coverage)
         let bucketHours = max(1, Int((period.until.timeIntervalSince(period.since) / 3600 / 48).rounded(.up)))
         let origin = ConsoleRollup.floorHour(period.since)
         let bucketSeconds = bucketHours * 3600
         let buckets = Int((period.until.timeIntervalSince(origin) / Double(bucketSeconds)).rounded(.up))
-        let rows = try database.withConnection { connection in
+        let rows = try readRolledUp(period, now: now, database: database, rollUp: rollUp) { split, connection in
             try connection.query(
                 """
                 SELECT hour, rule_id, mode, outcome, flow, decisive, sum(n)::bigint AS n FROM (

@@ -136,8 +136,8 @@ package final class BacktestJobs: Sendable {
         var state = State.failed
         var report: RulesBacktestView?
         var failure: View.Failure?
-        do {
-            let outcome = try HistoryBacktest.run(
+        let attempt = { [self] in
+            try HistoryBacktest.run(
                 current: current, candidate: candidate, since: since, until: until, limit: limit, database: database,
                 cache: cache, now: now, control: control,
                 changed: { [self] rows in
@@ -148,6 +148,23 @@ package final class BacktestJobs: Sendable {
                         if rows.count > room { jobs[id]?.truncated = true }
                     }
                 })
+        }
+        do {
+            let outcome: HistoryBacktest.Outcome
+            do {
+                outcome = try attempt()
+            } catch let error as PostgresError where error.isRecoveryConflict {
+                // A standby (the analysts' read database) cancelled the read to replay the
+                // primary's changes: run it once more from the start, with an empty CSV.
+                logger.notice(
+                    "backtest job cancelled by the read database (a recovery conflict); running it again",
+                    ["job": "\(id)", "sqlState": .string(error.sqlState ?? "none")])
+                jobs.withLock { jobs in
+                    jobs[id]?.csv = []
+                    jobs[id]?.truncated = false
+                }
+                outcome = try attempt()
+            }
             switch outcome {
             case .report(let result, let export):
                 state = .done
@@ -163,6 +180,15 @@ package final class BacktestJobs: Sendable {
             state = .cancelled
         } catch let error as HistoryBacktest.ExportError {
             failure = .init(code: "backtest_failed", message: error.description)
+        } catch let error as PostgresError where error.isRecoveryConflict {
+            logger.warning(
+                "backtest job cancelled twice by the read database (a recovery conflict)",
+                ["job": "\(id)", "sqlState": .string(error.sqlState ?? "none")])
+            failure = .init(
+                code: "read_conflict",
+                message:
+                    "the read database cancelled the backtest twice to replay the primary's changes (a recovery conflict); start it again, or narrow the period"
+            )
         } catch {
             logger.error("backtest job failed", ["job": "\(id)", "error": "\(error)"])
             failure = .init(

@@ -56,6 +56,27 @@ package enum ConsoleRollup {
             needed: needed, connection: connection, rollUp: rollUp(from:until:connection:))
     }
 
+    /// What the hits' and decisions' roll-up holds, as the database `connection` is on sees it:
+    /// read it in the same snapshot as the roll-up's rows (a REPEATABLE READ transaction). On a
+    /// standby that is what it has replayed, which may be less than the primary's catch-up just
+    /// wrote; the rest is read raw, so the answers stay exact. Nothing rolled up yet reads as an
+    /// empty coverage at `now`.
+    package static func coverage(now: Date, connection: PostgresConnection) throws -> Coverage {
+        try coverage(state: "console_rollup_state", now: now, connection: connection)
+    }
+
+    /// ``coverage(now:connection:)`` of the step-ups' roll-up (``catchUpStepUps(now:settle:needed:connection:)``).
+    package static func stepUpCoverage(now: Date, connection: PostgresConnection) throws -> Coverage {
+        try coverage(state: "console_stepup_rollup_state", now: now, connection: connection)
+    }
+
+    private static func coverage(state: String, now: Date, connection: PostgresConnection) throws -> Coverage {
+        guard let row = try connection.query("SELECT rolled_from, rolled_until FROM \(unsafeSQL: state)").first else {
+            return Coverage(from: now, until: now)
+        }
+        return Coverage(from: try row.decode("rolled_from"), until: try row.decode("rolled_until"))
+    }
+
     /// Rolls up the step-ups of rule performance (`console_hourly_stepups`) as ``catchUp(now:connection:)``
     /// rolls up hits, for the hours that ended more than `settle` (plus ``lag``) ago: by then a
     /// step-up not completed counts as abandoned (the review queue's wait), so a rolled-up hour's

@@ -92,6 +92,13 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
     package var rules: [Rule]
     package var totals: Totals
 
+    /// Brings both roll-ups ``read(since:until:ruleset:maturity:stepUpWait:now:connection:rollUp:)``
+    /// reads up to date (writes, so on the primary).
+    package static func rollUp(since: Date, stepUpWait: Duration, now: Date, connection: PostgresConnection) throws {
+        _ = try ConsoleRollup.catchUp(now: now, needed: since, connection: connection)
+        _ = try ConsoleRollup.catchUpStepUps(now: now, settle: stepUpWait, needed: since, connection: connection)
+    }
+
     /// Reads the figures of `[since, until)` in one snapshot, each part from the smallest rows
     /// that give it exactly: hits and decisions from the hourly roll-up (``ConsoleRollup``) and,
     /// for the partial hours at either end, from the attempts; labels from the attempts with a
@@ -104,20 +111,29 @@ package struct RulePerformance: Encodable, Sendable, Equatable {
     ///   - maturity: How old an attempt must be for its outcome to count as known.
     ///   - stepUpWait: How long after its decision a step-up not completed counts as abandoned
     ///     (the review queue's wait): the step-up roll-up takes hours older than this.
+    ///   - rollUp: Where the roll-ups are brought up to date (a write: the primary, when
+    ///     `connection` is the analysts' read database); nil: on `connection`.
     package static func read(
         since: Date, until: Date, ruleset: Ruleset?, maturity: Duration, stepUpWait: Duration = .seconds(86400),
-        now: Date, connection: PostgresConnection
+        now: Date, connection: PostgresConnection, rollUp: PostgresPool? = nil
     ) throws -> RulePerformance {
         let maturitySeconds = Double(maturity.components.seconds)
         let matureBefore = now.addingTimeInterval(-maturitySeconds)
-        let hitCoverage = try ConsoleRollup.catchUp(now: now, needed: since, connection: connection)
-        let stepUpCoverage = try ConsoleRollup.catchUpStepUps(
-            now: now, settle: stepUpWait, needed: since, connection: connection)
+        if let rollUp {
+            try rollUp.withConnection {
+                try Self.rollUp(since: since, stepUpWait: stepUpWait, now: now, connection: $0)
+            }
+        } else {
+            try Self.rollUp(since: since, stepUpWait: stepUpWait, now: now, connection: connection)
+        }
         return try connection.transaction(isolation: .repeatableRead) { connection in
             // Each statement reads a bounded number of rows, where compiling it (PostgreSQL's JIT,
             // chosen by the estimated cost of a large table) cost more than it saved: about
             // 0.3 s a statement on the quarter's history.
             try connection.execute("SET LOCAL jit = off")
+            // What this database has rolled up, in this snapshot (a standby may be behind).
+            let hitCoverage = try ConsoleRollup.coverage(now: now, connection: connection)
+            let stepUpCoverage = try ConsoleRollup.stepUpCoverage(now: now, connection: connection)
             var totals = Totals(labelMaturityDays: Int(maturitySeconds / 86_400))
             totals.attempts = try attemptCount(
                 since: since, until: until, coverage: hitCoverage, connection: connection)

@@ -90,20 +90,31 @@ package struct RulesetStatusView: Encodable, Sendable {
     /// The longest look-back for "since load" counts: bounds the scan of a long-lived ruleset.
     package static let sinceLoadLimit: TimeInterval = 30 * 86_400
 
-    /// Builds the view of `status`, counting hits in the database.
+    /// Builds the view of `status`, counting hits in the database `connection` is on (outside
+    /// any transaction). The roll-up is brought up to date first, on `rollUp` when given (the
+    /// primary, when `connection` is the analysts' read database), else on `connection`.
     package static func build(
-        _ status: ActiveRulesetStatus, now: Date, connection: PostgresConnection
+        _ status: ActiveRulesetStatus, now: Date, connection: PostgresConnection, rollUp: PostgresPool? = nil
     ) throws -> RulesetStatusView {
         let ruleset = status.ruleset
         let dayAgo = now.addingTimeInterval(-86_400)
         let sinceLoad = max(status.loadedAt, now.addingTimeInterval(-sinceLoadLimit))
         // Read through the console's hourly roll-up (ConsoleRollup): whole hours from the roll-up,
         // the edges from provisioning_attempts, so a 30-day look-back reads a few thousand rows.
-        let coverage = try ConsoleRollup.catchUp(now: now, connection: connection)
-        let sinceLoadCounts = try ConsoleRollup.hitCounts(
-            since: sinceLoad, until: now, version: ruleset.version, coverage: coverage, connection: connection)
-        let lastDayCounts = try ConsoleRollup.hitCounts(
-            since: dayAgo, until: now, version: nil, coverage: coverage, connection: connection)
+        if let rollUp {
+            _ = try ConsoleRollup.catchUp(now: now, database: rollUp)
+        } else {
+            _ = try ConsoleRollup.catchUp(now: now, connection: connection)
+        }
+        let (sinceLoadCounts, lastDayCounts) = try connection.transaction(isolation: .repeatableRead) { connection in
+            let coverage = try ConsoleRollup.coverage(now: now, connection: connection)
+            return (
+                try ConsoleRollup.hitCounts(
+                    since: sinceLoad, until: now, version: ruleset.version, coverage: coverage, connection: connection),
+                try ConsoleRollup.hitCounts(
+                    since: dayAgo, until: now, version: nil, coverage: coverage, connection: connection)
+            )
+        }
         var counts: [String: (sinceLoad: Int, lastDay: Int)] = [:]
         for rule in Set(sinceLoadCounts.keys).union(lastDayCounts.keys) {
             counts[rule] = (sinceLoadCounts[rule] ?? 0, lastDayCounts[rule] ?? 0)

@@ -16,13 +16,13 @@ struct IdempotencyStoreTests {
             status: 202, headers: ["Location": "/v1/admin/things/7", "X-Thing": "a, b"], body: Array(#"{"id":7}"#.utf8))
         var runs = 0
         func call() throws -> StoredAnswer {
-            try store.run(
-                key: "k-1", request: { Array("POST /things".utf8) }, scope: "test", stored: { $0 },
-                refused: { _ in nil }, replayed: { $0 }
-            ) { _ in
+            let work: (IdempotencyClaim?) throws -> StoredAnswer = { _ in
                 runs += 1
                 return answer
             }
+            return try store.run(
+                key: "k-1", request: { Array("POST /things".utf8) }, scope: "test", stored: { $0 },
+                refused: { _ in nil }, replayed: { $0 }, work)
         }
         #expect(try call() == answer)
         #expect(try call() == answer)

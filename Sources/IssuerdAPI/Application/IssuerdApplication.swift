@@ -74,8 +74,21 @@ public final class IssuerdApplication: Sendable {
             ]
         }
 
+        // The analysts' reads: a pool of their own on the read database when one is set.
+        let readReplica = configuration.readDatabaseURL.map { url in
+            ReadReplica(
+                pool: PostgresPool(
+                    configuration: PostgresPoolConfiguration(
+                        connectionString: url.unsafeValue, size: configuration.readDatabasePoolSize,
+                        acquireTimeout: configuration.databaseAcquireTimeout, connectTimeout: .seconds(2),
+                        deadPeerTimeout: configuration.databaseDeadPeerTimeout),
+                    logger: logger.labelled("issuerd.postgres.reads")),
+                metrics: metrics, clock: clock)
+        }
+        if readReplica == nil { ReadReplica.registerWithoutReplica(metrics: metrics) }
         let context = try ServiceContext(
-            configuration: configuration, database: database, metrics: metrics, logger: logger, clock: clock)
+            configuration: configuration, database: database, readReplica: readReplica, metrics: metrics,
+            logger: logger, clock: clock)
         self.context = context
         let rules = context.rules
         rulesWatcher = RulesFileWatcher(
@@ -174,6 +187,11 @@ public final class IssuerdApplication: Sendable {
                     }
                     Self.reportExcessPrivileges(database: database, logger: logger)
                 }, stop: { _ in database.close() }),
+            // Before requests, so the console's first look at the lag has a figure; its pool
+            // closes just before the primary's, after everything that reads there stopped.
+            LifecycleService(
+                "read replica", start: { context.readReplica?.start() },
+                stop: { timeout in context.readReplica?.stop(timeout: timeout) }),
             // After the migrations, before requests: the attempts' months ahead exist.
             LifecycleService(
                 "attempt partitions", start: { partitionKeeper.start() }, stop: { partitionKeeper.stop(timeout: $0) }),

@@ -13,7 +13,15 @@ import IssuerdStorage
 /// explicitly (no globals).
 struct ServiceContext: Sendable {
     let configuration: IssuerdConfiguration
+    /// The primary: live decisions, step-up, idempotency, sessions and every write.
     let database: PostgresPool
+    /// Where the analysts' reads go: console pages' read APIs, backtests (API, jobs, read-aheads),
+    /// exports and rule performance. The read database's pool when `ISSUERD_READ_DATABASE_URL`
+    /// is set (``readReplica``), else ``database`` itself. Nothing writes through it; wrap its
+    /// users in ``analystRead(_:)``.
+    let reads: PostgresPool
+    /// The read database and its lag, when `ISSUERD_READ_DATABASE_URL` is set.
+    let readReplica: ReadReplica?
     let vault: PANVault
     /// The HSM holding the wrapping and TAV keys, when `ISSUERD_PKCS11_MODULE` is set.
     let hsm: HSMKeyStore?
@@ -38,6 +46,9 @@ struct ServiceContext: Sendable {
     /// Backtests run in the background for the console (they take ``backtestGate``'s place).
     let backtestJobs: BacktestJobs
     let metrics: MetricsRegistry
+    /// Analysts' reads the read database cancelled (recovery conflicts), by what became of them:
+    /// `retried` (run again once) or `refused` (cancelled again, answered 503); ``analystRead(_:)``.
+    let readConflicts: Counter
     /// MDES account updates for tokens no reissue moved, by reason code; registered whether or
     /// not MDES is configured, so its alert never waits for the series.
     let unrequestedAccountUpdates: Counter
@@ -50,11 +61,14 @@ struct ServiceContext: Sendable {
 
     /// Builds every component from validated configuration.
     init(
-        configuration: IssuerdConfiguration, database: PostgresPool, metrics: MetricsRegistry, logger: Logger,
-        clock: @escaping @Sendable () -> Date
+        configuration: IssuerdConfiguration, database: PostgresPool, readReplica: ReadReplica? = nil,
+        metrics: MetricsRegistry, logger: Logger, clock: @escaping @Sendable () -> Date
     ) throws {
         self.configuration = configuration
         self.database = database
+        self.readReplica = readReplica
+        let reads = readReplica?.pool ?? database
+        self.reads = reads
         self.metrics = metrics
         self.logger = logger
         self.clock = clock
@@ -93,6 +107,12 @@ struct ServiceContext: Sendable {
         consoleSessions = ConsoleSessions(database: database, settings: configuration.console, clock: clock)
         apiKeys = APIKeyAuthenticator(database: database, sessions: consoleSessions)
         idempotency = IdempotencyStore(database: database)
+        readConflicts = metrics.counter(
+            "issuerd_read_conflicts_total",
+            help:
+                "Analysts' reads the read database cancelled (a recovery conflict on a standby), by result: retried once, or refused with 503.",
+            labels: ["result"])
+        for result in ["retried", "refused"] { readConflicts.initialize(labels: [result]) }
         unrequestedAccountUpdates = metrics.counter(
             "issuerd_unrequested_account_updates_total",
             help:
@@ -112,7 +132,7 @@ struct ServiceContext: Sendable {
         }
         self.backtestCache = backtestCache
         backtestPreparation = BacktestPreparation(
-            cache: backtestCache, database: database, logger: logger.labelled("issuerd.rules"))
+            cache: backtestCache, database: reads, logger: logger.labelled("issuerd.rules"))
         backtestJobs = BacktestJobs(gate: backtestGate, logger: logger.labelled("issuerd.rules"))
         metrics.gauge("issuerd_backtest_cache_attempts", help: "Stored attempts kept parsed between backtests.") {
             [([], Double(backtestCache.statistics.attempts))]

@@ -18,6 +18,11 @@ public struct IssuerdConfiguration: Sendable {
     public var databaseURL: Redacted<String>
     /// Connections in the pool (`ISSUERD_DB_POOL_SIZE`, default 8).
     public var databasePoolSize: Int
+    /// Where the analysts' reads go (`ISSUERD_READ_DATABASE_URL`, e.g. a streaming standby):
+    /// console pages, backtests, exports and rule performance; nil reads them on the primary.
+    public var readDatabaseURL: Redacted<String>?
+    /// Connections of the read database's pool (`ISSUERD_READ_DB_POOL_SIZE`, default 4).
+    public var readDatabasePoolSize: Int
     /// How long a request waits for a pooled connection (`ISSUERD_DB_ACQUIRE_TIMEOUT`, default 2s).
     public var databaseAcquireTimeout: Duration
     /// Over TCP, how long a statement or keepalive probe may go unacknowledged before the
@@ -114,6 +119,10 @@ public struct IssuerdConfiguration: Sendable {
     public init(_ reader: ConfigurationReader) throws {
         databaseURL = try OperatorSettings.databaseURL(reader)
         databasePoolSize = try reader.integer("ISSUERD_DB_POOL_SIZE", default: 8, in: 1...256)
+        readDatabaseURL = try reader.string("ISSUERD_READ_DATABASE_URL").map {
+            Redacted(try OperatorSettings.connectionString($0, key: "ISSUERD_READ_DATABASE_URL", reader: reader))
+        }
+        readDatabasePoolSize = try reader.integer("ISSUERD_READ_DB_POOL_SIZE", default: 4, in: 2...64)
         databaseAcquireTimeout = try reader.duration(
             "ISSUERD_DB_ACQUIRE_TIMEOUT", default: .seconds(2), in: .milliseconds(10)...(.seconds(60)))
         databaseDeadPeerTimeout = try reader.duration(

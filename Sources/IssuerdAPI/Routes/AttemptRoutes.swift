@@ -19,8 +19,11 @@ enum AttemptRoutes {
             else {
                 throw DecisionErrors.attemptNotFound()
             }
-            let body = try context.database.withConnection { connection in
-                try detail(attemptID, context: context, connection: connection)
+            // An analyst's read: on the read database when one is set.
+            let body = try context.analystRead {
+                try context.reads.withConnection { connection in
+                    try detail(attemptID, context: context, connection: connection)
+                }
             }
             guard let body else { throw DecisionErrors.attemptNotFound() }
             return try .json(JSONValue.object(body))

@@ -121,10 +121,12 @@ enum RuleChangeRoutes {
         let outcome: HistoryBacktest.Outcome
         do {
             outcome = try context.backtestGate.run {
-                try HistoryBacktest.run(
-                    current: current, candidate: candidate, since: since, until: now,
-                    limit: RulesBacktestRequest.maximumAttempts, database: context.database,
-                    cache: context.backtestCache, now: now)
+                try context.analystRead {
+                    try HistoryBacktest.run(
+                        current: current, candidate: candidate, since: since, until: now,
+                        limit: RulesBacktestRequest.maximumAttempts, database: context.reads,
+                        cache: context.backtestCache, now: now)
+                }
             }
         } catch is Refusal {
             return nil

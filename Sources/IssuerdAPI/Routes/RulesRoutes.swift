@@ -13,8 +13,13 @@ enum RulesRoutes {
     static func register(in table: inout RouteTable, context: ServiceContext) {
         table.add(.get, "/v1/admin/rules") { request in
             _ = try context.apiKeys.authenticate(request, roles: [.analyst, .admin], consoleSession: true)
-            let view = try context.database.withConnection { connection in
-                try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)
+            // The console's landing page: its hit counts read on the read database.
+            let view = try context.analystRead {
+                try context.reads.withConnection { connection in
+                    try RulesetStatusView.build(
+                        context.rules.active.status, now: context.now, connection: connection,
+                        rollUp: context.rollUpOnPrimary)
+                }
             }
             return try .json(view)
         }
@@ -66,10 +71,12 @@ enum RulesRoutes {
                 // The page's read-ahead of this period may be under way: its hours are then kept soon.
                 context.backtestPreparation.waitWhileReading(
                     since: window.since, until: window.until, now: context.now, timeout: .seconds(3))
-                return try HistoryBacktest.run(
-                    current: current, candidate: candidate, since: window.since, until: window.until,
-                    limit: window.limit,
-                    database: context.database, cache: context.backtestCache, now: context.now)
+                return try context.analystRead {
+                    try HistoryBacktest.run(
+                        current: current, candidate: candidate, since: window.since, until: window.until,
+                        limit: window.limit,
+                        database: context.reads, cache: context.backtestCache, now: context.now)
+                }
             }
             switch outcome {
             case .tooManyAttempts(let found, let limit):
@@ -94,7 +101,7 @@ enum RulesRoutes {
             let now = context.now
             let view = try context.backtestJobs.start(
                 owner: principal.auditActor, current: context.rules.current, candidate: candidate,
-                since: window.since, until: window.until, limit: window.limit, database: context.database,
+                since: window.since, until: window.until, limit: window.limit, database: context.reads,
                 cache: context.backtestCache, now: now,
                 before: {
                     context.backtestPreparation.waitWhileReading(

@@ -138,6 +138,22 @@
       if (result.ok) location.assign('/console/sign-in?reason=signed-out');
     } });
     document.getElementById('who').replaceChildren(el('span', { id: 'user', text: session.name + ' · ' + session.role }), out);
+    readsBadge().catch(() => {});
+  }
+
+  // Where the pages read: on a read replica (ISSUERD_READ_DATABASE_URL), how far behind the
+  // primary it is; nothing is shown when they read on the primary.
+  async function readsBadge() {
+    const result = await api('GET', '/v1/admin/reads');
+    if (!result.ok || !result.json || result.json.source !== 'replica') return;
+    const r = result.json;
+    const lag = r.lagSeconds;
+    const behind = lag === null || lag === undefined ? '' : lag < 10 ? lag.toFixed(1) + ' s' : lag < 120 ? Math.round(lag) + ' s' : Math.round(lag / 60) + ' min';
+    const text = !r.reachable ? 'replica unreachable' : r.standby === false ? 'reads on the primary (the read database is not a standby)'
+      : 'replica ' + (r.replayPaused ? 'paused, ' : '') + behind + ' behind';
+    const late = !r.reachable || r.replayPaused || lag >= 60;
+    document.getElementById('who').prepend(el('span', { id: 'reads', cls: late ? 'reads late' : 'reads', text,
+      title: 'Pages, backtests and exports read on the read replica; what happened since is not in them yet.' }));
   }
 
   // ---- Sign-in ----------------------------------------------------------------

@@ -176,3 +176,13 @@ extension PostgresError {
             line: line)
     }
 }
+
+extension PostgresError {
+    /// True when a hot standby cancelled the statement, or ended the session, because replaying
+    /// the primary's changes needed what it held (a recovery conflict: rows a vacuum removed, a
+    /// lock a DDL took, a dropped database). PostgreSQL reports the cancellation as SQLSTATE
+    /// 40001 (40P01 when the replay would deadlock with it, 57P04 for a dropped database), the
+    /// same codes as a serialization failure and a deadlock: a read-only statement on a standby
+    /// meets those only through such a conflict. A fresh attempt usually succeeds.
+    public var isRecoveryConflict: Bool { sqlState == "40001" || sqlState == "40P01" || sqlState == "57P04" }
+}

@@ -18,16 +18,28 @@ public final class DisposablePostgresServer: Sendable {
     private let tcpPort: Int?
     private let binDirectory: String
     private let asRoot: Bool
+    /// Server settings added at every start (`-c name=value` each).
+    private let settings: [String]
 
     /// The socket file's port number; the socket folder is private, so it never clashes.
     private static let port = 5432
 
-    /// Initialises and starts a new cluster (about a second).
+    /// Initialises and starts a new cluster (about a second), or a hot standby of another one.
     ///
-    /// - Parameter loopbackTCP: Also listen on 127.0.0.1, on a port the kernel found free just
-    ///   before (another process taking it in that moment fails the start: "could not bind").
+    /// - Parameters:
+    ///   - loopbackTCP: Also listen on 127.0.0.1, on a port the kernel found free just before
+    ///     (another process taking it in that moment fails the start: "could not bind").
+    ///   - standbyOf: Instead of an empty cluster, a streaming hot standby of that (running)
+    ///     server: cloned with `pg_basebackup -R` over its socket (initdb's trust rules allow
+    ///     local replication), then started; it replays what the primary writes from then on.
+    ///   - settings: Server settings for every start, e.g. `max_standby_streaming_delay=0`.
     /// - Throws: ``TestEnvironmentError`` with the tail of the server log when a step fails.
-    public init(loopbackTCP: Bool = false) throws {
+    public init(
+        loopbackTCP: Bool = false, standbyOf primary: DisposablePostgresServer? = nil, settings: [String] = []
+    )
+        throws
+    {
+        self.settings = settings
         let environment = ProcessInfo.processInfo.environment
         binDirectory =
             environment["ISSUERD_TEST_PG_BIN"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/lib/postgresql/15/bin"
@@ -47,9 +59,17 @@ public final class DisposablePostgresServer: Sendable {
         if asRoot {
             try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path], what: "chown")
         }
-        try runAsOwner(
-            "initdb", ["-D", data.path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"],
-            what: "initdb")
+        if let primary {
+            try runAsOwner(
+                "pg_basebackup",
+                ["-D", data.path, "-d", primary.connectionString, "-R", "-X", "stream", "-c", "fast", "--no-sync"],
+                what: "pg_basebackup")
+        } else {
+            try runAsOwner(
+                "initdb",
+                ["-D", data.path, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"],
+                what: "initdb")
+        }
         try start()
     }
 
@@ -58,7 +78,9 @@ public final class DisposablePostgresServer: Sendable {
         // With TCP the socket file is named after the TCP port (one port for both).
         let listen =
             tcpPort.map { "-p \($0) -c listen_addresses=127.0.0.1" } ?? "-p \(Self.port) -c listen_addresses=''"
-        let options = "-k \(directory.path)/sock \(listen) -c fsync=off -c max_connections=50"
+        let options =
+            "-k \(directory.path)/sock \(listen) -c fsync=off -c max_connections=50"
+            + settings.map { " -c \($0)" }.joined()
         try runAsOwner(
             "pg_ctl",
             [

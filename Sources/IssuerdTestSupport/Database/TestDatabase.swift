@@ -30,6 +30,12 @@ public struct TestDatabase: Sendable {
                 "\(environmentVariable) is not set: database tests need a PostgreSQL server; "
                     + "run them through scripts/test (e.g. scripts/test --filter IssuerdPostgresTests)")
         }
+        return try create(admin: admin)
+    }
+
+    /// Creates an empty database on the server `admin` (a superuser's conninfo) reaches, e.g. a
+    /// ``DisposablePostgresServer`` whose standby a test watches.
+    public static func create(admin: String) throws -> TestDatabase {
         let name = "issuerd_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         let connection = try PostgresConnection(connectionString: admin)
         // The name is generated above from hex digits only, so it is safe to splice in.

@@ -194,6 +194,11 @@ enum RulesHistoryCommands {
         }
     }
 
+    /// Whether the analysts' reads go to `ISSUERD_READ_DATABASE_URL` (it is set).
+    static var readsOnReplica: Bool {
+        !(ProcessInfo.processInfo.environment["ISSUERD_READ_DATABASE_URL"] ?? "").isEmpty
+    }
+
     /// A pool on `ISSUERD_DATABASE_URL`; for an analyst's read (`forReading`), on
     /// `ISSUERD_READ_DATABASE_URL` (a replica) when that is set.
     static func openDatabase(forReading: Bool = false) throws -> PostgresPool {

@@ -34,11 +34,14 @@ enum RulesPerformanceCommand {
         }
         let pool = try RulesHistoryCommands.openDatabase(forReading: true)
         defer { pool.close() }
+        // The roll-ups it reads are written on the primary when it reads on a replica.
+        let primary = RulesHistoryCommands.readsOnReplica ? try RulesHistoryCommands.openDatabase() : nil
+        defer { primary?.close() }
         let performance = try RulesHistoryCommands.databaseCall {
             try pool.withConnection { connection in
                 try RulePerformance.read(
                     since: since, until: until, ruleset: ruleset, maturity: settings.labelMaturity,
-                    stepUpWait: settings.reviewStepUpWait, now: Date(), connection: connection)
+                    stepUpWait: settings.reviewStepUpWait, now: Date(), connection: connection, rollUp: primary)
             }
         }
         if arguments.flag("json") {

@@ -45,15 +45,17 @@ final class TestApplication: @unchecked Sendable {  // immutable after init; the
     ///   - prepare: Runs on the fresh database before the application is built (e.g. to store
     ///     HSM data keys, which the application loads in its initialiser).
     ///   - poolSize: Connections of ``pool``, the tests' own (the application has its own pool).
+    ///   - database: A fresh database made elsewhere (``TestDatabase/create(admin:)``, e.g. on a
+    ///     ``DisposablePostgresServer`` with a standby) instead of one on the shared test server.
     ///   - transport: How ``client`` reaches the server; ``TestTransport/default`` unless given (a test
     ///     about what only a socket shows says `.live`).
     init(
         environment: [String: String] = [:], rulesDirectory: String? = nil, sharing: TestApplication? = nil,
         clock: @escaping @Sendable () -> Date = { Date() },
         prepare: ((TestDatabase) throws -> Void)? = nil, logger: Logger? = nil, poolSize: Int = 2,
-        transport: TestTransport = .default
+        transport: TestTransport = .default, database given: TestDatabase? = nil
     ) throws {
-        let database = try sharing?.database ?? TestDatabase.create()
+        let database = try sharing?.database ?? given ?? TestDatabase.create()
         let ownsDatabase = sharing == nil
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "issuerd-api-\(UUID().uuidString)")

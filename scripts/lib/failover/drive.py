@@ -15,7 +15,7 @@ For each fault and each instance: the time from the fault to the first 2xx answe
 after it; the figure is the longer of the two. Then: every acknowledged attempt on the final leader,
 none stored twice, no 5xx but 503, no instance restarted, every acknowledged verification still
 verified and its code refused a second time, every outbox message delivered under its own id, and
-`issuerd audit verify` passing.
+`issuerd audit verify` passing. Then the analysts' reads on the standby (reads.py).
 
 Test tooling only (Python standard library; reuses scripts/lib/reliability/harness.py).
 """
@@ -34,6 +34,7 @@ from reliability import harness
 from reliability.harness import (ADMIN_KEY, BIN, CARDS, Instance, ProvisioningLoad, Receiver, authorize_body, broken, call,
                                  figures, free_port, padded, pan_in_logs, promise, psql, say, tsp_call)
 
+from . import reads
 from .cluster import TEMPLATE, Cluster
 
 import yaml
@@ -459,6 +460,7 @@ def main(work):
         run.run()
         say("== after the faults")
         run.check()
+        reads.check(cluster)
     finally:
         for instance in instances:
             instance.stop()
