@@ -1,7 +1,6 @@
 import Foundation
 import IssuerdCore
 import IssuerdPostgres
-import Synchronization
 
 /// The analysts' read database (`ISSUERD_READ_DATABASE_URL`, normally a streaming standby) as
 /// the running instance watches it: its own small pool, and how far behind the primary it is,
@@ -19,7 +18,7 @@ final class ReadReplica: Sendable {
 
     /// The pool the analysts' reads borrow from.
     let pool: PostgresPool
-    private let last = Mutex<Reading?>(nil)
+    private let last = Lock<Reading?>(nil)
     private let thread = BackgroundThread(name: "issuerd-read-replica")
     private let interval: TimeInterval
     private let clock: @Sendable () -> Date
