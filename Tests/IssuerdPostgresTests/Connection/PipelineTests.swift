@@ -321,7 +321,8 @@ import Testing
 
     /// The transaction that PostgreSQL picks to break a deadlock runs again and commits: the
     /// pipelined path retries as the pool's `transaction` does. This one waits 100 ms before
-    /// checking for a deadlock, the other 10 s, so this one is the victim.
+    /// checking for a deadlock, the other 60 s (long past a sanitizer's slowdown), so this one is
+    /// the victim.
     @Test func deadlockVictimIsRetriedAndCommits() throws {
         try withTestPool(size: 2) { pool in
             try pool.withConnection { connection in
@@ -334,7 +335,7 @@ import Testing
             try pool.withConnection { victim in
                 try victim.execute(unsafeSQL: "SET deadlock_timeout = '100ms'")
                 try pool.withConnection { other in
-                    try other.execute(unsafeSQL: "SET deadlock_timeout = '10s'")
+                    try other.execute(unsafeSQL: "SET deadlock_timeout = '60s'")
                     try other.execute(unsafeSQL: "BEGIN; UPDATE pair SET n = n + 1 WHERE id = 2")
                     let opening: PostgresPipeline = ["UPDATE pair SET n = n + 10 WHERE id = 1"]
                     let value = try victim.pipelinedTransaction(opening: opening) { _, _ in
