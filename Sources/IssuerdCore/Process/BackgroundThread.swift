@@ -45,6 +45,21 @@ package final class BackgroundThread: Sendable {
         return true
     }
 
+    /// Runs `round` now on the caller's thread, then on the background thread every `interval`
+    /// until a stop is requested (the periodic housekeeping of ``AttemptPartitionKeeper`` and
+    /// ``IdempotencyPruner``); false when the thread was started already, or stopped.
+    @discardableResult
+    package func startRounds(every interval: TimeInterval, _ round: @escaping @Sendable () -> Void) -> Bool {
+        round()
+        return start { [self] in
+            while true {
+                sleep(seconds: interval)
+                if stopRequested { break }
+                round()
+            }
+        }
+    }
+
     /// Whether ``stop(timeout:)`` has been called.
     package var stopRequested: Bool { state.withLock { $0.stopRequested } }
 

@@ -71,11 +71,7 @@ package enum AuditArchive {
                 """)
             if rows.isEmpty { return }
             for row in rows {
-                let entry = AuditLog.SealedEntry(
-                    sequence: try row.decode("seq"), milliseconds: try row.decode("at_ms"),
-                    actor: try row.decode("actor"), action: try row.decode("action"),
-                    subject: try row.decode("subject"), details: try row.decode("details"),
-                    previousHash: try row.decode("prev_hash"), hash: try row.decode("hash"))
+                let entry = try AuditLog.SealedEntry(row: row)
                 try body(entry)
                 after = entry.sequence
             }

@@ -177,11 +177,7 @@ package enum AuditLog {
                 """)
             if rows.isEmpty { break }
             for row in rows {
-                let entry = SealedEntry(
-                    sequence: try row.decode("seq"), milliseconds: try row.decode("at_ms"),
-                    actor: try row.decode("actor"), action: try row.decode("action"),
-                    subject: try row.decode("subject"), details: try row.decode("details"),
-                    previousHash: try row.decode("prev_hash"), hash: try row.decode("hash"))
+                let entry = try SealedEntry(row: row)
                 if let broken = walk.check(entry) {
                     var verification = broken
                     verification.archivedThrough = anchor?.sequence
@@ -219,6 +215,16 @@ package enum AuditLog {
             self.details = details
             self.previousHash = previousHash
             self.hash = hash
+        }
+
+        /// An `audit_log` row read with its columns `seq, at_ms, actor, action, subject, details,
+        /// prev_hash, hash`.
+        package init(row: PostgresRow) throws {
+            self.init(
+                sequence: try row.decode("seq"), milliseconds: try row.decode("at_ms"),
+                actor: try row.decode("actor"), action: try row.decode("action"),
+                subject: try row.decode("subject"), details: try row.decode("details"),
+                previousHash: try row.decode("prev_hash"), hash: try row.decode("hash"))
         }
     }
 

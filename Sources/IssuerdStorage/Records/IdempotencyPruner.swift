@@ -41,14 +41,7 @@ package final class IdempotencyPruner: Sendable {
 
     /// One round now, then the thread.
     package func start() {
-        round()
-        thread.start { [self] in
-            while true {
-                thread.sleep(seconds: interval)
-                if thread.stopRequested { break }
-                round()
-            }
-        }
+        thread.startRounds(every: interval) { [self] in round() }
     }
 
     package func stop(timeout: Duration) { _ = thread.stop(timeout: timeout) }

@@ -143,10 +143,7 @@ enum AuditCommand: CommandDefinition {
                 return .broken("\(file), named by \(name), is missing")
             }
             standardError("audit verify: archive segment \(file)")
-            let actual = String(
-                String(decoding: try HistoryCommand.tool("sha256sum", [segment.path]), as: UTF8.self).prefix {
-                    $0 != " "
-                })
+            let actual = try HistoryCommand.sha256(segment)
             guard actual == digest else { return .broken("\(file)'s SHA-256 is not the one its manifest records") }
             var problem: String?
             try HistoryCommand.gunzipLines(segment.path, limit: 1 << 20) { number, line in

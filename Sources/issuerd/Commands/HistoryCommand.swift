@@ -348,7 +348,7 @@ enum HistoryCommand: CommandDefinition {
     }
 
     /// The SHA-256 of `file`, as `sha256sum` prints it.
-    private static func sha256(_ file: URL) throws -> String {
+    static func sha256(_ file: URL) throws -> String {
         let digest = String(String(decoding: try tool("sha256sum", [file.path]), as: UTF8.self).prefix { $0 != " " })
         guard digest.count == 64 else { throw CommandFailure("sha256sum gave no digest for \(file.path)") }
         return digest
