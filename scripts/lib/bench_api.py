@@ -17,8 +17,11 @@
         ids), Mastercard's and Visa's apart: the first into WORK/push-NETWORK-check.request,
         the next WARM into WORK/push-NETWORK-warm.requests, the rest into
         WORK/push-NETWORK-run.requests, one "token<TAB>path<TAB>body" a line.
-    callgrind DUMP REQUESTS
-        Prints the server's user-space instructions per request from a callgrind dump.
+    callgrind DUMP REQUESTS IDLE_DUMP IDLE_SECONDS RUN_SECONDS
+        Prints the server's user-space instructions per request from the run's callgrind dump
+        (RUN_SECONDS long), less the idle server's rate (IDLE_DUMP, IDLE_SECONDS long) over
+        the run: timers and the rules watcher would otherwise be divided by however many
+        requests valgrind's slowness and the machine's load allowed.
     cost REQUESTS SERVER_CPU PG_CPU WRK_CPU CORES COMMITS DURATION WAL_BEFORE WAL_AFTER
         MAINTENANCE_BEFORE MAINTENANCE_AFTER
         Prints CPU per request of issuerd, PostgreSQL and wrk, the rate their sum allows,
@@ -133,11 +136,21 @@ def push_requests():
 def callgrind():
     """callgrind: see the module's docstring."""
     import sys
-    total = 0
-    for line in open(sys.argv[1], errors="replace"):
-        if line.startswith(("summary:", "totals:")):
-            total = max(total, int(line.split()[1]))
-    print(f"issuerd instructions per request (callgrind, user space): {total / max(int(sys.argv[2]), 1):,.0f} ({sys.argv[1]}; callgrind_annotate reads it)")
+
+    def total(path):
+        # "totals:", the dump's own count: after a dump has zeroed the counters, callgrind's
+        # "summary:" line is the difference to the earlier dump, wrapped below zero.
+        for line in open(path, errors="replace"):
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+        raise SystemExit(f"no totals: line in {path}")
+
+    run, requests, idle = total(sys.argv[1]), max(int(sys.argv[2]), 1), total(sys.argv[3])
+    idle_rate = idle / float(sys.argv[4])
+    background = idle_rate * float(sys.argv[5])
+    print(f"issuerd instructions per request (callgrind, user space): {(run - background) / requests:,.0f}"
+          f" (all {run / requests:,.0f} over {requests} requests, less the idle server's {idle_rate:,.0f} per second"
+          f" for {float(sys.argv[5]):.1f} s; {sys.argv[1]}; callgrind_annotate reads it)")
 
 
 def cost():
