@@ -66,12 +66,21 @@ public struct TraceContext: Sendable, Equatable, CustomStringConvertible {
         text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
+    /// `count` random bytes as hex, not all zero. Eight bytes a draw from the generator, and no
+    /// `String(format:)`: a formatted string a byte cost every request about 250,000
+    /// instructions under callgrind (docs/performance.md, "Profiling").
     private static func randomHex(bytes count: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         while true {
-            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(count)
+            while bytes.count < count {
+                withUnsafeBytes(of: generator.next() as UInt64) {
+                    bytes.append(contentsOf: $0.prefix(count - bytes.count))
+                }
+            }
             // All zero is invalid; at 2^-64 it is a formality.
-            if bytes.contains(where: { $0 != 0 }) { return bytes.map { String(format: "%02x", $0) }.joined() }
+            if bytes.contains(where: { $0 != 0 }) { return Hex.lowercase(bytes) }
         }
     }
 

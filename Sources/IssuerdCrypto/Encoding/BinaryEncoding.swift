@@ -1,3 +1,5 @@
+import IssuerdCore
+
 /// Strict text codecs for binary values: hex, base64 (RFC 4648 §4) and base64url (§5), and the
 /// auto-detection that the API applies to PassKit's `certificates`, `nonce` and `nonceSignature`.
 ///
@@ -13,16 +15,7 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
     public static let maximumTextLength = 1 << 20
 
     /// Encodes bytes as lowercase hex.
-    public static func hexString(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public static func hexString(_ bytes: some Sequence<UInt8>) -> String { Hex.lowercase(bytes) }
 
     /// Encodes bytes as padded standard base64.
     public static func base64String(_ bytes: some Collection<UInt8>) -> String {

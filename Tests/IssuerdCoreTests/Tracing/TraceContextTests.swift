@@ -32,6 +32,9 @@ struct TraceContextTests {
         let trace = TraceContext.resolve(header)
         #expect(trace.traceID != Self.traceID)
         #expect(trace.traceID.count == 32 && trace.flags == "01")
+        #expect(trace.spanID.count == 16)
+        // A new trace's ids are valid ones: the header it answers with reads back.
+        #expect(TraceContext(traceparent: trace.traceparent) == trace)
         #expect(TraceContext(traceparent: header) == nil)
     }
 
