@@ -101,7 +101,10 @@ public struct Router: Sendable {
         var bestGet: (entry: Entry, parameters: [String: String])?
         var shapeMatch: RoutePattern?
         var allowed: Set<HTTPMethod> = []
-        for entry in entries {
+        // Every request is resolved twice (its head's admission, then its dispatch): a route of
+        // another length is passed over without copying its entry (pattern, closures).
+        for index in entries.indices where entries[index].pattern.segments.count == pieces.count {
+            let entry = entries[index]
             guard let parameters = entry.pattern.match(pieces) else { continue }
             allowed.insert(entry.method)
             if shapeMatch.map({ entry.pattern.isMoreSpecific(than: $0) }) ?? true { shapeMatch = entry.pattern }
