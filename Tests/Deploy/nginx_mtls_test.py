@@ -31,6 +31,10 @@ With --issuerd:
  10. straight to issuerd from 127.0.0.2 (not in ISSUERD_TRUSTED_PROXIES) with a forged
      "X-Client-Verify: SUCCESS" → 403 from issuerd; from 127.0.0.1 (nginx's address) the same
      forged header is let through, which is why issuerd must listen where only the proxy reaches it.
+ 11. a head whose Content-Length libmicrohttpd 0.9.75 answers itself with its head twice
+     ("Content-Length: +2") → behind nginx.conf's main server and (with --issuerd) in front of the
+     real issuerd, nginx answers it with exactly one well-formed 400 (one head, the counted body and
+     nothing after it), and nothing reaches the upstream or issuerd.
 
 Usage: nginx_mtls_test.py [--nginx PATH] [--keep] [--issuerd PATH --database-url URL]
 """
@@ -132,6 +136,36 @@ def request(port, pki, client=None, headers=None, path=PATH, method="POST", answ
         return f"refused ({type(error).__name__})"
     finally:
         connection.close()
+
+
+def raw_tls(port, pki, data, client=None):
+    """Sends `data` as written over TLS and returns every byte read until nginx closes (or 10 s)."""
+    context = ssl.create_default_context(cafile=os.path.join(pki, "server-ca.pem"))
+    if client:
+        context.load_cert_chain(os.path.join(pki, f"{client}.pem"), os.path.join(pki, f"{client}.key"))
+    received = b""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as plain_socket:
+            with context.wrap_socket(plain_socket, server_hostname="localhost") as connection:
+                connection.sendall(data)
+                while True:
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        break
+                    received += chunk
+    except (ssl.SSLError, OSError):
+        pass
+    return received
+
+
+def one_well_formed_400(answer):
+    """True when `answer` is one HTTP 400: a single head whose Content-Length counts exactly the
+    bytes after it."""
+    head, separator, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    lengths = [line.split(":", 1)[1].strip() for line in lines[1:] if line.lower().startswith("content-length:")]
+    return (separator != b"" and lines[0].startswith("HTTP/1.1 400 ") and answer.count(b"HTTP/1.") == 1
+            and lengths == [str(len(body))])
 
 
 def plain(port, source, headers, path=PATH):
@@ -378,7 +412,24 @@ http {{
         verdict("nginx.conf's main server never passes a client's X-Client-Verify on",
                 status == 200 and len(got) == 1 and got[0]["verify"] == [], f"status {status}, upstream saw {got}")
 
+        malformed = b"POST /v1/wallet/verifications HTTP/1.1\r\nHost: localhost\r\nContent-Length: +2\r\n\r\nab"
+        with seen_lock:
+            before = len(seen)
+        answer = raw_tls(main_port, pki, malformed)
+        with seen_lock:
+            got = seen[before:]
+        verdict("nginx.conf's main server answers a Content-Length of '+2' with one well-formed 400; nothing "
+                "reaches the upstream", one_well_formed_400(answer) and got == [], f"answer {answer[:300]!r}, upstream saw {got}")
+
         if issuerd:
+            before = issuerd.mdes_requests()
+            answer = raw_tls(real_port, pki, malformed.replace(b"/v1/wallet/verifications", PATH.encode()),
+                             client="mastercard-client")
+            after = issuerd.mdes_requests()
+            verdict("in front of issuerd, a Content-Length of '+2' gets nginx's one well-formed 400 and never "
+                    "reaches issuerd", one_well_formed_400(answer) and after == before,
+                    f"answer {answer[:300]!r}, issuerd's /mdes/ requests {before} → {after}")
+
             answer = []
             status = request(real_port, pki, client="mastercard-client", headers={"X-Client-Verify": "FAILED"},
                              answer=answer)

@@ -91,6 +91,18 @@ struct MDESIssuerServices: Sendable {
                 throw MDESRequestError("REQUEST_TOO_LARGE", "the body exceeds \(Self.bodyLimit) bytes")
             }
             let body = Data(request.body)
+            // Authorize Service decoded once: a body that does not decode or validate here is
+            // answered by the general path below, with its errors in their order.
+            if operation == .authorizeService,
+                let authorize = try? MDESMessageDecoder.decode(MDESAuthorizeServiceRequest.self, from: body),
+                (try? authorize.validate()) != nil
+            {
+                responseId = MDESResponseID.responseId(for: authorize.requestId)
+                if let answer = try authorizeInTwoRoundTrips(authorize, body: body, logger: request.logger) {
+                    return HTTPResponse(
+                        status: answer.status, headers: ["Content-Type": "application/json"], body: answer.body)
+                }
+            }
             let head = try MDESMessageDecoder.decode(MDESRequestHead.self, from: body)
             guard let requestId = head.requestId else {
                 throw MDESRequestError.invalidField("requestId", "is required")
@@ -148,6 +160,51 @@ struct MDESIssuerServices: Sendable {
                 now: now, keptSince: now.addingTimeInterval(-Self.answerRetention), connection: connection)
             return answer
         }
+    }
+
+    /// Authorize Service in two round trips, as the TSP authorization: the pair's lock, its stored
+    /// answer, the plan settings and the context statement travel together, and the attempt, a
+    /// token awaiting step-up and the answer kept for retries travel with `COMMIT`. The payload
+    /// is opened before the transaction.
+    ///
+    /// - Returns: nil for a payload that does not open here: the general path
+    ///   (``exchange(_:requestId:body:logger:)``) then answers it, a stored answer before a
+    ///   payload that no longer opens.
+    private func authorizeInTwoRoundTrips(
+        _ request: MDESAuthorizeServiceRequest, body: Data, logger: Logger
+    ) throws -> Answer? {
+        let now = context.now
+        // Silent: a payload that does not open is logged once, by the general path.
+        guard let preparation = try? MDESFlows.prepareAuthorize(request, services: self, now: now, logger: .silent)
+        else { return nil }
+        let operation = MDESOperation.authorizeService.rawValue
+        let digest = SHA256.hash(Array(body))
+        let responseId = MDESResponseID.responseId(for: request.requestId)
+        var opening = PostgresPipeline(
+            PushContext.lockAndPlanSettings(key: MDESStore.lockKey(operation: operation, requestId: request.requestId)))
+        let storedRead = opening.append(MDESStore.answerLookup(operation: operation, requestId: request.requestId))
+        let contextRead = preparation.statement.map { opening.append($0) }
+        let outcome: (answer: Answer, decided: MDESFlows.AuthorizeDecision?) = try context.database.withConnection {
+            connection in
+            try connection.pipelinedTransaction(opening: opening) { _, results in
+                if let stored = try MDESStore.storedAnswer(in: results[storedRead]) {
+                    guard stored.bodySHA256 == digest else { throw MDESRequestError.requestIdReused }
+                    return ((Answer(status: stored.status, body: Array(stored.answer.utf8)), nil), [])
+                }
+                let decided = try MDESFlows.decideAuthorize(
+                    request, preparation, found: try contextRead.map { try results[$0] }, services: self, now: now,
+                    responseId: responseId)
+                let storage = MDESStore.answerStorage(
+                    operation: operation, requestId: request.requestId,
+                    .init(
+                        bodySHA256: digest, status: decided.answer.status,
+                        answer: String(decoding: decided.answer.body, as: UTF8.self)),
+                    now: now, keptSince: now.addingTimeInterval(-Self.answerRetention))
+                return ((decided.answer, decided), decided.closing + storage)
+            }
+        }
+        outcome.decided?.announce(services: self, logger: logger)
+        return outcome.answer
     }
 
     /// Opens an `encryptedPayload` and decodes its plaintext; every failure is `CRYPTOGRAPHY_ERROR`

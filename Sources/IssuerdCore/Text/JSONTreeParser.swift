@@ -21,7 +21,7 @@ package protocol JSONTree {
 /// than 64, a lone surrogate, a member name repeated in an object, a number that is not zero but
 /// too small for a Double, a zero with an exponent, malformed text (and the leniencies `JSONDecoder` allows, such as a
 /// trailing comma). Callers fall back to Foundation there, so that
-/// what is accepted and every error stay Foundation's (``JSONValueParseTests``). A string
+/// what is accepted and every error stay Foundation's (``StoredJSONParseTests``). A string
 /// holding bytes that are not UTF-8 is declined too.
 package struct JSONTreeParser<Tree: JSONTree> {
     package let bytes: UnsafeBufferPointer<UInt8>

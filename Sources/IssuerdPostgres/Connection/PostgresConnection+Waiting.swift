@@ -27,6 +27,7 @@ extension PostgresConnection {
 
     /// Sends everything libpq holds for the server, waiting for the socket until `deadline`.
     func flushOutput(until deadline: ContinuousClock.Instant?, file: String, line: Int) throws {
+        PostgresRoundTrips.count()
         while true {
             switch PQflush(handle) {
             case 0:

@@ -71,7 +71,7 @@ public struct AttemptLog: Sendable {
     ) throws(AttemptLogError) {
         func fail(_ message: String) -> AttemptLogError { AttemptLogError(line: number, message: message) }
         guard line.utf8.count <= Self.maximumLineBytes else { throw fail("line longer than 1 MiB") }
-        guard let object = (try? decoder.decode(JSONValue.self, from: Data(line.utf8)))?.object else {
+        guard let object = (try? decoder.decode(StoredJSON.self, from: Data(line.utf8)))?.object else {
             throw fail("not a JSON object")
         }
         guard let typeName = object["type"]?.string, let kind = VelocityEvent.Kind(rawValue: typeName) else {
@@ -116,7 +116,7 @@ public struct AttemptLog: Sendable {
     }
 
     /// Sets attribute `name` of `input` from its JSON value; returns what is wrong, or nil.
-    fileprivate static func assign(_ name: String, _ raw: JSONValue, to input: inout RiskInput) -> String? {
+    fileprivate static func assign(_ name: String, _ raw: StoredJSON, to input: inout RiskInput) -> String? {
         guard let attribute = AttributeCatalog.byName[name] else {
             let near = Suggestion.nearest(to: name, in: AttributeCatalog.all.map(\.name))
             return "unknown attribute \"\(name)\"" + (near.map { "; did you mean '\($0)'?" } ?? "")
@@ -142,7 +142,7 @@ public struct AttemptLog: Sendable {
     /// does, from their UTF-8 bytes (a backtest's read parses them where libpq holds them, with
     /// no `String` per document) into one buffer of members reused for each.
     public struct StoredInputReader {
-        private var found: [JSONValue?] = []
+        private var found: [StoredJSON?] = []
         /// The `checks` member of the last document read (``RequestChecks``), nil when it has none.
         public private(set) var checks: RequestChecks?
 
@@ -160,7 +160,7 @@ public struct AttemptLog: Sendable {
             // from the members found (no dictionary of names in between, which was half of a
             // backtest row's parse). Anything else (a nested `attributes`, a bad value to name)
             // takes the general path below.
-            let flat = JSONValue.members(of: bytes, keys: AttemptLog.storedKeys, into: &found)
+            let flat = StoredJSON.members(of: bytes, keys: AttemptLog.storedKeys, into: &found)
             if flat, let stored = found[found.count - 1] {
                 guard let parsed = RequestChecks(json: stored) else { return .failure(Self.badChecks) }
                 checks = parsed
@@ -168,11 +168,11 @@ public struct AttemptLog: Sendable {
             if flat, found[0] == nil, assignFound(to: &input) { return .success(input) }
             input = RiskInput()
             input.time = time
-            let attributes: [String: JSONValue]
+            let attributes: [String: StoredJSON]
             if flat {
                 attributes = storedAttributes()
             } else {
-                guard let stored = JSONValue.parse(bytes: bytes) else {
+                guard let stored = StoredJSON.parse(bytes: bytes) else {
                     return .failure(AttemptLogError(line: 0, message: "inputs are not JSON"))
                 }
                 if let member = stored.object?["checks"] {
@@ -215,9 +215,9 @@ public struct AttemptLog: Sendable {
         }
 
         /// The attribute members found (the `attributes` object's, or the document's own).
-        private func storedAttributes() -> [String: JSONValue] {
+        private func storedAttributes() -> [String: StoredJSON] {
             if case .object(let nested)? = found[0] { return nested }
-            var attributes: [String: JSONValue] = [:]
+            var attributes: [String: StoredJSON] = [:]
             for (index, value) in found.enumerated().dropFirst().dropLast() {
                 if let value { attributes[AttributeCatalog.all[index - 1].name] = value }
             }
@@ -226,10 +226,10 @@ public struct AttemptLog: Sendable {
     }
 
     /// `attributes`, then every attribute name, then `checks`.
-    fileprivate static let storedKeys = JSONValue.KeySet(
+    fileprivate static let storedKeys = StoredJSON.KeySet(
         [Array("attributes".utf8)] + AttributeCatalog.all.map { Array($0.name.utf8) } + [Array("checks".utf8)])
 
-    fileprivate static func value(_ raw: JSONValue, for type: RiskType) -> RiskValue? {
+    fileprivate static func value(_ raw: StoredJSON, for type: RiskType) -> RiskValue? {
         switch (raw, type) {
         case (.null, _): .unknown
         case (.bool(let flag), .bool): .bool(flag)

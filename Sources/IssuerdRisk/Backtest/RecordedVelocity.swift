@@ -10,17 +10,17 @@ public struct RecordedVelocity: Sendable {
     /// The queries kept, in column order.
     public let queries: [VelocityQuery]
     private let descriptions: [String]
-    private let keys: JSONValue.KeySet
+    private let keys: StoredJSON.KeySet
     private var values: [Int] = []
     private var present: [Bool] = []
     /// The members of the document being appended, reused from one row to the next.
-    private var scratch: [JSONValue?] = []
+    private var scratch: [StoredJSON?] = []
 
     /// An empty table for `queries`.
     public init(queries: [VelocityQuery]) {
         self.queries = queries
         descriptions = queries.map(\.description)
-        keys = JSONValue.KeySet(descriptions.map { Array($0.utf8) })
+        keys = StoredJSON.KeySet(descriptions.map { Array($0.utf8) })
     }
 
     /// The number of rows.
@@ -80,12 +80,12 @@ public struct RecordedVelocity: Sendable {
     /// The same from the text's UTF-8 bytes (a backtest's read
     /// parses them where libpq holds them).
     public mutating func append(storedFeatures bytes: UnsafeBufferPointer<UInt8>) {
-        if JSONValue.members(of: bytes, keys: keys, into: &scratch) {
+        if StoredJSON.members(of: bytes, keys: keys, into: &scratch) {
             for value in scratch { append(Self.count(value)) }
             return
         }
-        var byName: [String: JSONValue] = [:]
-        switch JSONValue.parse(bytes: bytes) {
+        var byName: [String: StoredJSON] = [:]
+        switch StoredJSON.parse(bytes: bytes) {
         case .object(let members)?:
             byName = members
         case .array(let items)?:
@@ -101,7 +101,7 @@ public struct RecordedVelocity: Sendable {
     }
 
     /// A recorded value as a count: a whole number, or nil.
-    private static func count(_ value: JSONValue?) -> Int? {
+    private static func count(_ value: StoredJSON?) -> Int? {
         guard case .number(let number)? = value, number.isFinite, number.rounded() == number, abs(number) < 1e15 else {
             return nil
         }

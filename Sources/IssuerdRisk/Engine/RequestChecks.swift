@@ -84,7 +84,7 @@ public struct RequestChecks: Sendable, Hashable {
     /// The checks of a stored or exported `checks` object; nil when it is not one (a member of
     /// the wrong type). Absent members are their ``none`` values; unknown method names are left out.
     public init?(jsonText text: String) {
-        guard let value = JSONValue.parse(text) else { return nil }
+        guard let value = StoredJSON.parse(text) else { return nil }
         self.init(json: value)
     }
 
@@ -92,7 +92,7 @@ public struct RequestChecks: Sendable, Hashable {
     /// attempt since they are recorded), else `derived` (what ``legacyChecksSQL`` derives from an
     /// older attempt's stored hits), else ``none``.
     public static func stored(inputs: String, derived: String?) -> RequestChecks {
-        if case .object(let members)? = JSONValue.parse(inputs), let checks = members["checks"],
+        if case .object(let members)? = StoredJSON.parse(inputs), let checks = members["checks"],
             let parsed = RequestChecks(json: checks)
         {
             return parsed
@@ -127,7 +127,7 @@ public struct RequestChecks: Sendable, Hashable {
         END
         """
 
-    init?(json value: JSONValue) {
+    init?(json value: StoredJSON) {
         guard case .object(let members) = value else { return nil }
         self.init()
         for (name, member) in members {
@@ -150,7 +150,7 @@ public struct RequestChecks: Sendable, Hashable {
         }
     }
 
-    private static func methods(_ value: JSONValue) -> StepUpMethods? {
+    private static func methods(_ value: StoredJSON) -> StepUpMethods? {
         guard case .array(let items) = value else { return nil }
         var methods = StepUpMethods()
         for item in items {

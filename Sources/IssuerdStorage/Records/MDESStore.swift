@@ -22,11 +22,26 @@ package enum MDESStore {
     package static func lockAndFindAnswer(
         operation: String, requestId: String, connection: PostgresConnection
     ) throws -> StoredAnswer? {
-        try connection.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(\("mdes:\(operation):\(requestId)"), 0))")
-        return try connection.query(
-            "SELECT body_sha256, status, answer FROM mdes_requests WHERE operation = \(operation) AND request_id = \(requestId)"
-        ).first.map {
+        try connection.execute(answerLock(operation: operation, requestId: requestId))
+        return try storedAnswer(in: connection.query(answerLookup(operation: operation, requestId: requestId)))
+    }
+
+    /// The pair's transaction-level advisory lock, for a pipeline (``lockAndFindAnswer(operation:requestId:connection:)``).
+    package static func answerLock(operation: String, requestId: String) -> PostgresQuery {
+        "SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey(operation: operation, requestId: requestId)), 0))"
+    }
+
+    /// The advisory lock's key text: another statement taking the same key shares the lock.
+    package static func lockKey(operation: String, requestId: String) -> String { "mdes:\(operation):\(requestId)" }
+
+    /// The look-up of the pair's stored answer, read by ``storedAnswer(in:)``.
+    package static func answerLookup(operation: String, requestId: String) -> PostgresQuery {
+        "SELECT body_sha256, status, answer FROM mdes_requests WHERE operation = \(operation) AND request_id = \(requestId)"
+    }
+
+    /// The stored answer in ``answerLookup(operation:requestId:)``'s rows, if any.
+    package static func storedAnswer(in rows: PostgresRows) throws -> StoredAnswer? {
+        try rows.first.map {
             StoredAnswer(
                 bodySHA256: try $0.decode("body_sha256"), status: try $0.decode("status"),
                 answer: try $0.decode("answer"))
@@ -39,17 +54,30 @@ package enum MDESStore {
         operation: String, requestId: String, _ stored: StoredAnswer, now: Date, keptSince: Date,
         connection: PostgresConnection
     ) throws {
-        try connection.execute(
-            """
+        for statement in answerStorage(
+            operation: operation, requestId: requestId, stored, now: now, keptSince: keptSince)
+        {
+            try connection.execute(statement)
+        }
+    }
+
+    /// ``storeAnswer(operation:requestId:_:now:keptSince:connection:)``'s statements, to send
+    /// with a pipelined transaction's `COMMIT`.
+    package static func answerStorage(
+        operation: String, requestId: String, _ stored: StoredAnswer, now: Date, keptSince: Date
+    ) -> [PostgresQuery] {
+        let insertion: PostgresQuery = """
             INSERT INTO mdes_requests (operation, request_id, body_sha256, status, answer, created_at)
             VALUES (\(operation), \(requestId), \(stored.bodySHA256), \(stored.status), \(stored.answer), \(now))
-            """)
-        guard Int.random(in: 0..<200) == 0 else { return }
-        try connection.execute(
+            """
+        guard Int.random(in: 0..<200) == 0 else { return [insertion] }
+        return [
+            insertion,
             """
             DELETE FROM mdes_requests WHERE ctid IN (
                 SELECT ctid FROM mdes_requests WHERE created_at < \(keptSince) LIMIT 1000)
-            """)
+            """,
+        ]
     }
 
     /// Records one Notify Suspicious Events call (`events` as JSON text), with the token's card

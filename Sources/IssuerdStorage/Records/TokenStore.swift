@@ -102,20 +102,22 @@ package enum TokenStore {
 
 extension TokenStore {
     /// Records a token MDES's Authorize Service left awaiting step-up, under its unique reference
-    /// (after its attempt: foreign key); false when the reference is taken already.
-    package static func createPendingMDES(
+    /// (after its attempt: foreign key), with its history's `created` event, in one statement (to
+    /// send with the transaction's `COMMIT`); nothing when the reference is taken already.
+    package static func pendingMDESCreation(
         tokenReference: String, cardID: String, deviceID: String?, tokenRequestorID: String?, wallet: PostgresJSON,
-        attemptID: UUID, now: Date, connection: PostgresConnection
-    ) throws -> Bool {
-        try !connection.query(
-            """
+        attemptID: UUID, now: Date
+    ) -> PostgresQuery {
+        """
+        WITH created AS (
             INSERT INTO tokens (token_reference, card_id, device_id, token_requestor_id, wallet, status, attempt_id,
                                 created_at, updated_at, service)
             VALUES (\(tokenReference), \(cardID), \(deviceID), \(tokenRequestorID),
                     \(wallet), 'pending_verification', \(attemptID), \(now), \(now), 'mdes')
-            ON CONFLICT (token_reference) DO NOTHING RETURNING token_reference
-            """
-        ).isEmpty
+            ON CONFLICT (token_reference) DO NOTHING RETURNING token_reference, card_id)
+        INSERT INTO token_events (token_reference, card_id, event, source, at, recorded_at)
+        SELECT token_reference, card_id, \(TokenEventKind.created.rawValue), 'mdes', \(now), \(now) FROM created
+        """
     }
 
     /// Records a token MDES reports active that issuerd did not know, linked to the newest MDES

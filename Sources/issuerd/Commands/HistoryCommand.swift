@@ -106,16 +106,8 @@ enum HistoryCommand: CommandDefinition {
         } else {
             throw UsageError("nothing is past retention: set ISSUERD_HISTORY_RETENTION or give --before TIME")
         }
-        let lookback: Int
-        if let text = arguments.option("lookback") {
-            guard let seconds = Int(text), (0...(400 * 86_400)).contains(seconds) else {
-                throw UsageError("--lookback takes whole seconds from 0 to 34560000 (400 days)")
-            }
-            lookback = seconds
-        } else {
-            let rules = arguments.option("rules") ?? environment["ISSUERD_RULES_DIR"] ?? "rules"
-            lookback = HistoryExport.lookback(for: [try RulesHistoryCommands.loadRules(rules)])
-        }
+        let lookback = try RulesHistoryCommands.lookback(
+            arguments, defaultRules: environment["ISSUERD_RULES_DIR"] ?? "rules")
         do {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

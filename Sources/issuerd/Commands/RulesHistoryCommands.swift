@@ -18,6 +18,18 @@ enum RulesHistoryCommands {
         --lookback SECONDS. TIME is RFC 3339, e.g. 2025-03-01T00:00:00Z. Progress goes to standard error.
         """
 
+    /// How much history before an export's start velocity needs: `--lookback SECONDS` (0 to 400
+    /// days), or else the longest velocity window of the rules in `--rules` (default `defaultRules`).
+    static func lookback(_ arguments: Arguments, defaultRules: String) throws -> Int {
+        guard let text = arguments.option("lookback") else {
+            return HistoryExport.lookback(for: [try loadRules(arguments.option("rules") ?? defaultRules)])
+        }
+        guard let seconds = Int(text), (0...(400 * 86_400)).contains(seconds) else {
+            throw UsageError("--lookback takes whole seconds from 0 to 34560000 (400 days)")
+        }
+        return seconds
+    }
+
     static func export(_ words: [String]) throws -> Int32 {
         let arguments = try Arguments(words, options: ["since", "until", "rules", "lookback"])
         if arguments.wantsHelp {
@@ -26,15 +38,7 @@ enum RulesHistoryCommands {
         }
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         let (since, until) = try window(arguments)
-        let lookback: Int
-        if let text = arguments.option("lookback") {
-            guard let seconds = Int(text), (0...(400 * 86_400)).contains(seconds) else {
-                throw UsageError("--lookback takes whole seconds from 0 to 34560000 (400 days)")
-            }
-            lookback = seconds
-        } else {
-            lookback = HistoryExport.lookback(for: [try loadRules(arguments.option("rules") ?? "rules")])
-        }
+        let lookback = try lookback(arguments, defaultRules: "rules")
         let export = HistoryExport(since: since, until: until, lookbackSeconds: lookback)
         let pool = try openDatabase(forReading: true)
         defer { pool.close() }

@@ -18,25 +18,20 @@ struct AttemptListTests {
     /// yellow ones hit `t.yellow` (live), orange ones `t.orange` and `t.yellow` (live), every
     /// seventh `t.shadow` (shadow, outcome orange), and one a legacy plain-string hit.
     private static func seed(_ app: TestApplication) throws {
-        try app.pool.withConnection { connection in
-            try connection.execute(
-                """
-                INSERT INTO customers (customer_id, phone_number, email)
-                SELECT 'lc-' || i, '+4470000000' || i, 'c' || i || '@example.test' FROM generate_series(0, 3) i
-                """)
-            try connection.execute(
-                """
-                INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four,
-                                   expiration, cardholder_name, payment_network, primary_account_identifier, country)
-                SELECT 'lcard-' || i, 'lc-' || i, '\\x00'::bytea, 1, sha256(('lcard-' || i)::bytea), '900' || i, '12/30',
-                       'Holder ' || i, 'visa', 'lpai-' || i, 'GB'
-                FROM generate_series(0, 3) i
-                """)
+        try seed(app.pool)
+    }
+
+    /// The 90 attempts with ids from `prefix`, each `shift` seconds after its time above, after
+    /// their customers and cards (`people`: the first seeding of a database).
+    private static func seed(_ pool: PostgresPool, prefix: String = "list-", shift: Int = 0, people: Bool = true) throws
+    {
+        try pool.withConnection { connection in
+            if people { try seedPeople(connection) }
             try connection.execute(
                 """
                 INSERT INTO provisioning_attempts (attempt_id, channel, card_id, customer_id, device_id, inputs, features,
                                                    hits, flow, decision, ruleset_version, created_at)
-                SELECT md5('list-' || i)::uuid, (ARRAY['in_app', 'tsp', 'wallet_extension'])[1 + i % 3],
+                SELECT md5(\(prefix)::text || i)::uuid, (ARRAY['in_app', 'tsp', 'wallet_extension'])[1 + i % 3],
                        'lcard-' || i % 4, 'lc-' || i % 4, 'ldev-' || i % 6, '{}', '{}',
                        (CASE WHEN i % 5 = 4 THEN '[{"rule":"t.orange","outcome":"orange","mode":"live","values":[]},
                                                   {"rule":"t.yellow","outcome":"yellow","mode":"live","values":[]}]'::jsonb
@@ -46,15 +41,35 @@ struct AttemptListTests {
                                ELSE '[]'::jsonb END
                        || CASE WHEN i = 45 THEN '["t.legacy"]'::jsonb ELSE '[]'::jsonb END,
                        CASE WHEN i % 5 = 4 THEN 'orange' WHEN i % 5 >= 2 THEN 'yellow' ELSE 'green' END, 'X', 'v1',
-                       \(Self.end) - make_interval(mins => i / 3)
+                       \(Self.end) - make_interval(mins => i / 3) + make_interval(secs => \(shift)::float8)
                 FROM generate_series(0, 89) i
                 """)
         }
     }
 
+    private static func seedPeople(_ connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            INSERT INTO customers (customer_id, phone_number, email)
+            SELECT 'lc-' || i, '+4470000000' || i, 'c' || i || '@example.test' FROM generate_series(0, 3) i
+            """)
+        try connection.execute(
+            """
+            INSERT INTO cards (card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four,
+                               expiration, cardholder_name, payment_network, primary_account_identifier, country)
+            SELECT 'lcard-' || i, 'lc-' || i, '\\x00'::bytea, 1, sha256(('lcard-' || i)::bytea), '900' || i, '12/30',
+                   'Holder ' || i, 'visa', 'lpai-' || i, 'GB'
+            FROM generate_series(0, 3) i
+            """)
+    }
+
     /// The seeded attempts matching `predicate`, newest first, ties by id, as the list orders them.
     private func expected(_ app: TestApplication, _ predicate: String) throws -> [String] {
-        try app.pool.withConnection { connection in
+        try Self.expected(app.pool, predicate)
+    }
+
+    private static func expected(_ pool: PostgresPool, _ predicate: String) throws -> [String] {
+        try pool.withConnection { connection in
             try connection.query(
                 PostgresQuery(
                     unsafeSQL: """
@@ -70,6 +85,26 @@ struct AttemptListTests {
         EXISTS (SELECT 1 FROM jsonb_array_elements(a.hits) h WHERE jsonb_typeof(h) = 'object' AND h ->> 'rule' = '%@'
                 AND coalesce(h ->> 'mode', 'live') = 'live' AND h ->> 'outcome' = a.flow AND a.flow <> 'green')
         """
+
+    /// The ids of the filter's pages of 7 read directly (``AttemptList/page(_:database:ruleIndexOnly:)``),
+    /// at most `pages` of them, and the cursor after the last one read (nil when the list ended).
+    private static func walk(
+        _ query: [String: String], pool: PostgresPool, ruleIndexOnly: Bool, pages: Int
+    ) throws -> (ids: [String], cursor: String?) {
+        var walked: [String] = []
+        var cursor: String?
+        for _ in 0..<pages {
+            var parameters = query
+            parameters["limit"] = "7"
+            parameters["cursor"] = cursor
+            let page = try AttemptList.page(
+                try AttemptFilter(query: parameters), database: pool, ruleIndexOnly: ruleIndexOnly)
+            walked += page.attempts.map(\.attemptId)
+            cursor = page.nextCursor
+            if cursor == nil { break }
+        }
+        return (walked, cursor)
+    }
 
     private func list(_ app: TestApplication, _ key: String, _ query: String) throws -> [String: Any] {
         let response = try app.client.get("/v1/admin/attempts?\(query)", headers: AdminFixtures.bearer(key))
@@ -155,18 +190,7 @@ struct AttemptListTests {
         ]
         for (query, predicate) in cases {
             let want = try expected(app, predicate)
-            var walked: [String] = []
-            var cursor: String?
-            for _ in 0...want.count / 7 + 1 {
-                var parameters = query
-                parameters["limit"] = "7"
-                parameters["cursor"] = cursor
-                let filter = try AttemptFilter(query: parameters)
-                let page = try AttemptList.page(filter, database: app.pool, ruleIndexOnly: true)
-                walked += page.attempts.map(\.attemptId)
-                cursor = page.nextCursor
-                if cursor == nil { break }
-            }
+            let (walked, cursor) = try Self.walk(query, pool: app.pool, ruleIndexOnly: true, pages: want.count / 7 + 2)
             #expect(walked == want, "\(query)")
             #expect(cursor == nil, "\(query)")
         }
@@ -245,6 +269,118 @@ struct AttemptListTests {
         // The whole list.
         let all = try app.client.get("/v1/admin/attempts?format=csv", headers: AdminFixtures.bearer(key))
         #expect(all.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }.count == 91)
+    }
+
+    /// The test's own rule keys of an attempt (`a.hits`, `a.flow`), written as sql/0031 first
+    /// defined them: one SQL statement over the hits.
+    static let ownRuleKeys = """
+        (SELECT coalesce(array_agg(DISTINCT k.key ORDER BY k.key), '{}')
+         FROM jsonb_array_elements(CASE WHEN jsonb_typeof(a.hits) = 'array' THEN a.hits ELSE '[]'::jsonb END) h
+         CROSS JOIN LATERAL (
+             SELECT CASE jsonb_typeof(h) WHEN 'string' THEN h #>> '{}'
+                                         WHEN 'object' THEN coalesce(h ->> 'rule', h ->> 'ruleId', h ->> 'id') END AS rule_id
+         ) r
+         CROSS JOIN LATERAL (
+             SELECT 'hit:' || r.rule_id
+             UNION ALL
+             SELECT 'decided:' || r.rule_id
+             WHERE jsonb_typeof(h) = 'object' AND coalesce(h ->> 'mode', 'live') = 'live'
+               AND h ->> 'outcome' = a.flow AND a.flow <> 'green'
+         ) k(key)
+         WHERE r.rule_id IS NOT NULL)
+        """
+
+    @Test(
+        "sql/0041 over attempts stored before it and after: rule and decidedBy filters with channel, flow and time list what the test's own query finds, through either read"
+    )
+    func ruleKeysMigration() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let pool = database.makePool(size: 2)
+        defer { pool.close() }
+        let sql = TestApplication.repositoryRoot.appendingPathComponent("sql")
+        let folder = TestScratch.path("issuerd-migrations-0041")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let names = try FileManager.default.contentsOfDirectory(atPath: sql.path).filter { $0.hasSuffix(".sql") }
+            .sorted()
+        for name in names where name < "0041" {
+            try FileManager.default.copyItem(
+                at: sql.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        try Migrator(directory: folder, logger: .silent).migrate(using: pool)
+        // Written before sql/0041: their index entries are the earlier function's keys.
+        try Self.seed(pool, prefix: "before-")
+        for name in names where name >= "0041" {
+            try FileManager.default.copyItem(
+                at: sql.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        #expect(try Migrator(directory: folder, logger: .silent).migrate(using: pool).map(\.version).first == 41)
+        // Written after it, interleaved in time with the earlier ones (20 s later each).
+        try Self.seed(pool, prefix: "after-", shift: 20, people: false)
+
+        // Every attempt's keys, and hits of every shape stored, are what the statement gave.
+        let differing = try pool.withConnection { connection in
+            try connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT count(*) AS n FROM (
+                            SELECT hits, flow FROM provisioning_attempts
+                            UNION ALL
+                            SELECT h::jsonb, f FROM (VALUES
+                                ('[{"rule":"b","outcome":"red"},{"rule":"a","outcome":"red"},"c",{"id":"b"},"B","a_","A",
+                                   {"rule":"a","mode":"shadow","outcome":"red"},3,null,["n"],""]', 'red'),
+                                (NULL, 'red'), ('{"rule":"a"}', 'red'), ('"a"', 'red'), ('[]', NULL),
+                                ('[{"rule":"a","outcome":"green"}]', 'green'), ('[{"rule":"a","outcome":"y"}]', NULL),
+                                ('[{"ruleId":"z","outcome":"y"},{"rule":null,"id":"q"},{"rule":5,"outcome":"y","mode":null},{"rule":{"x":1}}]', 'y')
+                            ) v(h, f)
+                        ) a
+                        WHERE attempt_rule_keys(a.hits, a.flow) IS DISTINCT FROM \(Self.ownRuleKeys)
+                        """)
+            ).first?.decode("n", as: Int.self)
+        }
+        #expect(differing == 0)
+
+        let since = Self.iso(Self.end.addingTimeInterval(-20 * 60))
+        let until = Self.iso(Self.end.addingTimeInterval(-5 * 60))
+        let decided = { (rule: String) in Self.decided.replacingOccurrences(of: "%@", with: rule) }
+        let cases: [([String: String], String)] = [
+            (["decidedBy": "t.yellow", "channel": "tsp"], decided("t.yellow") + " AND channel = 'tsp'"),
+            (
+                ["decidedBy": "t.orange", "channel": "in_app", "since": since, "until": until],
+                decided("t.orange") + " AND channel = 'in_app' AND created_at >= '\(since)' AND created_at < '\(until)'"
+            ),
+            (
+                ["decidedBy": "t.yellow", "flow": "yellow", "since": since],
+                decided("t.yellow") + " AND flow = 'yellow' AND created_at >= '\(since)'"
+            ),
+            (["decidedBy": "t.yellow", "flow": "orange"], "false"),
+            (["decidedBy": "t.shadow", "channel": "tsp"], "false"),
+            (
+                ["rule": "t.shadow", "flow": "green", "channel": "wallet_extension", "until": until],
+                #"hits @> '[{"rule":"t.shadow"}]' AND flow = 'green' AND channel = 'wallet_extension' AND created_at < '\#(until)'"#
+            ),
+            (["rule": "t.legacy", "channel": "in_app"], #"hits @> '["t.legacy"]' AND channel = 'in_app'"#),
+            (
+                ["rule": "t.yellow", "channel": "tsp", "flow": "orange"],
+                #"hits @> '[{"rule":"t.yellow"}]' AND channel = 'tsp' AND flow = 'orange'"#
+            ),
+        ]
+        for (query, predicate) in cases {
+            let want = try Self.expected(pool, predicate)
+            if predicate != "false" {
+                // Attempts of both sides of the migration are in the list.
+                for prefix in ["before-", "after-"] {
+                    let seeded = "attempt_id IN (SELECT md5('\(prefix)' || i)::uuid FROM generate_series(0, 89) i)"
+                    #expect(!(try Self.expected(pool, predicate + " AND " + seeded)).isEmpty, "\(query) \(prefix)")
+                }
+            }
+            for ruleIndexOnly in [false, true] {
+                let (walked, cursor) = try Self.walk(
+                    query, pool: pool, ruleIndexOnly: ruleIndexOnly, pages: want.count / 7 + 2)
+                #expect(walked == want, "\(query), rule index only: \(ruleIndexOnly)")
+                #expect(cursor == nil, "\(query)")
+            }
+        }
     }
 
     @Test("An unknown parameter or a value the list cannot read is a 400 naming it, never ignored")

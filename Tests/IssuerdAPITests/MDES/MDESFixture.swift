@@ -16,11 +16,13 @@ final class MDESFixture: @unchecked Sendable {  // immutable after init
     let directory: URL
     static let pan = DecisionFixtures.mastercardPAN
 
-    /// - Parameter seeded: Whether to add the customer and card (through the test database;
-    ///   false when `environment` points the service at another database).
+    /// - Parameters:
+    ///   - seeded: Whether to add the customer and card (through the test database; false when
+    ///     `environment` points the service at another database).
+    ///   - transport: How the fixture's requests reach the server.
     init(
         environment: [String: String] = [:], rulesDirectory: String? = nil, logger: Logger? = nil,
-        seeded: Bool = true
+        seeded: Bool = true, transport: TestTransport = .default
     ) throws {
         let pki = try DevelopmentPKI.generate(now: Date())
         var profile = DevelopmentPKI.LeafProfile()
@@ -37,7 +39,8 @@ final class MDESFixture: @unchecked Sendable {  // immutable after init
         issuerKey = try MastercardEncryptionKey(certificate: X509Certificate(derRepresentation: leaf.certificateDER))
         var settings = ["ISSUERD_MDES_ISSUER_KEYS": keyFile.path]
         settings.merge(environment) { _, new in new }
-        app = try TestApplication(environment: settings, rulesDirectory: rulesDirectory, logger: logger)
+        app = try TestApplication(
+            environment: settings, rulesDirectory: rulesDirectory, logger: logger, transport: transport)
         guard seeded else { return }
         try DecisionFixtures.customer(app, "cust-1", phone: "01012345678", email: "hong.gildong@example.com")
         try DecisionFixtures.card(

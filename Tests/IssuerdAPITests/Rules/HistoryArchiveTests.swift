@@ -130,4 +130,25 @@ struct HistoryArchiveTests {
         #expect(bad.status != 0)
         #expect(bad.standardError.contains("ISSUERD_HISTORY_RETENTION must be"), "\(bad.standardError)")
     }
+
+    @Test("rules export and history archive refuse a --lookback outside whole seconds up to 400 days alike")
+    func lookbackBounds() throws {
+        for bad in ["7d", "34560001"] {
+            let export = try CommandLineRunner.run(
+                [
+                    "rules", "export", "--since", "2025-03-01T00:00:00Z", "--until", "2025-04-01T00:00:00Z",
+                    "--lookback", bad,
+                ],
+                environment: [:])
+            #expect(export.status != 0)
+            #expect(export.standardError.contains("--lookback takes whole seconds from 0 to 34560000"), "\(bad)")
+            let archive = try CommandLineRunner.run(
+                [
+                    "history", "archive", "--dir", FileManager.default.temporaryDirectory.path, "--before",
+                    "2025-04-01T00:00:00Z", "--lookback", bad,
+                ], environment: [:])
+            #expect(archive.status != 0)
+            #expect(archive.standardError.contains("--lookback takes whole seconds from 0 to 34560000"), "\(bad)")
+        }
+    }
 }

@@ -1,29 +1,29 @@
 import Foundation
 import IssuerdCore
 
-extension JSONValue {
+extension StoredJSON {
     /// Parses JSON text (RFC 8259) in one pass over its UTF-8 bytes, or by `JSONDecoder` when the
     /// fast pass declines it (nesting deeper than 64, a lone surrogate, anything malformed).
     ///
     /// The backtest parses two small objects per stored attempt (`inputs`, `features`);
-    /// `JSONDecoder` into ``JSONValue`` costs tens of microseconds each (every `try?` in
+    /// `JSONDecoder` into ``StoredJSON`` costs tens of microseconds each (every `try?` in
     /// `init(from:)` that fails builds an error), which over a day's 33,000 attempts was most
-    /// of the replay. Values are the ones `JSONDecoder` gives (``JSONValueParseTests``).
+    /// of the replay. Values are the ones `JSONDecoder` gives (``StoredJSONParseTests``).
     ///
     /// - Returns: The value, or nil when the text is not JSON.
-    static func parse(_ text: String) -> JSONValue? {
+    static func parse(_ text: String) -> StoredJSON? {
         var copy = text
         return copy.withUTF8 { parse(bytes: $0) }
     }
 
     /// ``parse(_:)`` over UTF-8 bytes (a stored document where libpq holds it).
-    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> JSONValue? {
-        if let value = JSONTreeParser<JSONValue>.parse(bytes) { return value }
-        return try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: bytes))
+    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> StoredJSON? {
+        if let value = JSONTreeParser<StoredJSON>.parse(bytes) { return value }
+        return try? JSONDecoder().decode(StoredJSON.self, from: Data(buffer: bytes))
     }
 }
 
-extension JSONValue {
+extension StoredJSON {
     /// Member names to look up, bucketed by length once (a backtest looks up every member of
     /// every row: a scan of all the names per member was a third of a row's parse).
     struct KeySet: Sendable {
@@ -64,10 +64,10 @@ extension JSONValue {
     /// hashing it into a dictionary was most of their parse. `found` is reused from one document
     /// to the next (an array per document was an allocation and a run-time metadata look-up for
     /// each of a backtest's rows).
-    static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: KeySet, into found: inout [JSONValue?]) -> Bool {
-        if found.count != keys.count { found = [JSONValue?](repeating: nil, count: keys.count) }
+    static func members(of bytes: UnsafeBufferPointer<UInt8>, keys: KeySet, into found: inout [StoredJSON?]) -> Bool {
+        if found.count != keys.count { found = [StoredJSON?](repeating: nil, count: keys.count) }
         for index in found.indices { found[index] = nil }
-        var parser = JSONTreeParser<JSONValue>(bytes: bytes)
+        var parser = JSONTreeParser<StoredJSON>(bytes: bytes)
         parser.skipWhitespace()
         guard parser.take(UInt8(ascii: "{")) else { return false }
         parser.skipWhitespace()
@@ -94,12 +94,12 @@ extension JSONValue {
     }
 }
 
-extension JSONValue: JSONTree {
-    static var jsonNull: JSONValue { .null }
-    static func jsonBool(_ flag: Bool) -> JSONValue { .bool(flag) }
+extension StoredJSON: JSONTree {
+    static var jsonNull: StoredJSON { .null }
+    static func jsonBool(_ flag: Bool) -> StoredJSON { .bool(flag) }
     /// Every number is a Double here, as `JSONDecoder` into this type gives it.
-    static func jsonNumber(integer: Int64?, double: Double) -> JSONValue { .number(double) }
-    static func jsonString(_ text: String) -> JSONValue { .string(text) }
-    static func jsonArray(_ items: [JSONValue]) -> JSONValue { .array(items) }
-    static func jsonObject(_ members: [String: JSONValue]) -> JSONValue { .object(members) }
+    static func jsonNumber(integer: Int64?, double: Double) -> StoredJSON { .number(double) }
+    static func jsonString(_ text: String) -> StoredJSON { .string(text) }
+    static func jsonArray(_ items: [StoredJSON]) -> StoredJSON { .array(items) }
+    static func jsonObject(_ members: [String: StoredJSON]) -> StoredJSON { .object(members) }
 }

@@ -1,12 +1,14 @@
-/// A decoded JSON value, keeping booleans, numbers and strings apart (which
-/// `JSONSerialization`'s `NSNumber` bridging does not).
-enum JSONValue: Decodable, Sendable {
+/// A JSON value of a stored attempt's `inputs` or `features`, as the backtest reads them:
+/// booleans, numbers and strings kept apart (which `JSONSerialization`'s `NSNumber` bridging does
+/// not), and every number a `Double`, as a rule compares it (IssuerdCore's `JSONValue` keeps
+/// integers apart for ids and counts that must round-trip).
+enum StoredJSON: Decodable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
     case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([StoredJSON])
+    case object([String: StoredJSON])
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -18,14 +20,14 @@ enum JSONValue: Decodable, Sendable {
             self = .number(number)
         } else if let text = try? container.decode(String.self) {
             self = .string(text)
-        } else if let items = try? container.decode([JSONValue].self) {
+        } else if let items = try? container.decode([StoredJSON].self) {
             self = .array(items)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: StoredJSON].self))
         }
     }
 
     var bool: Bool? { if case .bool(let flag) = self { flag } else { nil } }
     var string: String? { if case .string(let text) = self { text } else { nil } }
-    var object: [String: JSONValue]? { if case .object(let fields) = self { fields } else { nil } }
+    var object: [String: StoredJSON]? { if case .object(let fields) = self { fields } else { nil } }
 }

@@ -3,12 +3,12 @@ import Testing
 
 @testable import IssuerdRisk
 
-/// The backtest parses stored `inputs` and `features` with ``JSONValue/parse(_:)``'s fast pass;
+/// The backtest parses stored `inputs` and `features` with ``StoredJSON/parse(_:)``'s fast pass;
 /// it must give what `JSONDecoder` gives, and leave to it (or refuse, as it does) everything else.
 @Suite("JSON values of stored attempts")
-struct JSONValueParseTests {
-    /// A canonical rendering to compare values (`JSONValue` is not Equatable; object members sorted).
-    static func render(_ value: JSONValue?) -> String {
+struct StoredJSONParseTests {
+    /// A canonical rendering to compare values (`StoredJSON` is not Equatable; object members sorted).
+    static func render(_ value: StoredJSON?) -> String {
         switch value {
         case nil: "<none>"
         case .null?: "null"
@@ -23,8 +23,8 @@ struct JSONValueParseTests {
         }
     }
 
-    static func decoder(_ text: String) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    static func decoder(_ text: String) -> StoredJSON? {
+        try? JSONDecoder().decode(StoredJSON.self, from: Data(text.utf8))
     }
 
     @Test(
@@ -47,7 +47,7 @@ struct JSONValueParseTests {
             "[0e-400, -0.0e-999, 0e+1, 0e400, 1e-310, 4.9e-324, 2.5e-324]",
         ])
     func sameAsDecoder(text: String) {
-        let fast = JSONValue.parse(text)
+        let fast = StoredJSON.parse(text)
         #expect(fast != nil)
         #expect(Self.render(fast) == Self.render(Self.decoder(text)))
     }
@@ -65,15 +65,15 @@ struct JSONValueParseTests {
         ])
     func refusesNonJSON(text: String) {
         #expect(Self.decoder(text) == nil, "the reference accepts \(text)")
-        #expect(JSONValue.parse(text) == nil)
+        #expect(StoredJSON.parse(text) == nil)
     }
 
     @Test("Leaves to JSONDecoder what its fast pass does not take: deep nesting, a lone surrogate")
     func fallsBack() {
         let deep = String(repeating: "[", count: 100) + "1" + String(repeating: "]", count: 100)
-        #expect(Self.render(JSONValue.parse(deep)) == Self.render(Self.decoder(deep)))
-        #expect(JSONValue.parse(deep) != nil)
+        #expect(Self.render(StoredJSON.parse(deep)) == Self.render(Self.decoder(deep)))
+        #expect(StoredJSON.parse(deep) != nil)
         let lone = #""\ud83d alone""#
-        #expect(Self.render(JSONValue.parse(lone)) == Self.render(Self.decoder(lone)))
+        #expect(Self.render(StoredJSON.parse(lone)) == Self.render(Self.decoder(lone)))
     }
 }
