@@ -55,13 +55,10 @@ extension CardImport {
     }
 
     /// The columns of the `cards` rows ``encode(_:now:vault:)`` writes, in order.
-    package static let cardColumns = """
-        card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration, cardholder_name,
-        payment_network, status, localized_description, primary_account_identifier, country, created_at, updated_at
-        """
+    package static let cardColumns = CardStore.copyColumns
 
     /// The columns of the `card_status_history` rows, in order: the API's `created` entry.
-    package static let historyColumns = "card_id, old_status, new_status, reason, actor, at"
+    package static let historyColumns = CardStore.historyCopyColumns
 
     /// Validates, seals and fingerprints each line of `lines`, stopping at the first bad one.
     ///
@@ -122,30 +119,13 @@ extension CardImport {
         }
         let sealed = try vault.seal(card.pan, context: CardStore.panContext(card.cardID))
         let fingerprint = try vault.fingerprint(card.pan)
-        slice.cards.text(card.cardID)
-        slice.cards.text(card.customerID)
-        slice.cards.bytea(sealed.bytes)
-        slice.cards.integer(sealed.keyVersion)
-        slice.cards.bytea(fingerprint)
-        slice.cards.text(card.pan.lastFour)
-        slice.cards.text(card.expiration.slashed)
-        slice.cards.text(card.cardholderName)
-        slice.cards.text(card.paymentNetwork)
-        slice.cards.text(card.status.rawValue)
-        slice.cards.text(card.localizedDescription)
-        slice.cards.text(CardStore.primaryAccountIdentifier(fingerprint: fingerprint, cardID: card.cardID))
-        slice.cards.text(card.country)
-        slice.cards.text(stamp)
-        slice.cards.text(stamp)
-        slice.cards.endRow()
-        // What CardRegistration writes for a new card: no old status, reason "created", actor "system".
-        slice.history.text(card.cardID)
-        slice.history.text(nil)
-        slice.history.text(card.status.rawValue)
-        slice.history.text("created")
-        slice.history.text("system")
-        slice.history.text(stamp)
-        slice.history.endRow()
+        CardStore.appendCopyRow(
+            cardID: card.cardID, customerID: card.customerID, sealed: sealed, fingerprint: fingerprint,
+            lastFour: card.pan.lastFour, expiration: card.expiration, cardholderName: card.cardholderName,
+            paymentNetwork: card.paymentNetwork, status: card.status, localizedDescription: card.localizedDescription,
+            primaryAccountIdentifier: CardStore.primaryAccountIdentifier(fingerprint: fingerprint, cardID: card.cardID),
+            country: card.country, stamp: stamp, into: &slice.cards)
+        CardStore.appendCreatedHistoryRow(cardID: card.cardID, status: card.status, stamp: stamp, into: &slice.history)
         slice.cardRowEnds.append(slice.cards.bytes.count)
         slice.historyRowEnds.append(slice.history.bytes.count)
         slice.lines.append(number)

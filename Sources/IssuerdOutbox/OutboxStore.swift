@@ -42,6 +42,37 @@ package enum OutboxStore {
             """) == 1
     }
 
+    /// A message to enqueue, its payload already encoded.
+    package struct Message: Sendable {
+        package var kind: OutboxKind
+        package var dedupKey: String
+        package var payload: PostgresJSON
+
+        package init(kind: OutboxKind, dedupKey: String, payload: some Encodable) throws {
+            self.kind = kind
+            self.dedupKey = dedupKey
+            self.payload = try PostgresJSON(encoding: payload)
+        }
+    }
+
+    /// Enqueues `messages` in one statement within the caller's transaction, in order (they are
+    /// due in that order); as ``enqueue(kind:dedupKey:payload:connection:)``, a dedup key already
+    /// queued drops its message.
+    /// - Returns: How many were inserted.
+    @discardableResult
+    package static func enqueue(_ messages: [Message], connection: PostgresConnection) throws -> Int {
+        guard !messages.isEmpty else { return 0 }
+        return try connection.execute(
+            """
+            INSERT INTO outbox (kind, dedup_key, payload, traceparent)
+            SELECT m.kind, m.dedup_key, m.payload::jsonb, \(TraceContext.current?.traceparent)
+            FROM unnest(\(messages.map(\.kind.rawValue))::text[], \(messages.map(\.dedupKey))::text[],
+                        \(messages.map(\.payload.rawJSON))::text[]) WITH ORDINALITY AS m(kind, dedup_key, payload, n)
+            ORDER BY m.n
+            ON CONFLICT (dedup_key) DO NOTHING
+            """)
+    }
+
     /// Claims up to `limit` due messages of `kinds` and reserves them for `lease`.
     package static func claim(
         limit: Int, lease: Duration, kinds: [OutboxKind], connection: PostgresConnection

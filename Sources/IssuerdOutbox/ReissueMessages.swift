@@ -22,19 +22,19 @@ package struct MDESTokenUpdatePayload: Codable, Sendable, Equatable {
     package var notifyWallet: Bool
     package var commentText: String
 
-    /// Enqueues the call within the caller's transaction (dedup key `mdes_csapi:update:<reissue>`).
-    package static func enqueue(
+    /// The call as an outbox message (dedup key `mdes_csapi:update:<reissue>`); nil without
+    /// tokens.
+    package static func message(
         reissueID: String, newCardID: String, tokens: [String], resume: [String], account: EncryptedPayload,
-        notifyWallet: Bool, connection: PostgresConnection
-    ) throws {
-        guard let first = tokens.first else { return }
-        try OutboxStore.enqueue(
+        notifyWallet: Bool
+    ) throws -> OutboxStore.Message? {
+        guard let first = tokens.first else { return nil }
+        return try OutboxStore.Message(
             kind: .mdesCustomerService, dedupKey: "mdes_csapi:update:\(reissueID)",
             payload: MDESTokenUpdatePayload(
                 tokenReference: first, action: "update", reissueId: reissueID, cardId: newCardID,
                 tokenReferences: tokens, resumeTokens: resume, encryptedAccountInformation: account,
-                notifyWallet: notifyWallet, commentText: "Card reissued; its tokens move to the new account data"),
-            connection: connection)
+                notifyWallet: notifyWallet, commentText: "Card reissued; its tokens move to the new account data"))
     }
 }
 
@@ -72,14 +72,11 @@ package struct PANLifecyclePayload: Codable, Sendable, Equatable {
         self.resumeTokens = resumeTokens
     }
 
-    /// Enqueues the notification within the caller's transaction (dedup key
-    /// `tsp:pan_lifecycle:<reissue>`).
-    package static func enqueue(
-        _ payload: PANLifecyclePayload, connection: PostgresConnection
-    ) throws {
-        guard !payload.tokenReferences.isEmpty else { return }
-        try OutboxStore.enqueue(
-            kind: .tsp, dedupKey: "tsp:pan_lifecycle:\(payload.reissueId)", payload: payload, connection: connection)
+    /// The notification as an outbox message (dedup key `tsp:pan_lifecycle:<reissue>`); nil
+    /// without tokens.
+    package func message() throws -> OutboxStore.Message? {
+        guard !tokenReferences.isEmpty else { return nil }
+        return try OutboxStore.Message(kind: .tsp, dedupKey: "tsp:pan_lifecycle:\(reissueId)", payload: self)
     }
 }
 

@@ -133,37 +133,23 @@ enum CardReissue {
         guard try connection.query("SELECT 1 FROM cards WHERE card_id = \(oldCardID) FOR UPDATE").first != nil,
             let old = try CardStore.find(oldCardID, connection: connection)
         else { return nil }
-        switch old.status {
-        case .closed: throw Refusal.invalidState("a closed card cannot be reissued")
-        case .replaced:
-            throw Refusal.invalidState("a replaced card cannot be reissued; reissue the card that replaced it")
-        case .inactive: throw ReissueStore.pending()
-        case .active, .lost, .stolen, .blocked: break
-        }
-        if try ReissueStore.waiting(oldCardID: oldCardID, connection: connection) != nil {
-            throw ReissueStore.pending()
-        }
         let oldPAN = try CardStore.openPAN(old, vault: vault)
-        var panChanged = false
-        if let pan = request.pan, pan != oldPAN {
-            panChanged = true
-            let fingerprint = try vault.fingerprint(pan)
-            if try connection.query("SELECT 1 FROM cards WHERE pan_fingerprint = \(fingerprint) LIMIT 1").first != nil {
-                throw Refusal(.conflict, code: "pan_in_use", message: "newCard.accountNumber is another card's")
-            }
-        }
-        if request.reason.needsNewPAN, !panChanged { throw panMustChange(request.reason) }
-        if !request.fraudTokens.isEmpty {
-            let found = try connection.query(
-                """
-                SELECT count(*)::int8 AS n FROM tokens
-                WHERE card_id = \(oldCardID) AND status <> 'deleted' AND token_reference = ANY(\(request.fraudTokens))
-                """
-            ).first?.decode("n", as: Int64.self)
-            guard found == Int64(request.fraudTokens.count) else {
-                throw AdminValidation.invalid("fraudTokens", "must name live tokens of this card")
-            }
-        }
+        let panChanged = try check(
+            request, old: old, oldPAN: oldPAN,
+            waiting: { try ReissueStore.waiting(oldCardID: oldCardID, connection: connection) != nil },
+            panInUse: { pan in
+                let fingerprint = try vault.fingerprint(pan)
+                return try connection.query("SELECT 1 FROM cards WHERE pan_fingerprint = \(fingerprint) LIMIT 1").first
+                    != nil
+            },
+            liveFraudTokens: { references in
+                try connection.query(
+                    """
+                    SELECT count(*)::int8 AS n FROM tokens
+                    WHERE card_id = \(oldCardID) AND status <> 'deleted' AND token_reference = ANY(\(references))
+                    """
+                ).first?.decode("n", as: Int64.self) ?? 0
+            })
         let new: CardRecord
         do {
             new = try CardStore.insert(
@@ -173,27 +159,83 @@ enum CardReissue {
                 country: old.country, now: now, primaryAccountIdentifier: old.primaryAccountIdentifier, vault: vault,
                 connection: connection)
         } catch let error as PostgresError where error.code == .uniqueViolation {
-            throw Refusal(
-                .conflict, code: AdminErrorCode.alreadyExists, message: "a card with this newCard.cardId exists")
+            throw alreadyExists()
         }
-        let record = ReissueRecord(
-            reissueID: UUID(), reason: request.reason, oldCardID: oldCardID, newCardID: new.cardID,
-            applyAt: request.applyNow ? "now" : "activation", notifyWallet: request.notifyWallet,
-            panChanged: panChanged,
-            panSequenceNumber: request.panSequenceNumber, fraudTokens: request.fraudTokens,
-            status: .awaitingActivation)
-        try ReissueStore.insert(record, actor: actor, now: now, connection: connection)
+        let record = self.record(request, oldCardID: oldCardID, panChanged: panChanged)
+        try ReissueStore.insert([record], actor: actor, now: now, connection: connection)
+        let audit = startedAudit(record, newLastFour: new.lastFour)
         try AuditLog.append(
-            actor: actor, action: "card.reissued", subject: "card:\(oldCardID)",
-            details: [
-                "reissueId": record.reissueID.uuidString.lowercased(), "reason": record.reason.rawValue,
-                "newCardId": new.cardID, "newLastFour": new.lastFour, "panChanged": String(panChanged),
-                "applyAt": record.applyAt, "fraudTokens": String(request.fraudTokens.count),
-            ],
-            at: now, connection: connection)
+            actor: actor, action: audit.action, subject: audit.subject, details: audit.details, at: now,
+            connection: connection)
         guard request.applyNow else { return record }
         try apply(record, actor: actor, now: now, vault: vault, keys: keys, connection: connection)
         return try ReissueStore.find(record.reissueID, connection: connection)
+    }
+
+    /// The checks of a start that need the old card and the database, in this order for one card
+    /// (the route) and for each line of a file's chunk (``CardReissueBatch``, which answers the
+    /// closures from what it read for the whole chunk).
+    ///
+    /// - Parameters:
+    ///   - waiting: Whether the old card has a reissue waiting for activation.
+    ///   - panInUse: Whether a card (any, in service or not) has this PAN.
+    ///   - liveFraudTokens: How many of these references are live tokens of the old card.
+    /// - Returns: Whether the PAN changes.
+    /// - Throws: What ``start(_:oldCardID:actor:now:vault:keys:connection:)`` throws before it writes.
+    static func check(
+        _ request: Validated, old: CardRecord, oldPAN: PrimaryAccountNumber, waiting: () throws -> Bool,
+        panInUse: (PrimaryAccountNumber) throws -> Bool, liveFraudTokens: ([String]) throws -> Int64
+    ) throws -> Bool {
+        switch old.status {
+        case .closed: throw Refusal.invalidState("a closed card cannot be reissued")
+        case .replaced:
+            throw Refusal.invalidState("a replaced card cannot be reissued; reissue the card that replaced it")
+        case .inactive: throw ReissueStore.pending()
+        case .active, .lost, .stolen, .blocked: break
+        }
+        if try waiting() { throw ReissueStore.pending() }
+        var panChanged = false
+        if let pan = request.pan, pan != oldPAN {
+            panChanged = true
+            if try panInUse(pan) {
+                throw Refusal(.conflict, code: "pan_in_use", message: "newCard.accountNumber is another card's")
+            }
+        }
+        if request.reason.needsNewPAN, !panChanged { throw panMustChange(request.reason) }
+        if !request.fraudTokens.isEmpty {
+            guard try liveFraudTokens(request.fraudTokens) == Int64(request.fraudTokens.count) else {
+                throw AdminValidation.invalid("fraudTokens", "must name live tokens of this card")
+            }
+        }
+        return panChanged
+    }
+
+    /// 409 `already_exists`: `newCard.cardId` is taken.
+    static func alreadyExists() -> Refusal {
+        Refusal(.conflict, code: AdminErrorCode.alreadyExists, message: "a card with this newCard.cardId exists")
+    }
+
+    /// The reissue row a start inserts, waiting for activation.
+    static func record(_ request: Validated, oldCardID: String, panChanged: Bool) -> ReissueRecord {
+        ReissueRecord(
+            reissueID: UUID(), reason: request.reason, oldCardID: oldCardID, newCardID: request.newCardID,
+            applyAt: request.applyNow ? "now" : "activation", notifyWallet: request.notifyWallet,
+            panChanged: panChanged, panSequenceNumber: request.panSequenceNumber, fraudTokens: request.fraudTokens,
+            status: .awaitingActivation)
+    }
+
+    /// A start's audit entry, `card.reissued`.
+    static func startedAudit(
+        _ record: ReissueRecord, newLastFour: String
+    ) -> (action: String, subject: String, details: [String: String]) {
+        (
+            "card.reissued", "card:\(record.oldCardID)",
+            [
+                "reissueId": record.reissueID.uuidString.lowercased(), "reason": record.reason.rawValue,
+                "newCardId": record.newCardID, "newLastFour": newLastFour, "panChanged": String(record.panChanged),
+                "applyAt": record.applyAt, "fraudTokens": String(record.fraudTokens.count),
+            ]
+        )
     }
 
     /// Applies a waiting reissue: deletes, moves, the old card `replaced`, the outbox rows.
@@ -207,94 +249,151 @@ enum CardReissue {
         guard let old = try CardStore.find(reissue.oldCardID, connection: connection),
             let new = try CardStore.find(reissue.newCardID, connection: connection)
         else { throw PostgresError(code: .other, message: "a reissue's card is missing") }
-        let id = reissue.reissueID.uuidString.lowercased()
         let tokens = try TokenStore.lockLive(cardID: old.cardID, connection: connection)
+        let application = try application(
+            reissue, tokens: tokens, newExpiration: new.expiration, keys: keys,
+            pans: { (try CardStore.openPAN(old, vault: vault), try CardStore.openPAN(new, vault: vault)) })
+        try write([application], actor: actor, now: now, connection: connection)
+    }
+
+    /// What applying a reissue writes, worked out before anything is written.
+    struct Application: Sendable {
+        var reissue: ReissueRecord
+        /// Tokens awaiting activation and the named fraud tokens: deleted, before anything moves.
+        var deletes: [TokenStore.ReissuedToken]
+        /// Every other live token: moved to the new card.
+        var moves: [TokenStore.ReissuedToken]
+        /// The deletes' calls, then the move's (Mastercard's `/token/update`, the TSP's
+        /// `pan_lifecycle`), in the order they are queued.
+        var messages: [OutboxStore.Message]
+    }
+
+    /// Works out applying `reissue` to the old card's live `tokens` (locked by the caller).
+    ///
+    /// - Parameter pans: The old and the new card's PAN, opened only when a token moves.
+    /// - Throws: 422 `mastercard_update_not_configured` / `tsp_account_cert_not_configured` when a
+    ///   token must move through a network whose key is not set.
+    static func application(
+        _ reissue: ReissueRecord, tokens: [TokenStore.ReissuedToken], newExpiration: CardExpiration,
+        keys: ReissueSettings, pans: () throws -> (old: PrimaryAccountNumber, new: PrimaryAccountNumber)
+    ) throws -> Application {
+        let id = reissue.reissueID.uuidString.lowercased()
         let fraud = Set(reissue.fraudTokens)
         let deletes = tokens.filter { $0.awaitingActivation || fraud.contains($0.reference) }
         let moves = tokens.filter { !$0.awaitingActivation && !fraud.contains($0.reference) }
-
-        // Deletes first, so they are queued before anything moves.
-        try TokenStore.delete(deletes.map(\.reference), now: now, connection: connection)
+        var messages: [OutboxStore.Message] = []
         for token in deletes {
             let isFraud = fraud.contains(token.reference)
-            try TokenStore.recordEvent(
-                .deleted, tokenReference: token.reference, cardID: old.cardID, source: "issuer", at: now, now: now,
-                connection: connection)
-            try ReissueStore.addToken(
-                reissue.reissueID, tokenReference: token.reference, service: token.service, action: "delete",
-                resume: false, now: now, connection: connection)
             if token.service == "mdes" {
-                try MDESCustomerServicePayload.enqueue(
-                    tokenReference: token.reference, change: isFraud ? .reissueTokenFraud : .reissueUnactivated,
-                    cardID: old.cardID, occurrence: id, reissueID: id, connection: connection)
+                messages.append(
+                    try MDESCustomerServicePayload.message(
+                        tokenReference: token.reference, change: isFraud ? .reissueTokenFraud : .reissueUnactivated,
+                        cardID: reissue.oldCardID, occurrence: id, reissueID: id))
             } else {
-                try OutboxStore.enqueue(
-                    kind: .tsp, dedupKey: "tsp:\(token.reference):delete:\(id)",
-                    payload: TSPNotificationPayload(
-                        tokenReference: token.reference, action: "delete",
-                        reason: isFraud ? "token_fraud" : "card_reissued", cardId: old.cardID, reissueId: id),
-                    connection: connection)
+                messages.append(
+                    try OutboxStore.Message(
+                        kind: .tsp, dedupKey: "tsp:\(token.reference):delete:\(id)",
+                        payload: TSPNotificationPayload(
+                            tokenReference: token.reference, action: "delete",
+                            reason: isFraud ? "token_fraud" : "card_reissued", cardId: reissue.oldCardID,
+                            reissueId: id)))
             }
-        }
-
-        try TokenStore.move(moves.map(\.reference), toCard: new.cardID, now: now, connection: connection)
-        for token in moves {
-            let resume = token.issuerSuspendedFrom != nil
-            if resume {
-                try TokenStore.recordEvent(
-                    .resumed, tokenReference: token.reference, cardID: new.cardID, source: "issuer", at: now, now: now,
-                    connection: connection)
-            }
-            try ReissueStore.addToken(
-                reissue.reissueID, tokenReference: token.reference, service: token.service, action: "move",
-                resume: resume, now: now, connection: connection)
         }
         let mastercard = moves.filter { $0.service == "mdes" }
         let others = moves.filter { $0.service != "mdes" }
         if !moves.isEmpty {
-            let oldPAN = try CardStore.openPAN(old, vault: vault)
-            let newPAN = try CardStore.openPAN(new, vault: vault)
+            let (oldPAN, newPAN) = try pans()
             let account = AccountUpdateData(
                 currentAccountPAN: oldPAN.unsafeDigits, newAccountPAN: reissue.panChanged ? newPAN.unsafeDigits : nil,
-                expirationDate: new.expiration.compact, sequenceNumber: reissue.panSequenceNumber)
+                expirationDate: newExpiration.compact, sequenceNumber: reissue.panSequenceNumber)
             // The tokens the card's loss or theft suspended: resumed once moved.
             let resumed = { (tokens: [TokenStore.ReissuedToken]) in
                 tokens.filter { $0.issuerSuspendedFrom != nil }.map(\.reference)
             }
-            if !mastercard.isEmpty {
-                try MDESTokenUpdatePayload.enqueue(
-                    reissueID: id, newCardID: new.cardID, tokens: mastercard.map(\.reference),
+            if !mastercard.isEmpty,
+                let message = try MDESTokenUpdatePayload.message(
+                    reissueID: id, newCardID: reissue.newCardID, tokens: mastercard.map(\.reference),
                     resume: resumed(mastercard),
                     account: try sealed(
                         account, to: keys.mastercardKey, missing: "mastercard_update_not_configured",
                         "moving Mastercard tokens needs ISSUERD_MDES_MASTERCARD_CERT"),
-                    notifyWallet: reissue.notifyWallet, connection: connection)
+                    notifyWallet: reissue.notifyWallet)
+            {
+                messages.append(message)
             }
-            if !others.isEmpty {
-                try PANLifecyclePayload.enqueue(
-                    PANLifecyclePayload(
-                        event: "pan_lifecycle", operation: reissue.panChanged ? "ACCOUNT_UPDATE" : "EXP_DATE_UPDATE",
-                        tokenReferences: others.map(\.reference),
-                        encryptedAccount: try sealed(
-                            account, to: keys.tspKey, missing: "tsp_account_cert_not_configured",
-                            "moving tokens at the TSP needs ISSUERD_TSP_ACCOUNT_CERT"),
-                        tokenReference: others[0].reference, cardId: new.cardID, previousCardId: old.cardID,
-                        reissueId: id, resumeTokens: resumed(others)),
-                    connection: connection)
+            if !others.isEmpty,
+                let message = try PANLifecyclePayload(
+                    event: "pan_lifecycle", operation: reissue.panChanged ? "ACCOUNT_UPDATE" : "EXP_DATE_UPDATE",
+                    tokenReferences: others.map(\.reference),
+                    encryptedAccount: try sealed(
+                        account, to: keys.tspKey, missing: "tsp_account_cert_not_configured",
+                        "moving tokens at the TSP needs ISSUERD_TSP_ACCOUNT_CERT"),
+                    tokenReference: others[0].reference, cardId: reissue.newCardID,
+                    previousCardId: reissue.oldCardID, reissueId: id, resumeTokens: resumed(others)
+                ).message()
+            {
+                messages.append(message)
             }
         }
-        _ = try CardStore.setStatus(
-            old.cardID, to: .replaced, reason: "reissued as \(new.cardID)", actor: actor, now: now,
+        return Application(reissue: reissue, deletes: deletes, moves: moves, messages: messages)
+    }
+
+    /// Writes applications within the caller's transaction, a statement per table whatever their
+    /// number (one for the route and an activation, a chunk's for a file): the tokens deleted
+    /// and moved with their events and their rows in the reissue, the outbox messages in order,
+    /// the old cards `replaced`, each reissue `in_progress` (or `completed` without tokens) and
+    /// its `card.reissue_applied` audit entry.
+    static func write(
+        _ applications: [Application], actor: String, now: Date, connection: PostgresConnection
+    ) throws {
+        guard !applications.isEmpty else { return }
+        var events: [(event: TokenEventKind, tokenReference: String, cardID: String)] = []
+        var tokens: [ReissueStore.TokenAction] = []
+        var moves: [(reference: String, cardID: String)] = []
+        for application in applications {
+            let reissue = application.reissue
+            for token in application.deletes {
+                events.append((.deleted, token.reference, reissue.oldCardID))
+                tokens.append(
+                    .init(
+                        reissueID: reissue.reissueID, tokenReference: token.reference, service: token.service,
+                        action: "delete", resume: false))
+            }
+        }
+        for application in applications {
+            let reissue = application.reissue
+            for token in application.moves {
+                let resume = token.issuerSuspendedFrom != nil
+                if resume { events.append((.resumed, token.reference, reissue.newCardID)) }
+                moves.append((token.reference, reissue.newCardID))
+                tokens.append(
+                    .init(
+                        reissueID: reissue.reissueID, tokenReference: token.reference, service: token.service,
+                        action: "move", resume: resume))
+            }
+        }
+        // Deletes first, so they are queued before anything moves.
+        try TokenStore.delete(applications.flatMap { $0.deletes.map(\.reference) }, now: now, connection: connection)
+        try TokenStore.move(moves, now: now, connection: connection)
+        try TokenStore.recordEvents(events, source: "issuer", at: now, now: now, connection: connection)
+        try ReissueStore.addTokens(tokens, now: now, connection: connection)
+        try OutboxStore.enqueue(applications.flatMap(\.messages), connection: connection)
+        try CardStore.markReplaced(
+            applications.map { ($0.reissue.oldCardID, "reissued as \($0.reissue.newCardID)") }, actor: actor, now: now,
             connection: connection)
-        try ReissueStore.markApplied(reissue.reissueID, now: now, connection: connection)
-        try ReissueStore.refreshStatus(reissue.reissueID, now: now, connection: connection)
+        try ReissueStore.markApplied(applications.map(\.reissue.reissueID), now: now, connection: connection)
         try AuditLog.append(
-            actor: actor, action: "card.reissue_applied", subject: "card:\(old.cardID)",
-            details: [
-                "reissueId": id, "newCardId": new.cardID, "tokensMoved": String(moves.count),
-                "tokensDeleted": String(deletes.count),
-            ],
-            at: now, connection: connection)
+            actor: actor,
+            entries: applications.map { application in
+                (
+                    "card.reissue_applied", "card:\(application.reissue.oldCardID)",
+                    [
+                        "reissueId": application.reissue.reissueID.uuidString.lowercased(),
+                        "newCardId": application.reissue.newCardID, "tokensMoved": String(application.moves.count),
+                        "tokensDeleted": String(application.deletes.count),
+                    ]
+                )
+            }, at: now, connection: connection)
     }
 
     /// The new account data sealed to a network's key (field-level, as Mastercard's);

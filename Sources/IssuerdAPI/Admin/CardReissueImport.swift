@@ -9,9 +9,12 @@ import IssuerdStorage
 /// streamed.
 ///
 /// The file is read a line at a time and applied in chunks of ``chunkLines`` lines, each chunk in
-/// one transaction with a savepoint per line, so memory holds one chunk whatever the file's size
-/// and a bad line is rolled back alone, reported with its number, while the others go on. Each
-/// line is what `POST /v1/admin/cards/{cardId}/reissue` does. A line without `new_card_id` gets
+/// one transaction, so memory holds one chunk whatever the file's size. A chunk is applied
+/// set-wise (``CardReissueBatch``): a few reads for all its lines, the checks in memory, one
+/// statement per table for the lines that pass; a bad line is left out, reported with its
+/// number, while the others go on. A chunk whose lines touch each other, or that another
+/// session's writes refuse as a whole, is applied again line by line, each in a savepoint. Each
+/// line is what `POST /v1/admin/cards/{cardId}/reissue` does, with the same audit entries. A line without `new_card_id` gets
 /// one derived from the old card and the new expiry, so running the same file again finds every
 /// reissue made and changes nothing.
 public enum CardReissueImport {
@@ -32,19 +35,40 @@ public enum CardReissueImport {
     }
 
     /// Applies `file` (``ChunkedCSVImport``), calling `badLine` for each line not applied, in
-    /// line order, and `progress` with the lines read every `progressEvery` lines.
+    /// line order, `progress` with the lines read every `progressEvery` lines, and `notice` for
+    /// each chunk applied line by line (why, and its lines).
     ///
     /// - Throws: ``CommandInputError`` for a file that cannot be read or a header that is not
     ///   one (nothing is applied then); database errors as they come (the chunks committed stay).
     public static func run(
         file: URL, actor: String, now: Date, vault: PANVault, keys: ReissueSettings, database: PostgresPool,
-        progressEvery: Int, progress: (Int) -> Void, badLine: (_ line: Int, _ reason: String) -> Void
+        progressEvery: Int, progress: (Int) -> Void, notice: (String) -> Void = { _ in },
+        badLine: (_ line: Int, _ reason: String) -> Void
     ) throws -> Summary {
         let run = try ChunkedCSVImport.run(
             file: file, lineLimit: 16 * 1024, chunkLines: chunkLines, skipComments: true, header: parseHeader,
             parse: { text, header in request(text, header: header, now: now) },
-            apply: { (chunk: [(line: Int, item: (oldCardID: String, request: CardReissue.Validated))]) in
-                try database.withConnection { connection in
+            apply: { (chunk: [CardReissueBatch.Line]) in
+                let why: String
+                do {
+                    let applied = try database.withConnection { connection in
+                        try connection.transaction { connection in
+                            try CardReissueBatch.apply(
+                                chunk, actor: actor, now: now, vault: vault, keys: keys, connection: connection)
+                        }
+                    }
+                    if let applied { return applied }
+                    why = "some concern the same card, new card or new PAN"
+                } catch let error as PostgresError where error.refusesChunk {
+                    // Another session wrote one of the chunk's cards or reissues since it was
+                    // read: nothing of the chunk stays, and the lines go one by one below.
+                    why = "another session's writes refused them together (\(error.code))"
+                } catch let refusal as Refusal {
+                    // Likewise (a reissue made meanwhile for one of the chunk's cards).
+                    why = "another session's writes refused them together (\(refusal.code))"
+                }
+                notice("lines \(chunk[0].line)-\(chunk[chunk.count - 1].line) applied one by one: \(why)")
+                return try database.withConnection { connection in
                     try connection.transaction { connection in
                         try chunk.map { entry in
                             try apply(
@@ -56,7 +80,8 @@ public enum CardReissueImport {
         return Summary(reissued: run.applied, unchanged: run.unchanged, errors: run.errors)
     }
 
-    /// One line in its own savepoint: applied, unchanged when the same reissue exists already,
+    /// One line in its own savepoint (a chunk whose lines touch each other, or that another
+    /// session's writes refused as a whole): applied, unchanged when the same reissue exists already,
     /// or refused with the refusal's message (the savepoint rolled back).
     private static func apply(
         _ item: (oldCardID: String, request: CardReissue.Validated), actor: String, now: Date, vault: PANVault,

@@ -58,11 +58,21 @@ package struct MDESCustomerServicePayload: Codable, Sendable, Equatable {
         tokenReference: String, change: MDESTokenChange, cardID: String?, occurrence: String,
         reissueID: String? = nil, connection: PostgresConnection
     ) throws -> Bool {
-        try OutboxStore.enqueue(
+        let message = try message(
+            tokenReference: tokenReference, change: change, cardID: cardID, occurrence: occurrence, reissueID: reissueID
+        )
+        return try OutboxStore.enqueue([message], connection: connection) == 1
+    }
+
+    /// The message ``enqueue(tokenReference:change:cardID:occurrence:reissueID:connection:)``
+    /// queues, for a caller queueing many at once.
+    package static func message(
+        tokenReference: String, change: MDESTokenChange, cardID: String?, occurrence: String, reissueID: String? = nil
+    ) throws -> OutboxStore.Message {
+        try OutboxStore.Message(
             kind: .mdesCustomerService,
             dedupKey: "mdes_csapi:\(tokenReference):\(change.operation.rawValue):\(occurrence)",
             payload: MDESCustomerServicePayload(
-                tokenReference: tokenReference, change: change, cardID: cardID, reissueID: reissueID),
-            connection: connection)
+                tokenReference: tokenReference, change: change, cardID: cardID, reissueID: reissueID))
     }
 }

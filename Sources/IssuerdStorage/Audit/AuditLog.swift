@@ -35,6 +35,24 @@ package enum AuditLog {
         try connection.execute(appendQuery(actor: actor, action: action, subject: subject, details: details, at: time))
     }
 
+    /// Appends one unchained entry per element of `entries`, all by `actor` at `time`, in one
+    /// statement within the caller's open transaction; they arrive (and are sealed) in order.
+    package static func append(
+        actor: String, entries: [(action: String, subject: String, details: [String: String])], at time: Date,
+        connection: PostgresConnection
+    ) throws {
+        guard !entries.isEmpty else { return }
+        let milliseconds = Int64((time.timeIntervalSince1970 * 1000).rounded(.down))
+        try connection.execute(
+            """
+            INSERT INTO audit_log (at_ms, actor, action, subject, details)
+            SELECT \(milliseconds), \(actor), e.action, e.subject, e.details
+            FROM unnest(\(entries.map(\.action))::text[], \(entries.map(\.subject))::text[],
+                        \(entries.map { canonicalJSON($0.details) })::text[]) WITH ORDINALITY AS e(action, subject, details, n)
+            ORDER BY e.n
+            """)
+    }
+
     /// The INSERT of ``append(actor:action:subject:details:at:connection:)``, for callers that
     /// pipeline their statements.
     package static func appendQuery(

@@ -133,6 +133,77 @@ package enum CardStore {
             createdAt: now)
     }
 
+    /// The columns of the `cards` rows ``appendCopyRow(_:into:)`` writes, in order.
+    package static let copyColumns = """
+        card_id, customer_id, pan_ciphertext, pan_key_version, pan_fingerprint, last_four, expiration, cardholder_name,
+        payment_network, status, localized_description, primary_account_identifier, country, created_at, updated_at
+        """
+
+    /// The columns of the `card_status_history` rows ``appendCreatedHistoryRow(cardID:status:stamp:into:)``
+    /// writes, in order.
+    package static let historyCopyColumns = "card_id, old_status, new_status, reason, actor, at"
+
+    /// A new card's `cards` row in `COPY` text (the bulk writers: `cards import`, `cards
+    /// reissue`), as ``insert(cardID:customerID:pan:expiration:cardholderName:paymentNetwork:status:localizedDescription:country:now:primaryAccountIdentifier:vault:connection:)``
+    /// writes it; `stamp` is the creation time as ``PostgresCopyText/timestampText(_:)``.
+    package static func appendCopyRow(
+        cardID: String, customerID: String, sealed: SealedPAN, fingerprint: [UInt8], lastFour: String,
+        expiration: CardExpiration, cardholderName: String, paymentNetwork: String, status: CardStatusValue,
+        localizedDescription: String?, primaryAccountIdentifier: String, country: String?, stamp: String,
+        into copy: inout PostgresCopyText
+    ) {
+        copy.text(cardID)
+        copy.text(customerID)
+        copy.bytea(sealed.bytes)
+        copy.integer(sealed.keyVersion)
+        copy.bytea(fingerprint)
+        copy.text(lastFour)
+        copy.text(expiration.slashed)
+        copy.text(cardholderName)
+        copy.text(paymentNetwork)
+        copy.text(status.rawValue)
+        copy.text(localizedDescription)
+        copy.text(primaryAccountIdentifier)
+        copy.text(country)
+        copy.text(stamp)
+        copy.text(stamp)
+        copy.endRow()
+    }
+
+    /// A new card's first `card_status_history` row in `COPY` text: no old status, reason
+    /// `created`, actor `system`, as ``insert(cardID:customerID:pan:expiration:cardholderName:paymentNetwork:status:localizedDescription:country:now:primaryAccountIdentifier:vault:connection:)`` writes it.
+    package static func appendCreatedHistoryRow(
+        cardID: String, status: CardStatusValue, stamp: String, into copy: inout PostgresCopyText
+    ) {
+        copy.text(cardID)
+        copy.text(nil)
+        copy.text(status.rawValue)
+        copy.text("created")
+        copy.text("system")
+        copy.text(stamp)
+        copy.endRow()
+    }
+
+    /// Marks reissued cards `replaced` under row locks, in one statement, and records each
+    /// change with its reason (as ``setStatus(_:to:reason:actor:now:connection:)`` does one).
+    package static func markReplaced(
+        _ cards: [(cardID: String, reason: String)], actor: String, now: Date, connection: PostgresConnection
+    ) throws {
+        guard !cards.isEmpty else { return }
+        try connection.execute(
+            """
+            WITH old AS (SELECT card_id, status FROM cards WHERE card_id = ANY(\(cards.map(\.cardID))::text[])
+                         ORDER BY card_id FOR UPDATE),
+                 changed AS (UPDATE cards c SET status = 'replaced', updated_at = \(now) FROM old
+                             WHERE c.card_id = old.card_id RETURNING c.card_id, old.status AS old_status)
+            INSERT INTO card_status_history (card_id, old_status, new_status, reason, actor, at)
+            SELECT changed.card_id, changed.old_status, 'replaced', r.reason, \(actor), \(now)
+            FROM changed JOIN unnest(\(cards.map(\.cardID))::text[], \(cards.map(\.reason))::text[]) AS r(card_id, reason)
+                 USING (card_id)
+            ORDER BY changed.card_id
+            """)
+    }
+
     /// Changes the status under a row lock and records the change.
     ///
     /// - Returns: The previous status, or nil when the card does not exist.

@@ -69,19 +69,31 @@ package enum ReissueStore {
         fraud_tokens, status
         """
 
-    /// Inserts a reissue within the caller's transaction.
+    /// Inserts reissues within the caller's transaction, in one statement.
     ///
-    /// - Throws: 409 `reissue_pending` when the old card already has one awaiting activation.
-    package static func insert(_ record: ReissueRecord, actor: String, now: Date, connection: PostgresConnection) throws
-    {
+    /// - Throws: 409 `reissue_pending` when an old card already has one awaiting activation (or
+    ///   a new card is another reissue's).
+    package static func insert(
+        _ records: [ReissueRecord], actor: String, now: Date, connection: PostgresConnection
+    ) throws {
+        guard !records.isEmpty else { return }
+        // Arrays of arrays do not unnest: each reissue's fraud tokens travel as a JSON array.
+        let fraudTokens = try records.map { String(decoding: try JSONEncoder().encode($0.fraudTokens), as: UTF8.self) }
         do {
             try connection.execute(
                 """
                 INSERT INTO card_reissues (reissue_id, reason, old_card_id, new_card_id, apply_at, notify_wallet, pan_changed,
                                            pan_sequence_number, fraud_tokens, status, actor, created_at)
-                VALUES (\(record.reissueID), \(record.reason.rawValue), \(record.oldCardID), \(record.newCardID),
-                        \(record.applyAt), \(record.notifyWallet), \(record.panChanged), \(record.panSequenceNumber),
-                        \(record.fraudTokens), \(record.status.rawValue), \(actor), \(now))
+                SELECT r.reissue_id::uuid, r.reason, r.old_card_id, r.new_card_id, r.apply_at, r.notify_wallet::boolean,
+                       r.pan_changed::boolean, nullif(r.pan_sequence_number, ''),
+                       ARRAY(SELECT jsonb_array_elements_text(r.fraud_tokens::jsonb)), r.status, \(actor), \(now)
+                FROM unnest(\(records.map { $0.reissueID.uuidString })::text[], \(records.map(\.reason.rawValue))::text[],
+                            \(records.map(\.oldCardID))::text[], \(records.map(\.newCardID))::text[],
+                            \(records.map(\.applyAt))::text[], \(records.map { String($0.notifyWallet) })::text[],
+                            \(records.map { String($0.panChanged) })::text[], \(records.map { $0.panSequenceNumber ?? "" })::text[],
+                            \(fraudTokens)::text[], \(records.map(\.status.rawValue))::text[])
+                     AS r(reissue_id, reason, old_card_id, new_card_id, apply_at, notify_wallet, pan_changed, pan_sequence_number,
+                          fraud_tokens, status)
                 """)
         } catch let error as PostgresError where error.code == .uniqueViolation {
             throw pending()
@@ -128,21 +140,47 @@ package enum ReissueStore {
         ).map(decode)
     }
 
-    /// Marks the reissue applied (`in_progress`).
-    package static func markApplied(_ reissueID: UUID, now: Date, connection: PostgresConnection) throws {
+    /// Marks reissues applied (`in_progress`, then ``refreshStatus(_:now:connection:)``: those
+    /// without tokens are `completed` at once).
+    package static func markApplied(_ reissueIDs: [UUID], now: Date, connection: PostgresConnection) throws {
+        guard !reissueIDs.isEmpty else { return }
         try connection.execute(
-            "UPDATE card_reissues SET status = 'in_progress', applied_at = \(now) WHERE reissue_id = \(reissueID)")
+            """
+            UPDATE card_reissues SET status = 'in_progress', applied_at = \(now)
+            WHERE reissue_id = ANY(\(reissueIDs.map(\.uuidString))::uuid[])
+            """)
+        try refreshStatus(reissueIDs, now: now, connection: connection)
     }
 
-    /// Records one token of an applied reissue.
-    package static func addToken(
-        _ reissueID: UUID, tokenReference: String, service: String, action: String, resume: Bool, now: Date,
-        connection: PostgresConnection
-    ) throws {
+    /// One token of an applied reissue: what happens to it.
+    package struct TokenAction: Sendable {
+        package var reissueID: UUID
+        package var tokenReference: String
+        /// `mdes` or `tsp`.
+        package var service: String
+        /// `move` or `delete`.
+        package var action: String
+        package var resume: Bool
+
+        package init(reissueID: UUID, tokenReference: String, service: String, action: String, resume: Bool) {
+            self.reissueID = reissueID
+            self.tokenReference = tokenReference
+            self.service = service
+            self.action = action
+            self.resume = resume
+        }
+    }
+
+    /// Records the tokens of applied reissues, each `pending`, in one statement.
+    package static func addTokens(_ tokens: [TokenAction], now: Date, connection: PostgresConnection) throws {
+        guard !tokens.isEmpty else { return }
         try connection.execute(
             """
             INSERT INTO card_reissue_tokens (reissue_id, token_reference, service, action, resume, updated_at)
-            VALUES (\(reissueID), \(tokenReference), \(service), \(action), \(resume), \(now))
+            SELECT t.reissue_id::uuid, t.token_reference, t.service, t.action, t.resume::boolean, \(now)
+            FROM unnest(\(tokens.map(\.reissueID.uuidString))::text[], \(tokens.map(\.tokenReference))::text[],
+                        \(tokens.map(\.service))::text[], \(tokens.map(\.action))::text[],
+                        \(tokens.map { String($0.resume) })::text[]) AS t(reissue_id, token_reference, service, action, resume)
             """)
     }
 
@@ -167,14 +205,22 @@ package enum ReissueStore {
     /// An applied reissue's status from its tokens: `in_progress` while one is pending or sent,
     /// then `failed` when one failed, `completed` when every one is confirmed.
     package static func refreshStatus(_ reissueID: UUID, now: Date, connection: PostgresConnection) throws {
+        try refreshStatus([reissueID], now: now, connection: connection)
+    }
+
+    /// ``refreshStatus(_:now:connection:)`` of several reissues in one statement.
+    package static func refreshStatus(_ reissueIDs: [UUID], now: Date, connection: PostgresConnection) throws {
         try connection.execute(
             """
             UPDATE card_reissues r SET status = s.status,
                    completed_at = CASE WHEN s.status = 'in_progress' THEN NULL ELSE coalesce(r.completed_at, \(now)) END
-            FROM (SELECT CASE WHEN bool_or(t.state IN ('pending', 'sent')) THEN 'in_progress'
+            FROM (SELECT i.reissue_id,
+                         CASE WHEN bool_or(t.state IN ('pending', 'sent')) THEN 'in_progress'
                               WHEN bool_or(t.state = 'failed') THEN 'failed' ELSE 'completed' END AS status
-                  FROM card_reissue_tokens t WHERE t.reissue_id = \(reissueID)) s
-            WHERE r.reissue_id = \(reissueID) AND r.status IN ('in_progress', 'completed', 'failed')
+                  FROM unnest(\(reissueIDs.map(\.uuidString))::uuid[]) AS i(reissue_id)
+                  LEFT JOIN card_reissue_tokens t ON t.reissue_id = i.reissue_id
+                  GROUP BY i.reissue_id) s
+            WHERE r.reissue_id = s.reissue_id AND r.status IN ('in_progress', 'completed', 'failed')
               AND r.status IS DISTINCT FROM s.status
             """)
     }

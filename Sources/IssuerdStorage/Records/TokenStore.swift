@@ -87,6 +87,23 @@ package enum TokenStore {
         return PostgresQuery(stringInterpolation: sql)
     }
 
+    /// Appends `events` to their tokens' histories in one statement, in order (as
+    /// ``recordEvent(_:tokenReference:cardID:source:at:now:connection:)`` does one).
+    package static func recordEvents(
+        _ events: [(event: TokenEventKind, tokenReference: String, cardID: String)], source: String, at time: Date,
+        now: Date, connection: PostgresConnection
+    ) throws {
+        guard !events.isEmpty else { return }
+        try connection.execute(
+            """
+            INSERT INTO token_events (token_reference, card_id, event, source, at, recorded_at)
+            SELECT e.token_reference, e.card_id, e.event, \(source), \(time), \(now)
+            FROM unnest(\(events.map(\.tokenReference))::text[], \(events.map(\.cardID))::text[],
+                        \(events.map(\.event.rawValue))::text[]) WITH ORDINALITY AS e(token_reference, card_id, event, n)
+            ORDER BY e.n
+            """)
+    }
+
     /// Appends to the token's history (and to the `token_deletions` velocity when `deleted`).
     package static func recordEvent(
         _ event: TokenEventKind, tokenReference: String, cardID: String?, source: String, at time: Date, now: Date,
@@ -226,17 +243,27 @@ extension TokenStore {
 
     /// The card's tokens not yet deleted, by reference, locked for update.
     package static func lockLive(cardID: String, connection: PostgresConnection) throws -> [ReissuedToken] {
-        try connection.query(
+        try lockLive(cardIDs: [cardID], connection: connection)[cardID] ?? []
+    }
+
+    /// The cards' tokens not yet deleted, by card, each card's by reference, locked for update.
+    package static func lockLive(
+        cardIDs: [String], connection: PostgresConnection
+    ) throws -> [String: [ReissuedToken]] {
+        var live: [String: [ReissuedToken]] = [:]
+        for row in try connection.query(
             """
-            SELECT token_reference, status, service, issuer_suspended_from FROM tokens
-            WHERE card_id = \(cardID) AND status <> 'deleted' ORDER BY token_reference FOR UPDATE
-            """
-        ).compactMap { row in
-            guard let status = TokenStatusValue(rawValue: try row.decode("status")) else { return nil }
-            return ReissuedToken(
-                reference: try row.decode("token_reference"), status: status, service: try row.decode("service"),
-                issuerSuspendedFrom: try row.decode("issuer_suspended_from"))
+            SELECT card_id, token_reference, status, service, issuer_suspended_from FROM tokens
+            WHERE card_id = ANY(\(cardIDs)::text[]) AND status <> 'deleted' ORDER BY token_reference FOR UPDATE
+            """)
+        {
+            guard let status = TokenStatusValue(rawValue: try row.decode("status")) else { continue }
+            live[try row.decode("card_id"), default: []].append(
+                ReissuedToken(
+                    reference: try row.decode("token_reference"), status: status, service: try row.decode("service"),
+                    issuerSuspendedFrom: try row.decode("issuer_suspended_from")))
         }
+        return live
     }
 
     /// Deletes `references` for the issuer (a reissue's unactivated and fraud tokens).
@@ -249,17 +276,18 @@ extension TokenStore {
             """)
     }
 
-    /// Moves `references` to `cardID`; those the old card's loss or theft suspended go back to the
-    /// status they had.
+    /// Moves each token to its card (a reissue's new card); those the old card's loss or theft
+    /// suspended go back to the status they had.
     package static func move(
-        _ references: [String], toCard cardID: String, now: Date, connection: PostgresConnection
+        _ moves: [(reference: String, cardID: String)], now: Date, connection: PostgresConnection
     ) throws {
-        guard !references.isEmpty else { return }
+        guard !moves.isEmpty else { return }
         try connection.execute(
             """
-            UPDATE tokens SET card_id = \(cardID), updated_at = \(now),
-                   status = coalesce(issuer_suspended_from, status), issuer_suspended_from = NULL
-            WHERE token_reference = ANY(\(references))
+            UPDATE tokens t SET card_id = m.card_id, updated_at = \(now),
+                   status = coalesce(t.issuer_suspended_from, t.status), issuer_suspended_from = NULL
+            FROM unnest(\(moves.map(\.reference))::text[], \(moves.map(\.cardID))::text[]) AS m(token_reference, card_id)
+            WHERE t.token_reference = m.token_reference
             """)
     }
 }

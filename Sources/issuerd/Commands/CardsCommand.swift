@@ -4,7 +4,7 @@ import IssuerdImport
 import Synchronization
 
 /// `issuerd cards import FILE.jsonl`: bulk card registration, all or nothing; `issuerd cards
-/// reissue FILE.csv`: bulk reissues, line by line.
+/// reissue FILE.csv`: bulk reissues, a chunk of lines per transaction.
 enum CardsCommand: CommandDefinition {
     static let name = "cards"
     static let summary =
@@ -84,6 +84,7 @@ enum CardsCommand: CommandDefinition {
                 file: URL(fileURLWithPath: path), actor: OperatorCommandSupport.actor, now: Date(), vault: vault,
                 keys: keys, database: pool, progressEvery: every,
                 progress: { standardError("cards reissue: \($0) lines") },
+                notice: { standardError("cards reissue: \($0)") },
                 badLine: { line, reason in print("line \(line): \(reason)") })
         }
         standardError("cards reissue: peak resident memory \(ResourceUsage.peakResidentMebibytes()) MiB")
