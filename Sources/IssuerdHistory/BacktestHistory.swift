@@ -213,6 +213,29 @@ package enum BacktestHistory {
 
         /// Attempts in all.
         package var count: Int { order.count }
+
+        /// The index in ``order`` of the attempt `id` at `time`, nil when the window does not hold
+        /// it: a binary search by (time, id), the order's own.
+        package func index(of id: String, at time: Date) -> Int? {
+            func attempt(_ index: Int) -> (time: Date, id: String) {
+                let position = order[index]
+                let attempt = pages[Int(position.page)].attempts[Int(position.row)]
+                return (attempt.time, attempt.id)
+            }
+            var low = 0
+            var high = order.count
+            while low < high {
+                let middle = (low + high) / 2
+                let found = attempt(middle)
+                if found.time < time || (found.time == time && found.id < id) {
+                    low = middle + 1
+                } else {
+                    high = middle
+                }
+            }
+            guard low < order.count, attempt(low) == (time, id) else { return nil }
+            return low
+        }
     }
 
     /// One fetched page of window attempts, decoded and parsed (or a kept hour's attempts).

@@ -28,13 +28,17 @@ package struct BacktestStream {
     ///   - queries: Every velocity query of the two rulesets.
     ///   - useRecorded: Take the values attempts recorded; false counts every value.
     ///   - limit: The most attempts; past it ``BacktestHistory/TooMany`` (counted over the window).
+    ///   - labels: The outcomes of the window's attempts, in time order
+    ///     (``HistoryBacktest/outcomeLabels(since:until:connection:)``): each slice gives the
+    ///     accumulator those of its attempts.
     ///   - changed: Given each slice's changed attempts (the accumulator must collect them).
     ///   - cancelled: Checked between slices and history pages; true throws ``HistoryBacktest/Cancelled``.
     /// - Throws: ``PostgresError``, ``BacktestHistory/BadAttempt``, ``BacktestHistory/TooMany``,
     ///   ``HistoryBacktest/Cancelled``.
     package static func run(
         since: Date, until: Date, queries: [VelocityQuery], useRecorded: Bool, limit: Int,
-        accumulator: inout Backtest.Accumulator, connections: [PostgresConnection], cache: BacktestWindowCache?,
+        accumulator: inout Backtest.Accumulator, labels: [HistoryBacktest.OutcomeLabel] = [],
+        connections: [PostgresConnection], cache: BacktestWindowCache?,
         now: Date, changed: (([HistoryBacktest.ChangedRow]) -> Void)?, cancelled: () -> Bool,
         progress: (HistoryBacktest.Progress) -> Void,
         log: (String) -> Void
@@ -52,6 +56,7 @@ package struct BacktestStream {
         var attemptCoverage: [VelocityKey: Coverage] = [:]
         var total = 0
         var cards = CardDigits()
+        var nextLabel = 0
         // With a second connection, the slices are read on it (and on a third, when there is one)
         // by a thread of their own, up to ``readAhead`` slices ahead of the one being replayed: the
         // reading connections never run the history's queries, which keep to the first.
@@ -135,9 +140,19 @@ package struct BacktestStream {
                         }
                     })
             }
+            // The slice's labelled attempts, each found in its order by time and id.
+            var labelled: [Backtest.Labelled] = []
+            while nextLabel < labels.count, labels[nextLabel].time < end {
+                let outcome = labels[nextLabel]
+                if outcome.time >= start, let index = window.index(of: outcome.attemptID, at: outcome.time) {
+                    labelled.append(Backtest.Labelled(index: index, label: outcome.label))
+                }
+                nextLabel += 1
+            }
+            labelled.sort { $0.index < $1.index }
             let changes = accumulator.add(
                 pages: window.pages.map(\.attempts), recorded: useRecorded ? window.pages.map(\.recorded) : nil,
-                order: window.order, history: velocity)
+                order: window.order, history: velocity, labels: labelled)
             if let changed, !changes.isEmpty {
                 changed(try details(of: changes, cards: &cards, connection: connections[0]))
             }

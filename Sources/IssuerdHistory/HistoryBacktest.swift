@@ -115,12 +115,12 @@ public enum HistoryBacktest {
                     progress("backtest: \(labels.count) attempts with an outcome")
                     accumulator = Backtest.Accumulator(
                         current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: changed != nil,
-                        labels: labels)
+                        measuresOutcomes: true)
                 }
                 var lastLine = Date.distantPast
                 try BacktestStream.run(
                     since: since, until: until, queries: queries, useRecorded: useRecordedVelocity, limit: limit,
-                    accumulator: &accumulator, connections: connections, cache: cache, now: now,
+                    accumulator: &accumulator, labels: labels, connections: connections, cache: cache, now: now,
                     changed: changed,
                     cancelled: { control?.isCancelled ?? false },
                     progress: { step in
@@ -174,23 +174,39 @@ public enum HistoryBacktest {
         }
     }
 
+    /// An attempt's current outcome as a backtest counts it, with the attempt's id and time (by
+    /// which the slice holding it finds it).
+    package struct OutcomeLabel: Sendable, Equatable {
+        package var attemptID: String
+        package var time: Date
+        package var label: Backtest.Label
+    }
+
     /// The current outcomes of the attempts of `[since, until)` that have one, as rule performance
-    /// counts them (``RulePerformance``): confirmed fraud with its amount, or legitimate.
+    /// counts them (``RulePerformance``): confirmed fraud with its amount, or legitimate; in the
+    /// order a window's attempts are replayed (time, then id). The attempt's time is the copy its
+    /// outcome keeps (`attempt_created_at`, always the attempt's `created_at`), so the attempts
+    /// table is not read for them.
     package static func outcomeLabels(
         since: Date, until: Date, connection: PostgresConnection
-    ) throws -> [String: Backtest.Label] {
-        var labels: [String: Backtest.Label] = [:]
+    ) throws -> [OutcomeLabel] {
+        var labels: [OutcomeLabel] = []
         for row in try connection.query(
             """
-            SELECT o.attempt_id::text AS id, o.outcome = 'fraud' AS fraud, coalesce(o.amount_lost, 0) AS lost
-            FROM attempt_outcomes o JOIN provisioning_attempts a ON a.attempt_id = o.attempt_id
+            SELECT o.attempt_id, o.attempt_created_at, o.outcome = 'fraud', coalesce(o.amount_lost, 0)
+            FROM attempt_outcomes o
             WHERE o.is_current AND (o.outcome = 'legitimate' OR o.confirmed)
-              AND a.created_at >= \(since) AND a.created_at < \(until)
+              AND o.attempt_created_at >= \(since) AND o.attempt_created_at < \(until)
             """)
         {
-            let fraud: Bool = try row.decode("fraud")
-            labels[try row.decode("id")] = Backtest.Label(fraud: fraud, amountLost: fraud ? try row.decode("lost") : 0)
+            // The id decoded as a window's attempt ids are (`BacktestHistory.Page`), so the two compare equal.
+            let fraud: Bool = try row.decode(2)
+            labels.append(
+                OutcomeLabel(
+                    attemptID: try row.decode(0), time: try row.decode(1),
+                    label: Backtest.Label(fraud: fraud, amountLost: fraud ? try row.decode(3) : 0)))
         }
+        labels.sort { $0.time != $1.time ? $0.time < $1.time : $0.attemptID < $1.attemptID }
         return labels
     }
 

@@ -170,18 +170,22 @@ public enum Backtest {
         /// - Parameters:
         ///   - collectChanges: Whether ``add(_:_:recorded:history:)`` returns the batch's changed attempts.
         ///   - workers: Threads each batch is replayed on.
-        ///   - labels: The outcomes of the attempts that have one, by attempt id: those attempts are
-        ///     also decided in full under both rulesets and counted in the report's `performance`.
+        ///   - measuresOutcomes: Whether the report has `performance` (some attempt of the window
+        ///     has an outcome): the labelled attempts each batch is given (``Labelled``) are also
+        ///     decided in full under both rulesets and counted there.
         public init(
             current: Ruleset, candidate: Ruleset, sampleSize: Int = 20, collectChanges: Bool = false,
-            workers: Int = ProcessInfo.processInfo.activeProcessorCount, labels: [String: Label] = [:]
+            workers: Int = ProcessInfo.processInfo.activeProcessorCount, measuresOutcomes: Bool = false
         ) {
             replay = Replay(
-                current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: collectChanges,
-                labels: labels)
+                current: current, candidate: candidate, sampleSize: sampleSize, collectChanges: collectChanges)
             total = Partial(current: current, candidate: candidate)
             self.workers = workers
+            self.measuresOutcomes = measuresOutcomes
         }
+
+        /// Whether the report has `performance`.
+        private let measuresOutcomes: Bool
 
         /// Replays `attempts[range]` (later than every attempt added before), split over the
         /// workers: every attempt is independent of the others' decisions; counts are summed and
@@ -204,18 +208,21 @@ public enum Backtest {
         /// - Parameters:
         ///   - recorded: Each page's recorded values by the same row index; nil counts every value.
         ///   - order: Every attempt of the pages once, in time order.
+        ///   - labels: The attempts of the slice with an outcome, by their index in `order`, in
+        ///     that order (counted only when the accumulator measures outcomes).
         /// - Returns: The changed attempts, in `order`'s order (none unless collected).
         public mutating func add<History: BacktestVelocity>(
-            pages: [[AttemptLog.Attempt]], recorded: [RecordedVelocity]?, order: [Position], history: History
+            pages: [[AttemptLog.Attempt]], recorded: [RecordedVelocity]?, order: [Position], history: History,
+            labels: [Labelled] = []
         ) -> [ChangedAttempt] {
             add(
                 pages: pages, recorded: recorded ?? pages.map { _ in nil }, order: order, order.indices,
-                history: history)
+                history: history, labels: measuresOutcomes ? labels : [])
         }
 
         private mutating func add<History: BacktestVelocity>(
             pages: [[AttemptLog.Attempt]], recorded: [RecordedVelocity?], order: [Position]?, _ range: Range<Int>,
-            history: History
+            history: History, labels: [Labelled] = []
         ) -> [ChangedAttempt] {
             guard !range.isEmpty else { return [] }
             let sampleSize = replay.sampleSize
@@ -232,14 +239,14 @@ public enum Backtest {
             }
             var changes: [ChangedAttempt] = []
             if ranges.count == 1 {
-                let part = replay.run(pages, lookups, order, ranges[0], history)
+                let part = replay.run(pages, lookups, order, ranges[0], history, labels)
                 changes = part.changes
                 total.add(part, sampleSize: sampleSize)
             } else {
                 let parts = Lock<[Int: Partial]>([:])
                 let replay = replay
                 DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
-                    let part = replay.run(pages, lookups, order, ranges[index], history)
+                    let part = replay.run(pages, lookups, order, ranges[index], history, labels)
                     parts.withLock { $0[index] = part }
                 }
                 parts.withLock { parts in
@@ -268,7 +275,7 @@ public enum Backtest {
                 currentMix: total.mix(\.current), candidateMix: total.mix(\.candidate),
                 transitions: total.transitionTable, sample: total.sample, changed: total.changed,
                 currentUnresolved: total.currentUnresolved, candidateUnresolved: total.candidateUnresolved,
-                performance: replay.labels.isEmpty ? nil : total.performance)
+                performance: measuresOutcomes ? total.performance : nil)
         }
     }
 
@@ -336,8 +343,6 @@ public enum Backtest {
         let candidate: Ruleset
         let sampleSize: Int
         let collectChanges: Bool
-        /// Outcomes by attempt id (a few per thousand attempts): those attempts are decided in full.
-        let labels: [String: Label]
 
         /// Counts through ``Ruleset/tally(_:velocity:checks:hits:)`` (the attempt's recorded
         /// checks applied, as the live path applied them); only a sampled or collected changed
@@ -345,12 +350,17 @@ public enum Backtest {
         /// same values.
         ///
         /// The attempts at `range` of `order` (page and row), or rows `range` of the only page
-        /// without an order.
+        /// without an order. The attempts of `labels` (by the same index, in order; a few per
+        /// thousand) are also decided in full and counted against their outcomes: found by
+        /// walking `labels` beside the range, not by a look-up per attempt (hashing every
+        /// attempt's id was a tenth of a quarter's backtest).
         fileprivate func run<History: BacktestVelocity>(
             _ pages: [[AttemptLog.Attempt]], _ lookups: [Accumulator.Lookups], _ order: [Position]?,
-            _ range: Range<Int>, _ history: History
+            _ range: Range<Int>, _ history: History, _ labels: [Labelled]
         ) -> Partial {
             var part = Partial(current: current, candidate: candidate)
+            // The first labelled attempt at or after the range.
+            var nextLabel = labels.firstIndex { $0.index >= range.lowerBound } ?? labels.count
             // Each attempt is read in place (`attempts[index]` at each use, borrowed, a page's
             // buffer at a time over each run of positions in one page): a local copy of it, or an
             // array access per use, retained and released its every field.
@@ -377,14 +387,15 @@ public enum Backtest {
                         part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
                         if before.unresolved { part.currentUnresolved += 1 }
                         if after.unresolved { part.candidateUnresolved += 1 }
-                        if !labels.isEmpty, let label = labels[attempts[index].id] {
+                        if nextLabel < labels.count, labels[nextLabel].index == position {
                             let attempt = attempts[index]
                             part.performance.add(
                                 before: current.decide(attempt.input, velocity: beforeValues, checks: attempt.checks)
                                     .decision,
                                 after: candidate.decide(attempt.input, velocity: afterValues, checks: attempt.checks)
                                     .decision,
-                                label: label)
+                                label: labels[nextLabel].label)
+                            nextLabel += 1
                         }
                         guard before.flow != after.flow else { continue }
                         part.changed += 1

@@ -15,6 +15,18 @@ extension Backtest {
         }
     }
 
+    /// An attempt of a batch with its outcome: its index in the batch's order, and the label.
+    public struct Labelled: Sendable, Equatable {
+        public var index: Int
+        public var label: Label
+
+        /// Creates the value from every stored property.
+        public init(index: Int, label: Label) {
+            self.index = index
+            self.label = label
+        }
+    }
+
     /// The labelled attempts' figures under one ruleset: per rule what it decided, and the totals,
     /// as rule performance counts them live ("decided": a hit at least as severe as the flow,
     /// which is not green).

@@ -66,4 +66,89 @@ struct BacktestPerformanceTests {
             #expect(live.rules.contains { "\($0.mode) \($0.ruleId)" == key && $0.decided > 0 }, "\(key)")
         }
     }
+    @Test(
+        "Each slice counts its own attempts' current outcomes: a later report overrules an earlier one, attempts at one instant are told apart, an attempt outside the window is not counted, and hours kept from an earlier run count the same"
+    )
+    func outcomesFoundBySlice() throws {
+        let app = try ReplayDecisionTests.app(rules: try ReplayDecisionTests.rules())
+        _ = try ReplayDecisionTests.seed(app)
+        let attempts = try ReplayDecisionTests.stored(app)
+        try #require(attempts.count >= 5)
+        let ids = attempts.map { $0.id.uuidString.lowercased() }
+        // Three attempts at one instant five hours ago, one two hours ago, the rest as made:
+        // the stream reads them in slices of an hour and less.
+        let now = Date()
+        let tied = now.addingTimeInterval(-5 * 3_600)
+        let later = now.addingTimeInterval(-2 * 3_600)
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                "UPDATE provisioning_attempts SET created_at = \(tied) WHERE attempt_id = ANY(\(Array(ids[0...2]))::uuid[])"
+            )
+            try connection.execute(
+                "UPDATE provisioning_attempts SET created_at = \(later) WHERE attempt_id = \(ids[3])::uuid")
+        }
+        // The tied attempt 0: fraud, then legitimate on a later report (the current one); 1:
+        // fraud with an amount; 2: none; 3: legitimate; 4: fraud with an amount.
+        let admin = try app.apiKey(role: .admin)
+        let reports = [
+            #"{"attemptId":"\#(ids[0])","outcome":"fraud","source":"analyst","reportedAt":"2026-11-01T00:00:00Z"}"#,
+            #"{"attemptId":"\#(ids[0])","outcome":"legitimate","source":"analyst","reportedAt":"2026-11-02T00:00:00Z"}"#,
+            #"{"attemptId":"\#(ids[1])","outcome":"fraud","source":"chargeback","amountLost":{"value":50000,"currency":"KRW"}}"#,
+            #"{"attemptId":"\#(ids[3])","outcome":"legitimate","source":"cardholder"}"#,
+            #"{"attemptId":"\#(ids[4])","outcome":"fraud","source":"chargeback","amountLost":{"value":7000,"currency":"KRW"}}"#,
+        ]
+        let posted = try app.client.postJSON(
+            "/v1/admin/outcomes", #"{"outcomes":[\#(reports.joined(separator: ","))]}"#,
+            headers: AdminFixtures.bearer(admin))
+        #expect(posted.jsonObject()?["recorded"] as? Int == reports.count)
+
+        let ruleset = app.application.context.rules.current
+        func performance(
+            _ since: Date, _ until: Date, cache: BacktestWindowCache? = nil
+        ) throws -> Backtest.Performance? {
+            let outcome = try HistoryBacktest.run(
+                current: ruleset, candidate: ruleset, since: since, until: until, limit: 1_000, database: app.pool,
+                cache: cache, now: now)
+            guard case .report(let report, _) = outcome else {
+                Issue.record("unexpected \(outcome)")
+                return nil
+            }
+            return report.performance
+        }
+        func live(_ since: Date, _ until: Date) throws -> RulePerformance {
+            try app.pool.withConnection { connection in
+                try RulePerformance.read(
+                    since: since, until: until, ruleset: ruleset, maturity: .seconds(86_400), now: now,
+                    connection: connection)
+            }
+        }
+        let windows: [(since: Date, until: Date, fraud: Int, legitimate: Int)] = [
+            (now.addingTimeInterval(-6 * 3_600), now.addingTimeInterval(3_600), 2, 2),
+            (now.addingTimeInterval(-6 * 3_600), now.addingTimeInterval(-4 * 3_600), 1, 1),  // the tied ones
+            (now.addingTimeInterval(-4 * 3_600), now.addingTimeInterval(3_600), 1, 1),
+        ]
+        for window in windows {
+            let side = try #require(try performance(window.since, window.until)).current
+            #expect(side.fraud == window.fraud && side.legitimate == window.legitimate)
+            let totals = try live(window.since, window.until).totals
+            #expect(side.fraud == totals.fraud && side.legitimate == totals.legitimate)
+            #expect(side.fraudPassedGreen == totals.fraudPassedGreen)
+            #expect(side.fraudPassedGreenAmount == totals.fraudPassedGreenAmount)
+        }
+        // A window with attempts but no outcome has no performance figures.
+        try app.pool.withConnection { connection in
+            try connection.execute(
+                "UPDATE provisioning_attempts SET created_at = \(now.addingTimeInterval(-9 * 3_600)) WHERE attempt_id = \(ids[2])::uuid"
+            )
+        }
+        #expect(try performance(now.addingTimeInterval(-10 * 3_600), now.addingTimeInterval(-8 * 3_600)) == nil)
+
+        // The complete hours kept by a first run give the same figures in a second.
+        let cache = BacktestWindowCache(capacity: 100)
+        let since = now.addingTimeInterval(-6 * 3_600)
+        let first = try performance(since, now, cache: cache)
+        let second = try performance(since, now, cache: cache)
+        #expect(first != nil && first == second)
+        #expect(first?.current.fraud == 2 && first?.current.legitimate == 2)
+    }
 }
