@@ -4,8 +4,9 @@ import IssuerdCrypto
 /// The `X-Issuerd-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`
 /// header (docs/openapi.yaml, `tspSignature`), parsed.
 ///
-/// Verification (HMAC, time window, replay) is ``TSPAuthenticator``'s; this type only takes the
-/// header apart strictly so that malformed input never reaches the crypto.
+/// The header is taken apart strictly, so that malformed input never reaches the crypto; then
+/// ``matching(body:key:)`` checks the HMAC and ``isWithin(_:of:)`` the time. The replay check
+/// needs the database and is the API's (`VerifiedTSPSignature`).
 package struct TSPSignature: Equatable {
     /// The header's name.
     package static let headerName = "X-Issuerd-Signature"
@@ -48,6 +49,19 @@ package struct TSPSignature: Equatable {
         guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
         else { return "" }
         return text[first...last]
+    }
+
+    /// The first of the header's signatures that is the HMAC-SHA256 of `body` at its timestamp
+    /// under `key`, each compared in constant time; nil when none is.
+    package func matching(body: [UInt8], key: SymmetricKey) -> [UInt8]? {
+        let expected = HMACSHA256.authenticationCode(
+            for: Self.signedPayload(timestamp: timestamp, body: body), using: key)
+        return signatures.first { constantTimeEquals($0, expected) }
+    }
+
+    /// Whether the signing time is at most `window` seconds from `now`, either way.
+    package func isWithin(_ window: TimeInterval, of now: Date) -> Bool {
+        abs(now.timeIntervalSince1970 - Double(timestamp)) <= window
     }
 
     /// The bytes the HMAC covers: `"<t>." + raw body`.

@@ -5,9 +5,8 @@ import IssuerdCrypto
 import IssuerdHTTP
 import IssuerdPostgres
 
-/// Creates and checks API keys. Keys are 256 random bits shown once (`isk_<id>_<secret>`);
-/// only the SHA-256 of the whole key is stored. A slow password hash is not needed: the key
-/// has full entropy, so the hash cannot be brute-forced.
+/// API keys on requests: the bearer key (``APIKeyCredential``, IssuerdAuth) or a console session
+/// read from the request, looked up in `api_keys`, and refused with 401 or 403.
 struct APIKeyAuthenticator: Sendable {
     let database: PostgresPool
     /// The console's sessions, accepted instead of a bearer key where a route allows them.
@@ -42,9 +41,7 @@ struct APIKeyAuthenticator: Sendable {
     /// What can be checked before the body is read, without the database: a bearer credential in
     /// an API key's form, or a console session cookie. Throws the 401 of ``authenticate(_:roles:consoleSession:)``.
     func admit(_ request: HTTPRequest) throws {
-        if let credential = request.bearerCredential, credential.hasPrefix("isk_"), credential.utf8.count <= 128 {
-            return
-        }
+        if let credential = request.bearerCredential, APIKeyCredential.hasKeyForm(credential) { return }
         if let sessions, request.cookie(sessions.cookieName(for: request)) != nil { return }
         throw HTTPError.unauthenticated()
     }
@@ -59,8 +56,8 @@ struct APIKeyAuthenticator: Sendable {
 
     /// The principal of an unrevoked key, or nil (the key is never logged).
     func principal(key credential: String) throws -> APIKeyPrincipal? {
-        guard credential.hasPrefix("isk_"), credential.utf8.count <= 128 else { return nil }
-        let digest = SHA256.hash(Array(credential.utf8))
+        guard APIKeyCredential.hasKeyForm(credential) else { return nil }
+        let digest = APIKeyCredential.digest(credential)
         let row = try database.withConnection { connection in
             try connection.query(
                 "SELECT key_id, name, role FROM api_keys WHERE key_hash = \(digest) AND revoked_at IS NULL"
@@ -74,10 +71,8 @@ struct APIKeyAuthenticator: Sendable {
     static func create(
         role: APIKeyRole, name: String, connection: PostgresConnection
     ) throws -> (keyID: String, key: String) {
-        let keyID = BinaryEncoding.hexString(try SecureRandom.bytes(count: 6))
-        let secret = BinaryEncoding.base64URLString(try SecureRandom.bytes(count: 32))
-        let key = "isk_\(keyID)_\(secret)"
-        let digest = SHA256.hash(Array(key.utf8))
+        let (keyID, key) = try APIKeyCredential.generate()
+        let digest = APIKeyCredential.digest(key)
         try connection.execute(
             "INSERT INTO api_keys (key_id, name, role, key_hash) VALUES (\(keyID), \(name), \(role.rawValue), \(digest))"
         )

@@ -7,7 +7,8 @@ import IssuerdPostgres
 /// Authenticates token service provider calls by `X-Issuerd-Signature` (docs/openapi.yaml, `tspSignature`).
 ///
 /// Three checks, in order: the HMAC over `"<t>.<raw body>"` (constant-time), the timestamp
-/// within 300 s of now, and the signature never seen before. Seen signatures are kept in
+/// within 300 s of now (both ``TSPSignature``'s, in IssuerdAuth), and the signature never seen
+/// before. Seen signatures are kept in
 /// PostgreSQL, not in memory, so a replay to another instance behind the load balancer is
 /// refused too. ``verify(_:now:)`` makes the first two; the third is the signature's record
 /// (``VerifiedTSPSignature``), which the tokenization authorization writes in its own
@@ -29,13 +30,11 @@ struct TSPAuthenticator: Sendable {
         guard let header = request.headers[Self.headerName], let signature = TSPSignature(header: header) else {
             throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
         }
-        let payload = TSPSignature.signedPayload(timestamp: signature.timestamp, body: request.body)
-        let expected = HMACSHA256.authenticationCode(for: payload, using: key)
-        guard let matched = signature.signatures.first(where: { constantTimeEquals($0, expected) }) else {
+        guard let matched = signature.matching(body: request.body, key: key) else {
             request.logger.notice("TSP signature refused", ["reason": "mismatch"])
             throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
         }
-        guard abs(now.timeIntervalSince1970 - Double(signature.timestamp)) <= Self.window else {
+        guard signature.isWithin(Self.window, of: now) else {
             request.logger.notice("TSP signature refused", ["reason": "timestamp outside window"])
             throw HTTPError.unauthenticated(scheme: "IssuerdSignature")
         }
@@ -46,7 +45,7 @@ struct TSPAuthenticator: Sendable {
     /// window. Throws the same 401 as ``verify(_:now:)``.
     func admit(_ request: HTTPRequest, now: Date) throws {
         guard let header = request.headers[Self.headerName], let signature = TSPSignature(header: header),
-            abs(now.timeIntervalSince1970 - Double(signature.timestamp)) <= Self.window
+            signature.isWithin(Self.window, of: now)
         else { throw HTTPError.unauthenticated(scheme: "IssuerdSignature") }
     }
 
