@@ -130,7 +130,7 @@ enum CardReissue {
         _ request: Validated, oldCardID: String, actor: String, now: Date, vault: PANVault, keys: ReissueSettings,
         connection: PostgresConnection
     ) throws -> ReissueRecord? {
-        guard try connection.query("SELECT 1 FROM cards WHERE card_id = \(oldCardID) FOR UPDATE").first != nil,
+        guard try CardStore.lockStatus(oldCardID, connection: connection) != nil,
             let old = try CardStore.find(oldCardID, connection: connection)
         else { return nil }
         let oldPAN = try CardStore.openPAN(old, vault: vault)
@@ -138,17 +138,10 @@ enum CardReissue {
             request, old: old, oldPAN: oldPAN,
             waiting: { try ReissueStore.waiting(oldCardID: oldCardID, connection: connection) != nil },
             panInUse: { pan in
-                let fingerprint = try vault.fingerprint(pan)
-                return try connection.query("SELECT 1 FROM cards WHERE pan_fingerprint = \(fingerprint) LIMIT 1").first
-                    != nil
+                try CardStore.holdsPAN(fingerprint: try vault.fingerprint(pan), connection: connection)
             },
             liveFraudTokens: { references in
-                try connection.query(
-                    """
-                    SELECT count(*)::int8 AS n FROM tokens
-                    WHERE card_id = \(oldCardID) AND status <> 'deleted' AND token_reference = ANY(\(references))
-                    """
-                ).first?.decode("n", as: Int64.self) ?? 0
+                try TokenStore.liveCount(of: references, cardID: oldCardID, connection: connection)
             })
         let new: CardRecord
         do {

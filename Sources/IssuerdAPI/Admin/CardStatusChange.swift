@@ -37,9 +37,7 @@ enum CardStatusChange {
         cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date,
         reissue: ReissueContext? = nil, connection: PostgresConnection
     ) throws -> Outcome? {
-        guard let current = try connection.query("SELECT status FROM cards WHERE card_id = \(cardID) FOR UPDATE").first,
-            let previous = CardStatusValue(rawValue: try current.decode("status"))
-        else { return nil }
+        guard let previous = try CardStore.lockStatus(cardID, connection: connection) else { return nil }
         if previous == status {
             guard let card = try CardStore.find(cardID, connection: connection) else { return nil }
             return Outcome(card: card, previous: previous, tokensAffected: 0)

@@ -50,8 +50,7 @@ public enum PANKeyRotation {
                 continue
             }
             let remaining = try database.withConnection { connection in
-                try connection.query("SELECT count(*) AS n FROM cards WHERE pan_key_version <> \(current)").first?
-                    .decode("n", as: Int64.self) ?? 0
+                try CardStore.countSealed(otherThan: current, connection: connection)
             }
             if remaining == 0 { return summary }
             retries += 1
@@ -66,16 +65,9 @@ public enum PANKeyRotation {
     private static func rotateBatch(
         limit: Int, current: Int, vault: PANVault, actor: String, now: Date, connection: PostgresConnection
     ) throws -> Int {
-        let rows = try connection.query(
-            """
-            SELECT card_id, pan_ciphertext, pan_key_version FROM cards WHERE pan_key_version <> \(current)
-            ORDER BY card_id LIMIT \(limit) FOR UPDATE SKIP LOCKED
-            """)
+        let rows = try CardStore.lockSealed(otherThan: current, limit: limit, connection: connection)
         var fromVersions: Set<Int> = []
-        for row in rows {
-            let cardID: String = try row.decode("card_id")
-            let sealed = SealedPAN(
-                keyVersion: try row.decode("pan_key_version"), bytes: try row.decode("pan_ciphertext"))
+        for (cardID, sealed) in rows {
             let resealed: SealedPAN
             do {
                 resealed = try vault.reseal(sealed, context: CardStore.panContext(cardID))
@@ -85,11 +77,7 @@ public enum PANKeyRotation {
                         + "(\(error.code)); add that version to ISSUERD_MASTER_KEY_PREVIOUS")
             }
             fromVersions.insert(sealed.keyVersion)
-            try connection.execute(
-                """
-                UPDATE cards SET pan_ciphertext = \(resealed.bytes), pan_key_version = \(resealed.keyVersion), updated_at = \(now)
-                WHERE card_id = \(cardID)
-                """)
+            try CardStore.storeResealed(cardID, resealed, now: now, connection: connection)
         }
         if !rows.isEmpty {
             try AuditLog.append(

@@ -100,13 +100,11 @@ struct MDESFlows {
             let pan = PrimaryAccountNumber(data.account.accountNumber),
             let token = try StepUpToken.lock(tokenReference, connection: connection),
             token.status == StepUpToken.awaitingVerification,
-            let card = try connection.query(
-                "SELECT expiration, pan_fingerprint FROM cards WHERE card_id = \(token.cardID)"
-            ).first,
-            try card.decode("pan_fingerprint", as: [UInt8].self) == (try context.vault.fingerprint(pan))
+            let card = try CardStore.expirationAndFingerprint(token.cardID, connection: connection),
+            card.fingerprint == (try context.vault.fingerprint(pan))
         else { return none }
         if let month = data.account.expiryMonth, let year = data.account.expiryYear,
-            try card.decode("expiration", as: String.self) != "\(month)/\(year)"
+            card.expiration != "\(month)/\(year)"
         {
             return none
         }

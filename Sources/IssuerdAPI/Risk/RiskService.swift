@@ -41,9 +41,7 @@ struct RiskService: Sendable {
         let ruleset = rules.current
         var request = request
         if request.cardActiveTokens == nil {
-            request.cardActiveTokens = try connection.query(
-                "SELECT count(*) AS n FROM tokens WHERE card_id = \(request.card.cardID) AND status = 'active'"
-            ).first?.decode("n", as: Int.self)
+            request.cardActiveTokens = try TokenStore.activeCount(cardID: request.card.cardID, connection: connection)
         }
         let batch = velocityBatch(for: request, ruleset: ruleset)
         let velocity =

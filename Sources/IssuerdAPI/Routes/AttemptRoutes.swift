@@ -94,22 +94,15 @@ enum AttemptRoutes {
 
     /// The last four digits of the attempt's card (never more of the PAN), if it is known.
     private static func lastFour(of cardID: JSONValue?, connection: PostgresConnection) throws -> JSONValue {
-        guard case .string(let id)? = cardID,
-            let row = try connection.query("SELECT last_four FROM cards WHERE card_id = \(id)").first
+        guard case .string(let id)? = cardID, let lastFour = try CardStore.lastFour(id, connection: connection)
         else { return .null }
-        return .string(try row.decode("last_four"))
+        return .string(lastFour)
     }
 
     /// The token this attempt created, if any.
     private static func token(of attemptID: UUID, connection: PostgresConnection) throws -> JSONValue {
-        guard
-            let row = try connection.query(
-                "SELECT token_reference, status FROM tokens WHERE attempt_id = \(attemptID)"
-            ).first
-        else { return .null }
-        return [
-            "tokenReference": .string(try row.decode("token_reference")), "status": .string(try row.decode("status")),
-        ]
+        guard let token = try TokenStore.created(byAttempt: attemptID, connection: connection) else { return .null }
+        return ["tokenReference": .string(token.tokenReference), "status": .string(token.status)]
     }
 
     /// The challenges of that token, oldest first (destinations masked; never a code), each with

@@ -204,6 +204,70 @@ package enum CardStore {
             """)
     }
 
+    /// Locks the card's row for the transaction; its status, or nil when there is no such card.
+    package static func lockStatus(_ cardID: String, connection: PostgresConnection) throws -> CardStatusValue? {
+        guard let row = try connection.query("SELECT status FROM cards WHERE card_id = \(cardID) FOR UPDATE").first
+        else { return nil }
+        return CardStatusValue(rawValue: try row.decode("status"))
+    }
+
+    /// Whether a card, in any status, holds the PAN with this keyed fingerprint.
+    package static func holdsPAN(fingerprint: [UInt8], connection: PostgresConnection) throws -> Bool {
+        try connection.query("SELECT 1 FROM cards WHERE pan_fingerprint = \(fingerprint) LIMIT 1").first != nil
+    }
+
+    /// The card's last four digits (never more of the PAN), or nil when there is no such card.
+    package static func lastFour(_ cardID: String, connection: PostgresConnection) throws -> String? {
+        try connection.query("SELECT last_four FROM cards WHERE card_id = \(cardID)").first?.decode("last_four")
+    }
+
+    /// The card's expiry (`MM/YY`) and PAN fingerprint, or nil when there is no such card.
+    package static func expirationAndFingerprint(
+        _ cardID: String, connection: PostgresConnection
+    ) throws -> (expiration: String, fingerprint: [UInt8])? {
+        guard
+            let row = try connection.query(
+                "SELECT expiration, pan_fingerprint FROM cards WHERE card_id = \(cardID)"
+            ).first
+        else { return nil }
+        return (try row.decode("expiration"), try row.decode("pan_fingerprint"))
+    }
+
+    /// Cards whose PAN is sealed under a key version other than `current`: how many.
+    package static func countSealed(otherThan current: Int, connection: PostgresConnection) throws -> Int64 {
+        try connection.query("SELECT count(*) AS n FROM cards WHERE pan_key_version <> \(current)").first?
+            .decode("n", as: Int64.self) ?? 0
+    }
+
+    /// Up to `limit` of those cards in id order, locked for the transaction; rows another
+    /// transaction holds are skipped.
+    package static func lockSealed(
+        otherThan current: Int, limit: Int, connection: PostgresConnection
+    ) throws -> [(cardID: String, sealed: SealedPAN)] {
+        try connection.query(
+            """
+            SELECT card_id, pan_ciphertext, pan_key_version FROM cards WHERE pan_key_version <> \(current)
+            ORDER BY card_id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+            """
+        ).map {
+            (
+                try $0.decode("card_id"),
+                SealedPAN(keyVersion: try $0.decode("pan_key_version"), bytes: try $0.decode("pan_ciphertext"))
+            )
+        }
+    }
+
+    /// Stores the card's PAN sealed anew (a key rotation).
+    package static func storeResealed(
+        _ cardID: String, _ sealed: SealedPAN, now: Date, connection: PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
+            UPDATE cards SET pan_ciphertext = \(sealed.bytes), pan_key_version = \(sealed.keyVersion), updated_at = \(now)
+            WHERE card_id = \(cardID)
+            """)
+    }
+
     /// Changes the status under a row lock and records the change.
     ///
     /// - Returns: The previous status, or nil when the card does not exist.
@@ -211,9 +275,7 @@ package enum CardStore {
         _ cardID: String, to status: CardStatusValue, reason: String?, actor: String, now: Date,
         connection: PostgresConnection
     ) throws -> CardStatusValue? {
-        guard let row = try connection.query("SELECT status FROM cards WHERE card_id = \(cardID) FOR UPDATE").first,
-            let old = CardStatusValue(rawValue: try row.decode("status"))
-        else { return nil }
+        guard let old = try lockStatus(cardID, connection: connection) else { return nil }
         try connection.execute(
             "UPDATE cards SET status = \(status.rawValue), updated_at = \(now) WHERE card_id = \(cardID)")
         try connection.execute(

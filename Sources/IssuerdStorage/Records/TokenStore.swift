@@ -43,6 +43,37 @@ package enum TokenStore {
         """
     }
 
+    /// How many of the card's tokens are active.
+    package static func activeCount(cardID: String, connection: PostgresConnection) throws -> Int? {
+        try connection.query(
+            "SELECT count(*) AS n FROM tokens WHERE card_id = \(cardID) AND status = 'active'"
+        ).first?.decode("n", as: Int.self)
+    }
+
+    /// How many of `references` are the card's tokens and not deleted.
+    package static func liveCount(
+        of references: [String], cardID: String, connection: PostgresConnection
+    ) throws -> Int64 {
+        try connection.query(
+            """
+            SELECT count(*)::int8 AS n FROM tokens
+            WHERE card_id = \(cardID) AND status <> 'deleted' AND token_reference = ANY(\(references))
+            """
+        ).first?.decode("n", as: Int64.self) ?? 0
+    }
+
+    /// The token an attempt created, with its status, if any.
+    package static func created(
+        byAttempt attemptID: UUID, connection: PostgresConnection
+    ) throws -> (tokenReference: String, status: String)? {
+        guard
+            let row = try connection.query(
+                "SELECT token_reference, status FROM tokens WHERE attempt_id = \(attemptID)"
+            ).first
+        else { return nil }
+        return (try row.decode("token_reference"), try row.decode("status"))
+    }
+
     /// The token's card and status, locked for update.
     package static func lock(
         _ tokenReference: String, connection: PostgresConnection
