@@ -6,8 +6,10 @@ import Synchronization
 /// The background worker that empties the outbox: claim due messages, deliver, record.
 ///
 /// One thread per instance, started by ``IssuerdApplication/start()`` and stopped (after the
-/// message in hand) by ``IssuerdApplication/shutdown(timeout:)``. Instances share the work
-/// through `FOR UPDATE SKIP LOCKED` (see ``OutboxStore``).
+/// messages in hand) by ``IssuerdApplication/shutdown(timeout:)``; each round it claims a batch
+/// and delivers its lanes on up to ``OutboxSettings/concurrency`` threads of that round
+/// (``dispatchOnce()``). Instances share the work through `FOR UPDATE SKIP LOCKED` (see
+/// ``OutboxStore``).
 package final class OutboxDispatcher: Sendable {
     private let database: PostgresPool
     private let settings: OutboxSettings
