@@ -151,7 +151,7 @@ struct OutboxCrashTests {
             receiver.wait(timeout: 60) { _ in killed.withLock { $0 } }
         }
         let environment = try Self.environment(database: database, directory: directory, receiver: receiver).merging([
-            "ISSUERD_OUTBOX_LEASE": "4s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "3s", "ISSUERD_OUTBOX_BATCH_SIZE": "12",
+            "ISSUERD_OUTBOX_LEASE": "12s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "10s", "ISSUERD_OUTBOX_BATCH_SIZE": "12",
             "ISSUERD_OUTBOX_CONCURRENCY": "4",
         ]) { $1 }
 
@@ -161,8 +161,14 @@ struct OutboxCrashTests {
         kill(first, SIGKILL)
         Self.reap(first)
         let inFlight = Set(arrivals().map { $0.dropFirst("arrived ".count) })
-        // Four at once: one at a time, the first held request would have been the only one.
         #expect(inFlight.count >= 4, "\(receiver.events)")
+        // Four at once: no try had ended when the fourth arrived. One at a time, each held
+        // request would have timed out (recorded as a failed try) before the next went.
+        let failedTries = try pool.withConnection {
+            try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE last_error IS NOT NULL").first!.decode(
+                "n", as: Int64.self)
+        }
+        #expect(failedTries == 0)
         killed.withLock { $0 = true }
         #expect(try Self.delivered(pool) == 0)
 
