@@ -300,12 +300,14 @@ struct StreamingBacktestTests {
         let subject = VelocitySubject(deviceID: "d1")
         let at = Self.start.addingTimeInterval(30 * 60)
         #expect(velocity.value(of: attempts, subject: subject, at: at) == 3)
+        #expect(velocity.counts(attempts) && !velocity.counts(cards) && !velocity.counts(names))
         // A distinct query of a group kept without card ids (or names) is not counted from it: the
         // group starts again, over its longest window, to be fed that window with what it counts.
         #expect(velocity.include([cards]) == [.init(kind: .attempt, key: .device, seconds: 86_400)])
         #expect(velocity.eventCount == 0)
         feed()
         #expect(velocity.value(of: cards, subject: subject, at: at) == 2)
+        #expect(velocity.counts(cards) && !velocity.counts(names))
         #expect(velocity.include([cards]).isEmpty, "already kept with card ids")
         #expect(velocity.include([names]) == [.init(kind: .attempt, key: .device, seconds: 86_400)])
         feed()

@@ -119,9 +119,16 @@ public struct SlidingVelocity: Sendable {
         return reset
     }
 
-    /// Whether values of `query` are counted here (its group is kept for at least its window).
+    /// Whether values of `query` are counted here (its group is kept for at least its window,
+    /// with the card ids or names a distinct query counts).
     public func counts(_ query: VelocityQuery) -> Bool {
-        (horizons[Self.index(query.metric.eventKind, query.key)] ?? -1) >= Double(query.windowSeconds)
+        let index = Self.index(query.metric.eventKind, query.key)
+        guard let horizon = horizons[index], horizon >= Double(query.windowSeconds) else { return false }
+        switch query.metric {
+        case .distinctCards: return parts[0].groups[index]?.cards ?? false
+        case .distinctNames: return parts[0].groups[index]?.names ?? false
+        default: return true
+        }
     }
 
     private static func index(_ kind: VelocityEvent.Kind, _ key: VelocityKey) -> Int {
