@@ -48,6 +48,32 @@ package enum ChunkedCSVImport {
         progressEvery: Int = .max, progress: (Int) -> Void = { _ in },
         badLine: (_ line: Int, _ reason: String) -> Void
     ) throws -> Summary {
+        try run(
+            file: file, lineLimit: lineLimit, chunkLines: chunkLines, skipComments: skipComments, header: header,
+            parse: parse,
+            start: { chunk in
+                let outcomes = try apply(chunk)
+                return { outcomes }
+            }, progressEvery: progressEvery, progress: progress, badLine: badLine)
+    }
+
+    /// Reads `file` and applies its lines, a chunk's work possibly overlapping the next's:
+    /// `start` begins applying a chunk and answers how to wait for its outcomes. That wait is
+    /// called once, after `start` was called with the next chunk (or at the end), so the caller
+    /// may finish a chunk on another thread while the next one is read and begun; outcomes are
+    /// reported chunk by chunk, in file order, as ``run(file:lineLimit:chunkLines:skipComments:header:parse:apply:progressEvery:progress:badLine:)``
+    /// reports them.
+    ///
+    /// - Throws: As that one; when `start` throws, the chunk begun before is waited for and
+    ///   reported first.
+    package static func run<Item>(
+        file: URL, lineLimit: Int, chunkLines: Int, skipComments: Bool = false,
+        header: (_ text: String, _ line: Int) throws -> [String: Int],
+        parse: (_ text: String, _ header: [String: Int]) -> Result<Item, CSVLine.Problem>,
+        start: (_ chunk: [(line: Int, item: Item)]) throws -> () throws -> [Outcome],
+        progressEvery: Int = .max, progress: (Int) -> Void = { _ in },
+        badLine: (_ line: Int, _ reason: String) -> Void
+    ) throws -> Summary {
         guard let handle = try? FileHandle(forReadingFrom: file) else {
             throw CommandInputError("cannot read \(file.path)")
         }
@@ -57,21 +83,39 @@ package enum ChunkedCSVImport {
         var summary = Summary()
         var chunk: [(line: Int, item: Item)] = []
         var errors: [(line: Int, reason: String)] = []
+        // The chunk begun and not yet reported: its lines, its lines refused by `parse`, its wait.
+        var begun:
+            (chunk: [(line: Int, item: Item)], errors: [(line: Int, reason: String)], wait: () throws -> [Outcome])?
 
-        func flush() throws {
-            if !chunk.isEmpty {
-                for (entry, outcome) in zip(chunk, try apply(chunk)) {
-                    switch outcome {
-                    case .applied: summary.applied += 1
-                    case .unchanged: summary.unchanged += 1
-                    case .refused(let reason): errors.append((entry.line, reason))
-                    }
+        func report() throws {
+            guard let (lines, refused, wait) = begun else { return }
+            begun = nil
+            var errors = refused
+            for (entry, outcome) in zip(lines, try wait()) {
+                switch outcome {
+                case .applied: summary.applied += 1
+                case .unchanged: summary.unchanged += 1
+                case .refused(let reason): errors.append((entry.line, reason))
                 }
             }
             for error in errors.sorted(by: { $0.line < $1.line }) { badLine(error.line, error.reason) }
             summary.errors += errors.count
-            chunk.removeAll(keepingCapacity: true)
-            errors.removeAll(keepingCapacity: true)
+        }
+
+        func flush() throws {
+            var wait: () throws -> [Outcome] = { [] }
+            if !chunk.isEmpty {
+                do {
+                    wait = try start(chunk)
+                } catch {
+                    try report()
+                    throw error
+                }
+            }
+            try report()
+            begun = (chunk, errors, wait)
+            chunk.removeAll()
+            errors.removeAll()
         }
 
         while true {
@@ -102,8 +146,12 @@ package enum ChunkedCSVImport {
             }
             if chunk.count >= chunkLines { try flush() }
         }
-        guard columns != nil else { throw CommandInputError("\(file.path) is empty: a header row is required") }
+        guard columns != nil else {
+            try report()
+            throw CommandInputError("\(file.path) is empty: a header row is required")
+        }
         try flush()
+        try report()
         if progressEvery != .max, summary.lines % progressEvery != 0 { progress(summary.lines) }
         return summary
     }

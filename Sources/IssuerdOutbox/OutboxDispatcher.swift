@@ -6,8 +6,10 @@ import Synchronization
 /// The background worker that empties the outbox: claim due messages, deliver, record.
 ///
 /// One thread per instance, started by ``IssuerdApplication/start()`` and stopped (after the
-/// message in hand) by ``IssuerdApplication/shutdown(timeout:)``. Instances share the work
-/// through `FOR UPDATE SKIP LOCKED` (see ``OutboxStore``).
+/// messages in hand) by ``IssuerdApplication/shutdown(timeout:)``; each round it claims a batch
+/// and delivers its lanes on up to ``OutboxSettings/concurrency`` threads of that round
+/// (``dispatchOnce()``). Instances share the work through `FOR UPDATE SKIP LOCKED` (see
+/// ``OutboxStore``).
 package final class OutboxDispatcher: Sendable {
     private let database: PostgresPool
     private let settings: OutboxSettings
@@ -120,11 +122,19 @@ package final class OutboxDispatcher: Sendable {
 
     /// Claims one batch and delivers it.
     ///
-    /// Messages are delivered one after the other while the batch's lease still covers a whole
-    /// delivery (the HTTP timeout and its one-second guard). A slow receiver would otherwise keep
-    /// the dispatcher busy past the lease, another dispatcher would claim the same messages, and
-    /// each would go out twice at the same moment (scripts/reliability counted those). The rest
-    /// of the batch, and whatever a stop interrupts, is released at once for the next round.
+    /// The batch is split into lanes (``OutboxLanes``): the messages about one card, token,
+    /// reissue or challenge, in claim order. Up to ``OutboxSettings/concurrency`` lanes are
+    /// delivered at the same time, each on its own thread, each message of a lane after the answer
+    /// to the one before (and its outcome recorded), so one card's calls keep their order while
+    /// different cards' overlap. Each message is recorded in its own transaction right after its
+    /// answer: a crash leaves only the messages in flight pending, delivered again once their
+    /// lease ends (at least once, never lost).
+    ///
+    /// A message is put on the wire only while the batch's lease still covers a whole delivery
+    /// (the HTTP timeout and its one-second guard). A slow receiver would otherwise keep the
+    /// dispatcher busy past the lease, another dispatcher would claim the same messages, and each
+    /// would go out twice at the same moment (scripts/reliability counted those). What is left of
+    /// a lane then, and whatever a stop interrupts, is released at once for the next round.
     ///
     /// - Returns: The number of messages claimed.
     @discardableResult
@@ -135,28 +145,81 @@ package final class OutboxDispatcher: Sendable {
                 limit: settings.batchSize, lease: settings.lease, kinds: delivery.deliverableKinds,
                 connection: connection)
         }
-        let budget = settings.lease - settings.httpTimeout - .seconds(1)
-        // SMS to the SMS centre go on the wire one after the other (up to its window) and their
-        // answers are collected afterwards; everything else is delivered in turn.
+        guard let first = batch.first?.id else { return 0 }
+        let round = Round(
+            claimedAt: claimedAt, budget: settings.lease - settings.httpTimeout - .seconds(1), first: first)
+        // SMS to the SMS centre go on the wire one after the other from this thread (up to its
+        // window) and their answers are collected afterwards; everything else goes by lanes.
+        let pipelined = batch.filter { delivery.pipelines($0) }
+        let lanes = OutboxLanes.split(batch.filter { !delivery.pipelines($0) })
+        let workers = min(settings.concurrency, lanes.count)
+        let taken = Lock(0)
+        let released = Lock<[Int64]>([])
+        let done = DispatchGroup()
+        if workers > 1 {
+            for worker in 0..<workers {
+                done.enter()
+                let thread = Thread { [self] in
+                    while let lane = taken.withLock({ next -> [OutboxStore.Claimed]? in
+                        defer { next += 1 }
+                        return next < lanes.count ? lanes[next] : nil
+                    }) {
+                        let left = deliver(lane: lane, round: round)
+                        if !left.isEmpty { released.withLock { $0 += left } }
+                    }
+                    done.leave()
+                }
+                thread.name = "issuerd-outbox-\(worker + 1)"
+                thread.start()
+            }
+        }
         var inFlight: [(message: OutboxStore.Claimed, begun: Result<OutboxDelivery.PendingSMS, any Error>)] = []
-        for (index, message) in batch.enumerated() {
-            if stopRequested || (index > 0 && ContinuousClock.now - claimedAt >= budget) {
-                release(batch[index...].map(\.id))
+        for (index, message) in pipelined.enumerated() {
+            if round.over(message, stopRequested: stopRequested) {
+                released.withLock { $0 += pipelined[index...].map(\.id) }
                 break
             }
-            traced(message) {
-                if delivery.pipelines(message) {
-                    inFlight.append((message, Result { try delivery.begin(message) }))
-                } else {
-                    record(message, Result { try delivery.deliver(message) })
-                }
+            traced(message) { inFlight.append((message, Result { try delivery.begin(message) })) }
+        }
+        if workers <= 1 {
+            for lane in lanes {
+                let left = deliver(lane: lane, round: round)
+                if !left.isEmpty { released.withLock { $0 += left } }
             }
         }
         let finished = inFlight.map { item in
             (message: item.message, outcome: Result { OutboxDelivery.Delivered(stepUp: try item.begun.get().finish()) })
         }
         recordAccepted(finished)
+        done.wait()
+        let left = released.withLock { $0 }
+        if !left.isEmpty { release(left) }
         return batch.count
+    }
+
+    /// When a round's messages may still go on the wire.
+    private struct Round: Sendable {
+        var claimedAt: ContinuousClock.Instant
+        var budget: Duration
+        /// The round's first message, which goes whatever the time.
+        var first: Int64
+
+        /// Whether `message` must be given back untried: a stop is requested, or the lease no
+        /// longer covers a whole delivery.
+        func over(_ message: OutboxStore.Claimed, stopRequested: Bool) -> Bool {
+            stopRequested || (message.id != first && ContinuousClock.now - claimedAt >= budget)
+        }
+    }
+
+    /// Delivers one lane's messages in turn, each recorded before the next goes.
+    ///
+    /// - Returns: The ids of the messages given back untried (``Round/over(_:stopRequested:)``).
+    private func deliver(lane: [OutboxStore.Claimed], round: Round) -> [Int64] {
+        for (index, message) in lane.enumerated() {
+            if round.over(message, stopRequested: stopRequested) { return lane[index...].map(\.id) }
+            traced(message) { record(message, Result { try delivery.deliver(message) }) }
+        }
+        return []
     }
 
     /// Records the answers of the SMS put on the wire in one round: the accepted ones together in

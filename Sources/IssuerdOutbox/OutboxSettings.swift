@@ -24,6 +24,10 @@ public struct OutboxSettings: Sendable {
     public var httpTimeout: Duration
     /// Messages claimed per round (`ISSUERD_OUTBOX_BATCH_SIZE`, default 20).
     public var batchSize: Int
+    /// Deliveries in flight at once (`ISSUERD_OUTBOX_CONCURRENCY`, default 8): a round's messages
+    /// about different cards and tokens go side by side, one card's always one after the other
+    /// (``OutboxLanes``).
+    public var concurrency: Int
 
     /// Reads and validates the outbox keys.
     ///
@@ -50,6 +54,7 @@ public struct OutboxSettings: Sendable {
                 key: "ISSUERD_OUTBOX_LEASE", problem: "must be longer than ISSUERD_OUTBOX_HTTP_TIMEOUT")
         }
         batchSize = try reader.integer("ISSUERD_OUTBOX_BATCH_SIZE", default: 20, in: 1...500)
+        concurrency = try reader.integer("ISSUERD_OUTBOX_CONCURRENCY", default: 8, in: 1...64)
     }
 }
 

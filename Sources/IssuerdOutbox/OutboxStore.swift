@@ -22,6 +22,19 @@ package enum OutboxStore {
         package var attempts: Int
         /// The `traceparent` of the request that enqueued it, carried by its delivery.
         package var traceparent: String? = nil
+
+        /// Creates the value from every stored property.
+        package init(
+            id: Int64, kind: OutboxKind, dedupKey: String, payload: PostgresJSON, attempts: Int,
+            traceparent: String? = nil
+        ) {
+            self.id = id
+            self.kind = kind
+            self.dedupKey = dedupKey
+            self.payload = payload
+            self.attempts = attempts
+            self.traceparent = traceparent
+        }
     }
 
     /// Enqueues a message within the caller's transaction; a second message with the same

@@ -60,6 +60,9 @@ package struct HTTPPoster: Sendable {
         configuration.timeoutIntervalForRequest = timeout.timeInterval
         configuration.timeoutIntervalForResource = timeout.timeInterval
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        // The dispatcher's lanes may all call one host at once (`ISSUERD_OUTBOX_CONCURRENCY`, at
+        // most 64): none waits for a connection behind the others.
+        configuration.httpMaximumConnectionsPerHost = 64
         session = URLSession(configuration: configuration)
     }
 

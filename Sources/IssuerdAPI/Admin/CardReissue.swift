@@ -335,9 +335,11 @@ enum CardReissue {
     /// number (one for the route and an activation, a chunk's for a file): the tokens deleted
     /// and moved with their events and their rows in the reissue, the outbox messages in order,
     /// the old cards `replaced`, each reissue `in_progress` (or `completed` without tokens) and
-    /// its `card.reissue_applied` audit entry.
+    /// its `card.reissue_applied` audit entry. `statusInserted`: the reissues were inserted
+    /// applied already (``appliedStatus(_:)``), so their status is not updated.
     static func write(
-        _ applications: [Application], actor: String, now: Date, connection: PostgresConnection
+        _ applications: [Application], actor: String, now: Date, statusInserted: Bool = false,
+        connection: PostgresConnection
     ) throws {
         guard !applications.isEmpty else { return }
         var events: [(event: TokenEventKind, tokenReference: String, cardID: String)] = []
@@ -374,7 +376,9 @@ enum CardReissue {
         try CardStore.markReplaced(
             applications.map { ($0.reissue.oldCardID, "reissued as \($0.reissue.newCardID)") }, actor: actor, now: now,
             connection: connection)
-        try ReissueStore.markApplied(applications.map(\.reissue.reissueID), now: now, connection: connection)
+        if !statusInserted {
+            try ReissueStore.markApplied(applications.map(\.reissue.reissueID), now: now, connection: connection)
+        }
         try AuditLog.append(
             actor: actor,
             entries: applications.map { application in
@@ -387,6 +391,13 @@ enum CardReissue {
                     ]
                 )
             }, at: now, connection: connection)
+    }
+
+    /// The status a reissue has once `application` is written: `in_progress` while a token is to
+    /// be deleted or moved, else `completed` (as ``ReissueStore/markApplied(_:now:connection:)``
+    /// leaves it).
+    static func appliedStatus(_ application: Application) -> ReissueStatus {
+        application.deletes.isEmpty && application.moves.isEmpty ? .completed : .inProgress
     }
 
     /// The new account data sealed to a network's key (field-level, as Mastercard's);

@@ -32,31 +32,90 @@ enum CardReissueBatch {
         _ chunk: [Line], actor: String, now: Date, vault: PANVault, keys: ReissueSettings,
         connection: PostgresConnection
     ) throws -> [ChunkedCSVImport.Outcome]? {
-        var cardIDs = Set<String>()
-        for entry in chunk {
-            guard cardIDs.insert(entry.item.oldCardID).inserted, cardIDs.insert(entry.item.request.newCardID).inserted
-            else { return nil }
+        guard let prepared = try prepare(chunk, now: now, vault: vault, keys: keys, connection: connection) else {
+            return nil
         }
-        // The new PANs' fingerprints, for the check that no card has one and for the new cards.
-        let newFingerprints = try chunk.map { entry in try entry.item.request.pan.map { try vault.fingerprint($0) } }
-        let named = newFingerprints.compactMap { $0.map(BinaryEncoding.hexString) }
-        guard Set(named).count == named.count else { return nil }
+        return try write(prepared, actor: actor, now: now, connection: connection)
+    }
 
+    /// The names a chunk's lines touch: the old and new card ids and the new PANs' fingerprints
+    /// (hex). Two chunks whose names do not meet read and write disjoint rows, so one may be
+    /// read while the other is written (``CardReissueImport``).
+    struct Touched: Sendable {
+        var cardIDs = Set<String>()
+        var fingerprints = Set<String>()
+
+        func meets(_ other: Touched) -> Bool {
+            !cardIDs.isDisjoint(with: other.cardIDs) || !fingerprints.isDisjoint(with: other.fingerprints)
+        }
+    }
+
+    /// The new PANs' fingerprints (nil for a line keeping its PAN), and what the chunk's names
+    /// are, nil when its lines touch each other (the same card, new card or new PAN twice).
+    static func names(_ chunk: [Line], vault: PANVault) throws -> (fingerprints: [[UInt8]?], touched: Touched?) {
+        let fingerprints = try chunk.map { entry in try entry.item.request.pan.map { try vault.fingerprint($0) } }
+        var touched = Touched()
+        for (entry, fingerprint) in zip(chunk, fingerprints) {
+            guard touched.cardIDs.insert(entry.item.oldCardID).inserted,
+                touched.cardIDs.insert(entry.item.request.newCardID).inserted
+            else { return (fingerprints, nil) }
+            if let fingerprint, !touched.fingerprints.insert(BinaryEncoding.hexString(fingerprint)).inserted {
+                return (fingerprints, nil)
+            }
+        }
+        return (fingerprints, touched)
+    }
+
+    /// A chunk read and decided, its rows encoded: what ``write(_:actor:now:connection:)`` writes.
+    struct Prepared: Sendable {
+        fileprivate var decisions: [Decision]
+    }
+
+    /// Reads what the chunk's lines need (locking the old cards and their live tokens) and
+    /// decides each line, in the caller's transaction; nil, having read nothing, when its lines
+    /// touch each other.
+    ///
+    /// - Parameter names: ``names(_:vault:)`` of `chunk`, when the caller has them.
+    static func prepare(
+        _ chunk: [Line], names: (fingerprints: [[UInt8]?], touched: Touched?)? = nil, now: Date, vault: PANVault,
+        keys: ReissueSettings, connection: PostgresConnection
+    ) throws -> Prepared? {
+        let names = try names ?? Self.names(chunk, vault: vault)
+        guard names.touched != nil else { return nil }
+        // The new PANs' fingerprints, for the check that no card has one and for the new cards.
+        let named = names.fingerprints.compactMap { $0.map(BinaryEncoding.hexString) }
         // Planned once per statement, not per execution (see CardImport).
         try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = auto")
         let read = try Read(chunk, fingerprints: named, connection: connection)
-        let outcomes = try decide(chunk, read: read, fingerprints: newFingerprints, now: now, vault: vault, keys: keys)
+        return Prepared(
+            decisions: try decide(
+                chunk, read: read, fingerprints: names.fingerprints, now: now, vault: vault, keys: keys))
+    }
+
+    /// Writes the lines of `prepared` that passed, a statement (or `COPY`) per table, in the
+    /// transaction that prepared it.
+    ///
+    /// - Returns: Each line's outcome, in line order.
+    /// - Throws: A ``PostgresError`` when a write is refused after all (see ``apply``).
+    static func write(
+        _ prepared: Prepared, actor: String, now: Date, connection: PostgresConnection
+    ) throws -> [ChunkedCSVImport.Outcome] {
         var cards: [UInt8] = []
         var history: [UInt8] = []
         var records: [ReissueRecord] = []
         var started: [(action: String, subject: String, details: [String: String])] = []
         var applications: [CardReissue.Application] = []
-        for case .applied(let planned) in outcomes {
+        for case .applied(let planned) in prepared.decisions {
             cards += planned.cardRow
             history += planned.historyRow
-            records.append(planned.record)
-            started.append(CardReissue.startedAudit(planned.record, newLastFour: planned.newLastFour))
-            if let application = planned.application { applications.append(application) }
+            var record = planned.record
+            if let application = planned.application {
+                // Inserted applied: one statement fewer than inserting it waiting and updating it.
+                record.status = CardReissue.appliedStatus(application)
+                applications.append(application)
+            }
+            records.append(record)
+            started.append(CardReissue.startedAudit(record, newLastFour: planned.newLastFour))
         }
         if !records.isEmpty {
             try connection.copyIn(unsafeSQL: "COPY cards (\(CardStore.copyColumns)) FROM STDIN") {
@@ -67,9 +126,9 @@ enum CardReissueBatch {
             }
             try ReissueStore.insert(records, actor: actor, now: now, connection: connection)
             try AuditLog.append(actor: actor, entries: started, at: now, connection: connection)
-            try CardReissue.write(applications, actor: actor, now: now, connection: connection)
+            try CardReissue.write(applications, actor: actor, now: now, statusInserted: true, connection: connection)
         }
-        return outcomes.map { decision in
+        return prepared.decisions.map { decision in
             switch decision {
             case .applied: .applied
             case .unchanged: .unchanged
@@ -134,7 +193,7 @@ enum CardReissueBatch {
     }
 
     /// One line that passed: its rows and effects.
-    private struct Planned: Sendable {
+    fileprivate struct Planned: Sendable {
         var record: ReissueRecord
         var newLastFour: String
         var cardRow: [UInt8]
@@ -142,7 +201,7 @@ enum CardReissueBatch {
         var application: CardReissue.Application?
     }
 
-    private enum Decision: Sendable {
+    fileprivate enum Decision: Sendable {
         case applied(Planned)
         case unchanged
         case refused(String)

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import IssuerdCore
 import IssuerdCrypto
@@ -38,6 +39,10 @@ public enum CardReissueImport {
     /// line order, `progress` with the lines read every `progressEvery` lines, and `notice` for
     /// each chunk applied line by line (why, and its lines).
     ///
+    /// With two connections in `database`'s pool, a chunk is read and decided on one while the
+    /// chunk before it is written and committed on the other (``Pipeline``); with one, chunk after
+    /// chunk.
+    ///
     /// - Throws: ``CommandInputError`` for a file that cannot be read or a header that is not
     ///   one (nothing is applied then); database errors as they come (the chunks committed stay).
     public static func run(
@@ -45,39 +50,207 @@ public enum CardReissueImport {
         progressEvery: Int, progress: (Int) -> Void, notice: (String) -> Void = { _ in },
         badLine: (_ line: Int, _ reason: String) -> Void
     ) throws -> Summary {
-        let run = try ChunkedCSVImport.run(
-            file: file, lineLimit: 16 * 1024, chunkLines: chunkLines, skipComments: true, header: parseHeader,
-            parse: { text, header in request(text, header: header, now: now) },
-            apply: { (chunk: [CardReissueBatch.Line]) in
-                let why: String
+        let context = Context(actor: actor, now: now, vault: vault, keys: keys)
+        func chunks(
+            start: ([CardReissueBatch.Line]) throws -> () throws -> [ChunkedCSVImport.Outcome]
+        ) throws -> Summary {
+            let run = try ChunkedCSVImport.run(
+                file: file, lineLimit: 16 * 1024, chunkLines: chunkLines, skipComments: true, header: parseHeader,
+                parse: { text, header in request(text, header: header, now: now) }, start: start,
+                progressEvery: progressEvery, progress: progress, badLine: badLine)
+            return Summary(reissued: run.applied, unchanged: run.unchanged, errors: run.errors)
+        }
+        guard database.configuration.size >= 2 else {
+            return try database.withConnection { connection in
+                try chunks(start: { chunk in
+                    let applied = context.applyChunk(chunk, connection: connection)
+                    if let why = applied.notice { notice(why) }
+                    let outcomes = try applied.outcomes.get()
+                    return { outcomes }
+                })
+            }
+        }
+        // Each wait is called before this returns.
+        return try withoutActuallyEscaping(notice) { notice in
+            try database.withConnection { first in
+                try database.withConnection { second in
+                    let pipeline = Pipeline(context: context, connections: [first, second])
+                    defer { pipeline.drain() }
+                    return try chunks(start: { chunk in
+                        let wait = try pipeline.start(chunk)
+                        return {
+                            let applied = wait()
+                            if let why = applied.notice { notice(why) }
+                            return try applied.outcomes.get()
+                        }
+                    })
+                }
+            }
+        }
+    }
+
+    /// What every chunk of a run shares.
+    struct Context: Sendable {
+        var actor: String
+        var now: Date
+        var vault: PANVault
+        var keys: ReissueSettings
+
+        /// A chunk applied: each line's outcome, and why it went line by line when it did.
+        struct Applied: Sendable {
+            var outcomes: Result<[ChunkedCSVImport.Outcome], any Error>
+            var notice: String?
+        }
+
+        /// Applies `chunk` in one transaction on `connection`, set-wise (``CardReissueBatch``) or,
+        /// when its lines touch each other or another session's writes refuse it, line by line.
+        func applyChunk(_ chunk: [CardReissueBatch.Line], connection: PostgresConnection) -> Applied {
+            let why: String
+            do {
+                let applied = try connection.transaction { connection in
+                    try CardReissueBatch.apply(
+                        chunk, actor: actor, now: now, vault: vault, keys: keys, connection: connection)
+                }
+                if let applied { return Applied(outcomes: .success(applied)) }
+                why = "some concern the same card, new card or new PAN"
+            } catch {
+                guard let reason = Self.refusal(error) else { return Applied(outcomes: .failure(error)) }
+                why = reason
+            }
+            return lineByLine(chunk, why: why, connection: connection)
+        }
+
+        /// Why a set-wise chunk's failure lets its lines go one by one: another session wrote one
+        /// of the chunk's cards or reissues since it was read (nothing of the chunk stays); nil
+        /// for any other failure.
+        static func refusal(_ error: any Error) -> String? {
+            if let error = error as? PostgresError, error.refusesChunk {
+                return "another session's writes refused them together (\(error.code))"
+            }
+            // Likewise (a reissue made meanwhile for one of the chunk's cards).
+            if let refusal = error as? Refusal {
+                return "another session's writes refused them together (\(refusal.code))"
+            }
+            return nil
+        }
+
+        /// `chunk`'s lines one by one, each in a savepoint, in one transaction.
+        func lineByLine(_ chunk: [CardReissueBatch.Line], why: String, connection: PostgresConnection) -> Applied {
+            let outcomes = Result {
+                try connection.transaction { connection in
+                    try chunk.map { entry in
+                        try apply(entry.item, actor: actor, now: now, vault: vault, keys: keys, connection: connection)
+                    }
+                }
+            }
+            return Applied(
+                outcomes: outcomes,
+                notice: "lines \(chunk[0].line)-\(chunk[chunk.count - 1].line) applied one by one: \(why)")
+        }
+    }
+
+    /// Two connections taking turns: a chunk is read and decided (``CardReissueBatch/prepare``)
+    /// on the caller's thread while the chunk before it is written and committed on the writer's.
+    /// Writes go in file order, one at a time. Two chunks that touch a common card id or new
+    /// PAN would see each other's rows: the later one is read only once the earlier one is
+    /// committed, so each chunk reads what every chunk before it wrote, as chunk after chunk.
+    ///
+    /// @unchecked Sendable: each connection is used by one thread at a time, handed from the
+    /// caller (which reads on it) to the writer (which writes and commits on it) and back only
+    /// once the caller waited for that write; `inFlight` is the caller's alone.
+    final class Pipeline: @unchecked Sendable {
+        private let context: Context
+        private let connections: [PostgresConnection]
+        private let writer = DispatchQueue(label: "issuerd.card-reissue.writer")
+        private var turn = 0
+        /// The chunk last handed to the writer: its names, and its end.
+        private var inFlight: (touched: CardReissueBatch.Touched?, done: DispatchGroup)?
+
+        init(context: Context, connections: [PostgresConnection]) {
+            self.context = context
+            self.connections = connections
+        }
+
+        /// Reads and decides `chunk` and hands its writes to the writer.
+        ///
+        /// - Returns: The wait for its outcomes. It must be called before `start` is called
+        ///   twice more (the chunk's connection is used again then).
+        func start(_ chunk: [CardReissueBatch.Line]) throws -> () -> Context.Applied {
+            let handed = Handed(connection: connections[turn % connections.count])
+            let connection = handed.connection
+            turn += 1
+            let names = try CardReissueBatch.names(chunk, vault: context.vault)
+            if let inFlight, !Self.apart(names.touched, inFlight.touched) { inFlight.done.wait() }
+            let prepared: CardReissueBatch.Prepared?
+            do {
+                try connection.beginTransaction()
+                prepared = try CardReissueBatch.prepare(
+                    chunk, names: names, now: context.now, vault: context.vault, keys: context.keys,
+                    connection: connection)
+            } catch {
+                connection.rollbackQuietly()
+                guard let why = Context.refusal(error) else { throw error }
+                return handOver(names.touched) { [context] in
+                    context.lineByLine(chunk, why: why, connection: handed.connection)
+                }
+            }
+            guard let prepared else {
+                connection.rollbackQuietly()
+                return handOver(names.touched) { [context] in
+                    context.lineByLine(
+                        chunk, why: "some concern the same card, new card or new PAN", connection: handed.connection)
+                }
+            }
+            return handOver(names.touched) { [context] in
+                let connection = handed.connection
                 do {
-                    let applied = try database.withConnection { connection in
-                        try connection.transaction { connection in
-                            try CardReissueBatch.apply(
-                                chunk, actor: actor, now: now, vault: vault, keys: keys, connection: connection)
-                        }
-                    }
-                    if let applied { return applied }
-                    why = "some concern the same card, new card or new PAN"
-                } catch let error as PostgresError where error.refusesChunk {
-                    // Another session wrote one of the chunk's cards or reissues since it was
-                    // read: nothing of the chunk stays, and the lines go one by one below.
-                    why = "another session's writes refused them together (\(error.code))"
-                } catch let refusal as Refusal {
-                    // Likewise (a reissue made meanwhile for one of the chunk's cards).
-                    why = "another session's writes refused them together (\(refusal.code))"
+                    let outcomes = try CardReissueBatch.write(
+                        prepared, actor: context.actor, now: context.now, connection: connection)
+                    try connection.commitTransaction()
+                    return Context.Applied(outcomes: .success(outcomes))
+                } catch {
+                    connection.rollbackQuietly()
+                    guard let why = Context.refusal(error) else { return Context.Applied(outcomes: .failure(error)) }
+                    return context.lineByLine(chunk, why: why, connection: connection)
                 }
-                notice("lines \(chunk[0].line)-\(chunk[chunk.count - 1].line) applied one by one: \(why)")
-                return try database.withConnection { connection in
-                    try connection.transaction { connection in
-                        try chunk.map { entry in
-                            try apply(
-                                entry.item, actor: actor, now: now, vault: vault, keys: keys, connection: connection)
-                        }
-                    }
-                }
-            }, progressEvery: progressEvery, progress: progress, badLine: badLine)
-        return Summary(reissued: run.applied, unchanged: run.unchanged, errors: run.errors)
+            }
+        }
+
+        /// Whether two chunks' names are known not to meet (a chunk whose lines touch each other
+        /// has none: it is applied line by line, after the one before).
+        private static func apart(_ one: CardReissueBatch.Touched?, _ other: CardReissueBatch.Touched?) -> Bool {
+            guard let one, let other else { return false }
+            return !one.meets(other)
+        }
+
+        /// Runs `work` on the writer, after the writes handed over before it.
+        private func handOver(
+            _ touched: CardReissueBatch.Touched?, _ work: @escaping @Sendable () -> Context.Applied
+        ) -> () -> Context.Applied {
+            let done = DispatchGroup()
+            let result = Lock<Context.Applied?>(nil)
+            done.enter()
+            writer.async {
+                let applied = work()
+                result.withLock { $0 = applied }
+                done.leave()
+            }
+            inFlight = (touched, done)
+            return {
+                done.wait()
+                return result.withLock { $0! }
+            }
+        }
+
+        /// Waits for the writes handed over (the connections go back to the pool after it).
+        func drain() {
+            writer.sync {}
+        }
+
+        /// A connection handed to the writer (see the class's note).
+        private struct Handed: @unchecked Sendable {
+            let connection: PostgresConnection
+        }
     }
 
     /// One line in its own savepoint (a chunk whose lines touch each other, or that another

@@ -91,11 +91,11 @@ public enum OperatorSettings {
         return Redacted(secret)
     }
 
-    /// A small pool for a command: one connection, a generous wait.
-    public static func pool(_ url: Redacted<String>, logger: Logger) -> PostgresPool {
+    /// A small pool for a command: one connection (or `size`), a generous wait.
+    public static func pool(_ url: Redacted<String>, size: Int = 1, logger: Logger) -> PostgresPool {
         PostgresPool(
             configuration: PostgresPoolConfiguration(
-                connectionString: url.unsafeValue, size: 1, acquireTimeout: .seconds(30)),
+                connectionString: url.unsafeValue, size: size, acquireTimeout: .seconds(30)),
             logger: logger)
     }
 }

@@ -12,6 +12,18 @@ public enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `bytes` as lowercase hex, for an array (a fingerprint, a ciphertext): the generic form is
+    /// not specialised across modules and costs several times as much per byte.
+    public static func lowercase(_ bytes: [UInt8]) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { buffer in
+            for (index, byte) in bytes.enumerated() {
+                buffer[2 * index] = digit(byte >> 4)
+                buffer[2 * index + 1] = digit(byte & 0x0F)
+            }
+            return bytes.count * 2
+        }
+    }
+
     private static func digit(_ value: UInt8) -> UInt8 {
         value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }

@@ -17,6 +17,9 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
     /// Encodes bytes as lowercase hex.
     public static func hexString(_ bytes: some Sequence<UInt8>) -> String { Hex.lowercase(bytes) }
 
+    /// `bytes` as lowercase hex, an array's without the generic form's cost.
+    public static func hexString(_ bytes: [UInt8]) -> String { Hex.lowercase(bytes) }
+
     /// Encodes bytes as padded standard base64.
     public static func base64String(_ bytes: some Collection<UInt8>) -> String {
         encode(Array(bytes), alphabet: standardAlphabet, padding: true)

@@ -12,15 +12,10 @@ extension PostgresConnection {
     public func transaction<T>(
         isolation: IsolationLevel = .readCommitted, _ body: (PostgresConnection) throws -> T
     ) throws -> T {
-        try execute(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)
+        try beginTransaction(isolation: isolation)
         do {
             let value = try body(self)
-            // COMMIT of a transaction in which a statement failed (and `body` swallowed the
-            // error) succeeds with the tag ROLLBACK: that is a failure, not a commit.
-            let tag = try executeReturningTag(unsafeSQL: "COMMIT")
-            guard tag == "COMMIT" else {
-                throw PostgresError.rolledBackByFailedStatement()
-            }
+            try commitTransaction()
             return value
         } catch {
             rollbackQuietly()
@@ -28,8 +23,26 @@ extension PostgresConnection {
         }
     }
 
+    /// Opens a transaction that no single closure spans (a chunk read on one thread and written
+    /// on another); ``commitTransaction()`` ends it, or ``rollbackQuietly()`` on failure.
+    public func beginTransaction(isolation: IsolationLevel = .readCommitted) throws {
+        try execute(unsafeSQL: "BEGIN ISOLATION LEVEL " + isolation.rawValue)
+    }
+
+    /// Commits the open transaction.
+    ///
+    /// - Throws: ``PostgresError`` when it was rolled back instead (a statement in it failed).
+    public func commitTransaction() throws {
+        // COMMIT of a transaction in which a statement failed (and the caller swallowed the
+        // error) succeeds with the tag ROLLBACK: that is a failure, not a commit.
+        let tag = try executeReturningTag(unsafeSQL: "COMMIT")
+        guard tag == "COMMIT" else {
+            throw PostgresError.rolledBackByFailedStatement()
+        }
+    }
+
     /// Ends any open transaction; a failure here leaves the connection for the pool to discard.
-    func rollbackQuietly() {
+    public func rollbackQuietly() {
         guard isConnected else { return }
         _ = try? executeReturningTag(unsafeSQL: "ROLLBACK")
     }

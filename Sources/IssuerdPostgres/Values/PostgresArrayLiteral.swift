@@ -1,18 +1,26 @@
 /// Reads and writes one-dimensional array literals (`{a,"b c",NULL}`), PostgreSQL manual 8.15.6.
 enum PostgresArrayLiteral {
     /// Quotes every element so that commas, braces, blanks and the word NULL stay data.
+    ///
+    /// Byte by byte over UTF-8: `"` and `\` are ASCII, never part of a multi-byte sequence, and
+    /// a chunk's arrays (a JSON payload per line, quotes in every one) are formatted on the
+    /// writing thread of bulk commands, where walking them by `Character` cost more than their
+    /// encryption (and a quote followed by a combining mark is one `Character`, not a quote).
     static func format(_ elements: [String]) -> String {
-        var out = "{"
+        var out: [UInt8] = []
+        out.reserveCapacity(elements.reduce(2) { $0 + $1.utf8.count + 3 })
+        out.append(UInt8(ascii: "{"))
         for (index, element) in elements.enumerated() {
-            if index > 0 { out += "," }
-            out += "\""
-            for character in element {
-                if character == "\"" || character == "\\" { out += "\\" }
-                out.append(character)
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            for byte in element.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                out.append(byte)
             }
-            out += "\""
+            out.append(UInt8(ascii: "\""))
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses `array_out` text; `nil` elements are SQL NULLs.

@@ -69,7 +69,9 @@ package enum ReissueStore {
         fraud_tokens, status
         """
 
-    /// Inserts reissues within the caller's transaction, in one statement.
+    /// Inserts reissues within the caller's transaction, in one statement. A record already
+    /// applied (a file's line applied at once) is inserted with its final status, `applied_at`
+    /// (and `completed_at` when completed) set to `now`, rather than updated afterwards.
     ///
     /// - Throws: 409 `reissue_pending` when an old card already has one awaiting activation (or
     ///   a new card is another reissue's).
@@ -83,10 +85,13 @@ package enum ReissueStore {
             try connection.execute(
                 """
                 INSERT INTO card_reissues (reissue_id, reason, old_card_id, new_card_id, apply_at, notify_wallet, pan_changed,
-                                           pan_sequence_number, fraud_tokens, status, actor, created_at)
+                                           pan_sequence_number, fraud_tokens, status, actor, created_at, applied_at,
+                                           completed_at)
                 SELECT r.reissue_id::uuid, r.reason, r.old_card_id, r.new_card_id, r.apply_at, r.notify_wallet::boolean,
                        r.pan_changed::boolean, nullif(r.pan_sequence_number, ''),
-                       ARRAY(SELECT jsonb_array_elements_text(r.fraud_tokens::jsonb)), r.status, \(actor), \(now)
+                       ARRAY(SELECT jsonb_array_elements_text(r.fraud_tokens::jsonb)), r.status, \(actor), \(now),
+                       CASE WHEN r.status <> 'awaiting_activation' THEN \(now)::timestamptz END,
+                       CASE WHEN r.status IN ('completed', 'failed') THEN \(now)::timestamptz END
                 FROM unnest(\(records.map { $0.reissueID.uuidString })::text[], \(records.map(\.reason.rawValue))::text[],
                             \(records.map(\.oldCardID))::text[], \(records.map(\.newCardID))::text[],
                             \(records.map(\.applyAt))::text[], \(records.map { String($0.notifyWallet) })::text[],

@@ -77,7 +77,8 @@ enum CardsCommand: CommandDefinition {
         let reader = try OperatorCommandSupport.reader(arguments)
         let vault = try OperatorCommandSupport.setting { try OperatorSettings.vault(reader) }
         let keys = try OperatorCommandSupport.setting { try ReissueSettings(reader) }
-        let pool = try OperatorCommandSupport.pool(reader)
+        // Two connections: a chunk is read on one while the chunk before is written on the other.
+        let pool = try OperatorCommandSupport.pool(reader, size: 2)
         defer { pool.close() }
         let summary = try OperatorCommandSupport.failing {
             try CardReissueImport.run(

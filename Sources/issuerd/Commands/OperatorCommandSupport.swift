@@ -20,11 +20,11 @@ enum OperatorCommandSupport {
         }
     }
 
-    /// A one-connection pool on `ISSUERD_DATABASE_URL`.
-    static func pool(_ reader: ConfigurationReader) throws -> PostgresPool {
+    /// A one-connection (or `size`) pool on `ISSUERD_DATABASE_URL`.
+    static func pool(_ reader: ConfigurationReader, size: Int = 1) throws -> PostgresPool {
         let url = try setting { try OperatorSettings.databaseURL(reader) }
         let logger = Logger(label: "issuerd.cli", minimumLevel: .warning, handler: JSONLogHandler.standardError)
-        return OperatorSettings.pool(url, logger: logger)
+        return OperatorSettings.pool(url, size: size, logger: logger)
     }
 
     /// `cli:<login>`: who ran the command, as the audit log records it (bounded, safe characters).

@@ -272,4 +272,32 @@ struct CardReissueFileTests {
         #expect(second.lines.last == "cards reissue: reissued=0 unchanged=2 errors=2", "\(second.lines)")
         #expect(try Self.dump(fixture) == before)
     }
+
+    @Test("A chunk naming a card the chunk before it reissued reads that card once the chunk before is committed")
+    func chunkAfterChunk() throws {
+        let fixture = try Self.fixture()
+        try fixture.card("card-p1", customer: "c-p1", serial: 631)
+        try fixture.card("card-p2", customer: "c-p2", serial: 632)
+        let expiry = ReissueFixture.newExpiration
+        // The first chunk (500 lines): card-p1 reissued at once as card-p1n, and 499 unknown
+        // cards. The second: card-p1n (inactive, so its reissue waits) and card-p1 (replaced by
+        // now), both refused as the first chunk left them, and card-p2, applied.
+        var text = "card_id,reason,expiration,new_card_id,apply_at\ncard-p1,renewal,\(expiry),card-p1n,now\n"
+        for index in 0..<499 { text += "card-none-\(index),renewal,\(expiry),,now\n" }
+        text += "card-p1n,renewal,\(expiry),card-p1x,now\ncard-p1,damaged,\(expiry),card-p1d,now\n"
+        text += "card-p2,renewal,\(expiry),card-p2n,now\n"
+        let file = fixture.app.directory.appendingPathComponent("two-chunks.csv")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        let run = try Self.run(file, fixture)
+        #expect(run.lines.last == "cards reissue: reissued=2 unchanged=0 errors=501", "\(run.lines.suffix(4))")
+        let refused = run.lines.filter { $0.hasPrefix("line 502:") || $0.hasPrefix("line 503:") }
+        #expect(refused.count == 2)
+        #expect(refused.first?.contains("reissue_pending") == true, "\(refused)")
+        #expect(refused.last?.contains("invalid_state") == true, "\(refused)")
+        #expect(
+            try Self.lines(
+                fixture,
+                "SELECT old_card_id || ' ' || new_card_id || ' ' || status AS line FROM card_reissues ORDER BY old_card_id"
+            ) == ["card-p1 card-p1n completed", "card-p2 card-p2n completed"])
+    }
 }

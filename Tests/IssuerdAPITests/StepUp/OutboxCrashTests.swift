@@ -42,6 +42,35 @@ struct OutboxCrashTests {
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
     }
 
+    /// `issuerd serve`'s environment for `database`, with the development PKI written under
+    /// `directory`, TSP notifications to `receiver` and a fast outbox.
+    static func environment(
+        database: TestDatabase, directory: URL, receiver: WebhookReceiver
+    ) throws -> [String: String] {
+        let pki = try DevelopmentPKI.generate()
+        _ = try pki.write(to: directory.appendingPathComponent("pki"))
+        return [
+            "ISSUERD_DATABASE_URL": database.connectionString, "ISSUERD_LISTEN": "127.0.0.1:0",
+            "ISSUERD_RULES_DIR": TestApplication.repositoryRoot.appendingPathComponent("rules").path,
+            "ISSUERD_SQL_DIR": TestApplication.repositoryRoot.appendingPathComponent("sql").path,
+            "ISSUERD_APPLE_TRUST": directory.appendingPathComponent("pki/root.pem").path,
+            "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
+            "ISSUERD_APP_JWT_SECRET": String(repeating: "a", count: 40),
+            "ISSUERD_TSP_HMAC_SECRET": "tsp-secret-0123456789abcdef",
+            "ISSUERD_TSP_WEBHOOK_URL": receiver.url + "/tsp",
+            "ISSUERD_NOTIFY_LOG_FILE": directory.appendingPathComponent("notifications.jsonl").path,
+            "ISSUERD_OUTBOX_POLL_INTERVAL": "20ms", "ISSUERD_LOG_LEVEL": "critical",
+        ]
+    }
+
+    /// The outbox rows delivered.
+    static func delivered(_ pool: PostgresPool) throws -> Int64 {
+        try pool.withConnection {
+            try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE status = 'delivered'").first!.decode(
+                "n", as: Int64.self)
+        }
+    }
+
     @Test("issuerd killed with SIGKILL during dispatch and restarted: every message delivered at least once, none lost")
     func sigkillDuringDispatch() throws {
         let database = try TestDatabase.create()
@@ -49,8 +78,6 @@ struct OutboxCrashTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "issuerd-crash-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let pki = try DevelopmentPKI.generate()
-        _ = try pki.write(to: directory.appendingPathComponent("pki"))
         let pool = database.makePool(size: 2)
         defer { pool.close() }
         _ = try Migrator(directory: TestApplication.repositoryRoot.appendingPathComponent("sql"), logger: .silent)
@@ -67,19 +94,9 @@ struct OutboxCrashTests {
         }
         let receiver = try WebhookReceiver()
         receiver.answer(200, delay: 0.15)  // slow enough that the kill lands mid-dispatch
-        let environment = [
-            "ISSUERD_DATABASE_URL": database.connectionString, "ISSUERD_LISTEN": "127.0.0.1:0",
-            "ISSUERD_RULES_DIR": TestApplication.repositoryRoot.appendingPathComponent("rules").path,
-            "ISSUERD_SQL_DIR": TestApplication.repositoryRoot.appendingPathComponent("sql").path,
-            "ISSUERD_APPLE_TRUST": directory.appendingPathComponent("pki/root.pem").path,
-            "ISSUERD_MASTER_KEY": Data(repeating: 0x42, count: 32).base64EncodedString(),
-            "ISSUERD_APP_JWT_SECRET": String(repeating: "a", count: 40),
-            "ISSUERD_TSP_HMAC_SECRET": "tsp-secret-0123456789abcdef",
-            "ISSUERD_TSP_WEBHOOK_URL": receiver.url + "/tsp",
-            "ISSUERD_NOTIFY_LOG_FILE": directory.appendingPathComponent("notifications.jsonl").path,
-            "ISSUERD_OUTBOX_POLL_INTERVAL": "20ms", "ISSUERD_OUTBOX_LEASE": "2s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "1s",
-            "ISSUERD_OUTBOX_BATCH_SIZE": "5", "ISSUERD_LOG_LEVEL": "critical",
-        ]
+        let environment = try Self.environment(database: database, directory: directory, receiver: receiver).merging([
+            "ISSUERD_OUTBOX_LEASE": "2s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "1s", "ISSUERD_OUTBOX_BATCH_SIZE": "5",
+        ]) { $1 }
 
         let first = try Self.spawn(environment: environment)
         let before = receiver.wait(timeout: 60) { $0.count >= 4 }
@@ -98,12 +115,79 @@ struct OutboxCrashTests {
         #expect(Set(all.compactMap { $0.header("Idempotency-Key") }) == Set((0..<total).map { "crash-\($0)" }))
         var delivered: Int64 = 0
         for _ in 0..<250 where delivered != Int64(total) {
-            delivered = try pool.withConnection {
-                try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE status = 'delivered'").first!.decode(
-                    "n", as: Int64.self)
-            }
+            delivered = try Self.delivered(pool)
             if delivered != Int64(total) { Thread.sleep(forTimeInterval: 0.02) }
         }
         #expect(delivered == Int64(total))
+    }
+
+    @Test(
+        "issuerd killed with SIGKILL while several cards' messages are in flight at once: after restart each one is delivered, none lost"
+    )
+    func sigkillWithDeliveriesInFlight() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-crash-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pool = database.makePool(size: 2)
+        defer { pool.close() }
+        _ = try Migrator(directory: TestApplication.repositoryRoot.appendingPathComponent("sql"), logger: .silent)
+            .migrate(using: pool)
+        let total = 12
+        try pool.transaction { connection in
+            for index in 0..<total {
+                try OutboxStore.enqueue(
+                    kind: .tsp, dedupKey: "inflight-\(index)",
+                    payload: TSPNotificationPayload(
+                        tokenReference: "tok-\(index)", action: "suspend", cardId: "card-\(index)"),
+                    connection: connection)
+            }
+        }
+        // Every request is held until the kill: the first process never records a delivery.
+        let receiver = try WebhookReceiver(concurrent: true)
+        let killed = Lock(false)
+        receiver.gate { [receiver] _ in
+            receiver.wait(timeout: 60) { _ in killed.withLock { $0 } }
+        }
+        let environment = try Self.environment(database: database, directory: directory, receiver: receiver).merging([
+            "ISSUERD_OUTBOX_LEASE": "12s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "10s", "ISSUERD_OUTBOX_BATCH_SIZE": "12",
+            "ISSUERD_OUTBOX_CONCURRENCY": "4",
+        ]) { $1 }
+
+        let first = try Self.spawn(environment: environment)
+        let arrivals = { receiver.events.filter { $0.hasPrefix("arrived ") } }
+        receiver.wait(timeout: 60) { _ in arrivals().count >= 4 }
+        kill(first, SIGKILL)
+        Self.reap(first)
+        let inFlight = Set(arrivals().map { $0.dropFirst("arrived ".count) })
+        #expect(inFlight.count >= 4, "\(receiver.events)")
+        // Four at once: no try had ended when the fourth arrived. One at a time, each held
+        // request would have timed out (recorded as a failed try) before the next went.
+        let failedTries = try pool.withConnection {
+            try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE last_error IS NOT NULL").first!.decode(
+                "n", as: Int64.self)
+        }
+        #expect(failedTries == 0)
+        killed.withLock { $0 = true }
+        #expect(try Self.delivered(pool) == 0)
+
+        let second = try Self.spawn(environment: environment)
+        defer {
+            kill(second, SIGTERM)
+            Self.reap(second)
+        }
+        var delivered: Int64 = 0
+        for _ in 0..<3_000 where delivered != Int64(total) {  // up to a minute
+            delivered = try Self.delivered(pool)
+            if delivered != Int64(total) { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        #expect(delivered == Int64(total))
+        let answered = Set(receiver.received.compactMap { $0.header("Idempotency-Key") })
+        #expect(answered == Set((0..<total).map { "inflight-\($0)" }))
+        // The ones in flight at the kill went again after the restart.
+        for key in inFlight {
+            #expect(receiver.events.filter { $0 == "arrived \(key)" }.count >= 2, "\(key)")
+        }
     }
 }

@@ -4,7 +4,9 @@ import IssuerdCore
 /// A tiny HTTP receiver on 127.0.0.1 for the outbound webhooks (test-only): it records every
 /// request and answers with the status the test chooses, so a test can play a receiver that
 /// is down for a while. It reads just enough HTTP/1.1 for the dispatcher's POSTs (headers,
-/// `Content-Length` body) and closes every connection.
+/// `Content-Length` body) and closes every connection. It takes one connection at a time unless
+/// made `concurrent`; then a ``gate(_:)`` may hold a request until the test lets it go, and
+/// ``events`` tells when each request arrived and was answered.
 final class WebhookReceiver: Sendable {
     struct Received: Sendable {
         var path: String
@@ -17,6 +19,7 @@ final class WebhookReceiver: Sendable {
 
     let port: Int
     private let listener: Int32
+    private let concurrent: Bool
     // Guarded by Lock: received requests, the status to answer, and the stop flag.
     private let state = Lock(State())
 
@@ -25,9 +28,14 @@ final class WebhookReceiver: Sendable {
         var status = 200
         var delay: Double = 0
         var stopped = false
+        var gate: (@Sendable (Received) -> Void)?
+        var events: [String] = []
     }
 
-    init() throws {
+    /// - Parameter concurrent: Each connection on its own thread, so several requests are in
+    ///   hand at once.
+    init(concurrent: Bool = false) throws {
+        self.concurrent = concurrent
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestFailure("socket failed") }
         var address = sockaddr_in()
@@ -64,6 +72,16 @@ final class WebhookReceiver: Sendable {
 
     var received: [Received] { state.withLock { $0.received } }
 
+    /// `arrived KEY` when a request's body is read, `answered KEY` just before its answer is
+    /// written (KEY: its `Idempotency-Key`), in the order they happened.
+    var events: [String] { state.withLock { $0.events } }
+
+    /// Runs `body` with each request once it is read and before it is answered (on the
+    /// request's own thread when `concurrent`): it may block to hold the answer back.
+    func gate(_ body: @escaping @Sendable (Received) -> Void) {
+        state.withLock { $0.gate = body }
+    }
+
     /// Polls until `condition` holds for the received requests, at most `timeout` seconds.
     @discardableResult
     func wait(timeout: Double = 30, until condition: ([Received]) -> Bool) -> [Received] {
@@ -94,7 +112,11 @@ final class WebhookReceiver: Sendable {
                 if state.withLock({ $0.stopped }) { return }
                 continue
             }
-            handle(client)
+            if concurrent {
+                Thread { [self] in handle(client) }.start()
+            } else {
+                handle(client)
+            }
         }
     }
 
@@ -129,16 +151,20 @@ final class WebhookReceiver: Sendable {
             let parts = line.split(separator: ":", maxSplits: 1)
             if parts.count == 2 { headers[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces) }
         }
-        let (status, delay) = state.withLock { ($0.status, $0.delay) }
+        let path = requestLine.count > 1 ? String(requestLine[1]) : "/"
+        let request = Received(
+            path: path, headers: headers, body: Array(buffer[headerEnd..<(headerEnd + contentLength)]))
+        let key = request.header("Idempotency-Key") ?? "-"
+        let (status, delay, gate) = state.withLock { state in
+            state.events.append("arrived \(key)")
+            return (state.status, state.delay, state.gate)
+        }
+        gate?(request)
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
-        if status / 100 == 2 {
+        state.withLock { state in
             // Recorded only when accepted, like a receiver that stores what it acknowledged.
-            let path = requestLine.count > 1 ? String(requestLine[1]) : "/"
-            state.withLock {
-                $0.received.append(
-                    Received(path: path, headers: headers, body: Array(buffer[headerEnd..<(headerEnd + contentLength)]))
-                )
-            }
+            if status / 100 == 2 { state.received.append(request) }
+            state.events.append("answered \(key)")
         }
         let response = "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         _ = Array(response.utf8).withUnsafeBytes { write(client, $0.baseAddress, $0.count) }

@@ -20,7 +20,8 @@ import Testing
     }
 
     @Test func formatQuotesEverything() throws {
-        let values = ["", "a\\b", "q\"", "NULL", "{}"]
+        // A quote or backslash followed by a combining mark is escaped too.
+        let values = ["", "a\\b", "q\"", "NULL", "{}", "q\"\u{301}x", "\\\u{301}", "한글 \"따옴표\""]
         let text = PostgresArrayLiteral.format(values)
         #expect(try PostgresArrayLiteral.parse(text) == values.map { Optional($0) })
     }
