@@ -14,7 +14,7 @@ import IssuerdRisk
 /// The statement is one for every combination of filters, each absent one a `NULL` that
 /// planning folds away; it is planned for each request's values (`plan_cache_mode`), since a
 /// rule hitting one attempt in ten is best read in time order and one hitting one in a million
-/// through its index (`attempts_rule_keys`, sql/0031).
+/// through its index (`attempts_list_keys`, sql/0042).
 package enum AttemptList {
     package struct Summary: Encodable, Sendable {
         package var attemptId: String
@@ -86,6 +86,28 @@ package enum AttemptList {
         }
     }
 
+    /// PostgreSQL's plan (`EXPLAIN`, text) for a rule filter's page read through the rule's index
+    /// alone, with that read's settings: what tests check the index is asked for every key of
+    /// ``listKeys(_:)``, and what an operator compares when a filtered page is slow. `settings`
+    /// (`SET LOCAL …`) come after the read's own.
+    package static func ruleIndexPlan(
+        _ filter: AttemptFilter, settings: [String] = [], database: PostgresPool
+    ) throws -> String {
+        try database.withConnection { connection in
+            let target = try Target(filter, connection: connection)
+            return try connection.transaction { connection in
+                for setting in readSettings + ruleIndexSettings + settings {
+                    try connection.execute(unsafeSQL: setting)
+                }
+                return try connection.query(
+                    statement(
+                        filter, target: target, after: filter.cursor, limit: (filter.limit ?? 50) + 1,
+                        ruleIndexOnly: true, prefix: "EXPLAIN ", columns: pageSelect)
+                ).map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
+            }
+        }
+    }
+
     /// Every attempt the filter matches (from its cursor on), as CSV with `\r\n` line ends,
     /// written to `body` as it is read: one statement in one snapshot, read through a cursor a
     /// fetch of rows at a time, so memory holds one fetch and the body's buffer however long the
@@ -98,8 +120,7 @@ package enum AttemptList {
         return try database.withConnection { connection in
             let target = try Target(filter, connection: connection)
             return try connection.transaction(isolation: .repeatableRead) { connection in
-                try connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
-                try connection.execute("SET LOCAL jit = off")
+                for setting in readSettings { try connection.execute(unsafeSQL: setting) }
                 var written = 0
                 let declare = statement(
                     filter, target: target, after: filter.cursor, limit: nil, ruleIndexOnly: false,
@@ -183,7 +204,8 @@ package enum AttemptList {
     /// the last 24 rolled-up hours where the page's read starts (the period's end, or the
     /// cursor's time), the attempts with the filter's flow and channel, and the hits of its rule
     /// that match the filter. A time-ordered read passes over about `limit × attempts ÷ matches`
-    /// attempts for its page (a rule and channel taken as independent). With a customer, device
+    /// attempts for its page (a rule and channel taken as independent among the attempts of the
+    /// filter's flow). With a customer, device
     /// or `q`, or no rolled-up hour there, the planner's own choice gets ``orderedBudget``.
     package static func rulePlan(
         _ filter: AttemptFilter, after: AttemptCursor?, limit: Int, connection: PostgresConnection
@@ -207,6 +229,9 @@ package enum AttemptList {
                    )::float8 AS attempts,
                    (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
                     WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
+                      AND (\(filter.flow)::text IS NULL OR d.flow = \(filter.flow)))::float8 AS flowed,
+                   (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
+                    WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
                       AND (\(filter.flow)::text IS NULL OR d.flow = \(filter.flow))
                       AND (\(filter.channel)::text IS NULL OR d.channel = \(filter.channel)))::float8 AS filtered,
                    (SELECT coalesce(sum(hits), 0) FROM console_hourly_rule_hits r, hours h
@@ -219,11 +244,13 @@ package enum AttemptList {
             """
         ).first!
         let attempts = try row.decode("attempts", as: Double.self)
+        let flowed = try row.decode("flowed", as: Double.self)
         let filtered = try row.decode("filtered", as: Double.self)
         let matches = try row.decode("matches", as: Double.self)
         guard attempts > 0 else { return fallback }
-        // The rule's matches with the filter's channel too (the hits' roll-up has no channel).
-        let channelShare = filter.channel == nil ? 1 : filtered / attempts
+        // The rule's matches (of the filter's flow) with the filter's channel too: the hits'
+        // roll-up has no channel, so the channel's share among the attempts of that flow.
+        let channelShare = filter.channel == nil ? 1 : flowed > 0 ? filtered / flowed : 0
         let expected = matches * channelShare
         guard expected > 0 else { return .ruleIndex }
         let scan = Double(limit) * attempts / expected
@@ -238,7 +265,9 @@ package enum AttemptList {
     /// history for a rare one. So the hourly roll-up's counts choose (``rulePlan(_:after:limit:connection:)``):
     /// a rare rule is read through its index at once, a frequent one in time order with
     /// ``denseBudget``, and one in between (or one the roll-up cannot judge) in time order with
-    /// ``orderedBudget``. Past the budget (SQLSTATE 57014) the
+    /// ``orderedBudget`` (a dense page with a channel first gets ``shortBudget``, then, if the
+    /// index holds few matches, is read through it: ``fewMatches(_:limit:connection:)``). Past the
+    /// budget (SQLSTATE 57014) the
     /// same statement runs again without ordered index scans, through the rule's GIN index and a
     /// sort of its matches. Either way the answer is the same rows. In that second read the time
     /// bounds compare `created_at + interval '0'`, which no index covers: otherwise the planner
@@ -257,28 +286,88 @@ package enum AttemptList {
                 connection: connection)
         }
         let plan = ruleIndexOnly ? .ruleIndex : try rulePlan(filter, after: after, limit: limit, connection: connection)
-        if case .ordered(let budget) = plan {
+        // The page in time order, or nil when that read ran out of `budget`.
+        func ordered(_ budget: String) throws -> [Row]? {
             do {
                 return try read(
                     filter, target: target, after: after, limit: limit,
                     settings: ["SET LOCAL statement_timeout = '\(budget)'"], ruleIndexOnly: false,
                     connection: connection)
-            } catch let error as PostgresError where error.sqlState == "57014" {}
+            } catch let error as PostgresError where error.sqlState == "57014" {
+                return nil
+            }
+        }
+        if case .ordered(let budget) = plan {
+            // A page judged dense with a channel was judged taking rule and channel as
+            // independent: a short try first; past it, when the index holds few matches (a rule
+            // that never meets the channel), they are read from it instead of the long try.
+            if budget == denseBudget, filter.channel != nil {
+                if let rows = try ordered(shortBudget) { return rows }
+                if try !fewMatches(filter, connection: connection), let rows = try ordered(budget) { return rows }
+            } else if let rows = try ordered(budget) {
+                return rows
+            }
         }
         return try read(
-            filter, target: target, after: after, limit: limit,
-            settings: ["SET LOCAL enable_indexscan = off", "SET LOCAL work_mem = '32MB'"],
-            ruleIndexOnly: true, connection: connection)
+            filter, target: target, after: after, limit: limit, settings: ruleIndexSettings, ruleIndexOnly: true,
+            connection: connection)
     }
+
+    /// Whether the index holds at most `limit` attempts with the filter's keys over
+    /// the whole history (``listKeys(_:)``; the other filters only narrow them), so that reading
+    /// them all through the index is cheap. Asked when the short try of a page judged dense with a
+    /// channel ran out: the roll-up's estimate of such a page takes rule and channel as independent,
+    /// and a rule that is frequent but never meets the channel would have the time-ordered read
+    /// pass over the whole history to its budget. The count walks the keys' lists in the index
+    /// and fetches at most that many rows; it gets ``fewMatchesBudget``, past which the answer is
+    /// no.
+    package static func fewMatches(
+        _ filter: AttemptFilter, limit: Int = fewMatchesLimit, connection: PostgresConnection
+    ) throws -> Bool {
+        guard let keys = listKeys(filter) else { return false }
+        do {
+            return try connection.transaction { connection in
+                // The index's bitmap only: a sequential scan stopping at the limit would read the
+                // whole table when the keys match nothing.
+                let settings =
+                    readSettings + ruleIndexSettings + [
+                        "SET LOCAL enable_seqscan = off", "SET LOCAL statement_timeout = '\(fewMatchesBudget)'",
+                    ]
+                for setting in settings { try connection.execute(unsafeSQL: setting) }
+                let count = try connection.query(
+                    """
+                    SELECT count(*) AS n FROM (
+                        SELECT 1 FROM provisioning_attempts a
+                        WHERE attempt_list_keys(a.hits, a.flow, a.channel) @> \(keys)::text[]
+                        LIMIT \(limit + 1)) s
+                    """
+                ).first?.decode("n", as: Int.self)
+                return (count ?? 0) <= limit
+            }
+        } catch let error as PostgresError where error.sqlState == "57014" {
+            return false
+        }
+    }
+
+    /// The first try of a page judged dense with a channel (see ``read(_:target:after:limit:ruleIndexOnly:connection:)``).
+    static let shortBudget = "150ms"
+
+    /// At most this many matches in the whole history are read through the index at once.
+    static let fewMatchesLimit = 500
+    static let fewMatchesBudget = "200ms"
+
+    /// Every read's settings: planned for its values, never compiled.
+    private static let readSettings = ["SET LOCAL plan_cache_mode = force_custom_plan", "SET LOCAL jit = off"]
+
+    /// The read through the rule's index: no ordered index scans, and a bitmap kept exact.
+    private static let ruleIndexSettings = ["SET LOCAL enable_indexscan = off", "SET LOCAL work_mem = '32MB'"]
 
     private static func read(
         _ filter: AttemptFilter, target: Target, after: AttemptCursor?, limit: Int, settings: [String],
         ruleIndexOnly: Bool, connection: PostgresConnection
     ) throws -> [Row] {
         try connection.transaction { connection in
-            try connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
-            try connection.execute("SET LOCAL jit = off")
-            for setting in settings { try connection.execute(unsafeSQL: setting) }
+            for setting in readSettings + settings { try connection.execute(unsafeSQL: setting) }
             return try connection.query(
                 statement(
                     filter, target: target, after: after, limit: limit, ruleIndexOnly: ruleIndexOnly,
@@ -321,6 +410,35 @@ package enum AttemptList {
     private static let decidedBySQL =
         "ARRAY(SELECT substr(k, 9) FROM unnest(attempt_rule_keys(a.hits, a.flow)) k WHERE k LIKE 'decided:%')"
 
+    /// The rule keys an attempt must hold for a rule filter, as `attempt_rule_keys` gives them
+    /// (sql/0031): what the time-ordered read checks on each attempt it passes. Nil without a
+    /// rule filter.
+    package static func ruleKeys(_ filter: AttemptFilter) -> [String]? {
+        guard filter.rule != nil || filter.decidedBy != nil else { return nil }
+        return [filter.rule.map { "hit:" + $0 }, filter.decidedBy.map { "decided:" + $0 }].compactMap { $0 }
+    }
+
+    /// The keys of `attempts_list_keys` (sql/0042) an attempt must hold for a rule filter: what
+    /// the read through the index asks it for. With a flow or channel, the rule's keys qualified
+    /// by them (`hit:<rule>@<flow>`, `hit:<rule>#<channel>`, `decided:<rule>#<channel>`), whose
+    /// lists hold only the attempts listed, so a frequent rule with a flow or channel it never
+    /// meets finds an empty list. Nil without a rule filter.
+    package static func listKeys(_ filter: AttemptFilter) -> [String]? {
+        guard filter.rule != nil || filter.decidedBy != nil else { return nil }
+        var keys: [String] = []
+        if let rule = filter.rule {
+            let hit = "hit:" + rule
+            if let flow = filter.flow { keys.append(hit + "@" + flow) }
+            if let channel = filter.channel { keys.append(hit + "#" + channel) }
+            if keys.isEmpty { keys.append(hit) }
+        }
+        if let rule = filter.decidedBy {
+            keys.append("decided:" + rule + (filter.channel.map { "#" + $0 } ?? ""))
+            if let flow = filter.flow { keys.append("hit:" + rule + "@" + flow) }
+        }
+        return keys
+    }
+
     /// `prefix` and the list's statement: the `columns` of the attempts the filter matches after
     /// `after`, newest first, at most `limit` (nil: all). With `ruleIndexOnly`, the time bounds
     /// compare an expression no index covers (``read(_:target:after:limit:ruleIndexOnly:connection:)``).
@@ -330,8 +448,10 @@ package enum AttemptList {
     ) -> PostgresQuery {
         // Either the column or an expression equal to it that no index matches (see above).
         let at = ruleIndexOnly ? "(a.created_at + interval '0')" : "a.created_at"
-        let ruleKey = filter.rule.map { "hit:" + $0 }
-        let decidedKey = filter.decidedBy.map { "decided:" + $0 }
+        // The time-ordered read checks each attempt's rule keys; the read through the index asks
+        // it for its own keys (no index covers the first, so the planner never mixes the two).
+        let keys = ruleIndexOnly ? listKeys(filter) : ruleKeys(filter)
+        let keyed = ruleIndexOnly ? "attempt_list_keys(a.hits, a.flow, a.channel)" : "attempt_rule_keys(a.hits, a.flow)"
         return """
             \(unsafeSQL: prefix)SELECT \(unsafeSQL: columns)
             FROM provisioning_attempts a LEFT JOIN cards c ON c.card_id = a.card_id
@@ -342,8 +462,7 @@ package enum AttemptList {
               AND (\(filter.channel)::text IS NULL OR a.channel = \(filter.channel))
               AND (\(filter.customerID)::text IS NULL OR a.customer_id = \(filter.customerID))
               AND (\(filter.deviceID)::text IS NULL OR a.device_id = \(filter.deviceID))
-              AND (\(ruleKey)::text IS NULL OR attempt_rule_keys(a.hits, a.flow) @> ARRAY[\(ruleKey)::text])
-              AND (\(decidedKey)::text IS NULL OR attempt_rule_keys(a.hits, a.flow) @> ARRAY[\(decidedKey)::text])
+              AND (\(keys)::text[] IS NULL OR \(unsafeSQL: keyed) @> \(keys)::text[])
               AND (\(target.attemptID)::uuid IS NULL OR a.attempt_id = \(target.attemptID))
               AND (\(target.cardIDs)::text[] IS NULL OR a.card_id = ANY(\(target.cardIDs)::text[]))
               AND (\(target.anyID)::text IS NULL OR a.card_id = \(target.anyID) OR a.customer_id = \(target.anyID)

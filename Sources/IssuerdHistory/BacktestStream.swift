@@ -85,9 +85,10 @@ package struct BacktestStream {
             let missing = queries.enumerated().filter { column, query in
                 !velocity.counts(query)
                     && window.pages.contains { page in
+                        // The recorded value first: reading the id copies a string.
                         page.attempts.indices.contains { row in
-                            page.attempts[row].subject.id(for: query.key) != nil
-                                && (!useRecorded || page.recorded.value(row: row, column: column) == nil)
+                            (!useRecorded || page.recorded.value(row: row, column: column) == nil)
+                                && page.attempts[row].subject.id(for: query.key) != nil
                         }
                     }
             }.map(\.element)
@@ -129,16 +130,22 @@ package struct BacktestStream {
             // The slice's attempts join the history first: a value as of an attempt counts only
             // what is strictly earlier, so the later ones of the slice are not counted.
             if !velocity.attemptKeys.isEmpty {
-                velocity.add(
-                    contentsOf: window.pages.flatMap { page in
-                        page.attempts.indices.map { row in
-                            VelocityEvent(
-                                kind: .attempt, time: page.attempts[row].time,
-                                cardID: page.attempts[row].subject.cardID,
-                                deviceID: page.attempts[row].subject.deviceID,
-                                customerID: page.attempts[row].subject.customerID, cardholderName: page.names[row])
+                // Each attempt's fields read in place (`page.attempts[row].time` copied the whole
+                // attempt, retaining and releasing its every string, for each field).
+                var events: [VelocityEvent] = []
+                events.reserveCapacity(window.count)
+                for page in window.pages {
+                    page.attempts.withUnsafeBufferPointer { attempts in
+                        for row in attempts.indices {
+                            events.append(
+                                VelocityEvent(
+                                    kind: .attempt, time: attempts[row].time, cardID: attempts[row].subject.cardID,
+                                    deviceID: attempts[row].subject.deviceID,
+                                    customerID: attempts[row].subject.customerID, cardholderName: page.names[row]))
                         }
-                    })
+                    }
+                }
+                velocity.add(contentsOf: events)
             }
             // The slice's labelled attempts, each found in its order by time and id.
             var labelled: [Backtest.Labelled] = []

@@ -282,6 +282,41 @@ struct StreamingBacktestTests {
         #expect(velocity.eventCount == 3, "no query reads failures: not kept")
     }
 
+    @Test("A group keeps card ids and names only for a distinct query; one added later starts it again")
+    func distinctQueriesKeepWhatTheyCount() {
+        let attempts = VelocityQuery(metric: .attempts, key: .device, windowSeconds: 86_400)
+        let cards = VelocityQuery(metric: .distinctCards, key: .device, windowSeconds: 3_600)
+        let names = VelocityQuery(metric: .distinctNames, key: .device, windowSeconds: 3_600)
+        var velocity = SlidingVelocity(queries: [attempts], parts: 1)
+        func feed() {
+            for (minute, card, name) in [(0, "c1", "JANE DOE"), (10, "c2", "jane doe"), (20, "c2", "JOHN ROE")] {
+                velocity.add(
+                    VelocityEvent(
+                        kind: .attempt, time: Self.start.addingTimeInterval(Double(minute * 60)), cardID: card,
+                        deviceID: "d1", cardholderName: name))
+            }
+        }
+        feed()
+        let subject = VelocitySubject(deviceID: "d1")
+        let at = Self.start.addingTimeInterval(30 * 60)
+        #expect(velocity.value(of: attempts, subject: subject, at: at) == 3)
+        #expect(velocity.counts(attempts) && !velocity.counts(cards) && !velocity.counts(names))
+        // A distinct query of a group kept without card ids (or names) is not counted from it: the
+        // group starts again, over its longest window, to be fed that window with what it counts.
+        #expect(velocity.include([cards]) == [.init(kind: .attempt, key: .device, seconds: 86_400)])
+        #expect(velocity.eventCount == 0)
+        feed()
+        #expect(velocity.value(of: cards, subject: subject, at: at) == 2)
+        #expect(velocity.counts(cards) && !velocity.counts(names))
+        #expect(velocity.include([cards]).isEmpty, "already kept with card ids")
+        #expect(velocity.include([names]) == [.init(kind: .attempt, key: .device, seconds: 86_400)])
+        feed()
+        #expect(velocity.value(of: names, subject: subject, at: at) == 2, "JANE DOE twice, JOHN ROE")
+        #expect(velocity.value(of: cards, subject: subject, at: at) == 2)
+        #expect(velocity.value(of: attempts, subject: subject, at: at) == 3)
+        #expect(velocity.include([attempts, cards, names]).isEmpty)
+    }
+
     @Test("Ids spread over parts give the answers of one part, added one by one or in batches")
     func partsAnswerAsOne() {
         let queries = [

@@ -6,7 +6,7 @@ import Foundation
 /// `Mutex` waits on a futex inside the uninstrumented libswiftSynchronization, so ThreadSanitizer
 /// never sees it taken or released and reports the accesses it orders as races. A
 /// `pthread_mutex_t` goes through ThreadSanitizer's interceptors, so the order is seen and a
-/// race the lock does not cover is still reported (`LockTests` and `scripts/sanitizers/racy`).
+/// race the lock does not cover is still reported (`LockTests` and `issuerd-sanitizer-probe`).
 ///
 /// A class, so that the mutex has one address for its whole life (POSIX forbids moving or copying
 /// a `pthread_mutex_t`): it is allocated once with `UnsafeMutablePointer` and never moves. Being

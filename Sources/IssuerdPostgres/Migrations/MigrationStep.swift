@@ -3,8 +3,15 @@
 struct MigrationStep: Sendable, Equatable {
     /// A SQL expression; the step runs only while it is true. Nil runs the step every time.
     let condition: String?
-    /// The step's statements, sent as one script (one implicit transaction).
+    /// The step's statements, sent as one script (one implicit transaction). In an ``each``
+    /// step, a query whose rows' first column are the statements to run.
     let sql: String
+    /// Whether `sql` is a query that generates the step's statements (`-- issuerd:step each`):
+    /// each row's statement runs alone, outside any transaction, in the rows' order. Such a step
+    /// repeats a statement that refuses a transaction block (`CREATE INDEX CONCURRENTLY`) over a
+    /// list only the database knows, such as a table's partitions; its query names only the work
+    /// still to do, so a run stopped half way resumes.
+    var each = false
 
     static let noTransactionMarker = "-- issuerd:no-transaction"
     static let stepMarker = "-- issuerd:step"
@@ -21,11 +28,12 @@ struct MigrationStep: Sendable, Equatable {
         guard isStepwise(sql) else { return nil }
         var steps: [MigrationStep] = []
         var condition: String?
+        var each = false
         var lines: [Substring] = []
         var started = false
         func finish() {
             let body = lines.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
-            if started && !body.isEmpty { steps.append(MigrationStep(condition: condition, sql: body)) }
+            if started && !body.isEmpty { steps.append(MigrationStep(condition: condition, sql: body, each: each)) }
             lines = []
         }
         for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -33,7 +41,9 @@ struct MigrationStep: Sendable, Equatable {
             if trimmed == stepMarker || trimmed.hasPrefix(stepMarker + " ") {
                 finish()
                 started = true
-                let rest = trimmed.dropFirst(stepMarker.count).trimmingCharacters(in: .whitespaces)
+                var rest = trimmed.dropFirst(stepMarker.count).trimmingCharacters(in: .whitespaces)
+                each = rest == "each" || rest.hasPrefix("each ")
+                if each { rest = rest.dropFirst(4).trimmingCharacters(in: .whitespaces) }
                 condition = rest.hasPrefix("when ") ? String(rest.dropFirst(5)) : nil
             } else {
                 lines.append(line)

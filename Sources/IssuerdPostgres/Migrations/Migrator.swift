@@ -18,7 +18,9 @@ import IssuerdCore
 /// from one `-- issuerd:step` line to the next, is one transaction of its own (one statement
 /// alone, such as `CREATE INDEX CONCURRENTLY`, runs outside any). `-- issuerd:step when EXPR`
 /// runs the step only while the SQL expression `EXPR` is true, so a run stopped half way
-/// resumes where it stopped; the version is recorded after the last step.
+/// resumes where it stopped; the version is recorded after the last step. `-- issuerd:step each`
+/// (optionally followed by `when EXPR`) makes the step a query whose rows are statements, each
+/// run alone: one `CREATE INDEX CONCURRENTLY` per partition, say.
 public struct Migrator: Sendable {
     /// The directory holding `NNNN_name.sql` files.
     public let directory: URL
@@ -142,7 +144,14 @@ public struct Migrator: Sendable {
                             PostgresQuery(unsafeSQL: "SELECT coalesce((\(condition))::boolean, false) AS due"))
                         guard try rows.first?.decode("due", as: Bool.self) == true else { continue }
                     }
-                    try connection.execute(unsafeSQL: step.sql)
+                    if step.each {
+                        let statements = try connection.query(PostgresQuery(unsafeSQL: step.sql)).map {
+                            try $0.decode(0, as: String.self)
+                        }
+                        for statement in statements { try connection.execute(unsafeSQL: statement) }
+                    } else {
+                        try connection.execute(unsafeSQL: step.sql)
+                    }
                     logger.debug(
                         "migration step applied",
                         ["version": .int(file.version), "step": .int(index + 1), "steps": .int(steps.count)])

@@ -13,8 +13,8 @@ public struct RecordedVelocity: Sendable {
     private let keys: StoredJSON.KeySet
     private var values: [Int] = []
     private var present: [Bool] = []
-    /// The members of the document being appended, reused from one row to the next.
-    private var scratch: [StoredJSON?] = []
+    /// The counts of the document being appended, reused from one row to the next.
+    private var scratch: [Int?] = []
 
     /// An empty table for `queries`.
     public init(queries: [VelocityQuery]) {
@@ -80,8 +80,8 @@ public struct RecordedVelocity: Sendable {
     /// The same from the text's UTF-8 bytes (a backtest's read
     /// parses them where libpq holds them).
     public mutating func append(storedFeatures bytes: UnsafeBufferPointer<UInt8>) {
-        if StoredJSON.members(of: bytes, keys: keys, into: &scratch) {
-            for value in scratch { append(Self.count(value)) }
+        if StoredJSON.counts(of: bytes, keys: keys, into: &scratch) {
+            for value in scratch { append(value) }
             return
         }
         var byName: [String: StoredJSON] = [:]
@@ -97,15 +97,7 @@ public struct RecordedVelocity: Sendable {
         default:
             break
         }
-        append(descriptions.map { Self.count(byName[$0]) })
-    }
-
-    /// A recorded value as a count: a whole number, or nil.
-    private static func count(_ value: StoredJSON?) -> Int? {
-        guard case .number(let number)? = value, number.isFinite, number.rounded() == number, abs(number) < 1e15 else {
-            return nil
-        }
-        return Int(number)
+        append(descriptions.map { StoredJSON.count(byName[$0]) })
     }
 
     /// Row `index`: one entry per query, nil where nothing usable was recorded.

@@ -24,6 +24,11 @@ public struct SlidingVelocity: Sendable {
         var entries: [String: [Entry]] = [:]
         /// Events held.
         var count = 0
+        /// Whether its events keep their card id (some query counts distinct cards) and their
+        /// cardholder name (distinct names): otherwise neither is kept, and an event is its time
+        /// (holding, copying and freeing two strings per event was most of the history's cost).
+        var cards = false
+        var names = false
     }
 
     fileprivate struct Entry: Sendable {
@@ -92,20 +97,38 @@ public struct SlidingVelocity: Sendable {
         for query in queries {
             let index = Self.index(query.metric.eventKind, query.key)
             let horizon = Double(query.windowSeconds)
-            if let kept = horizons[index], kept >= horizon { continue }
-            horizons[index] = horizon
-            for part in parts.indices { parts[part].groups[index] = Group(horizon: horizon) }
+            let cards = query.metric == .distinctCards || (parts[0].groups[index]?.cards ?? false)
+            let names = query.metric == .distinctNames || (parts[0].groups[index]?.names ?? false)
+            if let kept = horizons[index], kept >= horizon, cards == parts[0].groups[index]?.cards,
+                names == parts[0].groups[index]?.names
+            {
+                continue
+            }
+            // A group that must keep more of each event starts again too, over its longest window.
+            let seconds = max(horizons[index] ?? 0, horizon)
+            horizons[index] = seconds
+            var group = Group(horizon: seconds)
+            group.cards = cards
+            group.names = names
+            for part in parts.indices { parts[part].groups[index] = group }
             reset.removeAll { $0.kind == query.metric.eventKind && $0.key == query.key }
-            reset.append(GroupWindow(kind: query.metric.eventKind, key: query.key, seconds: query.windowSeconds))
+            reset.append(GroupWindow(kind: query.metric.eventKind, key: query.key, seconds: Int(seconds)))
         }
         attemptKeys = Self.keys.filter { horizons[Self.index(.attempt, $0)] != nil }
         lookbackSeconds = max(lookbackSeconds, queries.map(\.windowSeconds).max() ?? 0)
         return reset
     }
 
-    /// Whether values of `query` are counted here (its group is kept for at least its window).
+    /// Whether values of `query` are counted here (its group is kept for at least its window,
+    /// with the card ids or names a distinct query counts).
     public func counts(_ query: VelocityQuery) -> Bool {
-        (horizons[Self.index(query.metric.eventKind, query.key)] ?? -1) >= Double(query.windowSeconds)
+        let index = Self.index(query.metric.eventKind, query.key)
+        guard let horizon = horizons[index], horizon >= Double(query.windowSeconds) else { return false }
+        switch query.metric {
+        case .distinctCards: return parts[0].groups[index]?.cards ?? false
+        case .distinctNames: return parts[0].groups[index]?.names ?? false
+        default: return true
+        }
     }
 
     private static func index(_ kind: VelocityEvent.Kind, _ key: VelocityKey) -> Int {
@@ -245,7 +268,8 @@ extension SlidingVelocity.Part {
     /// Adds `event` under `id` to group `index` (kept by this part).
     mutating func add(_ event: VelocityEvent, id: String, group index: Int) {
         let entry = SlidingVelocity.Entry(
-            time: event.time.timeIntervalSince1970, cardID: event.cardID, cardholderName: event.cardholderName)
+            time: event.time.timeIntervalSince1970, cardID: groups[index]!.cards ? event.cardID : nil,
+            cardholderName: groups[index]!.names ? event.cardholderName : nil)
         SlidingVelocity.insert(entry, into: &groups[index]!.entries[id, default: []])
         groups[index]!.count += 1
     }

@@ -383,6 +383,145 @@ struct AttemptListTests {
         }
     }
 
+    @Test(
+        "sql/0042 indexes every partition's attempts by rule keys qualified by flow and channel (past a leftover of a stopped run), and a rule filter with a flow or channel asks that index for its qualified keys"
+    )
+    func listKeysMigration() throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let pool = database.makePool(size: 2)
+        defer { pool.close() }
+        let sql = TestApplication.repositoryRoot.appendingPathComponent("sql")
+        let folder = TestScratch.path("issuerd-migrations-0042")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let names = try FileManager.default.contentsOfDirectory(atPath: sql.path).filter { $0.hasSuffix(".sql") }
+            .sorted()
+        for name in names where name < "0042" {
+            try FileManager.default.copyItem(
+                at: sql.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        try Migrator(directory: folder, logger: .silent).migrate(using: pool)
+        try Self.seed(pool, prefix: "before-")
+        // A run stopped half way left an index under the name one partition's index gets.
+        try pool.withConnection {
+            try $0.execute(
+                "CREATE INDEX provisioning_attempts_default_list_keys ON provisioning_attempts_default (flow)")
+        }
+        for name in names where name >= "0042" {
+            try FileManager.default.copyItem(
+                at: sql.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        #expect(try Migrator(directory: folder, logger: .silent).migrate(using: pool).map(\.version).first == 42)
+        try Self.seed(pool, prefix: "after-", shift: 20, people: false)
+
+        let state = { (connection: PostgresConnection) in
+            try connection.query(
+                """
+                SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = 'attempts_list_keys'::regclass) AS valid,
+                       to_regclass('attempts_rule_keys') IS NULL AS old_dropped,
+                       (SELECT count(*) FROM pg_inherits i
+                        WHERE i.inhparent = 'provisioning_attempts'::regclass
+                          AND NOT EXISTS (SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
+                                          WHERE ii.inhparent = 'attempts_list_keys'::regclass
+                                            AND x.indrelid = i.inhrelid))::int8 AS unindexed,
+                       pg_get_indexdef('provisioning_attempts_default_list_keys'::regclass) AS rebuilt
+                """
+            )[0]
+        }
+        try pool.withConnection { connection in
+            let row = try state(connection)
+            #expect(try row.decode("valid", as: Bool.self))
+            #expect(try row.decode("old_dropped", as: Bool.self))
+            #expect(try row.decode("unindexed", as: Int64.self) == 0)
+            #expect(try row.decode("rebuilt", as: String.self).contains("gin (attempt_list_keys(hits, flow, channel))"))
+            // The planner has the new keys' statistics (the migration analyzed the table).
+            let analyzed = try connection.query(
+                """
+                SELECT count(*) AS n FROM pg_stats s JOIN pg_inherits i ON i.inhrelid = to_regclass(s.tablename)
+                WHERE i.inhparent = 'attempts_list_keys'::regclass AND s.most_common_elems IS NOT NULL
+                """
+            ).first?.decode("n", as: Int.self)
+            #expect(analyzed ?? 0 > 0)
+            // A partition made later gets the index as it is made.
+            try connection.execute(
+                "SELECT issuerd_make_attempt_partitions(now() + interval '8 months', now() + interval '9 months')")
+            #expect(try state(connection).decode("unindexed", as: Int64.self) == 0)
+            // Every attempt's keys: its rule keys as the test computes them, each also with its
+            // channel, and each rule it hit with its flow.
+            let differing = try connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT count(*) AS n FROM provisioning_attempts a
+                        WHERE (SELECT array_agg(x ORDER BY x) FROM unnest(attempt_list_keys(a.hits, a.flow, a.channel)) x)
+                              IS DISTINCT FROM
+                              (SELECT array_agg(x ORDER BY x)
+                               FROM unnest(\(Self.ownRuleKeys)) k,
+                                    LATERAL (VALUES (k), (k || '#' || a.channel),
+                                                    (CASE WHEN k LIKE 'hit:%' THEN k || '@' || a.flow END)) v(x)
+                               WHERE x IS NOT NULL)
+                        """)
+            ).first?.decode("n", as: Int.self)
+            #expect(differing == 0)
+        }
+
+        // The read through the index asks it for the rule's keys qualified by the flow and channel (a
+        // table this small is cheaper to read whole, so the plan is asked without that choice).
+        let plan = try AttemptList.ruleIndexPlan(
+            try AttemptFilter(query: ["rule": "t.yellow", "flow": "green", "channel": "in_app"]),
+            settings: ["SET LOCAL enable_seqscan = off"], database: pool)
+        #expect(
+            plan.split(separator: "\n").contains {
+                $0.contains("Index Cond") && $0.contains("{hit:t.yellow@green,hit:t.yellow#in_app}")
+            },
+            "\(plan)")
+        #expect(
+            try AttemptList.listKeys(AttemptFilter(query: ["decidedBy": "t.orange", "channel": "in_app"]))
+                == ["decided:t.orange#in_app"])
+        #expect(
+            try AttemptList.listKeys(
+                AttemptFilter(query: ["rule": "t.yellow", "decidedBy": "t.orange", "flow": "orange"]))
+                == ["hit:t.yellow@orange", "decided:t.orange", "hit:t.orange@orange"])
+        #expect(try AttemptList.listKeys(AttemptFilter(query: ["rule": "t.yellow"])) == ["hit:t.yellow"])
+        // The count that sends a filter with a channel to the index: the keys' attempts over the
+        // whole history, against the test's own count (none in mdes; no rule filter, no count).
+        let few = { (query: [String: String], limit: Int) in
+            try pool.withConnection {
+                try AttemptList.fewMatches(try AttemptFilter(query: query), limit: limit, connection: $0)
+            }
+        }
+        let yellowTSP = try Self.expected(pool, #"hits @> '[{"rule":"t.yellow"}]' AND channel = 'tsp'"#).count
+        #expect(yellowTSP > 0)
+        #expect(try few(["rule": "t.yellow", "channel": "tsp"], yellowTSP))
+        #expect(try !few(["rule": "t.yellow", "channel": "tsp"], yellowTSP - 1))
+        #expect(try few(["rule": "t.yellow", "channel": "mdes"], 0))
+        #expect(try !few(["flow": "green", "channel": "tsp"], 1_000))
+        #expect(try AttemptList.listKeys(AttemptFilter(query: ["flow": "green", "channel": "tsp"])) == nil)
+
+        let decided = { (rule: String) in Self.decided.replacingOccurrences(of: "%@", with: rule) }
+        let cases: [([String: String], String)] = [
+            (["rule": "t.yellow", "flow": "green"], #"hits @> '[{"rule":"t.yellow"}]' AND flow = 'green'"#),
+            (["decidedBy": "t.orange", "flow": "yellow"], decided("t.orange") + " AND flow = 'yellow'"),
+            (["decidedBy": "t.orange", "channel": "mdes"], decided("t.orange") + " AND channel = 'mdes'"),
+            (
+                ["rule": "t.shadow", "flow": "green", "channel": "in_app"],
+                #"hits @> '[{"rule":"t.shadow"}]' AND flow = 'green' AND channel = 'in_app'"#
+            ),
+            (
+                ["rule": "t.yellow", "decidedBy": "t.orange", "channel": "wallet_extension"],
+                #"hits @> '[{"rule":"t.yellow"}]' AND "# + decided("t.orange") + " AND channel = 'wallet_extension'"
+            ),
+        ]
+        for (query, predicate) in cases {
+            let want = try Self.expected(pool, predicate)
+            for ruleIndexOnly in [false, true] {
+                let (walked, cursor) = try Self.walk(
+                    query, pool: pool, ruleIndexOnly: ruleIndexOnly, pages: want.count / 7 + 2)
+                #expect(walked == want, "\(query), rule index only: \(ruleIndexOnly)")
+                #expect(cursor == nil, "\(query)")
+            }
+        }
+    }
+
     @Test("An unknown parameter or a value the list cannot read is a 400 naming it, never ignored")
     func badParameters() throws {
         let app = try TestApplication()

@@ -31,10 +31,19 @@ enum IssuerdExecutable {
     /// child is the same sanitized build and needs the same suppressions and symbolizer: without
     /// them it reports what the run suppresses (a system library's leak) and exits non-zero, or
     /// its report's frames stay unsymbolized.
+    ///
+    /// With `ISSUERD_TEST_SANITIZER_LOGS` set (`scripts/test` sets it in a sanitizer run), the
+    /// child writes its reports to `issuerd.<pid>` in that directory (the sanitizers' `log_path`)
+    /// instead of its standard error, which tests often discard or never read (a server killed
+    /// with SIGKILL), so `scripts/test` finds and counts every child's report.
     static func environment(_ environment: [String: String]) -> [String: String] {
         var environment = environment
+        let inherited = ProcessInfo.processInfo.environment
+        let reports = inherited["ISSUERD_TEST_SANITIZER_LOGS"].flatMap { $0.isEmpty ? nil : $0 }
         for name in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"] where environment[name] == nil {
-            if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
+            guard var value = inherited[name] else { continue }
+            if let reports, name != "LSAN_OPTIONS" { value += " log_path=\(reports)/issuerd" }
+            environment[name] = value
         }
         return environment
     }

@@ -1,7 +1,8 @@
 import Foundation
 import IssuerdCore
-import IssuerdPostgres
 import Testing
+
+@testable import IssuerdPostgres
 
 @Suite struct MigratorTests {
     /// A temporary migrations folder holding `files`.
@@ -104,6 +105,43 @@ import Testing
             }
             #expect(notes == ["once"])
             #expect(try migrator.migrate(using: pool).isEmpty)
+        }
+    }
+
+    /// `-- issuerd:step each`: the step's query names statements, each run alone outside any
+    /// transaction (so `CREATE INDEX CONCURRENTLY` over a list only the database knows), in the
+    /// rows' order; a query naming only the work left makes a rerun resume.
+    @Test func eachStepRunsTheStatementsItsQueryNames() throws {
+        let file = """
+            -- issuerd:no-transaction
+            -- issuerd:step
+            CREATE TABLE parts (id int8, at int8) PARTITION BY RANGE (at);
+            CREATE TABLE parts_1 PARTITION OF parts FOR VALUES FROM (0) TO (10);
+            CREATE TABLE parts_2 PARTITION OF parts FOR VALUES FROM (10) TO (20);
+            CREATE INDEX parts_id ON ONLY parts (id);
+            -- issuerd:step each when true
+            SELECT format('CREATE INDEX CONCURRENTLY %I ON %I (id)', c.relname || '_id', c.relname)
+            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            WHERE i.inhparent = 'parts'::regclass AND to_regclass(c.relname || '_id') IS NULL
+            ORDER BY c.relname;
+            -- issuerd:step each
+            SELECT format('ALTER INDEX parts_id ATTACH PARTITION %I', c.relname || '_id')
+            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'parts'::regclass;
+            """
+        #expect(MigrationStep.steps(of: file)?.map(\.each) == [false, true, true])
+        #expect(MigrationStep.steps(of: file)?[1].condition == "true")
+        let folder = try Folder(["0001_parts.sql": file])
+        try withTestPool { pool in
+            #expect(try Migrator(directory: folder.url, logger: .silent).migrate(using: pool).map(\.version) == [1])
+            let row = try pool.withConnection {
+                try $0.query(
+                    """
+                    SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = 'parts_id'::regclass) AS valid,
+                           (SELECT count(*) FROM pg_inherits WHERE inhparent = 'parts_id'::regclass)::int8 AS attached
+                    """)[0]
+            }
+            #expect(try row.decode("valid", as: Bool.self))
+            #expect(try row.decode("attached", as: Int64.self) == 2)
         }
     }
 
