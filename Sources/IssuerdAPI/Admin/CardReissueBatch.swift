@@ -84,8 +84,9 @@ enum CardReissueBatch {
         guard names.touched != nil else { return nil }
         // The new PANs' fingerprints, for the check that no card has one and for the new cards.
         let named = names.fingerprints.compactMap { $0.map(BinaryEncoding.hexString) }
-        // Planned once per statement, not per execution (see CardImport).
-        try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = auto")
+        // The reads are planned for each chunk (the connection's force_custom_plan): a plan made
+        // once while card_reissues was small scanned it whole for every later chunk, and a run of
+        // 100,000 renewals spent half its database time there.
         let read = try Read(chunk, fingerprints: named, connection: connection)
         return Prepared(
             decisions: try decide(
@@ -100,6 +101,9 @@ enum CardReissueBatch {
     static func write(
         _ prepared: Prepared, actor: String, now: Date, connection: PostgresConnection
     ) throws -> [ChunkedCSVImport.Outcome] {
+        // The writes are planned once per statement, not per execution (see CardImport): their
+        // foreign-key checks run once per row.
+        try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = auto")
         var cards: [UInt8] = []
         var history: [UInt8] = []
         var records: [ReissueRecord] = []
