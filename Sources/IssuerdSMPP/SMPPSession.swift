@@ -62,7 +62,9 @@ package final class SMPPSession: @unchecked Sendable {  // state behind `conditi
     private var pausedUntil: ContinuousClock.Instant?
     private var throttleDelay = 0.2
     private var receipts: ReceiptHandler?
-    private var thread: Thread?
+    // Whether start() made the thread. The Thread itself is not kept: it holds its closure,
+    // which holds the session, so keeping it here made a cycle that outlived stop().
+    private var started = false
     private var threadDone = false
 
     /// - Parameter onUnanswered: Called with the number of submit_sm a dropped session left
@@ -77,11 +79,11 @@ package final class SMPPSession: @unchecked Sendable {  // state behind `conditi
     package func start(receipts: @escaping ReceiptHandler) {
         condition.lock()
         defer { condition.unlock() }
-        guard thread == nil else { return }
+        guard !started else { return }
+        started = true
         self.receipts = receipts
         let thread = Thread { [self] in run() }
         thread.name = "issuerd-smpp"
-        self.thread = thread
         thread.start()
     }
 
@@ -98,7 +100,7 @@ package final class SMPPSession: @unchecked Sendable {  // state behind `conditi
         }
         let deadline = Date().addingTimeInterval(timeout.timeInterval)
         condition.lock()
-        while thread != nil && !threadDone && Date() < deadline { condition.wait(until: deadline) }
+        while started && !threadDone && Date() < deadline { condition.wait(until: deadline) }
         condition.unlock()
     }
 

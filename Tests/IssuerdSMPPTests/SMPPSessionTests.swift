@@ -72,6 +72,27 @@ struct SMPPSessionTests {
         #expect(smsc.submits.count == 30)
     }
 
+    /// LeakSanitizer found every stopped session lost: it kept its own Thread, which held the
+    /// session, so neither was ever freed (with its receipt handler and what that holds).
+    @Test("A stopped session is freed once its thread has ended")
+    func freedAfterStop() throws {
+        let smsc = try TestSMSC()
+        weak var freed: SMPPSession?
+        do {
+            let session = Self.session(smsc)
+            session.start(receipts: { _ in true })
+            let destination = try #require(SMSAddress.destination("01012345678"))
+            _ = try session.finish(try session.send(SMSText.segments("bye", reference: 0), to: destination))
+            session.stop(timeout: .seconds(10))
+            freed = session
+        }
+        // The thread lets go of the session as it exits, just after stop() returns: wait for it,
+        // with a deadline far past any slowdown, rather than for a fixed time.
+        let deadline = Date().addingTimeInterval(30)
+        while freed != nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(freed == nil, "the session outlived stop() and its thread")
+    }
+
     @Test("After the SMS centre restarts (killed, sessions dropped) the session binds again and sends")
     func rebinds() throws {
         let smsc = try TestSMSC()
