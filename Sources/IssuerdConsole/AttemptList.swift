@@ -223,17 +223,17 @@ package enum AttemptList {
                 SELECT coalesce(\(end)::timestamptz, (SELECT max(hour) + interval '1 hour' FROM console_hourly_decisions)) AS at
             ), hours AS (
                 SELECT at - interval '24 hours' AS since, at AS until FROM window_end
+            ), decisions AS (
+                SELECT coalesce(sum(attempts), 0)::float8 AS attempts,
+                       coalesce(sum(attempts) FILTER (WHERE \(filter.flow)::text IS NULL OR d.flow = \(filter.flow)), 0)::float8
+                           AS flowed,
+                       coalesce(sum(attempts) FILTER (WHERE (\(filter.flow)::text IS NULL OR d.flow = \(filter.flow))
+                                                        AND (\(filter.channel)::text IS NULL OR d.channel = \(filter.channel))),
+                                0)::float8 AS filtered
+                FROM console_hourly_decisions d, hours h
+                WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
             )
-            SELECT (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
-                    WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
-                   )::float8 AS attempts,
-                   (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
-                    WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
-                      AND (\(filter.flow)::text IS NULL OR d.flow = \(filter.flow)))::float8 AS flowed,
-                   (SELECT coalesce(sum(attempts), 0) FROM console_hourly_decisions d, hours h
-                    WHERE d.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND d.hour < h.until
-                      AND (\(filter.flow)::text IS NULL OR d.flow = \(filter.flow))
-                      AND (\(filter.channel)::text IS NULL OR d.channel = \(filter.channel)))::float8 AS filtered,
+            SELECT decisions.attempts, decisions.flowed, decisions.filtered,
                    (SELECT coalesce(sum(hits), 0) FROM console_hourly_rule_hits r, hours h
                     WHERE r.hour >= greatest(h.since, coalesce(\(filter.since)::timestamptz, h.since)) AND r.hour < h.until
                       AND (\(filter.flow)::text IS NULL OR r.flow = \(filter.flow))
@@ -241,6 +241,7 @@ package enum AttemptList {
                       AND (\(filter.decidedBy)::text IS NULL
                            OR (r.rule_id = \(filter.decidedBy) AND r.mode = 'live' AND r.outcome = r.flow AND r.flow <> 'green'))
                    )::float8 AS matches
+            FROM decisions
             """
         ).first!
         let attempts = try row.decode("attempts", as: Double.self)
