@@ -319,12 +319,12 @@ package struct BacktestStream {
         connection: PostgresConnection, cancelled: () -> Bool, log: (String) -> Void
     ) throws {
         for key in VelocityKey.allCases {
-            guard var covered = coverage[key] else { continue }
+            // Taken out while it changes: a copy left in `coverage` shared `loaded`, and adding to
+            // it copied the whole set (every id read so far) each slice.
+            guard var covered = coverage.removeValue(forKey: key) else { continue }
             let needFrom = start.addingTimeInterval(-Double(covered.seconds))
-            guard needFrom < covered.from else {
-                coverage[key] = nil  // every id's window is held from here on
-                continue
-            }
+            // Past this, every id's window is held from here on (it stays out of `coverage`).
+            guard needFrom < covered.from else { continue }
             // The ids of this slice's attempts with a value of this group not recorded.
             let columns = queries.indices.filter {
                 queries[$0].metric.eventKind == .attempt && queries[$0].key == key && velocity.counts(queries[$0])
@@ -340,7 +340,10 @@ package struct BacktestStream {
                     }
                 }
             }
-            guard !ids.isEmpty else { continue }
+            guard !ids.isEmpty else {
+                coverage[key] = covered
+                continue
+            }
             let rate = Double(count) / max(end.timeIntervalSince(start), 1)
             let expected = rate * covered.from.timeIntervalSince(needFrom)
             var rows = 0
@@ -363,10 +366,11 @@ package struct BacktestStream {
                     guard let id = event.id(for: key), !covered.loaded.contains(id) else { return true }
                     return read(event)
                 }
-                coverage[key] = nil
             } else {
+                // In any order: the list is a set to PostgreSQL, and sorting the strings cost
+                // more than reading them.
                 try readAttempts(
-                    key: key, ids: ids.sorted(), names: names, from: needFrom, to: covered.from, connection: connection,
+                    key: key, ids: Array(ids), names: names, from: needFrom, to: covered.from, connection: connection,
                     event: read)
                 covered.loaded.formUnion(ids)
                 coverage[key] = covered

@@ -5,8 +5,9 @@ import Testing
 
 /// `Ruleset.tally`, the backtest's counts-only evaluation, agrees with the full decision of
 /// `Ruleset.evaluate`: the same flow, the same hits (by `invariantSlots` position) and the same
-/// "has unresolved rules", over the default policy and rulesets that exercise shadow rules,
-/// step-up escalation and more than one 64-rule block.
+/// "has unresolved rules" (and `Ruleset.liveHitIDs` names its live hits, in order), over the
+/// default policy and rulesets that exercise shadow rules, step-up escalation and more than one
+/// 64-rule block.
 struct RulesetTallyTests {
     /// An input with about one attribute in `1 / density` set to a value of its type (the
     /// rest unknown), the card and wallet usually clean, so every flow occurs.
@@ -49,6 +50,7 @@ struct RulesetTallyTests {
         let slots = Ruleset.invariantSlots + ruleset.rules.map(\.id)
         var flows: [Flow: Int] = [:]
         var totalHits = 0
+        var scratch: [Int] = []
         for _ in 0..<count {
             let input = randomInput(&random, density: density)
             let velocity: [Int?] = ruleset.velocityQueries.map { _ in
@@ -74,6 +76,11 @@ struct RulesetTallyTests {
             #expect(checkedTally.flow == checked.decision.flow, "\(checks)")
             #expect(checkedHits == expectedChecked, "\(checks)")
             #expect(checkedTally.unresolved == !checked.decision.unresolved.isEmpty)
+            // A changed attempt's live rules, as the export of changed attempts lists them.
+            #expect(
+                ruleset.liveHitIDs(input, velocity: velocity, checks: checks, scratch: &scratch)
+                    == checked.decision.liveHits.map(\.ruleID), "\(checks)")
+            #expect(scratch.allSatisfy { $0 == 0 })
             if checks == .none { #expect(checked.decision == decision) }
         }
         return (flows, totalHits)

@@ -345,9 +345,9 @@ public enum Backtest {
         let collectChanges: Bool
 
         /// Counts through ``Ruleset/tally(_:velocity:checks:hits:)`` (the attempt's recorded
-        /// checks applied, as the live path applied them); only a sampled or collected changed
-        /// attempt gets its two full decisions (``Ruleset/decide(_:velocity:checks:)``), from the
-        /// same values.
+        /// checks applied, as the live path applied them); only a sampled changed attempt gets
+        /// its two full decisions (``Ruleset/decide(_:velocity:checks:)``), from the same values,
+        /// and a collected one its two lists of live hits (``Ruleset/liveHitIDs(_:velocity:checks:scratch:)``).
         ///
         /// The attempts at `range` of `order` (page and row), or rows `range` of the only page
         /// without an order. The attempts of `labels` (by the same index, in order; a few per
@@ -366,6 +366,8 @@ public enum Backtest {
             // array access per use, retained and released its every field.
             var beforeValues: [Int?] = []
             var afterValues: [Int?] = []  // filled per attempt, allocated once
+            var beforeScratch: [Int] = []  // the changed attempts' hit counters, the same
+            var afterScratch: [Int] = []
             let ordered = order ?? []
             var start = range.lowerBound
             while start < range.upperBound {
@@ -388,41 +390,45 @@ public enum Backtest {
                         if before.unresolved { part.currentUnresolved += 1 }
                         if after.unresolved { part.candidateUnresolved += 1 }
                         if nextLabel < labels.count, labels[nextLabel].index == position {
-                            let attempt = attempts[index]
                             part.performance.add(
-                                before: current.decide(attempt.input, velocity: beforeValues, checks: attempt.checks)
-                                    .decision,
-                                after: candidate.decide(attempt.input, velocity: afterValues, checks: attempt.checks)
-                                    .decision,
+                                before: current.decide(
+                                    attempts[index].input, velocity: beforeValues, checks: attempts[index].checks
+                                ).decision,
+                                after: candidate.decide(
+                                    attempts[index].input, velocity: afterValues, checks: attempts[index].checks
+                                ).decision,
                                 label: labels[nextLabel].label)
                             nextLabel += 1
                         }
                         guard before.flow != after.flow else { continue }
                         part.changed += 1
-                        let sampled = part.sample.count < sampleSize
-                        guard sampled || collectChanges else { continue }
-                        let attempt = attempts[index]
-                        let beforeDecision = current.decide(
-                            attempt.input, velocity: beforeValues, checks: attempt.checks
-                        ).decision
-                        let afterDecision = candidate.decide(
-                            attempt.input, velocity: afterValues, checks: attempt.checks
-                        ).decision
-                        if sampled {
+                        if part.sample.count < sampleSize {
                             part.sample.append(
-                                Change(attemptID: attempt.id, before: beforeDecision, after: afterDecision))
+                                Change(
+                                    attemptID: attempts[index].id,
+                                    before: current.decide(
+                                        attempts[index].input, velocity: beforeValues, checks: attempts[index].checks
+                                    ).decision,
+                                    after: candidate.decide(
+                                        attempts[index].input, velocity: afterValues, checks: attempts[index].checks
+                                    ).decision))
                         }
-                        if collectChanges {
-                            let beforeRules = beforeDecision.liveHits.map(\.ruleID)
-                            let afterRules = afterDecision.liveHits.map(\.ruleID)
-                            part.changes.append(
-                                ChangedAttempt(
-                                    attemptID: attempt.id, time: attempt.time,
-                                    channel: attempt.input.channel?.name,
-                                    cardID: attempt.subject.cardID, before: before.flow, after: after.flow,
-                                    currentOnly: beforeRules.filter { !afterRules.contains($0) },
-                                    candidateOnly: afterRules.filter { !beforeRules.contains($0) }))
-                        }
+                        guard collectChanges else { continue }
+                        // The live hits' ids alone (a changed attempt in eight, over a quarter: two
+                        // full decisions each, with every value read, were a tenth of the replay).
+                        let beforeRules = current.liveHitIDs(
+                            attempts[index].input, velocity: beforeValues, checks: attempts[index].checks,
+                            scratch: &beforeScratch)
+                        let afterRules = candidate.liveHitIDs(
+                            attempts[index].input, velocity: afterValues, checks: attempts[index].checks,
+                            scratch: &afterScratch)
+                        part.changes.append(
+                            ChangedAttempt(
+                                attemptID: attempts[index].id, time: attempts[index].time,
+                                channel: attempts[index].input.channel?.name,
+                                cardID: attempts[index].subject.cardID, before: before.flow, after: after.flow,
+                                currentOnly: beforeRules.filter { !afterRules.contains($0) },
+                                candidateOnly: afterRules.filter { !beforeRules.contains($0) }))
                     }
                 }
                 start = end

@@ -245,6 +245,36 @@ extension Ruleset {
             evaluation: evaluation, refusal: nil)
     }
 
+    /// The ids of ``decide(_:velocity:checks:)``'s live hits (`decision.liveHits`), in their
+    /// order, without building the decision: its hits counted once (``tally(_:velocity:checks:hits:)``)
+    /// and read back in the order the decision stores them (a failed expiry check first, the
+    /// invariants, the live rules, a pending push's, then a no-method escalation's).
+    ///
+    /// - Parameter scratch: Counters reused from one call to the next (left all zero).
+    public func liveHitIDs(
+        _ input: RiskInput, velocity: [Int?], checks: RequestChecks, scratch: inout [Int]
+    ) -> [String] {
+        let slots = Self.invariantSlots.count
+        if scratch.count != slots + rules.count { scratch = [Int](repeating: 0, count: slots + rules.count) }
+        _ = tally(input, velocity: velocity, checks: checks, hits: &scratch)
+        var ids: [String] = []
+        func take(_ slot: Int, _ id: String) {
+            guard scratch[slot] != 0 else { return }
+            scratch[slot] = 0
+            ids.append(id)
+        }
+        take(Self.cardNotFoundSlot, RequestChecks.cardNotFound)
+        take(Self.cardNotFoundSlot + 1, RequestChecks.expiryMismatch)
+        for slot in 0..<Self.noStepUpSlot { take(slot, Self.invariantSlots[slot]) }
+        for (index, rule) in rules.enumerated() where scratch[slots + index] != 0 {
+            scratch[slots + index] = 0
+            if rule.mode == .live { ids.append(rule.id) }
+        }
+        take(Self.cardNotFoundSlot + 2, RequestChecks.inAppStepUp)
+        take(Self.noStepUpSlot, Invariants.noStepUpMethod)
+        return ids
+    }
+
     /// What a backtest counts of ``decide(_:velocity:checks:)``'s decision, without building it
     /// (``tally(_:velocity:hits:)`` with the checks applied; their hits at their
     /// ``invariantSlots`` positions).
