@@ -366,8 +366,15 @@ public enum Backtest {
             // array access per use, retained and released its every field.
             var beforeValues: [Int?] = []
             var afterValues: [Int?] = []  // filled per attempt, allocated once
-            var beforeScratch: [Int] = []  // the changed attempts' hit counters, the same
-            var afterScratch: [Int] = []
+            // Counters by pointer (``Ruleset/tallyRules(_:velocity:hits:)`` says why): the hits,
+            // and the changed attempts' own (left all zero by each use).
+            let currentHits = Self.counters(part.currentHits.count)
+            let candidateHits = Self.counters(part.candidateHits.count)
+            let beforeScratch = Self.counters(part.currentHits.count)
+            let afterScratch = Self.counters(part.candidateHits.count)
+            defer {
+                for counters in [currentHits, candidateHits, beforeScratch, afterScratch] { counters.deallocate() }
+            }
             let ordered = order ?? []
             var start = range.lowerBound
             while start < range.upperBound {
@@ -378,25 +385,23 @@ public enum Backtest {
                 pages[page].withUnsafeBufferPointer { attempts in
                     for position in start..<end {
                         let index = order == nil ? position : Int(ordered[position].row)
-                        lookup.current.fill(&beforeValues, attempt: index, attempts[index], history: history)
-                        lookup.candidate.fill(&afterValues, attempt: index, attempts[index], history: history)
-                        let before = current.tally(
-                            attempts[index].input, velocity: beforeValues, checks: attempts[index].checks,
-                            hits: &part.currentHits)
+                        let attempt = attempts.baseAddress! + index
+                        lookup.current.fill(&beforeValues, attempt: index, at: attempt, history: history)
+                        lookup.candidate.fill(&afterValues, attempt: index, at: attempt, history: history)
+                        // Copied once for both rulesets (read in place, it was copied for each
+                        // call all the same: a call that may write through a pointer could change it).
+                        let input = attempts[index].input
+                        let checks = attempts[index].checks
+                        let before = current.tally(input, velocity: beforeValues, checks: checks, counters: currentHits)
                         let after = candidate.tally(
-                            attempts[index].input, velocity: afterValues, checks: attempts[index].checks,
-                            hits: &part.candidateHits)
+                            input, velocity: afterValues, checks: checks, counters: candidateHits)
                         part.transitions[before.flow.rawValue * Flow.allCases.count + after.flow.rawValue] += 1
                         if before.unresolved { part.currentUnresolved += 1 }
                         if after.unresolved { part.candidateUnresolved += 1 }
                         if nextLabel < labels.count, labels[nextLabel].index == position {
                             part.performance.add(
-                                before: current.decide(
-                                    attempts[index].input, velocity: beforeValues, checks: attempts[index].checks
-                                ).decision,
-                                after: candidate.decide(
-                                    attempts[index].input, velocity: afterValues, checks: attempts[index].checks
-                                ).decision,
+                                before: current.decide(input, velocity: beforeValues, checks: checks).decision,
+                                after: candidate.decide(input, velocity: afterValues, checks: checks).decision,
                                 label: labels[nextLabel].label)
                             nextLabel += 1
                         }
@@ -406,26 +411,20 @@ public enum Backtest {
                             part.sample.append(
                                 Change(
                                     attemptID: attempts[index].id,
-                                    before: current.decide(
-                                        attempts[index].input, velocity: beforeValues, checks: attempts[index].checks
-                                    ).decision,
-                                    after: candidate.decide(
-                                        attempts[index].input, velocity: afterValues, checks: attempts[index].checks
-                                    ).decision))
+                                    before: current.decide(input, velocity: beforeValues, checks: checks).decision,
+                                    after: candidate.decide(input, velocity: afterValues, checks: checks).decision))
                         }
                         guard collectChanges else { continue }
                         // The live hits' ids alone (a changed attempt in eight, over a quarter: two
                         // full decisions each, with every value read, were a tenth of the replay).
                         let beforeRules = current.liveHitIDs(
-                            attempts[index].input, velocity: beforeValues, checks: attempts[index].checks,
-                            scratch: &beforeScratch)
+                            input, velocity: beforeValues, checks: checks, scratch: beforeScratch)
                         let afterRules = candidate.liveHitIDs(
-                            attempts[index].input, velocity: afterValues, checks: attempts[index].checks,
-                            scratch: &afterScratch)
+                            input, velocity: afterValues, checks: checks, scratch: afterScratch)
                         part.changes.append(
                             ChangedAttempt(
                                 attemptID: attempts[index].id, time: attempts[index].time,
-                                channel: attempts[index].input.channel?.name,
+                                channel: input.channel?.name,
                                 cardID: attempts[index].subject.cardID, before: before.flow, after: after.flow,
                                 currentOnly: beforeRules.filter { !afterRules.contains($0) },
                                 candidateOnly: afterRules.filter { !beforeRules.contains($0) }))
@@ -433,7 +432,16 @@ public enum Backtest {
                 }
                 start = end
             }
+            part.currentHits = Array(currentHits)
+            part.candidateHits = Array(candidateHits)
             return part
+        }
+
+        /// `count` counters, all zero, for the caller to deallocate.
+        private static func counters(_ count: Int) -> UnsafeMutableBufferPointer<Int> {
+            let counters = UnsafeMutableBufferPointer<Int>.allocate(capacity: count)
+            counters.initialize(repeating: 0)
+            return counters
         }
     }
 

@@ -141,13 +141,23 @@ public struct RecordedVelocity: Sendable {
         func fill<History: BacktestVelocity>(
             _ values: inout [Int?], attempt index: Int, _ attempt: AttemptLog.Attempt, history: History
         ) {
+            withUnsafePointer(to: attempt) { fill(&values, attempt: index, at: $0, history: history) }
+        }
+
+        /// The same for the attempt at `attempt`, read in place: an attempt passed by value beside
+        /// the `inout` values, from a buffer, was copied whole for the call.
+        func fill<History: BacktestVelocity>(
+            _ values: inout [Int?], attempt index: Int, at attempt: UnsafePointer<AttemptLog.Attempt>,
+            history: History
+        ) {
             if values.count != queries.count { values = [Int?](repeating: nil, count: queries.count) }
             for (position, column) in columns.enumerated() {
                 if let column, let value = recorded?.value(row: index, column: column) {
                     values[position] = value
                 } else {
                     // One query at a time: a batch per attempt cost three arrays for one value.
-                    values[position] = history.value(of: queries[position], subject: attempt.subject, at: attempt.time)
+                    values[position] = history.value(
+                        of: queries[position], subject: attempt.pointee.subject, at: attempt.pointee.time)
                 }
             }
         }

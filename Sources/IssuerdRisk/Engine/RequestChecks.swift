@@ -254,9 +254,20 @@ extension Ruleset {
     public func liveHitIDs(
         _ input: RiskInput, velocity: [Int?], checks: RequestChecks, scratch: inout [Int]
     ) -> [String] {
+        let count = Self.invariantSlots.count + rules.count
+        if scratch.count != count { scratch = [Int](repeating: 0, count: count) }
+        return scratch.withUnsafeMutableBufferPointer {
+            liveHitIDs(input, velocity: velocity, checks: checks, scratch: $0)
+        }
+    }
+
+    /// ``liveHitIDs(_:velocity:checks:scratch:)`` with counters by pointer (``tallyRules(_:velocity:hits:)``
+    /// says why), all zero.
+    func liveHitIDs(
+        _ input: RiskInput, velocity: [Int?], checks: RequestChecks, scratch: UnsafeMutableBufferPointer<Int>
+    ) -> [String] {
         let slots = Self.invariantSlots.count
-        if scratch.count != slots + rules.count { scratch = [Int](repeating: 0, count: slots + rules.count) }
-        _ = tally(input, velocity: velocity, checks: checks, hits: &scratch)
+        _ = tally(input, velocity: velocity, checks: checks, counters: scratch)
         var ids: [String] = []
         func take(_ slot: Int, _ id: String) {
             guard scratch[slot] != 0 else { return }
@@ -281,11 +292,19 @@ extension Ruleset {
     public func tally(
         _ input: RiskInput, velocity: [Int?], checks: RequestChecks, hits: inout [Int]
     ) -> (flow: Flow, unresolved: Bool) {
+        hits.withUnsafeMutableBufferPointer { tally(input, velocity: velocity, checks: checks, counters: $0) }
+    }
+
+    /// ``tally(_:velocity:checks:hits:)`` with counters by pointer (``tallyRules(_:velocity:hits:)``
+    /// says why).
+    func tally(
+        _ input: RiskInput, velocity: [Int?], checks: RequestChecks, counters hits: UnsafeMutableBufferPointer<Int>
+    ) -> (flow: Flow, unresolved: Bool) {
         guard checks.cardFound else {
             hits[Self.cardNotFoundSlot] += 1
             return (.orange, false)
         }
-        var (flow, unresolved, methods) = tallyRules(input, velocity: velocity, hits: &hits)
+        var (flow, unresolved, methods) = tallyRules(input, velocity: velocity, hits: hits)
         if checks == .none { return (flow, unresolved) }
         guard checks.expiryMatches else {
             hits[Self.cardNotFoundSlot + 1] += 1

@@ -141,17 +141,22 @@ public struct Ruleset: Sendable {
     ///   - hits: At least `invariantSlots.count + rules.count` counters.
     /// - Returns: The decision's flow, and whether its `unresolved` is non-empty.
     public func tally(_ input: RiskInput, velocity: [Int?], hits: inout [Int]) -> (flow: Flow, unresolved: Bool) {
-        let (flow, unresolved, _) = tallyRules(input, velocity: velocity, hits: &hits)
+        let (flow, unresolved, _) = hits.withUnsafeMutableBufferPointer {
+            tallyRules(input, velocity: velocity, hits: $0)
+        }
         return (flow, unresolved)
     }
 
     /// ``tally(_:velocity:hits:)``, and the step-up methods a yellow flow allows (meaningless
-    /// for another flow).
+    /// for another flow). The counters come by pointer, not `inout`: beside an `inout` argument,
+    /// an input read in place (a backtest's attempts) was copied whole for the call, every string
+    /// of it retained and released.
     func tallyRules(
-        _ input: RiskInput, velocity: [Int?], hits: inout [Int]
+        _ input: RiskInput, velocity: [Int?], hits: UnsafeMutableBufferPointer<Int>
     ) -> (flow: Flow, unresolved: Bool, methods: StepUpMethods) {
+        precondition(hits.count >= Self.invariantSlots.count + rules.count, "a counter for every hit")
         guard velocity.count == velocityQueries.count else {
-            return tallyRules(input, velocity: [Int?](repeating: nil, count: velocityQueries.count), hits: &hits)
+            return tallyRules(input, velocity: [Int?](repeating: nil, count: velocityQueries.count), hits: hits)
         }
         var flow = Flow.green
         var unresolved = false
