@@ -373,4 +373,36 @@ struct StreamingBacktestTests {
         #expect(byCard.eventCount == byCardOne.eventCount)
         #expect(byCard.eventCount == events.filter { $0.kind == .attempt }.count, "no query reads failures by card")
     }
+
+    @Test(
+        "Ids equal as strings are one id in every part count: the Kelvin sign and K, a precomposed and a combined letter"
+    )
+    func canonicallyEquivalentIdsAreOneIdInEveryPartCount() {
+        let pairs = [("card-K", "card-\u{212A}"), ("card-\u{C5}", "card-A\u{30A}"), ("card-\u{E9}", "card-e\u{301}")]
+        let query = VelocityQuery(metric: .attempts, key: .card, windowSeconds: 3_600)
+        var events: [VelocityEvent] = []
+        for index in 0..<6_000 {
+            let pair = pairs[index % pairs.count]
+            let card = index % 4 == 0 ? pair.0 : index % 4 == 1 ? pair.1 : "card-\(index)"
+            events.append(
+                VelocityEvent(kind: .attempt, time: Self.start.addingTimeInterval(Double(index % 50)), cardID: card))
+        }
+        let reference = InMemoryVelocityProvider(events: events)
+        let at = Self.start.addingTimeInterval(3_000)
+        for parts in [1, 2, 3, 8] {
+            var batched = SlidingVelocity(queries: [query], parts: parts)
+            batched.add(contentsOf: events)
+            var single = SlidingVelocity(queries: [query], parts: parts)
+            for event in events { single.add(event) }
+            for (precomposed, decomposed) in pairs {
+                // 6,000 / 3 pairs / 2 of every 4 indices: 1,000 events of each pair, all within the hour.
+                for card in [precomposed, decomposed] {
+                    let subject = VelocitySubject(cardID: card)
+                    #expect(reference.value(of: query, subject: subject, at: at) == 1_000)
+                    #expect(batched.value(of: query, subject: subject, at: at) == 1_000, "\(parts) parts")
+                    #expect(single.value(of: query, subject: subject, at: at) == 1_000, "\(parts) parts")
+                }
+            }
+        }
+    }
 }

@@ -11,8 +11,8 @@ import Foundation
 /// the same events: the events in `[time − window, time)`, so events fed ahead of the times
 /// asked (the rest of a slice) are not counted.
 ///
-/// The ids are spread over ``parts`` by a hash of their bytes, each part holding its own ids'
-/// events: batches (``add(contentsOf:under:)``) and evictions run on every core, one part per
+/// The ids are spread over ``parts`` by a hash of their text (``ID``), each part holding its own
+/// ids' events: batches (``add(contentsOf:under:)``) and evictions run on every core, one part per
 /// thread, and a value reads only its id's part, so the answers are those of one part.
 public struct SlidingVelocity: Sendable {
     /// The events of one (kind, key) group, per id, each id's in time order.
@@ -21,7 +21,7 @@ public struct SlidingVelocity: Sendable {
         var horizon: Double
         /// The oldest time kept at the last eviction.
         var evictedThrough = -Double.infinity
-        var entries: [String: [Entry]] = [:]
+        var entries: [ID: [Entry]] = [:]
         /// Events held.
         var count = 0
         /// Whether its events keep their card id (some query counts distinct cards) and their
@@ -35,6 +35,38 @@ public struct SlidingVelocity: Sendable {
         var time: Double
         var cardID: String?
         var cardholderName: String?
+    }
+
+    /// An id with its hash, computed once per event or value: the part the id is in and its
+    /// place in that part's dictionary both come from it (the dictionary hashed every string
+    /// again, byte by byte, at each look-up). Ids equal as strings have one hash: FNV-1a over the
+    /// UTF-8 bytes of the text, or of its canonical composition (NFC) when it is not all ASCII
+    /// (the Kelvin sign and "K" are one id, as they are to a `String` key and to
+    /// ``InMemoryVelocityProvider``).
+    fileprivate struct ID: Hashable, Sendable {
+        let hash: UInt64
+        let text: String
+
+        init(_ text: String) {
+            self.text = text
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            var high: UInt8 = 0
+            for byte in text.utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+                high |= byte
+            }
+            if high >= 0x80 {
+                hash = 0xcbf2_9ce4_8422_2325
+                for byte in text.precomposedStringWithCanonicalMapping.utf8 {
+                    hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+                }
+            }
+            self.hash = hash
+        }
+
+        static func == (left: ID, right: ID) -> Bool { left.hash == right.hash && left.text == right.text }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
     }
 
     /// One part's groups by ``index(_:_:)``; nil for a group no query reads.
@@ -64,13 +96,9 @@ public struct SlidingVelocity: Sendable {
         _ = include(queries)
     }
 
-    /// The part holding `id`'s events: FNV-1a over its UTF-8 bytes (cheaper than the dictionary's
-    /// seeded hash, which each part computes again; any spread will do, the answers are the same).
-    private func part(of id: String) -> Int {
-        guard parts.count > 1 else { return 0 }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return Int(hash % UInt64(parts.count))
+    /// The part holding `id`'s events (any spread will do, the answers are the same).
+    private func part(of id: ID) -> Int {
+        parts.count > 1 ? Int(id.hash % UInt64(parts.count)) : 0
     }
 
     /// One (kind, key) group and the window it keeps.
@@ -158,8 +186,9 @@ public struct SlidingVelocity: Sendable {
     /// into place).
     public mutating func add(_ event: VelocityEvent, under key: VelocityKey) {
         let index = Self.index(event.kind, key)
-        guard horizons[index] != nil, let id = event.id(for: key) else { return }
-        parts[part(of: id)].add(event, id: id, group: index)
+        guard horizons[index] != nil, let text = event.id(for: key) else { return }
+        let id = ID(text)
+        withUnsafePointer(to: event) { parts[part(of: id)].add($0, id: id, group: index) }
     }
 
     /// Adds `events` under `key` only, or under every key each carries when `key` is nil, as
@@ -173,21 +202,26 @@ public struct SlidingVelocity: Sendable {
             return
         }
         // (event, group) pairs per part, in the events' order.
-        var batches = [[(event: Int, id: String, group: Int)]](repeating: [], count: parts.count)
+        var batches = [[(event: Int, id: ID, group: Int)]](repeating: [], count: parts.count)
         for batch in batches.indices { batches[batch].reserveCapacity(events.count / parts.count + 64) }
         for (position, event) in events.enumerated() {
             for candidate in key.map({ [$0] }) ?? Self.keys {
                 let index = Self.index(event.kind, candidate)
-                guard horizons[index] != nil, let id = event.id(for: candidate) else { continue }
+                guard horizons[index] != nil, let text = event.id(for: candidate) else { continue }
+                let id = ID(text)
                 batches[part(of: id)].append((position, id, index))
             }
         }
         let sorted = batches
-        parts.withUnsafeMutableBufferPointer { parts in
-            let shared = SharedParts(parts: parts)
-            DispatchQueue.concurrentPerform(iterations: shared.parts.count) { part in
-                for item in sorted[part] {
-                    shared.parts[part].add(events[item.event], id: item.id, group: item.group)
+        // Each event read in place, through its address (passed by value, it was copied whole).
+        events.withUnsafeBufferPointer { events in
+            let events = SharedEvents(events: events)
+            parts.withUnsafeMutableBufferPointer { parts in
+                let shared = SharedParts(parts: parts)
+                DispatchQueue.concurrentPerform(iterations: shared.parts.count) { part in
+                    for item in sorted[part] {
+                        shared.parts[part].add(events.events.baseAddress! + item.event, id: item.id, group: item.group)
+                    }
                 }
             }
         }
@@ -197,6 +231,12 @@ public struct SlidingVelocity: Sendable {
     /// threads changes its own part only, and the buffer outlives them (concurrentPerform waits).
     private struct SharedParts: @unchecked Sendable {
         let parts: UnsafeMutableBufferPointer<Part>
+    }
+
+    /// @unchecked Sendable: ``add(contentsOf:under:)``'s threads only read the events, which
+    /// outlive them.
+    private struct SharedEvents: @unchecked Sendable {
+        let events: UnsafeBufferPointer<VelocityEvent>
     }
 
     /// Appends `entry`, moved back past any later one (history read by time mostly comes in order).
@@ -244,7 +284,8 @@ public struct SlidingVelocity: Sendable {
     /// The value of `query` for `subject` as of `time`: the events in `[time − window, time)`;
     /// nil when the subject has no id for the query's key.
     public func value(of query: VelocityQuery, subject: VelocitySubject, at time: Date) -> Int? {
-        guard let id = subject.id(for: query.key) else { return nil }
+        guard let text = subject.id(for: query.key) else { return nil }
+        let id = ID(text)
         guard let group = parts[part(of: id)].groups[Self.index(query.metric.eventKind, query.key)],
             let entries = group.entries[id]
         else {
@@ -265,11 +306,11 @@ public struct SlidingVelocity: Sendable {
 }
 
 extension SlidingVelocity.Part {
-    /// Adds `event` under `id` to group `index` (kept by this part).
-    mutating func add(_ event: VelocityEvent, id: String, group index: Int) {
+    /// Adds the event at `event` under `id` to group `index` (kept by this part).
+    mutating func add(_ event: UnsafePointer<VelocityEvent>, id: SlidingVelocity.ID, group index: Int) {
         let entry = SlidingVelocity.Entry(
-            time: event.time.timeIntervalSince1970, cardID: groups[index]!.cards ? event.cardID : nil,
-            cardholderName: groups[index]!.names ? event.cardholderName : nil)
+            time: event.pointee.time.timeIntervalSince1970, cardID: groups[index]!.cards ? event.pointee.cardID : nil,
+            cardholderName: groups[index]!.names ? event.pointee.cardholderName : nil)
         SlidingVelocity.insert(entry, into: &groups[index]!.entries[id, default: []])
         groups[index]!.count += 1
     }
@@ -285,7 +326,7 @@ extension SlidingVelocity.Part {
             groups[index] = nil
             let oldest = now - group.horizon
             group.evictedThrough = oldest
-            var empty: [String] = []
+            var empty: [SlidingVelocity.ID] = []
             var position = group.entries.values.startIndex
             while position != group.entries.values.endIndex {
                 if let last = group.entries.values[position].last?.time, last < oldest {
