@@ -57,20 +57,37 @@ WHERE i.inhparent = 'provisioning_attempts'::regclass
                   WHERE ii.inhparent = 'attempts_list_keys'::regclass AND x.indrelid = p.oid)
 ORDER BY p.relname, s.n;
 
--- issuerd:step when NOT (SELECT indisvalid FROM pg_index WHERE indexrelid = 'attempts_list_keys'::regclass)
-DO $$
-DECLARE
-    part record;
+-- issuerd:step each
+-- For each partition whose index is not yet attached: attach it, in a transaction of its own.
+-- Attaching takes the partition's index exclusively; the request path's reads that no time bound
+-- prunes hold every partition's indexes while they run. Were all attached in one transaction,
+-- the index of one partition attached would be held while the next one waited for a read that
+-- then waited for the first: a deadlock, which fails one side. One at a time, nothing is held
+-- while waiting; and the lock is tried for 50 ms at a time (a request waits no longer behind it).
+SELECT format($attach$DO $do$
 BEGIN
-    FOR part IN
-        SELECT p.relname, p.relnamespace::regnamespace::text AS namespace
-        FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
-        WHERE i.inhparent = 'provisioning_attempts'::regclass
-          AND NOT EXISTS (SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
-                          WHERE ii.inhparent = 'attempts_list_keys'::regclass AND x.indrelid = p.oid)
-    LOOP
-        EXECUTE format('ALTER INDEX attempts_list_keys ATTACH PARTITION %I.%I', part.namespace, part.relname || '_list_keys');
+    FOR attempt IN 1..1200 LOOP
+        BEGIN
+            PERFORM set_config('lock_timeout', '50ms', true);
+            ALTER INDEX attempts_list_keys ATTACH PARTITION %1$I.%2$I;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM pg_sleep(0.05);
+        END;
     END LOOP;
+    RAISE EXCEPTION 'index %2$s stayed busy for two minutes; run the migration again';
+END
+$do$$attach$, p.relnamespace::regnamespace::text, p.relname || '_list_keys')
+FROM pg_inherits i
+JOIN pg_class p ON p.oid = i.inhrelid
+WHERE i.inhparent = 'provisioning_attempts'::regclass
+  AND NOT EXISTS (SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
+                  WHERE ii.inhparent = 'attempts_list_keys'::regclass AND x.indrelid = p.oid)
+ORDER BY p.relname;
+
+-- issuerd:step
+DO $$
+BEGIN
     IF NOT (SELECT indisvalid FROM pg_index WHERE indexrelid = 'attempts_list_keys'::regclass) THEN
         RAISE EXCEPTION 'index attempts_list_keys is not valid after attaching every partition''s index';
     END IF;

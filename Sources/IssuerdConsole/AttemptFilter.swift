@@ -177,7 +177,7 @@ package struct AttemptCursor: Sendable, Equatable {
 
     /// The token.
     package var token: String {
-        Data("\(microseconds)/\(attemptID.uuidString.lowercased())".utf8).base64EncodedString()
+        Data("\(microseconds)/\(attemptID.lowercasedString)".utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }

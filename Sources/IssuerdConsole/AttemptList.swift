@@ -130,7 +130,7 @@ package enum AttemptList {
                     var text = ""
                     for row in rows {
                         text += ChangedAttemptsCSV.line([
-                            try row.decode("attempt_id", as: UUID.self).uuidString.lowercased(),
+                            try row.decode("attempt_id", as: UUID.self).lowercasedString,
                             ChangedAttemptsCSV.timestamp(try row.decode("created_at")), try row.decode("channel"),
                             try row.decode("flow"), try row.decode("decided_by"),
                             try row.decode("last_four", as: String?.self) ?? "",
@@ -377,7 +377,7 @@ package enum AttemptList {
                 let id = try row.decode("attempt_id", as: UUID.self)
                 return Row(
                     summary: Summary(
-                        attemptId: id.uuidString.lowercased(), createdAt: try row.decode("created_at"),
+                        attemptId: id.lowercasedString, createdAt: try row.decode("created_at"),
                         channel: try row.decode("channel"), cardId: try row.decode("card_id"),
                         lastFour: try row.decode("last_four"), customerId: try row.decode("customer_id"),
                         deviceId: try row.decode("device_id"), network: try row.decode("network"),

@@ -105,7 +105,7 @@ package final class BacktestJobs: Sendable {
         guard gate.enter() else {
             throw BacktestGate.busy()
         }
-        let id = UUID().uuidString.lowercased()
+        let id = UUID().lowercasedString
         let control = HistoryBacktest.Control()
         let view = jobs.withLock { jobs in
             Self.prune(&jobs, now: now)

@@ -85,7 +85,7 @@ public struct StoredAttempt: Sendable {
     /// - Throws: ``AttemptLogError`` when a stored attribute does not fit its type.
     public func replay(with ruleset: Ruleset) throws(AttemptLogError) -> Replay {
         let line =
-            "{\"type\":\"attempt\",\"id\":\(HistoryExport.quote(id.uuidString.lowercased())),"
+            "{\"type\":\"attempt\",\"id\":\(HistoryExport.quote(id.lowercasedString)),"
             + "\"time\":\(HistoryExport.quote(HistoryExport.timestamp(time))),\"attributes\":\(attributesJSON)}"
         let log = try AttemptLog(jsonLines: line)
         // One "attempt" line without a replay flag always yields one attempt.

@@ -75,6 +75,10 @@ struct AuthParsingTests {
         #expect(TSPSignature(header: "t =1700000000,v1=\(hex)") == nil)
         #expect(TSPSignature(header: "t=1700000000,v1= \(hex)") == nil)
         #expect(TSPSignature(header: "t=1700000000, ,v1=\(hex)") == nil)
+        // Taken apart by bytes: a name or value beyond ASCII is never a digit or a known scheme.
+        #expect(TSPSignature(header: "t=1700000000,v1=\(hex.uppercased()),v2=ünknown") == parsed)
+        #expect(TSPSignature(header: "t=1700000000,v1=\(hex.dropLast(2))é") == nil)
+        #expect(TSPSignature(header: "t=１７00000000,v1=\(hex)") == nil)
         for bad in [
             "", "t=1", "v1=\(hex)", "t=x,v1=\(hex)", "t=1,v1=abc", "t=1,v1=\(hex.dropLast(2))", "t=-5,v1=\(hex)",
             "t=1,t=2,v1=\(hex)", "t=1,v1",

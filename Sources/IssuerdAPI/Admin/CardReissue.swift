@@ -224,7 +224,7 @@ enum CardReissue {
         (
             "card.reissued", "card:\(record.oldCardID)",
             [
-                "reissueId": record.reissueID.uuidString.lowercased(), "reason": record.reason.rawValue,
+                "reissueId": record.reissueID.lowercasedString, "reason": record.reason.rawValue,
                 "newCardId": record.newCardID, "newLastFour": newLastFour, "panChanged": String(record.panChanged),
                 "applyAt": record.applyAt, "fraudTokens": String(record.fraudTokens.count),
             ]
@@ -270,7 +270,7 @@ enum CardReissue {
         _ reissue: ReissueRecord, tokens: [TokenStore.ReissuedToken], newExpiration: CardExpiration,
         keys: ReissueSettings, pans: () throws -> (old: PrimaryAccountNumber, new: PrimaryAccountNumber)
     ) throws -> Application {
-        let id = reissue.reissueID.uuidString.lowercased()
+        let id = reissue.reissueID.lowercasedString
         let fraud = Set(reissue.fraudTokens)
         let deletes = tokens.filter { $0.awaitingActivation || fraud.contains($0.reference) }
         let moves = tokens.filter { !$0.awaitingActivation && !fraud.contains($0.reference) }
@@ -385,7 +385,7 @@ enum CardReissue {
                 (
                     "card.reissue_applied", "card:\(application.reissue.oldCardID)",
                     [
-                        "reissueId": application.reissue.reissueID.uuidString.lowercased(),
+                        "reissueId": application.reissue.reissueID.lowercasedString,
                         "newCardId": application.reissue.newCardID, "tokensMoved": String(application.moves.count),
                         "tokensDeleted": String(application.deletes.count),
                     ]
@@ -421,7 +421,7 @@ enum CardReissue {
 
     static func view(_ record: ReissueRecord, tokens: [ReissueStore.TokenView]?) -> View {
         View(
-            reissueId: record.reissueID.uuidString.lowercased(), reason: record.reason.rawValue,
+            reissueId: record.reissueID.lowercasedString, reason: record.reason.rawValue,
             oldCardId: record.oldCardID, newCardId: record.newCardID, status: record.status.rawValue, tokens: tokens)
     }
 }

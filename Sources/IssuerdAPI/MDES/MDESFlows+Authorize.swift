@@ -38,7 +38,7 @@ extension MDESFlows {
             services.risk.count(channel: RequestChannel.mdes.name, flow: flow, hits: hits)
             logger.info(
                 "MDES authorization decided",
-                ["attemptId": .string(attemptID.uuidString.lowercased()), "flow": .string(flow.description)])
+                ["attemptId": .string(attemptID.lowercasedString), "flow": .string(flow.description)])
         }
     }
 

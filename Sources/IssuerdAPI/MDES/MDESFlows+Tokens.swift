@@ -142,7 +142,7 @@ extension MDESFlows {
     ) throws {
         switch try ReissueStore.confirmMove(tokenReference: reference, now: now, connection: connection) {
         case .confirmed(let reissueID):
-            details["reissueId"] = reissueID.uuidString.lowercased()
+            details["reissueId"] = reissueID.lowercasedString
         case .unrequested:
             details["unrequested"] = "true"
             try AuditLog.append(

@@ -164,7 +164,7 @@ struct InAppProvisioning: Sendable {
         // A push (in-app, Wallet extension, Google Pay) checks nothing beside the rules.
         let decision = assessment.checked.decision
         let attemptID = UUID.random()
-        let attemptText = attemptID.uuidString.lowercased()
+        let attemptText = attemptID.lowercasedString
         let reasons = DecisionJSON.reasons(decision)
         let channel = push.channel.name
         var facts = push.facts

@@ -168,7 +168,7 @@ struct TokenizationAuthorization: Sendable {
         }
         let decided = try TokenizationDecision.decide(tokenization, context: tsp, ruleset: ruleset, risk: risk)
         var record = decided.record
-        let attemptText = attemptID.uuidString.lowercased()
+        let attemptText = attemptID.lowercasedString
         // A refusal by a check names only that check.
         let response = TokenizationAuthorizeResponse(
             decision: decided.attempt.rawValue, flow: decided.flow.description, attemptId: attemptText,
@@ -210,8 +210,10 @@ struct TokenizationAuthorization: Sendable {
     static func inputs(_ attributes: AttemptDocument, checks: RequestChecks) -> AttemptDocument {
         switch attributes {
         case .written(let text):
-            let open = text.dropLast()  // the object's closing brace
-            return .written(open + (open.count > 1 ? "," : "") + #""checks":"# + checks.jsonText + "}")
+            // Less the object's closing brace, its last byte. (By bytes: a String's characters
+            // are counted from its start, twice a request over a document of a few kilobytes.)
+            let open = Substring(text.utf8.dropLast())
+            return .written(open + (open.utf8.count > 1 ? "," : "") + #""checks":"# + checks.jsonText + "}")
         case .members(var members):
             members["checks"] = DecisionJSON.checks(checks)
             return .members(members)

@@ -76,7 +76,7 @@ struct TokenizationDecision {
             expiryMatches: request.expiration.map { $0 == card.expiration } ?? true,
             pendingPush: context.pendingPush.map { push in
                 RequestChecks.PendingPush(
-                    attemptID: push.attemptID.uuidString.lowercased(),
+                    attemptID: push.attemptID.lowercasedString,
                     methods: StepUpMethods(names: push.allowedMethods))
             },
             reachableMethods: TokenizationAuthorization.reachableMethods(customer: customer))

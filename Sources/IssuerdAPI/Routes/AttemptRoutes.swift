@@ -137,7 +137,7 @@ enum AttemptRoutes {
             }
             return [
                 "delivery": delivery,
-                "challengeId": .string(try row.decode("challenge_id", as: UUID.self).uuidString.lowercased()),
+                "challengeId": .string(try row.decode("challenge_id", as: UUID.self).lowercasedString),
                 "method": .string(try row.decode("method")),
                 "destination": .string(try row.decode("destination_masked")),
                 "status": .string(try row.decode("status")), "failedAttempts": .int(try row.decode("failed_attempts")),

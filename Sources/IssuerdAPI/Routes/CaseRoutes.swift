@@ -95,7 +95,7 @@ enum CaseRoutes {
                     throw ReviewQueue.notFound(caseID)
                 }
                 let fields = OutcomeReport.Fields(
-                    attemptID: found.attemptID.uuidString.lowercased(), outcome: outcome.rawValue,
+                    attemptID: found.attemptID.lowercasedString, outcome: outcome.rawValue,
                     source: "analyst",
                     note: note)
                 let report: OutcomeReport
@@ -187,7 +187,7 @@ enum CaseRoutes {
         func time(_ date: Date?) -> JSONValue { date.map { .string(RFC3339.string($0)) } ?? .null }
         func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
         return [
-            "caseId": .string(String(found.caseID)), "attemptId": .string(found.attemptID.uuidString.lowercased()),
+            "caseId": .string(String(found.caseID)), "attemptId": .string(found.attemptID.lowercasedString),
             "reason": .string(found.reason), "owners": .array(found.owners.map(JSONValue.string)),
             "status": .string(found.status), "openedAt": time(found.openedAt), "ageSeconds": .int(age),
             "age": .string(ageText(age)), "assignee": text(found.assignee), "assignedAt": time(found.assignedAt),
@@ -225,7 +225,7 @@ enum CaseRoutes {
             let outcome: String? = try row.decode("outcome")
             let card: String? = try row.decode("card_id")
             return [
-                "attemptId": .string(try row.decode("attempt_id", as: UUID.self).uuidString.lowercased()),
+                "attemptId": .string(try row.decode("attempt_id", as: UUID.self).lowercasedString),
                 "createdAt": .string(RFC3339.string(try row.decode("created_at"))),
                 "channel": .string(try row.decode("channel")), "flow": .string(try row.decode("flow")),
                 "cardId": card.map(JSONValue.string) ?? .null, "outcome": outcome.map(JSONValue.string) ?? .null,

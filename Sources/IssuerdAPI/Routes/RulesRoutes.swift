@@ -40,7 +40,7 @@ enum RulesRoutes {
             case .proposed(let serving, let proposed):
                 reload = .init(
                     result: outcome.result.name, previousVersion: serving, version: proposed,
-                    changeId: outcome.change?.changeId.uuidString.lowercased())
+                    changeId: outcome.change?.changeId.lowercasedString)
             }
             var view = try context.database.withConnection { connection in
                 try RulesetStatusView.build(context.rules.active.status, now: context.now, connection: connection)

@@ -82,7 +82,7 @@ struct ChallengeIssuer: Sendable {
         )
 
         let challengeID = UUID.random()
-        let challengeText = challengeID.uuidString.lowercased()
+        let challengeText = challengeID.lowercasedString
         // A code the network gives lives no longer than issuerd's own (ISSUERD_OTP_TTL).
         let longest = now.addingTimeInterval(settings.codeLifetime.timeInterval)
         let expiresAt = min(given?.expiresAt ?? longest, longest)

@@ -84,7 +84,7 @@ struct WalletVerifier: Sendable {
                 // In-App Verification and the Android app-to-app path are both Mastercard's `A`.
                 try token.queueActivation(
                     reason: route.reason, mdesChange: .inAppVerified,
-                    occurrence: "iav:\(UUID.random().uuidString.lowercased())", connection: connection)
+                    occurrence: "iav:\(UUID.random().lowercasedString)", connection: connection)
             }
             try AuditLog.append(
                 actor: "app:\(customerID)", action: route.auditAction, subject: "token:\(token.tokenReference)",

@@ -14,7 +14,7 @@ public enum RequestIdentifier {
 
     /// A fresh random id (a lowercase UUID).
     public static func generate() -> String {
-        UUID.random().uuidString.lowercased()
+        UUID.random().lowercasedString
     }
 
     /// Whether a caller-supplied id may be echoed.

@@ -144,13 +144,15 @@ public struct Migrator: Sendable {
                             PostgresQuery(unsafeSQL: "SELECT coalesce((\(condition))::boolean, false) AS due"))
                         guard try rows.first?.decode("due", as: Bool.self) == true else { continue }
                     }
-                    if step.each {
-                        let statements = try connection.query(PostgresQuery(unsafeSQL: step.sql)).map {
-                            try $0.decode(0, as: String.self)
+                    try runAgainIfTransient(file: file, step: index + 1) {
+                        if step.each {
+                            let statements = try connection.query(PostgresQuery(unsafeSQL: step.sql)).map {
+                                try $0.decode(0, as: String.self)
+                            }
+                            for statement in statements { try connection.execute(unsafeSQL: statement) }
+                        } else {
+                            try connection.execute(unsafeSQL: step.sql)
                         }
-                        for statement in statements { try connection.execute(unsafeSQL: statement) }
-                    } else {
-                        try connection.execute(unsafeSQL: step.sql)
                     }
                     logger.debug(
                         "migration step applied",
@@ -171,6 +173,29 @@ public struct Migrator: Sendable {
         } catch var error as PostgresError {
             error.message = "migration \(file.fileName) failed: \(error.message)"
             throw error
+        }
+    }
+
+    /// How many times a step is tried when PostgreSQL ends it for a deadlock or a serialization
+    /// failure (with a live service, a lock the step takes can meet requests' locks in a cycle).
+    static let stepAttempts = 5
+
+    /// Runs a step, again after a short growing pause when PostgreSQL ended it for a deadlock or a
+    /// serialization failure. Safe because a step runs alone or in a transaction of its own, so
+    /// the failed attempt left nothing, and a step's `when` or `each` query names the work left.
+    private func runAgainIfTransient(file: MigrationFile, step: Int, _ body: () throws -> Void) throws {
+        for attempt in 1... {
+            do {
+                return try body()
+            } catch let error as PostgresError where error.isTransient && attempt < Self.stepAttempts {
+                logger.warning(
+                    "migration step ended by the server, run again",
+                    [
+                        "version": .int(file.version), "step": .int(step), "attempt": .int(attempt),
+                        "sqlstate": .string(error.sqlState ?? ""),
+                    ])
+                Thread.sleep(forTimeInterval: 0.1 * Double(attempt))
+            }
         }
     }
 

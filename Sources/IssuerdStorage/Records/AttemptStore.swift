@@ -192,7 +192,7 @@ package enum AttemptStore {
         }
         let created: Date = try row.decode("created_at")
         return [
-            "attemptId": .string(try row.decode("attempt_id", as: UUID.self).uuidString.lowercased()),
+            "attemptId": .string(try row.decode("attempt_id", as: UUID.self).lowercasedString),
             "channel": try text("channel"), "cardId": try text("card_id"), "customerId": try text("customer_id"),
             "deviceId": try text("device_id"), "tokenReference": try text("token_reference"),
             "tokenRequestorId": try text("token_requestor_id"), "tokenizationSource": try text("tokenization_source"),

@@ -45,7 +45,7 @@ package enum OutcomeStore {
         _ reports: [OutcomeReport], actor: String, now: Date, connection: PostgresConnection
     ) throws -> [Applied] {
         let attempts = try resolve(reports, connection: connection)
-        let ids = Set(attempts.compactMap { try? $0.get().attemptID.uuidString.lowercased() }).sorted()
+        let ids = Set(attempts.compactMap { try? $0.get().attemptID.lowercasedString }).sorted()
         if !ids.isEmpty {
             try connection.execute(
                 """
@@ -120,7 +120,7 @@ package enum OutcomeStore {
         var references: [String] = []
         for report in reports {
             switch report.subject {
-            case .attempt(let id): attemptIDs.append(id.uuidString.lowercased())
+            case .attempt(let id): attemptIDs.append(id.lowercasedString)
             case .token(let reference): references.append(reference)
             }
         }
@@ -150,7 +150,7 @@ package enum OutcomeStore {
                     return .failure(
                         OutcomeInputError(
                             code: "unknown_attempt", field: "attemptId",
-                            message: "no attempt \(id.uuidString.lowercased())"))
+                            message: "no attempt \(id.lowercasedString)"))
                 }
                 return .success(Target(attemptID: id))
             case .token(let reference):
@@ -210,7 +210,7 @@ package enum OutcomeStore {
         if let reference = attempt.tokenReference { details["tokenReference"] = reference }
         if !report.note.isEmpty { details["note"] = report.note }
         try AuditLog.append(
-            actor: actor, action: "outcome.recorded", subject: "attempt:\(attempt.attemptID.uuidString.lowercased())",
+            actor: actor, action: "outcome.recorded", subject: "attempt:\(attempt.attemptID.lowercasedString)",
             details: details, at: now, connection: connection)
         return true
     }

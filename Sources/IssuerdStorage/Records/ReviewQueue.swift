@@ -158,7 +158,7 @@ package enum ReviewQueue {
         }
         try AuditLog.append(
             actor: actor, action: "case.assigned", subject: "case:\(caseID)",
-            details: ["attemptId": taken.attemptID.uuidString.lowercased()], at: now, connection: connection)
+            details: ["attemptId": taken.attemptID.lowercasedString], at: now, connection: connection)
         return taken
     }
 
@@ -180,7 +180,7 @@ package enum ReviewQueue {
         guard updated == 1, let closed = try find(caseID, connection: connection) else {
             throw try refusal(caseID, actor: actor, connection: connection)
         }
-        var details = ["attemptId": closed.attemptID.uuidString.lowercased(), "outcome": outcome.rawValue]
+        var details = ["attemptId": closed.attemptID.lowercasedString, "outcome": outcome.rawValue]
         if !note.isEmpty { details["note"] = note }
         try AuditLog.append(
             actor: actor, action: "case.closed", subject: "case:\(caseID)", details: details, at: now,

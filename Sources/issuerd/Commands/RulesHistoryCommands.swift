@@ -113,14 +113,14 @@ enum RulesHistoryCommands {
                 try pool.withConnection { try StoredAttempt.load(id: id, connection: $0) }
             })
         else {
-            throw CommandFailure("attempt \(id.uuidString.lowercased()): no such attempt")
+            throw CommandFailure("attempt \(id.lowercasedString): no such attempt")
         }
         print(render(attempt))
         let replay: StoredAttempt.Replay
         do {
             replay = try attempt.replay(with: ruleset)
         } catch {
-            throw CommandFailure("attempt \(id.uuidString.lowercased()): the stored inputs cannot be re-run: \(error)")
+            throw CommandFailure("attempt \(id.lowercasedString): the stored inputs cannot be re-run: \(error)")
         }
         print("")
         print("re-run with \(directory) (\(ruleset.version)), velocity as stored:")
@@ -142,7 +142,7 @@ enum RulesHistoryCommands {
 
     static func render(_ attempt: StoredAttempt) -> String {
         var lines = [
-            "attempt  \(attempt.id.uuidString.lowercased())",
+            "attempt  \(attempt.id.lowercasedString)",
             "time     \(HistoryExport.timestamp(attempt.time))   channel \(attempt.channel)",
             "subject  card \(attempt.subject.cardID ?? "-")  device \(attempt.subject.deviceID ?? "-")  customer \(attempt.subject.customerID ?? "-")",
             "ruleset  \(attempt.rulesetVersion)",

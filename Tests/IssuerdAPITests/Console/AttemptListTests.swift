@@ -3,6 +3,7 @@ import IssuerdConsole
 import IssuerdHistory
 import IssuerdPostgres
 import IssuerdTestSupport
+import Synchronization
 import Testing
 
 @testable import IssuerdAPI
@@ -520,6 +521,95 @@ struct AttemptListTests {
                 #expect(cursor == nil, "\(query)")
             }
         }
+    }
+
+    @Test(
+        "sql/0042 attaches each partition's index in a transaction of its own: a reader holding one partition's indexes while it reads another does not deadlock with the migration"
+    )
+    func listKeysMigrationBesideReaders() throws {
+        // The partitions are attached one after the other; a reader holds the first's or the
+        // last's indexes, so that it meets the migration before and after the others.
+        for held in [Edge.first, .last] { try Self.migrateBesideReader(holding: held) }
+    }
+
+    private enum Edge { case first, last }
+
+    private static func migrateBesideReader(holding edge: Edge) throws {
+        let database = try TestDatabase.create()
+        defer { database.drop() }
+        let pool = database.makePool(size: 3)
+        defer { pool.close() }
+        // The migration in two: its index builds, then (as a file of its own, so the test can
+        // step in between) the steps from the first that attaches a partition's index.
+        let sql = TestApplication.repositoryRoot.appendingPathComponent("sql")
+        let names = try FileManager.default.contentsOfDirectory(atPath: sql.path).filter { $0.hasSuffix(".sql") }
+            .sorted()
+        let file = try #require(names.first { $0.hasPrefix("0042_") })
+        let lines = try String(contentsOf: sql.appendingPathComponent(file), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false)
+        let attach = try #require(lines.firstIndex { $0.contains("ATTACH PARTITION") })
+        let split = try #require(lines[..<attach].lastIndex { $0.hasPrefix("-- issuerd:step") })
+        let folder = TestScratch.path("issuerd-migrations-0042-readers-\(edge)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for name in names where name < "0042" {
+            try FileManager.default.copyItem(
+                at: sql.appendingPathComponent(name), to: folder.appendingPathComponent(name))
+        }
+        try Data(lines[..<split].joined(separator: "\n").utf8).write(to: folder.appendingPathComponent(file))
+        try Migrator(directory: folder, logger: .silent).migrate(using: pool)
+        try Data(("-- issuerd:no-transaction\n" + lines[split...].joined(separator: "\n")).utf8)
+            .write(to: folder.appendingPathComponent("0043_list_keys_attached.sql"))
+
+        let held = try pool.withConnection {
+            try $0.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT \(edge == .first ? "min" : "max")(c.relname) AS name
+                        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                        WHERE i.inhparent = 'provisioning_attempts'::regclass
+                        """)
+            )[0].decode("name", as: String.self)
+        }
+        let migrated = Mutex<Result<[Int], any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        try pool.withConnection { connection in
+            try connection.transaction { reader in
+                // A request's read of one month: every index of its partition held until the
+                // transaction ends.
+                _ = try reader.query(PostgresQuery(unsafeSQL: "SELECT count(*) AS n FROM \(held)"))
+                DispatchQueue.global().async {
+                    let result = Result { try Migrator(directory: folder, logger: .silent).migrate(using: pool) }
+                    migrated.withLock { $0 = result.map { $0.map(\.version) } }
+                    done.signal()
+                }
+                // Until the migration waits for that partition's index.
+                var waiting = false
+                for _ in 0..<2_000 where !waiting {
+                    waiting =
+                        try reader.query(
+                            """
+                            SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted
+                                           AND relation = to_regclass(\(held + "_list_keys"))) AS waiting
+                            """
+                        )[0].decode("waiting", as: Bool.self)
+                    if !waiting { Thread.sleep(forTimeInterval: 0.01) }
+                }
+                #expect(waiting, "the migration never waited for \(held)'s index")
+                // The same transaction reads every partition, as the request path's reads that
+                // no time bound prunes do: none may wait for the migration (a deadlock with it).
+                _ = try reader.query("SELECT count(*) AS n FROM provisioning_attempts")
+            }
+        }
+        #expect(done.wait(timeout: .now() + 120) == .success)
+        let result = try #require(migrated.withLock { $0 })
+        #expect(try result.get() == [43], "holding \(held)")
+        let valid = try pool.withConnection {
+            try $0.query("SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = 'attempts_list_keys'::regclass")[
+                0
+            ]
+            .decode("valid", as: Bool.self)
+        }
+        #expect(valid)
     }
 
     @Test("An unknown parameter or a value the list cannot read is a 400 naming it, never ignored")

@@ -63,38 +63,66 @@ struct OutboxCrashTests {
         ]
     }
 
-    /// The outbox rows delivered.
-    static func delivered(_ pool: PostgresPool) throws -> Int64 {
-        try pool.withConnection {
-            try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE status = 'delivered'").first!.decode(
-                "n", as: Int64.self)
+    /// A migrated throwaway database with `total` TSP messages in its outbox (deduplication keys
+    /// `key-0`, `key-1`, …), and a scratch directory; ``remove()`` (deferred by the test before
+    /// it starts a process on them, so after that process is stopped) drops both.
+    struct Fixture {
+        let database: TestDatabase
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "issuerd-crash-\(UUID().uuidString)")
+        let pool: PostgresPool
+
+        init(total: Int, key: String, payload: (Int) -> TSPNotificationPayload) throws {
+            database = try TestDatabase.create()
+            pool = database.makePool(size: 2)
+            _ = try Migrator(directory: TestApplication.repositoryRoot.appendingPathComponent("sql"), logger: .silent)
+                .migrate(using: pool)
+            try pool.transaction { connection in
+                for index in 0..<total {
+                    try OutboxStore.enqueue(
+                        kind: .tsp, dedupKey: "\(key)-\(index)", payload: payload(index),
+                        connection: connection)
+                }
+            }
+        }
+
+        /// The outbox rows delivered.
+        func delivered() throws -> Int64 {
+            try pool.withConnection {
+                try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE status = 'delivered'").first!.decode(
+                    "n", as: Int64.self)
+            }
+        }
+
+        /// The delivered count once it reaches `total`, or as it stands after about `seconds`.
+        func delivered(waitingFor total: Int, seconds: Double) throws -> Int64 {
+            var delivered: Int64 = 0
+            for _ in 0..<Int(seconds / 0.02) where delivered != Int64(total) {
+                delivered = try self.delivered()
+                if delivered != Int64(total) { Thread.sleep(forTimeInterval: 0.02) }
+            }
+            return delivered
+        }
+
+        func remove() {
+            pool.close()
+            database.drop()
+            try? FileManager.default.removeItem(at: directory)
         }
     }
 
     @Test("issuerd killed with SIGKILL during dispatch and restarted: every message delivered at least once, none lost")
     func sigkillDuringDispatch() throws {
-        let database = try TestDatabase.create()
-        defer { database.drop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "issuerd-crash-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let pool = database.makePool(size: 2)
-        defer { pool.close() }
-        _ = try Migrator(directory: TestApplication.repositoryRoot.appendingPathComponent("sql"), logger: .silent)
-            .migrate(using: pool)
-
         let total = 30
-        try pool.transaction { connection in
-            for index in 0..<total {
-                try OutboxStore.enqueue(
-                    kind: .tsp, dedupKey: "crash-\(index)",
-                    payload: TSPNotificationPayload(tokenReference: "tok-\(index)", action: "delete"),
-                    connection: connection)
-            }
+        let fixture = try Fixture(total: total, key: "crash") {
+            TSPNotificationPayload(tokenReference: "tok-\($0)", action: "delete")
         }
+        defer { fixture.remove() }
         let receiver = try WebhookReceiver()
         receiver.answer(200, delay: 0.15)  // slow enough that the kill lands mid-dispatch
-        let environment = try Self.environment(database: database, directory: directory, receiver: receiver).merging([
+        let environment = try Self.environment(
+            database: fixture.database, directory: fixture.directory, receiver: receiver
+        ).merging([
             "ISSUERD_OUTBOX_LEASE": "2s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "1s", "ISSUERD_OUTBOX_BATCH_SIZE": "5",
         ]) { $1 }
 
@@ -113,44 +141,27 @@ struct OutboxCrashTests {
         }
         let all = receiver.wait(timeout: 90) { Set($0.compactMap { $0.header("Idempotency-Key") }).count == total }
         #expect(Set(all.compactMap { $0.header("Idempotency-Key") }) == Set((0..<total).map { "crash-\($0)" }))
-        var delivered: Int64 = 0
-        for _ in 0..<250 where delivered != Int64(total) {
-            delivered = try Self.delivered(pool)
-            if delivered != Int64(total) { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        #expect(delivered == Int64(total))
+        #expect(try fixture.delivered(waitingFor: total, seconds: 5) == Int64(total))
     }
 
     @Test(
         "issuerd killed with SIGKILL while several cards' messages are in flight at once: after restart each one is delivered, none lost"
     )
     func sigkillWithDeliveriesInFlight() throws {
-        let database = try TestDatabase.create()
-        defer { database.drop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "issuerd-crash-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let pool = database.makePool(size: 2)
-        defer { pool.close() }
-        _ = try Migrator(directory: TestApplication.repositoryRoot.appendingPathComponent("sql"), logger: .silent)
-            .migrate(using: pool)
         let total = 12
-        try pool.transaction { connection in
-            for index in 0..<total {
-                try OutboxStore.enqueue(
-                    kind: .tsp, dedupKey: "inflight-\(index)",
-                    payload: TSPNotificationPayload(
-                        tokenReference: "tok-\(index)", action: "suspend", cardId: "card-\(index)"),
-                    connection: connection)
-            }
+        let fixture = try Fixture(total: total, key: "inflight") {
+            TSPNotificationPayload(tokenReference: "tok-\($0)", action: "suspend", cardId: "card-\($0)")
         }
+        defer { fixture.remove() }
         // Every request is held until the kill: the first process never records a delivery.
         let receiver = try WebhookReceiver(concurrent: true)
         let killed = Lock(false)
         receiver.gate { [receiver] _ in
             receiver.wait(timeout: 60) { _ in killed.withLock { $0 } }
         }
-        let environment = try Self.environment(database: database, directory: directory, receiver: receiver).merging([
+        let environment = try Self.environment(
+            database: fixture.database, directory: fixture.directory, receiver: receiver
+        ).merging([
             "ISSUERD_OUTBOX_LEASE": "12s", "ISSUERD_OUTBOX_HTTP_TIMEOUT": "10s", "ISSUERD_OUTBOX_BATCH_SIZE": "12",
             "ISSUERD_OUTBOX_CONCURRENCY": "4",
         ]) { $1 }
@@ -164,25 +175,20 @@ struct OutboxCrashTests {
         #expect(inFlight.count >= 4, "\(receiver.events)")
         // Four at once: no try had ended when the fourth arrived. One at a time, each held
         // request would have timed out (recorded as a failed try) before the next went.
-        let failedTries = try pool.withConnection {
+        let failedTries = try fixture.pool.withConnection {
             try $0.query("SELECT count(*)::bigint AS n FROM outbox WHERE last_error IS NOT NULL").first!.decode(
                 "n", as: Int64.self)
         }
         #expect(failedTries == 0)
         killed.withLock { $0 = true }
-        #expect(try Self.delivered(pool) == 0)
+        #expect(try fixture.delivered() == 0)
 
         let second = try Self.spawn(environment: environment)
         defer {
             kill(second, SIGTERM)
             Self.reap(second)
         }
-        var delivered: Int64 = 0
-        for _ in 0..<3_000 where delivered != Int64(total) {  // up to a minute
-            delivered = try Self.delivered(pool)
-            if delivered != Int64(total) { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        #expect(delivered == Int64(total))
+        #expect(try fixture.delivered(waitingFor: total, seconds: 60) == Int64(total))
         let answered = Set(receiver.received.compactMap { $0.header("Idempotency-Key") })
         #expect(answered == Set((0..<total).map { "inflight-\($0)" }))
         // The ones in flight at the kill went again after the restart.

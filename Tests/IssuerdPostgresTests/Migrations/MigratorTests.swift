@@ -108,6 +108,55 @@ import Testing
         }
     }
 
+    /// A step that PostgreSQL ended for a deadlock or a serialization failure had no effect (it
+    /// ran alone, or in a transaction of its own), and its `when` or `each` query names only the
+    /// work left: it is run again, not the migration failed. Another failure still stops it.
+    @Test func stepEndedByADeadlockIsRunAgain() throws {
+        let file = """
+            -- issuerd:no-transaction
+            -- issuerd:step
+            CREATE SEQUENCE tries;
+            CREATE TABLE done (step text PRIMARY KEY);
+            -- issuerd:step when NOT EXISTS (SELECT 1 FROM done WHERE step = 'plain')
+            DO $$ BEGIN
+                IF nextval('tries') < 3 THEN RAISE EXCEPTION 'a deadlock' USING ERRCODE = 'deadlock_detected'; END IF;
+                INSERT INTO done VALUES ('plain');
+            END $$;
+            -- issuerd:step each
+            SELECT $s$DO $d$ BEGIN
+                IF nextval('tries') < 5 THEN RAISE EXCEPTION 'a conflict' USING ERRCODE = 'serialization_failure'; END IF;
+                INSERT INTO done VALUES ('each');
+            END $d$$s$ WHERE NOT EXISTS (SELECT 1 FROM done WHERE step = 'each');
+            """
+        let folder = try Folder(["0001_retried.sql": file])
+        try withTestPool { pool in
+            #expect(try Migrator(directory: folder.url, logger: .silent).migrate(using: pool).map(\.version) == [1])
+            let row = try pool.withConnection {
+                try $0.query(
+                    "SELECT (SELECT string_agg(step, ',' ORDER BY step) FROM done) AS steps, nextval('tries') AS next")[
+                        0]
+            }
+            #expect(try row.decode("steps", as: String.self) == "each,plain")
+            #expect(try row.decode("next", as: Int64.self) == 6)
+
+            // A step that keeps failing so is not tried for ever: its error names the file.
+            try folder.write(
+                "0002_stuck.sql",
+                """
+                -- issuerd:no-transaction
+                -- issuerd:step
+                DO $$ BEGIN PERFORM nextval('tries'); RAISE EXCEPTION 'stuck' USING ERRCODE = 'deadlock_detected'; END $$;
+                """)
+            let error = postgresError { try Migrator(directory: folder.url, logger: .silent).migrate(using: pool) }
+            #expect(error?.code == .deadlockDetected)
+            #expect(error?.message.contains("0002_stuck.sql") == true)
+            let tried = try pool.withConnection {
+                try $0.query("SELECT nextval('tries') AS n")[0].decode("n", as: Int64.self)
+            }
+            #expect(tried == 7 + Int64(Migrator.stepAttempts))
+        }
+    }
+
     /// `-- issuerd:step each`: the step's query names statements, each run alone outside any
     /// transaction (so `CREATE INDEX CONCURRENTLY` over a list only the database knows), in the
     /// rows' order; a query naming only the work left makes a rerun resume.
