@@ -210,9 +210,9 @@ struct TokenizationAuthorization: Sendable {
     static func inputs(_ attributes: AttemptDocument, checks: RequestChecks) -> AttemptDocument {
         switch attributes {
         case .written(let text):
-            // Less the object's closing brace, its last byte. (By bytes: a String's characters
-            // are counted from its start, twice a request over a document of a few kilobytes.)
-            let open = Substring(text.utf8.dropLast())
+            // Less the object's closing brace, its last byte; joined as Strings. (By characters, a
+            // Substring's `dropLast` and `+` count the document's characters from its start.)
+            let open = String(Substring(text.utf8.dropLast()))
             return .written(open + (open.utf8.count > 1 ? "," : "") + #""checks":"# + checks.jsonText + "}")
         case .members(var members):
             members["checks"] = DecisionJSON.checks(checks)
