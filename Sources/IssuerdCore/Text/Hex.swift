@@ -32,12 +32,18 @@ public enum Hex {
 }
 
 extension UUID {
+    /// Its 16 bytes, in order (the `uuid` tuple as an array): the binary form PostgreSQL sends
+    /// and receives, and what ``lowercasedString`` writes.
+    public var bytes: [UInt8] {
+        let u = uuid
+        return [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15]
+    }
+
     /// The 36-character lowercase form (`a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`) in which issuerd
     /// writes every id, by ``Hex`` (`uuidString.lowercased()` went through `snprintf` and a
     /// second string: several times the work, on every request's ids).
     public var lowercasedString: String {
-        let u = uuid
-        let bytes = [u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15]
+        let bytes = bytes
         return String(unsafeUninitializedCapacity: 36) { buffer in
             var at = 0
             for (index, byte) in bytes.enumerated() {

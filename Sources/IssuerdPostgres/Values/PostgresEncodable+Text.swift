@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// The column types a `UUID` and a `[String]` decode from (constants: a set literal at the call
 /// builds a set for every cell decoded).
@@ -56,10 +57,7 @@ extension UUID: PostgresEncodable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .uuid }
     /// Its 16 bytes in binary (uuid's send format): the text form went through Foundation's
     /// `uuidString` (`snprintf`) and `lowercased()`, twice a request.
-    public var postgresBindValue: PostgresBindValue {
-        let u = uuid
-        return .binary([u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15])
-    }
+    public var postgresBindValue: PostgresBindValue { .binary(bytes) }
 
     public init(postgresCell cell: PostgresCell) throws(PostgresDecodingFailure) {
         try cell.require(uuidTypes)
