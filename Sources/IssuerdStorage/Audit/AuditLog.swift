@@ -122,8 +122,8 @@ package enum AuditLog {
             )
             ids.append(String(try row.decode("id", as: Int64.self)))
             sequences.append(String(sequence))
-            previousHashes.append(hex(previous))
-            hashes.append(hex(hash))
+            previousHashes.append(Hex.lowercase(previous))
+            hashes.append(Hex.lowercase(hash))
             previous = hash
         }
         let updated = try connection.execute(
@@ -149,17 +149,6 @@ package enum AuditLog {
         return Unsealed(
             count: Int(try row?.decode("n", as: Int64.self) ?? 0),
             oldestMilliseconds: try row?.decode("oldest", as: Int64?.self))
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// The outcome of walking the chain.
