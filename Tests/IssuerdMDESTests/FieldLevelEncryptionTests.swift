@@ -201,6 +201,53 @@ import Testing
         }
     }
 
+    /// Opening and decoding in one pass answers every plaintext as opening and then decoding does:
+    /// the same value, or the same error (the opening's own checks first, then the decoder's).
+    @Test func openAsTypeMatchesOpenThenDecode() throws {
+        let ring = try MDESTestKeys.ring
+        let card = #""cardAccountData":{"accountNumber":"5123456789012346"}"#
+        let plaintexts = [
+            "{\(card)}", #"{"dataValidUntilTimestamp":"2026-05-28T20:56:40Z",\#(card)}"#,
+            #"{"dataValidUntilTimestamp":null,\#(card)}"#, "{}", "[]", "not json", "\"text\"",
+            // Expired, too far ahead or malformed validity, with good and with bad card data.
+            #"{"dataValidUntilTimestamp":"2026-05-28T20:26:39Z",\#(card)}"#,
+            #"{"dataValidUntilTimestamp":"2026-05-28T20:26:39Z","cardAccountData":7}"#,
+            #"{"dataValidUntilTimestamp":"2026-06-28T20:26:40Z",\#(card)}"#,
+            #"{"dataValidUntilTimestamp":1780000000,\#(card)}"#,
+            #"{"dataValidUntilTimestamp":"tomorrow","cardAccountData":{}}"#,
+            // Valid or no validity, card data of the wrong shape.
+            #"{"cardAccountData":{"accountNumber":5123456789012346}}"#,
+            #"{"dataValidUntilTimestamp":"2026-05-28T20:56:40Z","cardAccountData":[]}"#,
+            #"{"source":7,\#(card)}"#,
+        ]
+        func outcome(_ body: () throws -> MDESFundingAccountData) -> String {
+            do {
+                let data = try body()
+                return "value \(data.cardAccountData?.accountNumber ?? "-") \(data.dataValidUntilTimestamp ?? "-")"
+            } catch let error as FieldLevelEncryptionError {
+                return "open \(error.description)"
+            } catch let error as DecodingError {
+                return "decode \(MDESMessageDecoder.describe(error).description)"
+            } catch {
+                return "other \(error)"
+            }
+        }
+        var kinds = Set<String>()
+        for plaintext in plaintexts {
+            let payload = try Self.make(plaintext)
+            let twoPasses = outcome {
+                try FieldLevelEncryption.open(payload, with: ring, now: Self.now).decode(MDESFundingAccountData.self)
+            }
+            let onePass = outcome {
+                try FieldLevelEncryption.open(payload, with: ring, now: Self.now, as: MDESFundingAccountData.self)
+            }
+            #expect(onePass == twoPasses, "\(plaintext)")
+            kinds.insert(String(twoPasses.prefix { $0 != " " }))
+        }
+        // The list reaches values, the opening's refusals and the decoder's.
+        #expect(kinds == ["value", "open", "decode"])
+    }
+
     @Test func sealedPayloadsOpenWithTheRecipientsKey() throws {
         let mastercard = MDESTestKeys.mastercard
         let recipientRing = try MDESIssuerKeyRing([try MDESIssuerKey(pemRepresentation: mastercard.keyFilePEM)])

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import Testing
 
 @testable import IssuerdMDES
@@ -173,6 +174,92 @@ import Testing
         }
     }
 
+    /// Authorize Service's one-pass reading gives what Foundation's decoder gives, or nothing
+    /// (then the decoder answers): over the example, its unknown values and members, and every
+    /// member of it (nested ones too) removed, `null`, or of each other JSON type.
+    @Test func authorizeOnePassReadingMatchesTheDecoder() throws {
+        func decoded(_ text: String) -> String? {
+            (try? MDESMessageDecoder.decode(MDESAuthorizeServiceRequest.self, from: Data(text.utf8)))
+                .map { String(decoding: MDESMessageDecoder.encode($0), as: UTF8.self) }
+        }
+        func read(_ text: String) -> String? {
+            MDESAuthorizeServiceRequest(jsonBytes: Array(text.utf8))
+                .map { String(decoding: MDESMessageDecoder.encode($0), as: UTF8.self) }
+        }
+        let example = Self.authorize.replacingOccurrences(of: "\n", with: "")
+        let unknowns = example.replacingOccurrences(
+            of: #""tokenType":"CLOUD""#, with: #""tokenType":"HOLOGRAM","extra":{"a":[1,{"b":null}]}"#)
+        let escaped = example.replacingOccurrences(of: #""walletId":"103""#, with: #""walletId":"1\"0\u00e9\/3""#)
+        for text in [example, unknowns, escaped] {
+            #expect(read(text) != nil && read(text) == decoded(text), "\(text)")
+        }
+        // Every member at every depth, changed in turn.
+        let tree = try #require(Array(example.utf8).withUnsafeBufferPointer { JSONValue.parse(bytes: $0) })
+        func variants(of value: JSONValue) -> [JSONValue] {
+            guard case .object(let members) = value else { return [] }
+            var out: [JSONValue] = []
+            for (key, member) in members {
+                var removed = members
+                removed[key] = nil
+                out.append(.object(removed))
+                for other: JSONValue in [
+                    .null, .int(7), .string("x"), .array([]), .array([.int(1)]), .object([:]), .bool(true),
+                ] {
+                    var changed = members
+                    changed[key] = other
+                    out.append(.object(changed))
+                }
+                for inner in variants(of: member) {
+                    var changed = members
+                    changed[key] = inner
+                    out.append(.object(changed))
+                }
+            }
+            return out
+        }
+        var (same, declined, accepted) = (0, 0, 0)
+        for variant in variants(of: tree) {
+            let text = variant.jsonText
+            let fast = read(text)
+            let slow = decoded(text)
+            if let fast {
+                #expect(fast == slow, "\(text)")
+                same += 1
+            } else {
+                declined += 1
+            }
+            if slow != nil { accepted += 1 }
+        }
+        // The one-pass reading takes every body the decoder takes here, and declines the rest.
+        #expect(same == accepted)
+        #expect(declined >= 200 && same >= 90, "same \(same), declined \(declined)")
+    }
+
+    /// An attempt's facts keep the request's identifiers, device and wallet signals, never card
+    /// data, and leave out what the request left out.
+    @Test func authorizeFactsKeepSignalsNotCardData() throws {
+        let request = try MDESMessageDecoder.decode(MDESAuthorizeServiceRequest.self, from: Data(Self.authorize.utf8))
+        let facts = JSONValue.object(request.facts(lastFour: "2346")).jsonText
+        #expect(
+            facts == """
+                {"accountIdHash":"A1B2C3D4E5F6","activeTokenCount":"2","channel":"mdes","consumerFacingEntityName":"Hana Card",\
+                "correlationId":"D98765432104","device":{"deviceName":"My Phone","formFactor":"PHONE","osName":"ANDROID",\
+                "osVersion":"14","storageTechnology":"TEE"},"lastFour":"2346","paymentAppInstanceId":"123456789",\
+                "tokenType":"CLOUD","wallet":{"accountLifeTime":"5","accountScore":"4","deviceScore":"2",\
+                "phoneNumberScore":"3","recommendationReasons":["ACCOUNT_TOO_NEW"],\
+                "recommendedDecision":"REQUIRE_ADDITIONAL_AUTHENTICATION"},"walletId":"103"}
+                """)
+        var bare = request
+        (bare.walletId, bare.accountIdHash, bare.activeTokenCount) = (nil, nil, nil)
+        (bare.paymentAppInstanceId, bare.consumerFacingEntityName) = (nil, nil)
+        bare.deviceInfo = MDESDeviceInfo()
+        bare.walletProviderDecisioningInfo = nil
+        #expect(
+            JSONValue.object(bare.facts(lastFour: "2346")).jsonText
+                == #"{"channel":"mdes","correlationId":"D98765432104","device":{},"lastFour":"2346","tokenType":"CLOUD"}"#
+        )
+    }
+
     @Test func answersCarryResponseIdAndTheWireNames() throws {
         let answer = MDESAuthorizeServiceResponse(
             responseId: MDESResponseID.responseId(for: "123456"), decision: .requireAdditionalAuthentication,
@@ -184,6 +271,22 @@ import Testing
             text
                 == #"{"activationMethods":[{"type":"TEXT_TO_CARDHOLDER_NUMBER","value":"010-****-5678"}],"cvcResponse":"NOT_PROCESSED","decision":"REQUIRE_ADDITIONAL_AUTHENTICATION","responseId":"123456","services":["DIGITIZATION"]}"#
         )
+        // The tree Authorize Service builds its body from writes Foundation's encoder's bytes, for
+        // every member present or absent, an unknown value, an envelope, and text needing escapes.
+        var full = answer
+        full.services = [.digitization, .unknown("TELEPORTATION")]
+        full.encryptedPayload = try JSONDecoder().decode(EncryptedPayload.self, from: Data(Self.envelope.utf8))
+        var escaped = answer
+        escaped.responseId = "a\"b\\c/d é\u{7F}"
+        escaped.activationMethods = [MDESActivationMethod(type: .unknown("NEW_METHOD"), value: "x/y")]
+        escaped.cvcResponse = nil
+        for each in [
+            answer, full, escaped, MDESAuthorizeServiceResponse(responseId: "1", decision: .declined, services: []),
+        ] {
+            var bytes: [UInt8] = []
+            each.tree.appendJSON(to: &bytes, sortedKeys: true)
+            #expect(bytes == Array(MDESMessageDecoder.encode(each)), "\(each)")
+        }
         let error = MDESErrorsResponse(responseId: "123456", error: .invalidJSON())
         #expect(
             String(decoding: MDESMessageDecoder.encode(error), as: UTF8.self)

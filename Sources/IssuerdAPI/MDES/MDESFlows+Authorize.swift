@@ -100,7 +100,7 @@ extension MDESFlows {
             subject: AttemptSubject(
                 deviceID: deviceID, tokenReference: tokenReference, tokenRequestorID: request.tokenRequestorId,
                 tokenizationSource: source?.name, requestID: request.requestId),
-            facts: try facts(request.factsJSON(lastFour: String(account.accountNumber.suffix(4)))),
+            facts: request.facts(lastFour: String(account.accountNumber.suffix(4))),
             expiration: preparation.data.expiration, now: now, network: "mastercard"
         ) { card, customer, cardActiveTokens in
             RiskRequest(
@@ -135,10 +135,13 @@ extension MDESFlows {
         if decided.flow == .yellow {
             response.activationMethods = activationMethods(customer: decided.customer, allowed: decided.stepUpMethods)
         }
-        // Encoded once: the answer's bytes, and the attempt's copy of them as a tree.
-        let body = MDESMessageDecoder.encode(response)
+        // Built once as a tree: the attempt keeps it, and its sorted text is the answer's body.
+        let answerTree = response.tree
+        var answerBytes: [UInt8] = []
+        answerBytes.reserveCapacity(256)
+        answerTree.appendJSON(to: &answerBytes, sortedKeys: true)
         var record = decided.record
-        record.facts["response"] = (try? tree(body)) ?? .null
+        record.facts["response"] = answerTree
         var closing = [AttemptStore.insertion(record)]
         // The token awaits step-up under its unique reference (Request Activation Methods,
         // Deliver and Validate Activation Code find it there); after its attempt (foreign key).
@@ -151,7 +154,7 @@ extension MDESFlows {
                     attemptID: attemptID, now: now))
         }
         return AuthorizeDecision(
-            answer: .init(status: 200, body: Array(body)), closing: closing, attemptID: attemptID, flow: record.flow,
+            answer: .init(status: 200, body: answerBytes), closing: closing, attemptID: attemptID, flow: record.flow,
             hits: decided.countedHits)
     }
 }

@@ -72,21 +72,6 @@ struct MDESFlows {
         }
     }
 
-    /// An attempt's facts from their JSON text.
-    static func facts(_ json: Data) throws -> [String: JSONValue] {
-        guard case .object(let members) = try tree(json) else { return [:] }
-        return members
-    }
-
-    /// JSON text issuerd itself encoded, as a tree: the one-pass parser (Foundation's decoder into
-    /// `JSONValue` was 6 % of an Authorize Service's CPU under perf), Foundation's when it declines.
-    static func tree(_ json: Data) throws -> JSONValue {
-        if let parsed = json.withUnsafeBytes({ JSONValue.parse(bytes: $0.bindMemory(to: UInt8.self)) }) {
-            return parsed
-        }
-        return try JSONDecoder().decode(JSONValue.self, from: json)
-    }
-
     // MARK: Request Activation Methods
 
     /// The methods of the token's pending step-up: those its attempt allowed that the customer

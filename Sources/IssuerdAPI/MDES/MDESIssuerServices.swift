@@ -91,10 +91,12 @@ struct MDESIssuerServices: Sendable {
                 throw MDESRequestError("REQUEST_TOO_LARGE", "the body exceeds \(Self.bodyLimit) bytes")
             }
             let body = Data(request.body)
-            // Authorize Service decoded once: a body that does not decode or validate here is
-            // answered by the general path below, with its errors in their order.
+            // Authorize Service decoded once, in one pass over the bytes (Foundation's decoder where
+            // that reading declines): a body that does not decode or validate here is answered by
+            // the general path below, with its errors in their order.
             if operation == .authorizeService,
-                let authorize = try? MDESMessageDecoder.decode(MDESAuthorizeServiceRequest.self, from: body),
+                let authorize = MDESAuthorizeServiceRequest(jsonBytes: request.body)
+                    ?? (try? MDESMessageDecoder.decode(MDESAuthorizeServiceRequest.self, from: body)),
                 (try? authorize.validate()) != nil
             {
                 responseId = MDESResponseID.responseId(for: authorize.requestId)
@@ -209,16 +211,15 @@ struct MDESIssuerServices: Sendable {
 
     /// Opens an `encryptedPayload` and decodes its plaintext; every failure is `CRYPTOGRAPHY_ERROR`
     /// (the step logged, never the bytes), and a plaintext of the wrong shape `INVALID_FIELD_VALUE`.
-    func open<T: Decodable>(_ payload: EncryptedPayload, as type: T.Type, now: Date, logger: Logger) throws -> T {
-        let opened: OpenedPayload
+    func open<T: Decodable & ValidityStamped>(
+        _ payload: EncryptedPayload, as type: T.Type, now: Date, logger: Logger
+    ) throws -> T {
         do {
-            opened = try FieldLevelEncryption.open(payload, with: keys, now: now)
+            // Decrypted, then parsed once: the validity is read from the decoded value.
+            return try FieldLevelEncryption.open(payload, with: keys, now: now, as: type)
         } catch let error as FieldLevelEncryptionError {
             logger.notice("MDES payload did not open", ["problem": .string(error.description)])
             throw MDESRequestError(error.errorCode, "the encryptedPayload could not be decrypted or has expired")
-        }
-        do {
-            return try opened.decode(type)
         } catch let error as DecodingError {
             let described = MDESMessageDecoder.describe(error)
             throw MDESRequestError(described.errorCode, "encryptedPayload: " + described.description)

@@ -218,15 +218,19 @@ package struct JSONTreeParser<Tree: JSONTree> {
     package mutating func string() -> String? {
         position += 1
         let start = position
+        // Every byte's bits together: below 0x80, the text is ASCII and needs no validating.
+        var bits: UInt8 = 0
         while position < bytes.count {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let raw = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
+                if bits < 0x80 { return String(decoding: raw, as: UTF8.self) }
                 // Split at ASCII quotes, so no character is cut. Bytes that are not UTF-8 are
                 // declined: Foundation refuses them (a provisioning body with one is a 400).
                 return String(validating: raw, as: UTF8.self)
             }
+            bits |= byte
             if byte == UInt8(ascii: "\\") {
                 position = start
                 return escapedString()

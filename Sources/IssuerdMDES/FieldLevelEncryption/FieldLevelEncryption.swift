@@ -36,6 +36,35 @@ public enum FieldLevelEncryption {
     ) throws
         -> OpenedPayload
     {
+        let opened = try decrypt(payload, with: keys)
+        try probeValidity(of: opened, now: now)
+        return opened
+    }
+
+    /// Opens `payload` as ``open(_:with:now:)`` does and decodes its plaintext as `type` in the same
+    /// pass: the validity is read from the decoded value, so the plaintext is parsed once.
+    ///
+    /// Fails exactly as opening and then decoding would: when the decoder refuses the plaintext,
+    /// the opening's own checks (a JSON object, the validity) are made first and throw their
+    /// ``FieldLevelEncryptionError``; otherwise the decoder's error is thrown as it came.
+    public static func open<T: Decodable & ValidityStamped>(
+        _ payload: EncryptedPayload, with keys: MDESIssuerKeyRing, now: Date, as type: T.Type
+    ) throws -> T {
+        let opened = try decrypt(payload, with: keys)
+        let value: T
+        do {
+            value = try opened.decode(type)
+        } catch {
+            try probeValidity(of: opened, now: now)
+            throw error
+        }
+        if let text = value.dataValidUntilTimestamp { try checkValidity(text, now: now) }
+        return value
+    }
+
+    /// The fields checked, the key found by fingerprint, the AES key unwrapped and the plaintext
+    /// decrypted: every step of opening but the plaintext's own checks.
+    static func decrypt(_ payload: EncryptedPayload, with keys: MDESIssuerKeyRing) throws -> OpenedPayload {
         let ciphertext = try HexText.decode(
             payload.encryptedData, field: "encryptedData", lengths: 32...EncryptedPayload.maximumEncryptedDataLength)
         let wrappedKey = try HexText.decode(
@@ -67,7 +96,12 @@ public enum FieldLevelEncryption {
         } catch {
             throw FieldLevelEncryptionError(.decryptionFailed)
         }
-        let opened = OpenedPayload(plaintext: plaintext, key: key, padding: padding, keyByteCount: aesKey.byteCount)
+        return OpenedPayload(plaintext: plaintext, key: key, padding: padding, keyByteCount: aesKey.byteCount)
+    }
+
+    /// The plaintext must be a JSON object, and its `dataValidUntilTimestamp`, when present, a
+    /// time between `now` and ``maximumValidityAhead``.
+    static func probeValidity(of opened: OpenedPayload, now: Date) throws {
         let probe: ValidityProbe
         do {
             probe = try opened.decode(ValidityProbe.self)
@@ -76,14 +110,17 @@ public enum FieldLevelEncryption {
         } catch {
             throw FieldLevelEncryptionError(.plaintextNotJSONObject)
         }
-        if let text = probe.dataValidUntilTimestamp {
-            let until = try validity(text)
-            guard until >= now else { throw FieldLevelEncryptionError(.expired) }
-            guard until.timeIntervalSince(now) <= maximumValidityAhead else {
-                throw FieldLevelEncryptionError(.validityTooFarAhead)
-            }
+        if let text = probe.dataValidUntilTimestamp { try checkValidity(text, now: now) }
+    }
+
+    /// `text` read as the payload's validity: well formed, not past, at most
+    /// ``maximumValidityAhead`` ahead.
+    static func checkValidity(_ text: String, now: Date) throws {
+        let until = try validity(text)
+        guard until >= now else { throw FieldLevelEncryptionError(.expired) }
+        guard until.timeIntervalSince(now) <= maximumValidityAhead else {
+            throw FieldLevelEncryptionError(.validityTooFarAhead)
         }
-        return opened
     }
 
     /// Encrypts `plaintext` (UTF-8 JSON) to Mastercard's key: a fresh AES-128 key and random IV,
@@ -158,4 +195,10 @@ public enum FieldLevelEncryption {
             dataValidUntilTimestamp = text
         }
     }
+}
+
+/// A decrypted plaintext that may carry `dataValidUntilTimestamp`, the one field opening checks.
+public protocol ValidityStamped {
+    /// The payload's validity as sent; nil when absent.
+    var dataValidUntilTimestamp: String? { get }
 }

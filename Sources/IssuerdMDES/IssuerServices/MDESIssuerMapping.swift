@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// How MDES's values map onto issuerd's own names (the rule language's, the step-up methods'),
 /// kept here so the flows stay routing (docs/networks.md, "Authorize Service").
@@ -55,39 +56,38 @@ extension MDESActivationMethodType {
 }
 
 extension MDESAuthorizeServiceRequest {
-    /// What an attempt keeps of the request for `explain` and the console, as JSON: never card data.
-    public func factsJSON(lastFour: String) -> Data {
-        struct Facts: Encodable {
-            var channel = "mdes"
-            var lastFour: String
-            var correlationId: String
-            var tokenType: String
-            var walletId, accountIdHash, activeTokenCount, paymentAppInstanceId, consumerFacingEntityName: String?
-            var device: [String: String]?
-            var wallet: Wallet?
+    /// What an attempt keeps of the request for `explain` and the console: never card data.
+    /// Built as the tree the attempt stores (absent values left out), with no JSON text between.
+    public func facts(lastFour: String) -> [String: JSONValue] {
+        var facts: [String: JSONValue] = [
+            "channel": "mdes", "lastFour": .string(lastFour), "correlationId": .string(correlationId),
+            "tokenType": .string(tokenType.text),
+        ]
+        facts["walletId"] = walletId.map(JSONValue.string)
+        facts["accountIdHash"] = accountIdHash.map(JSONValue.string)
+        facts["activeTokenCount"] = activeTokenCount.map(JSONValue.string)
+        facts["paymentAppInstanceId"] = paymentAppInstanceId.map(JSONValue.string)
+        facts["consumerFacingEntityName"] = consumerFacingEntityName.map(JSONValue.string)
+        if let info = deviceInfo {
+            var device: [String: JSONValue] = [:]
+            device["deviceName"] = info.deviceName.map(JSONValue.string)
+            device["formFactor"] = info.formFactor.map(JSONValue.string)
+            device["osName"] = info.osName.map(JSONValue.string)
+            device["osVersion"] = info.osVersion.map(JSONValue.string)
+            device["storageTechnology"] = info.storageTechnology.map(JSONValue.string)
+            facts["device"] = .object(device)
         }
-        struct Wallet: Encodable {
-            var recommendedDecision, deviceScore, accountScore, phoneNumberScore, accountLifeTime: String?
-            var recommendationReasons: [String]?
+        if let decisioning = walletProviderDecisioningInfo {
+            var wallet: [String: JSONValue] = [:]
+            wallet["recommendedDecision"] = decisioning.recommendedDecision.map { .string($0.text) }
+            wallet["deviceScore"] = decisioning.deviceScore.map(JSONValue.string)
+            wallet["accountScore"] = decisioning.accountScore.map(JSONValue.string)
+            wallet["phoneNumberScore"] = decisioning.phoneNumberScore.map(JSONValue.string)
+            wallet["accountLifeTime"] = decisioning.accountLifeTime.map(JSONValue.string)
+            wallet["recommendationReasons"] = decisioning.recommendationReasons.map { .array($0.map(JSONValue.string)) }
+            facts["wallet"] = .object(wallet)
         }
-        let device = deviceInfo.map { info in
-            [
-                "deviceName": info.deviceName, "formFactor": info.formFactor, "osName": info.osName,
-                "osVersion": info.osVersion, "storageTechnology": info.storageTechnology,
-            ].compactMapValues { $0 }
-        }
-        let wallet = walletProviderDecisioningInfo.map {
-            Wallet(
-                recommendedDecision: $0.recommendedDecision?.text, deviceScore: $0.deviceScore,
-                accountScore: $0.accountScore, phoneNumberScore: $0.phoneNumberScore,
-                accountLifeTime: $0.accountLifeTime, recommendationReasons: $0.recommendationReasons)
-        }
-        return MDESMessageDecoder.encode(
-            Facts(
-                lastFour: lastFour, correlationId: correlationId, tokenType: tokenType.text, walletId: walletId,
-                accountIdHash: accountIdHash, activeTokenCount: activeTokenCount,
-                paymentAppInstanceId: paymentAppInstanceId, consumerFacingEntityName: consumerFacingEntityName,
-                device: device, wallet: wallet))
+        return facts
     }
 
     /// The token's `wallet` column: MDES's identifiers of the token's wallet and device.
@@ -114,5 +114,35 @@ extension MDESNotifyServiceActivatedRequest {
             "secureElementId": secureElementId, "decisionMadeBy": decisionMadeBy,
         ].compactMapValues { $0 }
         return String(decoding: MDESMessageDecoder.encode(object), as: UTF8.self)
+    }
+}
+
+extension MDESAuthorizeServiceResponse {
+    /// The answer as a tree: its sorted compact text is the body ``MDESMessageDecoder/encode(_:)``
+    /// would write (absent values left out), and the attempt keeps the tree itself.
+    public var tree: JSONValue {
+        var members: [String: JSONValue] = [
+            "responseId": .string(responseId), "decision": .string(decision.text),
+            "services": .array(services.map { .string($0.text) }),
+        ]
+        members["activationMethods"] = activationMethods.map { methods in
+            .array(methods.map { .object(["type": .string($0.type.text), "value": .string($0.value)]) })
+        }
+        members["encryptedPayload"] = encryptedPayload.map(\.tree)
+        members["cvcResponse"] = cvcResponse.map { .string($0.text) }
+        return .object(members)
+    }
+}
+
+extension EncryptedPayload {
+    /// The envelope as a tree, absent values left out.
+    public var tree: JSONValue {
+        var members: [String: JSONValue] = [
+            "encryptedData": .string(encryptedData), "encryptedKey": .string(encryptedKey),
+            "publicKeyFingerprint": .string(publicKeyFingerprint),
+        ]
+        members["oaepHashingAlgorithm"] = oaepHashingAlgorithm.map(JSONValue.string)
+        members["iv"] = iv.map(JSONValue.string)
+        return .object(members)
     }
 }

@@ -14,7 +14,7 @@ public struct MDESFundingAccountInfo: Codable, Sendable, Equatable {
 /// The decrypted `encryptedPayload` of Authorize Service, Request Activation Methods and Notify
 /// Service Activated (`FundingAccountData`), and of Notify Token Updated (its `tokenData`
 /// then required). Holds card data: never logged, never stored.
-public struct MDESFundingAccountData: Decodable, Sendable {
+public struct MDESFundingAccountData: Decodable, Sendable, ValidityStamped {
     public struct CardAccountData: Decodable, Sendable {
         public var accountNumber: String
         public var expiryMonth: String?
