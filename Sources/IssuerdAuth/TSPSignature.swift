@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 import IssuerdCrypto
 
 /// The `X-Issuerd-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`
@@ -36,7 +37,7 @@ package struct TSPSignature: Equatable {
                 }
                 timestamp = value
             case "v1":
-                guard let bytes = Self.hex(pair[1]), bytes.count == 32 else { return nil }
+                guard let bytes = Hex.bytes(pair[1]), bytes.count == 32 else { return nil }
                 signatures.append(bytes)
             default:
                 continue  // unknown schemes are ignored so new versions can be added alongside v1
@@ -72,30 +73,6 @@ package struct TSPSignature: Equatable {
     /// The bytes the HMAC covers: `"<t>." + raw body`.
     package static func signedPayload(timestamp: Int64, body: [UInt8]) -> [UInt8] {
         Array("\(timestamp).".utf8) + body
-    }
-
-    /// The bytes of hex digits (either case); nil for an odd count or a character that is not one.
-    package static func hex(_ text: some Collection<UInt8>) -> [UInt8]? {
-        let digits = Array(text)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
-
-    private static func nibble(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x61...0x66: byte - 0x61 + 10
-        case 0x41...0x46: byte - 0x41 + 10
-        default: nil
-        }
     }
 
     /// The header value for `body` at `timestamp` (outbound webhooks and tests sign with it).

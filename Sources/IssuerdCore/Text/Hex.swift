@@ -1,8 +1,40 @@
 import Foundation
 
-/// Lowercase hex text, two digits a byte: trace and span ids (``TraceContext``) and
-/// `BinaryEncoding.hexString` in IssuerdCrypto are written by this one encoder.
+/// Hex text, two digits a byte: trace and span ids (``TraceContext``) and
+/// `BinaryEncoding.hexString` in IssuerdCrypto are written by this one lowercase encoder, and
+/// every hex a caller sends (a TSP signature, MDES's envelopes and fingerprints) is read by
+/// ``bytes(_:)``.
 public enum Hex {
+    /// The value of one ASCII hex digit of either case, or nil.
+    @inline(__always)
+    public static func value(of byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x61...0x66: byte - 0x61 + 10
+        case 0x41...0x46: byte - 0x41 + 10
+        default: nil
+        }
+    }
+
+    /// The bytes of hex digits in either case, even mixed within the text; nil for an odd count
+    /// or a character that is not a digit.
+    public static func bytes(_ text: some Collection<UInt8>) -> [UInt8]? {
+        guard text.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count / 2)
+        var high: UInt8?
+        for byte in text {
+            guard let digit = value(of: byte) else { return nil }
+            if let first = high {
+                out.append(first << 4 | digit)
+                high = nil
+            } else {
+                high = digit
+            }
+        }
+        return out
+    }
+
     /// `bytes` as lowercase hex (`[0x0f, 0xa5]` is `0fa5`).
     public static func lowercase(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []

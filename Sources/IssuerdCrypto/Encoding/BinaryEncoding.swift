@@ -47,7 +47,7 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
         out.reserveCapacity(utf8.count / 2)
         var index = 0
         while index < utf8.count {
-            guard let high = hexValue(utf8[index]), let low = hexValue(utf8[index + 1]) else {
+            guard let high = Hex.value(of: utf8[index]), let low = Hex.value(of: utf8[index + 1]) else {
                 throw CryptoError(.invalidEncoding, "not a hex digit at offset \(index)")
             }
             out.append(high << 4 | low)
@@ -92,7 +92,7 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
         guard utf8.count <= maximumTextLength else {
             throw CryptoError(.invalidEncoding, "value longer than \(maximumTextLength) characters")
         }
-        let looksHex = utf8.count % 2 == 0 && utf8.allSatisfy { hexValue($0) != nil }
+        let looksHex = utf8.count % 2 == 0 && utf8.allSatisfy { Hex.value(of: $0) != nil }
         if looksHex, let bytes = try? decodeHex(text) { return (bytes, .hex) }
         let hasStandard = utf8.contains { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") }
         let hasURL = utf8.contains { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
@@ -107,15 +107,6 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
 
     private static let standardAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x61...0x66: c - 0x61 + 10
-        case 0x41...0x46: c - 0x41 + 10
-        default: nil
-        }
-    }
 
     private static func sextet(_ c: UInt8, url: Bool) -> UInt8? {
         switch c {

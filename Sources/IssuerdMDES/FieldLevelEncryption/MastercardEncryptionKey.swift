@@ -1,3 +1,4 @@
+import IssuerdCore
 import IssuerdCrypto
 
 /// Mastercard's encryption key, to which issuerd encrypts what an answer carries encrypted (the
@@ -42,7 +43,7 @@ public struct MastercardEncryptionKey: Sendable {
     ///   a certificate without a usable RSA key.
     public init(certificate: X509Certificate, fingerprint: String) throws {
         guard EncryptedPayload.fingerprintLengths.contains(fingerprint.utf8.count),
-            fingerprint.utf8.allSatisfy({ HexText.value(of: $0) != nil })
+            fingerprint.utf8.allSatisfy({ Hex.value(of: $0) != nil })
         else { throw MDESKeyError("a Mastercard key fingerprint is 32 to 64 hex digits") }
         publicKey = try certificate.rsaEncryptionKey()
         self.fingerprint = fingerprint.lowercased()

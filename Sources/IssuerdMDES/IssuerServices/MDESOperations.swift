@@ -1,3 +1,5 @@
+import IssuerdCore
+
 /// The seven issuer-hosted operations of Mastercard's "MDES Pre-Digitization API"
 /// (`POST /mdes/issuerServices/1/0/{op}`; docs/networks.md).
 public enum MDESOperation: String, Sendable, CaseIterable {
@@ -58,7 +60,7 @@ public struct MDESAuthorizeServiceRequest: Codable, Sendable, MDESTokenRequestFi
         try validateSharedFields()
         if let hash = accountIdHash {
             try MDESField.check(hash, "accountIdHash", 1...64)
-            guard hash.utf8.allSatisfy({ HexText.value(of: $0) != nil }) else {
+            guard hash.utf8.allSatisfy({ Hex.value(of: $0) != nil }) else {
                 throw MDESRequestError.invalidField("accountIdHash", "must be hex")
             }
         }
