@@ -157,7 +157,9 @@ def main():
         load.start()
         time.sleep(PHASE_SECONDS)
         say("upgrade drill: issuerd migrate (the new release, as the owner) under load")
+        migrate_started = time.time()
         migrations = migrate()
+        migrate_ended = time.time()
         time.sleep(PHASE_SECONDS)
         for i, port in enumerate(ports):
             say(f"upgrade drill: instance {i}: out of nginx, stopped, started as the new release, back in")
@@ -191,6 +193,12 @@ def main():
     retried = sum(1 for r in records if r["retried"])
     ok = sum(1 for s in statuses if s == 200)
     passed = errors == 0 and proxy_failures == 0 and ok > 0 and migrations > 0
+    # The requests sent while the migration ran, and how long their answers took.
+    during = [r for r in records if migrate_started <= r["sent"] <= migrate_ended]
+    waits = sorted(1000 * (r["acked"] - r["sent"]) for r in during if r["acked"] is not None)
+    p99 = waits[min(len(waits) - 1, int(0.99 * len(waits)))] if waits else 0.0
     say(f"upgrade-drill: requests={len(records)} 500={errors} 5xx_other={other} failed_through_proxy={proxy_failures} "
-        f"migrations={migrations} ok={ok} 4xx={refused} no_answer={no_answer} client_retries={retried} drain_max_s={max(drains, default=0):.2f}")
+        f"migrations={migrations} ok={ok} 4xx={refused} no_answer={no_answer} client_retries={retried} drain_max_s={max(drains, default=0):.2f} "
+        f"migrate_s={migrate_ended - migrate_started:.1f} during_migrate_requests={len(during)} "
+        f"during_migrate_p99_ms={p99:.0f} during_migrate_max_ms={(waits[-1] if waits else 0.0):.0f}")
     return 0 if passed else 1
