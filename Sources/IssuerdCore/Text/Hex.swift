@@ -6,7 +6,7 @@ import Foundation
 /// ``bytes(_:)``.
 public enum Hex {
     /// The value of one ASCII hex digit of either case, or nil.
-    @inline(__always)
+    @inlinable
     public static func value(of byte: UInt8) -> UInt8? {
         switch byte {
         case 0x30...0x39: byte - 0x30
@@ -17,7 +17,10 @@ public enum Hex {
     }
 
     /// The bytes of hex digits in either case, even mixed within the text; nil for an odd count
-    /// or a character that is not a digit.
+    /// or a character that is not a digit. Inlinable, so that each caller's collection (a header's
+    /// slice, an envelope's UTF-8 view of a kilobyte or more) is read by a loop specialised for it,
+    /// not through the generic witnesses a call across modules would take for every byte.
+    @inlinable
     public static func bytes(_ text: some Collection<UInt8>) -> [UInt8]? {
         guard text.count % 2 == 0 else { return nil }
         var out: [UInt8] = []
