@@ -42,17 +42,22 @@ struct RoutePattern: Sendable, Equatable {
     }
 
     /// The parameter values when `path` (already split after its leading `/`) fits this pattern.
+    ///
+    /// Every segment is checked before the parameters are built: most candidate routes of the
+    /// path's length fail on a literal, and build nothing.
     func match(_ pathSegments: [Substring]) -> [String: String]? {
         guard pathSegments.count == segments.count else { return nil }
-        var parameters: [String: String] = [:]
         for (segment, piece) in zip(segments, pathSegments) {
             switch segment {
             case .literal(let literal):
                 guard piece == literal else { return nil }
-            case .parameter(let name):
+            case .parameter:
                 guard !piece.isEmpty else { return nil }
-                parameters[name] = String(piece)
             }
+        }
+        var parameters: [String: String] = [:]
+        for (segment, piece) in zip(segments, pathSegments) {
+            if case .parameter(let name) = segment { parameters[name] = String(piece) }
         }
         return parameters
     }

@@ -23,7 +23,7 @@ public struct Router: Sendable {
     }
 
     /// What a method and path resolve to.
-    package enum Resolution {
+    package enum Resolution: Sendable {
         case matched(route: String, parameters: [String: String], handler: Handler, admission: Admission?)
         case methodNotAllowed(route: String, allowed: [HTTPMethod])
         case notFound
@@ -101,8 +101,7 @@ public struct Router: Sendable {
         var bestGet: (entry: Entry, parameters: [String: String])?
         var shapeMatch: RoutePattern?
         var allowed: Set<HTTPMethod> = []
-        // Every request is resolved twice (its head's admission, then its dispatch): a route of
-        // another length is passed over without copying its entry (pattern, closures).
+        // A route of another length is passed over without copying its entry (pattern, closures).
         for index in entries.indices where entries[index].pattern.segments.count == pieces.count {
             let entry = entries[index]
             guard let parameters = entry.pattern.match(pieces) else { continue }
@@ -136,10 +135,15 @@ public struct Router: Sendable {
     }
 
     /// ``respond(to:)`` plus the matched route pattern (`nil` when nothing matched) for metrics.
-    package func dispatch(_ request: HTTPRequest) -> (response: HTTPResponse, route: String?) {
+    ///
+    /// - Parameter resolved: What ``admission(_:)`` resolved for this request's method and path,
+    ///   when its head went through it: the path is not split and matched a second time.
+    package func dispatch(
+        _ request: HTTPRequest, resolved: Resolution? = nil
+    ) -> (response: HTTPResponse, route: String?) {
         var response: HTTPResponse
         let route: String?
-        switch resolve(request.method, path: request.path) {
+        switch resolved ?? resolve(request.method, path: request.path) {
         case .notFound:
             route = nil
             response = HTTPError.notFound().response()
@@ -162,13 +166,15 @@ public struct Router: Sendable {
         admission(request).refusal
     }
 
-    /// ``admit(_:)`` and, when the request is admitted, what its route's ``Admission`` returned.
+    /// ``admit(_:)`` and, when the request is admitted, what its route's ``Admission`` returned
+    /// and the resolution, for ``dispatch(_:resolved:)`` of the same method and path.
     package func admission(
         _ request: HTTPRequest
-    ) -> (refusal: (response: HTTPResponse, route: String?)?, admitted: (any Sendable)?) {
+    ) -> (refusal: (response: HTTPResponse, route: String?)?, admitted: (any Sendable)?, resolved: Resolution?) {
         var response: HTTPResponse
         let route: String?
-        switch resolve(request.method, path: request.path) {
+        let resolution = resolve(request.method, path: request.path)
+        switch resolution {
         case .notFound:
             route = nil
             response = HTTPError.notFound().response()
@@ -176,20 +182,20 @@ public struct Router: Sendable {
             route = pattern
             response = HTTPError.methodNotAllowed(allowed: allowed).response()
         case .matched(let pattern, let parameters, _, let admission):
-            guard let admission else { return (nil, nil) }
+            guard let admission else { return (nil, nil, resolution) }
             do {
-                return (nil, try admission(Self.routed(request, pattern: pattern, parameters: parameters)))
+                return (nil, try admission(Self.routed(request, pattern: pattern, parameters: parameters)), resolution)
             } catch let error as HTTPError {
                 route = pattern
                 response = error.response()
             } catch {
                 // Not an answer an admission gives: the handler, with the body, decides.
-                return (nil, nil)
+                return (nil, nil, resolution)
             }
         }
         finishing(request, &response)
         response.headers.set(RequestIdentifier.headerName, request.requestId)
-        return ((response, route), nil)
+        return ((response, route), nil, resolution)
     }
 
     private static func routed(_ request: HTTPRequest, pattern: String, parameters: [String: String]) -> HTTPRequest {

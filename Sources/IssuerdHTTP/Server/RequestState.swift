@@ -26,6 +26,11 @@ final class RequestState {
     var rejection: (response: HTTPResponse, route: String?)?
     /// What the route's admission established on the head, for the handler.
     var admitted: (any Sendable)?
+    /// The request as its head was read for admission (no body), when it went through it.
+    var head: HTTPRequest?
+    /// The route the head resolved to, when it went through admission (a request with a body):
+    /// dispatch reuses it instead of matching the path again.
+    var resolved: Router.Resolution?
     /// Whether a response has been queued (libmicrohttpd accepts one per request).
     var responded = false
     /// Set while a handler thread runs the route (the connection is suspended meanwhile).

@@ -126,11 +126,12 @@ final class ServerContext: Sendable {
         let length = Self.header(connection, "Content-Length").flatMap { UInt64($0) }
         let chunked = Self.header(connection, "Transfer-Encoding") != nil
         if (length ?? 0) > 0 || chunked, let method = HTTPMethod(rawValue: state.methodToken) {
-            (state.rejection, state.admitted) = router.admission(
-                HTTPRequest(
-                    method: method, path: state.path, query: Self.query(connection),
-                    headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), requestId: requestId,
-                    remoteAddress: Self.remoteAddress(connection), logger: logger, trace: state.trace))
+            let head = HTTPRequest(
+                method: method, path: state.path, query: Self.query(connection),
+                headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), requestId: requestId,
+                remoteAddress: Self.remoteAddress(connection), logger: logger, trace: state.trace)
+            state.head = head
+            (state.rejection, state.admitted, state.resolved) = router.admission(head)
         }
         if state.rejection == nil, let length, length > UInt64(bodyLimit) {
             state.rejection = (HTTPError.payloadTooLarge(limit: bodyLimit).response(), nil)
@@ -176,15 +177,19 @@ final class ServerContext: Sendable {
         guard let method = HTTPMethod(rawValue: state.methodToken) else {
             return queue(HTTPError.notImplemented().response(), route: nil, state: state, connection: connection)
         }
+        // The head's headers, query and address as admission read them, when it did.
         var request = HTTPRequest(
-            method: method, path: state.path, query: Self.query(connection),
-            headers: HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), body: state.body,
-            requestId: state.requestId, remoteAddress: Self.remoteAddress(connection), logger: logger,
+            method: method, path: state.path, query: state.head?.query ?? Self.query(connection),
+            headers: state.head?.headers ?? HTTPHeaders(Self.pairs(connection, .HEADER_KIND)), body: state.body,
+            requestId: state.requestId,
+            remoteAddress: state.head.map(\.remoteAddress) ?? Self.remoteAddress(connection), logger: logger,
             receivedAt: .now, trace: state.trace)
         request.admitted = state.admitted
         state.body = []
         if router.runsInline(method, path: state.path) {
-            let (response, route) = TraceContext.run(state.trace) { self.router.dispatch(request) }
+            let (response, route) = TraceContext.run(state.trace) {
+                self.router.dispatch(request, resolved: state.resolved)
+            }
             return queue(response, route: route, state: state, connection: connection)
         }
         // Off this network thread: the connection waits suspended while a handler thread runs
@@ -200,9 +205,10 @@ final class ServerContext: Sendable {
         MHD_suspend_connection(connection)
         let router = router
         let handed = request
+        let resolved = state.resolved
         handlers.submit {
             // The handler thread works for this request: its log lines and outbound calls carry its trace.
-            let (response, route) = TraceContext.run(handed.trace) { router.dispatch(handed) }
+            let (response, route) = TraceContext.run(handed.trace) { router.dispatch(handed, resolved: resolved) }
             handoff.settle(.answered(response, route: route))
         }
         return .YES

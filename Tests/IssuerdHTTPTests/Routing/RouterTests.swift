@@ -30,6 +30,39 @@ import Testing
         #expect(response.headers["Content-Type"] == "application/json; charset=utf-8")
     }
 
+    /// Dispatch given the head's resolution answers as dispatch that resolves again, for a
+    /// route with parameters, a plain route, a 405 and a 404.
+    @Test(arguments: [
+        (HTTPMethod.post, "/v1/cards/card-42/apple-pay/provision"), (.post, "/v1/cards"), (.get, "/v1/cards"),
+        (.delete, "/v1/cards"), (.post, "/v1/nothing"),
+    ])
+    func dispatchReusesTheAdmissionsResolution(method: HTTPMethod, path: String) {
+        let router = probeRouter()
+        let request = HTTPRequest(method: method, path: path)
+        let admitted = router.admission(request)
+        #expect(admitted.refusal == nil || admitted.resolved != nil)
+        let resolved = router.dispatch(request, resolved: admitted.resolved)
+        let again = router.dispatch(request)
+        #expect(resolved.route == again.route)
+        #expect(resolved.response.status == again.response.status)
+        #expect(resolved.response.body == again.response.body)
+    }
+
+    /// A pattern whose parameter comes before a literal that does not fit builds nothing and
+    /// does not match; the one that fits gets its parameters.
+    @Test func parametersAreTakenOnlyFromTheMatchingPattern() throws {
+        var router = Router()
+        router.add(.get, "/v1/{kind}/items") { request in .text("items \(request.pathParameters)") }
+        router.add(.get, "/v1/{kind}/{id}/parts") { request in
+            .text("parts \(request.pathParameters.sorted { $0.key < $1.key })")
+        }
+        let response = router.respond(to: HTTPRequest(method: .get, path: "/v1/cards/7/parts"))
+        #expect(
+            String(decoding: response.body, as: UTF8.self)
+                == #"parts [(key: "id", value: "7"), (key: "kind", value: "cards")]"#)
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/v1/cards/7/items")).status == 404)
+    }
+
     @Test(arguments: [
         "/v1/cards/card-42/apple-pay", "/v1/cards//apple-pay/provision", "/v1/cards/card-42/apple-pay/provision/",
         "/", "", "v1/cards", "/v1/cardsx",
