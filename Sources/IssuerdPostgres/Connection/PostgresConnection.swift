@@ -338,6 +338,24 @@ public final class PostgresConnection {
         var formats: [Int32] = []
         var count: Int { types.count }
 
+        /// Room for `bindings` at once: a request binds dozens of values, and growing five
+        /// arrays value by value reallocated each several times.
+        mutating func reserveCapacity(_ bindings: [PostgresBinding]) {
+            types.reserveCapacity(bindings.count)
+            offsets.reserveCapacity(bindings.count)
+            lengths.reserveCapacity(bindings.count)
+            formats.reserveCapacity(bindings.count)
+            var bytes = 1
+            for binding in bindings {
+                switch binding.value.storage {
+                case .null: break
+                case .text(let text): bytes += text.utf8.count + 1
+                case .binary(let value): bytes += value.count + 1
+                }
+            }
+            storage.reserveCapacity(bytes)
+        }
+
         /// Calls `body` with the value pointers, lengths and formats libpq reads during the call.
         func withPointers<R>(_ body: ([UnsafePointer<CChar>?], [Int32], [Int32]) -> R) -> R {
             storage.withUnsafeBytes { buffer in
@@ -364,6 +382,7 @@ public final class PostgresConnection {
                 code: .invalidParameter, message: "SQL text contains a NUL byte", file: file, line: line)
         }
         var bound = BoundQuery(sql: query.sql)
+        bound.reserveCapacity(bindings)
         for (position, binding) in bindings.enumerated() {
             bound.types.append(binding.dataType.rawValue)
             switch binding.value.storage {
@@ -427,9 +446,23 @@ public final class PostgresConnection {
     }
 
     /// A prepared statement is its text and its parameter types.
+    ///
+    /// Its hash reads the text's length and its last 64 bytes, not the whole text: every
+    /// statement is looked up here on every execution, and the largest (a provisioning request's
+    /// context, thousands of bytes) cost more to hash in full than to run through libpq. Equal
+    /// keys still hash equally; two texts that agree on length and ending only share a bucket.
     struct PreparedKey: Hashable {
         var sql: String
         var types: [Oid]
+
+        func hash(into hasher: inout Hasher) {
+            var sql = sql
+            sql.withUTF8 { bytes in
+                hasher.combine(bytes.count)
+                hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(64))))
+            }
+            hasher.combine(types)
+        }
     }
 
     /// True when `text` holds a NUL byte, which C strings cannot carry; this runs on every

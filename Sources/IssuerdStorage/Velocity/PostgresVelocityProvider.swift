@@ -235,9 +235,19 @@ package struct VelocitySQL {
     }
 
     /// The counts of each group's array, checked.
+    ///
+    /// Read straight from the array's text (`{3,0,12}`) when it is that plain; anything else
+    /// goes through the general `[String]` decoding, which gives every error.
     private func counts(of number: Int, in row: PostgresRow) throws -> [Int] {
         let group = groups[number]
-        let texts = try row.decode("velocity\(number)", as: [String].self)
+        let column = try row.index(of: "velocity\(number)")
+        if !row.isBinary,
+            let counts = try row.withBytes(column, { $0.flatMap(PostgresArrayLiteral.plainCounts) }),
+            counts.count == group.members.count + group.recent.count
+        {
+            return counts
+        }
+        let texts = try row.decode(column, as: [String].self)
         guard texts.count == group.members.count + group.recent.count else {
             throw PostgresError(
                 code: .decoding,
