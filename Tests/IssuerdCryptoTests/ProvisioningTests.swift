@@ -87,6 +87,29 @@ import Testing
         }
     }
 
+    /// A name is blank exactly when trimming `CharacterSet.whitespaces` leaves nothing, for every
+    /// space separator, the tab, and names around them.
+    @Test func blankNamesAreThoseTrimmingEmpties() {
+        var samples = ["", "A", " A ", "\t", "\n", " \u{3000} ", "홍길동", "\u{200B}", "\u{85}", "\u{A0}x"]
+        for value in UInt32(0)..<0x80 {
+            let scalar = Unicode.Scalar(UInt8(value))
+            #expect(CharacterSet.whitespaces.contains(scalar) == (value == 0x20 || value == 0x09), "\(value)")
+        }
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value),
+                scalar.properties.generalCategory == .spaceSeparator || CharacterSet.whitespaces.contains(scalar)
+            else { continue }
+            samples += [
+                String(Character(scalar)), " " + String(Character(scalar)) + "\t", String(Character(scalar)) + "b",
+            ]
+        }
+        #expect(samples.count > 50)
+        for name in samples {
+            let trimmedEmpty = name.trimmingCharacters(in: .whitespaces).isEmpty
+            #expect(PassPayload.hasNonBlank(name) == !trimmedEmpty, "\(name.unicodeScalars.map { $0.value })")
+        }
+    }
+
     /// The hand-written JSON string escaper agrees with Foundation's parser on hard inputs.
     @Test(arguments: [
         "plain", "quote \" and \\ backslash", "홍길동", "emoji 🧾 and é", "slash / stays", "ctl \u{1}\u{1f}\n\t\r", "",

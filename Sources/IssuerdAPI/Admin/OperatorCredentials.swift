@@ -38,7 +38,7 @@ public enum OperatorCredentials {
         }
         let trimmed = name.trimmingCharacters(in: .whitespaces)
         guard (1...64).contains(trimmed.count),
-            !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            !trimmed.containsControlCharacter
         else {
             throw CommandInputError("--name must be 1 to 64 printable characters")
         }

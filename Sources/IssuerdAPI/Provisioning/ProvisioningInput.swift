@@ -67,7 +67,7 @@ struct ProvisioningInput: Sendable {
         for (name, value, limit) in fields {
             guard let value else { continue }
             guard (1...limit).contains(value.utf8.count),
-                !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                !value.containsControlCharacter
             else {
                 throw APIErrors.invalidRequest("\(name) must be 1 to \(limit) printable characters", field: name)
             }

@@ -90,16 +90,68 @@ public enum JSONText {
 
     /// Appends `value` as a JSON string literal to a byte buffer, escaping as
     /// the `String` variant does.
+    ///
+    /// One pass over the UTF-8: runs that need no escape are copied whole. A quote, a backslash
+    /// or a control character is the only byte that changes; every other byte, multi-byte
+    /// sequences included, is copied as it is.
     public static func appendString(_ value: String, to out: inout [UInt8]) {
-        if needsEscaping(value) {
-            var escaped = ""
-            appendString(value, to: &escaped)
-            out.append(contentsOf: escaped.utf8)
-            return
+        value.withUTF8Buffer { bytes in
+            out.reserveCapacity(out.count + bytes.count + 2)
+            out.append(UInt8(ascii: "\""))
+            var run = 0
+            var index = 0
+            while index < bytes.count {
+                // Eight bytes at a time while none of them needs an escape.
+                if index + 8 <= bytes.count,
+                    !Self.mayNeedEscape(UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))
+                {
+                    index += 8
+                    continue
+                }
+                let byte = bytes[index]
+                index += 1
+                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
+                let at = index - 1
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<at]))
+                run = index
+                out.append(UInt8(ascii: "\\"))
+                switch byte {
+                case 0x22: out.append(UInt8(ascii: "\""))
+                case 0x5C: out.append(UInt8(ascii: "\\"))
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                default:
+                    let digits = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: [
+                        UInt8(ascii: "u"), 0x30, 0x30, digits[Int(byte >> 4)], digits[Int(byte & 0x0F)],
+                    ])
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
+            out.append(UInt8(ascii: "\""))
         }
-        out.append(UInt8(ascii: "\""))
-        value.withUTF8Buffer { out.append(contentsOf: $0) }
-        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of the eight bytes in `word` is below 0x20, a quote or a backslash (it may
+    /// report one that is not, never miss one): the classic word-at-a-time tests for a byte
+    /// less than a value and for a zero byte, over the bytes and over them xor-ed with `"` and `\`.
+    @inline(__always)
+    static func mayNeedEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        let below = (word &- ones &* 0x20) & ~word
+        let quote = (quotes &- ones) & ~quotes
+        let backslash = (backslashes &- ones) & ~backslashes
+        return (below | quote | backslash) & highs != 0
+    }
+
+    /// Appends a literal's bytes (a member name and its punctuation) to a byte buffer.
+    @inlinable
+    public static func appendLiteral(_ literal: StaticString, to out: inout [UInt8]) {
+        literal.withUTF8Buffer { out.append(contentsOf: $0) }
     }
 
     /// Appends the decimal digits of `value` to a byte buffer, without an intermediate string.
@@ -124,7 +176,15 @@ public enum JSONText {
 
     /// True when `value` holds a quote, a backslash or a control character.
     static func needsEscaping(_ value: String) -> Bool {
-        value.withUTF8Buffer { bytes in bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } }
+        value.withUTF8Buffer { bytes in
+            var index = 0
+            while index + 8 <= bytes.count,
+                !mayNeedEscape(UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))
+            {
+                index += 8
+            }
+            return bytes[index...].contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+        }
     }
 
     /// Appends a log value as JSON.

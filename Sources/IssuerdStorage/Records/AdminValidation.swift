@@ -73,7 +73,7 @@ package enum AdminValidation {
             throw invalid(
                 field, allowEmpty ? "must be at most \(maxLength) characters" : "must be 1 to \(maxLength) characters")
         }
-        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !trimmed.containsControlCharacter else {
             throw invalid(field, "must not contain control characters")
         }
         return trimmed

@@ -25,28 +25,28 @@ package enum DecisionJSON {
     /// dictionaries first was about 3 % of a provisioning request's CPU. Members in no
     /// particular order, as `jsonb` keeps its own (``DecisionJSONTests`` holds it to `hit(_:)`).
     package static func appendHit(_ hit: RuleHit, to out: inout [UInt8]) {
-        out.append(contentsOf: #"{"rule":"#.utf8)
+        JSONText.appendLiteral(#"{"rule":"#, to: &out)
         JSONText.appendString(hit.ruleID, to: &out)
-        out.append(contentsOf: #","outcome":"#.utf8)
+        JSONText.appendLiteral(#","outcome":"#, to: &out)
         JSONText.appendString(hit.outcome.description, to: &out)
-        out.append(contentsOf: #","reason":"#.utf8)
+        JSONText.appendLiteral(#","reason":"#, to: &out)
         JSONText.appendString(hit.reason, to: &out)
-        out.append(contentsOf: #","mode":"#.utf8)
+        JSONText.appendLiteral(#","mode":"#, to: &out)
         JSONText.appendString(hit.mode.rawValue, to: &out)
-        out.append(contentsOf: #","values":["#.utf8)
+        JSONText.appendLiteral(#","values":["#, to: &out)
         for (index, value) in hit.values.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: #"{"name":"#.utf8)
+            JSONText.appendLiteral(#"{"name":"#, to: &out)
             JSONText.appendString(value.name, to: &out)
-            out.append(contentsOf: #","value":"#.utf8)
+            JSONText.appendLiteral(#","value":"#, to: &out)
             json(value.value).appendJSON(to: &out, sortedKeys: false)
-            out.append(contentsOf: #","text":"#.utf8)
+            JSONText.appendLiteral(#","text":"#, to: &out)
             JSONText.appendString(value.value.description, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))
         if let methods = hit.stepUp {
-            out.append(contentsOf: #","stepUp":["#.utf8)
+            JSONText.appendLiteral(#","stepUp":["#, to: &out)
             for (index, name) in methods.methodNames.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 JSONText.appendString(name, to: &out)
