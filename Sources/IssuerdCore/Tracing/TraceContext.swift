@@ -66,19 +66,13 @@ public struct TraceContext: Sendable, Equatable, CustomStringConvertible {
         text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
-    /// `count` random bytes as hex, not all zero. Eight bytes a draw from the generator, and no
-    /// `String(format:)`: a formatted string a byte cost every request about 250,000
-    /// instructions under callgrind (docs/performance.md, "Profiling").
+    /// `count` random bytes as hex, not all zero: from ``IdentifierRandom``, and no
+    /// `String(format:)` (a formatted string a byte cost every request about 250,000
+    /// instructions under callgrind: docs/performance.md, "Profiling").
     private static func randomHex(bytes count: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
         while true {
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(count)
-            while bytes.count < count {
-                withUnsafeBytes(of: generator.next() as UInt64) {
-                    bytes.append(contentsOf: $0.prefix(count - bytes.count))
-                }
-            }
+            var bytes = [UInt8](repeating: 0, count: count)
+            bytes.withUnsafeMutableBytes { IdentifierRandom.fill($0) }
             // All zero is invalid; at 2^-64 it is a formality.
             if bytes.contains(where: { $0 != 0 }) { return Hex.lowercase(bytes) }
         }
