@@ -33,17 +33,19 @@ package struct JWT {
     package init?(compact token: String) {
         guard token.utf8.count <= Self.maximumLength else { return nil }
         // Split over the bytes: splitting a String compares characters, grapheme by grapheme.
-        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            let headerBytes = try? BinaryEncoding.decodeBase64URL(Substring(parts[0])),
-            let payloadBytes = try? BinaryEncoding.decodeBase64URL(Substring(parts[1])),
-            let signature = try? BinaryEncoding.decodeBase64URL(Substring(parts[2])),
+        let bytes = Array(token.utf8)
+        guard let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")),
+            let secondDot = bytes[(firstDot + 1)...].firstIndex(of: UInt8(ascii: ".")),
+            !bytes[(secondDot + 1)...].contains(UInt8(ascii: ".")),
+            let headerBytes = try? BinaryEncoding.decodeBase64URL(utf8: Array(bytes[..<firstDot])),
+            let payloadBytes = try? BinaryEncoding.decodeBase64URL(utf8: Array(bytes[(firstDot + 1)..<secondDot])),
+            let signature = try? BinaryEncoding.decodeBase64URL(utf8: Array(bytes[(secondDot + 1)...])),
             let header = Members(headerBytes), let payload = Members(payloadBytes),
             let algorithm = header.string("alg")
         else { return nil }
         // RFC 7515 §4.1.11: a token naming a critical extension we do not understand is invalid.
         if header.contains("crit") { return nil }
-        self.signingInput = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])
+        self.signingInput = Array(bytes[..<secondDot])
         self.signature = signature
         self.algorithm = algorithm
         self.subject = payload.string("sub")

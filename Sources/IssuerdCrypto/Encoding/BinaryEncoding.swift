@@ -70,6 +70,13 @@ public enum BinaryEncoding: String, Sendable, CaseIterable {
         try decode(Array(text.utf8), url: true, paddingRequired: false)
     }
 
+    /// ``decodeBase64URL(_:)`` of text already held as its UTF-8 bytes (a token's parts).
+    ///
+    /// - Throws: ``CryptoError/Code/invalidEncoding``.
+    public static func decodeBase64URL(utf8 bytes: [UInt8]) throws -> [UInt8] {
+        try decode(bytes, url: true, paddingRequired: false)
+    }
+
     /// Decodes a PassKit value sent as hex, base64 or base64url, and says which one it was.
     ///
     /// Rules, in order (see docs/crypto.md for why they are unambiguous for PassKit's values):

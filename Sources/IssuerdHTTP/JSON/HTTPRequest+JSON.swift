@@ -34,6 +34,8 @@ extension HTTPRequest {
     /// Whether a `Content-Type` value is JSON in UTF-8 (RFC 8259 section 8.1 allows no other).
     static func isJSONMediaType(_ value: String?) -> Bool {
         guard let value else { return false }
+        // What clients send, compared whole before the value is taken apart.
+        if value == "application/json" || value == "application/json; charset=utf-8" { return true }
         let parts = value.split(separator: ";", omittingEmptySubsequences: false)
         guard let mediaType = parts.first, trimmed(mediaType).lowercased() == "application/json" else { return false }
         for parameter in parts.dropFirst() {
