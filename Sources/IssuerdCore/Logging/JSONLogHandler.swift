@@ -96,7 +96,8 @@ public enum JSONText {
     /// sequences included, is copied as it is.
     public static func appendString(_ value: String, to out: inout [UInt8]) {
         value.withUTF8Buffer { bytes in
-            out.reserveCapacity(out.count + bytes.count + 2)
+            // No reserveCapacity here: it would size the buffer to exactly this string, and
+            // a document's hundred strings would each copy it whole again.
             out.append(UInt8(ascii: "\""))
             var run = 0
             var index = 0
