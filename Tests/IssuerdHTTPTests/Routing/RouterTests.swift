@@ -48,6 +48,16 @@ import Testing
         #expect(resolved.response.body == again.response.body)
     }
 
+    /// Paths split at every `/` byte, a `/` before a combining mark included: no path
+    /// parameter ever holds a slash.
+    @Test func segmentsSplitAtEverySlashByte() {
+        #expect(Router.segments(of: "/") == [""])
+        #expect(Router.segments(of: "/a//b/") == ["a", "", "b", ""])
+        #expect(Router.segments(of: "/v1/cards/a/\u{301}x") == ["v1", "cards", "a", "\u{301}x"])
+        let response = probeRouter().respond(to: HTTPRequest(method: .get, path: "/v1/cards/a/\u{301}"))
+        #expect(response.status == 404)
+    }
+
     /// A pattern whose parameter comes before a literal that does not fit builds nothing and
     /// does not match; the one that fits gets its parameters.
     @Test func parametersAreTakenOnlyFromTheMatchingPattern() throws {
