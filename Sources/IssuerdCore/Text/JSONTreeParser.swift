@@ -109,9 +109,11 @@ package struct JSONTreeParser<Tree: JSONTree> {
         switch bytes[position] {
         case UInt8(ascii: "{"):
             position += 1
-            var members: [String: Tree] = [:]
             skipWhitespace()
-            if take(UInt8(ascii: "}")) { return .jsonObject(members) }
+            if take(UInt8(ascii: "}")) { return .jsonObject([:]) }
+            // The members are gathered first and the dictionary made at its final size: grown
+            // member by member, it rehashed every key at each doubling.
+            var pairs: [(key: String, value: Tree)] = []
             while true {
                 skipWhitespace()
                 guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), let key = string() else {
@@ -119,12 +121,17 @@ package struct JSONTreeParser<Tree: JSONTree> {
                 }
                 skipWhitespace()
                 guard take(UInt8(ascii: ":")), let member = value(depth: depth + 1) else { return nil }
-                // A repeated name: Foundation keeps the first, and may refuse the document for
-                // it; declined, so that the caller's fallback decides.
-                guard members.updateValue(member, forKey: key) == nil else { return nil }
+                pairs.append((key, member))
                 skipWhitespace()
                 if take(UInt8(ascii: ",")) { continue }
-                return take(UInt8(ascii: "}")) ? .jsonObject(members) : nil
+                guard take(UInt8(ascii: "}")) else { return nil }
+                var members = [String: Tree](minimumCapacity: pairs.count)
+                for (key, member) in pairs {
+                    // A repeated name: Foundation keeps the first, and may refuse the document
+                    // for it; declined, so that the caller's fallback decides.
+                    guard members.updateValue(member, forKey: key) == nil else { return nil }
+                }
+                return .jsonObject(members)
             }
         case UInt8(ascii: "["):
             position += 1

@@ -95,9 +95,13 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
         }
 
         private mutating func appendPlaceholder() {
-            sql.append("$")
-            sql.append(String(bindings.count))
+            let number = bindings.count
+            sql.append(number < Self.placeholders.count ? Self.placeholders[number] : "$\(number)")
         }
+
+        /// `$1`…`$63` made once: every statement built for a request writes its placeholders, and
+        /// formatting each number was a string allocation apiece.
+        private static let placeholders = (0..<64).map { "$\($0)" }
     }
 }
 

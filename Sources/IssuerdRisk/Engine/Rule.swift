@@ -109,6 +109,12 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
         zip(header.valueNames, readValues).map { RuleValue(name: $0, value: $1) }
     }
 
+    /// Calls `body` with each value's position, name and value, in ``values`` order, without
+    /// building that array (a decision's writer visits every hit's values once).
+    public func forEachValue(_ body: (_ index: Int, _ name: String, _ value: RiskValue) -> Void) {
+        for index in readValues.indices { body(index, header.valueNames[index], readValues[index]) }
+    }
+
     /// The names of the values that were unknown when the rule was evaluated.
     public var unknowns: [String] {
         zip(header.valueNames, readValues).filter { $1.isUnknown }.map(\.0)

@@ -34,14 +34,14 @@ package enum DecisionJSON {
         JSONText.appendLiteral(#","mode":"#, to: &out)
         JSONText.appendString(hit.mode.rawValue, to: &out)
         JSONText.appendLiteral(#","values":["#, to: &out)
-        for (index, value) in hit.values.enumerated() {
+        hit.forEachValue { index, name, value in
             if index > 0 { out.append(UInt8(ascii: ",")) }
             JSONText.appendLiteral(#"{"name":"#, to: &out)
-            JSONText.appendString(value.name, to: &out)
+            JSONText.appendString(name, to: &out)
             JSONText.appendLiteral(#","value":"#, to: &out)
-            json(value.value).appendJSON(to: &out, sortedKeys: false)
+            json(value).appendJSON(to: &out, sortedKeys: false)
             JSONText.appendLiteral(#","text":"#, to: &out)
-            JSONText.appendString(value.value.description, to: &out)
+            JSONText.appendString(value.description, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "]"))
