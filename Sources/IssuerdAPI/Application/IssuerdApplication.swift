@@ -135,7 +135,8 @@ public final class IssuerdApplication: Sendable {
                 key: "ISSUERD_LISTEN", problem: "must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
         }
         let serverConfiguration = HTTPServerConfiguration(
-            listen: listen, threadCount: configuration.httpThreads, bodyLimit: configuration.bodyLimit,
+            listen: listen, threadCount: configuration.httpThreads,
+            networkThreadCount: configuration.httpNetworkThreads, bodyLimit: configuration.bodyLimit,
             limits: configuration.httpLimits)
         let delivery = OutboxDelivery(
             notify: configuration.notify, tspWebhookURL: configuration.tspWebhookURL,

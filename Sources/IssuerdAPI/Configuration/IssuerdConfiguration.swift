@@ -40,6 +40,9 @@ public struct IssuerdConfiguration: Sendable {
     /// Handler threads (`ISSUERD_HTTP_THREADS`, default: the pool size, since a blocking
     /// database call occupies its thread).
     public var httpThreads: Int
+    /// libmicrohttpd's network threads (`ISSUERD_HTTP_NETWORK_THREADS`): one per four
+    /// processors by default, at most ``httpThreads``.
+    public var httpNetworkThreads: Int
     /// Largest accepted request body in bytes (`ISSUERD_BODY_LIMIT`, default 1 MiB).
     public var bodyLimit: Int
     /// Connection limits and request deadlines (`ISSUERD_HTTP_*`).
@@ -133,6 +136,9 @@ public struct IssuerdConfiguration: Sendable {
             "ISSUERD_LOG_REPEAT_INTERVAL", default: .seconds(10), in: .milliseconds(100)...(.seconds(3600)))
         listen = reader.string("ISSUERD_LISTEN") ?? "127.0.0.1:8080"
         httpThreads = try reader.integer("ISSUERD_HTTP_THREADS", default: databasePoolSize, in: 1...512)
+        httpNetworkThreads = try reader.integer(
+            "ISSUERD_HTTP_NETWORK_THREADS",
+            default: min(httpThreads, HTTPServerConfiguration.defaultNetworkThreadCount()), in: 1...httpThreads)
         bodyLimit = try reader.integer("ISSUERD_BODY_LIMIT", default: 1 << 20, in: 1024...(64 << 20))
         httpLimits = try HTTPServerLimits(reader, threads: httpThreads)
         rulesDirectory = reader.string("ISSUERD_RULES_DIR") ?? "rules"

@@ -73,6 +73,7 @@ public final class HTTPServer: Sendable {
                         host: configuration.listen.host, port: UInt16(port), family: configuration.listen.family
                     ).description),
                 "threads": .int(configuration.threadCount),
+                "networkThreads": .int(configuration.effectiveNetworkThreadCount),
                 "maxConnections": .int(configuration.limits.maxConnections),
                 "maxConnectionsPerAddress": .int(configuration.limits.maxConnectionsPerAddress),
             ])

@@ -53,9 +53,11 @@ final class MicroHTTPDaemon: @unchecked Sendable {
                 option: .NOTIFY_CONNECTION, value: unsafeBitCast(connectionNotifyCallback, to: Int.self),
                 ptr_value: contextPointer),
         ]
-        // A pool of one is refused by libmicrohttpd ("greater than 1" enables pooling).
-        if configuration.threadCount > 1 {
-            options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: configuration.threadCount, ptr_value: nil))
+        // A pool of one is refused by libmicrohttpd ("greater than 1" enables pooling): one
+        // thread is the internal polling thread alone.
+        let networkThreads = configuration.effectiveNetworkThreadCount
+        if networkThreads > 1 {
+            options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: networkThreads, ptr_value: nil))
         }
         options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
         let started: OpaquePointer? = options.withUnsafeMutableBufferPointer { items in

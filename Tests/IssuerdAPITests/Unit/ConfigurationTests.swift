@@ -21,6 +21,7 @@ struct ConfigurationTests {
         #expect(configuration.rulesDirectory == "rules")
         #expect(configuration.databasePoolSize == 8)
         #expect(configuration.httpThreads == 8)
+        #expect(configuration.httpNetworkThreads == min(8, HTTPServerConfiguration.defaultNetworkThreadCount()))
         #expect(configuration.appleTrust == .production)
         #expect(configuration.appleCheckValidity)
         #expect(!configuration.enableRSAV2)
@@ -33,6 +34,21 @@ struct ConfigurationTests {
         #expect(configuration.httpLimits.headTimeout == .seconds(10))
         #expect(configuration.appJWT.maxLifetime == .seconds(3600))
         #expect(configuration.appJWT.issuer == nil && configuration.appJWT.audience == nil)
+    }
+
+    /// One network thread per four processors, at least one, never more than the handlers.
+    @Test func networkThreadsDefaultAndOverride() throws {
+        #expect(HTTPServerConfiguration.defaultNetworkThreadCount(processors: 1) == 1)
+        #expect(HTTPServerConfiguration.defaultNetworkThreadCount(processors: 2) == 1)
+        #expect(HTTPServerConfiguration.defaultNetworkThreadCount(processors: 8) == 2)
+        #expect(HTTPServerConfiguration.defaultNetworkThreadCount(processors: 64) == 16)
+        var environment = Self.minimal
+        environment["ISSUERD_HTTP_NETWORK_THREADS"] = "3"
+        #expect(try IssuerdConfiguration(ConfigurationReader(environment)).httpNetworkThreads == 3)
+        var server = HTTPServerConfiguration(threadCount: 2, networkThreadCount: nil)
+        #expect(server.effectiveNetworkThreadCount <= 2)
+        server.networkThreadCount = 3
+        #expect(throws: HTTPServerError.self) { try server.validate() }
     }
 
     @Test("The HTTP limits are read from ISSUERD_HTTP_*")
@@ -69,6 +85,8 @@ struct ConfigurationTests {
             ("ISSUERD_APP_JWT_MAX_LIFETIME", "25h", "ISSUERD_APP_JWT_MAX_LIFETIME: must be a duration"),
             ("ISSUERD_APP_JWT_ISSUER", "a\u{1}b", "ISSUERD_APP_JWT_ISSUER: must be at most 256 characters"),
             ("ISSUERD_HTTP_MAX_CONNECTIONS", "4", "ISSUERD_HTTP_MAX_CONNECTIONS: must be a whole number from 8"),
+            ("ISSUERD_HTTP_NETWORK_THREADS", "9", "ISSUERD_HTTP_NETWORK_THREADS: must be a whole number from 1 to 8"),
+            ("ISSUERD_HTTP_NETWORK_THREADS", "0", "ISSUERD_HTTP_NETWORK_THREADS: must be a whole number from 1 to 8"),
             ("ISSUERD_HTTP_MAX_CONNECTIONS_PER_ADDRESS", "513", "ISSUERD_HTTP_MAX_CONNECTIONS_PER_ADDRESS: must be"),
             ("ISSUERD_HTTP_CONNECTION_MEMORY", "1024", "ISSUERD_HTTP_CONNECTION_MEMORY: must be a whole number"),
             ("ISSUERD_HTTP_HEAD_TIMEOUT", "20m", "ISSUERD_HTTP_HEAD_TIMEOUT: must be a duration"),

@@ -9,7 +9,7 @@ import Testing
 /// never wait (`/healthz`) is answered on the network thread even when every handler is busy
 /// (for instance waiting on a database that stopped answering).
 @Suite struct HTTPServerHandlerThreadsTests {
-    private func server(gate: Gate, threads: Int) throws -> HTTPServer {
+    private func server(gate: Gate, threads: Int, networkThreads: Int? = nil) throws -> HTTPServer {
         var router = Router()
         router.add(.get, "/healthz", inline: true) { _ in .text("ok") }
         router.add(.get, "/slow") { _ in
@@ -19,7 +19,8 @@ import Testing
         router.add(.get, "/quick") { _ in .text("quick") }
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
-                listen: try ListenAddress.parse("127.0.0.1:0"), threadCount: threads),
+                listen: try ListenAddress.parse("127.0.0.1:0"), threadCount: threads,
+                networkThreadCount: networkThreads),
             router: router, logger: .silent, metrics: MetricsRegistry())
         try server.start()
         return server
@@ -30,9 +31,11 @@ import Testing
         return Double(whole) + Double(fraction) / 1e18
     }
 
-    @Test func anInlineRouteIsAnsweredWhileEveryHandlerThreadWaits() throws {
+    /// With one network thread (libmicrohttpd's internal thread alone) and with a pool of them.
+    @Test(arguments: [1, 2])
+    func anInlineRouteIsAnsweredWhileEveryHandlerThreadWaits(networkThreads: Int) throws {
         let gate = Gate()
-        let server = try server(gate: gate, threads: 2)
+        let server = try server(gate: gate, threads: 2, networkThreads: networkThreads)
         defer { server.shutdown() }
         let held = try (0..<2).map { _ in try RawHTTPConnection(port: server.port) }
         for connection in held { try connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n") }
