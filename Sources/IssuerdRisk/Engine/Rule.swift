@@ -1,3 +1,5 @@
+import IssuerdCore
+
 /// A compiled rule's description: everything but its condition.
 public struct Rule: Sendable, Identifiable {
     /// Unique within the ruleset, e.g. `device.blocked`.
@@ -51,6 +53,8 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
         let valueNames: [String]
         /// Whether a request check recorded it (``RequestChecks``), not a rule or an invariant.
         let isCheck: Bool
+        /// The hit's JSON object around its values, written once per rule (``JSONParts``).
+        let json: JSONParts
 
         init(
             ruleID: String, outcome: Flow, reason: String, mode: RuleMode, stepUp: StepUpMethods?, valueNames: [String],
@@ -63,8 +67,51 @@ public struct RuleHit: Sendable, Hashable, CustomStringConvertible {
             self.stepUp = stepUp
             self.valueNames = valueNames
             self.isCheck = isCheck
+            var head: [UInt8] = []
+            JSONText.appendLiteral(#"{"rule":"#, to: &head)
+            JSONText.appendString(ruleID, to: &head)
+            JSONText.appendLiteral(#","outcome":"#, to: &head)
+            JSONText.appendString(outcome.description, to: &head)
+            JSONText.appendLiteral(#","reason":"#, to: &head)
+            JSONText.appendString(reason, to: &head)
+            JSONText.appendLiteral(#","mode":"#, to: &head)
+            JSONText.appendString(mode.rawValue, to: &head)
+            JSONText.appendLiteral(#","values":["#, to: &head)
+            let names = valueNames.map { name in
+                var member: [UInt8] = []
+                JSONText.appendLiteral(#"{"name":"#, to: &member)
+                JSONText.appendString(name, to: &member)
+                JSONText.appendLiteral(#","value":"#, to: &member)
+                return member
+            }
+            var tail: [UInt8] = [UInt8(ascii: "]")]
+            if let stepUp {
+                JSONText.appendLiteral(#","stepUp":["#, to: &tail)
+                for (index, name) in stepUp.methodNames.enumerated() {
+                    if index > 0 { tail.append(UInt8(ascii: ",")) }
+                    JSONText.appendString(name, to: &tail)
+                }
+                tail.append(UInt8(ascii: "]"))
+            }
+            tail.append(UInt8(ascii: "}"))
+            json = JSONParts(head: head, valueNames: names, tail: tail)
         }
     }
+
+    /// A hit's JSON object (`{"rule":…,"outcome":…,"reason":…,"mode":…,"values":[…],"stepUp":[…]}`)
+    /// but for its values: the text before them, each value's `{"name":…,"value":`, and the text
+    /// after them. A decision stores every hit, and these parts were most of writing one.
+    public struct JSONParts: Sendable {
+        /// Up to and including `"values":[`.
+        public let head: [UInt8]
+        /// `{"name":"<name>","value":` for each value, in ``RuleHit/values`` order.
+        public let valueNames: [[UInt8]]
+        /// From the values' `]` to the object's `}`.
+        public let tail: [UInt8]
+    }
+
+    /// The hit's JSON text but for its values (``JSONParts``), escaped when the rule was compiled.
+    public var jsonParts: JSONParts { header.json }
 
     let header: Header
     /// The values read, in ``Header/valueNames`` order.

@@ -25,35 +25,17 @@ package enum DecisionJSON {
     /// dictionaries first was about 3 % of a provisioning request's CPU. Members in no
     /// particular order, as `jsonb` keeps its own (``DecisionJSONTests`` holds it to `hit(_:)`).
     package static func appendHit(_ hit: RuleHit, to out: inout [UInt8]) {
-        JSONText.appendLiteral(#"{"rule":"#, to: &out)
-        JSONText.appendString(hit.ruleID, to: &out)
-        JSONText.appendLiteral(#","outcome":"#, to: &out)
-        JSONText.appendString(hit.outcome.description, to: &out)
-        JSONText.appendLiteral(#","reason":"#, to: &out)
-        JSONText.appendString(hit.reason, to: &out)
-        JSONText.appendLiteral(#","mode":"#, to: &out)
-        JSONText.appendString(hit.mode.rawValue, to: &out)
-        JSONText.appendLiteral(#","values":["#, to: &out)
-        hit.forEachValue { index, name, value in
+        let parts = hit.jsonParts
+        out.append(contentsOf: parts.head)
+        hit.forEachValue { index, _, value in
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            JSONText.appendLiteral(#"{"name":"#, to: &out)
-            JSONText.appendString(name, to: &out)
-            JSONText.appendLiteral(#","value":"#, to: &out)
+            out.append(contentsOf: parts.valueNames[index])
             json(value).appendJSON(to: &out, sortedKeys: false)
             JSONText.appendLiteral(#","text":"#, to: &out)
             JSONText.appendString(value.description, to: &out)
             out.append(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "]"))
-        if let methods = hit.stepUp {
-            JSONText.appendLiteral(#","stepUp":["#, to: &out)
-            for (index, name) in methods.methodNames.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONText.appendString(name, to: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        }
-        out.append(UInt8(ascii: "}"))
+        out.append(contentsOf: parts.tail)
     }
 
     /// A hit that is not a rule of the ruleset (card not found, expiry mismatch, a yellow push
