@@ -310,3 +310,75 @@ import Testing
         #expect(throws: MDESKeyError.self) { try TrustedProxies("example.com") }
     }
 }
+
+extension MDESMessagesTests {
+    static let fundingAccountData = """
+        {"cardAccountData":{"accountNumber":"5123456789012345","expiryMonth":"09","expiryYear":"31","securityCode":"123"},\
+        "source":"ACCOUNT_ON_FILE","dataValidUntilTimestamp":"2030-01-01T00:00:00.000Z",\
+        "tokenData":{"token":"5345678901234521","expiryMonth":"09","expiryYear":"35","sequenceNumber":"01"},\
+        "paymentAccountReference":"500181d9f8e0629211e3949a08002",\
+        "accountHolderData":{"accountHolderName":"Jo Doe","accountHolderEmailAddress":"a@b.c","sourceIp":"127.0.0.1",\
+        "deviceLocation":"38.63,-90.25","consumerIdentifier":"c1"}}
+        """
+
+    /// An opened payload's one-pass reading gives what Foundation's decoder gives, or nothing
+    /// (then the decoder answers): over the full card data, an unknown source and members, and
+    /// every member at every depth removed, `null`, or of each other JSON type.
+    @Test func payloadOnePassReadingMatchesTheDecoder() throws {
+        func described(_ value: MDESFundingAccountData) -> String {
+            var out = ""
+            dump(value, to: &out)
+            return out
+        }
+        func decoded(_ text: String) -> String? {
+            (try? JSONDecoder().decode(MDESFundingAccountData.self, from: Data(text.utf8))).map(described)
+        }
+        func read(_ text: String) -> String? {
+            Array(text.utf8).withUnsafeBufferPointer { OpenedPayload.readTree($0, as: MDESFundingAccountData.self) }
+                .map(described)
+        }
+        let example = Self.fundingAccountData
+        let unknowns = example.replacingOccurrences(
+            of: #""source":"ACCOUNT_ON_FILE""#, with: #""source":"TELEPATHY","extra":{"a":[1,{"b":null}]}"#)
+        for text in [example, unknowns, "{}"] {
+            #expect(read(text) != nil && read(text) == decoded(text), "\(text)")
+        }
+        #expect(read("[]") == nil && read(#"{"a":1,"a":2}"#) == nil)
+        let tree = try #require(Array(example.utf8).withUnsafeBufferPointer { JSONValue.parse(bytes: $0) })
+        func variants(of value: JSONValue) -> [JSONValue] {
+            guard case .object(let members) = value else { return [] }
+            var out: [JSONValue] = []
+            for (key, member) in members {
+                var removed = members
+                removed[key] = nil
+                out.append(.object(removed))
+                for other: JSONValue in [.null, .int(7), .string("x"), .array([]), .object([:]), .bool(true)] {
+                    var changed = members
+                    changed[key] = other
+                    out.append(.object(changed))
+                }
+                for inner in variants(of: member) {
+                    var changed = members
+                    changed[key] = inner
+                    out.append(.object(changed))
+                }
+            }
+            return out
+        }
+        var (same, declined, accepted) = (0, 0, 0)
+        for variant in variants(of: tree) {
+            let text = variant.jsonText
+            let fast = read(text)
+            let slow = decoded(text)
+            if let fast {
+                #expect(fast == slow, "\(text)")
+                same += 1
+            } else {
+                declined += 1
+            }
+            if slow != nil { accepted += 1 }
+        }
+        #expect(same == accepted)
+        #expect(declined >= 50 && same >= 40, "same \(same), declined \(declined)")
+    }
+}

@@ -53,7 +53,7 @@ public enum FieldLevelEncryption {
         let opened = try decrypt(payload, with: keys)
         let value: T
         do {
-            value = try opened.decode(type)
+            value = try opened.readTree(as: type) ?? opened.decode(type)
         } catch {
             try probeValidity(of: opened, now: now)
             throw error

@@ -126,3 +126,36 @@ extension MDESWalletProviderDecisioningInfo {
         recommendationReasons = try info.optionalStrings("recommendationReasons")
     }
 }
+
+/// A type ``OpenedPayload/readTree(as:)`` can read from a parsed plaintext as its `Decodable`
+/// conformance would, throwing ``MDESTreeReader/Mismatch`` wherever that would fail.
+protocol MDESTreeReadable {
+    init(reading: MDESTreeReader) throws
+}
+
+extension MDESFundingAccountData: MDESTreeReadable {
+    init(reading data: MDESTreeReader) throws {
+        cardAccountData = try data.optionalObject("cardAccountData").map { card in
+            CardAccountData(
+                accountNumber: try card.string("accountNumber"), expiryMonth: try card.optionalString("expiryMonth"),
+                expiryYear: try card.optionalString("expiryYear"), securityCode: try card.optionalString("securityCode")
+            )
+        }
+        source = try data.optionalString("source").map(MDESFundingSource.init(text:))
+        dataValidUntilTimestamp = try data.optionalString("dataValidUntilTimestamp")
+        tokenData = try data.optionalObject("tokenData").map { token in
+            TokenData(
+                token: try token.string("token"), expiryMonth: try token.string("expiryMonth"),
+                expiryYear: try token.string("expiryYear"), sequenceNumber: try token.optionalString("sequenceNumber"))
+        }
+        paymentAccountReference = try data.optionalString("paymentAccountReference")
+        accountHolderData = try data.optionalObject("accountHolderData").map { holder in
+            AccountHolderData(
+                accountHolderName: try holder.optionalString("accountHolderName"),
+                accountHolderEmailAddress: try holder.optionalString("accountHolderEmailAddress"),
+                sourceIp: try holder.optionalString("sourceIp"),
+                deviceLocation: try holder.optionalString("deviceLocation"),
+                consumerIdentifier: try holder.optionalString("consumerIdentifier"))
+        }
+    }
+}
