@@ -125,7 +125,7 @@ package enum AttemptList {
                 let declare = statement(
                     filter, target: target, after: filter.cursor, limit: nil, ruleIndexOnly: false,
                     prefix: "DECLARE issuerd_attempts_csv NO SCROLL CURSOR FOR ", columns: csvSelect)
-                try BacktestHistory.streamPages(declare, cursor: "issuerd_attempts_csv", connection: connection) {
+                _ = try BacktestHistory.streamPages(declare, cursor: "issuerd_attempts_csv", connection: connection) {
                     rows in
                     var text = ""
                     for row in rows {

@@ -271,7 +271,7 @@ final class RulesService: Sendable {
         _ action: String, actor: String, trigger: String, person: String?, previous: Ruleset, current: Ruleset,
         at time: Date
     ) {
-        guard let database else { return }
+        guard database != nil else { return }
         let git = RulesGitCommit.read(directory: loader.directory)
         let details = RulesAudit.details(
             person: self.person(person, actor: actor, git: git), previous: previous.version,
