@@ -195,30 +195,11 @@ import Testing
         }
         // Every member at every depth, changed in turn.
         let tree = try #require(Array(example.utf8).withUnsafeBufferPointer { JSONValue.parse(bytes: $0) })
-        func variants(of value: JSONValue) -> [JSONValue] {
-            guard case .object(let members) = value else { return [] }
-            var out: [JSONValue] = []
-            for (key, member) in members {
-                var removed = members
-                removed[key] = nil
-                out.append(.object(removed))
-                for other: JSONValue in [
-                    .null, .int(7), .string("x"), .array([]), .array([.int(1)]), .object([:]), .bool(true),
-                ] {
-                    var changed = members
-                    changed[key] = other
-                    out.append(.object(changed))
-                }
-                for inner in variants(of: member) {
-                    var changed = members
-                    changed[key] = inner
-                    out.append(.object(changed))
-                }
-            }
-            return out
-        }
+        let others: [JSONValue] = [
+            .null, .int(7), .string("x"), .array([]), .array([.int(1)]), .object([:]), .bool(true),
+        ]
         var (same, declined, accepted) = (0, 0, 0)
-        for variant in variants(of: tree) {
+        for variant in Self.memberVariants(of: tree, others: others) {
             let text = variant.jsonText
             let fast = read(text)
             let slow = decoded(text)
@@ -312,6 +293,28 @@ import Testing
 }
 
 extension MDESMessagesTests {
+    /// `value` with each member, at every depth, in turn removed or replaced by each of `others`.
+    static func memberVariants(of value: JSONValue, others: [JSONValue]) -> [JSONValue] {
+        guard case .object(let members) = value else { return [] }
+        var out: [JSONValue] = []
+        for (key, member) in members {
+            var removed = members
+            removed[key] = nil
+            out.append(.object(removed))
+            for other in others {
+                var changed = members
+                changed[key] = other
+                out.append(.object(changed))
+            }
+            for inner in memberVariants(of: member, others: others) {
+                var changed = members
+                changed[key] = inner
+                out.append(.object(changed))
+            }
+        }
+        return out
+    }
+
     static let fundingAccountData = """
         {"cardAccountData":{"accountNumber":"5123456789012345","expiryMonth":"09","expiryYear":"31","securityCode":"123"},\
         "source":"ACCOUNT_ON_FILE","dataValidUntilTimestamp":"2030-01-01T00:00:00.000Z",\
@@ -345,28 +348,9 @@ extension MDESMessagesTests {
         }
         #expect(read("[]") == nil && read(#"{"a":1,"a":2}"#) == nil)
         let tree = try #require(Array(example.utf8).withUnsafeBufferPointer { JSONValue.parse(bytes: $0) })
-        func variants(of value: JSONValue) -> [JSONValue] {
-            guard case .object(let members) = value else { return [] }
-            var out: [JSONValue] = []
-            for (key, member) in members {
-                var removed = members
-                removed[key] = nil
-                out.append(.object(removed))
-                for other: JSONValue in [.null, .int(7), .string("x"), .array([]), .object([:]), .bool(true)] {
-                    var changed = members
-                    changed[key] = other
-                    out.append(.object(changed))
-                }
-                for inner in variants(of: member) {
-                    var changed = members
-                    changed[key] = inner
-                    out.append(.object(changed))
-                }
-            }
-            return out
-        }
+        let others: [JSONValue] = [.null, .int(7), .string("x"), .array([]), .object([:]), .bool(true)]
         var (same, declined, accepted) = (0, 0, 0)
-        for variant in variants(of: tree) {
+        for variant in Self.memberVariants(of: tree, others: others) {
             let text = variant.jsonText
             let fast = read(text)
             let slow = decoded(text)

@@ -101,14 +101,9 @@ public enum JSONText {
             out.append(UInt8(ascii: "\""))
             var run = 0
             var index = 0
-            while index < bytes.count {
-                // Eight bytes at a time while none of them needs an escape.
-                if index + 8 <= bytes.count,
-                    !Self.mayNeedEscape(UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))
-                {
-                    index += 8
-                    continue
-                }
+            while true {
+                index = Self.skipClean(bytes, from: index)
+                guard index < bytes.count else { break }
                 let byte = bytes[index]
                 index += 1
                 guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
@@ -132,6 +127,20 @@ public enum JSONText {
             out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
             out.append(UInt8(ascii: "\""))
         }
+    }
+
+    /// The first position at or after `index` that is not inside a run of whole eight-byte
+    /// words none of whose bytes needs an escape (``mayNeedEscape(_:)``); the bytes from there on
+    /// are tested one by one.
+    @inline(__always)
+    static func skipClean(_ bytes: UnsafeBufferPointer<UInt8>, from index: Int) -> Int {
+        var index = index
+        while index + 8 <= bytes.count,
+            !mayNeedEscape(UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))
+        {
+            index += 8
+        }
+        return index
     }
 
     /// Whether any of the eight bytes in `word` is below 0x20, a quote or a backslash (it may
@@ -178,13 +187,7 @@ public enum JSONText {
     /// True when `value` holds a quote, a backslash or a control character.
     static func needsEscaping(_ value: String) -> Bool {
         value.withUTF8Buffer { bytes in
-            var index = 0
-            while index + 8 <= bytes.count,
-                !mayNeedEscape(UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))
-            {
-                index += 8
-            }
-            return bytes[index...].contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+            bytes[skipClean(bytes, from: 0)...].contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
         }
     }
 

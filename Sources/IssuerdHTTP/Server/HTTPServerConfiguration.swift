@@ -8,7 +8,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// connection pool; more threads than connections only queue on the pool.
     public var threadCount: Int
     /// libmicrohttpd's network threads, which read requests, check their heads, answer inline
-    /// routes and write answers, and never block; nil for ``defaultNetworkThreadCount(handlers:)``.
+    /// routes and write answers, and never block; nil for ``defaultNetworkThreadCount(processors:)``.
     /// Each sleeps in `epoll_wait` between events: the fewer they are, the more events each
     /// wake-up serves under load.
     public var networkThreadCount: Int?
