@@ -322,9 +322,11 @@ import Testing
     /// The transaction that PostgreSQL picks to break a deadlock runs again and commits: the
     /// pipelined path retries as the pool's `transaction` does. This one waits 100 ms before
     /// checking for a deadlock, the other 60 s (long past a sanitizer's slowdown), so this one is
-    /// the victim.
+    /// the victim. The closing statement is sent only once the other is seen waiting for its
+    /// lock (`pg_stat_activity`, from a third connection): sent earlier, this one could wait past
+    /// its 100 ms before the other blocked, and the other would be the one PostgreSQL picks.
     @Test func deadlockVictimIsRetriedAndCommits() throws {
-        try withTestPool(size: 2) { pool in
+        try withTestPool(size: 3) { pool in
             try pool.withConnection { connection in
                 try connection.execute(
                     unsafeSQL: "CREATE TABLE pair (id int PRIMARY KEY, n int); INSERT INTO pair VALUES (1, 0), (2, 0)")
@@ -356,7 +358,19 @@ import Testing
                                 }
                                 otherDone.signal()
                             }
-                            Thread.sleep(forTimeInterval: 0.3)
+                            let deadline = ContinuousClock.now + .seconds(30)
+                            while ContinuousClock.now < deadline {
+                                let waiting = try pool.withConnection { watcher in
+                                    try watcher.query(
+                                        """
+                                        SELECT count(*) AS waiting FROM pg_stat_activity
+                                        WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE pair SET n = n + 1 WHERE id = 1%'
+                                        """
+                                    ).first?.decode("waiting", as: Int64.self) ?? 0
+                                }
+                                if waiting > 0 { break }
+                                Thread.sleep(forTimeInterval: 0.01)
+                            }
                         }
                         return (value: run, closing: ["UPDATE pair SET n = n + 10 WHERE id = 2"])
                     }
