@@ -18,4 +18,15 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/x509_vfy.h>
+
+/* OpenSSL's table of multiples of a group's generator, built for a group whose generator is a
+ * recipient's public key (ECCV2 ECDH with a fixed recipient). Deprecated in 3.0 with the rest of
+ * the low-level precomputation calls, still built and tested there; wrapped so the deprecation
+ * stays here, in one place. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static inline int issuerd_EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *ctx) {
+    return EC_GROUP_precompute_mult(group, ctx);
+}
+#pragma GCC diagnostic pop
 #endif

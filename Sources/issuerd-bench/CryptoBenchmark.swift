@@ -79,7 +79,7 @@ enum CryptoBenchmark {
             print(String(format: "openssl speed ecdhp256:       %9.0f op/s (1 thread)", reference))
             print(
                 String(
-                    format: "ratio seal/ECDH, 1 thread:    %9.2f      (target ≥ 0.50: %@; ceiling ≈ 0.65)", ratio,
+                    format: "ratio seal/ECDH, 1 thread:    %9.2f      (target ≥ 0.50: %@)", ratio,
                     ratio >= 0.5 ? "met" : "MISSED"))
         } else {
             print("openssl speed ecdhp256: not available (install the openssl CLI)")
@@ -95,10 +95,11 @@ enum CryptoBenchmark {
         let key = try ConcatenationKDF.deriveKey(from: secret, otherInfo: [1])
         let plaintext = payload.jsonBytes()
         let nonce = [UInt8](repeating: 0, count: 12)
+        // The seal's two multiplications go through the leaf's table once it has one; OpenSSL's
+        // own key generation and ECDH are shown for comparison (a key's first seal costs an ECDH).
         let steps: [(String, () throws -> Void)] = [
-            ("P-256 key generation", { _ = try P256.KeyAgreement.PrivateKey() }),
-            ("ephemeral point export", { _ = ephemeral.publicKey.x963Representation }),
-            ("ECDH with the leaf key", { _ = try ephemeral.sharedSecretFromKeyAgreement(with: recipient) }),
+            ("EVP P-256 key generation", { _ = try P256.KeyAgreement.PrivateKey() }),
+            ("EVP ECDH with the leaf key", { _ = try ephemeral.sharedSecretFromKeyAgreement(with: recipient) }),
             ("concatenation KDF", { _ = try ConcatenationKDF.deriveKey(from: secret, otherInfo: [1, 2, 3]) }),
             ("AES-256-GCM of the payload", { _ = try AES256GCM.seal(plaintext, using: key, nonce: nonce) }),
             ("payload JSON", { _ = payload.jsonBytes() }),

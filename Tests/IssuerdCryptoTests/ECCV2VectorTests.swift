@@ -36,14 +36,18 @@ import Testing
         #expect(try ECKeyCoding.x963(of: key) == (try Fixtures.hex(v.leafPublicKeyX963Hex)))
     }
 
-    @Test(arguments: ["dummy", "card", "card-hangul"])
-    func ciphertextMatches(name: String) throws {
+    /// Each vector both ways ECDH runs: OpenSSL's multiplication of an arbitrary point, and the
+    /// recipient's table of multiples that a key gets on its second seal.
+    @Test(arguments: ["dummy", "card", "card-hangul"], [false, true])
+    func ciphertextMatches(name: String, throughTable: Bool) throws {
         let v = try Fixtures.eccV2
         let vector = try #require(v.vectors.first { $0.name == name })
         let encryptor = ECCV2Encryptor(
             fixedEphemeralKey: try P256.KeyAgreement.PrivateKey(
                 rawRepresentation: Fixtures.hex(v.ephemeralPrivateKeyHex)))
         let leaf = try P256.KeyAgreement.PublicKey(x963Representation: Fixtures.hex(v.leafPublicKeyX963Hex))
+        if throughTable { try leaf.prepareMultiples() }
+        #expect(leaf.sealsThroughTable == throughTable)
         let output = try encryptor.seal(plaintext: Array(vector.plaintextUtf8.utf8), to: leaf)
         #expect(output.encryptedPassData == (try Fixtures.hex(vector.encryptedPassDataHex)))
         #expect(BinaryEncoding.base64String(output.encryptedPassData) == vector.encryptedPassDataBase64)
@@ -82,5 +86,44 @@ import Testing
         #expect(first.ephemeralPublicKey != second.ephemeralPublicKey)
         #expect(first.encryptedPassData != second.encryptedPassData)
         #expect(first.ephemeralPublicKey.count == 65 && first.ephemeralPublicKey[0] == 0x04)
+    }
+
+    /// A key gets its table on its second seal, and from then on every seal gives what OpenSSL's
+    /// own ECDH (`EVP_PKEY_derive`) gives, for random recipients and random ephemeral keys.
+    @Test func tableSealsAgreeWithOpenSSLsECDH() throws {
+        let plaintext = Array(#"{"primaryAccountNumber":"4111111111111111"}"#.utf8)
+        for _ in 0..<4 {
+            let leaf = try P256.KeyAgreement.PrivateKey().publicKey
+            _ = try ECCV2Encryptor().seal(plaintext: plaintext, to: leaf)
+            #expect(!leaf.sealsThroughTable)
+            _ = try ECCV2Encryptor().seal(plaintext: plaintext, to: leaf)
+            // At most `tableLimit` tables live at once, and other suites' keys may hold them.
+            if !leaf.sealsThroughTable { try leaf.prepareMultiples() }
+            #expect(leaf.sealsThroughTable)
+            for _ in 0..<16 {
+                let ephemeral = try P256.KeyAgreement.PrivateKey()
+                let output = try ECCV2Encryptor(fixedEphemeralKey: ephemeral).seal(plaintext: plaintext, to: leaf)
+                let z = try ephemeral.sharedSecretFromKeyAgreement(with: leaf)
+                let key = try ConcatenationKDF.deriveKey(
+                    from: z,
+                    otherInfo: ECCV2Encryptor.otherInfo(ephemeralPublicKey: ephemeral.publicKey.x963Representation))
+                #expect(output.ephemeralPublicKey == ephemeral.publicKey.x963Representation)
+                #expect(
+                    output.encryptedPassData
+                        == (try AES256GCM.seal(plaintext, using: key, nonce: ECCV2Encryptor.zeroNonce)))
+            }
+        }
+    }
+
+    /// Keys sealed to twice get tables only up to the process's limit.
+    @Test func tablesAreBounded() throws {
+        let plaintext = Array("limit".utf8)
+        let keys = try (0..<(P256PeerMultiples.tableLimit + 3)).map { _ in try P256.KeyAgreement.PrivateKey().publicKey
+        }
+        for key in keys {
+            _ = try ECCV2Encryptor().seal(plaintext: plaintext, to: key)
+            _ = try ECCV2Encryptor().seal(plaintext: plaintext, to: key)
+        }
+        #expect(keys.filter(\.sealsThroughTable).count <= P256PeerMultiples.tableLimit)
     }
 }

@@ -5,6 +5,8 @@ extension P256.KeyAgreement {
     /// verifier for a certificate key), ECDH skips OpenSSL's per-call re-validation.
     public struct PublicKey: Sendable {
         let handle: PKeyHandle
+        /// ECDH with this key as the recipient, shared by every copy (``P256PeerMultiples``).
+        let multiples = P256PeerMultiples()
 
         init(validated handle: PKeyHandle) { self.handle = handle }
 
@@ -30,6 +32,12 @@ extension P256.KeyAgreement {
             // Cannot fail for a key that was imported or generated as P-256.
             (try? ECKeyCoding.x963(of: handle)) ?? []
         }
+
+        /// Builds the table of this key's multiples now instead of on its second seal.
+        @_spi(Testing) public func prepareMultiples() throws { try multiples.prepareTable(peer: handle) }
+
+        /// True once seals to this key go through its table of multiples.
+        @_spi(Testing) public var sealsThroughTable: Bool { multiples.hasTable }
 
         /// The PEM `PUBLIC KEY` form.
         public var pemRepresentation: String { (try? KeyCoding.publicKeyPEM(handle)) ?? "" }

@@ -1,6 +1,6 @@
 /// The issuer side of PassKit's `EV_ECC_v2` scheme (provisioning spec section 2):
 ///
-/// 1. a fresh P-256 ephemeral key per call;
+/// 1. a fresh P-256 ephemeral key per call (a random scalar from OpenSSL's private generator);
 /// 2. Z = ECDH(ephemeral, leaf key), the 32-byte x-coordinate;
 /// 3. K = SHA-256(00000001 ‖ Z ‖ 0D ‖ "id-aes256-GCM" ‖ "Apple" ‖ ephemeralPublicKey);
 /// 4. `encryptedPassData` = AES-256-GCM(K, IV = 12 zero bytes, no AAD), tag appended.
@@ -47,9 +47,12 @@ public struct ECCV2Encryptor: Sendable {
     /// Seals arbitrary bytes to a P-256 key (known-answer vectors; the API seals payloads).
     @_spi(Testing) public func seal(plaintext: [UInt8], to recipient: P256.KeyAgreement.PublicKey) throws -> ECCV2Output
     {
-        let ephemeral = try fixedEphemeralKey ?? P256.KeyAgreement.PrivateKey()
-        let ephemeralPublicKey = try ECKeyCoding.x963(of: ephemeral.handle)
-        let secret = try ephemeral.sharedSecretFromKeyAgreement(with: recipient)
+        // The ephemeral key as a scalar: its public point is scalar·G, and Z is scalar·recipient,
+        // through the recipient's table once it has one (``P256PeerMultiples``).
+        let context = try BNContext()
+        let ephemeral = try fixedEphemeralKey.map { try ECScalar(of: $0.handle) } ?? ECScalar.random()
+        let ephemeralPublicKey = try P256Group.x963(ofGeneratorTimes: ephemeral, context: context)
+        let secret = try recipient.multiples.sharedSecret(ephemeral, peer: recipient.handle, context: context)
         let key = try ConcatenationKDF.deriveKey(
             from: secret, otherInfo: Self.otherInfo(ephemeralPublicKey: ephemeralPublicKey))
         let sealed = try AES256GCM.seal(plaintext, using: key, nonce: Self.zeroNonce)
