@@ -78,20 +78,14 @@ public struct TraceContext: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    private static let key = "issuerd.trace-context"
+    private static let slot = ThreadLocal<TraceContext>()
 
     /// The trace of the request this thread works for, if any (``run(_:_:)``).
-    public static var current: TraceContext? {
-        Thread.current.threadDictionary[key] as? TraceContext
-    }
+    public static var current: TraceContext? { slot.value }
 
     /// Runs `body` as work of `context` on this thread: log lines written meanwhile carry its
     /// trace id, and outbound calls its `traceparent`.
     public static func run<T>(_ context: TraceContext, _ body: () throws -> T) rethrows -> T {
-        let dictionary = Thread.current.threadDictionary
-        let outer = dictionary[key]
-        dictionary[key] = context
-        defer { dictionary[key] = outer }
-        return try body()
+        try slot.withValue(context, body)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IssuerdCore
 
 /// The database work of one request, so that its waits add up to a bound rather than each
 /// getting a bound of its own.
@@ -22,21 +23,15 @@ public final class PostgresRequestScope {
         self.waited = max(.zero, waited)
     }
 
-    private static let key = "issuerd.postgres.request-scope"
+    private static let slot = ThreadLocal<PostgresRequestScope>()
 
     /// The scope of the work running on this thread, if any.
-    public static var current: PostgresRequestScope? {
-        Thread.current.threadDictionary[key] as? PostgresRequestScope
-    }
+    public static var current: PostgresRequestScope? { slot.value }
 
     /// Runs `body` as one request's database work on this thread.
     ///
     /// - Parameter waited: How long the request had waited before `body` began.
     public static func run<T>(waited: Duration, _ body: () throws -> T) rethrows -> T {
-        let dictionary = Thread.current.threadDictionary
-        let outer = dictionary[key]
-        dictionary[key] = PostgresRequestScope(waited: waited)
-        defer { dictionary[key] = outer }
-        return try body()
+        try slot.withValue(PostgresRequestScope(waited: waited), body)
     }
 }
