@@ -14,12 +14,23 @@ public struct Router: Sendable {
     /// once per request.
     public typealias Admission = @Sendable (HTTPRequest) throws -> (any Sendable)?
 
-    private struct Entry: Sendable {
+    /// A class: resolution looks at every route of the path's length, and a struct copy retained
+    /// its pattern's parts and both closures each time.
+    private final class Entry: Sendable {
         let method: HTTPMethod
         let pattern: RoutePattern
         let inline: Bool
         let admission: Admission?
         let handler: Handler
+
+        init(method: HTTPMethod, pattern: RoutePattern, inline: Bool, admission: Admission?, handler: @escaping Handler)
+        {
+            self.method = method
+            self.pattern = pattern
+            self.inline = inline
+            self.admission = admission
+            self.handler = handler
+        }
     }
 
     /// What a method and path resolve to.

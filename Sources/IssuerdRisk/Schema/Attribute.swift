@@ -2,7 +2,10 @@ import Foundation
 
 /// One attribute rules may read: its dotted name, type, meaning, where it comes from, and how
 /// to read and write it in a ``RiskInput``.
-public struct Attribute: Sendable {
+///
+/// A class: the schema's attributes are made once and read for every request, and a copy of a
+/// struct of four strings and two closures retained each of them (37 copies a request).
+public final class Attribute: Sendable {
     /// The dotted name rules use, e.g. `wallet.device_score`.
     public let name: String
     /// The attribute's type.
@@ -13,6 +16,18 @@ public struct Attribute: Sendable {
     public let source: String
     let access: Access
     let write: @Sendable (inout RiskInput, RiskValue) -> Bool
+
+    init(
+        name: String, type: RiskType, summary: String, source: String, access: Access,
+        write: @escaping @Sendable (inout RiskInput, RiskValue) -> Bool
+    ) {
+        self.name = name
+        self.type = type
+        self.summary = summary
+        self.source = source
+        self.access = access
+        self.write = write
+    }
 
     /// Reads an attribute from the input without dictionary look-ups: one closure per type,
     /// already in the compiled form's signature so a rule calls it directly.
