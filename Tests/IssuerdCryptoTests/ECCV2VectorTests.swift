@@ -126,4 +126,28 @@ import Testing
         }
         #expect(keys.filter(\.sealsThroughTable).count <= P256PeerMultiples.tableLimit)
     }
+
+    /// Threads sealing to one key while its table is built and published: every seal still
+    /// matches OpenSSL's own ECDH (under `scripts/test --sanitize thread`, also no race).
+    @Test func concurrentSealsWhileTheTableIsBuiltAgree() throws {
+        let leaf = try P256.KeyAgreement.PrivateKey().publicKey
+        let plaintext = Array("concurrent".utf8)
+        let mismatches = Lock(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<12 {
+                do {
+                    let ephemeral = try P256.KeyAgreement.PrivateKey()
+                    let output = try ECCV2Encryptor(fixedEphemeralKey: ephemeral).seal(plaintext: plaintext, to: leaf)
+                    let key = try ConcatenationKDF.deriveKey(
+                        from: try ephemeral.sharedSecretFromKeyAgreement(with: leaf),
+                        otherInfo: ECCV2Encryptor.otherInfo(ephemeralPublicKey: ephemeral.publicKey.x963Representation))
+                    let expected = try AES256GCM.seal(plaintext, using: key, nonce: ECCV2Encryptor.zeroNonce)
+                    if output.encryptedPassData != expected { mismatches.withLock { $0 += 1 } }
+                } catch {
+                    mismatches.withLock { $0 += 1 }
+                }
+            }
+        }
+        #expect(mismatches.withLock { $0 } == 0)
+    }
 }

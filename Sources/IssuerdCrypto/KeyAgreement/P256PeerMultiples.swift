@@ -30,15 +30,23 @@ final class P256PeerMultiples: Sendable {
         var building = false
     }
     private let state = Lock(State())
+    /// `state.table`'s address once it is set (it never changes after; 0 before), for seals to
+    /// read without the lock.
+    private let published = Atomic<UInt>(0)
 
     /// True once later seals go through the table.
-    var hasTable: Bool { state.withLock { $0.table != nil } }
+    var hasTable: Bool { published.load(ordering: .acquiring) != 0 }
 
     /// Z, the x-coordinate of `scalar`·`peer`, 32 bytes big-endian.
     ///
     /// - Parameter peer: The key these multiples belong to (always the same one).
     func sharedSecret(_ scalar: ECScalar, peer: PKeyHandle, context: BNContext) throws -> SharedSecret {
-        let (point, kept, build) = try state.withLock { state throws -> (ECPointHandle, ECGroupHandle?, Bool) in
+        if let raw = UnsafeMutableRawPointer(bitPattern: published.load(ordering: .acquiring)) {
+            // Owned by `state.table` for as long as this object lives.
+            return try Self.multiply(
+                scalar, through: Unmanaged<ECGroupHandle>.fromOpaque(raw).takeUnretainedValue(), context)
+        }
+        let (point, build) = try state.withLock { state throws -> (ECPointHandle, Bool) in
             state.seals += 1
             let point = try state.point ?? Self.point(of: peer)
             state.point = point
@@ -46,22 +54,12 @@ final class P256PeerMultiples: Sendable {
                 state.table == nil && !state.building && state.seals >= 2
                 && Self.liveTables.load(ordering: .relaxed) < Self.tableLimit
             if build { state.building = true }
-            return (point, state.table, build)
+            return (point, build)
         }
-        var table = kept
-        if build {
-            // Outside the lock: other seals meanwhile take the per-call way. A table that cannot
-            // be built leaves this key on that way for good.
-            table = try? Self.table(for: point)
-            if table != nil { Self.liveTables.add(1, ordering: .relaxed) }
-            state.withLock { $0.table = table }
-        }
-        if let table {
-            let product = try ECPointHandle(on: table.pointer)
-            guard EC_POINT_mul(table.pointer, product.pointer, scalar.pointer, nil, nil, context.pointer) == 1 else {
-                throw CryptoError(.libraryFailure, "ECDH multiplication failed")
-            }
-            return SharedSecret(bytes: try product.secretX(on: table.pointer, in: context))
+        // Outside the lock: other seals meanwhile take the per-call way. A table that cannot be
+        // built leaves this key on that way for good (`building` stays set).
+        if build, let table = try? Self.table(for: point), publish(table) {
+            return try Self.multiply(scalar, through: table, context)
         }
         let product = try ECPointHandle(on: P256Group.standard)
         guard
@@ -72,23 +70,42 @@ final class P256PeerMultiples: Sendable {
         return SharedSecret(bytes: try product.secretX(on: P256Group.standard, in: context))
     }
 
+    /// `scalar` times the generator of `table`'s group, through its precomputed multiples.
+    private static func multiply(
+        _ scalar: ECScalar, through table: ECGroupHandle, _ context: BNContext
+    ) throws
+        -> SharedSecret
+    {
+        let product = try ECPointHandle(on: table.pointer)
+        guard EC_POINT_mul(table.pointer, product.pointer, scalar.pointer, nil, nil, context.pointer) == 1 else {
+            throw CryptoError(.libraryFailure, "ECDH multiplication failed")
+        }
+        return SharedSecret(bytes: try product.secretX(on: table.pointer, in: context))
+    }
+
+    /// Keeps `table` and publishes it, unless one already was (then `table` is dropped).
+    private func publish(_ table: ECGroupHandle) -> Bool {
+        state.withLock { state in
+            guard state.table == nil else { return false }
+            state.table = table
+            Self.liveTables.add(1, ordering: .relaxed)
+            published.store(UInt(bitPattern: Unmanaged.passUnretained(table).toOpaque()), ordering: .releasing)
+            return true
+        }
+    }
+
     deinit {
-        if state.withLock({ $0.table != nil }) { Self.liveTables.subtract(1, ordering: .relaxed) }
+        if published.load(ordering: .acquiring) != 0 { Self.liveTables.subtract(1, ordering: .relaxed) }
     }
 
     /// Builds the table now rather than on the second seal (tests).
     func prepareTable(peer: PKeyHandle) throws {
-        let point = try state.withLock { state -> ECPointHandle in
-            if state.point == nil { state.point = try Self.point(of: peer) }
-            return state.point!
+        let point = try state.withLock { state throws -> ECPointHandle in
+            let point = try state.point ?? Self.point(of: peer)
+            state.point = point
+            return point
         }
-        let table = try Self.table(for: point)
-        let added = state.withLock { state -> Bool in
-            guard state.table == nil else { return false }
-            state.table = table
-            return true
-        }
-        if added { Self.liveTables.add(1, ordering: .relaxed) }
+        _ = publish(try Self.table(for: point))
     }
 
     private static func point(of peer: PKeyHandle) throws -> ECPointHandle {
