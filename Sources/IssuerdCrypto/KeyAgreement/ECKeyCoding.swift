@@ -149,27 +149,12 @@ enum ECKeyCoding {
         #endif
     }
 
-    /// Computes `d·G` with the EC_POINT API (fromdata does not derive the public point).
+    /// Computes `d·G` (fromdata does not derive the public point).
     private static func publicPoint(forScalar scalar: [UInt8]) throws -> [UInt8] {
-        guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1) else {
-            throw CryptoError(.libraryFailure, "no P-256 group")
-        }
-        defer { EC_GROUP_free(group) }
-        guard let d = scalar.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress, Int32($0.count), nil) }) else {
-            throw CryptoError(.libraryFailure, "BN_bin2bn failed")
-        }
-        defer { BN_clear_free(d) }
-        guard BN_is_zero(d) == 0, let order = EC_GROUP_get0_order(group), BN_cmp(d, order) < 0 else {
+        let d = try ECScalar(bigEndian: scalar)
+        guard BN_is_zero(d.pointer) == 0, BN_cmp(d.pointer, EC_GROUP_get0_order(P256Group.standard)) < 0 else {
             throw CryptoError(.invalidKey, "P-256 private scalar out of range")
         }
-        guard let point = EC_POINT_new(group) else { throw CryptoError(.libraryFailure, "EC_POINT_new failed") }
-        defer { EC_POINT_free(point) }
-        guard EC_POINT_mul(group, point, d, nil, nil, nil) == 1 else {
-            throw CryptoError(.libraryFailure, "EC_POINT_mul failed")
-        }
-        var out = [UInt8](repeating: 0, count: P256.x963ByteCount)
-        let written = EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &out, out.count, nil)
-        guard written == P256.x963ByteCount else { throw CryptoError(.libraryFailure, "EC_POINT_point2oct failed") }
-        return out
+        return try P256Group.x963(ofGeneratorTimes: d, context: BNContext())
     }
 }

@@ -6,15 +6,18 @@ extension P256.KeyAgreement {
     public struct PublicKey: Sendable {
         let handle: PKeyHandle
         /// ECDH with this key as the recipient, shared by every copy (``P256PeerMultiples``).
-        let multiples = P256PeerMultiples()
+        let multiples: P256PeerMultiples
 
-        init(validated handle: PKeyHandle) { self.handle = handle }
+        init(validated handle: PKeyHandle) {
+            self.handle = handle
+            multiples = P256PeerMultiples(peer: handle)
+        }
 
         /// Imports an uncompressed SEC1 point `04 ‖ X ‖ Y` and checks it lies on P-256.
         ///
         /// - Throws: ``CryptoError/Code/invalidKey``.
         public init(x963Representation: [UInt8]) throws {
-            handle = try ECKeyCoding.publicKey(x963: x963Representation)
+            self.init(validated: try ECKeyCoding.publicKey(x963: x963Representation))
         }
 
         /// Imports a PEM `PUBLIC KEY` (SubjectPublicKeyInfo).
@@ -24,7 +27,7 @@ extension P256.KeyAgreement {
             let handle = try KeyCoding.publicKey(pem: pemRepresentation)
             try KeyCoding.requireP256(handle)
             try ECKeyCoding.checkPublic(handle)
-            self.handle = handle
+            self.init(validated: handle)
         }
 
         /// The 65-byte uncompressed point, the form ECC_V2 returns as `ephemeralPublicKey`.
@@ -34,7 +37,7 @@ extension P256.KeyAgreement {
         }
 
         /// Builds the table of this key's multiples now instead of on its second seal.
-        @_spi(Testing) public func prepareMultiples() throws { try multiples.prepareTable(peer: handle) }
+        @_spi(Testing) public func prepareMultiples() throws { try multiples.prepareTable() }
 
         /// True once seals to this key go through its table of multiples.
         @_spi(Testing) public var sealsThroughTable: Bool { multiples.hasTable }

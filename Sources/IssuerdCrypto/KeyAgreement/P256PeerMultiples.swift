@@ -30,17 +30,19 @@ final class P256PeerMultiples: Sendable {
         var building = false
     }
     private let state = Lock(State())
+    /// The recipient's key.
+    private let peer: PKeyHandle
     /// `state.table`'s address once it is set (it never changes after; 0 before), for seals to
     /// read without the lock.
     private let published = Atomic<UInt>(0)
+
+    init(peer: PKeyHandle) { self.peer = peer }
 
     /// True once later seals go through the table.
     var hasTable: Bool { published.load(ordering: .acquiring) != 0 }
 
     /// Z, the x-coordinate of `scalar`·`peer`, 32 bytes big-endian.
-    ///
-    /// - Parameter peer: The key these multiples belong to (always the same one).
-    func sharedSecret(_ scalar: ECScalar, peer: PKeyHandle, context: BNContext) throws -> SharedSecret {
+    func sharedSecret(_ scalar: ECScalar, context: BNContext) throws -> SharedSecret {
         if let raw = UnsafeMutableRawPointer(bitPattern: published.load(ordering: .acquiring)) {
             // Owned by `state.table` for as long as this object lives.
             return try Self.multiply(
@@ -99,7 +101,7 @@ final class P256PeerMultiples: Sendable {
     }
 
     /// Builds the table now rather than on the second seal (tests).
-    func prepareTable(peer: PKeyHandle) throws {
+    func prepareTable() throws {
         let point = try state.withLock { state throws -> ECPointHandle in
             let point = try state.point ?? Self.point(of: peer)
             state.point = point
@@ -183,6 +185,15 @@ final class ECScalar {
             }
         } while BN_is_zero(number) == 1
         return scalar
+    }
+
+    /// A big-endian scalar as given (the caller checks its range).
+    convenience init(bigEndian bytes: [UInt8]) throws {
+        guard let number = BN_secure_new() else { throw CryptoError(.libraryFailure, "BN_secure_new failed") }
+        self.init(taking: number)
+        guard BN_bin2bn(bytes, Int32(bytes.count), number) != nil else {
+            throw CryptoError(.libraryFailure, "BN_bin2bn failed")
+        }
     }
 
     /// The private scalar of a P-256 key.

@@ -52,7 +52,7 @@ public struct ECCV2Encryptor: Sendable {
         let context = try BNContext()
         let ephemeral = try fixedEphemeralKey.map { try ECScalar(of: $0.handle) } ?? ECScalar.random()
         let ephemeralPublicKey = try P256Group.x963(ofGeneratorTimes: ephemeral, context: context)
-        let secret = try recipient.multiples.sharedSecret(ephemeral, peer: recipient.handle, context: context)
+        let secret = try recipient.multiples.sharedSecret(ephemeral, context: context)
         let key = try ConcatenationKDF.deriveKey(
             from: secret, otherInfo: Self.otherInfo(ephemeralPublicKey: ephemeralPublicKey))
         let sealed = try AES256GCM.seal(plaintext, using: key, nonce: Self.zeroNonce)
